@@ -1,0 +1,188 @@
+"""A placement decision: every candidate with each filter's verdict and its score, and who is held."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .candidates import Agent, considered
+from .facts import Card, Facts, Requires
+from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, policy_record, run_filters
+from .history import StageHistory, histories
+from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
+from .load import ROSTER, LoadShape
+from .rules import Rules
+from .scoring import POLICY, Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
+from .why_nobody import NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRecord:
+    """One considered agent: who it is, every filter's verdict, and its score when eligible."""
+
+    agent_id: str
+    principal_id: str | None
+    station_id: str | None
+    source: str  # "roster" | "direct"
+    in_set: bool
+    eligible: bool  # in the candidate set and passed every filter
+    filters: tuple[FilterResult, ...]
+    score: Score | None  # only when eligible
+    capable: bool | None  # only outside the candidate set, by SuperPipeline's verdict
+    stage_history: StageHistory | None  # only when eligible and history was read
+    policy: PolicyRecord | None  # only when the dispatch policy was asked and answered
+    load: LoadShape | None  # what health and idle read; not part of the record
+
+    @property
+    def rejections(self) -> tuple[FilterResult, ...]:
+        """Every filter it failed, in order."""
+        return tuple(result for result in self.filters if not result.passed)
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "candidate": {
+                "agentId": self.agent_id,
+                "principalId": self.principal_id,
+                "stationId": self.station_id,
+                "source": self.source,
+            },
+            "filters": [result.to_record() for result in self.filters],
+            "score": self.score.to_record() if self.score is not None else None,
+            "stageHistory": self.stage_history.to_record() if self.stage_history is not None else None,
+        }
+        if not self.in_set:
+            record["capable"] = self.capable
+        if self.policy is not None:
+            record["policy"] = self.policy.to_record()
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """The hold to ask SuperPipeline for: this agent, this long."""
+
+    agent_id: str
+    seconds: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What `decide` concluded for one card. `record` is False when the loop should do nothing."""
+
+    card: Card
+    policy: str
+    chosen: str | None
+    reason: str | None  # why nobody was chosen, when nobody was
+    tier: Tier
+    requires: Requires
+    candidates: tuple[CandidateRecord, ...]  # by agent id
+    hold: Hold | None
+    record: bool
+
+    def candidate(self, agent_id: str) -> CandidateRecord | None:
+        """The record of one considered agent, if it was considered."""
+        return next((c for c in self.candidates if c.agent_id == agent_id), None)
+
+    def to_record(self) -> dict[str, Any]:
+        """The decision as records-decisions names it; the loop adds id, reservation, outcome and createdAt."""
+        return {
+            "boardId": self.card.board_id,
+            "cardId": self.card.card_id,
+            "stageKey": self.card.stage_key,
+            "policy": self.policy,
+            "chosen": self.chosen,
+            "reason": self.reason,
+            "tier": self.tier.to_record(),
+            "requires": {"all": list(self.requires.all), "any": list(self.requires.any)},
+            "candidates": [candidate.to_record() for candidate in self.candidates],
+        }
+
+
+def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
+    """Filter every considered agent, rank the eligible, and take the card's next ladder step.
+
+    Same facts in, same decision out, whatever order the rows arrive in.
+    """
+    tier = next_tier(facts.ladder, rules.top_k)
+    if facts.ladder.open:
+        # Already open to any match: nothing to hold until a new ladder starts.
+        return _decision(facts, Tier(ANY_MATCH, tier.step), (), None, ANY_MATCH, rules, record=False)
+
+    agents = considered(facts, rules, now)
+    ground = ground_for(facts, rules, now)
+    verdicts = [run_filters(agent, ground) for agent in agents]
+    eligible = [
+        agent for agent, filters in zip(agents, verdicts)
+        if agent.in_set and all(result.passed for result in filters)
+    ]
+    stage = (
+        None if facts.history is None
+        else histories([agent.principal_id for agent in eligible], facts.history, now,
+                       rules.history_min_sample, rules.history_half_life_days)
+    )
+    ranking = ranked({agent.agent_id: _terms(agent, stage, facts, now) for agent in eligible})
+    scores = dict(ranking)
+    candidates = tuple(
+        _candidate(agent, filters, scores.get(agent.agent_id), stage, ground)
+        for agent, filters in zip(agents, verdicts)
+    )
+
+    if tier.name == ANY_MATCH:
+        return _decision(facts, tier, candidates, None, ANY_MATCH, rules)
+    if not agents:
+        return _decision(facts, tier, candidates, None, NO_CANDIDATES, rules)
+    if sum(1 for agent in agents if agent.in_set and agent.source == ROSTER) < 2:
+        return _decision(facts, tier, candidates, None, ONE_CANDIDATE, rules)
+    if ranking:
+        return _decision(facts, tier, candidates, ranking[0][0], None, rules)
+    if tier.name == RUNNER_UP:
+        # Nobody left to hold for: open the card to any match at once.
+        return _decision(facts, Tier(ANY_MATCH, tier.step), candidates, None, ANY_MATCH, rules)
+    in_set = (filters for agent, filters in zip(agents, verdicts) if agent.in_set)
+    return _decision(facts, tier, candidates, None, waiting_reason(in_set) or NONE_ELIGIBLE, rules)
+
+
+def _terms(agent: Agent, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime) -> ScoreTerms:
+    claimed, settled = facts.own.settled.get(agent.agent_id, (0, 0))
+    return ScoreTerms(
+        stage_record=stage[agent.principal_id].stage_record if stage is not None else None,
+        success_rate=success_rate(claimed, settled),
+        since_last_dispatch_s=since_last_dispatch_s(agent.load.last_seen_at, now),  # type: ignore[union-attr]
+    )
+
+
+def _candidate(
+    agent: Agent, filters: tuple[FilterResult, ...], score: Score | None, stage: dict[str | None, StageHistory] | None, ground: Ground,
+) -> CandidateRecord:
+    verdict = agent.verdict
+    return CandidateRecord(
+        agent_id=agent.agent_id,
+        principal_id=agent.principal_id,
+        station_id=agent.station_id,
+        source=agent.source,
+        in_set=agent.in_set,
+        eligible=score is not None,
+        filters=filters,
+        score=score,
+        capable=None if agent.in_set else verdict is None or CAPABILITY_MISMATCH not in verdict.reasons,
+        stage_history=stage[agent.principal_id] if stage is not None and score is not None else None,
+        policy=policy_record(agent, ground) if agent.in_set else None,
+        load=agent.load,
+    )
+
+
+def _decision(
+    facts: Facts, tier: Tier, candidates: tuple[CandidateRecord, ...], chosen: str | None,
+    reason: str | None, rules: Rules, record: bool = True,
+) -> Decision:
+    return Decision(
+        card=facts.card,
+        policy=POLICY,
+        chosen=chosen,
+        reason=reason,
+        tier=tier,
+        requires=facts.card.requires,
+        candidates=candidates,
+        hold=Hold(chosen, hold_seconds(tier, rules)) if chosen is not None else None,
+        record=record and reason not in UNRECORDED,
+    )

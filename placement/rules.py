@@ -1,0 +1,34 @@
+"""The settings one placement decision is made under."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .facts import PROOF_ORDER
+
+CANDIDATE_SETS = ("roster", "all")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What the operator set for placement; the defaults are the documented ones."""
+
+    top_k: int = 3
+    reservation_seconds: int = 60
+    runner_up_seconds: int = 30
+    candidates: str = "roster"  # "roster" | "all"
+    station_filters: bool = True
+    min_proof: str = "declared"  # "declared" | "installed" | "probed"
+    history_min_sample: int = 3
+    history_half_life_days: float = 7.0
+    no_show_window_s: int = 1800
+    no_show_count: int = 2
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        if self.candidates not in CANDIDATE_SETS:
+            raise ValueError(f"candidates must be one of {CANDIDATE_SETS}")
+        if self.min_proof not in PROOF_ORDER:
+            raise ValueError(f"min_proof must be one of {PROOF_ORDER}")
+        if self.history_half_life_days <= 0:
+            raise ValueError("history_half_life_days must be positive")

@@ -1,0 +1,63 @@
+"""The ranking `idle-stage-success-lru@3`: stage record, success on the board, least recently used."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+POLICY = "idle-stage-success-lru@3"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreTerms:
+    """The numbers compared, in order. A term that did not weigh is None."""
+
+    stage_record: float | None  # None: history unread, so left out for everyone
+    success_rate: float
+    since_last_dispatch_s: float | None  # None: never took work, which ranks first
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {}
+        if self.stage_record is not None:
+            record["stageRecord"] = self.stage_record
+        record["successRate"] = self.success_rate
+        record["sinceLastDispatchS"] = self.since_last_dispatch_s
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """`{total, terms}`: total is how many eligible candidates it outranks, plus one."""
+
+    total: int
+    terms: ScoreTerms
+
+    def to_record(self) -> dict[str, Any]:
+        return {"total": self.total, "terms": self.terms.to_record()}
+
+
+def success_rate(claimed: int, settled: int) -> float:
+    """The smoothed share of our settled holds it claimed: a new agent starts at one half."""
+    return (claimed + 1) / (settled + 2)
+
+
+def since_last_dispatch_s(last_seen_at: datetime | None, now: datetime) -> float | None:
+    """Seconds since it last took work; None when it never has. A time after `now` reads as 0."""
+    if last_seen_at is None:
+        return None
+    return max((now - last_seen_at).total_seconds(), 0.0)
+
+
+def ranked(terms_by_agent: dict[str, ScoreTerms]) -> list[tuple[str, Score]]:
+    """Agents best first, each with its score; totals run n, n-1, ..., 1."""
+    order = sorted(terms_by_agent, key=lambda agent_id: _rank_key(agent_id, terms_by_agent[agent_id]))
+    n = len(order)
+    return [(agent_id, Score(n - place, terms_by_agent[agent_id])) for place, agent_id in enumerate(order)]
+
+
+def _rank_key(agent_id: str, terms: ScoreTerms) -> tuple[float, float, float, str]:
+    # Higher record, higher success, longer since last work (never = longest), then agent id.
+    record = terms.stage_record if terms.stage_record is not None else 0.0
+    since = terms.since_last_dispatch_s if terms.since_last_dispatch_s is not None else math.inf
+    return (-record, -terms.success_rate, -since, agent_id)
