@@ -1,0 +1,64 @@
+"""The suite's clients: one module per product, one HTTP base, one error hierarchy.
+
+Clients hold no write but two, both to SuperPipeline: a card's hold (`reserve`) and a
+board's placement window (`set_placement_window`). Besides those, the only non-GET requests
+are Accounts' token and policy questions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import requests
+
+from .accounts import Accounts, says_no_policy
+from .agentpod import AgentPod
+from .http import BadShape, ClientError, Refused, Unavailable
+from .superpipeline import BoardCard, BoardRead, Refusal, Reservation, Stage, SuperPipeline
+from .superwitness import SuperWitness
+
+__all__ = [
+    "Accounts", "AgentPod", "BadShape", "BoardCard", "BoardRead", "ClientError", "Clients",
+    "Refusal", "Refused", "Reservation", "Stage", "SuperPipeline", "SuperWitness",
+    "Unavailable", "build_clients", "says_no_policy",
+]
+
+
+class SuiteSettings(Protocol):
+    """The settings `build_clients` reads; an empty URL or audience means unset."""
+
+    superpipeline_url: str
+    org_plane_url: str
+    org_plane_service_credential: str
+    agentpod_url: str
+    agentpod_audience: str
+    superwitness_url: str
+    superwitness_audience: str
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Every client the loop talks to; `superwitness` is None when SUPERWITNESS_URL is unset."""
+
+    accounts: Accounts
+    superpipeline: SuperPipeline
+    agentpod: AgentPod
+    superwitness: SuperWitness | None
+
+
+def build_clients(cfg: SuiteSettings, session: requests.Session | None = None) -> Clients:
+    """The clients for these settings, all sharing one session (given, or a new one)."""
+    session = session if session is not None else requests.Session()
+    accounts = Accounts(cfg.org_plane_url, cfg.org_plane_service_credential, session=session)
+    witness = None
+    if cfg.superwitness_url:
+        witness = SuperWitness(cfg.superwitness_url,
+                               cfg.superwitness_audience or cfg.superwitness_url,
+                               accounts, session=session)
+    return Clients(
+        accounts=accounts,
+        superpipeline=SuperPipeline(cfg.superpipeline_url, accounts, session=session),
+        agentpod=AgentPod(cfg.agentpod_url, cfg.agentpod_audience or cfg.agentpod_url,
+                          accounts, session=session),
+        superwitness=witness,
+    )

@@ -1,0 +1,114 @@
+"""Accounts (the organization plane): service tokens per audience, and the dispatch policy."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import requests
+
+from placement.facts import PolicyVerdict, Requires
+
+from . import shape
+from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http
+
+TOKEN_PATH = "/api/token/service"
+DECIDE_PATH = "/api/policy/decide"
+REFRESH_BEFORE_EXPIRY = 30.0  # seconds: a token this close to expiry is asked for again
+NO_POLICY = "no-policy"
+
+
+@dataclass(frozen=True)
+class _Token:
+    value: str
+    expires_at: float  # on the `now` clock
+
+
+class Accounts:
+    """Mints this service's tokens (cached per audience) and asks the dispatch policy.
+
+    Both calls are POSTs that change nothing in Accounts. The token request is retried like a
+    read: every product call waits on it, and asking twice only mints a second token. The
+    policy question is sent once: it is asked per agent each pass and fails closed, so a retry
+    would only multiply the wait of a pass while Accounts is down.
+    """
+
+    def __init__(self, base_url: str, credential: str, *,
+                 session: requests.Session | None = None,
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
+                 backoff: tuple[float, ...] = BACKOFF,
+                 sleep: Callable[[float], None] = time.sleep,
+                 now: Callable[[], float] = time.monotonic):
+        self._http = Http("accounts", base_url, session=session, timeout=timeout,
+                          retries=retries, backoff=backoff, sleep=sleep)
+        self._credential = credential
+        self._now = now
+        self._tokens: dict[str, _Token] = {}
+        self._lock = threading.Lock()  # one mint per audience at a time, across threads
+
+    def token(self, audience: str) -> str:
+        """A bearer token for `audience` (a product's URL, no trailing slash)."""
+        audience = audience.rstrip("/")
+        with self._lock:
+            held = self._tokens.get(audience)
+            if held is not None and self._now() < held.expires_at - REFRESH_BEFORE_EXPIRY:
+                return held.value
+            asked_at = self._now()
+            value, lifetime = self._http.call(
+                "POST", TOKEN_PATH, _token, body={"audience": audience},
+                headers=self._credential_header(), read=True)
+            self._tokens[audience] = _Token(value, asked_at + lifetime)
+            return value
+
+    def forget(self, audience: str) -> None:
+        """Drop the cached token for `audience` (its product refused it)."""
+        with self._lock:
+            self._tokens.pop(audience.rstrip("/"), None)
+
+    def decide(self, principal_id: str, agent_id: str, board_id: str, stage_key: str,
+               capabilities: Requires) -> PolicyVerdict:
+        """The dispatch policy's verdict on one agent for a board stage. Cards carry no labels
+        yet, so none are sent; the capabilities are the stage's `requires`."""
+        body = {"principalId": principal_id, "agentId": agent_id, "boardId": board_id,
+                "stageKey": stage_key, "labels": [],
+                "capabilities": {"all": list(capabilities.all), "any": list(capabilities.any)}}
+        # The policy is asked with the service credential itself: it is Accounts' own API, and
+        # no token audience is named for it (tokens are minted for the other products).
+        return self._http.call("POST", DECIDE_PATH, _verdict, body=body,
+                               headers=self._credential_header())
+
+    def _credential_header(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._credential}"}
+
+
+def says_no_policy(verdict: PolicyVerdict) -> bool:
+    """True when Accounts answered that the workspace keeps no dispatch policy."""
+    return verdict.reasons == (NO_POLICY,)
+
+
+def _token(body: Any) -> tuple[str, float]:
+    body = shape.mapping(body, "token")
+    value = shape.text(body, "access_token", "token")
+    if shape.text(body, "token_type", "token").lower() != "bearer":
+        raise shape.ShapeError("token.token_type: expected Bearer")
+    lifetime = shape.number(body, "expires_in", "token")
+    if lifetime <= 0:
+        raise shape.ShapeError("token.expires_in: expected a positive number of seconds")
+    return value, lifetime
+
+
+def _verdict(body: Any) -> PolicyVerdict:
+    body = shape.mapping(body, "verdict")
+    limit = body.get("limit")
+    if limit is not None:
+        limit = shape.mapping(limit, "verdict.limit")
+    return PolicyVerdict(
+        allow=shape.boolean(body, "allow", "verdict"),
+        reasons=shape.required_items(body, "reasons", "verdict", shape.string),
+        policy_version=shape.opt_text(body, "policyVersion", "verdict"),
+        limit_max_runs=None if limit is None else shape.integer(limit, "maxRuns", "verdict.limit"),
+        limit_window_hours=(None if limit is None
+                            else shape.number(limit, "windowHours", "verdict.limit")),
+    )
+

@@ -1,0 +1,275 @@
+"""SuperPipeline: the board and its cards, eligibility, agents' load, and the two writes
+SuperDispatch ever makes (a card's hold and a board's placement window)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable
+
+import requests
+
+from placement.facts import (
+    ISOLATION_ORDER, AgentLoad, AgentVerdict, Card, Requires, StationNeeds,
+)
+
+from . import shape
+from .http import (
+    BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, ClientError, Http, Refused, TokenSource, segment,
+)
+
+MAX_HOLD_SECONDS = 300
+CAPABILITY_LANE = "capability"
+READY_STATE = "submitted"
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """A hold on a card for one agent, until `reserved_until`."""
+
+    agent_id: str
+    reserved_until: datetime
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A hold SuperPipeline did not make. `code` is the error body's code or `http-<status>`
+    (`timeout`, `unreachable`, `bad-shape`, or `token-…` when no token could be had).
+    `transient` is True when the answer was no clear refusal: the hold may or may not exist
+    (it lapses on its own) and asking again later may succeed."""
+
+    code: str
+    status: int | None = None
+    transient: bool = False
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    name: str
+    order: int
+    owner_kind: str  # capability | agent | human
+    owner: str | None
+    requires: Requires  # `requires` when set, else {"all": [owner], "any": []}
+    needs: StationNeeds | None  # the stage's `placement`; None when it states none
+
+
+@dataclass(frozen=True)
+class BoardCard:
+    """A card as the board read shows it, with every field of the contract."""
+
+    card_id: str
+    title: str
+    stage_key: str
+    state: str
+    delegate_agent_id: str | None
+    priority: int
+    ready_at: datetime
+    claimed_at: datetime | None
+    archived_at: datetime | None
+    reservation: Reservation | None
+    created_at: datetime
+    updated_at: datetime
+    attempt_count: int
+
+
+@dataclass(frozen=True)
+class BoardRead:
+    """One read of a board: its stages and every card still on it."""
+
+    board_id: str
+    tenant_id: str
+    name: str
+    stages: tuple[Stage, ...]
+    cards: tuple[BoardCard, ...]
+
+    def stage(self, key: str) -> Stage | None:
+        return next((s for s in self.stages if s.key == key), None)
+
+    def card(self, card_id: str) -> BoardCard | None:
+        """The card, or None when it has left the board (archived or deleted)."""
+        return next((c for c in self.cards if c.card_id == card_id), None)
+
+    def is_ready(self, card: BoardCard, now: datetime) -> bool:
+        """Submitted, in a capability lane, not archived, and with no live hold."""
+        stage = self.stage(card.stage_key)
+        return (card.state == READY_STATE
+                and stage is not None and stage.owner_kind == CAPABILITY_LANE
+                and card.archived_at is None
+                and (card.reservation is None or card.reservation.reserved_until <= now))
+
+    def ready_cards(self, now: datetime) -> tuple[BoardCard, ...]:
+        return tuple(c for c in self.cards if self.is_ready(c, now))
+
+    def placement_card(self, card: BoardCard) -> Card:
+        """The card as placement reads it, with its stage's requires and needs."""
+        stage = self.stage(card.stage_key)
+        if stage is None:
+            raise ValueError(f"card {card.card_id} is in a stage this board does not have")
+        return Card(board_id=self.board_id, card_id=card.card_id, stage_key=card.stage_key,
+                    requires=stage.requires, needs=stage.needs, ready_at=card.ready_at,
+                    priority=card.priority)
+
+    def ready(self, now: datetime) -> tuple[Card, ...]:
+        """Every ready card, in board order, as placement reads it."""
+        return tuple(self.placement_card(c) for c in self.ready_cards(now))
+
+
+class SuperPipeline:
+    """SuperPipeline's API, with tokens for its own URL as audience."""
+
+    def __init__(self, base_url: str, accounts: TokenSource, *,
+                 session: requests.Session | None = None,
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
+                 backoff: tuple[float, ...] = BACKOFF,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._http = Http("superpipeline", base_url, session=session, tokens=accounts,
+                          audience=base_url, timeout=timeout, retries=retries,
+                          backoff=backoff, sleep=sleep)
+
+    def board(self, board_id: str) -> BoardRead:
+        return self._http.call("GET", f"/v1/boards/{segment(board_id)}", _board, read=True)
+
+    def eligibility(self, board_id: str, card_id: str) -> tuple[AgentVerdict, ...]:
+        """SuperPipeline's verdict on every agent of the workspace for the card."""
+        path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
+        return self._http.call("GET", path, _eligibility, read=True)
+
+    def agents_load(self) -> tuple[AgentLoad, ...]:
+        return self._http.call("GET", "/v1/agents/load", _load, read=True)
+
+    def reserve(self, board_id: str, card_id: str, agent_id: str,
+                seconds: int) -> Reservation | Refusal:
+        """Hold the card for the agent. Sent once; any failure comes back as a Refusal value,
+        since the loop records a refused hold as `not-reserved` either way."""
+        if not 1 <= seconds <= MAX_HOLD_SECONDS:
+            raise ValueError(f"a hold lasts 1 to {MAX_HOLD_SECONDS} seconds")
+        path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/reservation"
+        try:
+            return self._http.call("PUT", path, _reservation,
+                                   body={"agentId": agent_id, "seconds": seconds})
+        except ClientError as err:
+            code = f"token-{err.code}" if err.product != "superpipeline" else err.code
+            return Refusal(code=code, status=err.status, transient=not isinstance(err, Refused))
+
+    def set_placement_window(self, board_id: str, seconds: int) -> int:
+        """Set the board's placement window (0 sets none); returns the window now set."""
+        if seconds < 0:
+            raise ValueError("a placement window is 0 or more seconds")
+        return self._http.call("PUT", f"/v1/boards/{segment(board_id)}/scheduling", _window,
+                               body={"placementWindowSeconds": seconds})
+
+
+def _board(body: Any) -> BoardRead:
+    body = shape.mapping(body, "board")
+    return BoardRead(
+        board_id=shape.text(body, "boardId", "board"),
+        tenant_id=shape.text(body, "tenantId", "board"),
+        name=shape.text(body, "name", "board"),
+        stages=shape.required_items(body, "stages", "board", _stage),
+        # A card missing from the list has left the board, so the list must be there.
+        cards=shape.required_items(body, "cards", "board", _card),
+    )
+
+
+def _stage(value: Any, where: str) -> Stage:
+    stage = shape.mapping(value, where)
+    owner = shape.opt_text(stage, "owner", where)
+    requires = _requires(stage.get("requires"), f"{where}.requires")
+    if not (requires.all or requires.any):
+        requires = Requires(all=(owner,) if owner else ())
+    placement = stage.get("placement")
+    return Stage(
+        key=shape.text(stage, "key", where),
+        name=shape.text(stage, "name", where),
+        order=shape.integer(stage, "order", where),
+        owner_kind=shape.text(stage, "ownerKind", where),
+        owner=owner,
+        requires=requires,
+        needs=None if placement is None else _needs(placement, f"{where}.placement"),
+    )
+
+
+def _requires(value: Any, where: str) -> Requires:
+    if value is None:
+        return Requires()
+    value = shape.mapping(value, where)
+    return Requires(all=shape.texts(value, "all", where), any=shape.texts(value, "any", where))
+
+
+def _needs(value: Any, where: str) -> StationNeeds:
+    value = shape.mapping(value, where)
+    isolation = (None if value.get("isolation") is None
+                 else shape.one_of(value, "isolation", where, ISOLATION_ORDER))
+    return StationNeeds(isolation=isolation, models=shape.texts(value, "models", where),
+                        tools=shape.texts(value, "tools", where),
+                        credentials=shape.texts(value, "credentials", where))
+
+
+def _card(value: Any, where: str) -> BoardCard:
+    card = shape.mapping(value, where)
+    hold = card.get("reservation")
+    return BoardCard(
+        card_id=shape.text(card, "id", where),
+        title=_title(card, where),
+        stage_key=shape.text(card, "currentStageKey", where),
+        state=shape.text(card, "state", where),
+        delegate_agent_id=shape.opt_text(card, "delegateAgentId", where),
+        priority=shape.integer(card, "priority", where),
+        ready_at=shape.time(card, "readyAt", where),
+        claimed_at=shape.opt_time(card, "claimedAt", where),
+        archived_at=shape.opt_time(card, "archivedAt", where),
+        reservation=None if hold is None else _hold(hold, f"{where}.reservation"),
+        created_at=shape.time(card, "createdAt", where),
+        updated_at=shape.time(card, "updatedAt", where),
+        attempt_count=shape.integer(card, "attemptCount", where),
+    )
+
+
+def _title(card: dict, where: str) -> str:
+    # A title may be empty; it must still be a string.
+    if not isinstance(card.get("title"), str):
+        raise shape.ShapeError(f"{where}.title: expected a string")
+    return card["title"]
+
+
+def _hold(value: Any, where: str) -> Reservation:
+    value = shape.mapping(value, where)
+    return Reservation(agent_id=shape.text(value, "agentId", where),
+                       reserved_until=shape.time(value, "reservedUntil", where))
+
+
+def _eligibility(body: Any) -> tuple[AgentVerdict, ...]:
+    body = shape.mapping(body, "eligibility")
+    return shape.required_items(body, "agents", "eligibility", _agent_verdict)
+
+
+def _agent_verdict(value: Any, where: str) -> AgentVerdict:
+    agent = shape.mapping(value, where)
+    return AgentVerdict(agent_id=shape.text(agent, "agentId", where),
+                        principal_id=shape.opt_text(agent, "principalId", where),
+                        eligible=shape.boolean(agent, "eligible", where),
+                        reasons=shape.texts(agent, "reasons", where))
+
+
+def _load(body: Any) -> tuple[AgentLoad, ...]:
+    body = shape.mapping(body, "load")
+    return shape.required_items(body, "agents", "load", _agent_load)
+
+
+def _agent_load(value: Any, where: str) -> AgentLoad:
+    agent = shape.mapping(value, where)
+    return AgentLoad(agent_id=shape.text(agent, "agentId", where),
+                     principal_id=shape.opt_text(agent, "principalId", where),
+                     in_flight=shape.integer(agent, "inFlight", where),
+                     capacity=shape.opt_integer(agent, "capacity", where),
+                     last_heartbeat_at=shape.opt_time(agent, "lastHeartbeatAt", where))
+
+
+def _reservation(body: Any) -> Reservation:
+    body = shape.mapping(body, "answer")
+    return _hold(body.get("reservation"), "answer.reservation")
+
+
+def _window(body: Any) -> int:
+    return shape.integer(shape.mapping(body, "answer"), "placementWindowSeconds", "answer")

@@ -1,0 +1,96 @@
+"""SuperWitness: the finished runs at a board stage, for each candidate's stage record."""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any, Callable
+
+import requests
+
+from placement.facts import Run
+
+from . import shape
+from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource
+
+RUNS_PATH = "/v1/runs"
+PAGE_SIZE = 200
+MAX_RUNS = 1000
+_OUTCOMES = {"succeeded": True, "failed": False}
+_PASSES = frozenset({"pass", "approve", "accept"})
+_FAILS = frozenset({"fail", "reject", "request_changes"})
+
+
+class SuperWitness:
+    """SuperWitness's run history, with tokens for its public URL as audience."""
+
+    def __init__(self, base_url: str, audience: str, accounts: TokenSource, *,
+                 session: requests.Session | None = None,
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
+                 backoff: tuple[float, ...] = BACKOFF,
+                 sleep: Callable[[float], None] = time.sleep):
+        self._http = Http("superwitness", base_url, session=session, tokens=accounts,
+                          audience=audience, timeout=timeout, retries=retries,
+                          backoff=backoff, sleep=sleep)
+
+    def runs(self, board_id: str, stage_key: str, since: datetime,
+             limit_total: int = MAX_RUNS) -> tuple[Run, ...]:
+        """The board stage's succeeded and failed runs since `since`, reading at most
+        `limit_total` runs across pages. A run not at this stage (or from a SuperPipeline
+        that does not report stages) or in another status is read but not kept."""
+        query = [("source", "superpipeline"), ("scope", board_id), ("stage_key", stage_key),
+                 ("status", "succeeded"), ("status", "failed"),
+                 ("since", shape.rfc3339(since)), ("limit", str(PAGE_SIZE))]
+        kept: list[Run] = []
+        read, cursor = 0, None
+        while True:
+            params = query + ([("cursor", cursor)] if cursor else [])
+            page, cursor = self._http.call("GET", RUNS_PATH, _page, params=params, read=True)
+            page = page[:limit_total - read]
+            read += len(page)
+            kept.extend(run for key, run in page if key == stage_key and run is not None)
+            # An empty page that still names a cursor would otherwise be followed forever.
+            if cursor is None or not page or read >= limit_total:
+                return tuple(kept)
+
+
+def _page(body: Any) -> tuple[tuple[tuple[str | None, Run | None], ...], str | None]:
+    body = shape.mapping(body, "runs")
+    return (shape.required_items(body, "runs", "runs", _run),
+            shape.opt_text(body, "next_cursor", "runs"))
+
+
+def _run(value: Any, where: str) -> tuple[str | None, Run | None]:
+    """The run's stage key, and the run when it finished as succeeded or failed."""
+    run = shape.mapping(value, where)
+    executor = shape.mapping(run.get("executor"), f"{where}.executor")
+    principal = shape.text(executor, "id", f"{where}.executor")
+    status = shape.text(run, "status", where)
+    stage_key = shape.opt_text(run, "stage_key", where)
+    ended_at = shape.time(run, "ended_at", where)
+    verdict = run.get("latest_verdict")
+    mark = None
+    if verdict is not None:
+        verdict = shape.mapping(verdict, f"{where}.latest_verdict")
+        if "value" not in verdict:
+            raise shape.ShapeError(f"{where}.latest_verdict.value: expected a value")
+        value = verdict["value"]
+        mark = _verdict_mark(value) if isinstance(value, dict) else None
+    if status not in _OUTCOMES:
+        return stage_key, None
+    return stage_key, Run(principal_id=principal, succeeded=_OUTCOMES[status],
+                          ended_at=ended_at, mark=mark)
+
+
+def _verdict_mark(value: dict) -> float | None:
+    """A verdict's pass mark: a `score` as it stands; a `decision` of pass, approve or accept
+    is 1, of fail, reject or request_changes 0; anything else gives no mark."""
+    score = value.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        return float(score)
+    decision = value.get("decision")
+    if isinstance(decision, str):
+        if decision.lower() in _PASSES:
+            return 1.0
+        if decision.lower() in _FAILS:
+            return 0.0
+    return None
