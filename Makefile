@@ -1,0 +1,32 @@
+# The two commands: `make run` starts SuperDispatch on its embedded defaults, `make test`
+# runs the whole suite. Both set up everything on a machine with only python3 and make.
+SHELL := /bin/bash
+PY := .venv/bin/python
+STAMP := .venv/.installed-$(shell sha256sum requirements.txt | cut -c1-12)
+ENV_FILE := $(if $(wildcard .env),.env,.env.example)
+WITH_ENV := $(PY) -m superdispatch.envfile $(ENV_FILE) --
+ADMIN_USER ?= operator
+ADMIN_PASSWORD ?= operator-demo
+
+.PHONY: run test venv migrate clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	rm -f .venv/.installed-* && touch $@
+
+migrate: venv
+	$(WITH_ENV) $(PY) manage.py migrate --no-input -v 0
+
+run: migrate
+	@$(WITH_ENV) $(PY) manage.py create_operator --username $(ADMIN_USER) --password $(ADMIN_PASSWORD)
+	@echo "admin console: http://127.0.0.1:$${PORT:-8796}/admin/ (login above); API docs: /v1/docs"
+	$(WITH_ENV) $(PY) -m honcho -f Procfile start
+
+test: venv
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf .data .pytest_cache

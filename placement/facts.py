@@ -1,0 +1,168 @@
+"""The facts one placement decision is made from.
+
+The loop gathers these from the suite and SuperDispatch's own store; placement reads
+nothing else. Every type is frozen, so a decision can be replayed from recorded facts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Mapping
+
+ISOLATION_ORDER = ("host", "container", "sandbox")
+PROOF_ORDER = ("declared", "installed", "probed")
+
+
+@dataclass(frozen=True)
+class Requires:
+    """The capability a stage asks for: every one of `all`, and one of `any` when given."""
+
+    all: tuple[str, ...] = ()
+    any: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StationNeeds:
+    """A stage's `placement`: what a station must have to work it."""
+
+    isolation: str | None = None
+    models: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    credentials: tuple[str, ...] = ()
+
+    @property
+    def states_anything(self) -> bool:
+        return bool(self.isolation or self.models or self.tools or self.credentials)
+
+
+@dataclass(frozen=True)
+class Card:
+    """A ready card. Its ladder is identified by (card_id, stage_key, ready_at)."""
+
+    board_id: str
+    card_id: str
+    stage_key: str
+    requires: Requires
+    needs: StationNeeds | None
+    ready_at: datetime
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class RosterRow:
+    """One bridge row of AgentPod's roster for the board."""
+
+    agent_id: str
+    principal_id: str | None
+    station_id: str | None
+    enabled: bool
+    ready: bool
+    busy: bool
+    last_took_work_at: datetime | None
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class AgentVerdict:
+    """SuperPipeline's eligibility verdict on one agent of the workspace for the card."""
+
+    agent_id: str
+    principal_id: str | None
+    eligible: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentLoad:
+    """One row of SuperPipeline's `GET /v1/agents/load` (read only with candidates=all)."""
+
+    agent_id: str
+    principal_id: str | None
+    in_flight: int
+    capacity: int | None
+    last_heartbeat_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RegistryFact:
+    """One fact of AgentPod's capability registry, with how it is known."""
+
+    value: str
+    proof: str  # declared < installed < probed
+
+
+@dataclass(frozen=True)
+class Station:
+    """One station of AgentPod's capability registry."""
+
+    station_id: str
+    runtime: str | None = None
+    harness: str | None = None
+    occupant: str | None = None
+    isolation: RegistryFact | None = None
+    models: tuple[RegistryFact, ...] = ()
+    tools: tuple[RegistryFact, ...] = ()
+    credentials: tuple[RegistryFact, ...] = ()
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished SuperWitness run at the board stage, by its executor principal."""
+
+    principal_id: str
+    succeeded: bool
+    ended_at: datetime
+    mark: float | None = None  # the newest verdict's pass mark; None when it gave none
+
+
+@dataclass(frozen=True)
+class PolicyVerdict:
+    """Accounts' dispatch-policy answer for one agent, plus our own count for a limit."""
+
+    allow: bool
+    reasons: tuple[str, ...] = ()
+    policy_version: str | None = None
+    limit_max_runs: int | None = None
+    limit_window_hours: float | None = None
+    holds_in_window: int = 0  # holds SuperDispatch made for the agent within the limit's window
+
+
+@dataclass(frozen=True)
+class PolicyFacts:
+    """What the dispatch policy said this pass (present only with SUPERDISPATCH_POLICY=on)."""
+
+    verdicts: Mapping[str, PolicyVerdict]  # by agent id; an agent absent here was unread
+    last_answer_no_policy: bool = False
+
+
+@dataclass(frozen=True)
+class OwnHistory:
+    """SuperDispatch's own records, as of `now`, that the filters and scoring read."""
+
+    holding: frozenset[str] = frozenset()  # agents with a live hold on another card
+    lapses: Mapping[str, tuple[datetime, ...]] = field(default_factory=dict)  # unclaimed lapses
+    settled: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # (claimed, settled) here
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The card's current ladder: holds made so far and who they lapsed on, by identity."""
+
+    step: int = 0  # holds already made on this ladder
+    passed_over: frozenset[str] = frozenset()
+    open: bool = False  # open to any match: held again only on a new ladder
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything one decision reads. `None` marks a source that was not read."""
+
+    card: Card
+    roster: tuple[RosterRow, ...]
+    eligibility: tuple[AgentVerdict, ...]
+    load: tuple[AgentLoad, ...] | None = None  # read only with candidates=all
+    registry: tuple[Station, ...] | None = None  # None: unread (or station filters off)
+    history: Mapping[str, tuple[Run, ...]] | None = None  # by principal; None: unread
+    policy: PolicyFacts | None = None  # None: policy off
+    own: OwnHistory = field(default_factory=OwnHistory)
+    ladder: Ladder = field(default_factory=Ladder)

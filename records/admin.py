@@ -1,0 +1,182 @@
+"""The admin console: browse boards, decisions and suggestions; opt in and dismiss."""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from records import actions
+from records.models import Board, Decision, LoopState, Suggestion
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records are written by the loop; people read them here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Board)
+class BoardAdmin(ReadOnlyAdmin):
+    list_display = ("board_id", "enabled", "window_seconds", "last_read_at", "last_read_error",
+                    "updated_at")
+    list_filter = ("enabled",)
+    search_fields = ("board_id",)
+    actions = ["opt_in", "opt_out"]
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_staff  # the actions below are the only changes offered
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Board._meta.fields]
+
+    @admin.action(description="Opt the selected boards in")
+    def opt_in(self, request, queryset):
+        for board in queryset:
+            actions.do_opt_in(board.board_id, timezone.now())
+        self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
+
+    @admin.action(description="Opt the selected boards out")
+    def opt_out(self, request, queryset):
+        for board in queryset:
+            actions.do_opt_out(board.board_id, timezone.now())
+        self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "created_at", "board_id", "card_id", "stage_key", "tier_label",
+                    "chosen", "reason", "outcome_status", "reserved_until")
+    list_filter = ("board_id", "stage_key", "tier_name", "reason", "outcome_status",
+                   "chosen", "created_at")
+    search_fields = ("card_id", "=id")
+    date_hierarchy = "created_at"
+    list_per_page = 50
+    fieldsets = (
+        (None, {"fields": ("id", "board_id", "card_id", "stage_key", "created_at", "policy")}),
+        ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
+        ("Hold and outcome", {"fields": ("reserved_until", "reservation_refused",
+                                         "outcome_status", "outcome_by", "outcome_at",
+                                         "ladder_link")}),
+        ("Candidates", {"fields": ("candidates_table",)}),
+        ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
+    )
+    readonly_fields = ("id", "board_id", "card_id", "stage_key", "created_at", "policy",
+                       "chosen", "reason", "tier_label", "requires_label", "reserved_until",
+                       "reservation_refused", "outcome_status", "outcome_by", "outcome_at",
+                       "ladder_link", "candidates_table", "learned")
+
+    @admin.display(description="tier", ordering="tier_step")
+    def tier_label(self, d: Decision) -> str:
+        return f"{d.tier_name} (step {d.tier_step})" if d.tier_name else "—"
+
+    @admin.display(description="requires")
+    def requires_label(self, d: Decision) -> str:
+        req = d.requires or {}
+        parts = []
+        if req.get("all"):
+            parts.append("all of " + ", ".join(req["all"]))
+        if req.get("any"):
+            parts.append("any of " + ", ".join(req["any"]))
+        return "; ".join(parts) or "—"
+
+    @admin.display(description="the card's ladder")
+    def ladder_link(self, d: Decision) -> str:
+        url = reverse("admin:records_decision_changelist")
+        return format_html('<a href="{}?board_id={}&q={}">every decision for {}</a>',
+                           url, d.board_id, d.card_id, d.card_id)
+
+    @admin.display(description="")
+    def candidates_table(self, d: Decision) -> str:
+        return render_to_string("admin/records/candidates.html",
+                                {"candidates": candidate_rows(d)})
+
+
+def candidate_rows(d: Decision) -> list[dict]:
+    """Each candidate as a row a person can read without opening JSON, best score first."""
+    rows = []
+    for c in d.candidates.order_by("position"):
+        failed = [f for f in c.filters if not f.get("passed")]
+        rows.append({
+            "agent": c.agent_id, "principal": c.principal_id, "station": c.station_id,
+            "source": c.source, "chosen": c.agent_id == d.chosen, "eligible": c.eligible,
+            "capable": c.capable,
+            "filters": [{"name": f["filter"], "passed": f.get("passed"),
+                         "reason": f.get("reason"), "missing": f.get("missing"),
+                         "unchecked": f.get("unchecked")} for f in c.filters],
+            "failed": failed,
+            "total": (c.score or {}).get("total"),
+            "terms": (c.score or {}).get("terms") or {},
+            "history": c.stage_history,
+            "policy": c.policy,
+        })
+    rows.sort(key=lambda r: (r["total"] is None, -(r["total"] or 0)))
+    return rows
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("open", "open"), ("dismissed", "dismissed"), ("resolved", "resolved")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "open":
+            return queryset.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
+        if self.value() == "dismissed":
+            return queryset.filter(resolved_at__isnull=True, dismissed_at__isnull=False)
+        if self.value() == "resolved":
+            return queryset.filter(resolved_at__isnull=False)
+        return queryset
+
+
+@admin.register(Suggestion)
+class SuggestionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "kind", "board_id", "stage_key", "state", "evidence_count",
+                    "first_seen_at", "last_seen_at")
+    list_filter = ("kind", StateFilter, "board_id")
+    search_fields = ("=id", "board_id", "stage_key")
+    actions = ["dismiss"]
+    readonly_fields = ("id", "kind", "board_id", "stage_key", "state", "reason", "reasons",
+                       "capability", "rostered", "candidates", "rationale", "target",
+                       "estimated_effect", "how_to_apply", "registry", "evidence_links",
+                       "evidence_count", "first_seen_at", "last_seen_at", "resolved_at",
+                       "dismissed_at")
+    exclude = ("evidence",)
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_staff  # dismissing is the one change offered
+
+    @admin.display(description="evidence")
+    def evidence_links(self, s: Suggestion) -> str:
+        return format_html_join(
+            ", ", '<a href="{}">{}</a>',
+            ((reverse("admin:records_decision_change", args=[pid]), pid) for pid in s.evidence),
+        ) or "—"
+
+    @admin.action(description="Dismiss the selected suggestions")
+    def dismiss(self, request, queryset):
+        now = timezone.now()
+        for suggestion in queryset:
+            actions.do_dismiss_suggestion(suggestion, now)
+        self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
+                          messages.SUCCESS)
+
+
+@admin.register(LoopState)
+class LoopStateAdmin(ReadOnlyAdmin):
+    list_display = ("key", "last_sweep_at", "failed_sweeps", "next_sweep_at", "last_suggest_at")
+
+
+admin.site.site_header = "SuperDispatch"
+admin.site.site_title = "SuperDispatch"
+admin.site.index_title = "Which agent takes the card, and why"

@@ -1,0 +1,196 @@
+"""SuperDispatch's own store: the boards opted in, the decisions, and the suggestions."""
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from records.ids import new_decision_id, new_suggestion_id
+
+OUTCOMES = ("claimed", "claimed-by-other", "expired", "superseded", "not-reserved")
+TIERS = ("winner", "runner-up", "any-match")
+REASONS = ("no-candidates", "one-candidate", "none-eligible", "any-match")
+
+
+class Board(models.Model):
+    """A board the operator opted in; the row stays when it is opted out."""
+
+    board_id = models.CharField(max_length=128, primary_key=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    # The placement window as SuperPipeline last accepted it, and when to ask again if refused.
+    window_seconds = models.IntegerField(null=True, blank=True)
+    window_retry_at = models.DateTimeField(null=True, blank=True)
+    # A pass holds the board's lease so two workers never pass over it at once.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(max_length=64, blank=True, default="")
+    last_read_at = models.DateTimeField(null=True, blank=True)
+    last_read_error = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["board_id"]
+
+    def __str__(self) -> str:
+        return self.board_id
+
+
+class Decision(models.Model):
+    """One placement decision: a step of a card's ladder, with its hold and outcome."""
+
+    id = models.CharField(max_length=28, primary_key=True, default=new_decision_id)
+    board_id = models.CharField(max_length=128)
+    card_id = models.CharField(max_length=128)
+    stage_key = models.CharField(max_length=128)
+    # The card's readyAt in this stage: with card and stage, it names the ladder.
+    ladder_ready_at = models.DateTimeField(null=True, blank=True)
+    policy = models.CharField(max_length=80)
+    chosen = models.CharField(max_length=128, null=True, blank=True)
+    reason = models.CharField(max_length=32, null=True, blank=True)
+    tier_name = models.CharField(max_length=16, null=True, blank=True)
+    tier_step = models.IntegerField(null=True, blank=True)
+    requires = models.JSONField(null=True, blank=True)
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    reservation_refused = models.CharField(max_length=80, null=True, blank=True)
+    outcome_status = models.CharField(max_length=20, null=True, blank=True)
+    outcome_by = models.CharField(max_length=128, null=True, blank=True)
+    outcome_at = models.DateTimeField(null=True, blank=True)
+    # What a learned model would have chosen (shadow) or did choose (on), and its probabilities.
+    learned = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["board_id", "-created_at"], name="decision_board_time"),
+            models.Index(fields=["-created_at"], name="decision_time"),
+            models.Index(fields=["board_id", "card_id", "stage_key", "created_at"],
+                         name="decision_ladder"),
+            # An agent's live holds: chosen, unsettled, reserved until later than now.
+            models.Index(fields=["chosen", "reserved_until"], name="decision_live_hold",
+                         condition=Q(outcome_status__isnull=True)),
+            # An agent's lapses: chosen, settled expired/claimed-by-other, by when it lapsed.
+            models.Index(fields=["chosen", "outcome_status", "reserved_until"],
+                         name="decision_agent_outcome"),
+            # Settled holds per agent per board, for its success rate.
+            models.Index(fields=["board_id", "chosen", "outcome_status"],
+                         name="decision_board_agent"),
+            # Holds still to settle, per board.
+            models.Index(fields=["board_id", "reserved_until"], name="decision_unsettled",
+                         condition=Q(outcome_status__isnull=True, chosen__isnull=False)),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def tier(self) -> dict | None:
+        if self.tier_name is None:
+            return None
+        return {"name": self.tier_name, "step": self.tier_step}
+
+    @property
+    def outcome(self) -> dict | None:
+        if self.outcome_status is None:
+            return None
+        return {"status": self.outcome_status, "by": self.outcome_by,
+                "at": self.outcome_at}
+
+
+class Candidate(models.Model):
+    """One agent considered for a decision, with every filter's verdict and its score."""
+
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="candidates")
+    position = models.IntegerField()
+    agent_id = models.CharField(max_length=128)
+    principal_id = models.CharField(max_length=128, null=True, blank=True)
+    station_id = models.CharField(max_length=128, null=True, blank=True)
+    source = models.CharField(max_length=8)  # roster | direct
+    filters = models.JSONField()  # [{filter, passed, reason?, missing?}]
+    score = models.JSONField(null=True, blank=True)  # {total, terms}
+    capable = models.BooleanField(null=True, blank=True)  # only for an agent off the roster
+    stage_history = models.JSONField(null=True, blank=True)
+    policy = models.JSONField(null=True, blank=True)
+    # Derived from `filters` at write time so the store can be queried without parsing JSON.
+    in_set = models.BooleanField()
+    eligible = models.BooleanField()
+    reasons = models.CharField(max_length=400, blank=True, default="")  # ",code,code,"
+
+    class Meta:
+        ordering = ["decision", "position"]
+        indexes = [models.Index(fields=["agent_id"], name="candidate_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["decision", "position"], name="candidate_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision_id}:{self.agent_id}"
+
+
+SUGGESTION_KINDS = (
+    "add-agent-to-board", "lane-single-point",  # roster suggestions
+    "add-station", "change-model", "move-to-host", "raise-capacity",  # supply proposals
+)
+
+
+class Suggestion(models.Model):
+    """A roster suggestion or a supply proposal for one lane: advice for a person."""
+
+    id = models.CharField(max_length=28, primary_key=True, default=new_suggestion_id)
+    kind = models.CharField(max_length=24, choices=[(k, k) for k in SUGGESTION_KINDS])
+    board_id = models.CharField(max_length=128)
+    stage_key = models.CharField(max_length=128)
+    # Roster suggestions
+    capability = models.JSONField(null=True, blank=True)
+    rostered = models.JSONField(default=list, blank=True)
+    candidates = models.JSONField(default=list, blank=True)
+    reasons = models.JSONField(default=list, blank=True)
+    reason = models.TextField(blank=True, default="")
+    # Supply proposals
+    rationale = models.TextField(blank=True, default="")
+    target = models.JSONField(null=True, blank=True)
+    estimated_effect = models.JSONField(null=True, blank=True)
+    how_to_apply = models.TextField(blank=True, default="")
+    registry = models.CharField(max_length=8, blank=True, default="")  # read | unread
+    # Both
+    evidence = models.JSONField(default=list, blank=True)
+    evidence_count = models.IntegerField(default=0)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    dismissed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_seen_at", "id"]
+        indexes = [models.Index(fields=["board_id", "kind"], name="suggestion_board_kind")]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "board_id", "stage_key"],
+                                    condition=Q(resolved_at__isnull=True),
+                                    name="suggestion_one_live_per_lane"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def is_supply(self) -> bool:
+        return self.kind not in ("add-agent-to-board", "lane-single-point")
+
+    @property
+    def state(self) -> str:
+        if self.resolved_at:
+            return "resolved"
+        return "dismissed" if self.dismissed_at else "open"
+
+
+class LoopState(models.Model):
+    """The sweep loop's own bookkeeping, one row: backoff, first sweep, the last suggestions run."""
+
+    key = models.CharField(max_length=16, primary_key=True, default="loop")
+    failed_sweeps = models.IntegerField(default=0)
+    next_sweep_at = models.DateTimeField(null=True, blank=True)
+    last_sweep_at = models.DateTimeField(null=True, blank=True)
+    last_suggest_at = models.DateTimeField(null=True, blank=True)
+    policy_no_policy = models.BooleanField(default=False)  # the last policy answer was no-policy
+
+    class Meta:
+        verbose_name = "loop state"

@@ -1,0 +1,1 @@
+"""SuperDispatch: which agent takes the card, and why."""

@@ -1,0 +1,225 @@
+"""Every setting SuperDispatch reads, validated once at start into one frozen object.
+
+Each field names its environment variable, its rule and its default (None: required).
+A missing or malformed value stops start-up with the setting's name and rule, never its
+value.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+import environ
+
+
+class ConfigError(Exception):
+    """One or more settings are missing or malformed; the message names each, never a value."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+# Parsers: each turns the raw text into a value or raises ValueError. The rule text is what
+# the error says, so a parser never echoes the value it was given.
+
+def _url(raw: str) -> str:
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError
+    return raw.rstrip("/")
+
+
+def _int_range(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        if not re.fullmatch(r"[0-9]+", raw.strip()):
+            raise ValueError
+        value = int(raw)
+        if not lo <= value <= hi:
+            raise ValueError
+        return value
+
+    return parse
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw not in allowed:
+            raise ValueError
+        return raw
+
+    return parse
+
+
+def _matching(pattern: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if not re.fullmatch(pattern, raw):
+            raise ValueError
+        return raw
+
+    return parse
+
+
+def _absolute_path(raw: str) -> str:
+    if not os.path.isabs(raw):
+        raise ValueError
+    return raw
+
+
+def _database_url(raw: str) -> dict:
+    if not raw.startswith(("postgres://", "postgresql://", "sqlite:///")):
+        raise ValueError
+    return environ.Env.db_url_config(raw)
+
+
+def _redis_url(raw: str) -> str:
+    if not raw.startswith(("redis://", "rediss://")):
+        raise ValueError
+    return raw
+
+
+def _hosts(raw: str) -> tuple[str, ...]:
+    hosts = tuple(h.strip() for h in raw.split(",") if h.strip())
+    if not hosts:
+        raise ValueError
+    return hosts
+
+
+def setting(env: str, parse: Callable[[str], Any], rule: str, default: str | None = None) -> Any:
+    """Declare one setting: the variable, its parser, its rule in words, its default."""
+    return field(metadata={"env": env, "parse": parse, "rule": rule, "default": default})
+
+
+@dataclass(frozen=True)
+class Config:
+    # Required
+    superpipeline_url: str = setting("SUPERPIPELINE_URL", _url, "an http(s) URL")
+    org_plane_url: str = setting("ORG_PLANE_URL", _url, "an http(s) URL")
+    org_plane_service_credential: str = setting(
+        "ORG_PLANE_SERVICE_CREDENTIAL", _matching(r"svc_[0-9a-f]{20}:\S+"),
+        "svc_<20 hex>:<secret>")
+    agentpod_url: str = setting("AGENTPOD_URL", _url, "an http(s) URL")
+    relay_secret: str = setting(
+        "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"), "at least 16 characters")
+    operator_token_sha256: str = setting(
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _matching(r"[0-9a-f]{64}"),
+        "64 lowercase hex digits (the SHA-256 of the operator token)")
+    # Where it runs
+    agentpod_audience: str = setting(
+        "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL
+    data_dir: str = setting("SUPERDISPATCH_DATA_DIR", _absolute_path, "an absolute path", "/data")
+    port: int = setting("PORT", _int_range(1, 65535), "an integer from 1 to 65535", "8796")
+    database: dict = setting(
+        "DATABASE_URL", _database_url, "postgres://… or sqlite:///…",
+        default="")  # "" → SQLite under SUPERDISPATCH_DATA_DIR
+    redis_url: str = setting("REDIS_URL", _redis_url, "redis://…", default="")  # "" → no Redis
+    allowed_hosts: tuple = setting(
+        "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
+        "localhost,127.0.0.1,[::1]")
+    # Placement
+    sweep_seconds: int = setting(
+        "SUPERDISPATCH_SWEEP_SECONDS", _int_range(5, 3600), "an integer from 5 to 3600", "30")
+    reservation_seconds: int = setting(
+        "SUPERDISPATCH_RESERVATION_SECONDS", _int_range(10, 300), "an integer from 10 to 300", "60")
+    runner_up_seconds: int = setting(
+        "SUPERDISPATCH_RUNNER_UP_SECONDS", _int_range(10, 300), "an integer from 10 to 300", "30")
+    placement_window_seconds: int = setting(
+        "SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS", _int_range(0, 30), "an integer from 0 to 30", "10")
+    top_k: int = setting("SUPERDISPATCH_TOP_K", _int_range(1, 10), "an integer from 1 to 10", "3")
+    fairness: str = setting(
+        "SUPERDISPATCH_FAIRNESS", _choice("round-robin", "board-order"),
+        "round-robin or board-order", "round-robin")
+    candidates: str = setting(
+        "SUPERDISPATCH_CANDIDATES", _choice("roster", "all"), "roster or all", "roster")
+    station_filters: str = setting(
+        "SUPERDISPATCH_STATION_FILTERS", _choice("on", "off"), "on or off", "on")
+    min_proof: str = setting(
+        "SUPERDISPATCH_MIN_PROOF", _choice("probed", "installed", "declared"),
+        "probed, installed or declared", "declared")
+    policy: str = setting("SUPERDISPATCH_POLICY", _choice("off", "on"), "off or on", "off")
+    # History
+    superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
+    superwitness_audience: str = setting(
+        "SUPERWITNESS_AUDIENCE", _url, "an http(s) URL", default="")  # "" → SUPERWITNESS_URL
+    history_days: int = setting(
+        "SUPERDISPATCH_HISTORY_DAYS", _int_range(1, 365), "an integer from 1 to 365", "30")
+    history_min_sample: int = setting(
+        "SUPERDISPATCH_HISTORY_MIN_SAMPLE", _int_range(1, 100), "an integer from 1 to 100", "3")
+    history_half_life_days: int = setting(
+        "SUPERDISPATCH_HISTORY_HALF_LIFE_DAYS", _int_range(1, 365), "an integer from 1 to 365", "7")
+    # Suggestions
+    suggest_every_seconds: int = setting(
+        "SUPERDISPATCH_SUGGEST_EVERY_SECONDS", _int_range(0, 86400),
+        "an integer from 0 to 86400", "0")
+    suggest_window_hours: int = setting(
+        "SUPERDISPATCH_SUGGEST_WINDOW_HOURS", _int_range(1, 720), "an integer from 1 to 720", "24")
+    stall_minutes: int = setting(
+        "SUPERDISPATCH_STALL_MINUTES", _int_range(1, 1440), "an integer from 1 to 1440", "30")
+    # Learned routing
+    learned: str = setting(
+        "SUPERDISPATCH_LEARNED", _choice("off", "shadow", "on"), "off, shadow or on", "off")
+    learned_min_rows: int = setting(
+        "SUPERDISPATCH_LEARNED_MIN_ROWS", _int_range(1, 10_000_000),
+        "an integer from 1 to 10000000", "500")
+    learned_min_shadow: int = setting(
+        "SUPERDISPATCH_LEARNED_MIN_SHADOW", _int_range(1, 1_000_000),
+        "an integer from 1 to 1000000", "100")
+    learned_margin_pct: int = setting(
+        "SUPERDISPATCH_LEARNED_MARGIN_PCT", _int_range(0, 100), "an integer from 0 to 100", "5")
+
+    @property
+    def start_line(self) -> str:
+        """The line the web process prints at start, naming the settings that widen its reach."""
+        return (
+            f"superdispatch: listening on :{self.port}, sweeping every {self.sweep_seconds}s, "
+            f"candidates {self.candidates}, policy {self.policy}, learned routing {self.learned}"
+        )
+
+
+def declared() -> list[tuple[str, str | None, str]]:
+    """(variable, default, rule) for every setting, in declaration order; default None: required."""
+    return [(f.metadata["env"], f.metadata["default"], f.metadata["rule"]) for f in fields(Config)]
+
+
+def load(env: Mapping[str, str] = os.environ) -> Config:
+    """Read and validate every setting; raise ConfigError naming each bad one."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for f in fields(Config):
+        name, parse, rule, default = (f.metadata[k] for k in ("env", "parse", "rule", "default"))
+        raw = env.get(name, "")
+        if raw == "":
+            if default is None:
+                problems.append(f"{name} is required ({rule})")
+                continue
+            if default == "":
+                values[f.name] = ""
+                continue
+            raw = default
+        try:
+            values[f.name] = parse(raw)
+        except (ValueError, TypeError):
+            problems.append(f"{name} must be {rule}")
+    if problems:
+        raise ConfigError(problems)
+    values["agentpod_audience"] = values["agentpod_audience"] or values["agentpod_url"]
+    values["superwitness_audience"] = (
+        values["superwitness_audience"] or values["superwitness_url"])
+    if not values["database"]:
+        path = os.path.join(values["data_dir"], "superdispatch.sqlite3")
+        values["database"] = environ.Env.db_url_config(f"sqlite:///{path}")
+    return Config(**values)
+
+
+def load_or_exit(env: Mapping[str, str] = os.environ) -> Config:
+    """Load the settings, or print what is wrong and stop the process before it does anything."""
+    try:
+        return load(env)
+    except ConfigError as err:
+        for problem in err.problems:
+            print(f"superdispatch: setting {problem}", file=sys.stderr)
+        raise SystemExit(2)

@@ -1,0 +1,64 @@
+"""One error shape for the whole API: {"error": {"code", "message"}}."""
+from __future__ import annotations
+
+from django.http import JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_handler
+
+
+class ApiError(exceptions.APIException):
+    """An error the API answers on purpose, with its own code and message."""
+
+    def __init__(self, status_code: int, code: str, message: str):
+        self.status_code = status_code
+        self.code = code
+        super().__init__(detail=message, code=code)
+
+
+def bad_request(code: str, message: str) -> ApiError:
+    return ApiError(status.HTTP_400_BAD_REQUEST, code, message)
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(status.HTTP_404_NOT_FOUND, "not-found", f"no {what}")
+
+
+def error_body(code: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message}}
+
+
+_CODES = {
+    exceptions.ParseError: "bad-json",
+    exceptions.UnsupportedMediaType: "unsupported-media-type",
+    exceptions.MethodNotAllowed: "method-not-allowed",
+    exceptions.NotFound: "not-found",
+    exceptions.NotAcceptable: "not-acceptable",
+}
+
+
+def exception_handler(exc, context):
+    """Answer every API exception in the one error shape; anything unexpected stays a 500."""
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.code, str(exc.detail)), status=exc.status_code)
+    response = drf_handler(exc, context)
+    if response is None:
+        return None
+    code = next((c for t, c in _CODES.items() if isinstance(exc, t)), "bad-request")
+    detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+    message = detail if isinstance(detail, str) else str(detail)
+    response.data = error_body(code, message)
+    return response
+
+
+def json_404(request, exception=None):
+    return JsonResponse(error_body("not-found", "no such route"), status=404)
+
+
+def json_500(request):
+    return JsonResponse(error_body("internal", "something went wrong; see the service log"),
+                        status=500)
+
+
+def json_400(request, exception=None):
+    return JsonResponse(error_body("bad-request", "the request could not be read"), status=400)

@@ -1,0 +1,41 @@
+"""Serve the operator API and admin with gunicorn on PORT, printing the start line once bound."""
+from __future__ import annotations
+
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from gunicorn.app.base import BaseApplication
+
+
+class _Gunicorn(BaseApplication):
+    def __init__(self, options: dict, start_line: str):
+        self.options = options
+        self.start_line = start_line
+        super().__init__()
+
+    def load_config(self):
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+        line = self.start_line
+        self.cfg.set("when_ready", lambda server: print(line, file=sys.stderr, flush=True))
+
+    def load(self):
+        from superdispatch.wsgi import application
+
+        return application
+
+
+class Command(BaseCommand):
+    help = "Serve SuperDispatch's operator API and admin console on PORT."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1",
+                            help="address to bind (0.0.0.0 in a container)")
+        parser.add_argument("--workers", type=int, default=2)
+
+    def handle(self, *args, host: str, workers: int, **options):
+        cfg = settings.SUPERDISPATCH
+        _Gunicorn({"bind": f"{host}:{cfg.port}", "workers": workers, "threads": 4,
+                   "accesslog": None, "errorlog": "-", "loglevel": "warning",
+                   "timeout": 60}, cfg.start_line).run()

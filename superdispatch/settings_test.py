@@ -1,0 +1,22 @@
+"""Test settings: the real settings module, fed a complete test environment."""
+import hashlib
+import os
+import tempfile
+
+TEST_OPERATOR_TOKEN = "test-operator-token"
+_env = {
+    "SUPERPIPELINE_URL": "http://127.0.0.1:9",
+    "ORG_PLANE_URL": "http://127.0.0.1:9",
+    "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:test-secret",
+    "AGENTPOD_URL": "http://127.0.0.1:9",
+    "TREATY_RELAY_DELIVERY_SECRET": "test-relay-secret-0123456789",
+    "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(TEST_OPERATOR_TOKEN.encode()).hexdigest(),
+    "SUPERDISPATCH_DATA_DIR": os.path.join(tempfile.gettempdir(), f"superdispatch-test-{os.getuid()}"),
+}
+for _name, _value in _env.items():
+    os.environ.setdefault(_name, _value)
+
+from superdispatch.settings import *  # noqa: E402,F401,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+CELERY_TASK_ALWAYS_EAGER = False

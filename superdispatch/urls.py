@@ -1,0 +1,31 @@
+from django.contrib import admin
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from learning import api as learning_api
+from records import api
+from superdispatch import relay
+
+handler400 = "superdispatch.errors.json_400"
+handler404 = "superdispatch.errors.json_404"
+handler500 = "superdispatch.errors.json_500"
+
+urlpatterns = [
+    path("healthz", api.Health.as_view()),
+    path("v1/relay/events", relay.RelayEvents.as_view()),
+    path("v1/boards", api.Boards.as_view()),
+    path("v1/boards/<str:board_id>", api.BoardDetail.as_view()),
+    path("v1/decisions", api.Decisions.as_view()),
+    path("v1/decisions/<str:decision_id>", api.DecisionDetail.as_view()),
+    path("v1/suggestions", api.Suggestions.as_view()),
+    path("v1/suggestions/<str:suggestion_id>", api.SuggestionDetail.as_view()),
+    path("v1/suggestions/<str:suggestion_id>/dismiss", api.SuggestionDismiss.as_view()),
+    path("v1/dataset", learning_api.Dataset.as_view()),
+    path("v1/models/train", learning_api.Train.as_view()),
+    path("v1/models", learning_api.Models.as_view()),
+    path("v1/models/<str:model_id>", learning_api.ModelDetail.as_view()),
+    path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
+    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,21 @@
+"""Shared fixtures: an authenticated API client and a clock-free record factory."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from superdispatch.settings_test import TEST_OPERATOR_TOKEN
+
+T0 = datetime(2026, 11, 13, 10, 0, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def api(client):
+    """The Django test client, carrying the operator token."""
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {TEST_OPERATOR_TOKEN}"
+    return client
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)

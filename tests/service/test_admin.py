@@ -1,0 +1,62 @@
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from records.models import Board, Suggestion
+from tests.conftest import T0, at
+from tests.factories import make_decision
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+
+@pytest.fixture
+def staff(client):
+    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
+    client.login(username="op", password="pw-for-tests-1")
+    return client
+
+
+def test_create_operator_makes_a_staff_login():
+    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
+    user = get_user_model().objects.get(username="op")
+    assert user.is_staff and user.check_password("pw-for-tests-1")
+
+
+def test_a_decision_page_shows_its_three_candidates_readably(staff):
+    d = make_decision(chosen="agt_ada", reserved_until=at(60), candidates=[
+        {"agent": "agt_ada", "total": 2, "terms": {"successRate": 0.75}},
+        {"agent": "agt_cyd", "failing": {"idle": "not-idle", "noShow": "recently-no-show"}},
+        {"agent": "agt_eli", "off_roster": True},
+    ])
+    page = staff.get(f"/admin/records/decision/{d.id}/change/").content.decode()
+    for text in ("agt_ada", "(chosen)", "#2", "successRate", "agt_cyd", "not-idle",
+                 "recently-no-show", "agt_eli", "not-on-roster", "winner (step 1)"):
+        assert text in page, text
+
+
+def test_decision_list_filters_by_outcome_and_searches_card(staff):
+    make_decision(card="card_7", outcome_status="expired")
+    make_decision(card="card_8")
+    page = staff.get("/admin/records/decision/?q=card_7").content.decode()
+    assert "card_7" in page and "card_8" not in page
+    assert staff.get("/admin/records/decision/?outcome_status=expired").status_code == 200
+
+
+def test_board_actions_opt_in_and_out(staff):
+    Board.objects.create(board_id="brd_a", enabled=False, created_at=T0, updated_at=T0)
+    staff.post("/admin/records/board/", {"action": "opt_in", "_selected_action": ["brd_a"]})
+    assert Board.objects.get().enabled
+    staff.post("/admin/records/board/", {"action": "opt_out", "_selected_action": ["brd_a"]})
+    assert not Board.objects.get().enabled
+
+
+def test_suggestions_are_dismissed_from_the_admin(staff):
+    s = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
+                                  stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    staff.post("/admin/records/suggestion/", {"action": "dismiss", "_selected_action": [s.id]})
+    s.refresh_from_db()
+    assert s.dismissed_at is not None
+
+
+def test_staff_session_opens_the_api_docs(staff):
+    assert staff.get("/v1/docs").status_code == 200
