@@ -15,7 +15,7 @@ def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
     candidates = decision.get("candidates") or []
     counts = pool(candidates)
     tier = decision.get("tier") or {}
-    outcome = decision["outcome"]
+    outcome = decision.get("outcome") or {}  # label() refuses an unsettled decision
     head = {
         "decisionId": decision["id"],
         "boardId": decision["boardId"],
@@ -27,7 +27,7 @@ def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
         "tierStep": tier.get("step"),
         "createdAt": decision["createdAt"],
         "hour": utc_hour(decision["createdAt"]),
-        "outcome": outcome["status"],
+        "outcome": outcome.get("status"),
         "outcomeBy": outcome.get("by"),
         "outcomeAt": outcome.get("at"),
     }
