@@ -30,7 +30,7 @@ Handler = Callable[[Request], Reply]
 
 
 class SuiteServer:
-    """Routes are (method, path) → replies given in order (the last one repeats) or a handler.
+    """Routes are (method, path) → replies or handlers taken in order, the last one repeating.
     An unrouted request answers 404 with an error body; every request is logged on arrival."""
 
     def __init__(self):
@@ -49,14 +49,12 @@ class SuiteServer:
         return f"http://{host}:{port}"
 
     def route(self, method: str, path: str, *replies: Reply | Handler) -> None:
-        if len(replies) == 1 and callable(replies[0]):
-            self._routes[(method, path)] = replies[0]
-            return
         queue = list(replies)
 
-        def next_reply(_: Request) -> Reply:
+        def next_reply(request: Request) -> Reply:
             with self._lock:
-                return queue.pop(0) if len(queue) > 1 else queue[0]
+                reply = queue.pop(0) if len(queue) > 1 else queue[0]
+            return reply if isinstance(reply, Reply) else reply(request)
 
         self._routes[(method, path)] = next_reply
 
