@@ -1,0 +1,90 @@
+"""Properties that hold for any facts: the chosen passed everything and ranks first, and order never matters."""
+import random
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placement import Rules, decide
+from placement.facts import Facts, Ladder, OwnHistory, StationNeeds
+
+from placement_factories import NOW, ago, card, load_row, roster_row, run, station, verdict
+
+AGENTS = [f"agt_{i:02d}" for i in range(12)]
+REASONS = st.just([]) | st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "concurrency_reached", "other"]),
+                   max_size=2, unique=True)
+
+
+@st.composite
+def facts(draw):
+    agent_ids = draw(st.lists(st.sampled_from(AGENTS), min_size=0, max_size=10, unique=True))
+    rostered = [a for a in agent_ids if draw(st.integers(0, 3)) > 0]
+    roster = tuple(
+        roster_row(a, enabled=draw(st.integers(0, 3)) > 0, ready=draw(st.integers(0, 3)) > 0,
+                   busy=draw(st.integers(0, 3)) == 0,
+                   last_took_work_at=draw(st.one_of(st.none(), st.integers(0, 5000).map(ago))))
+        for a in rostered
+    )
+    eligibility = tuple(verdict(a, *draw(REASONS)) for a in agent_ids if draw(st.integers(0, 5)) > 0)
+    load = tuple(load_row(a, in_flight=draw(st.integers(0, 2)), capacity=draw(st.sampled_from([None, 1, 2])))
+                 for a in agent_ids if a not in rostered)
+    principals = [f"prn_{a.removeprefix('agt_')}" for a in agent_ids]
+    history = None if draw(st.booleans()) else {
+        p: tuple(run(p, draw(st.booleans()), age_days=draw(st.integers(0, 20)),
+                     mark=draw(st.sampled_from([None, 0.0, 1.0, 0.7])))
+                 for _ in range(draw(st.integers(0, 5))))
+        for p in principals
+    }
+    settled = {a: (c, c + draw(st.integers(0, 3))) for a in agent_ids for c in [draw(st.integers(0, 3))]}
+    holding = frozenset(a for a in agent_ids if draw(st.integers(0, 4)) == 0)
+    needs = draw(st.sampled_from([None, StationNeeds(tools=("git",)), StationNeeds(isolation="container")]))
+    registry = tuple(station(f"stn_{a.removeprefix('agt_')}", tools=draw(st.sampled_from([("git",), ()])))
+                     for a in rostered)
+    step = draw(st.sampled_from([0, 0, 0, 1, 2, 3]))
+    passed_over = frozenset(a for a in agent_ids if step and draw(st.integers(0, 3)) == 0)
+    return Facts(card=card(needs=needs), roster=roster, eligibility=eligibility, load=load, registry=registry,
+                 history=history, own=OwnHistory(holding=holding, settled=settled),
+                 ladder=Ladder(step=step, passed_over=passed_over))
+
+
+RULES = st.builds(Rules, candidates=st.sampled_from(["roster", "all"]), top_k=st.integers(1, 4))
+
+
+@settings(max_examples=200, deadline=None)
+@given(facts(), RULES)
+def test_chosen_agent_passed_every_filter_and_has_the_highest_total(facts, rules):
+    decision = decide(facts, rules, NOW)
+    if decision.chosen is None:
+        assert decision.hold is None
+        return
+    chosen = decision.candidate(decision.chosen)
+    assert chosen.eligible and all(result.passed for result in chosen.filters)
+    assert chosen.score.total == max(c.score.total for c in decision.candidates if c.score is not None)
+    assert decision.chosen not in facts.ladder.passed_over
+    assert decision.hold.agent_id == decision.chosen
+
+
+@settings(max_examples=200, deadline=None)
+@given(facts(), RULES)
+def test_totals_are_a_permutation_of_one_to_n_over_the_eligible(facts, rules):
+    decision = decide(facts, rules, NOW)
+    eligible = [c for c in decision.candidates if c.eligible]
+    assert sorted(c.score.total for c in eligible) == list(range(1, len(eligible) + 1))
+    assert all(c.score is None for c in decision.candidates if not c.eligible)
+
+
+@settings(max_examples=200, deadline=None)
+@given(facts(), RULES, st.randoms(use_true_random=False))
+def test_decision_is_identical_whatever_order_the_rows_arrive_in(facts, rules, rnd: random.Random):
+    def shuffled(rows):
+        rows = list(rows)
+        rnd.shuffle(rows)
+        return tuple(rows)
+
+    reordered = replace(
+        facts, roster=shuffled(facts.roster), eligibility=shuffled(facts.eligibility),
+        load=shuffled(facts.load), registry=shuffled(facts.registry),
+        history=None if facts.history is None else {p: shuffled(r) for p, r in reversed(facts.history.items())},
+    )
+    assert decide(reordered, rules, NOW) == decide(facts, rules, NOW)
+    assert decide(reordered, rules, NOW).to_record() == decide(facts, rules, NOW).to_record()
