@@ -1,0 +1,54 @@
+"""A `requests` transport that answers the suite's URLs in-process, with no sockets."""
+from __future__ import annotations
+
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+import requests
+from requests.adapters import BaseAdapter
+from requests.structures import CaseInsensitiveDict
+
+from .suite import PRODUCTS, Suite
+
+
+class SandboxAdapter(BaseAdapter):
+    """Routes each request into `Suite.handle`; an address no product answers is a connection error."""
+
+    def __init__(self, suite: Suite) -> None:
+        super().__init__()
+        self.suite = suite
+
+    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout=None, verify=True, cert=None,
+             proxies=None) -> requests.Response:
+        split = urlsplit(request.url)
+        if self.suite.urls.product_at(f"{split.scheme}://{split.netloc}") is None:
+            raise requests.ConnectionError(f"nothing answers at {split.netloc}", request=request)
+        body = request.body or b""
+        if isinstance(body, str):
+            body = body.encode()
+        status, headers, data = self.suite.handle(request.method, request.url, None, dict(request.headers), body)
+        response = requests.Response()
+        response.status_code = status
+        response.reason = HTTPStatus(status).phrase
+        response.headers = CaseInsensitiveDict({**headers, "Content-Length": str(len(data))})
+        response._content = data
+        response.encoding = "utf-8"
+        response.url = request.url
+        response.request = request
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def mount(session: requests.Session, suite: Suite) -> requests.Session:
+    """Mount the sandbox on a session for every product's current URL; returns the session."""
+    adapter = SandboxAdapter(suite)
+    for product in PRODUCTS:
+        session.mount(getattr(suite.urls, product).rstrip("/") + "/", adapter)
+    return session
+
+
+def sandbox_session(suite: Suite) -> requests.Session:
+    """A new session that talks to the suite in-process."""
+    return mount(requests.Session(), suite)

@@ -1,0 +1,461 @@
+"""SuperPipeline: boards, stages and cards, the workspace's agents, and the claim rules.
+
+A claim takes the highest-priority, then oldest-ready card an agent may claim, except that a
+card held for the agent comes first. A hold lapses on its own; a board's placement window
+keeps a newly ready card from pull (but not from its held agent) for that many seconds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable
+
+from .clock import Clock, rfc3339
+from .replies import Refused
+from .scenario import AgentSpec, BoardSpec, StageSpec
+
+MAX_RESERVATION_SECONDS = 300
+MAX_PLACEMENT_WINDOW_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Reservation:
+    agent_id: str
+    reserved_until: datetime
+
+
+@dataclass
+class Card:
+    id: str
+    seq: int  # creation order, the last tie-break between equally old cards
+    board_id: str
+    title: str
+    stage_key: str
+    state: str
+    priority: int
+    ready_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    claimed_at: datetime | None = None
+    delegate_agent_id: str | None = None
+    archived_at: datetime | None = None
+    reservation: Reservation | None = None  # kept after it lapses, until a claim or move
+    attempt_count: int = 0
+
+
+@dataclass
+class Board:
+    id: str
+    tenant_id: str
+    name: str
+    stages: tuple[StageSpec, ...]
+    placement_window_seconds: int = 0
+    cards: dict[str, Card] = field(default_factory=dict)  # on the board and not finished
+    finished: dict[str, Card] = field(default_factory=dict)  # completed or archived, still shown
+
+    def stage(self, key: str) -> StageSpec | None:
+        return next((s for s in self.stages if s.key == key), None)
+
+    def stage_after(self, key: str) -> StageSpec | None:
+        keys = [s.key for s in self.stages]
+        index = keys.index(key)
+        return self.stages[index + 1] if index + 1 < len(self.stages) else None
+
+
+@dataclass
+class WorkspaceAgent:
+    id: str
+    principal_id: str | None
+    capabilities: frozenset[str]
+    grants: frozenset[str] | None  # boards it may claim on; None: every board
+    concurrency: int  # cards it may work at once on one board
+    capacity: int | None
+    last_claim_at: datetime | None = None
+    last_heartbeat_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    card: Card
+    agent_id: str
+    reserved: bool  # claimed under its own live hold
+    wait_seconds: float  # from readyAt to the claim
+
+
+def stage_requires(stage: StageSpec) -> dict:
+    """The capability a stage asks for: `requires` when it says anything, else its owner."""
+    requires = stage.requires
+    if requires and (requires["all"] or requires["any"]):
+        return {"all": list(requires["all"]), "any": list(requires["any"])}
+    return {"all": [stage.owner], "any": []}
+
+
+def has_capability(capabilities: frozenset[str], requires: dict) -> bool:
+    return all(c in capabilities for c in requires["all"]) and (
+        not requires["any"] or any(c in capabilities for c in requires["any"])
+    )
+
+
+class Pipeline:
+    """The model behind SuperPipeline's API; every change that others would hear of is emitted."""
+
+    keep_finished_seconds = 3600  # how long a completed or archived card stays in the board read
+
+    def __init__(self, clock: Clock, tenant_id: str, emit: Callable[[dict], None]) -> None:
+        self.clock = clock
+        self.tenant_id = tenant_id
+        self.emit = emit
+        self.boards: dict[str, Board] = {}
+        self.agents: dict[str, WorkspaceAgent] = {}
+        self._cards: dict[str, Card] = {}
+        self._working: dict[str, set[str]] = {}  # agent id -> ids of the cards it works
+        self._card_seq = 1000
+        self._event_seq = 0
+
+    # -- building -------------------------------------------------------------------------
+
+    def add_board(self, spec: BoardSpec) -> Board:
+        board = Board(spec.id, self.tenant_id, spec.name, spec.stages, spec.placement_window_seconds)
+        self.boards[spec.id] = board
+        return board
+
+    def add_agent(self, spec: AgentSpec) -> WorkspaceAgent:
+        agent = WorkspaceAgent(
+            spec.id,
+            spec.principal_id,
+            frozenset(spec.capabilities),
+            frozenset(spec.grants) if spec.grants is not None else None,
+            spec.concurrency,
+            spec.capacity,
+        )
+        self.agents[spec.id] = agent
+        return agent
+
+    # -- facts ----------------------------------------------------------------------------
+
+    def card(self, card_id: str) -> Card:
+        try:
+            return self._cards[card_id]
+        except KeyError:
+            raise Refused(404, "card_not_found", f"no card {card_id}") from None
+
+    def board(self, board_id: str) -> Board:
+        try:
+            return self.boards[board_id]
+        except KeyError:
+            raise Refused(404, "board_not_found", f"no board {board_id}") from None
+
+    def live_reservation(self, card: Card) -> Reservation | None:
+        held = card.reservation
+        return held if held is not None and held.reserved_until > self.clock() else None
+
+    def in_lane(self, card: Card) -> bool:
+        """Waiting to be claimed in a capability lane."""
+        stage = self.boards[card.board_id].stage(card.stage_key)
+        return card.state == "submitted" and card.archived_at is None and stage.owner_kind == "capability"
+
+    def is_ready(self, card: Card) -> bool:
+        """The contract's ready: waiting in a capability lane with no live hold."""
+        return self.in_lane(card) and self.live_reservation(card) is None
+
+    def working(self, agent_id: str, board_id: str | None = None) -> list[Card]:
+        cards = [self._cards[c] for c in sorted(self._working.get(agent_id, ()))]
+        return [c for c in cards if board_id is None or c.board_id == board_id]
+
+    def _working_count(self, agent_id: str, board_id: str) -> int:
+        return sum(1 for c in self._working.get(agent_id, ()) if self._cards[c].board_id == board_id)
+
+    def judged(self, agent: WorkspaceAgent, card: Card) -> list[str]:
+        """SuperPipeline's reasons the agent may not claim the card, as eligibility gives them."""
+        reasons = []
+        if not self.in_lane(card):
+            reasons.append("card_not_ready")
+        stage = self.boards[card.board_id].stage(card.stage_key)
+        if not has_capability(agent.capabilities, stage_requires(stage)):
+            reasons.append("capability_mismatch")
+        if agent.grants is not None and card.board_id not in agent.grants:
+            reasons.append("grant_denied")
+        if self._working_count(agent.id, card.board_id) >= agent.concurrency:
+            reasons.append("concurrency_reached")
+        held = self.live_reservation(card)
+        if held is not None and held.agent_id != agent.id:
+            reasons.append("card_reserved")
+        return reasons
+
+    def refusal(self, agent_id: str, card: Card) -> str | None:
+        """Why a claim by this agent would be refused now, or None when it would succeed."""
+        reasons = self.judged(self.agents[agent_id], card)
+        if reasons:
+            return reasons[0]
+        held = self.live_reservation(card)
+        window = timedelta(seconds=self.boards[card.board_id].placement_window_seconds)
+        if held is None and self.clock() < card.ready_at + window:
+            return "placement_window"
+        return None
+
+    def next_card_for(self, agent_id: str, board_ids: Iterable[str], skip: Iterable[str] = ()) -> Card | None:
+        """The card a claim by this agent would take: its own held card first, then by priority."""
+        skipped = set(skip)
+        agent = self.agents[agent_id]
+        claimable = []
+        for board_id in board_ids:
+            board = self.boards[board_id]
+            # Only the lanes it could work are worth asking about, card by card.
+            lanes = {
+                s.key
+                for s in board.stages
+                if s.owner_kind == "capability" and has_capability(agent.capabilities, stage_requires(s))
+            }
+            claimable += [
+                card
+                for card in board.cards.values()
+                if card.stage_key in lanes and card.id not in skipped and self.refusal(agent_id, card) is None
+            ]
+        if not claimable:
+            return None
+        held = [c for c in claimable if (r := self.live_reservation(c)) is not None and r.agent_id == agent_id]
+        if held:
+            return min(held, key=lambda c: (c.ready_at, c.seq))
+        return min(claimable, key=lambda c: (-c.priority, c.ready_at, c.seq))
+
+    # -- changes --------------------------------------------------------------------------
+
+    def add_card(self, board_id: str, title: str | None = None, priority: int = 0, stage_key: str | None = None) -> Card:
+        """A new card, ready in its stage (the board's first stage unless named)."""
+        board = self.board(board_id)
+        stage = board.stage(stage_key) if stage_key else board.stages[0]
+        if stage is None:
+            raise Refused(404, "stage_not_found", f"no stage {stage_key} on {board_id}")
+        self._card_seq += 1
+        now = self.clock()
+        card = Card(
+            id=f"card_{self._card_seq}",
+            seq=self._card_seq,
+            board_id=board_id,
+            title=title or f"Card {self._card_seq}",
+            stage_key=stage.key,
+            state="submitted",
+            priority=priority,
+            ready_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        board.cards[card.id] = card
+        self._cards[card.id] = card
+        self._enter_stage(card, stage)
+        return card
+
+    def claim(self, agent_id: str, card_id: str) -> Claim:
+        """The agent claims the card, or Refused with SuperPipeline's reason."""
+        card = self.card(card_id)
+        reason = self.refusal(agent_id, card)
+        if reason is not None:
+            raise Refused(409, reason, f"{agent_id} may not claim {card_id}: {reason}")
+        now = self.clock()
+        held = self.live_reservation(card)
+        claim = Claim(card, agent_id, held is not None, (now - card.ready_at).total_seconds())
+        card.state = "working"
+        card.claimed_at = now
+        card.delegate_agent_id = agent_id
+        card.reservation = None
+        card.attempt_count += 1
+        card.updated_at = now
+        agent = self.agents[agent_id]
+        agent.last_claim_at = agent.last_heartbeat_at = now
+        self._working.setdefault(agent_id, set()).add(card.id)
+        self._event("card.claimed", card, {"agentId": agent_id, "reserved": claim.reserved})
+        return claim
+
+    def finish(self, agent_id: str, card_id: str, succeeded: bool) -> str:
+        """The agent's run ends: `advanced`, `completed`, `released`, or `lost` (moved away meanwhile)."""
+        card = self._cards[card_id]
+        self._working.get(agent_id, set()).discard(card_id)
+        self.agents[agent_id].last_heartbeat_at = self.clock()
+        if card.state != "working" or card.delegate_agent_id != agent_id or card.archived_at is not None:
+            return "lost"
+        board = self.boards[card.board_id]
+        if not succeeded:
+            self._event("run.released", card, {"agentId": agent_id, "status": "failed"})
+            self._enter_stage(card, board.stage(card.stage_key))
+            return "released"
+        following = board.stage_after(card.stage_key)
+        if following is None:
+            card.state = "completed"
+            card.updated_at = self.clock()
+            self._retire(card)
+            self._event("card.completed", card, {"agentId": agent_id})
+            return "completed"
+        self._event("card.advanced", card, {"agentId": agent_id, "toStageKey": following.key})
+        card.attempt_count = 0
+        self._enter_stage(card, following)
+        return "advanced"
+
+    def move_card(self, card_id: str, stage_key: str) -> Card:
+        """An operator moves the card to a stage: a new ladder, whatever it was doing."""
+        card = self.card(card_id)
+        board = self.boards[card.board_id]
+        stage = board.stage(stage_key)
+        if stage is None or card.archived_at is not None or card.id in board.finished:
+            raise Refused(409, "cannot_move", f"{card_id} cannot move to {stage_key}")
+        self._release_worker(card)
+        self._event("card.moved", card, {"fromStageKey": card.stage_key, "toStageKey": stage_key})
+        if stage_key != card.stage_key:
+            card.attempt_count = 0
+        self._enter_stage(card, stage)
+        return card
+
+    def archive_card(self, card_id: str) -> Card:
+        """An operator archives the card: it leaves every lane."""
+        card = self.card(card_id)
+        if card.archived_at is None:
+            self._release_worker(card)
+            card.archived_at = card.updated_at = self.clock()
+            card.reservation = None
+            self._retire(card)
+            self._event("card.archived", card, {})
+        return card
+
+    def reserve(self, board_id: str, card_id: str, agent_id: Any, seconds: Any) -> Reservation:
+        """`PUT .../reservation`: hold the card for one agent for 1 to 300 seconds."""
+        board = self.board(board_id)
+        if not isinstance(agent_id, str) or not agent_id:
+            raise Refused(400, "invalid_request", "agentId is required")
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_RESERVATION_SECONDS:
+            raise Refused(400, "invalid_request", f"seconds must be a whole number from 1 to {MAX_RESERVATION_SECONDS}")
+        card = board.cards.get(card_id)
+        if card is None:
+            raise Refused(404, "card_not_found", f"no card {card_id} on {board_id}")
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            raise Refused(404, "agent_not_found", f"no agent {agent_id} in the workspace")
+        if not self.in_lane(card):
+            raise Refused(409, "card_not_ready", f"{card_id} is not waiting in a capability lane")
+        held = self.live_reservation(card)
+        if held is not None and held.agent_id != agent_id:
+            raise Refused(409, "card_reserved", f"{card_id} is held for another agent")
+        if {"capability_mismatch", "grant_denied"} & set(self.judged(agent, card)):
+            raise Refused(409, "agent_not_eligible", f"{agent_id} may not claim {card_id}")
+        card.reservation = Reservation(agent_id, self.clock() + timedelta(seconds=seconds))
+        return card.reservation
+
+    def set_placement_window(self, board_id: str, seconds: Any) -> int:
+        board = self.board(board_id)
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= MAX_PLACEMENT_WINDOW_SECONDS:
+            raise Refused(400, "invalid_request", f"placementWindowSeconds must be 0 to {MAX_PLACEMENT_WINDOW_SECONDS}")
+        board.placement_window_seconds = seconds
+        return seconds
+
+    def _enter_stage(self, card: Card, stage: StageSpec) -> None:
+        """The card waits afresh in a stage: a new readyAt, so a new ladder."""
+        now = self.clock()
+        card.stage_key = stage.key
+        card.state = {"capability": "submitted", "agent": "submitted", "human": "input-required"}[stage.owner_kind]
+        card.delegate_agent_id = stage.owner if stage.owner_kind == "agent" else None
+        card.ready_at = card.updated_at = now
+        card.claimed_at = None
+        card.reservation = None
+        if stage.owner_kind == "capability":
+            window = self.boards[card.board_id].placement_window_seconds
+            self._event("card.ready", card, {"priority": card.priority, "placementWindowSeconds": window})
+
+    def _release_worker(self, card: Card) -> None:
+        if card.state == "working" and card.delegate_agent_id:
+            self._working.get(card.delegate_agent_id, set()).discard(card.id)
+
+    def _retire(self, card: Card) -> None:
+        board = self.boards[card.board_id]
+        board.cards.pop(card.id, None)
+        board.finished[card.id] = card
+
+    def _event(self, kind: str, card: Card, data: dict) -> None:
+        self._event_seq += 1
+        self.emit(
+            {
+                "id": f"evt_{self._event_seq:08d}",
+                "subject": f"evt.{self.tenant_id}.superpipeline.{kind}",
+                "type": kind,
+                "boardId": card.board_id,
+                "cardId": card.id,
+                "stageKey": card.stage_key,
+                "ts": rfc3339(self.clock()),
+                "data": data,
+            }
+        )
+
+    # -- reads, in the contract's shapes ---------------------------------------------------
+
+    def board_json(self, board_id: str) -> dict:
+        board = self.board(board_id)
+        cutoff = self.clock() - timedelta(seconds=self.keep_finished_seconds)
+        for card_id in [c.id for c in board.finished.values() if c.updated_at < cutoff]:
+            del board.finished[card_id]
+        cards = sorted([*board.cards.values(), *board.finished.values()], key=lambda c: c.seq)
+        return {
+            "boardId": board.id,
+            "tenantId": board.tenant_id,
+            "name": board.name,
+            "stages": [_stage_json(s) for s in board.stages],
+            "cards": [_card_json(c) for c in cards],
+        }
+
+    def eligibility_json(self, board_id: str, card_id: str) -> dict:
+        board = self.board(board_id)
+        card = board.cards.get(card_id) or board.finished.get(card_id)
+        if card is None:
+            raise Refused(404, "card_not_found", f"no card {card_id} on {board_id}")
+        verdicts = []
+        for agent in sorted(self.agents.values(), key=lambda a: a.id):
+            reasons = self.judged(agent, card)
+            verdicts.append(
+                {"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons, "reasons": reasons}
+            )
+        requires = stage_requires(board.stage(card.stage_key))
+        return {"cardId": card.id, "stageKey": card.stage_key, "requires": requires, "agents": verdicts}
+
+    def load_json(self) -> dict:
+        now = self.clock()
+        rows = []
+        for agent in sorted(self.agents.values(), key=lambda a: a.id):
+            in_flight = len(self._working.get(agent.id, ()))
+            heartbeat = now if in_flight else agent.last_heartbeat_at
+            rows.append(
+                {
+                    "agentId": agent.id,
+                    "principalId": agent.principal_id,
+                    "inFlight": in_flight,
+                    "capacity": agent.capacity,
+                    "lastHeartbeatAt": rfc3339(heartbeat),
+                }
+            )
+        return {"agents": rows}
+
+
+def _stage_json(stage: StageSpec) -> dict:
+    return {
+        "key": stage.key,
+        "name": stage.name,
+        "order": stage.order,
+        "ownerKind": stage.owner_kind,
+        "owner": stage.owner,
+        "requires": stage.requires,
+        "placement": stage.placement,
+    }
+
+
+def _card_json(card: Card) -> dict:
+    held = card.reservation
+    return {
+        "id": card.id,
+        "title": card.title,
+        "currentStageKey": card.stage_key,
+        "state": card.state,
+        "delegateAgentId": card.delegate_agent_id,
+        "priority": card.priority,
+        "readyAt": rfc3339(card.ready_at),
+        "claimedAt": rfc3339(card.claimed_at),
+        "archivedAt": rfc3339(card.archived_at),
+        "reservation": {"agentId": held.agent_id, "reservedUntil": rfc3339(held.reserved_until)} if held else None,
+        "createdAt": rfc3339(card.created_at),
+        "updatedAt": rfc3339(card.updated_at),
+        "attemptCount": card.attempt_count,
+    }

@@ -1,0 +1,151 @@
+"""The whole suite in memory: one model per product, one lock, one entry point for requests."""
+from __future__ import annotations
+
+import random
+import secrets
+import threading
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+from .accounts import Accounts
+from .agentpod import AgentPod
+from .clock import Clock, VirtualClock
+from .pipeline import Pipeline
+from .relay import Relay, Target
+from .replies import bare_error
+from .routes import dispatch
+from .scenario import Scenario, load_scenario
+from .witness import Witness
+
+PRODUCTS = ("superpipeline", "accounts", "agentpod", "superwitness")
+
+
+@dataclass
+class ProductUrls:
+    """Where each product answers; a token's audience is the product's URL unless set apart."""
+
+    superpipeline: str = "http://superpipeline.sandbox"
+    accounts: str = "http://accounts.sandbox"
+    agentpod: str = "http://agentpod.sandbox"
+    superwitness: str = "http://superwitness.sandbox"
+    agentpod_audience: str | None = None
+    superwitness_audience: str | None = None
+
+    def audience(self, product: str) -> str:
+        explicit = getattr(self, f"{product}_audience", None)
+        return explicit or getattr(self, product)
+
+    def audiences(self) -> list[str]:
+        return [self.audience(p) for p in PRODUCTS]
+
+    def product_at(self, base: str) -> str | None:
+        """The product answering at a base URL (`scheme://host:port`)."""
+        wanted = base.rstrip("/").lower()
+        return next((p for p in PRODUCTS if getattr(self, p).rstrip("/").lower() == wanted), None)
+
+
+@dataclass
+class Toggles:
+    """Failures a test can switch on, each answering as the real product would."""
+
+    reservation_verb: bool = True  # False: a SuperPipeline without the hold (404)
+    agents_load_verb: bool = True  # False: a SuperPipeline without `GET /v1/agents/load` (404)
+    station_registry: bool = True  # False: an AgentPod without the registry (404)
+    accounts_up: bool = True  # False: every Accounts route answers 503
+    superwitness_up: bool = True  # False: every SuperWitness route answers 503
+    board_failures: dict[str, str] = field(default_factory=dict)  # board -> "500" | "404" | "garbage" | "shape"
+
+
+@dataclass(frozen=True)
+class DispatchConfig:
+    """What SuperDispatch is configured with to talk to this suite."""
+
+    superpipeline_url: str
+    org_plane_url: str
+    agentpod_url: str
+    agentpod_audience: str
+    superwitness_url: str
+    superwitness_audience: str
+    credential: str
+    relay_secret: str
+
+    def as_env(self) -> dict[str, str]:
+        """The same, as the environment variables the settings read."""
+        return {
+            "SUPERPIPELINE_URL": self.superpipeline_url,
+            "ORG_PLANE_URL": self.org_plane_url,
+            "AGENTPOD_URL": self.agentpod_url,
+            "AGENTPOD_AUDIENCE": self.agentpod_audience,
+            "SUPERWITNESS_URL": self.superwitness_url,
+            "SUPERWITNESS_AUDIENCE": self.superwitness_audience,
+            "ORG_PLANE_SERVICE_CREDENTIAL": self.credential,
+            "TREATY_RELAY_DELIVERY_SECRET": self.relay_secret,
+        }
+
+
+class Suite:
+    """SuperPipeline, AgentPod, Accounts, SuperWitness and the relay, over one scenario and clock."""
+
+    def __init__(self, scenario: Scenario, clock: Clock | None = None, urls: ProductUrls | None = None,
+                 relay_target: Target = None) -> None:
+        self.scenario = scenario
+        self.clock: Clock = clock or VirtualClock(scenario.start)
+        self.urls = urls or ProductUrls()
+        self.toggles = Toggles()
+        self.lock = threading.RLock()
+        self.relay = Relay(secrets.token_hex(32), self.clock, relay_target)
+        self.pipeline = Pipeline(self.clock, scenario.tenant_id, self.relay.publish)
+        self.accounts = Accounts(self.clock, self.urls.audiences, scenario.policy)
+        self.credential = self.accounts.add_credential(scenario.credential_scopes)
+        self.agentpod = AgentPod(self.pipeline, scenario.stations)
+        credential_id = self.credential.partition(":")[0]
+        self.agentpod.roster_readers.add(credential_id)
+        self.agentpod.catalog_readers.add(credential_id)
+        self.witness = Witness()
+        self._build(scenario)
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario | str, clock: Clock | None = None, **kwargs) -> Suite:
+        """A suite for a Scenario, a shipped scenario's name, or a scenario file's path."""
+        return cls(scenario if isinstance(scenario, Scenario) else load_scenario(scenario), clock, **kwargs)
+
+    def _build(self, scenario: Scenario) -> None:
+        for board in scenario.boards:
+            self.pipeline.add_board(board)
+        for agent in scenario.agents:
+            self.pipeline.add_agent(agent)
+            self.agentpod.add_agent(agent.id, agent.station_id, agent.ready)
+            for membership in agent.memberships:
+                if membership.bridge:
+                    self.agentpod.add_row(membership.board_id, membership.key, agent.id, membership.enabled)
+        for board in scenario.boards:
+            rng = random.Random(f"{scenario.seed}:initial:{board.id}")
+            for _ in range(board.initial_cards):
+                self.pipeline.add_card(board.id, priority=board.draw_priority(rng))
+
+    def handle(self, method: str, url: str, query: dict[str, list[str]] | None = None,
+               headers: dict[str, str] | None = None, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+        """Answer one request addressed to a product's URL (`<base><path>`, query in either place)."""
+        split = urlsplit(url)
+        product = self.urls.product_at(f"{split.scheme}://{split.netloc}")
+        if product is None:
+            return bare_error(404, "no product answers at this address").encoded()
+        merged = parse_qs(split.query, keep_blank_values=True)
+        for name, values in (query or {}).items():
+            merged.setdefault(name, []).extend(values)
+        with self.lock:
+            reply = dispatch(self, product, method, split.path or "/", merged, dict(headers or {}), body or b"")
+        return reply.encoded()
+
+    def dispatch_config(self) -> DispatchConfig:
+        """The URLs, audiences, credential and relay secret to configure SuperDispatch with."""
+        return DispatchConfig(
+            superpipeline_url=self.urls.superpipeline,
+            org_plane_url=self.urls.accounts,
+            agentpod_url=self.urls.agentpod,
+            agentpod_audience=self.urls.audience("agentpod"),
+            superwitness_url=self.urls.superwitness,
+            superwitness_audience=self.urls.audience("superwitness"),
+            credential=self.credential,
+            relay_secret=self.relay.secret,
+        )
