@@ -45,7 +45,8 @@ class Accounts:
         self._credential = credential
         self._now = now
         self._tokens: dict[str, _Token] = {}
-        self._lock = threading.Lock()  # one mint per audience at a time, across threads
+        # One mint at a time: threads wanting the same token wait for it rather than each ask.
+        self._lock = threading.Lock()
 
     def token(self, audience: str) -> str:
         """A bearer token for `audience` (a product's URL, no trailing slash)."""

@@ -100,7 +100,8 @@ class Http:
         if self.tokens is not None:
             headers["Authorization"] = f"Bearer {self.tokens.token(self.audience)}"
         attempts = 1 + (self.retries if read else 0)
-        for attempt in range(attempts):
+        attempt = 1
+        while True:
             try:
                 payload, status = self._send(method, path, what, params, body, headers)
                 try:
@@ -108,19 +109,18 @@ class Http:
                 except ShapeError as err:
                     raise BadShape(self.product, what, status, "bad-shape", str(err)) from None
             except Unavailable as err:
-                if attempt + 1 < attempts:
-                    log.info("%s; retrying (%d of %d)", err, attempt + 1, attempts - 1)
-                    self.sleep(self.backoff[min(attempt, len(self.backoff) - 1)])
-                    continue
-                log.warning("%s%s", err, f" after {attempts} attempts" if attempts > 1 else "")
-                raise
+                if attempt == attempts:
+                    log.warning("%s%s", err, f" after {attempts} attempts" if attempts > 1 else "")
+                    raise
+                log.info("%s; retrying (%d of %d)", err, attempt, attempts - 1)
+                self.sleep(self.backoff[min(attempt, len(self.backoff)) - 1])
+                attempt += 1
             except ClientError as err:
                 if err.status == 401 and self.tokens is not None:
                     # A revoked or rotated token: the next call asks Accounts for a new one.
                     self.tokens.forget(self.audience)
                 log.warning("%s", err)
                 raise
-        raise AssertionError("unreachable: every attempt returns or raises")
 
     def _send(self, method: str, path: str, what: str, params, body,
               headers) -> tuple[Any, int]:
@@ -136,7 +136,7 @@ class Http:
         payload, readable = _json(response)
         status = response.status_code
         code = _error_code(payload) if readable else None
-        if status >= 500 and status != 501 or status in (408, 429):
+        if (status >= 500 and status != 501) or status in (408, 429):
             raise Unavailable(self.product, what, status, code or f"http-{status}")
         if not 200 <= status < 300:
             raise Refused(self.product, what, status, code or f"http-{status}")

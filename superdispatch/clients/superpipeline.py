@@ -110,7 +110,7 @@ class BoardRead:
                     requires=stage.requires, needs=stage.needs, ready_at=card.ready_at,
                     priority=card.priority)
 
-    def ready(self, now: datetime) -> tuple[Card, ...]:
+    def placement_cards(self, now: datetime) -> tuple[Card, ...]:
         """Every ready card, in board order, as placement reads it."""
         return tuple(self.placement_card(c) for c in self.ready_cards(now))
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import requests
 
 from placement.facts import Run
+from placement.history import verdict_mark
 
 from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource
@@ -16,8 +17,6 @@ RUNS_PATH = "/v1/runs"
 PAGE_SIZE = 200
 MAX_RUNS = 1000
 _OUTCOMES = {"succeeded": True, "failed": False}
-_PASSES = frozenset({"pass", "approve", "accept"})
-_FAILS = frozenset({"fail", "reject", "request_changes"})
 
 
 class SuperWitness:
@@ -73,24 +72,9 @@ def _run(value: Any, where: str) -> tuple[str | None, Run | None]:
         verdict = shape.mapping(verdict, f"{where}.latest_verdict")
         if "value" not in verdict:
             raise shape.ShapeError(f"{where}.latest_verdict.value: expected a value")
-        value = verdict["value"]
-        mark = _verdict_mark(value) if isinstance(value, dict) else None
+        mark = verdict_mark(verdict["value"])
     if status not in _OUTCOMES:
         return stage_key, None
     return stage_key, Run(principal_id=principal, succeeded=_OUTCOMES[status],
                           ended_at=ended_at, mark=mark)
 
-
-def _verdict_mark(value: dict) -> float | None:
-    """A verdict's pass mark: a `score` as it stands; a `decision` of pass, approve or accept
-    is 1, of fail, reject or request_changes 0; anything else gives no mark."""
-    score = value.get("score")
-    if isinstance(score, (int, float)) and not isinstance(score, bool):
-        return float(score)
-    decision = value.get("decision")
-    if isinstance(decision, str):
-        if decision.lower() in _PASSES:
-            return 1.0
-        if decision.lower() in _FAILS:
-            return 0.0
-    return None

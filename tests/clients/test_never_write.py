@@ -12,7 +12,9 @@ import pytest
 import requests
 
 from placement.facts import Requires
-from superdispatch.clients import ClientError, Clients, build_clients
+from superdispatch.clients import (
+    Accounts, AgentPod, ClientError, Clients, SuperPipeline, SuperWitness, build_clients,
+)
 
 from . import bodies
 from .conftest import CREDENTIAL, TokenMint
@@ -114,7 +116,18 @@ def test_build_clients_shares_one_session_and_leaves_superwitness_out_when_unset
     assert minted == [f"{suite.url}/sp", f"{suite.url}/pod"]  # audience defaults to the URL
 
 
-def test_no_log_line_or_error_names_the_credential_or_a_token(suite, caplog):
+def sleepless_clients(url: str, naps: list) -> Clients:
+    """The clients build_clients makes, but with backoff sleeps recorded instead of slept."""
+    accounts = Accounts(f"{url}/accounts", CREDENTIAL, sleep=naps.append)
+    return Clients(
+        accounts=accounts,
+        superpipeline=SuperPipeline(f"{url}/sp", accounts, sleep=naps.append),
+        agentpod=AgentPod(f"{url}/pod", f"{url}/pod", accounts, sleep=naps.append),
+        superwitness=SuperWitness(f"{url}/witness", f"{url}/witness", accounts,
+                                  sleep=naps.append))
+
+
+def test_no_log_line_or_error_names_the_credential_or_a_token(suite, caplog, naps):
     token_echo = {"error": {"code": "bad-token", "message": "tok-SECRET-1 " + SECRET}}
     serve_the_contract(suite)
     for (method, path) in READS:
@@ -123,7 +136,7 @@ def test_no_log_line_or_error_names_the_credential_or_a_token(suite, caplog):
     suite.route("PUT", "/sp/v1/boards/brd_1/cards/card_1042/reservation", Reply(401, token_echo))
     suite.route("PUT", "/sp/v1/boards/brd_1/scheduling", Reply(200, {"tok-SECRET-1": SECRET}))
     suite.route("POST", "/accounts/api/policy/decide", Reply(403, token_echo))
-    clients = build_clients(settings(suite.url))
+    clients = sleepless_clients(suite.url, naps)
     seen: list[str] = [repr(clients)]
     with caplog.at_level(logging.DEBUG):
         for _ in range(3):
@@ -138,6 +151,6 @@ def test_no_log_line_or_error_names_the_credential_or_a_token(suite, caplog):
         seen.append(str(caught.value))
         seen.append(repr(clients.superpipeline.reserve("brd_1", "card_1042", "agt_ada", 60)))
     seen += [record.getMessage() for record in caplog.records]
-    assert len(seen) > 20
+    assert len(seen) > 20 and naps  # failures of every kind were met, outages included
     leaks = [line for line in seen if SECRET in line or "tok-SECRET" in line]
     assert leaks == []

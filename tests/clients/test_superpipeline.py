@@ -83,7 +83,7 @@ def test_ready_cards_are_submitted_unarchived_unheld_in_a_capability_lane(suite,
 
 def test_ready_card_is_read_as_placement_reads_it(suite, pipeline):
     board = read_board(suite, pipeline, cards=[bodies.card(priority=5)])
-    assert board.ready(NOW) == (Card(
+    assert board.placement_cards(NOW) == (Card(
         board_id="brd_1", card_id="card_1042", stage_key="review",
         requires=Requires(all=("code-review",)),
         needs=StationNeeds("container", ("m-large",), ("git",), ("GITHUB_TOKEN",)),
