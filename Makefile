@@ -23,7 +23,7 @@ migrate: venv
 run: migrate
 	@$(WITH_ENV) $(PY) manage.py create_operator --username $(ADMIN_USER) --password $(ADMIN_PASSWORD)
 	@echo "admin console: http://127.0.0.1:$${PORT:-8796}/admin/ (login above); API docs: /v1/docs"
-	$(WITH_ENV) $(PY) -m honcho -f Procfile start
+	$(WITH_ENV) $(PY) -m honcho -f Procfile start --port $${PORT:-8796}
 
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "superdispatch",
     "records",
     "learning",
 ]
