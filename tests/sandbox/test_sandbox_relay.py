@@ -72,7 +72,7 @@ def test_an_http_target_receives_the_signed_post(world):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         world.suite.relay.target = f"http://127.0.0.1:{server.server_address[1]}/v1/relay/events"
