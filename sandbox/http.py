@@ -10,6 +10,7 @@ from .suite import PRODUCTS, ProductUrls, Suite
 def _handler_for(suite: Suite, product: str) -> type[BaseHTTPRequestHandler]:
     class ProductHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in two writes; don't wait on delayed ACKs
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)

@@ -3,7 +3,6 @@ import pytest
 
 CARD_KEYS = {"id", "title", "currentStageKey", "state", "delegateAgentId", "priority", "readyAt", "claimedAt",
              "archivedAt", "reservation", "createdAt", "updatedAt", "attemptCount"}
-RFC3339 = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"
 
 
 def test_board_read_has_the_contract_shape(world):
