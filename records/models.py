@@ -194,3 +194,14 @@ class LoopState(models.Model):
 
     class Meta:
         verbose_name = "loop state"
+
+
+class RegistryRead(models.Model):
+    """AgentPod's capability registry as the loop last read it, one row; `stations` null: unread."""
+
+    key = models.CharField(max_length=16, primary_key=True, default="registry")
+    stations = models.JSONField(null=True, blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "registry read"
