@@ -1,21 +1,30 @@
 """Dataset and model routes."""
 from __future__ import annotations
 
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from learning import dataset, store
+from learning.core.train import TrainingError
+from learning.models import LearnedModel
 from records import query
-from superdispatch.errors import ApiError, bad_request
+from records.ids import is_id
+from superdispatch.errors import ApiError, bad_request, not_found
+
+MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
 
-def _pending(what: str) -> ApiError:
-    return ApiError(501, "not-implemented", f"{what} is not built yet")
-
-
-def _model_id(model_id: str) -> str:
-    if not query.re.fullmatch(r"mdl_[0-9a-f]{24}", model_id):
+def _model(model_id: str) -> LearnedModel:
+    if not is_id("mdl", model_id):
         raise bad_request("bad-id", "a model id is mdl_ and 24 hex digits")
-    return model_id
+    model = LearnedModel.objects.filter(pk=model_id).first()
+    if model is None:
+        raise not_found(f"model {model_id}")
+    return model
 
 
 class Dataset(APIView):
@@ -23,36 +32,65 @@ class Dataset(APIView):
                    parameters=[OpenApiParameter("since", str),
                                OpenApiParameter("format", str, enum=["jsonl", "json"])])
     def get(self, request):
-        query.read_query(request.query_params, {"since": query.parse_time,
-                                                "format": query.one_of("jsonl", "json")})
-        raise _pending("the dataset")
+        params = query.read_query(request.query_params, {"since": query.parse_time,
+                                                         "format": query.one_of("jsonl", "json")})
+        since = params.get("since")
+        if params.get("format", "jsonl") == "json":
+            return StreamingHttpResponse(dataset.json_document(since),
+                                         content_type="application/json")
+        return StreamingHttpResponse(dataset.jsonl(since), content_type="application/x-ndjson")
+
+
+def _train_body(body) -> tuple:
+    """(since, seed) from the body `{since?, seed?}`; a bad field is a 400 naming it."""
+    if not isinstance(body, dict):
+        raise bad_request("bad-body", "the body is a JSON object: {since?, seed?}")
+    unknown = sorted(set(body) - {"since", "seed"})
+    if unknown:
+        raise bad_request("unknown-field", f"unknown field {unknown[0]!r}; the body takes since, seed")
+    since = body.get("since")
+    if since is not None:
+        try:
+            since = query.parse_time(since)
+        except (ValueError, TypeError, AttributeError):
+            raise bad_request("bad-field", f"since must be {query.parse_time.rule}") from None
+    seed = body.get("seed")
+    if seed is None:
+        seed = 0
+    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise bad_request("bad-field", f"seed must be an integer from 0 to {MAX_SEED}")
+    return since, seed
 
 
 class Train(APIView):
     @extend_schema(summary="Train and store a model: body {since?, seed?}")
     def post(self, request):
-        body = request.data if request.body else {}
-        if not isinstance(body, dict):
-            raise bad_request("bad-body", "the body is a JSON object: {since?, seed?}")
-        raise _pending("training")
+        query.read_query(request.query_params, {})
+        since, seed = _train_body(request.data if request.body else {})
+        try:
+            model = store.do_train(since, seed, now=timezone.now())
+        except TrainingError as err:
+            raise ApiError(422, err.code, err.message) from None
+        return Response({"model": store.model_json(model)}, status=201)
 
 
 class Models(APIView):
-    @extend_schema(summary="Every stored model")
+    @extend_schema(summary="Every stored model, newest version first")
     def get(self, request):
         query.read_query(request.query_params, {})
-        raise _pending("the model store")
+        return Response({"models": [store.model_json(m) for m in LearnedModel.objects.all()]})
 
 
 class ModelDetail(APIView):
     @extend_schema(summary="One model, with its metrics")
     def get(self, request, model_id: str):
-        _model_id(model_id)
-        raise _pending("the model store")
+        query.read_query(request.query_params, {})
+        return Response({"model": store.model_json(_model(model_id))})
 
 
 class ShadowReport(APIView):
     @extend_schema(summary="The model against the formula, in shadow")
     def get(self, request, model_id: str):
-        _model_id(model_id)
-        raise _pending("the shadow report")
+        query.read_query(request.query_params, {})
+        report = store.shadow_report_json(_model(model_id), settings.SUPERDISPATCH)
+        return Response({"shadowReport": report})

@@ -1,0 +1,139 @@
+"""Training into the model store, and reading models and their shadow evidence back out."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable, Iterator
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from learning import dataset
+from learning.core import rows as core_rows
+from learning.core.shadow import GateReading, ShadowDecision, gate, report
+from learning.core.train import Example, train
+from learning.models import LearnedModel
+from records.models import Decision
+from records.present import iso
+from records.query import parse_time
+from superdispatch.config import Config
+
+# progress(stage, done, total): stage "read" counts decisions, "fit" counts iterations.
+Progress = Callable[[str, int, int], None]
+
+_VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the loser takes the one after
+
+
+def latest() -> LearnedModel | None:
+    """The newest stored model, the one shadow and on apply."""
+    return LearnedModel.objects.order_by("-version").first()
+
+
+def _read_examples(since: datetime | None, progress: Progress | None
+                   ) -> tuple[list[Example], int, str | None, str | None]:
+    """The training examples of the newest settled decisions since `since` (at most the cap),
+    with how many decisions they came from and the oldest and newest decision's createdAt."""
+    total = min(dataset.settled(since).count(), dataset.MAX_DECISIONS) if progress else 0
+    examples: list[Example] = []
+    decisions = 0
+    newest = oldest = None
+    for records in dataset.record_chunks(since, newest_first=True):
+        for record in records:
+            examples.extend(core_rows.examples(core_rows.rows(record)))
+        decisions += len(records)
+        newest = newest or records[0]["createdAt"]
+        oldest = records[-1]["createdAt"]
+        if progress:
+            progress("read", decisions, total)
+    return examples, decisions, oldest, newest
+
+
+def do_train(since: datetime | None, seed: int, *, now: datetime,
+             progress: Progress | None = None) -> LearnedModel:
+    """Fit a model on the newest settled decisions since `since` and store it as the next version.
+
+    Raises learning.core.train.TrainingError when the rows cannot support a model. Places nothing.
+    """
+    examples, decisions, oldest, newest = _read_examples(since, progress)
+    fit_progress = (lambda step, total: progress("fit", step, total)) if progress else None
+    trained = train(examples, seed, progress=fit_progress)
+    fields = dict(
+        created_at=now, since=since, seed=seed, decisions=decisions,
+        first_decision_at=oldest and parse_time(oldest), last_decision_at=newest and parse_time(newest),
+        features=list(trained.features), means=list(trained.means), stds=list(trained.stds),
+        weights=list(trained.weights), bias=trained.bias, iterations=trained.iterations,
+        learning_rate=trained.learning_rate, l2=trained.l2, metrics=trained.metrics,
+    )
+    attempts = 0
+    while True:
+        try:
+            with transaction.atomic():
+                version = (LearnedModel.objects.aggregate(v=Max("version"))["v"] or 0) + 1
+                return LearnedModel.objects.create(version=version, **fields)
+        except IntegrityError:
+            attempts += 1
+            if attempts == _VERSION_ATTEMPTS:
+                raise
+
+
+def model_json(model: LearnedModel) -> dict[str, Any]:
+    """A stored model as the API answers it: its parameters, what it was fitted on, its metrics."""
+    return {
+        **model.placement_model().as_json(),
+        "createdAt": iso(model.created_at),
+        "since": iso(model.since),
+        "seed": model.seed,
+        "decisions": model.decisions,
+        "firstDecisionAt": iso(model.first_decision_at),
+        "lastDecisionAt": iso(model.last_decision_at),
+        "iterations": model.iterations,
+        "learningRate": model.learning_rate,
+        "l2": model.l2,
+        "metrics": model.metrics,
+    }
+
+
+def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
+    """Every decision that recorded this model's choice, as the shadow report reads it."""
+    found = (Decision.objects.filter(learned__model=model_id)
+             .values_list("learned", "outcome_status", "outcome_by")
+             .iterator(chunk_size=2000))
+    for learned, status, by in found:
+        yield ShadowDecision(
+            formula_choice=learned.get("formulaChoice"),
+            model_choice=learned.get("choice"),
+            status=status,
+            by=by,
+            model_placed=bool(learned.get("placed")),
+        )
+
+
+def gate_reading(model: LearnedModel, shadow_report: dict[str, Any], config: Config) -> GateReading:
+    """The gate for this model under the current settings."""
+    return gate(model.rows, shadow_report, config.learned_min_rows, config.learned_min_shadow,
+                config.learned_margin_pct)
+
+
+def gate_reason(reading: GateReading) -> str | None:
+    """The failing test as a log line, `min-shadow: 12 settled shadow decisions; ...`; None past it."""
+    failing = next((t for t in reading.tests if not t.passed), None)
+    return None if failing is None else f"{failing.name}: {failing.message}"
+
+
+def shadow_report_json(model: LearnedModel, config: Config) -> dict[str, Any]:
+    """The model against the formula in its settled shadow decisions, and how the gate reads now."""
+    counts = report(shadow_decisions(model.id))
+    reading = gate_reading(model, counts, config)
+    newest = latest()
+    return {
+        "model": model.id,
+        "version": model.version,
+        "latest": newest is not None and newest.id == model.id,
+        **counts,
+        "gate": {
+            "mode": config.learned,
+            "minRows": config.learned_min_rows,
+            "minShadow": config.learned_min_shadow,
+            "marginPct": config.learned_margin_pct,
+            **reading.as_json(),
+        },
+    }
