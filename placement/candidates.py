@@ -3,73 +3,81 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
-from .facts import AgentVerdict, Facts
+from .facts import AgentLoad, AgentVerdict, Facts, RosterRow
 from .load import DIRECT, ROSTER, LoadShape, direct_load, roster_load
 from .rules import Rules
 
-Row = TypeVar("Row")
+Row = TypeVar("Row", RosterRow, AgentVerdict, AgentLoad)
 
 
 @dataclass(frozen=True, slots=True)
-class Agent:
-    """One considered agent as the filters see it."""
+class Pool:
+    """The considered agents of one card, indexed by agent id."""
 
-    agent_id: str
-    principal_id: str | None
-    station_id: str | None
-    source: str  # "roster" when it has a bridge row on the board, else "direct"
-    in_set: bool
-    verdict: AgentVerdict | None  # None: missing from the eligibility read
-    load: LoadShape | None  # always set inside the candidate set
+    ids: tuple[str, ...]  # every considered agent, in agent id order
+    in_set: frozenset[str]
+    rows: dict[str, RosterRow]  # bridge rows on the board
+    verdicts: dict[str, AgentVerdict]  # SuperPipeline's eligibility read
+    objections: dict[str, AgentVerdict]  # in-set verdicts that are not a plain "eligible"
+    loads: dict[str, LoadShape]  # every in-set agent's load shape
+    principals: dict[str, str]  # from the bridge row, else the eligibility read, else the load read
+
+    def source(self, agent_id: str) -> str:
+        return ROSTER if agent_id in self.rows else DIRECT
+
+    def principal(self, agent_id: str) -> str | None:
+        return self.principals.get(agent_id)
+
+    def station(self, agent_id: str) -> str | None:
+        row = self.rows.get(agent_id)
+        return row.station_id if row is not None else None
+
+    @property
+    def rostered_in_set(self) -> int:
+        return sum(1 for agent_id in self.in_set if agent_id in self.rows)
 
 
-def considered(facts: Facts, rules: Rules, now: datetime) -> list[Agent]:
-    """Every agent in the eligibility read or on the roster, by agent id.
+def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
+    """Every agent in the eligibility read or on the roster, and the candidate set among them.
 
-    The candidate set is every enabled bridge row, and with `candidates=all` every agent
-    with no bridge row on the board that reports its load. A disabled row keeps its agent
-    out either way.
+    The set is every enabled bridge row, and with `candidates=all` every considered agent
+    with no bridge row that reports its load. A disabled row keeps its agent out either way.
     """
-    rows = _one_per_agent(facts.roster, lambda row: (row.enabled, row.key))
-    verdicts = _one_per_agent(facts.eligibility, lambda v: (v.eligible, v.reasons))
-    loads = _one_per_agent(facts.load or (), lambda load: -load.in_flight)
-    direct_allowed = rules.candidates == "all" and facts.load is not None
-
-    agents = []
-    for agent_id in sorted(rows.keys() | verdicts.keys()):
-        row = rows.get(agent_id)
-        verdict = verdicts.get(agent_id)
-        if row is not None:
-            agents.append(Agent(
-                agent_id=agent_id,
-                principal_id=row.principal_id or (verdict and verdict.principal_id),
-                station_id=row.station_id,
-                source=ROSTER,
-                in_set=row.enabled,
-                verdict=verdict,
-                load=roster_load(row) if row.enabled else None,
-            ))
-            continue
-        load_row = loads.get(agent_id) if direct_allowed else None
-        agents.append(Agent(
-            agent_id=agent_id,
-            principal_id=verdict.principal_id or (load_row and load_row.principal_id),
-            station_id=None,
-            source=DIRECT,
-            in_set=load_row is not None,
-            verdict=verdict,
-            load=direct_load(load_row, now) if load_row is not None else None,
-        ))
-    return agents
+    rows = _by_agent(facts.roster, lambda row: (row.enabled, row.key))  # a disabled duplicate wins
+    verdicts = _by_agent(facts.eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
+    direct: dict[str, AgentLoad] = {}
+    if rules.candidates == "all" and facts.load is not None:
+        loaded = _by_agent(facts.load, lambda load: -load.in_flight)
+        direct = {agent_id: loaded[agent_id] for agent_id in (loaded.keys() - rows.keys()) & verdicts.keys()}
+    loads = {agent_id: roster_load(row) for agent_id, row in rows.items() if row.enabled}
+    loads.update((agent_id, direct_load(row, now)) for agent_id, row in direct.items())
+    principals = {agent_id: row.principal_id for agent_id, row in direct.items() if row.principal_id}
+    principals.update((agent_id, v.principal_id) for agent_id, v in verdicts.items() if v.principal_id)
+    principals.update((agent_id, row.principal_id) for agent_id, row in rows.items() if row.principal_id)
+    return Pool(
+        ids=tuple(sorted(rows.keys() | verdicts.keys())),
+        in_set=frozenset(loads),
+        rows=rows,
+        verdicts=verdicts,
+        objections={
+            agent_id: verdict for agent_id, verdict in verdicts.items()
+            if (verdict.reasons or not verdict.eligible) and agent_id in loads
+        },
+        loads=loads,
+        principals=principals,
+    )
 
 
-def _one_per_agent(rows: Iterable[Row], rank: Callable[[Row], Any]) -> dict[str, Row]:
+def _by_agent(rows: Sequence[Row], rank: Callable[[Row], Any]) -> dict[str, Row]:
     """Rows by agent id; of two rows for one agent the lower `rank` wins, whatever the order."""
-    kept: dict[str, Row] = {}
+    indexed = {row.agent_id: row for row in rows}
+    if len(indexed) == len(rows):
+        return indexed
+    indexed = {}
     for row in rows:
-        held = kept.get(row.agent_id)  # type: ignore[attr-defined]
-        if held is None or rank(row) < rank(held):
-            kept[row.agent_id] = row  # type: ignore[attr-defined]
-    return kept
+        kept = indexed.get(row.agent_id)
+        if kept is None or rank(row) < rank(kept):
+            indexed[row.agent_id] = row
+    return indexed

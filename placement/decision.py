@@ -3,21 +3,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from .candidates import Agent, considered
+from .candidates import Pool, pool_for
 from .facts import Card, Facts, Requires
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, policy_record, run_filters
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
-from .load import ROSTER, LoadShape
+from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import POLICY, Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
 from .why_nobody import NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason
 
 
-@dataclass(frozen=True, slots=True)
-class CandidateRecord:
+class CandidateRecord(NamedTuple):
     """One considered agent: who it is, every filter's verdict, and its score when eligible."""
 
     agent_id: str
@@ -31,7 +30,7 @@ class CandidateRecord:
     capable: bool | None  # only outside the candidate set, by SuperPipeline's verdict
     stage_history: StageHistory | None  # only when eligible and history was read
     policy: PolicyRecord | None  # only when the dispatch policy was asked and answered
-    load: LoadShape | None  # what health and idle read; not part of the record
+    load: LoadShape | None  # what health and idle read (in the set only); not part of the record
 
     @property
     def rejections(self) -> tuple[FilterResult, ...]:
@@ -75,7 +74,7 @@ class Decision:
     reason: str | None  # why nobody was chosen, when nobody was
     tier: Tier
     requires: Requires
-    candidates: tuple[CandidateRecord, ...]  # by agent id
+    candidates: tuple[CandidateRecord, ...]  # in agent id order
     hold: Hold | None
     record: bool
 
@@ -84,7 +83,7 @@ class Decision:
         return next((c for c in self.candidates if c.agent_id == agent_id), None)
 
     def to_record(self) -> dict[str, Any]:
-        """The decision as records-decisions names it; the loop adds id, reservation, outcome and createdAt."""
+        """The decision as records-decisions names it; the loop adds id, reservation, outcome, createdAt."""
         return {
             "boardId": self.card.board_id,
             "cardId": self.card.card_id,
@@ -108,66 +107,68 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         # Already open to any match: nothing to hold until a new ladder starts.
         return _decision(facts, Tier(ANY_MATCH, tier.step), (), None, ANY_MATCH, rules, record=False)
 
-    agents = considered(facts, rules, now)
-    ground = ground_for(facts, rules, now)
-    verdicts = [run_filters(agent, ground) for agent in agents]
-    eligible = [
-        agent for agent, filters in zip(agents, verdicts)
-        if agent.in_set and all(result.passed for result in filters)
-    ]
-    stage = (
-        None if facts.history is None
-        else histories([agent.principal_id for agent in eligible], facts.history, now,
-                       rules.history_min_sample, rules.history_half_life_days)
-    )
-    ranking = ranked({agent.agent_id: _terms(agent, stage, facts, now) for agent in eligible})
+    pool = pool_for(facts, rules, now)
+    ground = ground_for(facts, pool, rules, now)
+    verdicts, eligible = run_filters(pool, ground)
+    stage = None
+    if facts.history is not None:
+        stage = histories((pool.principal(agent_id) for agent_id in eligible), facts.history, now,
+                          rules.history_min_sample, rules.history_half_life_days)
+    ranking = ranked({agent_id: _terms(agent_id, pool, stage, facts, now) for agent_id in eligible})
     scores = dict(ranking)
-    candidates = tuple(
-        _candidate(agent, filters, scores.get(agent.agent_id), stage, ground)
-        for agent, filters in zip(agents, verdicts)
-    )
+    candidates = tuple(_candidate(agent_id, pool, ground, filters, scores.get(agent_id), stage)
+                       for agent_id, filters in verdicts.items())
 
     if tier.name == ANY_MATCH:
         return _decision(facts, tier, candidates, None, ANY_MATCH, rules)
-    if not agents:
+    if not pool.ids:
         return _decision(facts, tier, candidates, None, NO_CANDIDATES, rules)
-    if sum(1 for agent in agents if agent.in_set and agent.source == ROSTER) < 2:
+    if pool.rostered_in_set < 2:
         return _decision(facts, tier, candidates, None, ONE_CANDIDATE, rules)
     if ranking:
         return _decision(facts, tier, candidates, ranking[0][0], None, rules)
     if tier.name == RUNNER_UP:
         # Nobody left to hold for: open the card to any match at once.
         return _decision(facts, Tier(ANY_MATCH, tier.step), candidates, None, ANY_MATCH, rules)
-    in_set = (filters for agent, filters in zip(agents, verdicts) if agent.in_set)
+    in_set = (filters for agent_id, filters in verdicts.items() if agent_id in pool.in_set)
     return _decision(facts, tier, candidates, None, waiting_reason(in_set) or NONE_ELIGIBLE, rules)
 
 
-def _terms(agent: Agent, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime) -> ScoreTerms:
-    claimed, settled = facts.own.settled.get(agent.agent_id, (0, 0))
+def _terms(
+    agent_id: str, pool: Pool, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime,
+) -> ScoreTerms:
+    claimed, settled = facts.own.settled.get(agent_id, (0, 0))
     return ScoreTerms(
-        stage_record=stage[agent.principal_id].stage_record if stage is not None else None,
+        stage_record=stage[pool.principal(agent_id)].stage_record if stage is not None else None,
         success_rate=success_rate(claimed, settled),
-        since_last_dispatch_s=since_last_dispatch_s(agent.load.last_seen_at, now),  # type: ignore[union-attr]
+        since_last_dispatch_s=since_last_dispatch_s(pool.loads[agent_id].last_seen_at, now),
     )
 
 
 def _candidate(
-    agent: Agent, filters: tuple[FilterResult, ...], score: Score | None, stage: dict[str | None, StageHistory] | None, ground: Ground,
+    agent_id: str, pool: Pool, ground: Ground, filters: tuple[FilterResult, ...], score: Score | None,
+    stage: dict[str | None, StageHistory] | None,
 ) -> CandidateRecord:
-    verdict = agent.verdict
+    in_set = agent_id in pool.in_set
+    principal_id = pool.principals.get(agent_id)
+    row = pool.rows.get(agent_id)
+    capable = None
+    if not in_set:
+        verdict = pool.verdicts.get(agent_id)
+        capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
     return CandidateRecord(
-        agent_id=agent.agent_id,
-        principal_id=agent.principal_id,
-        station_id=agent.station_id,
-        source=agent.source,
-        in_set=agent.in_set,
-        eligible=score is not None,
-        filters=filters,
-        score=score,
-        capable=None if agent.in_set else verdict is None or CAPABILITY_MISMATCH not in verdict.reasons,
-        stage_history=stage[agent.principal_id] if stage is not None and score is not None else None,
-        policy=policy_record(agent, ground) if agent.in_set else None,
-        load=agent.load,
+        agent_id,
+        principal_id,
+        row.station_id if row is not None else None,
+        ROSTER if row is not None else DIRECT,
+        in_set,
+        score is not None,
+        filters,
+        score,
+        capable,
+        stage[principal_id] if stage is not None and score is not None else None,
+        policy_record(agent_id, ground) if in_set else None,
+        pool.loads.get(agent_id),
     )
 
 

@@ -2,24 +2,21 @@
 
 An agent outside the candidate set goes through `roster` alone. Every other candidate goes
 through all of them, so its record lists each thing that was wrong, not just the first.
-Each filter is a small function of the agent and the pass's facts (`Ground`).
+
+Each filter is a small function of the card's pool of agents and the pass's facts that
+returns its verdicts on the candidates it does not simply pass, by agent id. Working over
+the whole pool at once keeps a thousand candidates cheap: most filters are a set operation.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from .candidates import Agent
-from .facts import Facts, PolicyFacts, PolicyVerdict, Station, StationNeeds
+from .candidates import Pool
+from .facts import Facts, PolicyFacts, PolicyVerdict
 from .rules import Rules
-from .stations import (
-    PROOF_RANK,
-    credentials_lacking,
-    isolation_lacking,
-    models_lacking,
-    tools_lacking,
-)
+from .stations import PROOF_RANK, Lacking, lacking_by_agent
 
 # SuperPipeline's eligibility reasons that have a filter of their own; any other is `not-claimable`.
 CAPABILITY_MISMATCH = "capability_mismatch"
@@ -50,8 +47,7 @@ REASON_CODES = {
 STATION_FILTERS = ("isolation", "model", "tools", "credentials")
 
 
-@dataclass(frozen=True, slots=True)
-class FilterResult:
+class FilterResult(NamedTuple):
     """One filter's verdict on one candidate, as the decision records it."""
 
     filter: str
@@ -75,14 +71,12 @@ class FilterResult:
 PASSED = {name: FilterResult(name, True) for name in REASON_CODES}
 REJECTED = {name: FilterResult(name, False, code) for name, code in REASON_CODES.items()}
 UNCHECKED = {name: FilterResult(name, True, unchecked=True) for name in (*STATION_FILTERS, "policy")}
+OFF_THE_SET = (REJECTED["roster"],)
+
+Verdicts = dict[str, FilterResult]  # by agent id: a filter's verdicts on those it does not simply pass
 
 
-def _judged(name: str, ok: bool) -> FilterResult:
-    return PASSED[name] if ok else REJECTED[name]
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyRecord:
+class PolicyRecord(NamedTuple):
     """The dispatch policy's verdict on a candidate: `{allow, reasons, policyVersion}`."""
 
     allow: bool
@@ -95,12 +89,11 @@ class PolicyRecord:
 
 @dataclass(frozen=True, slots=True)
 class Ground:
-    """What the filters read besides the agent: the card's needs and this pass's facts."""
+    """What the filters read besides the pool: the card's needs and this pass's facts."""
 
-    filters: tuple[Callable[[Agent, "Ground"], FilterResult], ...]
-    needs: StationNeeds  # only read when the station filters run
-    stations: Mapping[str, Station] | None  # None: registry unread, needs left unchecked
-    min_proof_rank: int
+    filters: tuple[tuple[str, Callable[[Pool, "Ground"], Verdicts]], ...]
+    passing: tuple[FilterResult, ...]  # the record of a candidate every filter simply passed
+    lacking: Mapping[str, Lacking] | None  # by agent, what its station lacks; None: unchecked
     policy: PolicyFacts | None  # None: policy off
     holding: frozenset[str]
     lapses: Mapping[str, tuple[datetime, ...]]
@@ -109,16 +102,25 @@ class Ground:
     passed_over: frozenset[str]
 
 
-def ground_for(facts: Facts, rules: Rules, now: datetime) -> Ground:
-    """The filters to run for this card and everything they read."""
+def ground_for(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> Ground:
+    """The filters to run for this card, in order, and everything they read.
+
+    The station filters run only for a stage that states a need, with station filters on;
+    when the registry was not read they pass everyone, marked unchecked.
+    """
     needs = facts.card.needs
     stations_run = rules.station_filters and needs is not None and needs.states_anything
-    registry = facts.registry
+    filters = IN_ORDER if stations_run else tuple(f for f in IN_ORDER if f[0] not in STATION_FILTERS)
+    unchecked = stations_run and facts.registry is None
+    lacking = None
+    if stations_run and facts.registry is not None:
+        station_of = {agent_id: pool.station(agent_id) for agent_id in pool.in_set}
+        lacking = lacking_by_agent(needs, facts.registry, station_of, PROOF_RANK[rules.min_proof])  # type: ignore[arg-type]
     return Ground(
-        filters=IN_ORDER if stations_run else WITHOUT_STATION_FILTERS,
-        needs=needs or StationNeeds(),
-        stations=None if registry is None else {station.station_id: station for station in registry},
-        min_proof_rank=PROOF_RANK[rules.min_proof],
+        filters=filters,
+        passing=tuple(UNCHECKED[name] if unchecked and name in STATION_FILTERS else PASSED[name]
+                      for name, _ in filters),
+        lacking=lacking,
         policy=facts.policy,
         holding=facts.own.holding,
         lapses=facts.own.lapses,
@@ -128,145 +130,197 @@ def ground_for(facts: Facts, rules: Rules, now: datetime) -> Ground:
     )
 
 
-def run_filters(agent: Agent, ground: Ground) -> tuple[FilterResult, ...]:
-    """Every verdict on the agent, in order: `roster` alone outside the candidate set."""
-    if not agent.in_set:
-        return (REJECTED["roster"],)
-    return tuple([each(agent, ground) for each in ground.filters])
+class Filtered(NamedTuple):
+    """Every considered agent's verdicts in filter order, and who passed them all."""
+
+    verdicts: dict[str, tuple[FilterResult, ...]]  # in agent id order
+    eligible: list[str]  # in agent id order
+
+
+def run_filters(pool: Pool, ground: Ground) -> Filtered:
+    """Run every filter in order; an agent outside the candidate set goes through `roster` alone."""
+    singled_out: dict[str, list[FilterResult]] = {}
+    failed: set[str] = set()
+    for place, (_, check) in enumerate(ground.filters):
+        for agent_id, result in check(pool, ground).items():
+            if agent_id not in singled_out:
+                singled_out[agent_id] = list(ground.passing)
+            singled_out[agent_id][place] = result
+            if not result.passed:
+                failed.add(agent_id)
+    verdicts = {
+        agent_id: (
+            OFF_THE_SET if agent_id not in pool.in_set
+            else tuple(singled_out[agent_id]) if agent_id in singled_out
+            else ground.passing
+        )
+        for agent_id in pool.ids
+    }
+    return Filtered(verdicts, [agent_id for agent_id in pool.ids if agent_id in pool.in_set and agent_id not in failed])
 
 
 # --- The filters, in the order they run ---------------------------------------------------
 
-def roster(agent: Agent, ground: Ground) -> FilterResult:
-    """In the candidate set: an enabled bridge row, or (with `all`) reporting its load."""
-    return _judged("roster", agent.in_set)
+def roster(pool: Pool, ground: Ground) -> Verdicts:
+    """In the candidate set: an enabled bridge row, or (with `all`) reporting its load.
+
+    Every candidate passes; an agent outside the set goes through this filter alone.
+    """
+    return {}
 
 
-def capability(agent: Agent, ground: Ground) -> FilterResult:
-    """SuperPipeline finds the stage's capability on the agent."""
-    return _judged("capability", CAPABILITY_MISMATCH not in _reasons(agent))
+def capability(pool: Pool, ground: Ground) -> Verdicts:
+    """SuperPipeline finds the stage's capability on the agent (no `capability_mismatch`)."""
+    return _rejecting("capability", _objected_for(CAPABILITY_MISMATCH, pool))
 
 
-def grant(agent: Agent, ground: Ground) -> FilterResult:
-    """The card's dispatch grant covers the agent."""
-    return _judged("grant", GRANT_DENIED not in _reasons(agent))
+def grant(pool: Pool, ground: Ground) -> Verdicts:
+    """The card's dispatch grant covers the agent (no `grant_denied`)."""
+    return _rejecting("grant", _objected_for(GRANT_DENIED, pool))
 
 
-def claimable(agent: Agent, ground: Ground) -> FilterResult:
+def claimable(pool: Pool, ground: Ground) -> Verdicts:
     """SuperPipeline would let it claim, for every reason without a filter of its own.
 
-    Missing from the eligibility read, ineligible with no reason, or any reason a later
-    SuperPipeline adds: not claimable.
+    Missing from the eligibility read, ineligible with no reason, or any other reason,
+    including one a later SuperPipeline adds: not claimable.
     """
-    verdict = agent.verdict
-    if verdict is None or (not verdict.eligible and not verdict.reasons):
-        return REJECTED["claimable"]
-    return _judged("claimable", NAMED_ELIGIBILITY_REASONS.issuperset(verdict.reasons))
+    unjudged = pool.in_set - pool.verdicts.keys()
+    refused = (
+        agent_id for agent_id, verdict in pool.objections.items()
+        if not verdict.reasons or not NAMED_ELIGIBILITY_REASONS.issuperset(verdict.reasons)
+    )
+    return _rejecting("claimable", (*unjudged, *refused))
 
 
-def isolation(agent: Agent, ground: Ground) -> FilterResult:
+def isolation(pool: Pool, ground: Ground) -> Verdicts:
     """The station is isolated at least as strongly as the stage asks."""
-    return _station_verdict("isolation", isolation_lacking, agent, ground)
+    return _station_rejections("isolation", ground)
 
 
-def model(agent: Agent, ground: Ground) -> FilterResult:
+def model(pool: Pool, ground: Ground) -> Verdicts:
     """The station runs one of the models the stage asks for."""
-    return _station_verdict("model", models_lacking, agent, ground)
+    return _station_rejections("model", ground)
 
 
-def tools(agent: Agent, ground: Ground) -> FilterResult:
+def tools(pool: Pool, ground: Ground) -> Verdicts:
     """The station has every tool the stage asks for."""
-    return _station_verdict("tools", tools_lacking, agent, ground)
+    return _station_rejections("tools", ground)
 
 
-def credentials(agent: Agent, ground: Ground) -> FilterResult:
+def credentials(pool: Pool, ground: Ground) -> Verdicts:
     """The station reaches every credential name the stage asks for."""
-    return _station_verdict("credentials", credentials_lacking, agent, ground)
+    return _station_rejections("credentials", ground)
 
 
-def policy(agent: Agent, ground: Ground) -> FilterResult:
+def policy(pool: Pool, ground: Ground) -> Verdicts:
     """The workspace's dispatch policy lets the agent take this work; it fails closed.
 
-    Unanswered (or no principal to ask about) passes only if the last answer said the
-    workspace has no policy. An agent SuperPipeline refuses on the grant is never asked.
+    Off: everyone passes. Unanswered, or no principal to ask about: passes only when the
+    last answer said the workspace has no policy. An agent SuperPipeline refuses on the
+    grant is never asked, so its policy is unchecked.
     """
     facts = ground.policy
     if facts is None:
-        return PASSED["policy"]
-    verdict = facts.verdicts.get(agent.agent_id)
-    if verdict is not None:
-        refusal = policy_refusal(verdict)
-        return PASSED["policy"] if refusal is None else FilterResult("policy", False, refusal)
-    if GRANT_DENIED in _reasons(agent):
-        return UNCHECKED["policy"]
-    if facts.last_answer_no_policy:
-        return PASSED["policy"]
-    return FilterResult("policy", False, "no-principal" if agent.principal_id is None else "policy-unread")
+        return {}
+    verdicts: Verdicts = {}
+    for agent_id in pool.in_set:
+        verdict = facts.verdicts.get(agent_id)
+        if verdict is not None:
+            refusal = policy_refusal(verdict)
+            if refusal is not None:
+                verdicts[agent_id] = FilterResult("policy", False, refusal)
+        elif GRANT_DENIED in _reasons(pool, agent_id):
+            verdicts[agent_id] = UNCHECKED["policy"]
+        elif not facts.last_answer_no_policy:
+            unasked = "no-principal" if pool.principal(agent_id) is None else "policy-unread"
+            verdicts[agent_id] = FilterResult("policy", False, unasked)
+    return verdicts
 
 
-def health(agent: Agent, ground: Ground) -> FilterResult:
+def health(pool: Pool, ground: Ground) -> Verdicts:
     """Healthy by its load shape: ready to take a card held for it."""
-    return _judged("health", agent.load.healthy)  # type: ignore[union-attr]
+    return _rejecting("health", (agent_id for agent_id, load in pool.loads.items() if not load.healthy))
 
 
-def capacity(agent: Agent, ground: Ground) -> FilterResult:
-    """Under its board's concurrency, by SuperPipeline."""
-    return _judged("capacity", CONCURRENCY_REACHED not in _reasons(agent))
+def capacity(pool: Pool, ground: Ground) -> Verdicts:
+    """Under its board's concurrency (no `concurrency_reached`)."""
+    return _rejecting("capacity", _objected_for(CONCURRENCY_REACHED, pool))
 
 
-def idle(agent: Agent, ground: Ground) -> FilterResult:
+def idle(pool: Pool, ground: Ground) -> Verdicts:
     """Less in hand than its capacity, anywhere in the workspace."""
-    return _judged("idle", agent.load.idle)  # type: ignore[union-attr]
+    return _rejecting("idle", (agent_id for agent_id, load in pool.loads.items() if not load.idle))
 
 
-def held(agent: Agent, ground: Ground) -> FilterResult:
+def held(pool: Pool, ground: Ground) -> Verdicts:
     """Holds no other card now: one live hold per agent."""
-    return _judged("held", agent.agent_id not in ground.holding)
+    return _rejecting("held", pool.in_set & ground.holding)
 
 
-def no_show(agent: Agent, ground: Ground) -> FilterResult:
-    """Fewer than two unclaimed lapses, on any cards, within the window before now.
+def no_show(pool: Pool, ground: Ground) -> Verdicts:
+    """Fewer than two unclaimed lapses, on any cards, in the window before now.
 
     A lapse exactly the window old has aged out.
     """
-    lapses = ground.lapses.get(agent.agent_id, ())
-    recent = sum(1 for lapsed_at in lapses if lapsed_at > ground.no_show_since)
-    return _judged("noShow", recent < ground.no_show_count)
+    return _rejecting("noShow", (
+        agent_id for agent_id, lapses in ground.lapses.items()
+        if agent_id in pool.in_set
+        and sum(1 for lapsed_at in lapses if lapsed_at > ground.no_show_since) >= ground.no_show_count
+    ))
 
 
-def passed_over(agent: Agent, ground: Ground) -> FilterResult:
+def passed_over(pool: Pool, ground: Ground) -> Verdicts:
     """Its hold on this card has not already lapsed on the card's current ladder (by identity)."""
-    return _judged("passedOver", agent.agent_id not in ground.passed_over)
+    return _rejecting("passedOver", pool.in_set & ground.passed_over)
 
 
 IN_ORDER = (
-    roster, capability, grant, claimable,
-    isolation, model, tools, credentials,
-    policy, health, capacity, idle, held, no_show, passed_over,
+    ("roster", roster), ("capability", capability), ("grant", grant), ("claimable", claimable),
+    ("isolation", isolation), ("model", model), ("tools", tools), ("credentials", credentials),
+    ("policy", policy), ("health", health), ("capacity", capacity), ("idle", idle), ("held", held),
+    ("noShow", no_show), ("passedOver", passed_over),
 )
-WITHOUT_STATION_FILTERS = tuple(each for each in IN_ORDER if each not in (isolation, model, tools, credentials))
 
 
 # --- What the filters share ---------------------------------------------------------------
 
-def _reasons(agent: Agent) -> tuple[str, ...]:
-    return agent.verdict.reasons if agent.verdict is not None else ()
+def _rejecting(name: str, agent_ids: Iterable[str]) -> Verdicts:
+    return dict.fromkeys(agent_ids, REJECTED[name])
 
 
-def _station_verdict(name: str, lacking: Callable[..., tuple[str, ...]], agent: Agent, ground: Ground) -> FilterResult:
-    if ground.stations is None:
-        return UNCHECKED[name]
-    station = ground.stations.get(agent.station_id) if agent.station_id is not None else None
-    missing = lacking(ground.needs, station, ground.min_proof_rank)
-    return FilterResult(name, False, REASON_CODES[name], missing) if missing else PASSED[name]
+def _objected_for(reason: str, pool: Pool) -> Iterable[str]:
+    return (agent_id for agent_id, verdict in pool.objections.items() if reason in verdict.reasons)
+
+
+def _reasons(pool: Pool, agent_id: str) -> tuple[str, ...]:
+    verdict = pool.verdicts.get(agent_id)
+    return verdict.reasons if verdict is not None else ()
+
+
+def _station_rejections(name: str, ground: Ground) -> Verdicts:
+    if ground.lacking is None:
+        return {}  # unchecked: `ground.passing` already says so
+    shared: dict[tuple[str, ...], FilterResult] = {}  # stations that lack the same share one verdict
+    verdicts = {}
+    for agent_id, lacks in ground.lacking.items():
+        missing = getattr(lacks, name)
+        if missing:
+            verdict = shared.get(missing)
+            if verdict is None:
+                verdict = shared[missing] = FilterResult(name, False, REASON_CODES[name], missing)
+            verdicts[agent_id] = verdict
+    return verdicts
 
 
 def policy_refusal(verdict: PolicyVerdict) -> str | None:
     """Why a policy verdict refuses the agent (`limit:…` or `policy-denied`), or None.
 
     Accounts cannot count SuperDispatch's holds, so a limit is judged here by our own count,
-    and a refusal that gives the limit as its only reason is ours to overrule.
+    and a refusal whose only reasons are the limit's is ours to overrule.
     """
+    if verdict.allow and verdict.limit_max_runs is None:
+        return None
     limit_reasons = [reason for reason in verdict.reasons if reason.startswith(LIMIT_PREFIX)]
     if verdict.limit_max_runs is None:
         refused = not verdict.allow
@@ -277,15 +331,15 @@ def policy_refusal(verdict: PolicyVerdict) -> str | None:
     return "policy-denied" if refused else None
 
 
-def policy_record(agent: Agent, ground: Ground) -> PolicyRecord | None:
+def policy_record(agent_id: str, ground: Ground) -> PolicyRecord | None:
     """The verdict as recorded on the candidate, when the policy was asked and answered."""
-    if ground.policy is None:
-        return None
-    verdict = ground.policy.verdicts.get(agent.agent_id)
+    verdict = ground.policy.verdicts.get(agent_id) if ground.policy is not None else None
     if verdict is None:
         return None
+    if verdict.allow and verdict.limit_max_runs is None:
+        return PolicyRecord(True, verdict.reasons, verdict.policy_version)
     refusal = policy_refusal(verdict)
     reasons = verdict.reasons
-    if refusal is not None and refusal not in reasons and refusal != "policy-denied":
+    if refusal is not None and refusal.startswith(LIMIT_PREFIX) and refusal not in reasons:
         reasons = (*reasons, refusal)
-    return PolicyRecord(allow=refusal is None, reasons=reasons, policy_version=verdict.policy_version)
+    return PolicyRecord(refusal is None, reasons, verdict.policy_version)

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from .facts import Run
 
@@ -14,8 +13,7 @@ PASSING_DECISIONS = frozenset({"pass", "approve", "accept"})
 FAILING_DECISIONS = frozenset({"fail", "reject", "request_changes"})
 
 
-@dataclass(frozen=True, slots=True)
-class StageHistory:
+class StageHistory(NamedTuple):
     """`stageHistory`: the runs read, how they weighed, both rates and the record they give."""
 
     runs: int
@@ -65,33 +63,32 @@ def stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int, half_li
 
     A rate is exactly one half below `min_sample` runs (or marks), so a new agent is neither
     starved nor favoured. Sums are exact (`math.fsum`), so the order of the runs cannot change
-    a ranking.
+    a ranking. A run that ends after `now` (clock skew) weighs as one that just ended.
     """
     if not runs:
         return NO_HISTORY
-    weighed = [(_weight(run.ended_at, now, half_life_days), run) for run in runs]
-    marked = [(w, run.mark) for w, run in weighed if run.mark is not None]
-    weight = math.fsum(w for w, _ in weighed)
-    outcome_rate = 0.5
-    if len(runs) >= min_sample:
-        outcome_rate = (math.fsum(w for w, run in weighed if run.succeeded) + 1) / (weight + 2)
-    verdict_rate = 0.5
-    if len(marked) >= min_sample:
-        verdict_rate = (math.fsum(w * mark for w, mark in marked) + 1) / (math.fsum(w for w, _ in marked) + 2)
-    return StageHistory(
-        runs=len(runs),
-        succeeded=sum(1 for run in runs if run.succeeded),
-        verdicts=len(marked),
-        passes=sum(1 for _, mark in marked if mark >= PASS_MARK),
-        weight=weight,
-        outcome_rate=outcome_rate,
-        verdict_rate=verdict_rate,
-        stage_record=(outcome_rate + verdict_rate) / 2,
-    )
+    half_life_s = half_life_days * SECONDS_PER_DAY
+    weights, succeeded, marked, marks = [], [], [], []  # weights of all, of the succeeded, of the marked; w*mark
+    passes = 0
+    for run in runs:
+        age_s = (now - run.ended_at).total_seconds()
+        weight = 0.5 ** (age_s / half_life_s) if age_s > 0 else 1.0
+        weights.append(weight)
+        if run.succeeded:
+            succeeded.append(weight)
+        if run.mark is not None:
+            marked.append(weight)
+            marks.append(weight * run.mark)
+            passes += run.mark >= PASS_MARK
+    total = math.fsum(weights)
+    outcome_rate = (math.fsum(succeeded) + 1) / (total + 2) if len(runs) >= min_sample else 0.5
+    verdict_rate = (math.fsum(marks) + 1) / (math.fsum(marked) + 2) if len(marked) >= min_sample else 0.5
+    return StageHistory(len(runs), len(succeeded), len(marked), passes, total, outcome_rate, verdict_rate,
+                        (outcome_rate + verdict_rate) / 2)
 
 
 def histories(
-    principals: list[str | None], by_principal: Mapping[str, tuple[Run, ...]], now: datetime,
+    principals: Iterable[str | None], by_principal: Mapping[str, tuple[Run, ...]], now: datetime,
     min_sample: int, half_life_days: float,
 ) -> dict[str | None, StageHistory]:
     """Each principal's stage history, worked out once however many agents share it."""
@@ -101,9 +98,3 @@ def histories(
             runs = by_principal.get(principal, ()) if principal is not None else ()
             found[principal] = stage_history(runs, now, min_sample, half_life_days)
     return found
-
-
-def _weight(ended_at: datetime, now: datetime, half_life_days: float) -> float:
-    # A run that ends after `now` (clock skew) weighs as a run that just ended.
-    age_days = max((now - ended_at).total_seconds(), 0.0) / SECONDS_PER_DAY
-    return 0.5 ** (age_days / half_life_days)

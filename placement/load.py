@@ -1,8 +1,8 @@
 """The load shape the health and idle filters read, whichever source gave it."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from .facts import AgentLoad, RosterRow
 
@@ -13,8 +13,7 @@ DIRECT = "direct"
 HEARD_FROM_WITHIN = timedelta(hours=1)
 
 
-@dataclass(frozen=True, slots=True)
-class LoadShape:
+class LoadShape(NamedTuple):
     """`{agentId, inFlight, capacity, healthy, lastSeenAt, source}` for one agent."""
 
     agent_id: str
@@ -31,14 +30,7 @@ class LoadShape:
 
 def roster_load(row: RosterRow) -> LoadShape:
     """A rostered station holds one card at a time: busy is full, and health is enabled and ready."""
-    return LoadShape(
-        agent_id=row.agent_id,
-        in_flight=1 if row.busy else 0,
-        capacity=1,
-        healthy=row.enabled and row.ready,
-        last_seen_at=row.last_took_work_at,
-        source=ROSTER,
-    )
+    return LoadShape(row.agent_id, 1 if row.busy else 0, 1, row.enabled and row.ready, row.last_took_work_at, ROSTER)
 
 
 def direct_load(row: AgentLoad, now: datetime) -> LoadShape:
@@ -49,10 +41,10 @@ def direct_load(row: AgentLoad, now: datetime) -> LoadShape:
     """
     heartbeat = row.last_heartbeat_at
     return LoadShape(
-        agent_id=row.agent_id,
-        in_flight=row.in_flight,
-        capacity=1 if row.capacity is None else row.capacity,
-        healthy=heartbeat is not None and now - heartbeat <= HEARD_FROM_WITHIN,
-        last_seen_at=heartbeat,
-        source=DIRECT,
+        row.agent_id,
+        row.in_flight,
+        1 if row.capacity is None else row.capacity,
+        heartbeat is not None and now - heartbeat <= HEARD_FROM_WITHIN,
+        heartbeat,
+        DIRECT,
     )

@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 POLICY = "idle-stage-success-lru@3"
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreTerms:
+class ScoreTerms(NamedTuple):
     """The numbers compared, in order. A term that did not weigh is None."""
 
     stage_record: float | None  # None: history unread, so left out for everyone
@@ -26,8 +24,7 @@ class ScoreTerms:
         return record
 
 
-@dataclass(frozen=True, slots=True)
-class Score:
+class Score(NamedTuple):
     """`{total, terms}`: total is how many eligible candidates it outranks, plus one."""
 
     total: int
@@ -50,14 +47,19 @@ def since_last_dispatch_s(last_seen_at: datetime | None, now: datetime) -> float
 
 
 def ranked(terms_by_agent: dict[str, ScoreTerms]) -> list[tuple[str, Score]]:
-    """Agents best first, each with its score; totals run n, n-1, ..., 1."""
-    order = sorted(terms_by_agent, key=lambda agent_id: _rank_key(agent_id, terms_by_agent[agent_id]))
+    """Agents best first, each with its score; totals run n, n-1, ..., 1.
+
+    Higher record, higher success, longer since last work (never ranks as longest), then
+    agent id. A record left out is None for everyone, so it weighs for no one.
+    """
+    order = sorted(
+        (
+            -(terms.stage_record or 0.0),
+            -terms.success_rate,
+            -math.inf if terms.since_last_dispatch_s is None else -terms.since_last_dispatch_s,
+            agent_id,
+        )
+        for agent_id, terms in terms_by_agent.items()
+    )
     n = len(order)
-    return [(agent_id, Score(n - place, terms_by_agent[agent_id])) for place, agent_id in enumerate(order)]
-
-
-def _rank_key(agent_id: str, terms: ScoreTerms) -> tuple[float, float, float, str]:
-    # Higher record, higher success, longer since last work (never = longest), then agent id.
-    record = terms.stage_record if terms.stage_record is not None else 0.0
-    since = terms.since_last_dispatch_s if terms.since_last_dispatch_s is not None else math.inf
-    return (-record, -terms.success_rate, -since, agent_id)
+    return [(key[3], Score(n - place, terms_by_agent[key[3]])) for place, key in enumerate(order)]
