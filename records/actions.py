@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 
-from records.models import Board, Suggestion
+from records.models import Board, Candidate, Decision, Suggestion
 
 # Called after a board is opted in or out, once the row is committed. The loop installs
 # its hook (set the placement window, look at the board) here; until then nothing runs.
@@ -58,3 +59,83 @@ def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
     else:
         suggestion.refresh_from_db(fields=["dismissed_at"])
     return suggestion
+
+
+# --- Decisions: recorded before the hold is asked for, settled on a later pass ------------
+
+def _candidate_row(decision: Decision, position: int, record: dict, in_set: bool,
+                   eligible: bool) -> Candidate:
+    reasons = [f["reason"] for f in record["filters"] if not f.get("passed") and f.get("reason")]
+    cand = record["candidate"]
+    return Candidate(
+        decision=decision, position=position, agent_id=cand["agentId"],
+        principal_id=cand["principalId"], station_id=cand["stationId"], source=cand["source"],
+        filters=record["filters"], score=record["score"], capable=record.get("capable"),
+        stage_history=record["stageHistory"], policy=record.get("policy"),
+        in_set=in_set, eligible=eligible,
+        reasons=("," + ",".join(reasons) + ",") if reasons else "")
+
+
+@transaction.atomic
+def do_record_decision(placed, now: datetime, learned: dict | None = None) -> Decision:
+    """Write a placement decision and every candidate in one transaction."""
+    record = placed.to_record()
+    decision = Decision.objects.create(
+        board_id=record["boardId"], card_id=record["cardId"], stage_key=record["stageKey"],
+        ladder_ready_at=placed.card.ready_at, policy=record["policy"], chosen=record["chosen"],
+        reason=record["reason"], tier_name=record["tier"]["name"],
+        tier_step=record["tier"]["step"], requires=record["requires"], learned=learned,
+        created_at=now)
+    Candidate.objects.bulk_create(
+        [_candidate_row(decision, i, rec, c.in_set, c.eligible)
+         for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))],
+        batch_size=500)
+    return decision
+
+
+def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
+    decision.reserved_until = reserved_until
+    Decision.objects.filter(pk=decision.pk).update(reserved_until=reserved_until)
+
+
+def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
+    """SuperPipeline refused the hold: nothing was held, and the decision settles at once."""
+    decision.reservation_refused = code
+    decision.outcome_status, decision.outcome_at = "not-reserved", now
+    Decision.objects.filter(pk=decision.pk).update(
+        reservation_refused=code, outcome_status="not-reserved", outcome_at=now)
+
+
+def do_settle(decision_id: str, status: str, by: str | None, at: datetime) -> bool:
+    """Record what became of a decision's card; a decision settles once."""
+    return Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
+        outcome_status=status, outcome_by=by, outcome_at=at) == 1
+
+
+# --- Boards: the lease that keeps passes apart, and the placement window ----------------
+
+def do_take_lease(board_id: str, owner: str, now: datetime, until: datetime) -> bool:
+    """Lease a board for one pass; False when another pass holds it (compare-and-set)."""
+    free = Q(lease_until__isnull=True) | Q(lease_until__lte=now) | Q(lease_owner=owner)
+    return Board.objects.filter(free, board_id=board_id).update(
+        lease_owner=owner, lease_until=until) == 1
+
+
+def do_release_lease(board_id: str, owner: str) -> None:
+    Board.objects.filter(board_id=board_id, lease_owner=owner).update(
+        lease_owner="", lease_until=None)
+
+
+def do_note_read(board_id: str, now: datetime, error: str = "") -> None:
+    fields = {"last_read_error": error[:200]}
+    if not error:
+        fields["last_read_at"] = now
+    Board.objects.filter(board_id=board_id).update(**fields)
+
+
+def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None) -> None:
+    """The window SuperPipeline accepted (None: refused) and when to ask again."""
+    fields: dict = {"window_retry_at": retry_at}
+    if seconds is not None:
+        fields["window_seconds"] = seconds
+    Board.objects.filter(board_id=board_id).update(**fields)

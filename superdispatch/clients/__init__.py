@@ -7,7 +7,7 @@ are Accounts' token and policy questions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import requests
 
@@ -46,10 +46,15 @@ class Clients:
     superwitness: SuperWitness | None
 
 
-def build_clients(cfg: SuiteSettings, session: requests.Session | None = None) -> Clients:
-    """The clients for these settings, all sharing one session (given, or a new one)."""
+def build_clients(cfg: SuiteSettings, session: requests.Session | None = None,
+                  now: Callable[[], float] | None = None) -> Clients:
+    """The clients for these settings, all sharing one session (given, or a new one).
+
+    `now` (seconds) times token expiry; a simulation passes its virtual clock.
+    """
     session = session if session is not None else requests.Session()
-    accounts = Accounts(cfg.org_plane_url, cfg.org_plane_service_credential, session=session)
+    accounts = Accounts(cfg.org_plane_url, cfg.org_plane_service_credential, session=session,
+                        **({"now": now} if now is not None else {}))
     witness = None
     if cfg.superwitness_url:
         witness = SuperWitness(cfg.superwitness_url,

@@ -7,6 +7,8 @@ a header, token or credential.
 """
 from __future__ import annotations
 
+import re
+
 import logging
 import time
 from typing import Any, Callable, Protocol, TypeVar
@@ -136,10 +138,11 @@ class Http:
         payload, readable = _json(response)
         status = response.status_code
         code = _error_code(payload) if readable else None
+        named = code if code not in (None, _UNNAMED) else f"http-{status}"
         if (status >= 500 and status != 501) or status in (408, 429):
-            raise Unavailable(self.product, what, status, code or f"http-{status}")
+            raise Unavailable(self.product, what, status, named)
         if not 200 <= status < 300:
-            raise Refused(self.product, what, status, code or f"http-{status}")
+            raise Refused(self.product, what, status, named)
         if code is not None:
             # The contract's refusals may come as a 200 with an error body.
             raise Refused(self.product, what, status, code)
@@ -155,12 +158,17 @@ def _json(response: requests.Response) -> tuple[Any, bool]:
         return None, False
 
 
+_UNNAMED = "error"  # an error body that names no code
+_CODE_SHAPE = re.compile(r"[A-Za-z0-9_.:-]+")
+
+
 def _error_code(payload: Any) -> str | None:
-    """The code of `{"error": {"code": ...}}` or `{"error": "..."}`, if the body is one."""
+    """The code of `{"error": {"code": ...}}`, or of `{"error": "<code>"}` when the text reads
+    as a code rather than a sentence; `error` for any other error body; None for no error."""
     if not isinstance(payload, dict) or "error" not in payload:
         return None
     error = payload["error"]
     code = error.get("code") if isinstance(error, dict) else error
-    if isinstance(code, str) and code.strip():
+    if isinstance(code, str) and _CODE_SHAPE.fullmatch(code.strip()):
         return code.strip()[:_CODE_MAX]
-    return "error"
+    return _UNNAMED

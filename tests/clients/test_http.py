@@ -102,7 +102,8 @@ def test_answer_that_is_not_json_is_bad_shape_and_not_retried(suite, pipeline):
 
 @pytest.mark.parametrize("status, body, code", [
     (200, {"error": {"code": "board-archived", "message": "gone"}}, "board-archived"),
-    (404, {"error": "board not found"}, "board not found"),
+    (404, {"error": "board not found"}, "http-404"),  # a sentence is not a code
+    (404, {"error": "board_missing"}, "board_missing"),
     (404, None, "http-404"),
     (410, {"something": "else"}, "http-410"),
 ])

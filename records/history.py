@@ -1,0 +1,108 @@
+"""SuperDispatch's own history, read back from the store for the filters and scoring."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Iterable
+
+from django.db.models import Count, F, Q
+
+from placement.facts import Ladder
+from records.models import Decision
+
+NO_SHOW_WINDOW = timedelta(minutes=30)
+RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
+SETTLED_HOLDS = ("claimed", "claimed-by-other", "expired")
+NOBODY = ("no-candidates", "one-candidate", "none-eligible")
+
+
+@dataclass
+class Holds:
+    """Live holds and recent lapses across every board, kept current through one pass."""
+
+    live: dict[str, set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
+    lapses: dict[str, list[datetime]] = field(default_factory=lambda: defaultdict(list))
+
+    def holding_other_than(self, board_id: str, card_id: str) -> frozenset[str]:
+        """Agents that hold a card other than this one."""
+        return frozenset(agent for agent, cards in self.live.items()
+                         if cards - {(board_id, card_id)})
+
+    def add(self, agent_id: str, board_id: str, card_id: str) -> None:
+        self.live[agent_id].add((board_id, card_id))
+
+
+def holds(now: datetime) -> Holds:
+    """Every live hold and every unclaimed lapse of the last 30 minutes, by agent."""
+    out = Holds()
+    live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
+                                   reserved_until__gt=now)
+    for agent, board, card in live.values_list("chosen", "board_id", "card_id"):
+        out.add(agent, board, card)
+    lapsed = Decision.objects.filter(
+        chosen__isnull=False, reserved_until__gt=now - NO_SHOW_WINDOW, reserved_until__lte=now,
+    ).filter(Q(outcome_status="expired")
+             | Q(outcome_status="claimed-by-other", outcome_at__gt=F("reserved_until")))
+    for agent, until in lapsed.values_list("chosen", "reserved_until"):
+        out.lapses[agent].append(until)
+    return out
+
+
+def settled_on_board(board_id: str) -> dict[str, tuple[int, int]]:
+    """(claimed, settled) holds per agent on one board, for its success rate."""
+    rows = (Decision.objects.filter(board_id=board_id, chosen__isnull=False,
+                                    outcome_status__in=SETTLED_HOLDS)
+            .values("chosen")
+            .annotate(settled=Count("id"), claimed=Count("id", filter=Q(outcome_status="claimed"))))
+    return {r["chosen"]: (r["claimed"], r["settled"]) for r in rows}
+
+
+@dataclass(frozen=True)
+class LadderState:
+    """A card's current ladder as the store knows it, and whether to leave it alone for now."""
+
+    ladder: Ladder
+    wait_until: datetime | None  # not decided again before this (five-minute rule)
+
+
+def ladders(board_id: str, cards: Iterable[tuple[str, str, datetime]]) -> dict[str, LadderState]:
+    """The current ladder of each (card, stage, readyAt), read in one query."""
+    wanted = {card: (stage, ready) for card, stage, ready in cards}
+    steps: dict[str, list[dict]] = defaultdict(list)
+    if wanted:
+        rows = (Decision.objects.filter(board_id=board_id, card_id__in=list(wanted))
+                .order_by("created_at", "id")
+                .values("card_id", "stage_key", "ladder_ready_at", "chosen", "reason",
+                        "tier_name", "reserved_until", "outcome_status", "created_at"))
+        for row in rows:
+            stage, ready = wanted[row["card_id"]]
+            if row["stage_key"] == stage and row["ladder_ready_at"] == ready:
+                steps[row["card_id"]].append(row)
+    return {card: ladder_state(steps.get(card, [])) for card in wanted}
+
+
+def ladder_state(steps: list[dict]) -> LadderState:
+    """Holds made, agents passed over by identity, whether it is open, and the retry wait."""
+    made = [s for s in steps if s["reserved_until"] is not None]
+    passed_over = frozenset(s["chosen"] for s in made if s["outcome_status"] == "expired")
+    is_open = any(s["tier_name"] == "any-match" for s in steps)
+    wait_until = None
+    if steps:
+        last = steps[-1]
+        if last["reason"] in NOBODY or last["outcome_status"] == "not-reserved":
+            wait_until = last["created_at"] + RETRY_AFTER
+    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until)
+
+
+def holds_since(agent_id: str, since: datetime) -> int:
+    """How many holds SuperDispatch made for an agent since a time (for a policy's limit)."""
+    return Decision.objects.filter(chosen=agent_id, reserved_until__isnull=False,
+                                   created_at__gte=since).count()
+
+
+def unsettled_on_board(board_id: str) -> list[Decision]:
+    """Recorded decisions on a board still waiting for what became of their card."""
+    return list(Decision.objects.filter(board_id=board_id, outcome_status__isnull=True)
+                .only("id", "card_id", "stage_key", "ladder_ready_at", "chosen",
+                      "reserved_until", "created_at", "reason"))

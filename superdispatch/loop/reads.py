@@ -1,0 +1,156 @@
+"""The reads one pass shares across its cards, each made at most once and each failing soft.
+
+A failed read leaves its fact unread (None) for placement, which knows what that means:
+history left out, station needs unchecked, the roster alone placed, the policy failing
+closed. Only the board and the eligibility read are needed to decide at all.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Mapping
+
+from django.core.cache import cache
+
+from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station
+from records import history
+from records.models import LoopState
+from superdispatch.clients import ClientError, says_no_policy
+from superdispatch.loop.context import Loop
+
+log = logging.getLogger("superdispatch.loop")
+_UNREAD = object()
+ROSTER_CACHE_S = 3600
+
+
+def roster_key(board_id: str) -> str:
+    return f"superdispatch:roster:{board_id}"
+
+
+def read_roster(loop: Loop, board_id: str) -> tuple[RosterRow, ...] | None:
+    """The board's roster from AgentPod, cached for the relay path (its read is slow)."""
+    try:
+        rows = loop.clients.agentpod.roster(board_id)
+    except ClientError as err:
+        log.warning("loop: %s roster unread: %s", board_id, err.code)
+        return None
+    cache.set(roster_key(board_id), rows, ROSTER_CACHE_S)
+    return rows
+
+
+def cached_roster(loop: Loop, board_id: str) -> tuple[RosterRow, ...] | None:
+    """The roster the last sweep read, or a fresh read when none is cached."""
+    rows = cache.get(roster_key(board_id))
+    return rows if rows is not None else read_roster(loop, board_id)
+
+
+class PassReads:
+    """Reads shared by every card of one pass, and the holds as they change during it."""
+
+    def __init__(self, loop: Loop, now: datetime):
+        self.loop = loop
+        self.now = now
+        self.holds = history.holds(now)
+        self._load = _UNREAD
+        self._registry = _UNREAD
+        self._history: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}
+        self._verdicts: dict[tuple, PolicyVerdict | None] = {}
+        self._no_policy: bool | None = None
+
+    def load(self) -> tuple[AgentLoad, ...] | None:
+        """Every workspace agent's load, read once a pass and only with candidates=all."""
+        if self.loop.cfg.candidates != "all":
+            return None
+        if self._load is _UNREAD:
+            try:
+                self._load = self.loop.clients.superpipeline.agents_load()
+            except ClientError as err:
+                log.warning("loop: agents' load unread, placing the roster alone: %s", err.code)
+                self._load = None
+        return self._load  # type: ignore[return-value]
+
+    def registry(self, card: Card) -> tuple[Station, ...] | None:
+        """AgentPod's station registry, read once a pass, only for a stage that states needs."""
+        if self.loop.cfg.station_filters != "on" or card.needs is None \
+                or not card.needs.states_anything:
+            return None
+        if self._registry is _UNREAD:
+            self._registry = self._read_registry()
+        return self._registry  # type: ignore[return-value]
+
+    def _read_registry(self) -> tuple[Station, ...] | None:
+        from records import registry
+
+        try:
+            stations = self.loop.clients.agentpod.stations()
+        except ClientError as err:
+            log.warning("loop: station registry unread, station needs unchecked: %s", err.code)
+            registry.remember_registry(None, self.now)
+            return None
+        if stations is None:
+            log.warning("loop: AgentPod has no station registry, station needs unchecked")
+        registry.remember_registry(stations, self.now)
+        return stations
+
+    def history(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
+        """Finished runs at this board stage by executor principal, once per board stage."""
+        witness = self.loop.clients.superwitness
+        if witness is None:
+            return None
+        key = (board_id, stage_key)
+        if key not in self._history:
+            since = self.now - timedelta(days=self.loop.cfg.history_days)
+            try:
+                runs = witness.runs(board_id, stage_key, since)
+            except ClientError as err:
+                log.warning("loop: %s %s history unread, record left out: %s",
+                            board_id, stage_key, err.code)
+                self._history[key] = None
+            else:
+                by_principal: dict[str, list[Run]] = defaultdict(list)
+                for run in runs:
+                    by_principal[run.principal_id].append(run)
+                self._history[key] = {p: tuple(r) for p, r in by_principal.items()}
+        return self._history[key]
+
+    def policy(self, card: Card, askable: list[tuple[str, str]]) -> PolicyFacts | None:
+        """The dispatch policy's verdicts on (agent, principal) pairs, once per agent and stage."""
+        if self.loop.cfg.policy != "on":
+            return None
+        verdicts = {}
+        for agent_id, principal_id in askable:
+            key = (agent_id, card.board_id, card.stage_key, card.requires)
+            if key not in self._verdicts:
+                self._verdicts[key] = self._ask(card, agent_id, principal_id)
+            if self._verdicts[key] is not None:
+                verdicts[agent_id] = self._verdicts[key]
+        return PolicyFacts(verdicts=verdicts, last_answer_no_policy=self.no_policy())
+
+    def _ask(self, card: Card, agent_id: str, principal_id: str) -> PolicyVerdict | None:
+        try:
+            verdict = self.loop.clients.accounts.decide(
+                principal_id, agent_id, card.board_id, card.stage_key, card.requires)
+        except ClientError as err:
+            log.warning("loop: policy unread for %s, failing closed: %s", agent_id, err.code)
+            return None
+        self._remember_no_policy(says_no_policy(verdict))
+        if verdict.limit_window_hours is not None:
+            since = self.now - timedelta(hours=verdict.limit_window_hours)
+            verdict = PolicyVerdict(
+                allow=verdict.allow, reasons=verdict.reasons,
+                policy_version=verdict.policy_version, limit_max_runs=verdict.limit_max_runs,
+                limit_window_hours=verdict.limit_window_hours,
+                holds_in_window=history.holds_since(agent_id, since))
+        return verdict
+
+    def no_policy(self) -> bool:
+        if self._no_policy is None:
+            state = LoopState.objects.filter(pk="loop").first()
+            self._no_policy = bool(state and state.policy_no_policy)
+        return self._no_policy
+
+    def _remember_no_policy(self, no_policy: bool) -> None:
+        if self.no_policy() != no_policy:
+            LoopState.objects.update_or_create(pk="loop", defaults={"policy_no_policy": no_policy})
+            self._no_policy = no_policy

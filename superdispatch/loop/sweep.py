@@ -1,0 +1,252 @@
+"""One pass over some boards, and the sweep that runs it over every opted-in board."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import placement
+from placement.facts import AgentVerdict, Card, Facts, OwnHistory, RosterRow
+from records import actions, history
+from records.models import Board, LoopState
+from superdispatch.clients import BoardRead, ClientError, Reservation
+from superdispatch.loop.context import Loop
+from superdispatch.loop.reads import PassReads, cached_roster, read_roster
+from superdispatch.loop.settle import settle_board
+
+log = logging.getLogger("superdispatch.loop")
+LEASE = timedelta(minutes=3)  # longer than a task may run; released as soon as a pass ends
+MAX_BACKOFF = 8
+_first_sweep_done = False
+
+
+def lease_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class SweepSummary:
+    boards: int = 0
+    unread: int = 0
+    skipped: int = 0  # leased by another pass, or the sweep is backing off
+    settled: int = 0
+    decisions: int = 0
+    holds: int = 0
+    refused: int = 0
+    waits: int = 0
+    backoff_until: datetime | None = None
+
+    def line(self) -> str:
+        return (f"{self.boards} boards ({self.unread} unread, {self.skipped} skipped), "
+                f"{self.settled} settled, {self.decisions} decisions, {self.holds} holds, "
+                f"{self.refused} refused, {self.waits} waiting")
+
+
+@dataclass
+class BoardWork:
+    """One leased, read board in a pass: its roster, its own history, its ready cards."""
+
+    read: BoardRead
+    roster: tuple[RosterRow, ...]
+    settled: dict[str, tuple[int, int]]
+    ladders: dict[str, history.LadderState] = field(default_factory=dict)
+
+
+# --- Placing one card ---------------------------------------------------------------------
+
+def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary) -> None:
+    """Gather the card's facts, decide, record, then ask for the hold."""
+    loop, now = reads.loop, reads.now
+    try:
+        eligibility = loop.clients.superpipeline.eligibility(card.board_id, card.card_id)
+    except ClientError as err:
+        log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code)
+        return
+    ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
+    load = reads.load()
+    facts = Facts(
+        card=card,
+        roster=work.roster,
+        eligibility=eligibility,
+        load=load,
+        registry=reads.registry(card),
+        history=reads.history(card.board_id, card.stage_key),
+        policy=reads.policy(card, _askable(work.roster, eligibility, load)),
+        own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id),
+                       lapses={a: tuple(t) for a, t in reads.holds.lapses.items()},
+                       settled=work.settled),
+        ladder=ladder.ladder,
+    )
+    decided = placement.decide(facts, loop.rules, now)
+    if not decided.record:
+        summary.waits += 1
+        return
+    row = actions.do_record_decision(decided, now)
+    summary.decisions += 1
+    tier = f"{decided.tier.name} step {decided.tier.step}"
+    if decided.hold is None:
+        log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
+                 tier, decided.reason)
+        return
+    answer = loop.clients.superpipeline.reserve(
+        card.board_id, card.card_id, decided.hold.agent_id, decided.hold.seconds)
+    if isinstance(answer, Reservation):
+        actions.do_record_hold(row, answer.reserved_until)
+        reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
+        summary.holds += 1
+        log.info("loop: %s %s %s %s held for %s until %s", card.board_id, card.card_id, row.id,
+                 tier, decided.hold.agent_id, answer.reserved_until.isoformat())
+    else:
+        actions.do_record_refusal(row, answer.code, now)
+        summary.refused += 1
+        log.warning("loop: %s %s %s %s hold refused: %s", card.board_id, card.card_id, row.id,
+                    tier, answer.code)
+
+
+def _askable(roster, eligibility: tuple[AgentVerdict, ...], load) -> list[tuple[str, str]]:
+    """Agents the policy may be asked about: in the candidate set, with a principal, and not
+    already refused on the card's grant (a policy only narrows)."""
+    in_set = {row.agent_id for row in roster if row.enabled}
+    principals = {row.agent_id: row.principal_id for row in roster}
+    if load is not None:
+        rostered = {row.agent_id for row in roster}
+        in_set |= {a.agent_id for a in load if a.agent_id not in rostered}
+        principals.update({a.agent_id: a.principal_id for a in load if a.agent_id not in principals})
+    out = []
+    for verdict in eligibility:
+        principal = verdict.principal_id or principals.get(verdict.agent_id)
+        if verdict.agent_id in in_set and principal and "grant_denied" not in verdict.reasons:
+            out.append((verdict.agent_id, principal))
+    return sorted(out)
+
+
+# --- One pass -------------------------------------------------------------------------------
+
+def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
+                roster_from_cache: bool) -> BoardWork | None:
+    """Read a leased board and settle what it held; None when it cannot be read."""
+    try:
+        read = loop.clients.superpipeline.board(board_id)
+    except ClientError as err:
+        log.warning("loop: %s unread, nothing settled: %s", board_id, err.code)
+        actions.do_note_read(board_id, now, err.code)
+        summary.unread += 1
+        return None
+    actions.do_note_read(board_id, now)
+    summary.settled += settle_board(read, now)
+    roster = cached_roster(loop, board_id) if roster_from_cache else read_roster(loop, board_id)
+    if roster is None:
+        summary.unread += 1
+        return None
+    return BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
+
+
+def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[Card]:
+    """The board's ready cards, less those whose ladder waits or is open to any match."""
+    cards = [c for c in work.read.placement_cards(now) if only is None or c.card_id == only]
+    work.ladders = history.ladders(work.read.board_id,
+                                   [(c.card_id, c.stage_key, c.ready_at) for c in cards])
+    due = []
+    for card in cards:
+        state = work.ladders[card.card_id]
+        if state.ladder.open or (state.wait_until is not None and now < state.wait_until):
+            continue
+        due.append(card)
+    return due
+
+
+def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
+             roster_from_cache: bool = False) -> SweepSummary:
+    """Lease, read and settle each board, then place their ready cards fairly, then release."""
+    summary = SweepSummary(boards=len(board_ids))
+    owner = lease_owner()
+    leased: list[str] = []
+    try:
+        works: dict[str, BoardWork] = {}
+        for board_id in board_ids:
+            if not actions.do_take_lease(board_id, owner, now, now + LEASE):
+                summary.skipped += 1
+                continue
+            leased.append(board_id)
+            work = _open_board(loop, board_id, now, summary, roster_from_cache)
+            if work is not None:
+                works[board_id] = work
+        reads = PassReads(loop, now)
+        queued = [(b, card) for b, work in works.items() for card in _due_cards(work, now, only_card)]
+        for board_id, card in placement.order_cards(queued, loop.cfg.fairness):
+            place_card(reads, works[board_id], card, summary)
+    finally:
+        for board_id in leased:
+            actions.do_release_lease(board_id, owner)
+    return summary
+
+
+# --- Entry points: a sweep, a look at one board, one card --------------------------------
+
+def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
+    """One sweep over every opted-in board, unless a run of failed sweeps says wait."""
+    global _first_sweep_done
+    now = now or loop.clock()
+    state, _ = LoopState.objects.get_or_create(pk="loop")
+    if state.next_sweep_at is not None and now < state.next_sweep_at:
+        return SweepSummary(backoff_until=state.next_sweep_at)
+    from superdispatch.loop.windows import ensure_windows
+
+    ensure_windows(loop, now)
+    board_ids = list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
+    summary = run_pass(loop, board_ids, now)
+    if not _first_sweep_done:
+        _first_sweep_done = True
+        log.info("loop: first sweep, %d boards opted in, %d unread", len(board_ids),
+                 summary.unread)
+    _back_off_or_reset(state, summary, loop.cfg.sweep_seconds, now)
+    _after_sweep(now)
+    return summary
+
+
+def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
+                       now: datetime) -> None:
+    """A sweep in which every board failed waits twice as long, up to 8x; any read resets it."""
+    read_any = summary.boards - summary.unread - summary.skipped > 0
+    if summary.boards and summary.unread and not read_any and not summary.skipped:
+        state.failed_sweeps += 1
+        factor = min(2 ** state.failed_sweeps, MAX_BACKOFF)
+        # Half an interval of slack, so a beat tick that lands a moment early still runs.
+        state.next_sweep_at = now + timedelta(seconds=interval * factor - interval / 2)
+        summary.backoff_until = state.next_sweep_at
+        log.warning("loop: every board unread, next sweep in %ds", interval * factor)
+    else:
+        state.failed_sweeps = 0
+        state.next_sweep_at = None
+    state.last_sweep_at = now
+    state.save(update_fields=["failed_sweeps", "next_sweep_at", "last_sweep_at"])
+
+
+# After each sweep: the suggestions (they read only our own store).
+after_sweep_hooks: list = []
+
+
+def _after_sweep(now: datetime) -> None:
+    for hook in after_sweep_hooks:
+        try:
+            hook(now)
+        except Exception:  # advice must never stop the loop
+            log.exception("loop: after-sweep step failed")
+
+
+def look_at_board(loop: Loop, board_id: str, now: datetime | None = None) -> SweepSummary:
+    """One pass over one opted-in board (a relay event, or an opt-in)."""
+    now = now or loop.clock()
+    if not Board.objects.filter(board_id=board_id, enabled=True).exists():
+        return SweepSummary()
+    return run_pass(loop, [board_id], now)
+
+
+def place_one(loop: Loop, board_id: str, card_id: str, now: datetime | None = None) -> SweepSummary:
+    """Place one card at once, alone, with the roster the last sweep cached (card.ready)."""
+    now = now or loop.clock()
+    if not Board.objects.filter(board_id=board_id, enabled=True).exists():
+        return SweepSummary()
+    return run_pass(loop, [board_id], now, only_card=card_id, roster_from_cache=True)

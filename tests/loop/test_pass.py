@@ -1,0 +1,251 @@
+"""One pass end to end against the in-process suite: place, hold, settle, and the ladder."""
+from datetime import timedelta
+
+import pytest
+
+from records.models import Board, LoopState
+from tests.loop.world import make_world
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+
+def lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",), **extra):
+    return {
+        "name": "lane", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "boards": [{"id": b, "stages": [{"key": "review", "owner": "code-review"},
+                                         {"key": "ship", "owner": "shipping"}]} for b in boards],
+        "agents": [{"id": a, "capabilities": ["code-review"], "boards": list(boards)}
+                   for a in agents],
+        **extra,
+    }
+
+
+@pytest.fixture
+def world():
+    w = make_world(lane())
+    w.opt_in("brd_a")
+    return w
+
+
+def test_a_sweep_holds_a_ready_card_for_the_best_candidate(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    summary = world.sweep()
+    [d] = world.decisions()
+    assert (d.chosen, d.tier_name, d.tier_step, d.reason) == ("agt_a", "winner", 1, None)
+    assert d.reserved_until == world.now + timedelta(seconds=60)
+    assert world.suite.pipeline.card(card.id).reservation.agent_id == "agt_a"
+    assert d.candidates.count() == 3 and summary.holds == 1
+    assert sorted(c.score["total"] for c in d.candidates.all()) == [1, 2, 3]
+
+
+def test_opting_in_sets_the_placement_window_on_the_first_sweep(world):
+    world.sweep()
+    assert world.suite.pipeline.board("brd_a").placement_window_seconds == 10
+    assert Board.objects.get().window_seconds == 10
+
+
+def test_a_claim_by_the_held_agent_settles_claimed(world, caplog):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.advance(5)
+    world.suite.pipeline.claim("agt_a", card.id)
+    world.advance(25)
+    caplog.set_level("INFO", logger="superdispatch.loop")
+    assert world.sweep().settled == 1
+    [d] = world.decisions()
+    assert (d.outcome_status, d.outcome_by) == ("claimed", "agt_a")
+    assert f"loop: brd_a {card.id} {d.id} settled claimed by agt_a" in caplog.text
+
+
+def test_a_lapsed_winner_is_passed_over_on_the_next_step(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.advance(61)
+    world.sweep()
+    first, second = world.decisions()
+    assert first.outcome_status == "expired"
+    assert (second.tier_name, second.tier_step, second.chosen) == ("runner-up", 2, "agt_b")
+    assert second.reserved_until == world.now + timedelta(seconds=30)
+    a = second.candidates.get(agent_id="agt_a")
+    assert {"filter": "passedOver", "passed": False, "reason": "passed-over"} in a.filters
+
+
+def test_the_ladder_ends_in_any_match_and_is_not_held_again(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    for _ in range(3):
+        world.sweep()
+        world.advance(61)
+    world.sweep()
+    steps = [(d.tier_name, d.tier_step, d.chosen) for d in world.decisions()]
+    assert steps == [("winner", 1, "agt_a"), ("runner-up", 2, "agt_b"),
+                     ("runner-up", 3, "agt_c"), ("any-match", 4, None)]
+    world.advance(400)
+    world.sweep()
+    assert len(world.decisions()) == 4
+    assert world.suite.pipeline.card(card.id).reservation is None or \
+        world.suite.pipeline.card(card.id).reservation.reserved_until <= world.now
+
+
+def test_a_rerank_between_steps_skips_nobody_by_identity(world):
+    """agt_a lapses; before step 2 agt_b takes other work. Step 2 must hold agt_c, and step 3
+    (after agt_b frees up) must hold agt_b, never agt_a again."""
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    other = world.suite.pipeline.add_card("brd_a")
+    world.advance(61)
+    world.suite.pipeline.claim("agt_b", other.id)  # agt_b is busy now
+    world.sweep()
+    world.suite.pipeline.finish("agt_b", other.id, True)
+    world.advance(31)
+    world.sweep()
+    chosen = [d.chosen for d in world.decisions(card_id=card.id)]
+    assert chosen == ["agt_a", "agt_c", "agt_b"]
+
+
+def test_a_card_moved_by_a_person_is_superseded(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.suite.pipeline.move_card(card.id, "ship")
+    world.advance(5)
+    world.sweep()
+    assert world.decisions(card_id=card.id)[0].outcome_status == "superseded"
+
+
+def test_another_agent_claiming_after_the_lapse_is_claimed_by_other_and_a_no_show(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.advance(61)
+    world.suite.pipeline.claim("agt_c", card.id)
+    world.sweep()
+    [d] = world.decisions(card_id=card.id)
+    assert (d.outcome_status, d.outcome_by) == ("claimed-by-other", "agt_c")
+
+
+def test_a_late_claim_by_the_winner_before_the_next_pass_is_claimed(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.advance(70)
+    world.suite.pipeline.claim("agt_a", card.id)
+    world.sweep()
+    assert world.decisions()[0].outcome_status == "claimed"
+
+
+def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
+    from tests.factories import make_decision
+
+    for minutes_ago in (10, 29):
+        lapsed = world.now - timedelta(minutes=minutes_ago)
+        make_decision(board="brd_elsewhere", card=f"card_{minutes_ago}", chosen="agt_a",
+                      created_at=lapsed - timedelta(seconds=60), reserved_until=lapsed,
+                      outcome_status="expired", outcome_at=lapsed)
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    [d] = world.decisions(card_id=card.id)
+    a = d.candidates.get(agent_id="agt_a")
+    assert {"filter": "noShow", "passed": False, "reason": "recently-no-show"} in a.filters
+    assert d.chosen == "agt_b"
+
+
+def test_a_lapse_older_than_thirty_minutes_has_aged_out(world):
+    from tests.factories import make_decision
+
+    for minutes_ago in (10, 31):
+        lapsed = world.now - timedelta(minutes=minutes_ago)
+        make_decision(board="brd_elsewhere", card=f"card_{minutes_ago}", chosen="agt_a",
+                      created_at=lapsed - timedelta(seconds=60), reserved_until=lapsed,
+                      outcome_status="expired", outcome_at=lapsed)
+    world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    assert world.decisions(board_id="brd_a")[0].chosen == "agt_a"
+
+
+def test_one_live_hold_per_agent_across_cards_in_one_sweep(world):
+    cards = [world.suite.pipeline.add_card("brd_a") for _ in range(4)]
+    world.sweep()
+    held = [d.chosen for d in world.decisions() if d.reserved_until]
+    assert sorted(held) == ["agt_a", "agt_b", "agt_c"]
+    assert len(world.decisions()) == 3  # the fourth waits on holds, unrecorded
+
+
+def test_a_refused_hold_is_not_reserved_and_waits_five_minutes(world):
+    world.suite.toggles.reservation_verb = False
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    [d] = world.decisions()
+    assert (d.outcome_status, d.reservation_refused) == ("not-reserved", "http-404")
+    world.advance(240)
+    world.sweep()
+    assert len(world.decisions()) == 1
+    world.advance(61)
+    world.sweep()
+    assert len(world.decisions()) == 2
+    assert world.decisions()[1].tier_step == 1  # nothing was held, so the ladder is unmoved
+
+
+def test_a_lane_with_one_rostered_agent_is_one_candidate_and_left_to_pull():
+    w = make_world(lane(agents=("agt_a",)))
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert (d.chosen, d.reason, d.reserved_until) == (None, "one-candidate", None)
+
+
+def test_an_unreadable_board_settles_nothing_and_the_next_board_is_still_read():
+    w = make_world(lane(boards=("brd_a", "brd_b")))
+    w.opt_in("brd_a", "brd_b")
+    card_a = w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    w.suite.pipeline.move_card(card_a.id, "ship")
+    w.suite.toggles.board_failures["brd_a"] = "500"
+    w.suite.pipeline.add_card("brd_b")
+    summary = w.sweep()
+    assert summary.unread == 1
+    assert w.decisions(board_id="brd_a")[0].outcome_status is None  # not settled while unread
+    assert len(w.decisions(board_id="brd_b")) == 1
+
+
+@pytest.mark.parametrize("failure", ["500", "404", "garbage", "shape"])
+def test_every_board_down_backs_off_doubling_to_eight_times_then_resets(failure):
+    w = make_world(lane(boards=("brd_a", "brd_b")))
+    w.opt_in("brd_a", "brd_b")
+    for board in ("brd_a", "brd_b"):
+        w.suite.toggles.board_failures[board] = failure
+    ran = []
+    for tick in range(40):  # beat every 30 s for 20 minutes
+        summary = w.sweep()
+        ran.append(summary.backoff_until is None or summary.boards > 0)
+        w.advance(30)
+    gaps = [i for i, r in enumerate(ran) if r]
+    assert [b - a for a, b in zip(gaps, gaps[1:])][:5] == [2, 4, 8, 8, 8]
+    w.suite.toggles.board_failures.clear()
+    while LoopState.objects.get().next_sweep_at and w.now < LoopState.objects.get().next_sweep_at:
+        w.advance(30)
+    assert w.sweep().unread == 0
+    assert LoopState.objects.get().failed_sweeps == 0
+
+
+def test_a_board_leased_by_another_pass_is_skipped(world):
+    from records import actions
+
+    world.suite.pipeline.add_card("brd_a")
+    actions.do_take_lease("brd_a", "other-worker", world.now, world.now + timedelta(minutes=3))
+    assert world.sweep().skipped == 1
+    assert world.decisions() == []
+
+
+def test_relay_and_sweep_racing_on_one_card_make_one_decision_and_one_hold(world):
+    world.sweep()
+    card = world.suite.pipeline.add_card("brd_a")
+    world.place("brd_a", card.id)
+    world.sweep()
+    world.place("brd_a", card.id)
+    assert len(world.decisions()) == 1
+
+
+def test_a_relay_placement_uses_the_roster_the_sweep_cached(world):
+    world.sweep()  # caches the roster
+    world.suite.agentpod.roster_readers.clear()  # a live roster read would now be refused
+    card = world.suite.pipeline.add_card("brd_a")
+    world.place("brd_a", card.id)
+    assert world.decisions()[0].chosen == "agt_a"

@@ -1,0 +1,65 @@
+"""A SuperDispatch loop wired to an in-process sandbox suite on a virtual clock."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from records import actions
+from records.models import Decision
+from sandbox import Simulation, Suite, sandbox_session
+from sandbox.scenario import parse_scenario
+from superdispatch import config
+from superdispatch.clients import build_clients
+from superdispatch.loop import Loop, look_at_board, place_one, sweep
+
+
+@dataclass
+class World:
+    suite: Suite
+    loop: Loop
+    sim: Simulation
+
+    @property
+    def now(self):
+        return self.suite.clock()
+
+    def advance(self, seconds: float) -> None:
+        self.suite.clock.advance(seconds)
+
+    def opt_in(self, *board_ids: str) -> None:
+        for board_id in board_ids:
+            actions.do_opt_in(board_id, self.now)
+
+    def sweep(self):
+        return sweep(self.loop, self.now)
+
+    def look(self, board_id: str):
+        return look_at_board(self.loop, board_id, self.now)
+
+    def place(self, board_id: str, card_id: str):
+        return place_one(self.loop, board_id, card_id, self.now)
+
+    def decisions(self, **filters) -> list[Decision]:
+        return list(Decision.objects.filter(**filters).order_by("created_at", "id"))
+
+
+def make_world(scenario: str | dict = "demo", arrivals: bool = False, **settings) -> World:
+    if isinstance(scenario, dict):
+        scenario = parse_scenario(scenario)
+    suite = Suite.from_scenario(scenario)
+    env = {
+        **suite.dispatch_config().as_env(),
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64,
+        "SUPERDISPATCH_DATA_DIR": "/tmp/superdispatch-loop-tests",
+        **{f"SUPERDISPATCH_{k.upper()}": str(v) for k, v in settings.items()},
+    }
+    cfg = config.load(env)
+    clients = build_clients(cfg, session=sandbox_session(suite),
+                            now=lambda: suite.clock().timestamp())
+    loop = Loop(clients, cfg, clock=suite.clock)
+    return World(suite=suite, loop=loop, sim=Simulation(suite, arrivals=arrivals))
+
+
+def ts(world: World):
+    return timezone.localtime(world.now)
