@@ -10,7 +10,7 @@ from .facts import Card, Facts, Requires
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, policy_record, run_filters
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
-from .load import DIRECT, ROSTER, LoadShape
+from .load import LoadShape
 from .rules import Rules
 from .scoring import POLICY, Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
 from .why_nobody import NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason
@@ -150,8 +150,7 @@ def _candidate(
     stage: dict[str | None, StageHistory] | None,
 ) -> CandidateRecord:
     in_set = agent_id in pool.in_set
-    principal_id = pool.principals.get(agent_id)
-    row = pool.rows.get(agent_id)
+    principal_id = pool.principal(agent_id)
     capable = None
     if not in_set:
         verdict = pool.verdicts.get(agent_id)
@@ -159,8 +158,8 @@ def _candidate(
     return CandidateRecord(
         agent_id,
         principal_id,
-        row.station_id if row is not None else None,
-        ROSTER if row is not None else DIRECT,
+        pool.station(agent_id),
+        pool.source(agent_id),
         in_set,
         score is not None,
         filters,

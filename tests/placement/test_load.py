@@ -2,7 +2,7 @@ from dataclasses import replace
 
 from placement.load import direct_load, roster_load
 
-from placement_factories import NOW, ago, board, decided, load_row, roster_row, verdict, with_rows
+from placement_factories import NOW, ago, board, decided, failing, load_row, roster_row, verdict, with_rows
 
 
 def test_roster_row_gives_capacity_one_and_busy_is_one_in_flight():
@@ -94,3 +94,17 @@ def test_principal_comes_from_the_roster_row_then_the_eligibility_read():
     facts = with_rows(board(), roster=[roster_row("agt_ada", principal_id=None)],
                       eligibility=[verdict("agt_ada", principal_id="prn_from_read")])
     assert decided(facts).candidate("agt_ada").principal_id == "prn_from_read"
+
+
+def test_duplicate_bridge_rows_keep_the_agent_out_if_either_is_disabled_whatever_the_order():
+    rows = (roster_row("agt_bob", key="a"), roster_row("agt_bob", key="b", enabled=False))
+    for ordered in (rows, rows[::-1]):
+        facts = replace(board(), roster=(roster_row("agt_ada"), *ordered))
+        assert not decided(facts).candidate("agt_bob").in_set
+
+
+def test_duplicate_eligibility_rows_take_the_refusal_whatever_the_order():
+    rows = (verdict("agt_bob"), verdict("agt_bob", "grant_denied"))
+    for ordered in (rows, rows[::-1]):
+        facts = replace(board(), eligibility=(verdict("agt_ada"), *ordered))
+        assert failing(decided(facts), "agt_bob") == ["grant-denied"]
