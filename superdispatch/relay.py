@@ -1,19 +1,26 @@
-"""The event relay's deliveries: verified, deduplicated, answered fast."""
+"""The event relay's deliveries: verified, deduplicated, answered fast, acted on by workers."""
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
+import logging
 import time
 
 from django.conf import settings
+from django.core.cache import cache
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from superdispatch.errors import ApiError
+from records.models import Board
+from superdispatch.errors import ApiError, bad_request
 
+log = logging.getLogger("superdispatch.loop")
 MAX_SKEW_S = 300
 MAX_BODY = 64 * 1024
+SEEN_FOR_S = 24 * 3600  # a redelivery within a day is recognised and answered 200
+LOOK_DELAY_S = 2  # other events: look at the board this much later, once for a burst
 
 
 def signature_valid(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
@@ -24,25 +31,62 @@ def signature_valid(secret: str, timestamp: str, body: bytes, signature: str) ->
 
 def verified_body(request, now_s: float) -> bytes:
     """The raw body of a signed, fresh delivery; anything else is refused with 401."""
-    length = int(request.headers.get("Content-Length") or 0)
+    try:
+        length = int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        length = MAX_BODY + 1
     if length > MAX_BODY:
         raise ApiError(413, "too-large", f"a delivery is at most {MAX_BODY} bytes")
     timestamp = request.headers.get("X-Treaty-Timestamp", "")
     signature = request.headers.get("X-Treaty-Signature", "")
     body = request.body
     if not timestamp.isdigit() or abs(now_s - int(timestamp)) > MAX_SKEW_S:
-        raise ApiError(401, "stale-or-missing-timestamp", "the delivery's timestamp is missing "
-                                                          "or more than 300 s from now")
+        raise ApiError(401, "stale-or-missing-timestamp",
+                       "the delivery's timestamp is missing or more than 300 s from now")
     if not signature_valid(settings.SUPERDISPATCH.relay_secret, timestamp, body, signature):
         raise ApiError(401, "bad-signature", "the delivery's signature does not verify")
     return body
 
 
-class RelayEvents(APIView):
-    authentication_classes: list = []
+def _event(body: bytes) -> dict:
+    try:
+        event = json.loads(body)
+    except ValueError:
+        raise bad_request("bad-json", "the delivery's body is not JSON")
+    if not isinstance(event, dict):
+        raise bad_request("bad-event", "the delivery's body is not an event object")
+    for name in ("type", "boardId"):
+        if not isinstance(event.get(name), str) or not event[name]:
+            raise bad_request("bad-event", f"the event has no {name}")
+    if event["type"] == "card.ready" and not isinstance(event.get("cardId"), str):
+        raise bad_request("bad-event", "a card.ready event names its cardId")
+    return event
 
-    @extend_schema(summary="The event relay's deliveries (signed; no operator token)", auth=[])
+
+def accept(event: dict) -> dict:
+    """Hand an event to the workers: place a ready card at once, else look at its board soon."""
+    from superdispatch.tasks import look_at_board_task, place_card_task
+
+    board_id = event["boardId"]
+    if not Board.objects.filter(board_id=board_id, enabled=True).exists():
+        return {"ok": True, "ignored": True}
+    if event["type"] == "card.ready":
+        place_card_task.delay(board_id, event["cardId"])
+    elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
+        look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
+    return {"ok": True}
+
+
+class RelayEvents(APIView):
+    @extend_schema(summary="The event relay's deliveries (signed; no operator token)", auth=[],
+                   request=None)
     def post(self, request):
-        verified_body(request, time.time())
-        raise ApiError(501, "not-implemented", "relay deliveries are verified but not acted on "
-                                               "yet")
+        body = verified_body(request, time.time())
+        delivery = request.headers.get("X-Treaty-Delivery", "")
+        if not delivery or len(delivery) > 200:
+            raise bad_request("bad-delivery", "X-Treaty-Delivery names the delivery")
+        event = _event(body)
+        if not cache.add(f"superdispatch:delivery:{delivery}", 1, SEEN_FOR_S):
+            return Response({"ok": True, "duplicate": True})
+        answer = accept(event)
+        return Response(answer, status=200 if answer.get("ignored") else 202)

@@ -20,3 +20,7 @@ from superdispatch.settings import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 CELERY_TASK_ALWAYS_EAGER = False
+
+if not os.environ.get("REDIS_URL"):
+    # Each test starts from an empty cache (tests/conftest.py clears it).
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

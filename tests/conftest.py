@@ -10,6 +10,14 @@ from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 T0 = datetime(2026, 11, 13, 10, 0, 0, tzinfo=timezone.utc)
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def api(client):
     """The Django test client, carrying the operator token."""

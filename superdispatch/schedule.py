@@ -1,0 +1,52 @@
+"""Wiring the loop to Celery: beat's sweep schedule, and the hooks that enqueue tasks."""
+from __future__ import annotations
+
+import logging
+
+from celery.signals import beat_init
+from django.conf import settings
+
+log = logging.getLogger("superdispatch.loop")
+SWEEP_TASK_NAME = "superdispatch sweep"
+
+
+def ensure_sweep_schedule() -> None:
+    """Register (or update) the periodic sweep from SUPERDISPATCH_SWEEP_SECONDS; beat and the
+    admin read it from django-celery-beat's tables."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    every = settings.SUPERDISPATCH.sweep_seconds
+    interval, _ = IntervalSchedule.objects.get_or_create(every=every,
+                                                         period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.update_or_create(
+        name=SWEEP_TASK_NAME,
+        defaults={"task": "superdispatch.sweep", "interval": interval, "enabled": True,
+                  "description": "Settle, queue and place every opted-in board's ready cards."})
+
+
+def on_migrate(**kwargs) -> None:
+    ensure_sweep_schedule()
+
+
+@beat_init.connect
+def _on_beat_init(**kwargs) -> None:
+    ensure_sweep_schedule()
+
+
+def board_changed(board_id: str, enabled: bool) -> None:
+    """After an opt-in or opt-out commits: set its window, and look at it at once."""
+    from superdispatch.tasks import board_changed_task
+
+    board_changed_task.delay(board_id)
+
+
+def install_after_sweep_hooks() -> None:
+    """After each sweep, the suggestions (they read our own store only)."""
+    from superdispatch.loop import passes
+
+    try:
+        from records.suggestions import sync_if_due
+    except ImportError:  # suggestions not built in this tree
+        return
+    if sync_if_due not in passes.after_sweep_hooks:
+        passes.after_sweep_hooks.append(sync_if_due)

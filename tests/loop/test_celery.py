@@ -1,0 +1,59 @@
+"""A real Celery worker runs the tasks: the relay's placement and the beat-driven sweep."""
+import time
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+from django_celery_beat.models import PeriodicTask
+
+from records.models import Decision
+from superdispatch import tasks
+from superdispatch.celery import app
+from superdispatch.schedule import SWEEP_TASK_NAME
+from tests.loop.test_pass import lane
+from tests.loop.world import make_world
+
+pytestmark = [pytest.mark.celery]
+
+
+def wait_for(condition, seconds=30.0):
+    """Poll until the worker has done its part (a deadline, not a timing assertion)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def worker_world(transactional_db):
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    tasks._loop = world.loop
+    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
+        yield world
+    tasks._loop = None
+
+
+def test_a_worker_places_a_relayed_card_and_a_sweep_settles_it(worker_world):
+    card = worker_world.suite.pipeline.add_card("brd_a")
+    tasks.place_card_task.delay("brd_a", card.id)
+    assert wait_for(lambda: Decision.objects.filter(card_id=card.id).exists())
+    worker_world.suite.pipeline.claim("agt_a", card.id)
+    tasks.sweep_task.delay()
+    assert wait_for(lambda: Decision.objects.filter(outcome_status="claimed").exists())
+
+
+@pytest.mark.django_db
+def test_beat_registers_the_sweep_at_the_configured_interval_when_it_starts(settings):
+    from dataclasses import replace
+
+    from celery.signals import beat_init
+
+    PeriodicTask.objects.filter(name=SWEEP_TASK_NAME).delete()
+    beat_init.send(sender=None)
+    task = PeriodicTask.objects.get(name=SWEEP_TASK_NAME)
+    assert task.task == "superdispatch.sweep" and task.interval.every == 30
+    settings.SUPERDISPATCH = replace(settings.SUPERDISPATCH, sweep_seconds=45)
+    beat_init.send(sender=None)
+    assert PeriodicTask.objects.get(name=SWEEP_TASK_NAME).interval.every == 45
