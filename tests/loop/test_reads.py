@@ -1,0 +1,209 @@
+"""What a pass reads besides the board, and how each read failing is handled."""
+from datetime import timedelta
+
+import pytest
+
+from records import actions
+from records.models import Board
+from sandbox.replies import Refused
+from tests.loop.test_pass import lane
+from tests.loop.world import make_world
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+
+def filters_of(decision, agent_id) -> dict:
+    c = decision.candidates.get(agent_id=agent_id)
+    return {f["filter"]: f for f in c.filters}
+
+
+# --- Fairness across boards -------------------------------------------------------------
+
+def busy_and_quiet(fairness):
+    w = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_busy", "brd_quiet")),
+                   fairness=fairness)
+    w.opt_in("brd_busy", "brd_quiet")
+    for _ in range(5):
+        w.suite.pipeline.add_card("brd_busy")
+        w.advance(1)
+    w.suite.pipeline.add_card("brd_quiet")
+    return w
+
+
+def test_round_robin_gives_the_quiet_board_a_free_agent_in_the_first_round():
+    w = busy_and_quiet("round-robin")
+    w.sweep()
+    held = {d.board_id for d in w.decisions() if d.reserved_until}
+    assert held == {"brd_busy", "brd_quiet"}
+
+
+def test_board_order_lets_the_busy_board_take_every_free_agent():
+    w = busy_and_quiet("board-order")
+    w.sweep()
+    held = [d.board_id for d in w.decisions() if d.reserved_until]
+    assert held == ["brd_busy", "brd_busy"]
+
+
+# --- The placement window ----------------------------------------------------------------
+
+def test_a_refused_window_is_tried_again_after_five_minutes_and_the_board_is_still_swept():
+    w = make_world(lane())
+    w.opt_in("brd_a")
+    real = w.suite.pipeline.set_placement_window
+    w.suite.pipeline.set_placement_window = lambda *a: (_ for _ in ()).throw(
+        Refused(403, "missing_scope", "dispatch:reserve needed"))
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    assert Board.objects.get().window_seconds is None
+    assert len(w.decisions()) == 1  # swept meanwhile
+    w.suite.pipeline.set_placement_window = real
+    w.advance(240)
+    w.sweep()
+    assert Board.objects.get().window_seconds is None  # not yet five minutes
+    w.advance(61)
+    w.sweep()
+    assert Board.objects.get().window_seconds == 10
+    assert w.suite.pipeline.board("brd_a").placement_window_seconds == 10
+
+
+def test_opting_out_sets_the_window_back_to_none():
+    w = make_world(lane())
+    w.opt_in("brd_a")
+    w.sweep()
+    actions.do_opt_out("brd_a", w.now)
+    w.sweep()
+    assert w.suite.pipeline.board("brd_a").placement_window_seconds == 0
+    assert Board.objects.get().window_seconds == 0
+
+
+# --- History, the registry, the policy, the candidate set --------------------------------
+
+def test_history_is_read_per_board_stage_and_weighs_in_the_ranking():
+    w = make_world(lane())
+    w.opt_in("brd_a")
+    for i in range(4):
+        w.suite.witness.record("prn_c", "succeeded", "brd_a", "review",
+                               ended_at=w.now - timedelta(hours=i + 1),
+                               verdict={"decision": "approve"})
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert d.chosen == "agt_c"
+    c = d.candidates.get(agent_id="agt_c")
+    assert c.stage_history["runs"] == 4 and c.score["terms"]["stageRecord"] > 0.5
+
+
+def test_superwitness_down_leaves_history_out_for_everyone():
+    w = make_world(lane())
+    w.opt_in("brd_a")
+    w.suite.toggles.superwitness_up = False
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert d.chosen == "agt_a"
+    for c in d.candidates.all():
+        assert c.stage_history is None and "stageRecord" not in c.score["terms"]
+
+
+STATION_NEEDS = {"isolation": "container", "tools": ["git"]}
+
+
+def stations_lane():
+    scenario = lane()
+    scenario["boards"][0]["stages"][0]["placement"] = STATION_NEEDS
+    for agent in scenario["agents"]:
+        agent["station"] = "station_" + agent["id"][4:]
+    scenario["stations"] = [
+        {"stationId": "station_a", "isolation": {"value": "host", "proof": "probed"},
+         "tools": [{"id": "git", "proof": "probed"}]},
+        {"stationId": "station_b", "isolation": {"value": "container", "proof": "probed"},
+         "tools": [{"id": "git", "proof": "declared"}]},
+        {"stationId": "station_c", "isolation": {"value": "sandbox", "proof": "probed"},
+         "tools": []},
+    ]
+    return scenario
+
+
+def test_station_needs_filter_on_the_registry_read_once_a_pass():
+    w = make_world(stations_lane())
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert filters_of(d, "agt_a")["isolation"]["reason"] == "isolation-too-weak"
+    assert filters_of(d, "agt_c")["tools"] == {"filter": "tools", "passed": False,
+                                               "reason": "tool-missing", "missing": ["git"]}
+    assert d.chosen == "agt_b"
+
+
+def test_min_proof_installed_does_not_count_a_declared_tool():
+    w = make_world(stations_lane(), min_proof="installed")
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert filters_of(d, "agt_b")["tools"]["reason"] == "tool-missing"
+    assert d.reason == "none-eligible"
+
+
+def test_agentpod_without_the_registry_leaves_station_needs_unchecked():
+    w = make_world(stations_lane())
+    w.opt_in("brd_a")
+    w.suite.toggles.station_registry = False
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert filters_of(d, "agt_a")["isolation"].get("unchecked") is True
+    assert d.chosen == "agt_a"
+
+
+def policy_lane(**policy):
+    return lane(policy={"version": "pol_1", **policy})
+
+
+def test_the_policy_denies_an_agent_and_is_recorded():
+    w = make_world(policy_lane(rules=[{"agentId": "agt_a", "effect": "deny",
+                                       "reason": "not-this-one"}]), policy="on")
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert filters_of(d, "agt_a")["policy"]["reason"] == "policy-denied"
+    assert d.candidates.get(agent_id="agt_a").policy["allow"] is False
+    assert d.chosen == "agt_b"
+
+
+def test_accounts_down_with_the_policy_on_fails_closed():
+    w = make_world(policy_lane(rules=[]), policy="on")
+    w.opt_in("brd_a")
+    w.sweep()  # tokens for the products are cached now
+    w.suite.toggles.accounts_up = False
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert d.reason == "none-eligible"
+    assert filters_of(d, "agt_a")["policy"]["reason"] == "policy-unread"
+
+
+def test_after_a_no_policy_answer_accounts_down_still_passes_everyone():
+    w = make_world(lane(), policy="on")  # the workspace has no policy
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    w.suite.toggles.accounts_up = False
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    assert all(d.chosen for d in w.decisions())
+
+
+def test_candidates_all_considers_agents_reporting_load_outside_the_roster():
+    scenario = lane()
+    scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"],
+                               "boards": [{"board": "brd_a", "bridge": False}]})
+    w = make_world(scenario, candidates="all")
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    z = d.candidates.get(agent_id="agt_z")
+    assert z.source == "direct" and z.in_set
