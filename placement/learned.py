@@ -222,3 +222,60 @@ def rank(
         raise ValueError("the model was trained on other features than placement computes")
     scored = [(agent_id, model.probability(values)) for agent_id, values in eligible_rows]
     return sorted(scored, key=lambda row: (-row[1], row[0]))
+
+
+@dataclass(frozen=True)
+class LearnedView:
+    """What the model made of one decision: its choice, its probabilities, whether it placed."""
+
+    model_id: str
+    version: int
+    mode: str  # "shadow" | "on"
+    choice: str | None
+    formula_choice: str | None
+    placed: bool
+    probabilities: Mapping[str, float]
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "model": self.model_id,
+            "version": self.version,
+            "mode": self.mode,
+            "choice": self.choice,
+            "formulaChoice": self.formula_choice,
+            "placed": self.placed,
+            "probabilities": dict(self.probabilities),
+        }
+
+
+def learned_policy(formula: str, model: LearnedModel) -> str:
+    """The policy name a model-placed decision is recorded under."""
+    return f"{formula}+learned:{model.version}"
+
+
+def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
+             now: datetime) -> tuple[Any, LearnedView | None]:
+    """The model's view of a decision that holds someone, and the decision to carry out.
+
+    In shadow (or short of the gate) the formula's decision is returned unchanged. With the
+    model on and past the gate, the model's choice is held instead, under its own policy
+    name. A decision that holds nobody is the ladder's business, not the model's.
+    """
+    from dataclasses import replace
+
+    if decided.hold is None:
+        return decided, None
+    record = decided.to_record()
+    record["createdAt"] = now
+    counts = pool(record["candidates"])
+    rows = [(c["candidate"]["agentId"], record_features(record, c, counts))
+            for c in record["candidates"] if is_eligible(c)]
+    ranking = rank(model, rows)
+    choice = ranking[0][0] if ranking else None
+    placed = mode == "on" and may_place and choice is not None
+    view = LearnedView(model.id, model.version, mode, choice, decided.chosen, placed,
+                       {agent_id: round(p, 6) for agent_id, p in ranking})
+    if placed:
+        decided = replace(decided, chosen=choice, hold=replace(decided.hold, agent_id=choice),
+                          policy=learned_policy(decided.policy, model))
+    return decided, view
