@@ -42,11 +42,8 @@ def board_changed(board_id: str, enabled: bool) -> None:
 
 def install_after_sweep_hooks() -> None:
     """After each sweep, the suggestions (they read our own store only)."""
+    from records.suggestions import sync_if_due
     from superdispatch.loop import passes
 
-    try:
-        from records.suggestions import sync_if_due
-    except ImportError:  # suggestions not built in this tree
-        return
     if sync_if_due not in passes.after_sweep_hooks:
         passes.after_sweep_hooks.append(sync_if_due)
