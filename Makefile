@@ -28,5 +28,18 @@ run: migrate
 test: venv
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The demo: the sandbox suite with simulated agents, and SuperDispatch placing their cards,
+# on a fresh store under .data/demo each time. Ctrl-C stops everything.
+DEMO_PORT := $${PORT:-8796}
+DEMO_ENV := $(PY) -m superdispatch.envfile .env.demo --
+.PHONY: demo
+demo: venv
+	rm -rf .data/demo
+	$(DEMO_ENV) $(PY) manage.py migrate --no-input -v 0
+	@$(DEMO_ENV) $(PY) manage.py create_operator --username $(ADMIN_USER) --password $(ADMIN_PASSWORD)
+	@echo "admin console: http://127.0.0.1:$(DEMO_PORT)/admin/ (login above); operator token: demo-operator-token"
+	@echo "try: curl -H 'authorization: Bearer demo-operator-token' 'http://127.0.0.1:$(DEMO_PORT)/v1/decisions?limit=5'"
+	DEMO_PORT=$(DEMO_PORT) $(DEMO_ENV) $(PY) -m honcho -e /dev/null -f Procfile.demo start --port $(DEMO_PORT)
+
 clean:
 	rm -rf .data .pytest_cache

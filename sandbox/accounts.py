@@ -44,12 +44,14 @@ class Accounts:
         self._scopes: dict[str, frozenset[str]] = {}
         self._tokens: dict[str, Token] = {}
 
-    def add_credential(self, scopes: Iterable[str]) -> str:
-        """A new service credential `svc_<20 hex>:<secret>` with these scopes."""
-        credential_id = "svc_" + secrets.token_hex(10)
-        self._secrets[credential_id] = secrets.token_urlsafe(24)
+    def add_credential(self, scopes: Iterable[str], credential: str | None = None) -> str:
+        """A service credential `svc_<20 hex>:<secret>` with these scopes: a new one, or one given."""
+        if credential is None:
+            credential = f"svc_{secrets.token_hex(10)}:{secrets.token_urlsafe(24)}"
+        credential_id, _, secret = credential.partition(":")
+        self._secrets[credential_id] = secret
         self._scopes[credential_id] = frozenset(scopes)
-        return f"{credential_id}:{self._secrets[credential_id]}"
+        return credential
 
     def credential_id(self, credential: str | None) -> str | None:
         """The id of a valid credential, or None."""

@@ -87,16 +87,18 @@ class Suite:
     """SuperPipeline, AgentPod, Accounts, SuperWitness and the relay, over one scenario and clock."""
 
     def __init__(self, scenario: Scenario, clock: Clock | None = None, urls: ProductUrls | None = None,
-                 relay_target: Target = None) -> None:
+                 relay_target: Target = None, credential: str | None = None,
+                 relay_secret: str | None = None) -> None:
+        """`credential` and `relay_secret`: the ones SuperDispatch is already configured with (else new)."""
         self.scenario = scenario
         self.clock: Clock = clock or VirtualClock(scenario.start)
         self.urls = urls or ProductUrls()
         self.toggles = Toggles()
         self.lock = threading.RLock()
-        self.relay = Relay(secrets.token_hex(32), self.clock, relay_target)
+        self.relay = Relay(relay_secret or secrets.token_hex(32), self.clock, relay_target)
         self.pipeline = Pipeline(self.clock, scenario.tenant_id, self.relay.publish)
         self.accounts = Accounts(self.clock, self.urls.audiences, scenario.policy)
-        self.credential = self.accounts.add_credential(scenario.credential_scopes)
+        self.credential = self.accounts.add_credential(scenario.credential_scopes, credential)
         self.agentpod = AgentPod(self.pipeline, scenario.stations)
         credential_id = self.credential.partition(":")[0]
         self.agentpod.roster_readers.add(credential_id)
