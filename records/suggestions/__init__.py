@@ -30,9 +30,9 @@ Where the docs leave things open, this is what is meant:
 - **Supply**: only while the lane's newest decision chose nobody. "Blocked" is `none-eligible`
   or `one-candidate`. `change-model` needs a rostered agent with a station turned away by
   `model-mismatch` alone; its target is that agent's newest such record. `move-to-host` and
-  `add-station` read what the lane's stations lacked (each filter's `missing`, over every
-  distinct record in blocked decisions where station filters alone turned a rostered agent
-  away): the strongest isolation and every model, tool and credential. `move-to-host` takes
+  `add-station` read what the lane's stations lacked (each filter's `missing`, where station
+  filters alone turned a rostered agent away, in the lane's newest 20 blocked decisions that
+  bear a station shortfall out): the strongest isolation and every model, tool and credential. `move-to-host` takes
   the first station of the registry, not the lane's own, that has it all at the minimum
   proof: an empty one first, then by station id. When the registry says one of the lane's
   own stations has what that station lacked, nothing is proposed from station shortfalls

@@ -54,8 +54,8 @@ def found_suggestions(now: datetime) -> list[Found]:
         rules = {lane.lane: flagging_rules(lane) for lane in lanes}
         wanting = [lane for lane in lanes if rules[lane.lane] or wants_supply(lane)]
         requires, candidates = latest_reads([lane.latest.id for lane in wanting])
-        short = ({} if not any(lane.count(MODEL | SHORTFALL) for lane in wanting if wants_supply(lane))
-                 else lane_shortfalls(window))
+        short = lane_shortfalls([pid for lane in wanting if wants_supply(lane)
+                                 for pid in lane.evidence(MODEL | SHORTFALL)])
     found = []
     for lane in wanting:
         latest = lane.latest.id

@@ -10,11 +10,10 @@ import heapq
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Iterable, NamedTuple
 
 from django.db import connection
-from django.utils.dateparse import parse_datetime
 
 from placement.filters import REASON_CODES, STATION_FILTERS
 from records.models import Board, Candidate, Decision
@@ -60,58 +59,98 @@ def _only(codes: Iterable[str]) -> str:
     return f"(c.reasons <> '' AND {rest} = ',')"
 
 
-ROSTERED = "(c.source = 'roster' AND c.in_set)"
 CAPABLE = f"NOT {_has('capability-missing')}"
-ROSTERED_CAPABLE = f"({ROSTERED} AND {CAPABLE})"
-OFF_ROSTER_CAPABLE = f"(c.source = 'direct' AND (c.capable OR (c.in_set AND {CAPABLE})))"
 SICK = f"({_has('unhealthy')} OR {_has('recently-no-show')})"
 # As placement's waiting rule: unhealthy is load only while the agent has no room.
 LOAD_ALONE = (f"({_only(LOAD_CODES)} AND (NOT {_has('unhealthy')} OR {_has('at-capacity')}"
               f" OR {_has('not-idle')}))")
-MODEL_ONLY = f"({ROSTERED} AND c.station_id IS NOT NULL AND c.reasons = ',model-mismatch,')"
-STATION_ONLY = f"({ROSTERED} AND {_only(STATION_CODES)})"
 
-
-def _count(predicate: str, name: str) -> str:
-    return f"SUM(CASE WHEN {predicate} THEN 1 ELSE 0 END) AS {name}"
+# What one candidate counts towards, as the bits of one number worked out once per row.
+# Only a rostered agent in the candidate set with the capability (`rostered_capable`) is
+# looked at further; cheap tests come first, so an eligible or off-roster row costs little.
+COUNTS = {
+    "rostered_capable": 1,
+    "sick": 2,  # ... turned away as unhealthy or a recent no-show
+    "load_bound": 4,  # ... turned away for its load alone
+    "at_capacity": 8,  # ... turned away at its board's concurrency
+    "model_only": 16,  # ... with a station, turned away by model-mismatch alone
+    "station_only": 32,  # ... turned away by station filters alone
+    "capable_off_roster": 64,  # an agent off the roster with the capability
+}
+_C = COUNTS
+CANDIDATE_COUNTS = f"""CASE
+            WHEN c.source = 'direct' THEN
+                CASE WHEN c.capable OR (c.in_set AND {CAPABLE}) THEN {_C["capable_off_roster"]} ELSE 0 END
+            WHEN NOT c.in_set THEN 0
+            WHEN c.reasons = '' THEN {_C["rostered_capable"]}
+            WHEN NOT {CAPABLE} THEN 0
+            ELSE {_C["rostered_capable"]}
+                + CASE WHEN {SICK} THEN {_C["sick"]} ELSE 0 END
+                + CASE WHEN {LOAD_ALONE} THEN {_C["load_bound"]} ELSE 0 END
+                + CASE WHEN {_has("at-capacity")} THEN {_C["at_capacity"]} ELSE 0 END
+                + CASE WHEN c.reasons = ',model-mismatch,' AND c.station_id IS NOT NULL
+                       THEN {_C["model_only"]} ELSE 0 END
+                + CASE WHEN {_only(STATION_CODES)} THEN {_C["station_only"]} ELSE 0 END
+        END"""
+STATION_ONLY = f"(c.source = 'roster' AND c.in_set AND {_only(STATION_CODES)})"
 
 
 D, C, B = Decision._meta.db_table, Candidate._meta.db_table, Board._meta.db_table
-WINDOWED = f"""
-    SELECT d.id, d.board_id, d.stage_key, d.card_id, d.ladder_ready_at, d.created_at,
-           d.chosen, d.reason
-    FROM {D} d JOIN {B} b ON b.board_id = d.board_id
-    WHERE b.enabled AND d.created_at > %s AND d.created_at <= %s"""
+IN_WINDOW = "d.created_at > %s AND d.created_at <= %s"
 
-DECISIONS_SQL = f"""
-WITH windowed AS ({WINDOWED}),
-tallies AS (
-    SELECT c.decision_id,
-           {_count(ROSTERED_CAPABLE, "rostered_capable")},
-           {_count(f"{ROSTERED_CAPABLE} AND {SICK}", "sick")},
-           {_count(f"{ROSTERED_CAPABLE} AND {LOAD_ALONE}", "load_bound")},
-           {_count(f"{ROSTERED_CAPABLE} AND {_has('at-capacity')}", "at_capacity")},
-           {_count(OFF_ROSTER_CAPABLE, "capable_off_roster")},
-           {_count(MODEL_ONLY, "model_only")},
-           {_count(STATION_ONLY, "station_only")}
-    FROM {C} c JOIN windowed w ON w.id = c.decision_id
-    GROUP BY c.decision_id
-)
-SELECT w.board_id, w.stage_key, w.card_id, w.ladder_ready_at, w.created_at, w.id, w.chosen,
-       w.reason, COALESCE(t.rostered_capable, 0), COALESCE(t.sick, 0),
-       COALESCE(t.load_bound, 0), COALESCE(t.at_capacity, 0),
-       COALESCE(t.capable_off_roster, 0), COALESCE(t.model_only, 0),
-       COALESCE(t.station_only, 0)
-FROM windowed w LEFT JOIN tallies t ON t.decision_id = w.id
-ORDER BY w.board_id, w.stage_key, w.card_id, w.ladder_ready_at, w.created_at, w.id
+
+def _epoch(column: str) -> str:
+    """A time column as seconds since 1970, so Python reads a float rather than parsing a time."""
+    if connection.vendor == "postgresql":
+        return f"CAST(EXTRACT(EPOCH FROM {column}) AS double precision)"
+    return f"((julianday({column}) - 2440587.5) * 86400.0)"
+
+
+def _bytewise(column: str) -> str:
+    # The fold needs each lane, card and attempt together, in any order: skip the locale's.
+    return f'{column} COLLATE "C"' if connection.vendor == "postgresql" else column
+
+
+def _fence() -> str:
+    """Keeps a subquery's columns worked out once, rather than inlined into every use."""
+    return "OFFSET 0" if connection.vendor == "postgresql" else "LIMIT -1 OFFSET 0"
+
+
+def decisions_sql() -> str:
+    """Each decision of the window on an enabled board, with its candidates counted by kind.
+
+    Each candidate's counts are worked out once, then summed per decision.
+    """
+    return f"""
+SELECT d.board_id, d.stage_key, d.card_id, {_epoch("d.ladder_ready_at")}, {_epoch("d.created_at")},
+       d.id, d.chosen, d.reason, {", ".join(f"COALESCE(t.{name}, 0)" for name in COUNTS)}
+FROM {D} d
+JOIN {B} b ON b.board_id = d.board_id
+LEFT JOIN (
+    SELECT decision_id,
+           {", ".join(f"SUM(CASE WHEN (counts & {bit}) <> 0 THEN 1 ELSE 0 END) AS {name}"
+                      for name, bit in COUNTS.items())}
+    FROM (
+        SELECT c.decision_id, {CANDIDATE_COUNTS} AS counts
+        FROM {C} c JOIN {D} d ON d.id = c.decision_id
+        WHERE {IN_WINDOW}
+        {_fence()}
+    ) per_candidate
+    GROUP BY decision_id
+) t ON t.decision_id = d.id
+WHERE b.enabled AND {IN_WINDOW}
+ORDER BY {_bytewise("d.board_id")}, {_bytewise("d.stage_key")}, {_bytewise("d.card_id")},
+         d.ladder_ready_at, d.created_at, d.id
 """
 
-SHORTFALLS_SQL = f"""
-SELECT w.board_id, w.stage_key, c.agent_id, c.station_id, c.filters, MAX(w.created_at)
-FROM ({WINDOWED}) w JOIN {C} c ON c.decision_id = w.id
-WHERE w.reason IN ('none-eligible', 'one-candidate') AND {STATION_ONLY}
-GROUP BY w.board_id, w.stage_key, c.agent_id, c.station_id, c.filters
-ORDER BY w.board_id, w.stage_key
+
+def shortfalls_sql(decisions: int) -> str:
+    """The distinct station shortfalls of rostered agents in these decisions, per lane."""
+    return f"""
+SELECT d.board_id, d.stage_key, c.agent_id, c.station_id, c.filters, MAX({_epoch("d.created_at")})
+FROM {D} d JOIN {C} c ON c.decision_id = d.id
+WHERE d.id IN ({", ".join(["%s"] * decisions)}) AND {STATION_ONLY}
+GROUP BY d.board_id, d.stage_key, c.agent_id, c.station_id, c.filters
 """
 
 
@@ -119,8 +158,8 @@ class DecisionRow(NamedTuple):
     board_id: str
     stage_key: str
     card_id: str
-    ladder_ready_at: datetime | None
-    created_at: datetime
+    ladder_ready_at: float | None  # seconds since 1970, as every time read here
+    created_at: float
     id: str
     chosen: str | None
     reason: str | None
@@ -128,9 +167,9 @@ class DecisionRow(NamedTuple):
     sick: int
     load_bound: int
     at_capacity: int
-    capable_off_roster: int
     model_only: int
     station_only: int
+    capable_off_roster: int
 
     @property
     def lane(self) -> tuple[str, str]:
@@ -164,7 +203,7 @@ class Latest:
     """The lane's newest decision in the window."""
 
     id: str
-    created_at: datetime
+    created_at: float
     chosen: str | None
     rostered_capable: int
 
@@ -187,7 +226,7 @@ class LaneTally:
     longest_stall: Stall | None = None
     at_capacity: int = 0  # rostered capable agents at capacity, in the newest CAPACITY decision
     _newest: dict = field(default_factory=dict)  # bit -> min-heap of (created_at, id)
-    _newest_capacity: datetime | None = None
+    _newest_capacity: float | None = None
 
     @property
     def lane(self) -> tuple[str, str]:
@@ -271,7 +310,7 @@ class _Fold:
             run += 1
         if not run:
             return 0
-        span = self.attempt[-1].created_at - self.attempt[-run].created_at
+        span = timedelta(seconds=self.attempt[-1].created_at - self.attempt[-run].created_at)
         if span < self.stall:
             return 0
         if lane.longest_stall is None or span > lane.longest_stall.span:
@@ -282,12 +321,24 @@ class _Fold:
 def lane_tallies(window: Window) -> list[LaneTally]:
     """Every lane with a decision in the window on an opted-in board, with its tally."""
     fold = _Fold(window.stall)
+    _plan_for_one_big_read()
     with connection.chunked_cursor() as cursor:
-        cursor.execute(DECISIONS_SQL, _window_params(window))
+        cursor.execute(decisions_sql(), _window_params(window) * 2)
         while rows := cursor.fetchmany(CHUNK):
             for raw in rows:
-                fold.add(DecisionRow(*raw[:3], moment(raw[3]), moment(raw[4]), *raw[5:]))
+                fold.add(DecisionRow(*raw))
     return fold.finish()
+
+
+def _plan_for_one_big_read() -> None:
+    # PostgreSQL would compile this one-off aggregate (seconds of JIT for a sub-second query),
+    # spill its sort to disk, and plan the cursor for its first rows; within the sync's
+    # transaction, do none of that.
+    if connection.vendor == "postgresql" and not connection.get_autocommit():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL jit = off")
+            cursor.execute("SET LOCAL work_mem = '64MB'")
+            cursor.execute("SET LOCAL cursor_tuple_fraction = 1")  # every row is read
 
 
 class CandidateRow(NamedTuple):
@@ -327,36 +378,29 @@ class Shortfall:
     agent_id: str
     station_id: str | None
     lacked: dict  # filter -> tuple of what the station lacked, in the stage's words
-    last_at: datetime
+    last_at: float
 
 
-def lane_shortfalls(window: Window) -> dict[tuple[str, str], list[Shortfall]]:
-    """Each lane's distinct station shortfalls in its blocked decisions, newest first."""
-    out: dict[tuple[str, str], list[Shortfall]] = {}
-    with connection.chunked_cursor() as cursor:
-        cursor.execute(SHORTFALLS_SQL, _window_params(window))
-        while rows := cursor.fetchmany(CHUNK):
-            for board_id, stage_key, agent_id, station_id, filters, last_at in rows:
-                if isinstance(filters, str):
-                    filters = json.loads(filters)
-                lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in filters
-                          if not f.get("passed") and f["filter"] in STATION_FILTERS}
-                out.setdefault((board_id, stage_key), []).append(
-                    Shortfall(agent_id, station_id, lacked, moment(last_at)))
-    for shortfalls in out.values():
+def lane_shortfalls(decision_ids: list[str]) -> dict[tuple[str, str], list[Shortfall]]:
+    """Each lane's distinct station shortfalls in these decisions (its newest that bear one
+    out), newest first."""
+    found: dict[tuple[str, str], list[Shortfall]] = {}
+    if not decision_ids:
+        return found
+    with connection.cursor() as cursor:
+        cursor.execute(shortfalls_sql(len(decision_ids)), decision_ids)
+        for board_id, stage_key, agent_id, station_id, filters, last_at in cursor.fetchall():
+            if isinstance(filters, str):
+                filters = json.loads(filters)
+            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in filters
+                      if not f.get("passed") and f["filter"] in STATION_FILTERS}
+            found.setdefault((board_id, stage_key), []).append(
+                Shortfall(agent_id, station_id, lacked, last_at))
+    for shortfalls in found.values():
         shortfalls.sort(key=lambda s: (s.last_at, s.agent_id), reverse=True)
-    return out
+    return found
 
 
 def _window_params(window: Window) -> list:
     adapt = connection.ops.adapt_datetimefield_value
     return [adapt(window.since), adapt(window.until)]
-
-
-def moment(value: Any) -> datetime | None:
-    """A time read by raw SQL as an aware datetime, whichever database answered."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

@@ -1,0 +1,238 @@
+"""Sync roster suggestions and supply proposals over a day of decisions.
+
+The log: 24 hours of decisions on 50 boards of four stages (200 lanes; 100,000 decisions,
+500,000 candidates), each lane living one story: placed well, one agent, unreliable agents,
+stalled cards, a model or a station short, agents at capacity, or a capability nobody has.
+The sync runs in a fresh process, which reports its time and its peak RSS growth.
+Goal: under 5 s on PostgreSQL, in memory that does not grow with the decisions.
+
+Run: .venv/bin/python bench/suggestions.py [decisions]          (SQLite in a temporary directory)
+     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/suggestions.py
+On PostgreSQL it works in a database of its own, made afresh and dropped at the end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import ROOT, drop_database, fresh_database, temp_dir  # noqa: E402
+
+sys.path.insert(0, ROOT)
+
+BENCH_DB = "superdispatch_bench_suggestions"
+NOW = datetime(2026, 11, 14, 10, 0, tzinfo=timezone.utc)
+BOARDS, STAGES, CANDIDATES = 50, ("review", "build", "test", "ship"), 5
+PASSED = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",
+          "held", "noShow", "passedOver")
+STATION = ("isolation", "model", "tools", "credentials")
+REQUIRES = json.dumps({"all": ["code-review"], "any": []})
+
+
+def _verdicts(failing: dict[str, str], lacking: dict[str, list[str]] | None = None) -> tuple:
+    """(filters JSON, reasons) of a rostered candidate failing these filters."""
+    names = PASSED[:4] + (STATION if lacking is not None else ()) + PASSED[4:]
+    codes = {"model": "model-mismatch", "tools": "tool-missing", "isolation": "isolation-too-weak",
+             "credentials": "credential-missing", **failing}
+    out, reasons = [], []
+    for name in names:
+        missing = (lacking or {}).get(name)
+        if missing or name in failing:
+            out.append({"filter": name, "passed": False, "reason": codes[name],
+                        **({"missing": missing} if missing else {})})
+            reasons.append(codes[name])
+        else:
+            out.append({"filter": name, "passed": True})
+    return json.dumps(out), ("," + ",".join(reasons) + ",") if reasons else ""
+
+
+# Each kind of candidate: (source, in_set, capable, filters, reasons).
+KINDS = {
+    "ok": ("roster", True, None, *_verdicts({})),
+    "sick": ("roster", True, None, *_verdicts({"health": "unhealthy"})),
+    "no-show": ("roster", True, None, *_verdicts({"noShow": "recently-no-show"})),
+    "busy": ("roster", True, None, *_verdicts({"idle": "not-idle"})),
+    "full": ("roster", True, None, *_verdicts({"capacity": "at-capacity"})),
+    "incapable": ("roster", True, None, *_verdicts({"capability": "capability-missing"})),
+    "model": ("roster", True, None, *_verdicts({}, {"model": ["m-large"]})),
+    "station": ("roster", True, None, *_verdicts({}, {"isolation": ["container"], "tools": ["git"]})),
+    "off": ("direct", False, True, *_verdicts({"roster": "not-on-roster"})),
+    "off-incapable": ("direct", False, False, *_verdicts({"roster": "not-on-roster"})),
+}
+# Each lane's story: (chosen?, reason, candidate kinds, decisions per card).
+STORIES = [
+    (True, None, ("ok", "ok", "busy", "sick", "off"), 3),
+    (False, "one-candidate", ("ok", "off", "off", "off-incapable", "off-incapable"), 2),
+    (False, "none-eligible", ("sick", "no-show", "sick", "off", "off-incapable"), 3),
+    (False, "none-eligible", ("sick", "busy", "incapable", "off", "off"), 12),
+    (False, "none-eligible", ("model", "model", "busy", "off", "off-incapable"), 3),
+    (False, "none-eligible", ("station", "station", "incapable", "off", "off"), 3),
+    (False, "any-match", ("full", "busy", "full", "off", "off-incapable"), 3),
+    (False, "none-eligible", ("incapable", "incapable", "off-incapable", "off-incapable",
+                              "off-incapable"), 3),
+]
+
+
+def rows(decisions: int):
+    """(decision row, [candidate rows]) for the day before NOW, lane by lane."""
+    rng = random.Random(7)
+    lanes = [(f"brd_{b:03d}", stage) for b in range(BOARDS) for stage in STAGES]
+    per_lane = decisions // len(lanes)
+    step = timedelta(hours=24) / (per_lane + 1)
+    n = 0
+    for index, (board, stage) in enumerate(lanes):
+        chosen, reason, kinds, per_card = STORIES[index % len(STORIES)]
+        for i in range(per_lane):
+            created = NOW - timedelta(hours=24) + step * (i + 1)
+            ready = NOW - timedelta(hours=24) + step * (i - i % per_card + 1)
+            placed = chosen or rng.random() < 0.1 and i < per_lane - 1
+            pid = f"pld_{n:024x}"
+            n += 1
+            agents = [f"agt_{(index * 7 + k) % 400:04d}" for k in range(CANDIDATES)]
+            yield ((pid, board, f"card_{index}_{i // per_card}", stage, ready,
+                    "idle-stage-success-lru@3", agents[0] if placed else None,
+                    None if placed else reason, "winner", 1, REQUIRES, created),
+                   [(pid, position, agent, "prn_" + agent[4:], "stn_" + agent[4:],
+                     *KINDS[kind][:3], KINDS[kind][3], position == 0 and kind == "ok",
+                     KINDS[kind][4])
+                    for position, (agent, kind) in enumerate(zip(agents, kinds))])
+
+
+DECISION_COLUMNS = ("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "policy",
+                    "chosen", "reason", "tier_name", "tier_step", "requires", "created_at")
+CANDIDATE_COLUMNS = ("decision_id", "position", "agent_id", "principal_id", "station_id",
+                     "source", "in_set", "capable", "filters", "eligible", "reasons")
+
+
+def seed(decisions: int) -> int:
+    """Write the day's log in batches (COPY on PostgreSQL); returns the candidate rows written."""
+    from django.db import connection
+
+    from records.models import Board
+
+    Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
+                                     updated_at=NOW) for b in range(BOARDS)])
+    written = 0
+    batch_d, batch_c = [], []
+    for decision, candidates in rows(decisions):
+        batch_d.append(decision)
+        batch_c += candidates
+        if len(batch_d) == 5000:
+            written += _write(connection, batch_d, batch_c)
+            batch_d, batch_c = [], []
+    written += _write(connection, batch_d, batch_c)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return written
+
+
+def _write(connection, decisions: list, candidates: list) -> int:
+    if not decisions:
+        return 0
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            for table, columns, batch in (("records_decision", DECISION_COLUMNS, decisions),
+                                          ("records_candidate", CANDIDATE_COLUMNS, candidates)):
+                with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                    for row in batch:
+                        copy.write_row(row)
+        else:
+            adapt = connection.ops.adapt_datetimefield_value
+            cursor.executemany(
+                f"INSERT INTO records_decision ({', '.join(DECISION_COLUMNS)}) VALUES "
+                f"({', '.join(['%s'] * len(DECISION_COLUMNS))})",
+                [(*d[:4], adapt(d[4]), *d[5:11], adapt(d[11])) for d in decisions])
+            cursor.executemany(
+                f"INSERT INTO records_candidate ({', '.join(CANDIDATE_COLUMNS)}) VALUES "
+                f"({', '.join(['%s'] * len(CANDIDATE_COLUMNS))})", candidates)
+    return len(candidates)
+
+
+def remember_a_registry() -> None:
+    from placement.facts import RegistryFact, Station
+    from records.registry import remember_registry
+
+    stations = [Station(f"stn_{a:04d}", runtime="rt_1", harness="codex", occupant=f"agt_{a:04d}",
+                        isolation=RegistryFact("host", "probed"),
+                        models=(RegistryFact("m-small", "declared"),)) for a in range(400)]
+    stations.append(Station("stn_spare", runtime="rt_2", harness="codex",
+                            isolation=RegistryFact("container", "probed"),
+                            models=(RegistryFact("m-large", "installed"),),
+                            tools=(RegistryFact("git", "installed"),)))
+    remember_registry(tuple(stations), NOW)
+
+
+def vm_kb(field: str) -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+
+
+def sync_in_this_process() -> None:
+    """In a fresh process: one sync at NOW, its time, peak RSS growth and what it found."""
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from records.models import Suggestion
+    from records.suggestions import sync
+
+    connection.ensure_connection()
+    Suggestion.objects.exists()  # warm the connection and the model machinery
+    baseline = vm_kb("VmRSS")
+    started = time.perf_counter()
+    summary = sync(NOW)
+    elapsed = time.perf_counter() - started
+    peak_mb = (vm_kb("VmHWM") - baseline) / 1024
+    kinds = ",".join(f"{k}:{n}" for k, n in sorted(
+        Suggestion.objects.filter(resolved_at__isnull=True).values_list("kind").annotate(
+            n=django.db.models.Count("id")).values_list("kind", "n")))
+    print(f"{elapsed:.3f} {peak_mb:.1f} {summary.opened} {kinds}")
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--sync"]:
+        sync_in_this_process()
+        return
+    decisions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    data_dir = temp_dir("suggestions")
+    kind = "postgres" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
+    os.environ.update({
+        "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
+        "AGENTPOD_URL": "http://127.0.0.1:9",
+        "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
+        "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64, "SUPERDISPATCH_DATA_DIR": data_dir,
+        "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
+        "DATABASE_URL": fresh_database(kind, BENCH_DB, data_dir),
+    })
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    candidates = seed(decisions)
+    remember_a_registry()
+    print(f"database={kind} boards={BOARDS} lanes={BOARDS * len(STAGES)} decisions={decisions} "
+          f"candidates={candidates} seed_s={time.perf_counter() - started:.1f}")
+    connections.close_all()
+    try:
+        out = subprocess.run([sys.executable, __file__, "--sync"], env=os.environ, check=True,
+                             capture_output=True, text=True).stdout.split()
+    finally:
+        drop_database(kind, BENCH_DB)
+    sync_s, peak_mb, opened, kinds = float(out[0]), float(out[1]), int(out[2]), out[3]
+    print(f"opened={opened} open_by_kind={kinds}")
+    print(f"suggest_sync_s={sync_s:.3f} peak_rss_growth_mb={peak_mb}")
+
+
+if __name__ == "__main__":
+    main()
