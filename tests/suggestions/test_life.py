@@ -1,8 +1,6 @@
 """A suggestion's life: opened, found again, resolved, dismissed, and opened anew."""
 from __future__ import annotations
 
-from datetime import timedelta
-
 from records.actions import do_dismiss_suggestion
 from records.models import Board, LoopState, Suggestion
 from records.suggestions import SyncSummary, sync, sync_if_due

@@ -1,8 +1,7 @@
 """Roster suggestions: each rule and each kind, from hand-built decision histories."""
 from __future__ import annotations
 
-from datetime import timedelta
-
+from records.models import Suggestion
 from tests.conftest import T0, at
 from tests.factories import make_decision
 from tests.suggestions.conftest import synced
@@ -146,7 +145,6 @@ def test_each_board_and_stage_is_its_own_lane():
     make_decision(board="brd_a", stage="review", reason="one-candidate", candidates=[ADA])
     make_decision(board="brd_a", stage="build", chosen="agt_ada", candidates=[ADA, BOB])
     make_decision(board="brd_b", stage="review", reason="one-candidate", candidates=[ADA])
-    from records.models import Suggestion
     synced(at(60))
     assert sorted(Suggestion.objects.values_list("board_id", "stage_key")) == [
         ("brd_a", "review"), ("brd_b", "review")]
