@@ -1,0 +1,82 @@
+"""What the loop's benchmarks share: a synthetic workspace, a database of their own, and figures."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = sys.executable
+POSTGRES_ADMIN = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+REDIS_DB_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
+
+
+def workspace(name: str, boards: int, agents: int, cards_per_board: int = 0) -> dict:
+    """A scenario: `boards` boards whose first stage states station needs, `agents` agents able
+    to work it, each with a station that meets them and a roster row on every board."""
+    board_ids = [f"brd_{b:03d}" for b in range(boards)]
+    return {
+        "name": name, "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "boards": [{"id": b, "initialCards": cards_per_board,
+                    "stages": [{"key": "review", "owner": "code-review",
+                                "placement": {"isolation": "container", "tools": ["git"]}},
+                               {"key": "ship", "ownerKind": "human", "owner": "release"}]}
+                   for b in board_ids],
+        "agents": [{"id": f"agt_{a:04d}", "capabilities": ["code-review"],
+                    "station": f"stn_{a:04d}", "boards": board_ids} for a in range(agents)],
+        "stations": [{"stationId": f"stn_{a:04d}",
+                      "isolation": {"value": "container", "proof": "probed"},
+                      "tools": [{"id": "git", "proof": "installed"}]} for a in range(agents)],
+    }
+
+
+def postgres(url: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def fresh_database(kind: str, name: str, data_dir: str) -> str:
+    """A DATABASE_URL for an empty database of the bench's own: a new PostgreSQL database
+    (dropped first if a run left it) or a SQLite file in `data_dir`."""
+    if kind == "postgres":
+        postgres(POSTGRES_ADMIN, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
+                 f"CREATE DATABASE {name}")
+        return POSTGRES_ADMIN.rsplit("/", 1)[0] + "/" + name
+    return f"sqlite:///{data_dir}/{name}.sqlite3"
+
+
+def drop_database(kind: str, name: str) -> None:
+    if kind == "postgres":
+        postgres(POSTGRES_ADMIN, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def base_env(dispatch_env: dict[str, str], data_dir: str, database_url: str,
+             redis_url: str = "") -> dict[str, str]:
+    """The process environment for SuperDispatch against a stand-in suite."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SUPERDISPATCH_", "REDIS_URL",
+                                                                     "DATABASE_URL"))}
+    env.update(dispatch_env)
+    env.update({
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64,
+        "SUPERDISPATCH_DATA_DIR": data_dir,
+        "DATABASE_URL": database_url,
+        "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
+        "PYTHONPATH": ROOT,
+    })
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    return env
+
+
+def temp_dir(prefix: str) -> str:
+    return tempfile.mkdtemp(prefix=f"superdispatch-bench-{prefix}-")
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) by nearest rank."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]

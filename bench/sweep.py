@@ -1,0 +1,135 @@
+"""Time one sweep over 50 boards x 20 ready cards x 100 agents against a local stand-in suite.
+
+Each of the 100 agents has a station and a roster row on every board; each board's first
+stage states station needs, so every pass reads the registry and SuperWitness as well. The
+boards are opted in and their placement windows set before the clock starts; the timed
+sweep is `sweep(loop, now)` from end to end: leases, board and roster reads, settling, 1,000
+eligibility reads, decisions with 100 candidates each, their records, and the holds.
+
+It runs in four fresh processes: the stand-in over real HTTP on 127.0.0.1 (`SandboxServers`)
+and in-process (`sandbox_session`), each on PostgreSQL (with the Redis cache) and on SQLite
+(with the file cache). Goal: under 10 s. Beside each wall time is the sweep process's own CPU
+time, steadier on a busy machine. The last line is the PostgreSQL, real-HTTP figure.
+
+Run: .venv/bin/python bench/sweep.py            (--profile: cProfile the PostgreSQL HTTP sweep)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench._common import (  # noqa: E402
+    PYTHON, REDIS_DB_URL, base_env, drop_database, fresh_database, temp_dir, workspace,
+)
+
+BOARDS, CARDS, AGENTS = 50, 20, 100
+BENCH_DB = "superdispatch_bench_sweep"
+RUNS = [("postgres", "http"), ("postgres", "in-process"), ("sqlite", "http"),
+        ("sqlite", "in-process")]
+
+
+def scenario() -> dict:
+    return workspace("sweep", BOARDS, AGENTS, CARDS)
+
+
+def run(transport: str, profile: bool) -> dict:
+    """In a fresh process: opt every board in, set the windows, time one sweep, return figures.
+    Over HTTP the stand-in answers from the parent process; in-process it is built here."""
+    from sandbox import Suite, sandbox_session
+    from sandbox.clock import parse_rfc3339
+    from sandbox.scenario import parse_scenario
+
+    session = None
+    if transport == "in-process":
+        suite = Suite.from_scenario(parse_scenario(scenario()))
+        os.environ.update(suite.dispatch_config().as_env())
+        session = sandbox_session(suite)
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.cache import cache
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from records import actions
+    from superdispatch.clients import build_clients
+    from superdispatch.loop import Loop, sweep
+    from superdispatch.loop.windows import ensure_windows
+
+    call_command("migrate", verbosity=0)
+    cache.clear()
+    actions.board_hooks.clear()  # no worker runs here; the windows are set just below
+    now = parse_rfc3339(scenario()["start"])  # the stand-in's clock stands still at its start
+    for board in scenario()["boards"]:
+        actions.do_opt_in(board["id"], now)
+    cfg = settings.SUPERDISPATCH
+    loop = Loop(build_clients(cfg, session=session, now=now.timestamp), cfg, clock=lambda: now)
+    ensure_windows(loop, now)
+
+    started, cpu = time.perf_counter(), time.process_time()
+    if profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        with CaptureQueriesContext(connection) as queries:
+            summary = profiler.runcall(sweep, loop, now)
+        stats = pstats.Stats(profiler, stream=sys.stderr)
+        stats.sort_stats("tottime").print_stats(25)
+        stats.sort_stats("cumulative").print_stats(40)
+        print(f"queries={len(queries)}", file=sys.stderr)
+    else:
+        summary = sweep(loop, now)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"sweep_s": round(elapsed, 2), "cpu_s": round(cpu, 2), "decisions": summary.decisions, "holds": summary.holds,
+            "waits": summary.waits, "unread": summary.unread}
+
+
+def run_in_child(db: str, transport: str, profile: bool) -> dict:
+    """One run in a fresh process, on a fresh database, with the stand-in served from here."""
+    from sandbox import SandboxServers, Suite
+    from sandbox.scenario import parse_scenario
+
+    data_dir = temp_dir("sweep")
+    url = fresh_database(db, BENCH_DB, data_dir)
+    suite = Suite.from_scenario(parse_scenario(scenario()))
+    env = base_env(suite.dispatch_config().as_env(), data_dir, url,
+                   REDIS_DB_URL if db == "postgres" else "")
+    args = [PYTHON, __file__, "--run", transport] + (["--profile"] if profile else [])
+    with SandboxServers(suite):
+        env.update(suite.dispatch_config().as_env())
+        # The loop's log lines (one per hold) go to a pipe, shown only if the run fails.
+        done = subprocess.run(args, env=env, stdout=subprocess.PIPE, text=True,
+                              stderr=None if profile else subprocess.PIPE)
+    drop_database(db, BENCH_DB)
+    if done.returncode:
+        sys.exit(f"{db} {transport} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--run"]:
+        print(json.dumps(run(sys.argv[2], "--profile" in sys.argv)))
+        return
+    profile = "--profile" in sys.argv
+    print(f"one sweep: {BOARDS} boards x {CARDS} ready cards x {AGENTS} agents, "
+          f"{BOARDS * CARDS} cards")
+    figures = {}
+    for db, transport in RUNS[:1] if profile else RUNS:
+        figures[db, transport] = result = run_in_child(db, transport, profile)
+        print(f"  {db:8} {transport:10}  {result['sweep_s']:6.2f} s ({result['cpu_s']:5.2f} s CPU)  "
+              f"{result['decisions']} decisions, {result['holds']} holds, "
+              f"{result['waits']} waiting, {result['unread']} unread")
+    headline = figures["postgres", "http"]
+    print(f"sweep_s={headline['sweep_s']} decisions={headline['decisions']}")
+
+
+if __name__ == "__main__":
+    main()
