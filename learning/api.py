@@ -1,6 +1,9 @@
 """Dataset and model routes."""
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -41,7 +44,7 @@ class Dataset(APIView):
         return StreamingHttpResponse(dataset.jsonl(since), content_type="application/x-ndjson")
 
 
-def _train_body(body) -> tuple:
+def _train_body(body: Any) -> tuple[datetime | None, int]:
     """(since, seed) from the body `{since?, seed?}`; a bad field is a 400 naming it."""
     if not isinstance(body, dict):
         raise bad_request("bad-body", "the body is a JSON object: {since?, seed?}")

@@ -6,10 +6,13 @@ holds one chunk in memory at a time, never the whole log.
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from datetime import datetime
-from typing import Any, Iterator
+from functools import cache
+from typing import Any, Callable, Iterator
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import JSONField, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from learning.core.rows import SCHEMA, rows
 from records.models import Candidate, Decision
@@ -17,6 +20,28 @@ from records.present import decision_json
 
 MAX_DECISIONS = 100_000  # a read's cap, as documented
 CHUNK = 500  # decisions per query: large enough to amortise a round trip, small in memory
+
+# Decisions and candidates are read as value rows, not model instances, and their JSON as
+# text decoded here: a model instance and a JSON converter per value cost more than the rest
+# of the export together. present.decision_json reads the rows by the models' own names.
+DECISION_FIELDS = ("id", "board_id", "card_id", "stage_key", "policy", "chosen", "reason",
+                   "tier_name", "tier_step", "requires", "reserved_until", "reservation_refused",
+                   "outcome_status", "outcome_by", "outcome_at", "learned", "created_at")
+CANDIDATE_FIELDS = ("decision_id", "agent_id", "principal_id", "station_id", "source", "filters",
+                    "score", "capable", "stage_history", "policy")
+# Filter verdicts and capabilities repeat across the log: decode each distinct text once.
+REPEATING = ("requires", "filters")
+MEMO_SIZE = 4096
+
+
+class DecisionRow(namedtuple("DecisionRow", DECISION_FIELDS)):
+    """A decision as the dataset reads it."""
+
+    __slots__ = ()
+    tier = Decision.tier  # the model's own property: {name, step}, or None
+
+
+CandidateRow = namedtuple("CandidateRow", CANDIDATE_FIELDS)
 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
@@ -27,12 +52,48 @@ def settled(since: datetime | None) -> QuerySet:
     return decisions if since is None else decisions.filter(created_at__gte=since)
 
 
-def _after(decision: Decision, newest_first: bool) -> Q:
+def _after(last: DecisionRow, newest_first: bool) -> Q:
+    """Decisions past this one in the reading order. The plain range on created_at comes
+    first so the database walks the created_at index instead of sorting every match."""
+    at, id_ = last.created_at, last.id
     if newest_first:
-        return Q(created_at__lt=decision.created_at) | Q(
-            created_at=decision.created_at, id__lt=decision.id)
-    return Q(created_at__gt=decision.created_at) | Q(created_at=decision.created_at,
-                                                     id__gt=decision.id)
+        return Q(created_at__lte=at) & (Q(created_at__lt=at) | Q(id__lt=id_))
+    return Q(created_at__gte=at) & (Q(created_at__gt=at) | Q(id__gt=id_))
+
+
+@cache
+def _json_fields(model) -> frozenset[str]:
+    return frozenset(f.name for f in model._meta.fields if isinstance(f, JSONField))
+
+
+def _columns(model, fields: tuple[str, ...]) -> list:
+    json_fields = _json_fields(model)
+    return [Cast(f, TextField()) if f in json_fields else f for f in fields]
+
+
+def _decoder() -> Callable[[str, str | None], Any]:
+    """json.loads for one read, remembering the decoded texts of the fields that repeat."""
+    memo: dict[str, Any] = {}
+    loads = json.loads
+
+    def decode(field: str, text: str | None) -> Any:
+        if text is None:
+            return None
+        if field not in REPEATING:
+            return loads(text)
+        value = memo.get(text)
+        if value is None:
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            value = memo[text] = loads(text)
+        return value
+
+    return decode
+
+
+def _decoded(model, values: tuple, fields: tuple[str, ...], decode) -> list:
+    json_fields = _json_fields(model)
+    return [decode(f, v) if f in json_fields else v for f, v in zip(fields, values)]
 
 
 def record_chunks(since: datetime | None, *,
@@ -41,21 +102,34 @@ def record_chunks(since: datetime | None, *,
     `MAX_DECISIONS`. Oldest first, or newest first; ties on createdAt are broken by id."""
     limit, chunk = MAX_DECISIONS, CHUNK  # read at call time, so a test can lower them
     order = ("-created_at", "-id") if newest_first else ("created_at", "id")
-    with_candidates = Prefetch("candidates", queryset=Candidate.objects.order_by("position"))
+    decode = _decoder()
     read = 0
-    last: Decision | None = None
+    last: DecisionRow | None = None
     while read < limit:
-        page = settled(since).order_by(*order).prefetch_related(with_candidates)
+        page = settled(since).order_by(*order)
         if last is not None:
             page = page.filter(_after(last, newest_first))
         size = min(chunk, limit - read)
-        decisions = list(page[:size])
+        decisions = [DecisionRow._make(_decoded(Decision, values, DECISION_FIELDS, decode))
+                     for values in page.values_list(*_columns(Decision, DECISION_FIELDS))[:size]]
         if decisions:
-            yield [decision_json(d, d.candidates.all()) for d in decisions]
+            candidates = _candidates([d.id for d in decisions], decode)
+            yield [decision_json(d, candidates.get(d.id, ())) for d in decisions]
         if len(decisions) < size:
             return  # a short chunk was the last
         read += size
         last = decisions[-1]
+
+
+def _candidates(decision_ids: list[str], decode) -> dict[str, list[CandidateRow]]:
+    """The candidates of these decisions, by decision, in record order."""
+    found: dict[str, list[CandidateRow]] = {}
+    rows_ = (Candidate.objects.filter(decision_id__in=decision_ids)
+             .order_by("decision_id", "position").values_list(*_columns(Candidate, CANDIDATE_FIELDS)))
+    for values in rows_:
+        c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, decode))
+        found.setdefault(c.decision_id, []).append(c)
+    return found
 
 
 def jsonl(since: datetime | None) -> Iterator[bytes]:

@@ -8,10 +8,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from learning import dataset
-from learning.core import rows as core_rows
+from learning.core import labels
 from learning.core.shadow import GateReading, ShadowDecision, gate, report
 from learning.core.train import Example, train
 from learning.models import LearnedModel
+from placement import learned
 from records.models import Decision
 from records.present import iso
 from records.query import parse_time
@@ -28,6 +29,19 @@ def latest() -> LearnedModel | None:
     return LearnedModel.objects.order_by("-version").first()
 
 
+def decision_examples(record: dict[str, Any]) -> Iterator[Example]:
+    """`examples(rows(record))` without building the rows nobody trains on: a `lost` or `void`
+    candidate has no target, and most candidates of a decision are one or the other."""
+    candidates = record["candidates"]
+    counts = learned.pool(candidates)
+    for candidate in candidates:
+        goal = labels.target(labels.label(record, candidate))
+        if goal is not None:
+            values = learned.record_features(record, candidate, counts)
+            if values is not None:
+                yield record["id"], values, goal
+
+
 def _read_examples(since: datetime | None, progress: Progress | None
                    ) -> tuple[list[Example], int, str | None, str | None]:
     """The training examples of the newest settled decisions since `since` (at most the cap),
@@ -38,7 +52,7 @@ def _read_examples(since: datetime | None, progress: Progress | None
     newest = oldest = None
     for records in dataset.record_chunks(since, newest_first=True):
         for record in records:
-            examples.extend(core_rows.examples(core_rows.rows(record)))
+            examples.extend(decision_examples(record))
         decisions += len(records)
         newest = newest or records[0]["createdAt"]
         oldest = records[-1]["createdAt"]

@@ -28,7 +28,7 @@ class Command(BaseCommand):
 
         def progress(stage: str, done: int, total: int) -> None:
             # Redraw only when the bar moves: the fit reports every one of its iterations.
-            filled = BAR_WIDTH * done // total if total else BAR_WIDTH
+            filled = min(BAR_WIDTH, BAR_WIDTH * done // total) if total else BAR_WIDTH
             if shown.get(stage) == filled and done != total:
                 return
             shown[stage] = filled
