@@ -154,13 +154,14 @@ if SUPERDISPATCH.redis_url:
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 else:
     _broker = DATA_DIR / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker / "queue"),
         "data_folder_out": str(_broker / "queue"),
         "processed_folder": str(_broker / "processed"),
+        "control_folder": str(_broker / "control"),  # else "control/" in the working directory
         "store_processed": False,
     }
 CELERY_TASK_IGNORE_RESULT = True
