@@ -4,6 +4,7 @@ Views, admin actions, commands and tasks all call these, so a rule lives in one 
 """
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -63,19 +64,6 @@ def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
 
 # --- Decisions: recorded before the hold is asked for, settled on a later pass ------------
 
-def _candidate_row(decision: Decision, position: int, record: dict, in_set: bool,
-                   eligible: bool) -> Candidate:
-    reasons = [f["reason"] for f in record["filters"] if not f.get("passed") and f.get("reason")]
-    cand = record["candidate"]
-    return Candidate(
-        decision=decision, position=position, agent_id=cand["agentId"],
-        principal_id=cand["principalId"], station_id=cand["stationId"], source=cand["source"],
-        filters=record["filters"], score=record["score"], capable=record.get("capable"),
-        stage_history=record["stageHistory"], policy=record.get("policy"),
-        in_set=in_set, eligible=eligible,
-        reasons=("," + ",".join(reasons) + ",") if reasons else "")
-
-
 @transaction.atomic
 def do_record_decision(placed, now: datetime, learned: dict | None = None) -> Decision:
     """Write a placement decision and every candidate in one transaction."""
@@ -86,33 +74,52 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
         reason=record["reason"], tier_name=record["tier"]["name"],
         tier_step=record["tier"]["step"], requires=record["requires"], learned=learned,
         created_at=now)
-    _insert_candidates([_candidate_row(decision, i, rec, c.in_set, c.eligible)
+    _insert_candidates([_candidate_row(decision.id, i, rec, c.in_set, c.eligible)
                         for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))])
     return decision
 
 
-def _insert_candidates(rows: list[Candidate]) -> None:
+# Candidate's table columns, in the order `_candidate_row` gives their values.
+CANDIDATE_COLUMNS = ("decision_id", "position", "agent_id", "principal_id", "station_id",
+                     "source", "filters", "score", "capable", "stage_history", "policy",
+                     "in_set", "eligible", "reasons")
+
+
+def _json(value) -> str | None:
+    """A JSON column's value as the store keeps it (None is SQL NULL, as Django writes it)."""
+    return None if value is None else json.dumps(value)
+
+
+def _candidate_row(decision_id: str, position: int, record: dict, in_set: bool,
+                   eligible: bool) -> tuple:
+    reasons = [f["reason"] for f in record["filters"] if not f.get("passed") and f.get("reason")]
+    cand = record["candidate"]
+    return (decision_id, position, cand["agentId"], cand["principalId"], cand["stationId"],
+            cand["source"], _json(record["filters"]), _json(record["score"]),
+            record.get("capable"), _json(record["stageHistory"]), _json(record.get("policy")),
+            in_set, eligible, ("," + ",".join(reasons) + ",") if reasons else "")
+
+
+def _insert_candidates(rows: list[tuple]) -> None:
     """Write a decision's candidates: COPY on PostgreSQL, else one executemany.
 
-    Not `bulk_create`: on PostgreSQL it binds each column as an array, which psycopg quotes
-    element by element in Python, and for these JSON columns that costs several times the
-    write itself (a 200-candidate decision sits on the relay's path to the hold).
+    Plain rows, not models through `bulk_create`: a 200-candidate decision sits on the relay's
+    path to the hold, and on PostgreSQL `bulk_create` binds each column as an array that
+    psycopg quotes element by element in Python, several times the cost of the write itself.
     """
     if not rows:
         return
-    fields = [f for f in Candidate._meta.concrete_fields if not f.primary_key]
-    values = [[f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
-              for row in rows]
-    table = connection.ops.quote_name(Candidate._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    quote = connection.ops.quote_name
+    table = quote(Candidate._meta.db_table)
+    columns = ", ".join(quote(c) for c in CANDIDATE_COLUMNS)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in values:
+                for row in rows:
                     copy.write_row(row)
         else:
-            marks = ", ".join(["%s"] * len(fields))
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", values)
+            marks = ", ".join(["%s"] * len(CANDIDATE_COLUMNS))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
 def do_record_hold(decision: Decision, reserved_until: datetime) -> None:

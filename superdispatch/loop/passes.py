@@ -7,6 +7,8 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db import transaction
+
 import placement
 from placement.facts import AgentVerdict, Card, Facts, OwnHistory, RosterRow
 from records import actions, history
@@ -134,8 +136,9 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
         actions.do_note_read(board_id, now, err.code)
         summary.unread += 1
         return None
-    actions.do_note_read(board_id, now)
-    summary.settled += settle_board(read, now)
+    with transaction.atomic():  # one commit for the read and every settlement it brings
+        actions.do_note_read(board_id, now)
+        summary.settled += settle_board(read, now)
     roster = cached_roster(loop, board_id) if roster_from_cache else read_roster(loop, board_id)
     if roster is None:
         summary.unread += 1
@@ -162,14 +165,12 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     """Lease, read and settle each board, then place their ready cards fairly, then release."""
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
-    leased: list[str] = []
+    with transaction.atomic():  # each lease is its own compare-and-set; one commit for all
+        leased = [b for b in board_ids if actions.do_take_lease(b, owner, now, now + LEASE)]
+    summary.skipped = len(board_ids) - len(leased)
     try:
         works: dict[str, BoardWork] = {}
-        for board_id in board_ids:
-            if not actions.do_take_lease(board_id, owner, now, now + LEASE):
-                summary.skipped += 1
-                continue
-            leased.append(board_id)
+        for board_id in leased:
             work = _open_board(loop, board_id, now, summary, roster_from_cache)
             if work is not None:
                 works[board_id] = work
@@ -177,9 +178,11 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
         queued = [(b, card) for b, work in works.items() for card in _due_cards(work, now, only_card)]
         for board_id, card in placement.order_cards(queued, loop.cfg.fairness):
             place_card(reads, works[board_id], card, summary)
+        reads.remember_registry()
     finally:
-        for board_id in leased:
-            actions.do_release_lease(board_id, owner)
+        with transaction.atomic():
+            for board_id in leased:
+                actions.do_release_lease(board_id, owner)
     return summary
 
 

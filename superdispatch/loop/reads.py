@@ -80,18 +80,25 @@ class PassReads:
         return self._registry  # type: ignore[return-value]
 
     def _read_registry(self) -> tuple[Station, ...] | None:
-        from records import registry
-
         try:
             stations = self.loop.clients.agentpod.stations()
         except ClientError as err:
             log.warning("loop: station registry unread, station needs unchecked: %s", err.code)
-            registry.remember_registry(None, self.now)
             return None
         if stations is None:
             log.warning("loop: AgentPod has no station registry, station needs unchecked")
-        registry.remember_registry(stations, self.now)
         return stations
+
+    def remember_registry(self) -> None:
+        """Keep this pass's read of the registry (if it read it) for the supply proposals.
+
+        Called once the pass has placed its cards: the write is as large as the registry,
+        and a card.ready's hold should not wait on it.
+        """
+        from records import registry
+
+        if self._registry is not _UNREAD:
+            registry.remember_registry(self._registry, self.now)  # type: ignore[arg-type]
 
     def history(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
         """Finished runs at this board stage by executor principal, once per board stage."""

@@ -1,8 +1,9 @@
-"""A decision's candidates are stored exactly as placement recorded them."""
+"""What a pass leaves in the store: each decision as placement recorded it, and the registry."""
 import pytest
 
 from records import actions
 from records.models import Decision
+from records.registry import last_registry
 from tests.loop.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -59,3 +60,26 @@ def test_every_candidate_is_stored_as_the_decision_recorded_it(monkeypatch):
     assert by_agent["agt_free"].reasons == ",isolation-too-weak,tool-missing,unhealthy,"
     assert ",tool-missing," in by_agent["agt_c"].reasons
     assert by_agent["agt_d"].policy["allow"] is False
+
+
+def test_a_pass_remembers_the_registry_it_read_for_the_supply_proposals():
+    world = make_world(crowded_lane())
+    world.opt_in("brd_a")
+    world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    stations, read_at = last_registry()
+    assert sorted(s.station_id for s in stations) == ["stn_a", "stn_b", "stn_c", "stn_d"]
+    assert read_at == world.now
+
+    world.suite.toggles.station_registry = False
+    world.advance(60)
+    world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    assert last_registry() == (None, world.now)
+
+
+def test_a_pass_that_needs_no_station_facts_leaves_the_registry_alone():
+    world = make_world(crowded_lane())
+    world.opt_in("brd_a")
+    world.sweep()  # no ready card, so no stage's needs to check
+    assert last_registry() == (None, None)
