@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,8 +39,8 @@ FILTERS = ("roster", "capability", "grant", "claimable", "health", "capacity", "
 
 
 def environment() -> None:
-    """The settings the service needs, and a store for this run alone."""
-    data_dir = tempfile.mkdtemp(prefix="superdispatch-bench-train-")
+    """The settings the service needs, and a store for this run alone, removed at the end:
+    a fresh SQLite file, or a fresh database beside the PostgreSQL one named."""
     token = "bench-operator-token"
     defaults = {
         "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
@@ -47,17 +48,18 @@ def environment() -> None:
         "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
         "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
         "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(token.encode()).hexdigest(),
-        "SUPERDISPATCH_DATA_DIR": data_dir,
         "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
     }
     for name, value in defaults.items():
         os.environ.setdefault(name, value)
+    data_dir = tempfile.mkdtemp(prefix="superdispatch-bench-train-")
+    os.environ["SUPERDISPATCH_DATA_DIR"] = data_dir
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith(("postgres://", "postgresql://")):
         os.environ["BENCH_ADMIN_DATABASE_URL"] = url
         os.environ["DATABASE_URL"] = url.rsplit("/", 1)[0] + "/" + BENCH_DB
         postgres(url, f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
-    elif not url:
+    else:
         os.environ["DATABASE_URL"] = f"sqlite:///{data_dir}/bench.sqlite3"
 
 
@@ -231,6 +233,7 @@ def main() -> None:
     connections.close_all()
     if "BENCH_ADMIN_DATABASE_URL" in os.environ:
         postgres(os.environ["BENCH_ADMIN_DATABASE_URL"], f"DROP DATABASE IF EXISTS {BENCH_DB}")
+    shutil.rmtree(os.environ["SUPERDISPATCH_DATA_DIR"], ignore_errors=True)
 
 
 if __name__ == "__main__":
