@@ -108,7 +108,7 @@ def model_json(model: LearnedModel) -> dict[str, Any]:
 
 def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
     """Every decision that recorded this model's choice, as the shadow report reads it."""
-    found = (Decision.objects.filter(learned__model=model_id)
+    found = (Decision.objects.filter(learned__model=model_id)  # decision_learned_model
              .values_list("learned", "outcome_status", "outcome_by")
              .iterator(chunk_size=2000))
     for learned, status, by in found:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
 
 from records.ids import new_decision_id, new_suggestion_id
 
@@ -77,6 +78,12 @@ class Decision(models.Model):
             # Holds still to settle, per board.
             models.Index(fields=["board_id", "reserved_until"], name="decision_unsettled",
                          condition=Q(outcome_status__isnull=True, chosen__isnull=False)),
+            # The dataset: settled decisions by (created_at, id), oldest or newest first.
+            models.Index(fields=["created_at", "id"], name="decision_settled_time",
+                         condition=Q(outcome_status__isnull=False)),
+            # The shadow report and the gate: the decisions a model saw.
+            models.Index(KeyTransform("model", "learned"), name="decision_learned_model",
+                         condition=Q(learned__isnull=False)),
         ]
 
     def __str__(self) -> str:
