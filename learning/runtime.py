@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Mapping
 
 from django.conf import settings
 
@@ -35,24 +34,6 @@ class PlacementModel:
     def places(self) -> bool:
         """Whether the model's choice is held rather than the formula's."""
         return self.mode == "on" and self.gate_passed
-
-    @property
-    def policy_suffix(self) -> str:
-        """Appended to the formula's policy on a decision the model placed: `+learned:3`."""
-        return f"+learned:{self.model.version}"
-
-    def record(self, *, choice: str | None, formula_choice: str | None,
-               probabilities: Mapping[str, float]) -> dict[str, Any]:
-        """The decision's `learned` field, as the shadow report reads it back."""
-        return {
-            "model": self.model.id,
-            "version": self.model.version,
-            "mode": self.mode,
-            "choice": choice,
-            "formulaChoice": formula_choice,
-            "placed": self.places,
-            "probabilities": dict(probabilities),
-        }
 
 
 def read(config: Config) -> PlacementModel | None:

@@ -2,6 +2,8 @@ import logging
 
 import pytest
 
+from placement.learned import LearnedView, learned_policy
+
 from learning import runtime
 from learning.runtime import ModelCache, PlacementModel
 from records.models import Decision
@@ -66,7 +68,8 @@ def test_on_past_the_gate_places_under_the_models_version(settings):
     beating_the_formula(model)
     reading = runtime.placement_model(at(0))
     assert reading.places is True and reading.gate_reason is None
-    assert "idle-stage-success-lru@3" + reading.policy_suffix == "idle-stage-success-lru@3+learned:4"
+    assert learned_policy("idle-stage-success-lru@3", reading.model) == \
+        "idle-stage-success-lru@3+learned:4"
 
 
 def test_the_reading_is_kept_for_a_minute_then_read_again(settings, django_assert_num_queries):
@@ -112,8 +115,8 @@ def test_the_record_it_writes_is_what_the_shadow_report_reads(api, settings):
     settings.SUPERDISPATCH = learned_settings("shadow")
     model = stored_model()
     reading = runtime.placement_model(at(0))
-    learned = reading.record(choice="agt_bob", formula_choice="agt_ada",
-                             probabilities={"agt_ada": 0.4, "agt_bob": 0.7})
+    learned = LearnedView(reading.model.id, reading.model.version, reading.mode, "agt_bob",
+                          "agt_ada", reading.places, {"agt_ada": 0.4, "agt_bob": 0.7}).to_record()
     assert learned == {"model": model.id, "version": 1, "mode": "shadow", "choice": "agt_bob",
                        "formulaChoice": "agt_ada", "placed": False,
                        "probabilities": {"agt_ada": 0.4, "agt_bob": 0.7}}
