@@ -84,9 +84,9 @@ class ModelCache:
 _cache = ModelCache()
 
 
-def placement_model(now: datetime) -> PlacementModel | None:
+def placement_model(now: datetime, config: Config | None = None) -> PlacementModel | None:
     """The model for this decision under `SUPERDISPATCH_LEARNED`; None when off or untrained."""
-    return _cache.get(now, settings.SUPERDISPATCH)
+    return _cache.get(now, config or settings.SUPERDISPATCH)
 
 
 def reset_cache() -> None:

@@ -10,7 +10,9 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 import placement
+from learning import runtime as learned_runtime
 from placement.facts import AgentVerdict, Card, Facts, OwnHistory, RosterRow
+from placement.learned import consider
 from records import actions, history
 from records.models import Board, LoopState
 from superdispatch.clients import BoardRead, ClientError, Reservation
@@ -85,7 +87,8 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     if not decided.record:
         summary.waits += 1
         return
-    row = actions.do_record_decision(decided, now)
+    decided, learned = _with_learned_model(loop, decided, now)
+    row = actions.do_record_decision(decided, now, learned=learned)
     summary.decisions += 1
     tier = f"{decided.tier.name} step {decided.tier.step}"
     if decided.hold is None:
@@ -105,6 +108,19 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         summary.refused += 1
         log.warning("loop: %s %s %s %s hold refused: %s", card.board_id, card.card_id, row.id,
                     tier, answer.code)
+
+
+def _with_learned_model(loop: Loop, decided: placement.Decision,
+                        now: datetime) -> tuple[placement.Decision, dict | None]:
+    """With learned routing in shadow or on: the model's view of the decision, and, on and
+    past the gate, the model's choice held instead of the formula's."""
+    if loop.cfg.learned == "off" or decided.hold is None:
+        return decided, None
+    reading = learned_runtime.placement_model(now, loop.cfg)
+    if reading is None:
+        return decided, None
+    decided, view = consider(decided, reading.model, reading.mode, reading.gate_passed, now)
+    return decided, view.to_record() if view is not None else None
 
 
 def _askable(roster, eligibility: tuple[AgentVerdict, ...], load) -> list[tuple[str, str]]:
