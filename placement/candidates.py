@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, Callable, Sequence, TypeVar
 
 from .facts import AgentLoad, AgentVerdict, Facts, RosterRow
-from .load import DIRECT, ROSTER, LoadShape, direct_load, roster_load
+from .load import LoadShape, direct_load, roster_load
 from .rules import Rules
 
 Row = TypeVar("Row", RosterRow, AgentVerdict, AgentLoad)
@@ -24,15 +24,8 @@ class Pool:
     loads: dict[str, LoadShape]  # every in-set agent's load shape
     principals: dict[str, str]  # from the bridge row, else the eligibility read, else the load read
 
-    def source(self, agent_id: str) -> str:
-        return ROSTER if agent_id in self.rows else DIRECT
-
     def principal(self, agent_id: str) -> str | None:
         return self.principals.get(agent_id)
-
-    def station(self, agent_id: str) -> str | None:
-        row = self.rows.get(agent_id)
-        return row.station_id if row is not None else None
 
     @property
     def rostered_in_set(self) -> int:
@@ -52,10 +45,10 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         loaded = _by_agent(facts.load, lambda load: -load.in_flight)
         direct = {agent_id: loaded[agent_id] for agent_id in (loaded.keys() - rows.keys()) & verdicts.keys()}
     loads = {agent_id: roster_load(row) for agent_id, row in rows.items() if row.enabled}
-    loads.update((agent_id, direct_load(row, now)) for agent_id, row in direct.items())
+    loads.update({agent_id: direct_load(row, now) for agent_id, row in direct.items()})
     principals = {agent_id: row.principal_id for agent_id, row in direct.items() if row.principal_id}
-    principals.update((agent_id, v.principal_id) for agent_id, v in verdicts.items() if v.principal_id)
-    principals.update((agent_id, row.principal_id) for agent_id, row in rows.items() if row.principal_id)
+    principals.update({agent_id: v.principal_id for agent_id, v in verdicts.items() if v.principal_id})
+    principals.update({agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id})
     return Pool(
         ids=tuple(sorted(rows.keys() | verdicts.keys())),
         in_set=frozenset(loads),

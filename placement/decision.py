@@ -7,10 +7,10 @@ from typing import Any, NamedTuple
 
 from .candidates import Pool, pool_for
 from .facts import Card, Facts, Requires
-from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, policy_record, run_filters
+from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, policy_records, run_filters
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
-from .load import LoadShape
+from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import POLICY, Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
 from .why_nobody import NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason
@@ -112,12 +112,10 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     verdicts, eligible = run_filters(pool, ground)
     stage = None
     if facts.history is not None:
-        stage = histories((pool.principal(agent_id) for agent_id in eligible), facts.history, now,
+        stage = histories((pool.principals.get(agent_id) for agent_id in eligible), facts.history, now,
                           rules.history_min_sample, rules.history_half_life_days)
-    ranking = ranked({agent_id: _terms(agent_id, pool, stage, facts, now) for agent_id in eligible})
-    scores = dict(ranking)
-    candidates = tuple(_candidate(agent_id, pool, ground, filters, scores.get(agent_id), stage)
-                       for agent_id, filters in verdicts.items())
+    ranking = ranked(_terms(eligible, pool, stage, facts, now))
+    candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:
         return _decision(facts, tier, candidates, None, ANY_MATCH, rules)
@@ -135,40 +133,48 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 
 
 def _terms(
-    agent_id: str, pool: Pool, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime,
-) -> ScoreTerms:
-    claimed, settled = facts.own.settled.get(agent_id, (0, 0))
-    return ScoreTerms(
-        stage_record=stage[pool.principal(agent_id)].stage_record if stage is not None else None,
-        success_rate=success_rate(claimed, settled),
-        since_last_dispatch_s=since_last_dispatch_s(pool.loads[agent_id].last_seen_at, now),
-    )
+    eligible: list[str], pool: Pool, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime,
+) -> dict[str, ScoreTerms]:
+    """What each eligible agent is ranked by."""
+    settled, principals, loads = facts.own.settled, pool.principals, pool.loads
+    terms = {}
+    for agent_id in eligible:
+        claimed, settled_here = settled.get(agent_id, (0, 0))
+        terms[agent_id] = ScoreTerms(
+            stage_record=stage[principals.get(agent_id)].stage_record if stage is not None else None,
+            success_rate=success_rate(claimed, settled_here),
+            since_last_dispatch_s=since_last_dispatch_s(loads[agent_id].last_seen_at, now),
+        )
+    return terms
 
 
-def _candidate(
-    agent_id: str, pool: Pool, ground: Ground, filters: tuple[FilterResult, ...], score: Score | None,
+def _candidates(
+    pool: Pool, ground: Ground, verdicts: dict[str, tuple[FilterResult, ...]], scores: dict[str, Score],
     stage: dict[str | None, StageHistory] | None,
-) -> CandidateRecord:
-    in_set = agent_id in pool.in_set
-    principal_id = pool.principal(agent_id)
-    capable = None
-    if not in_set:
-        verdict = pool.verdicts.get(agent_id)
-        capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
-    return CandidateRecord(
-        agent_id,
-        principal_id,
-        pool.station(agent_id),
-        pool.source(agent_id),
-        in_set,
-        score is not None,
-        filters,
-        score,
-        capable,
-        stage[principal_id] if stage is not None and score is not None else None,
-        policy_record(agent_id, ground) if in_set else None,
-        pool.loads.get(agent_id),
-    )
+) -> tuple[CandidateRecord, ...]:
+    """Every considered agent's record, in agent id order."""
+    rows, principals, in_set, loads = pool.rows, pool.principals, pool.in_set, pool.loads
+    policy = policy_records(in_set, ground.policy)
+    records = []
+    for agent_id, filters in verdicts.items():
+        row = rows.get(agent_id)
+        principal_id = principals.get(agent_id)
+        station_id = row.station_id if row is not None else None
+        source = ROSTER if row is not None else DIRECT
+        if agent_id in in_set:
+            score = scores.get(agent_id)
+            records.append(CandidateRecord(
+                agent_id, principal_id, station_id, source, True, score is not None, filters, score, None,
+                stage[principal_id] if stage is not None and score is not None else None,
+                policy.get(agent_id), loads[agent_id],
+            ))
+        else:
+            verdict = pool.verdicts.get(agent_id)
+            capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
+            records.append(CandidateRecord(
+                agent_id, principal_id, station_id, source, False, False, filters, None, capable, None, None, None,
+            ))
+    return tuple(records)
 
 
 def _decision(

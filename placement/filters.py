@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from .candidates import Pool
 from .facts import Facts, PolicyFacts, PolicyVerdict
 from .rules import Rules
-from .stations import PROOF_RANK, Lacking, lacking_by_agent
+from .stations import PROOF_RANK, Lacking, agents_lacking
 
 # SuperPipeline's eligibility reasons that have a filter of their own; any other is `not-claimable`.
 CAPABILITY_MISMATCH = "capability_mismatch"
@@ -93,7 +93,7 @@ class Ground:
 
     filters: tuple[tuple[str, Callable[[Pool, "Ground"], Verdicts]], ...]
     passing: tuple[FilterResult, ...]  # the record of a candidate every filter simply passed
-    lacking: Mapping[str, Lacking] | None  # by agent, what its station lacks; None: unchecked
+    lacking: Mapping[Lacking, list[str]] | None  # agents whose station lacks anything, by what; None: unchecked
     policy: PolicyFacts | None  # None: policy off
     holding: frozenset[str]
     lapses: Mapping[str, tuple[datetime, ...]]
@@ -114,8 +114,9 @@ def ground_for(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> Ground:
     unchecked = stations_run and facts.registry is None
     lacking = None
     if stations_run and facts.registry is not None:
-        station_of = {agent_id: pool.station(agent_id) for agent_id in pool.in_set}
-        lacking = lacking_by_agent(needs, facts.registry, station_of, PROOF_RANK[rules.min_proof])  # type: ignore[arg-type]
+        rows = pool.rows
+        station_of = {agent_id: rows[agent_id].station_id if agent_id in rows else None for agent_id in pool.in_set}
+        lacking = agents_lacking(needs, facts.registry, station_of, PROOF_RANK[rules.min_proof])  # type: ignore[arg-type]
     return Ground(
         filters=filters,
         passing=tuple(UNCHECKED[name] if unchecked and name in STATION_FILTERS else PASSED[name]
@@ -139,24 +140,28 @@ class Filtered(NamedTuple):
 
 def run_filters(pool: Pool, ground: Ground) -> Filtered:
     """Run every filter in order; an agent outside the candidate set goes through `roster` alone."""
+    passing, in_set = ground.passing, pool.in_set
     singled_out: dict[str, list[FilterResult]] = {}
     failed: set[str] = set()
     for place, (_, check) in enumerate(ground.filters):
         for agent_id, result in check(pool, ground).items():
-            if agent_id not in singled_out:
-                singled_out[agent_id] = list(ground.passing)
-            singled_out[agent_id][place] = result
+            results = singled_out.get(agent_id)
+            if results is None:
+                results = singled_out[agent_id] = [*passing]
+            results[place] = result
             if not result.passed:
                 failed.add(agent_id)
-    verdicts = {
-        agent_id: (
-            OFF_THE_SET if agent_id not in pool.in_set
-            else tuple(singled_out[agent_id]) if agent_id in singled_out
-            else ground.passing
-        )
-        for agent_id in pool.ids
-    }
-    return Filtered(verdicts, [agent_id for agent_id in pool.ids if agent_id in pool.in_set and agent_id not in failed])
+    verdicts: dict[str, tuple[FilterResult, ...]] = {}
+    eligible = []
+    for agent_id in pool.ids:
+        if agent_id not in in_set:
+            verdicts[agent_id] = OFF_THE_SET
+            continue
+        results = singled_out.get(agent_id)
+        verdicts[agent_id] = passing if results is None else tuple(results)
+        if agent_id not in failed:
+            eligible.append(agent_id)
+    return Filtered(verdicts, eligible)
 
 
 # --- The filters, in the order they run ---------------------------------------------------
@@ -301,15 +306,12 @@ def _reasons(pool: Pool, agent_id: str) -> tuple[str, ...]:
 def _station_rejections(name: str, ground: Ground) -> Verdicts:
     if ground.lacking is None:
         return {}  # unchecked: `ground.passing` already says so
-    shared: dict[tuple[str, ...], FilterResult] = {}  # stations that lack the same share one verdict
-    verdicts = {}
-    for agent_id, lacks in ground.lacking.items():
-        missing = getattr(lacks, name)
+    need = STATION_FILTERS.index(name)
+    verdicts: Verdicts = {}
+    for lacks, agent_ids in ground.lacking.items():
+        missing = lacks[need]
         if missing:
-            verdict = shared.get(missing)
-            if verdict is None:
-                verdict = shared[missing] = FilterResult(name, False, REASON_CODES[name], missing)
-            verdicts[agent_id] = verdict
+            verdicts.update(dict.fromkeys(agent_ids, FilterResult(name, False, REASON_CODES[name], missing)))
     return verdicts
 
 
@@ -331,15 +333,33 @@ def policy_refusal(verdict: PolicyVerdict) -> str | None:
     return "policy-denied" if refused else None
 
 
-def policy_record(agent_id: str, ground: Ground) -> PolicyRecord | None:
-    """The verdict as recorded on the candidate, when the policy was asked and answered."""
-    verdict = ground.policy.verdicts.get(agent_id) if ground.policy is not None else None
-    if verdict is None:
-        return None
-    if verdict.allow and verdict.limit_max_runs is None:
-        return PolicyRecord(True, verdict.reasons, verdict.policy_version)
+def policy_records(in_set: Iterable[str], facts: PolicyFacts | None) -> dict[str, PolicyRecord]:
+    """Each candidate's verdict as recorded, when the policy was asked and answered.
+
+    Candidates the policy answered alike share one record.
+    """
+    if facts is None:
+        return {}
+    shared: dict[tuple[bool, tuple[str, ...], str | None], PolicyRecord] = {}
+    records = {}
+    for agent_id in in_set:
+        verdict = facts.verdicts.get(agent_id)
+        if verdict is None:
+            continue
+        if verdict.allow and verdict.limit_max_runs is None:
+            recorded = (True, verdict.reasons, verdict.policy_version)  # the common answer, kept quick
+        else:
+            recorded = _recorded(verdict)
+        record = shared.get(recorded)
+        if record is None:
+            record = shared[recorded] = PolicyRecord(*recorded)
+        records[agent_id] = record
+    return records
+
+
+def _recorded(verdict: PolicyVerdict) -> tuple[bool, tuple[str, ...], str | None]:
     refusal = policy_refusal(verdict)
     reasons = verdict.reasons
     if refusal is not None and refusal.startswith(LIMIT_PREFIX) and refusal not in reasons:
         reasons = (*reasons, refusal)
-    return PolicyRecord(refusal is None, reasons, verdict.policy_version)
+    return refusal is None, reasons, verdict.policy_version

@@ -76,10 +76,11 @@ def stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int, half_li
         weights.append(weight)
         if run.succeeded:
             succeeded.append(weight)
-        if run.mark is not None:
+        mark = run.mark
+        if mark is not None:
             marked.append(weight)
-            marks.append(weight * run.mark)
-            passes += run.mark >= PASS_MARK
+            marks.append(weight * mark)
+            passes += mark >= PASS_MARK
     total = math.fsum(weights)
     outcome_rate = (math.fsum(succeeded) + 1) / (total + 2) if len(runs) >= min_sample else 0.5
     verdict_rate = (math.fsum(marks) + 1) / (math.fsum(marked) + 2) if len(marked) >= min_sample else 0.5
@@ -91,10 +92,35 @@ def histories(
     principals: Iterable[str | None], by_principal: Mapping[str, tuple[Run, ...]], now: datetime,
     min_sample: int, half_life_days: float,
 ) -> dict[str | None, StageHistory]:
-    """Each principal's stage history, worked out once however many agents share it."""
+    """Each principal's stage history, worked out once however many agents (and cards) share it."""
     found: dict[str | None, StageHistory] = {}
     for principal in principals:
         if principal not in found:
             runs = by_principal.get(principal, ()) if principal is not None else ()
-            found[principal] = stage_history(runs, now, min_sample, half_life_days)
+            found[principal] = _shared_stage_history(runs, now, min_sample, half_life_days)
     return found
+
+
+_REMEMBERED = 8192  # principals' histories: every eligible agent of every board stage of a pass
+_remembered: dict[tuple[int, datetime, int, float], tuple[tuple[Run, ...], StageHistory]] = {}
+
+
+def _shared_stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int,
+                          half_life_days: float) -> StageHistory:
+    """`stage_history`, worked out once per pass for a principal's runs, whichever card asks.
+
+    The loop reads a board stage's history once a pass and hands every card of it the very
+    same (immutable) runs tuples and `now`, so the last answers are remembered by the tuple's
+    identity. The tuple is kept with its answer, so its id cannot be reused meanwhile.
+    """
+    if not runs or type(runs) is not tuple:
+        return stage_history(runs, now, min_sample, half_life_days)
+    key = (id(runs), now, min_sample, half_life_days)
+    remembered = _remembered.get(key)
+    if remembered is not None and remembered[0] is runs:
+        return remembered[1]
+    history = stage_history(runs, now, min_sample, half_life_days)
+    if len(_remembered) >= _REMEMBERED:
+        _remembered.clear()
+    _remembered[key] = (runs, history)
+    return history

@@ -6,15 +6,14 @@ is said in the stage's words: what the stage asked for that the station does not
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from types import MappingProxyType
 from typing import Iterable, Mapping, NamedTuple
 
 from .facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, Station, StationNeeds
 
 PROOF_RANK = {proof: rank for rank, proof in enumerate(PROOF_ORDER)}
 ISOLATION_RANK = {level: rank for rank, level in enumerate(ISOLATION_ORDER)}
-
-Need = tuple[str, str]  # (filter, what the stage asks for), e.g. ("tools", "git")
+ISOLATED = 1  # the bit of the stated isolation; each model, tool and credential asked for has its own
 
 
 class Lacking(NamedTuple):
@@ -26,69 +25,130 @@ class Lacking(NamedTuple):
     credentials: tuple[str, ...]
 
 
+class NeedBits(NamedTuple):
+    """One bit for each thing the stage asks for, by kind, so a station's answer is one int."""
+
+    models: dict[str, int]
+    tools: dict[str, int]
+    credentials: dict[str, int]
+
+
 def lacking_by_agent(
     needs: StationNeeds, registry: Iterable[Station], station_of: Mapping[str, str | None], min_rank: int,
 ) -> dict[str, Lacking]:
     """The agents whose station lacks anything the stage asks for, and what it lacks."""
-    holders = _holders(needs, registry, set(station_of.values()), min_rank)
-    meet_all = _meeting_every_need(needs, holders)
-    lacks_of: dict[str | None, Lacking] = {}  # by station: agents sharing one (or none) share its answer
-    found = {}
+    grouped = agents_lacking(needs, registry, station_of, min_rank)
+    return {agent_id: lacks for lacks, agent_ids in grouped.items() for agent_id in agent_ids}
+
+
+def agents_lacking(
+    needs: StationNeeds, registry: Iterable[Station], station_of: Mapping[str, str | None], min_rank: int,
+) -> dict[Lacking, list[str]]:
+    """`lacking_by_agent` grouped by what they lack, so a filter judges each group once."""
+    stations = station_answers(needs, registry, min_rank)
+    by_station, unlisted = stations.lacking, stations.unlisted
+    grouped: dict[Lacking, list[str]] = {}
     for agent_id, station_id in station_of.items():
-        if station_id in meet_all:
-            continue
-        lacks = lacks_of.get(station_id)
-        if lacks is None:
-            lacks = lacks_of[station_id] = Lacking(
-                isolation=tuple(level for level in _stated(needs.isolation)
-                                if station_id not in holders["isolation", level]),
-                model=() if any(station_id in holders["model", m] for m in needs.models) else needs.models,
-                tools=tuple(tool for tool in needs.tools if station_id not in holders["tools", tool]),
-                credentials=tuple(name for name in needs.credentials
-                                  if station_id not in holders["credentials", name]),
-            )
-        found[agent_id] = lacks
-    return found
+        lacks = by_station.get(station_id, unlisted)  # type: ignore[arg-type]
+        if lacks is not None:
+            agent_ids = grouped.get(lacks)
+            if agent_ids is None:
+                agent_ids = grouped[lacks] = []
+            agent_ids.append(agent_id)
+    return grouped
 
 
-def _holders(needs: StationNeeds, registry: Iterable[Station], wanted: set[str | None],
-             min_rank: int) -> defaultdict[Need, set[str]]:
-    """For each thing the stage asks for, the wanted stations whose counted facts have it."""
-    counted = {proof for proof, rank in PROOF_RANK.items() if rank >= min_rank}
-    holders: defaultdict[Need, set[str]] = defaultdict(set)
+class StationAnswers(NamedTuple):
+    """What each station of a registry lacks of one stage's needs; None for one that meets them all."""
+
+    lacking: Mapping[str, Lacking | None]  # by station id, every station the registry lists
+    unlisted: Lacking | None  # a station the registry does not list, or no station at all
+
+
+_REMEMBERED = 16  # registries × needs × proofs: a pass has one registry and a few staged needs
+_remembered: dict[tuple[int, StationNeeds, int], tuple[tuple[Station, ...], StationAnswers]] = {}
+
+
+def station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: int) -> StationAnswers:
+    """What each station lacks, worked out once for a registry tuple however many cards read it.
+
+    The loop hands every card of a pass the very same registry tuple, and the answer depends
+    only on that (immutable) tuple, the needs and the proof, so the last few are remembered by
+    the tuple's identity. The tuple is kept with its answer, so its id cannot be reused meanwhile.
+    """
+    if not isinstance(registry, tuple):
+        return _station_answers(needs, registry, min_rank)
+    key = (id(registry), needs, min_rank)
+    remembered = _remembered.get(key)
+    if remembered is not None and remembered[0] is registry:
+        return remembered[1]
+    answers = _station_answers(needs, registry, min_rank)
+    if len(_remembered) >= _REMEMBERED:
+        _remembered.clear()
+    _remembered[key] = (registry, answers)
+    return answers
+
+
+def _station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: int) -> StationAnswers:
+    # A station listed twice has what either listing gives it. Stations that meet the same
+    # needs share one `Lacking`, so what the filters make of it can be shared too.
+    counted = frozenset(proof for proof, rank in PROOF_RANK.items() if rank >= min_rank)
+    bits = _need_bits(needs)
+    met: dict[str, int] = {}
     for station in registry:
-        station_id = station.station_id
-        if station_id not in wanted:
-            continue
-        if needs.isolation and _isolated_enough(needs.isolation, station.isolation, counted):
-            holders["isolation", needs.isolation].add(station_id)
-        for need, asked, facts in (("model", needs.models, station.models), ("tools", needs.tools, station.tools),
-                                   ("credentials", needs.credentials, station.credentials)):
-            if asked:
-                for fact in facts:
-                    if fact.value in asked and fact.proof in counted:
-                        holders[need, fact.value].add(station_id)
-    return holders
+        met[station.station_id] = met.get(station.station_id, 0) | _met(needs, bits, station, counted)
+    shared: dict[int, Lacking | None] = {}
+    for mask in met.values():
+        if mask not in shared:
+            shared[mask] = _lacking(needs, bits, mask)
+    return StationAnswers(
+        MappingProxyType({station_id: shared[mask] for station_id, mask in met.items()}),
+        _lacking(needs, bits, 0),
+    )
 
 
-def _meeting_every_need(needs: StationNeeds, holders: Mapping[Need, set[str]]) -> set[str]:
-    # A station meets the models when it has any one of them; every other need, each item.
-    meeting = [holders["isolation", level] for level in _stated(needs.isolation)]
-    if needs.models:
-        meeting.append(set().union(*(holders["model", m] for m in needs.models)))
-    meeting += [holders["tools", tool] for tool in needs.tools]
-    meeting += [holders["credentials", name] for name in needs.credentials]
-    return set.intersection(*meeting) if meeting else set()
+def _need_bits(needs: StationNeeds) -> NeedBits:
+    asked = (needs.models, needs.tools, needs.credentials)
+    bit = ISOLATED
+    by_kind = []
+    for values in asked:
+        bit_of = {}
+        for value in values:
+            if value not in bit_of:
+                bit <<= 1
+                bit_of[value] = bit
+        by_kind.append(bit_of)
+    return NeedBits(*by_kind)
 
 
-def _stated(isolation: str | None) -> tuple[str, ...]:
-    return (isolation,) if isolation else ()
+def _met(needs: StationNeeds, bits: NeedBits, station: Station, counted: frozenset[str]) -> int:
+    """The bits of every need the station's counted facts meet."""
+    mask = ISOLATED if _isolated_enough(needs.isolation, station.isolation, counted) else 0
+    for facts, bit_of in ((station.models, bits.models), (station.tools, bits.tools),
+                          (station.credentials, bits.credentials)):
+        for fact in facts:
+            if fact.proof in counted:
+                mask |= bit_of.get(fact.value, 0)
+    return mask
 
 
-def _isolated_enough(wanted: str, fact: RegistryFact | None, counted: set[str]) -> bool:
+def _lacking(needs: StationNeeds, bits: NeedBits, mask: int) -> Lacking | None:
+    """What a station that meets the needs in `mask` lacks; None when it meets every stated need."""
+    lacks = Lacking(
+        isolation=(needs.isolation,) if needs.isolation and not mask & ISOLATED else (),  # type: ignore[arg-type]
+        model=needs.models if needs.models and not any(mask & bits.models[m] for m in needs.models) else (),
+        tools=tuple(tool for tool in needs.tools if not mask & bits.tools[tool]),
+        credentials=tuple(name for name in needs.credentials if not mask & bits.credentials[name]),
+    )
+    # A stage that states nothing is met by no station in particular, so nobody is left out.
+    return None if needs.states_anything and not any(lacks) else lacks
+
+
+def _isolated_enough(wanted: str | None, fact: RegistryFact | None, counted: frozenset[str]) -> bool:
     # A level nobody defined cannot be met; a station's unknown level meets nothing.
     return (
-        fact is not None
+        bool(wanted)
+        and fact is not None
         and fact.proof in counted
-        and ISOLATION_RANK.get(fact.value, -1) >= ISOLATION_RANK.get(wanted, len(ISOLATION_ORDER))
+        and ISOLATION_RANK.get(fact.value, -1) >= ISOLATION_RANK.get(wanted, len(ISOLATION_ORDER))  # type: ignore
     )

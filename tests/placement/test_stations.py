@@ -113,3 +113,19 @@ def test_registry_order_does_not_matter():
     registry = [station("stn_ada", tools=("git", "rg")), station("stn_bob", tools=("rg",))]
     assert _placed(registry=registry) == _placed(registry=reversed(registry))
     assert _filter(_placed(registry=registry), "agt_bob", "tools").missing == ("git",)
+
+
+def test_a_registry_read_again_is_judged_afresh_not_remembered_by_its_needs():
+    has_rg = (station("stn_ada", tools=("git", "rg")), station("stn_bob", tools=("git", "rg")))
+    lost_rg = (station("stn_ada", tools=("git", "rg")), station("stn_bob", tools=("git",)))
+    for _ in range(2):  # the same registry tuple again, then a new read, in turn
+        assert failing(_placed(registry=has_rg), "agt_bob") == []
+        assert failing(_placed(registry=lost_rg), "agt_bob") == ["tool-missing"]
+
+
+def test_one_registry_is_judged_anew_for_each_minimum_proof():
+    registry = (_station_at("installed"),)
+    needs = StationNeeds(tools=("git",))
+    assert failing(_placed(needs=needs, registry=registry, min_proof="installed"), "agt_bob") == []
+    assert failing(_placed(needs=needs, registry=registry, min_proof="probed"), "agt_bob") == ["tool-missing"]
+    assert failing(_placed(needs=needs, registry=registry, min_proof="installed"), "agt_bob") == []
