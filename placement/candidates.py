@@ -9,6 +9,8 @@ from .facts import AgentLoad, AgentVerdict, Facts, RosterRow
 from .load import LoadShape, direct_load, roster_load
 from .rules import Rules
 
+CAPABILITY_MISMATCH = "capability_mismatch"  # SuperPipeline's word for capability-missing
+
 Row = TypeVar("Row", RosterRow, AgentVerdict, AgentLoad)
 
 
@@ -28,8 +30,20 @@ class Pool:
         return self.principals.get(agent_id)
 
     @property
-    def rostered_in_set(self) -> int:
-        return sum(1 for agent_id in self.in_set if agent_id in self.rows)
+    def rostered_capable(self) -> int:
+        """Agents on the board's roster, in the set, that have the stage's capability.
+
+        With fewer than two there is no choice to make: pull gives the card to the one there
+        is (`one-candidate`), whatever other capabilities the roster holds.
+        """
+        return sum(
+            1 for agent_id in self.in_set
+            if agent_id in self.rows and CAPABILITY_MISMATCH not in self._reasons(agent_id)
+        )
+
+    def _reasons(self, agent_id: str) -> tuple[str, ...]:
+        verdict = self.objections.get(agent_id)
+        return verdict.reasons if verdict is not None else ()
 
 
 def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:

@@ -121,7 +121,7 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         return _decision(facts, tier, candidates, None, ANY_MATCH, rules)
     if not pool.ids:
         return _decision(facts, tier, candidates, None, NO_CANDIDATES, rules)
-    if pool.rostered_in_set < 2:
+    if pool.rostered_capable < 2:
         return _decision(facts, tier, candidates, None, ONE_CANDIDATE, rules)
     if ranking:
         return _decision(facts, tier, candidates, ranking[0][0], None, rules)

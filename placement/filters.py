@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from .candidates import Pool
+from .candidates import CAPABILITY_MISMATCH, Pool
 from .facts import Facts, PolicyFacts, PolicyVerdict
 from .rules import Rules
 from .stations import PROOF_RANK, Lacking, agents_lacking
 
 # SuperPipeline's eligibility reasons that have a filter of their own; any other is `not-claimable`.
-CAPABILITY_MISMATCH = "capability_mismatch"
 GRANT_DENIED = "grant_denied"
 CONCURRENCY_REACHED = "concurrency_reached"
 NAMED_ELIGIBILITY_REASONS = frozenset({CAPABILITY_MISMATCH, GRANT_DENIED, CONCURRENCY_REACHED})

@@ -7,7 +7,6 @@ from tests.loop.world import make_world
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
-@pytest.mark.xfail(strict=True, reason="placement counts every rostered agent for one-candidate")
 def test_a_lane_with_one_agent_suggests_adding_the_capable_agents_off_the_roster(api):
     w = make_world("one-agent-lane")
     w.opt_in("brd_lane")
