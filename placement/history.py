@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .facts import Run
+from .memo import IdentityMemo
 
 SECONDS_PER_DAY = 86400.0
 PASS_MARK = 0.5  # a verdict's mark at or above this counts as a pass
@@ -101,26 +102,13 @@ def histories(
     return found
 
 
-_REMEMBERED = 8192  # principals' histories: every eligible agent of every board stage of a pass
-_remembered: dict[tuple[int, datetime, int, float], tuple[tuple[Run, ...], StageHistory]] = {}
+_remembered: IdentityMemo[StageHistory] = IdentityMemo(8192)  # every principal of a pass
 
 
 def _shared_stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int,
                           half_life_days: float) -> StageHistory:
-    """`stage_history`, worked out once per pass for a principal's runs, whichever card asks.
-
-    The loop reads a board stage's history once a pass and hands every card of it the very
-    same (immutable) runs tuples and `now`, so the last answers are remembered by the tuple's
-    identity. The tuple is kept with its answer, so its id cannot be reused meanwhile.
-    """
+    """`stage_history`, worked out once per pass for a principal's runs, whichever card asks."""
     if not runs or type(runs) is not tuple:
         return stage_history(runs, now, min_sample, half_life_days)
-    key = (id(runs), now, min_sample, half_life_days)
-    remembered = _remembered.get(key)
-    if remembered is not None and remembered[0] is runs:
-        return remembered[1]
-    history = stage_history(runs, now, min_sample, half_life_days)
-    if len(_remembered) >= _REMEMBERED:
-        _remembered.clear()
-    _remembered[key] = (runs, history)
-    return history
+    return _remembered.get(runs, (now, min_sample, half_life_days),
+                           lambda: stage_history(runs, now, min_sample, half_life_days))

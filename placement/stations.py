@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping, NamedTuple
 
 from .facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, Station, StationNeeds
+from .memo import IdentityMemo
 
 PROOF_RANK = {proof: rank for rank, proof in enumerate(PROOF_ORDER)}
 ISOLATION_RANK = {level: rank for rank, level in enumerate(ISOLATION_ORDER)}
@@ -65,28 +66,15 @@ class StationAnswers(NamedTuple):
     unlisted: Lacking | None  # a station the registry does not list, or no station at all
 
 
-_REMEMBERED = 16  # registries × needs × proofs: a pass has one registry and a few staged needs
-_remembered: dict[tuple[int, StationNeeds, int], tuple[tuple[Station, ...], StationAnswers]] = {}
+_remembered: IdentityMemo[StationAnswers] = IdentityMemo(16)  # a pass: one registry, a few needs
 
 
 def station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: int) -> StationAnswers:
-    """What each station lacks, worked out once for a registry tuple however many cards read it.
-
-    The loop hands every card of a pass the very same registry tuple, and the answer depends
-    only on that (immutable) tuple, the needs and the proof, so the last few are remembered by
-    the tuple's identity. The tuple is kept with its answer, so its id cannot be reused meanwhile.
-    """
+    """What each station lacks, worked out once per registry tuple however many cards read it."""
     if not isinstance(registry, tuple):
         return _station_answers(needs, registry, min_rank)
-    key = (id(registry), needs, min_rank)
-    remembered = _remembered.get(key)
-    if remembered is not None and remembered[0] is registry:
-        return remembered[1]
-    answers = _station_answers(needs, registry, min_rank)
-    if len(_remembered) >= _REMEMBERED:
-        _remembered.clear()
-    _remembered[key] = (registry, answers)
-    return answers
+    return _remembered.get(registry, (needs, min_rank),
+                           lambda: _station_answers(needs, registry, min_rank))
 
 
 def _station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: int) -> StationAnswers:
