@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .facts import AgentLoad, AgentVerdict, Facts, RosterRow
 from .load import LoadShape, direct_load, roster_load
@@ -25,6 +25,7 @@ class Pool:
     objections: dict[str, AgentVerdict]  # in-set verdicts that are not a plain "eligible"
     loads: dict[str, LoadShape]  # every in-set agent's load shape
     principals: dict[str, str]  # from the bridge row, else the eligibility read, else the load read
+    stations: dict[str, str]  # from the bridge row, else the registry station it occupies
 
     def principal(self, agent_id: str) -> str | None:
         return self.principals.get(agent_id)
@@ -63,6 +64,8 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
     principals = {agent_id: row.principal_id for agent_id, row in direct.items() if row.principal_id}
     principals.update({agent_id: v.principal_id for agent_id, v in verdicts.items() if v.principal_id})
     principals.update({agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id})
+    stations = _occupied(facts, direct.keys()) if direct else {}
+    stations.update({agent_id: row.station_id for agent_id, row in rows.items() if row.station_id})
     return Pool(
         ids=tuple(sorted(rows.keys() | verdicts.keys())),
         in_set=frozenset(loads),
@@ -74,7 +77,20 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         },
         loads=loads,
         principals=principals,
+        stations=stations,
     )
+
+
+def _occupied(facts: Facts, agent_ids: Iterable[str]) -> dict[str, str]:
+    """The registry station each agent occupies: an agent with no bridge row has no other."""
+    if not facts.registry:
+        return {}
+    wanted = set(agent_ids)
+    occupied: dict[str, str] = {}
+    for station in sorted(facts.registry, key=lambda s: s.station_id):  # the same in any order
+        if station.occupant in wanted and station.occupant not in occupied:
+            occupied[station.occupant] = station.station_id
+    return occupied
 
 
 def _by_agent(rows: Sequence[Row], rank: Callable[[Row], Any]) -> dict[str, Row]:

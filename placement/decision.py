@@ -159,7 +159,7 @@ def _candidates(
     for agent_id, filters in verdicts.items():
         row = rows.get(agent_id)
         principal_id = principals.get(agent_id)
-        station_id = row.station_id if row is not None else None
+        station_id = pool.stations.get(agent_id)
         source = ROSTER if row is not None else DIRECT
         if agent_id in in_set:
             score = scores.get(agent_id)

@@ -113,8 +113,7 @@ def ground_for(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> Ground:
     unchecked = stations_run and facts.registry is None
     lacking = None
     if stations_run and facts.registry is not None:
-        rows = pool.rows
-        station_of = {agent_id: rows[agent_id].station_id if agent_id in rows else None for agent_id in pool.in_set}
+        station_of = {agent_id: pool.stations.get(agent_id) for agent_id in pool.in_set}
         lacking = agents_lacking(needs, facts.registry, station_of, PROOF_RANK[rules.min_proof])  # type: ignore[arg-type]
     return Ground(
         filters=filters,
