@@ -12,9 +12,13 @@ T0 = datetime(2026, 11, 13, 10, 0, 0, tzinfo=timezone.utc)
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    from django.core.cache import cache
+    """Each test starts with an empty cache; pure tests (run without Django) have none."""
+    from django.conf import settings
 
-    cache.clear()
+    if settings.configured:
+        from django.core.cache import cache
+
+        cache.clear()
     yield
 
 
