@@ -105,8 +105,9 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
     servers.start()
     data_dir = temp_dir("relay")
     port = free_port()
-    env = base_env(suite.dispatch_config().as_env(), data_dir,
-                   fresh_database(db, BENCH_DB, data_dir), REDIS_DB_URL if broker == "redis" else "")
+    database_url = fresh_database(db, BENCH_DB, data_dir)
+    env = base_env(suite.dispatch_config().as_env(), data_dir, database_url,
+                   REDIS_DB_URL if broker == "redis" else "")
     env["PORT"] = str(port)
     env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest()
     os.environ.update(env)
@@ -145,7 +146,10 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
         # The worker sets the placement window after the opt-in, then looks at the board.
         wait_until(lambda: suite.pipeline.board(BOARD).placement_window_seconds == 10, 60,
                    "the worker setting the placement window")
-        board_free = lambda: Board.objects.filter(board_id=BOARD, lease_owner="").exists()  # noqa: E731
+
+        def board_free() -> bool:
+            return Board.objects.filter(board_id=BOARD, lease_owner="").exists()
+
         wait_until(board_free, 30, "the opt-in's look at the board ending")
         subprocess.run(manage + ["sweep", "--once"], env=env, check=True, cwd=ROOT,
                        stdout=subprocess.DEVNULL)
@@ -204,9 +208,10 @@ def summary(broker: str, result: dict) -> tuple[float, float]:
     print(f"  {SETUPS[broker][1]}: {len(lat)} holds, {result['misses']} missed the 10 s window; "
           f"to hold p50 {p50:.1f} ms, p90 {percentile(lat, 90):.1f} ms, p99 {p99:.1f} ms, "
           f"max {max(lat):.1f} ms")
+    passes = result["passes"]
     print(f"    of which: the webhook answering p50 {percentile(result['answered'], 50):.1f} ms; "
-          f"the pass from its board read to the hold p50 {percentile(result['passes'], 50):.1f} ms, "
-          f"p99 {percentile(result['passes'], 99):.1f} ms")
+          f"the pass from its board read to the hold p50 {percentile(passes, 50):.1f} ms, "
+          f"p99 {percentile(passes, 99):.1f} ms")
     return p50, p99
 
 

@@ -4,12 +4,15 @@ Each of the 100 agents has a station and a roster row on every board; each board
 stage states station needs, so every pass reads the registry and SuperWitness as well. The
 boards are opted in and their placement windows set before the clock starts; the timed
 sweep is `sweep(loop, now)` from end to end: leases, board and roster reads, settling, 1,000
-eligibility reads, decisions with 100 candidates each, their records, and the holds.
+eligibility reads, decisions with 100 candidates each, their records, and the holds. An agent
+holds one card at a time, so 100 cards are held and recorded; the other 900 are decided too,
+and wait on those holds without a record (`waiting-on-holds`): `decisions` counts records.
 
-It runs in four fresh processes: the stand-in over real HTTP on 127.0.0.1 (`SandboxServers`)
-and in-process (`sandbox_session`), each on PostgreSQL (with the Redis cache) and on SQLite
-(with the file cache). Goal: under 10 s. Beside each wall time is the sweep process's own CPU
-time, steadier on a busy machine. The last line is the PostgreSQL, real-HTTP figure.
+It runs in four fresh processes: the stand-in over real HTTP on 127.0.0.1 (`SandboxServers`,
+served from the parent process) and in-process (`sandbox_session`), each on PostgreSQL (with
+the Redis cache) and on SQLite (with the file cache). Goal: under 10 s. Beside each wall time
+is the sweep process's own CPU time, steadier on a busy machine. The last line is the
+PostgreSQL, real-HTTP figure.
 
 Run: .venv/bin/python bench/sweep.py            (--profile: cProfile the PostgreSQL HTTP sweep)
 """
@@ -88,8 +91,8 @@ def run(transport: str, profile: bool) -> dict:
     else:
         summary = sweep(loop, now)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"sweep_s": round(elapsed, 2), "cpu_s": round(cpu, 2), "decisions": summary.decisions, "holds": summary.holds,
-            "waits": summary.waits, "unread": summary.unread}
+    return {"sweep_s": round(elapsed, 2), "cpu_s": round(cpu, 2), "decisions": summary.decisions,
+            "holds": summary.holds, "waits": summary.waits, "unread": summary.unread}
 
 
 def run_in_child(db: str, transport: str, profile: bool) -> dict:
@@ -124,9 +127,9 @@ def main() -> None:
     figures = {}
     for db, transport in RUNS[:1] if profile else RUNS:
         figures[db, transport] = result = run_in_child(db, transport, profile)
-        print(f"  {db:8} {transport:10}  {result['sweep_s']:6.2f} s ({result['cpu_s']:5.2f} s CPU)  "
-              f"{result['decisions']} decisions, {result['holds']} holds, "
-              f"{result['waits']} waiting, {result['unread']} unread")
+        print(f"  {db:8} {transport:10}  {result['sweep_s']:6.2f} s "
+              f"({result['cpu_s']:5.2f} s CPU)  {result['decisions']} decisions, "
+              f"{result['holds']} holds, {result['waits']} waiting, {result['unread']} unread")
     headline = figures["postgres", "http"]
     print(f"sweep_s={headline['sweep_s']} decisions={headline['decisions']}")
 
