@@ -143,7 +143,7 @@ def _askable(roster, eligibility: tuple[AgentVerdict, ...], load) -> list[tuple[
 # --- One pass -------------------------------------------------------------------------------
 
 def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
-                roster_from_cache: bool) -> BoardWork | None:
+                from_cache: bool) -> BoardWork | None:
     """Read a leased board and settle what it held; None when it cannot be read."""
     try:
         read = loop.clients.superpipeline.board(board_id)
@@ -155,7 +155,7 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     with transaction.atomic():  # one commit for the read and every settlement it brings
         actions.do_note_read(board_id, now)
         summary.settled += settle_board(read, now)
-    roster = cached_roster(loop, board_id) if roster_from_cache else read_roster(loop, board_id)
+    roster = cached_roster(loop, board_id) if from_cache else read_roster(loop, board_id)
     if roster is None:
         summary.unread += 1
         return None
@@ -177,7 +177,7 @@ def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[
 
 
 def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
-             roster_from_cache: bool = False) -> SweepSummary:
+             from_cache: bool = False) -> SweepSummary:
     """Lease, read and settle each board, then place their ready cards fairly, then release."""
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
@@ -187,10 +187,10 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     try:
         works: dict[str, BoardWork] = {}
         for board_id in leased:
-            work = _open_board(loop, board_id, now, summary, roster_from_cache)
+            work = _open_board(loop, board_id, now, summary, from_cache)
             if work is not None:
                 works[board_id] = work
-        reads = PassReads(loop, now)
+        reads = PassReads(loop, now, from_cache=from_cache)
         queued = [(b, card) for b, work in works.items() for card in _due_cards(work, now, only_card)]
         for board_id, card in placement.order_cards(queued, loop.cfg.fairness):
             place_card(reads, works[board_id], card, summary)
@@ -268,4 +268,4 @@ def place_one(loop: Loop, board_id: str, card_id: str, now: datetime | None = No
     now = now or loop.clock()
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
         return SweepSummary()
-    return run_pass(loop, [board_id], now, only_card=card_id, roster_from_cache=True)
+    return run_pass(loop, [board_id], now, only_card=card_id, from_cache=True)

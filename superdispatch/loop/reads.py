@@ -22,6 +22,7 @@ from superdispatch.loop.context import Loop
 log = logging.getLogger("superdispatch.loop")
 _UNREAD = object()
 ROSTER_CACHE_S = 3600
+REGISTRY_KEY = "superdispatch:registry"
 
 
 def roster_key(board_id: str) -> str:
@@ -48,9 +49,13 @@ def cached_roster(loop: Loop, board_id: str) -> tuple[RosterRow, ...] | None:
 class PassReads:
     """Reads shared by every card of one pass, and the holds as they change during it."""
 
-    def __init__(self, loop: Loop, now: datetime):
+    def __init__(self, loop: Loop, now: datetime, from_cache: bool = False):
         self.loop = loop
         self.now = now
+        # A single relayed card must be held within its placement window: it takes the
+        # registry the last pass read, as it takes the roster, rather than read it again.
+        self.from_cache = from_cache
+        self._registry_read_now = False
         self.holds = history.holds(now)
         self._load = _UNREAD
         self._registry = _UNREAD
@@ -75,8 +80,11 @@ class PassReads:
         if self.loop.cfg.station_filters != "on" or card.needs is None \
                 or not card.needs.states_anything:
             return None
+        if self._registry is _UNREAD and self.from_cache:
+            self._registry = cache.get(REGISTRY_KEY, _UNREAD)
         if self._registry is _UNREAD:
             self._registry = self._read_registry()
+            self._registry_read_now = True
         return self._registry  # type: ignore[return-value]
 
     def _read_registry(self) -> tuple[Station, ...] | None:
@@ -87,6 +95,8 @@ class PassReads:
             return None
         if stations is None:
             log.warning("loop: AgentPod has no station registry, station needs unchecked")
+        else:
+            cache.set(REGISTRY_KEY, stations, ROSTER_CACHE_S)
         return stations
 
     def remember_registry(self) -> None:
@@ -97,7 +107,7 @@ class PassReads:
         """
         from records import registry
 
-        if self._registry is not _UNREAD:
+        if self._registry_read_now:
             registry.remember_registry(self._registry, self.now)  # type: ignore[arg-type]
 
     def history(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:

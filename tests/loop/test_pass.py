@@ -249,3 +249,20 @@ def test_a_relay_placement_uses_the_roster_the_sweep_cached(world):
     card = world.suite.pipeline.add_card("brd_a")
     world.place("brd_a", card.id)
     assert world.decisions()[0].chosen == "agt_a"
+
+
+def test_a_relay_placement_uses_the_registry_the_sweep_read():
+    from tests.loop.test_reads import filters_of, stations_lane
+
+    w = make_world(stations_lane())
+    w.opt_in("brd_a")
+    first = w.suite.pipeline.add_card("brd_a")
+    w.sweep()  # reads the registry for the first card, and caches it
+    w.suite.pipeline.claim("agt_b", first.id)
+    w.suite.pipeline.finish("agt_b", first.id, True)
+    w.suite.agentpod.catalog_readers.clear()  # a live registry read would now be refused
+    card = w.suite.pipeline.add_card("brd_a")
+    w.place("brd_a", card.id)
+    [d] = w.decisions(card_id=card.id)
+    assert filters_of(d, "agt_a")["isolation"]["reason"] == "isolation-too-weak"  # checked
+    assert d.chosen == "agt_b"
