@@ -74,8 +74,11 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
         reason=record["reason"], tier_name=record["tier"]["name"],
         tier_step=record["tier"]["step"], requires=record["requires"], learned=learned,
         created_at=now)
-    _insert_candidates([_candidate_row(decision.id, i, rec, c.in_set, c.eligible)
-                        for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))])
+    # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
+    encoded: dict[int, tuple[str, str]] = {}
+    _insert_candidates([
+        _candidate_row(decision.id, i, rec, c, encoded)
+        for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))])
     return decision
 
 
@@ -90,14 +93,23 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value)
 
 
-def _candidate_row(decision_id: str, position: int, record: dict, in_set: bool,
-                   eligible: bool) -> tuple:
-    reasons = [f["reason"] for f in record["filters"] if not f.get("passed") and f.get("reason")]
+def _verdicts(filters: list[dict]) -> tuple[str, str]:
+    """A candidate's filter verdicts as stored, and its rejections as `,code,code,`."""
+    reasons = [f["reason"] for f in filters if not f.get("passed") and f.get("reason")]
+    return json.dumps(filters), ("," + ",".join(reasons) + ",") if reasons else ""
+
+
+def _candidate_row(decision_id: str, position: int, record: dict, candidate,
+                   encoded: dict[int, tuple[str, str]]) -> tuple:
+    key = id(candidate.filters)
+    if key not in encoded:
+        encoded[key] = _verdicts(record["filters"])
+    filters, reasons = encoded[key]
     cand = record["candidate"]
     return (decision_id, position, cand["agentId"], cand["principalId"], cand["stationId"],
-            cand["source"], _json(record["filters"]), _json(record["score"]),
-            record.get("capable"), _json(record["stageHistory"]), _json(record.get("policy")),
-            in_set, eligible, ("," + ",".join(reasons) + ",") if reasons else "")
+            cand["source"], filters, _json(record["score"]), record.get("capable"),
+            _json(record["stageHistory"]), _json(record.get("policy")),
+            candidate.in_set, candidate.eligible, reasons)
 
 
 def _insert_candidates(rows: list[tuple]) -> None:
