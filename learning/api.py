@@ -15,19 +15,13 @@ from learning import dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
 from records import query
-from records.ids import is_id
-from superdispatch.errors import ApiError, bad_request, not_found
+from superdispatch.errors import ApiError, bad_request
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
 
 def _model(model_id: str) -> LearnedModel:
-    if not is_id("mdl", model_id):
-        raise bad_request("bad-id", "a model id is mdl_ and 24 hex digits")
-    model = LearnedModel.objects.filter(pk=model_id).first()
-    if model is None:
-        raise not_found(f"model {model_id}")
-    return model
+    return query.by_id(LearnedModel.objects, "mdl", model_id, "model")
 
 
 class Dataset(APIView):

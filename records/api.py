@@ -8,7 +8,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from records import actions, query
-from records.ids import is_id
 from records.models import SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion
 from records.present import board_json, decision_json, suggestion_json
 from superdispatch.errors import bad_request, not_found
@@ -95,11 +94,8 @@ class DecisionDetail(APIView):
     @extend_schema(summary="One decision (pld_…)")
     def get(self, request, decision_id: str):
         _no_query(request)
-        if not is_id("pld", decision_id):
-            raise bad_request("bad-id", "a decision id is pld_ and 24 hex digits")
-        decision = _with_candidates(Decision.objects.filter(pk=decision_id)).first()
-        if decision is None:
-            raise not_found(f"decision {decision_id}")
+        decision = query.by_id(_with_candidates(Decision.objects), "pld", decision_id,
+                               "decision")
         return Response({"decision": decision_json(decision, decision.candidates.all())})
 
 
@@ -133,12 +129,7 @@ class Suggestions(APIView):
 
 
 def _suggestion(suggestion_id: str) -> Suggestion:
-    if not is_id("sug", suggestion_id):
-        raise bad_request("bad-id", "a suggestion id is sug_ and 24 hex digits")
-    suggestion = Suggestion.objects.filter(pk=suggestion_id).first()
-    if suggestion is None:
-        raise not_found(f"suggestion {suggestion_id}")
-    return suggestion
+    return query.by_id(Suggestion.objects, "sug", suggestion_id, "suggestion")
 
 
 class SuggestionDetail(APIView):

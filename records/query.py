@@ -88,3 +88,16 @@ def read_query(query, allowed: dict[str, Callable[[str], Any]]) -> dict[str, Any
         except (ValueError, TypeError):
             raise bad_request("bad-parameter", f"{name} must be {allowed[name].rule}")
     return values
+
+
+def by_id(rows, prefix: str, value: str, noun: str):
+    """The row with this id: 400 when the id has the wrong shape, 404 when there is none."""
+    from records.ids import is_id
+    from superdispatch.errors import not_found
+
+    if not is_id(prefix, value):
+        raise bad_request("bad-id", f"a {noun} id is {prefix}_ and 24 hex digits")
+    row = rows.filter(pk=value).first()
+    if row is None:
+        raise not_found(f"{noun} {value}")
+    return row

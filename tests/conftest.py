@@ -31,3 +31,13 @@ def api(client):
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def staff(client):
+    """The test client, signed in to the admin as the operator."""
+    from django.core.management import call_command
+
+    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
+    client.login(username="op", password="pw-for-tests-1")
+    return client

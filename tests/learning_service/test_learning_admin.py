@@ -1,17 +1,9 @@
 import pytest
-from django.core.management import call_command
 
 from learning.admin import calibration_chart
 from tests.learning_service.learning_factories import learned_settings, shadow, stored_model
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
-
-
-@pytest.fixture
-def staff(client):
-    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
-    client.login(username="op", password="pw-for-tests-1")
-    return client
 
 
 def test_the_model_list_shows_each_models_metrics_and_gate(staff, settings):

@@ -9,13 +9,6 @@ from tests.factories import make_decision
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
-@pytest.fixture
-def staff(client):
-    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
-    client.login(username="op", password="pw-for-tests-1")
-    return client
-
-
 def test_create_operator_makes_a_staff_login():
     call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
     user = get_user_model().objects.get(username="op")
