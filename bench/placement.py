@@ -6,9 +6,10 @@ the agents are rostered, half report their own load. Most are eligible; the rest
 realistic mix of filters. Goal on one core: 2,000 decisions/s at 100, 200/s at 1,000.
 
 Time is this process's CPU time, so other work on a shared machine does not count against
-placement. The loop hands every card of a pass the very same registry and history, so
-placement works those out once a pass; the first card of a pass pays for that, and is timed
-on its own with freshly read copies (`first_card_per_s`).
+placement. The loop hands every card of a pass the very same registry, history and agents'
+load, and every card of a board the very same roster, so placement works out what they say
+once a pass; the first card of a pass pays for that, and is timed on its own with freshly
+read copies of all four (`first_card_per_s`).
 Run: .venv/bin/python bench/placement.py
 """
 from __future__ import annotations
@@ -98,11 +99,13 @@ def decisions_per_s(n: int, budget_s: float = 2.0) -> tuple[float, int, str]:
 
 
 def first_cards_per_s(n: int, budget_s: float = 1.0) -> float:
-    """Each decision reads a registry and history as freshly read, as the first card of a pass does."""
+    """Each decision reads a roster, load, registry and history as freshly read, as the first card
+    of a pass does."""
     facts = facts_with(n)
     count, spent = 0, 0.0
     while spent < budget_s:
-        fresh = replace(facts, registry=tuple(list(facts.registry)),
+        fresh = replace(facts, roster=tuple(list(facts.roster)), load=tuple(list(facts.load)),
+                        registry=tuple(list(facts.registry)),
                         history={principal: tuple(list(runs)) for principal, runs in facts.history.items()})
         started = time.process_time()
         decide(fresh, RULES, NOW)

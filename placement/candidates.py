@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
 from .facts import AgentLoad, AgentVerdict, Facts, RosterRow
 from .load import LoadShape, direct_load, roster_load
+from .memo import IdentityMemo
 from .rules import Rules
+from .stations import occupied_stations
 
 CAPABILITY_MISMATCH = "capability_mismatch"  # SuperPipeline's word for capability-missing
 
@@ -37,14 +39,19 @@ class Pool:
         With fewer than two there is no choice to make: pull gives the card to the one there
         is (`one-candidate`), whatever other capabilities the roster holds.
         """
-        return sum(
-            1 for agent_id in self.in_set
-            if agent_id in self.rows and CAPABILITY_MISMATCH not in self._reasons(agent_id)
-        )
+        rows = self.rows
+        incapable = sum(1 for agent_id, verdict in self.objections.items()
+                        if agent_id in rows and CAPABILITY_MISMATCH in verdict.reasons)
+        return len(self.in_set.intersection(rows)) - incapable
 
-    def _reasons(self, agent_id: str) -> tuple[str, ...]:
-        verdict = self.objections.get(agent_id)
-        return verdict.reasons if verdict is not None else ()
+
+class Reported(NamedTuple):
+    """What a read shared by every card of a pass (the roster, the agents' load) says of each agent."""
+
+    rows: dict[str, Any]  # one row per agent
+    loads: dict[str, LoadShape]  # the roster's enabled rows; every agent reporting its load
+    principals: dict[str, str]
+    stations: dict[str, str]  # the roster's only
 
 
 def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
@@ -53,21 +60,28 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
     The set is every enabled bridge row, and with `candidates=all` every considered agent
     with no bridge row that reports its load. A disabled row keeps its agent out either way.
     """
-    rows = _by_agent(facts.roster, lambda row: (row.enabled, row.key))  # a disabled duplicate wins
+    roster = _shared(_rosters, facts.roster, (), lambda: _roster_reads(facts.roster))
+    rows = roster.rows
     verdicts = _by_agent(facts.eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
-    direct: dict[str, AgentLoad] = {}
+    loads = dict(roster.loads)
+    principals: dict[str, str] = {}
+    stations: dict[str, str] = {}
     if rules.candidates == "all" and facts.load is not None:
-        loaded = _by_agent(facts.load, lambda load: -load.in_flight)
-        direct = {agent_id: loaded[agent_id] for agent_id in (loaded.keys() - rows.keys()) & verdicts.keys()}
-    loads = {agent_id: roster_load(row) for agent_id, row in rows.items() if row.enabled}
-    loads.update({agent_id: direct_load(row, now) for agent_id, row in direct.items()})
-    principals = {agent_id: row.principal_id for agent_id, row in direct.items() if row.principal_id}
+        reported = _shared(_load_reads, facts.load, (now,), lambda: _load_reads_of(facts.load, now))  # type: ignore
+        direct = (reported.rows.keys() - rows.keys()) & verdicts.keys()
+        loads.update({agent_id: reported.loads[agent_id] for agent_id in direct})
+        principals = {agent_id: reported.principals[agent_id] for agent_id in direct
+                      if agent_id in reported.principals}
+        if direct and facts.registry:
+            occupied = occupied_stations(facts.registry)
+            stations = {agent_id: occupied[agent_id] for agent_id in direct if agent_id in occupied}
     principals.update({agent_id: v.principal_id for agent_id, v in verdicts.items() if v.principal_id})
-    principals.update({agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id})
-    stations = _occupied(facts, direct.keys()) if direct else {}
-    stations.update({agent_id: row.station_id for agent_id, row in rows.items() if row.station_id})
+    principals.update(roster.principals)
+    stations.update(roster.stations)
+    ids = [*verdicts, *(rows.keys() - verdicts.keys())]
+    ids.sort()  # quick: the eligibility read comes in agent id order or near it
     return Pool(
-        ids=tuple(sorted(rows.keys() | verdicts.keys())),
+        ids=tuple(ids),
         in_set=frozenset(loads),
         rows=rows,
         verdicts=verdicts,
@@ -81,16 +95,34 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
     )
 
 
-def _occupied(facts: Facts, agent_ids: Iterable[str]) -> dict[str, str]:
-    """The registry station each agent occupies: an agent with no bridge row has no other."""
-    if not facts.registry:
-        return {}
-    wanted = set(agent_ids)
-    occupied: dict[str, str] = {}
-    for station in sorted(facts.registry, key=lambda s: s.station_id):  # the same in any order
-        if station.occupant in wanted and station.occupant not in occupied:
-            occupied[station.occupant] = station.station_id
-    return occupied
+# The loop hands every card of a board the very same roster, and every card of a pass the
+# very same load read, so what they say of each agent is worked out once a pass.
+_rosters: IdentityMemo[Reported] = IdentityMemo(256)  # a pass: one roster per board
+_load_reads: IdentityMemo[Reported] = IdentityMemo(4)
+
+
+def _shared(memo: IdentityMemo[Reported], read: Sequence, key: tuple, work: Callable[[], Reported]) -> Reported:
+    return memo.get(read, key, work) if type(read) is tuple else work()
+
+
+def _roster_reads(roster: Sequence[RosterRow]) -> Reported:
+    rows = _by_agent(roster, lambda row: (row.enabled, row.key))  # a disabled duplicate wins
+    return Reported(
+        rows=rows,
+        loads={agent_id: roster_load(row) for agent_id, row in rows.items() if row.enabled},
+        principals={agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id},
+        stations={agent_id: row.station_id for agent_id, row in rows.items() if row.station_id},
+    )
+
+
+def _load_reads_of(load: Sequence[AgentLoad], now: datetime) -> Reported:
+    rows = _by_agent(load, lambda row: -row.in_flight)
+    return Reported(
+        rows=rows,
+        loads={agent_id: direct_load(row, now) for agent_id, row in rows.items()},
+        principals={agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id},
+        stations={},
+    )
 
 
 def _by_agent(rows: Sequence[Row], rank: Callable[[Row], Any]) -> dict[str, Row]:

@@ -67,6 +67,28 @@ class StationAnswers(NamedTuple):
 
 
 _remembered: IdentityMemo[StationAnswers] = IdentityMemo(16)  # a pass: one registry, a few needs
+_occupants: IdentityMemo[dict[str, str]] = IdentityMemo(4)
+
+
+def occupied_stations(registry: tuple[Station, ...]) -> dict[str, str]:
+    """The station each occupant occupies, the lowest station id of two, once per registry tuple.
+
+    An agent with no bridge row has no other station. Read it, never change it: it is shared.
+    """
+    if type(registry) is not tuple:
+        return _occupied(registry)
+    return _occupants.get(registry, (), lambda: _occupied(registry))
+
+
+def _occupied(registry: Iterable[Station]) -> dict[str, str]:
+    occupied: dict[str, str] = {}
+    for station in registry:
+        occupant = station.occupant
+        if occupant is not None:
+            kept = occupied.get(occupant)
+            if kept is None or station.station_id < kept:
+                occupied[occupant] = station.station_id
+    return occupied
 
 
 def station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: int) -> StationAnswers:
