@@ -26,6 +26,8 @@ class Pool:
     verdicts: dict[str, AgentVerdict]  # SuperPipeline's eligibility read
     objections: dict[str, AgentVerdict]  # in-set verdicts that are not a plain "eligible"
     loads: dict[str, LoadShape]  # every in-set agent's load shape
+    unhealthy: frozenset[str]  # in-set agents whose load shape is not healthy
+    full: frozenset[str]  # in-set agents whose load shape is not idle
     principals: dict[str, str]  # from the bridge row, else the eligibility read, else the load read
     stations: dict[str, str]  # from the bridge row, else the registry station it occupies
 
@@ -50,6 +52,8 @@ class Reported(NamedTuple):
 
     rows: dict[str, Any]  # one row per agent
     loads: dict[str, LoadShape]  # the roster's enabled rows; every agent reporting its load
+    unhealthy: frozenset[str]  # of those loads, the ones not healthy
+    full: frozenset[str]  # of those loads, the ones not idle
     principals: dict[str, str]
     stations: dict[str, str]  # the roster's only
 
@@ -64,12 +68,15 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
     rows = roster.rows
     verdicts = _by_agent(facts.eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
     loads = dict(roster.loads)
+    unhealthy, full = roster.unhealthy, roster.full
     principals: dict[str, str] = {}
     stations: dict[str, str] = {}
     if rules.candidates == "all" and facts.load is not None:
         reported = _shared(_load_reads, facts.load, (now,), lambda: _load_reads_of(facts.load, now))  # type: ignore
         direct = (reported.rows.keys() - rows.keys()) & verdicts.keys()
         loads.update({agent_id: reported.loads[agent_id] for agent_id in direct})
+        unhealthy = unhealthy | (reported.unhealthy & direct)
+        full = full | (reported.full & direct)
         principals = {agent_id: reported.principals[agent_id] for agent_id in direct
                       if agent_id in reported.principals}
         if direct and facts.registry:
@@ -90,6 +97,8 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
             if (verdict.reasons or not verdict.eligible) and agent_id in loads
         },
         loads=loads,
+        unhealthy=unhealthy,
+        full=full,
         principals=principals,
         stations=stations,
     )
@@ -107,9 +116,9 @@ def _shared(memo: IdentityMemo[Reported], read: Sequence, key: tuple, work: Call
 
 def _roster_reads(roster: Sequence[RosterRow]) -> Reported:
     rows = _by_agent(roster, lambda row: (row.enabled, row.key))  # a disabled duplicate wins
-    return Reported(
-        rows=rows,
-        loads={agent_id: roster_load(row) for agent_id, row in rows.items() if row.enabled},
+    return _reported(
+        rows,
+        {agent_id: roster_load(row) for agent_id, row in rows.items() if row.enabled},
         principals={agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id},
         stations={agent_id: row.station_id for agent_id, row in rows.items() if row.station_id},
     )
@@ -117,11 +126,21 @@ def _roster_reads(roster: Sequence[RosterRow]) -> Reported:
 
 def _load_reads_of(load: Sequence[AgentLoad], now: datetime) -> Reported:
     rows = _by_agent(load, lambda row: -row.in_flight)
-    return Reported(
-        rows=rows,
-        loads={agent_id: direct_load(row, now) for agent_id, row in rows.items()},
+    return _reported(
+        rows,
+        {agent_id: direct_load(row, now) for agent_id, row in rows.items()},
         principals={agent_id: row.principal_id for agent_id, row in rows.items() if row.principal_id},
         stations={},
+    )
+
+
+def _reported(rows: dict[str, Any], loads: dict[str, LoadShape], principals: dict[str, str],
+              stations: dict[str, str]) -> Reported:
+    return Reported(
+        rows, loads,
+        unhealthy=frozenset(agent_id for agent_id, load in loads.items() if not load.healthy),
+        full=frozenset(agent_id for agent_id, load in loads.items() if not load.idle),
+        principals=principals, stations=stations,
     )
 
 

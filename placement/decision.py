@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 from .candidates import Pool, pool_for
 from .facts import Card, Facts, Requires
-from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, policy_records, run_filters
+from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
@@ -154,7 +154,7 @@ def _candidates(
 ) -> tuple[CandidateRecord, ...]:
     """Every considered agent's record, in agent id order."""
     rows, principals, in_set, loads = pool.rows, pool.principals, pool.in_set, pool.loads
-    policy = policy_records(in_set, ground.policy)
+    policy = ground.policy.records if ground.policy is not None else {}
     records = []
     for agent_id, filters in verdicts.items():
         row = rows.get(agent_id)

@@ -4,8 +4,9 @@ An agent outside the candidate set goes through `roster` alone. Every other cand
 through all of them, so its record lists each thing that was wrong, not just the first.
 
 Each filter is a small function of the card's pool of agents and the pass's facts that
-returns its verdicts on the candidates it does not simply pass, by agent id. Working over
-the whole pool at once keeps a thousand candidates cheap: most filters are a set operation.
+returns its verdicts on the candidates it does not simply pass, each with the agents it is
+given to. Working over the whole pool at once keeps a thousand candidates cheap: most
+filters are a set operation, and most give one verdict to many agents.
 """
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ REJECTED = {name: FilterResult(name, False, code) for name, code in REASON_CODES
 UNCHECKED = {name: FilterResult(name, True, unchecked=True) for name in (*STATION_FILTERS, "policy")}
 OFF_THE_SET = (REJECTED["roster"],)
 
-Verdicts = dict[str, FilterResult]  # by agent id: a filter's verdicts on those it does not simply pass
+Verdicts = Iterable[tuple[FilterResult, Iterable[str]]]  # each verdict a filter gives, and to whom
 
 
 class PolicyRecord(NamedTuple):
@@ -86,6 +87,15 @@ class PolicyRecord(NamedTuple):
         return {"allow": self.allow, "reasons": list(self.reasons), "policyVersion": self.policy_version}
 
 
+class PolicyAnswers(NamedTuple):
+    """What the dispatch policy said of the candidate set, read once for the filter and the record."""
+
+    refusals: dict[str, str]  # by agent id: `limit:…` or `policy-denied`
+    unanswered: list[str]  # in the set, with no verdict
+    records: dict[str, PolicyRecord]  # by agent id, every verdict as recorded
+    no_policy: bool  # the last answer said the workspace has no policy
+
+
 @dataclass(frozen=True, slots=True)
 class Ground:
     """What the filters read besides the pool: the card's needs and this pass's facts."""
@@ -93,7 +103,7 @@ class Ground:
     filters: tuple[tuple[str, Callable[[Pool, "Ground"], Verdicts]], ...]
     passing: tuple[FilterResult, ...]  # the record of a candidate every filter simply passed
     lacking: Mapping[Lacking, list[str]] | None  # agents whose station lacks anything, by what; None: unchecked
-    policy: PolicyFacts | None  # None: policy off
+    policy: PolicyAnswers | None  # None: policy off
     holding: frozenset[str]
     lapses: Mapping[str, tuple[datetime, ...]]
     no_show_since: datetime  # a lapse at or before this has aged out
@@ -113,14 +123,14 @@ def ground_for(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> Ground:
     unchecked = stations_run and facts.registry is None
     lacking = None
     if stations_run and facts.registry is not None:
-        station_of = {agent_id: pool.stations.get(agent_id) for agent_id in pool.in_set}
-        lacking = agents_lacking(needs, facts.registry, station_of, PROOF_RANK[rules.min_proof])  # type: ignore[arg-type]
+        lacking = agents_lacking(needs, facts.registry, pool.in_set, pool.stations,  # type: ignore[arg-type]
+                                 PROOF_RANK[rules.min_proof])
     return Ground(
         filters=filters,
         passing=tuple(UNCHECKED[name] if unchecked and name in STATION_FILTERS else PASSED[name]
                       for name, _ in filters),
         lacking=lacking,
-        policy=facts.policy,
+        policy=policy_answers(pool.in_set, facts.policy) if facts.policy is not None else None,
         holding=facts.own.holding,
         lapses=facts.own.lapses,
         no_show_since=now - timedelta(seconds=rules.no_show_window_s),
@@ -137,29 +147,57 @@ class Filtered(NamedTuple):
 
 
 def run_filters(pool: Pool, ground: Ground) -> Filtered:
-    """Run every filter in order; an agent outside the candidate set goes through `roster` alone."""
+    """Run every filter in order; an agent outside the candidate set goes through `roster` alone.
+
+    Each verdict a filter gives is one bit, so an agent's verdicts are the bits it gathers,
+    and agents singled out alike share one tuple of verdicts.
+    """
     passing, in_set = ground.passing, pool.in_set
-    singled_out: dict[str, list[FilterResult]] = {}
-    failed: set[str] = set()
+    given: list[tuple[int, FilterResult]] = []  # each verdict given, with its filter's place
+    failing = 0  # the bits of the verdicts that reject
+    # The station filters give their verdicts to the very same groups of agents, so each
+    # group gathers its bits before its agents do. Every group is kept, so no id is reused.
+    groups: dict[int, list] = {}  # by the id of a group of agents: the group and its bits
     for place, (_, check) in enumerate(ground.filters):
-        for agent_id, result in check(pool, ground).items():
-            results = singled_out.get(agent_id)
-            if results is None:
-                results = singled_out[agent_id] = [*passing]
-            results[place] = result
+        for result, agent_ids in check(pool, ground):
+            bit = 1 << len(given)
+            given.append((place, result))
             if not result.passed:
-                failed.add(agent_id)
+                failing |= bit
+            group = groups.get(id(agent_ids))
+            if group is None:
+                groups[id(agent_ids)] = [agent_ids, bit]
+            else:
+                group[1] |= bit
+    gathered: dict[str, int] = {}  # by agent id: the bits of the verdicts given to it
+    bits_of = gathered.get
+    for agent_ids, bits in groups.values():
+        for agent_id in agent_ids:
+            gathered[agent_id] = bits_of(agent_id, 0) | bits
+    alike: dict[int, tuple[FilterResult, ...]] = {0: passing}
     verdicts: dict[str, tuple[FilterResult, ...]] = {}
     eligible = []
     for agent_id in pool.ids:
         if agent_id not in in_set:
             verdicts[agent_id] = OFF_THE_SET
             continue
-        results = singled_out.get(agent_id)
-        verdicts[agent_id] = passing if results is None else tuple(results)
-        if agent_id not in failed:
+        bits = gathered.get(agent_id, 0)
+        results = alike.get(bits)
+        if results is None:
+            results = alike[bits] = _with_verdicts(passing, given, bits)
+        verdicts[agent_id] = results
+        if not bits & failing:
             eligible.append(agent_id)
     return Filtered(verdicts, eligible)
+
+
+def _with_verdicts(passing: tuple[FilterResult, ...], given: list[tuple[int, FilterResult]],
+                   bits: int) -> tuple[FilterResult, ...]:
+    results = list(passing)
+    for bit, (place, result) in enumerate(given):
+        if bits >> bit & 1:
+            results[place] = result
+    return tuple(results)
 
 
 # --- The filters, in the order they run ---------------------------------------------------
@@ -169,7 +207,7 @@ def roster(pool: Pool, ground: Ground) -> Verdicts:
 
     Every candidate passes; an agent outside the set goes through this filter alone.
     """
-    return {}
+    return ()
 
 
 def capability(pool: Pool, ground: Ground) -> Verdicts:
@@ -223,27 +261,26 @@ def policy(pool: Pool, ground: Ground) -> Verdicts:
     last answer said the workspace has no policy. An agent SuperPipeline refuses on the
     grant is never asked, so its policy is unchecked.
     """
-    facts = ground.policy
-    if facts is None:
-        return {}
-    verdicts: Verdicts = {}
-    for agent_id in pool.in_set:
-        verdict = facts.verdicts.get(agent_id)
-        if verdict is not None:
-            refusal = policy_refusal(verdict)
-            if refusal is not None:
-                verdicts[agent_id] = FilterResult("policy", False, refusal)
-        elif GRANT_DENIED in _reasons(pool, agent_id):
-            verdicts[agent_id] = UNCHECKED["policy"]
-        elif not facts.last_answer_no_policy:
+    answers = ground.policy
+    if answers is None:
+        return ()
+    refused: dict[str, list[str]] = {}  # by why
+    for agent_id, refusal in answers.refusals.items():
+        refused.setdefault(refusal, []).append(agent_id)
+    unchecked = []
+    for agent_id in answers.unanswered:
+        if GRANT_DENIED in _reasons(pool, agent_id):
+            unchecked.append(agent_id)
+        elif not answers.no_policy:
             unasked = "no-principal" if pool.principal(agent_id) is None else "policy-unread"
-            verdicts[agent_id] = FilterResult("policy", False, unasked)
-    return verdicts
+            refused.setdefault(unasked, []).append(agent_id)
+    return [(UNCHECKED["policy"], unchecked),
+            *((FilterResult("policy", False, why), agent_ids) for why, agent_ids in refused.items())]
 
 
 def health(pool: Pool, ground: Ground) -> Verdicts:
     """Healthy by its load shape: ready to take a card held for it."""
-    return _rejecting("health", (agent_id for agent_id, load in pool.loads.items() if not load.healthy))
+    return _rejecting("health", pool.unhealthy)
 
 
 def capacity(pool: Pool, ground: Ground) -> Verdicts:
@@ -253,7 +290,7 @@ def capacity(pool: Pool, ground: Ground) -> Verdicts:
 
 def idle(pool: Pool, ground: Ground) -> Verdicts:
     """Less in hand than its capacity, anywhere in the workspace."""
-    return _rejecting("idle", (agent_id for agent_id, load in pool.loads.items() if not load.idle))
+    return _rejecting("idle", pool.full)
 
 
 def held(pool: Pool, ground: Ground) -> Verdicts:
@@ -289,7 +326,7 @@ IN_ORDER = (
 # --- What the filters share ---------------------------------------------------------------
 
 def _rejecting(name: str, agent_ids: Iterable[str]) -> Verdicts:
-    return dict.fromkeys(agent_ids, REJECTED[name])
+    return ((REJECTED[name], agent_ids),)
 
 
 def _objected_for(reason: str, pool: Pool) -> Iterable[str]:
@@ -303,14 +340,10 @@ def _reasons(pool: Pool, agent_id: str) -> tuple[str, ...]:
 
 def _station_rejections(name: str, ground: Ground) -> Verdicts:
     if ground.lacking is None:
-        return {}  # unchecked: `ground.passing` already says so
+        return ()  # unchecked: `ground.passing` already says so
     need = STATION_FILTERS.index(name)
-    verdicts: Verdicts = {}
-    for lacks, agent_ids in ground.lacking.items():
-        missing = lacks[need]
-        if missing:
-            verdicts.update(dict.fromkeys(agent_ids, FilterResult(name, False, REASON_CODES[name], missing)))
-    return verdicts
+    return [(FilterResult(name, False, REASON_CODES[name], lacks[need]), agent_ids)
+            for lacks, agent_ids in ground.lacking.items() if lacks[need]]
 
 
 def policy_refusal(verdict: PolicyVerdict) -> str | None:
@@ -331,32 +364,36 @@ def policy_refusal(verdict: PolicyVerdict) -> str | None:
     return "policy-denied" if refused else None
 
 
-def policy_records(in_set: Iterable[str], facts: PolicyFacts | None) -> dict[str, PolicyRecord]:
-    """Each candidate's verdict as recorded, when the policy was asked and answered.
+def policy_answers(in_set: Iterable[str], facts: PolicyFacts) -> PolicyAnswers:
+    """Whom the policy refuses and why, and each candidate's verdict as recorded.
 
     Candidates the policy answered alike share one record.
     """
-    if facts is None:
-        return {}
+    answered = facts.verdicts
     shared: dict[tuple[bool, tuple[str, ...], str | None], PolicyRecord] = {}
+    refusals: dict[str, str] = {}
+    unanswered = []
     records = {}
     for agent_id in in_set:
-        verdict = facts.verdicts.get(agent_id)
+        verdict = answered.get(agent_id)
         if verdict is None:
+            unanswered.append(agent_id)
             continue
         if verdict.allow and verdict.limit_max_runs is None:
             recorded = (True, verdict.reasons, verdict.policy_version)  # the common answer, kept quick
         else:
-            recorded = _recorded(verdict)
+            refusal = policy_refusal(verdict)
+            if refusal is not None:
+                refusals[agent_id] = refusal
+            recorded = _recorded(verdict, refusal)
         record = shared.get(recorded)
         if record is None:
             record = shared[recorded] = PolicyRecord(*recorded)
         records[agent_id] = record
-    return records
+    return PolicyAnswers(refusals, unanswered, records, facts.last_answer_no_policy)
 
 
-def _recorded(verdict: PolicyVerdict) -> tuple[bool, tuple[str, ...], str | None]:
-    refusal = policy_refusal(verdict)
+def _recorded(verdict: PolicyVerdict, refusal: str | None) -> tuple[bool, tuple[str, ...], str | None]:
     reasons = verdict.reasons
     if refusal is not None and refusal.startswith(LIMIT_PREFIX) and refusal not in reasons:
         reasons = (*reasons, refusal)

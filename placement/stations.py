@@ -38,19 +38,21 @@ def lacking_by_agent(
     needs: StationNeeds, registry: Iterable[Station], station_of: Mapping[str, str | None], min_rank: int,
 ) -> dict[str, Lacking]:
     """The agents whose station lacks anything the stage asks for, and what it lacks."""
-    grouped = agents_lacking(needs, registry, station_of, min_rank)
+    grouped = agents_lacking(needs, registry, station_of.keys(), station_of, min_rank)
     return {agent_id: lacks for lacks, agent_ids in grouped.items() for agent_id in agent_ids}
 
 
 def agents_lacking(
-    needs: StationNeeds, registry: Iterable[Station], station_of: Mapping[str, str | None], min_rank: int,
+    needs: StationNeeds, registry: Iterable[Station], agent_ids: Iterable[str],
+    station_of: Mapping[str, str | None], min_rank: int,
 ) -> dict[Lacking, list[str]]:
-    """`lacking_by_agent` grouped by what they lack, so a filter judges each group once."""
+    """Those of `agent_ids` whose station lacks anything, grouped by what they lack, so a filter
+    judges each group once. An agent missing from `station_of` has no station."""
     stations = station_answers(needs, registry, min_rank)
     by_station, unlisted = stations.lacking, stations.unlisted
     grouped: dict[Lacking, list[str]] = {}
-    for agent_id, station_id in station_of.items():
-        lacks = by_station.get(station_id, unlisted)  # type: ignore[arg-type]
+    for agent_id in agent_ids:
+        lacks = by_station.get(station_of.get(agent_id), unlisted)  # type: ignore[arg-type]
         if lacks is not None:
             agent_ids = grouped.get(lacks)
             if agent_ids is None:
