@@ -141,9 +141,9 @@ def _terms(
     for agent_id in eligible:
         claimed, settled_here = settled.get(agent_id, (0, 0))
         terms[agent_id] = ScoreTerms(
-            stage_record=stage[principals.get(agent_id)].stage_record if stage is not None else None,
-            success_rate=success_rate(claimed, settled_here),
-            since_last_dispatch_s=since_last_dispatch_s(loads[agent_id].last_seen_at, now),
+            stage[principals.get(agent_id)].stage_record if stage is not None else None,
+            success_rate(claimed, settled_here),
+            since_last_dispatch_s(loads[agent_id].last_seen_at, now),
         )
     return terms
 
@@ -153,14 +153,13 @@ def _candidates(
     stage: dict[str | None, StageHistory] | None,
 ) -> tuple[CandidateRecord, ...]:
     """Every considered agent's record, in agent id order."""
-    rows, principals, in_set, loads = pool.rows, pool.principals, pool.in_set, pool.loads
+    rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
     policy = ground.policy.records if ground.policy is not None else {}
     records = []
     for agent_id, filters in verdicts.items():
-        row = rows.get(agent_id)
         principal_id = principals.get(agent_id)
-        station_id = pool.stations.get(agent_id)
-        source = ROSTER if row is not None else DIRECT
+        station_id = stations.get(agent_id)
+        source = ROSTER if agent_id in rows else DIRECT
         if agent_id in in_set:
             score = scores.get(agent_id)
             records.append(CandidateRecord(

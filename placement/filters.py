@@ -194,9 +194,10 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
 def _with_verdicts(passing: tuple[FilterResult, ...], given: list[tuple[int, FilterResult]],
                    bits: int) -> tuple[FilterResult, ...]:
     results = list(passing)
-    for bit, (place, result) in enumerate(given):
-        if bits >> bit & 1:
-            results[place] = result
+    while bits:
+        place, result = given[(bits & -bits).bit_length() - 1]  # the lowest bit left
+        results[place] = result
+        bits &= bits - 1
     return tuple(results)
 
 

@@ -93,22 +93,18 @@ def histories(
     principals: Iterable[str | None], by_principal: Mapping[str, tuple[Run, ...]], now: datetime,
     min_sample: int, half_life_days: float,
 ) -> dict[str | None, StageHistory]:
-    """Each principal's stage history, worked out once however many agents (and cards) share it."""
-    found: dict[str | None, StageHistory] = {}
+    """Each principal's stage history, worked out once however many agents (and cards) share it.
+
+    The loop hands every card of a board stage the very same runs tuples, so each is
+    weighed once a pass, whichever card asks.
+    """
+    runs_of: dict[str | None, tuple[Run, ...]] = {}
     for principal in principals:
-        if principal not in found:
-            runs = by_principal.get(principal, ()) if principal is not None else ()
-            found[principal] = _shared_stage_history(runs, now, min_sample, half_life_days)
-    return found
+        if principal not in runs_of:
+            runs_of[principal] = by_principal.get(principal, ()) if principal is not None else ()
+    weighed = _remembered.get_each(runs_of.values(), (now, min_sample, half_life_days),
+                                   lambda runs: stage_history(runs, now, min_sample, half_life_days))
+    return dict(zip(runs_of, weighed))
 
 
 _remembered: IdentityMemo[StageHistory] = IdentityMemo(8192)  # every principal of a pass
-
-
-def _shared_stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int,
-                          half_life_days: float) -> StageHistory:
-    """`stage_history`, worked out once per pass for a principal's runs, whichever card asks."""
-    if not runs or type(runs) is not tuple:
-        return stage_history(runs, now, min_sample, half_life_days)
-    return _remembered.get(runs, (now, min_sample, half_life_days),
-                           lambda: stage_history(runs, now, min_sample, half_life_days))

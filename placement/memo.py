@@ -1,7 +1,7 @@
 """Answers remembered by the identity of an immutable read that one pass hands every card alike."""
 from __future__ import annotations
 
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -12,20 +12,33 @@ class IdentityMemo(Generic[T]):
     The loop hands every card of a pass the very same registry and runs tuples, so their
     answers need working out once a pass, not once a card. The tuple is kept beside its
     answer, so its id cannot be reused while remembered; a full memo starts afresh. Results
-    are the same with or without it: it only saves the work.
+    are the same with or without it: it only saves the work. Anything but a tuple is worked
+    out every time.
     """
 
     def __init__(self, size: int):
         self.size = size
-        self._answers: dict[tuple, tuple[tuple, T]] = {}
+        self._answers: dict[tuple[Hashable, ...], dict[int, tuple[tuple, T]]] = {}
+        self._count = 0
 
     def get(self, shared: tuple, key: tuple[Hashable, ...], work: Callable[[], T]) -> T:
-        k = (id(shared), *key)
-        remembered = self._answers.get(k)
-        if remembered is not None and remembered[0] is shared:
-            return remembered[1]
-        answer = work()
-        if len(self._answers) >= self.size:
+        return self.get_each((shared,), key, lambda _: work())[0]
+
+    def get_each(self, shared: Iterable[tuple], key: tuple[Hashable, ...], work: Callable[[tuple], T]) -> list[T]:
+        """The answer for each tuple, in order, worked out only for those not remembered."""
+        if self._count >= self.size:
             self._answers.clear()
-        self._answers[k] = (shared, answer)
-        return answer
+            self._count = 0
+        answers = self._answers.setdefault(key, {})
+        found = []
+        for read in shared:
+            remembered = answers.get(id(read))
+            if remembered is not None and remembered[0] is read:
+                found.append(remembered[1])
+                continue
+            answer = work(read)
+            if type(read) is tuple:
+                answers[id(read)] = (read, answer)
+                self._count += 1
+            found.append(answer)
+        return found

@@ -1,8 +1,11 @@
 """Who the pool counts and what it knows of each agent: capability for one-candidate, stations."""
-from datetime import datetime, timezone
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 from placement import Rules, decide
-from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow
+from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow, StationNeeds
+
+from placement_factories import ago, board, card, decided, failing, load_row, roster_row, station, with_rows
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 
@@ -32,3 +35,32 @@ def test_an_agent_reporting_its_own_load_is_judged_by_the_station_it_occupies():
     z = decided.candidate("agt_z")
     assert z.station_id == "stn_z" and z.eligible
     assert decided.chosen == "agt_z"  # the rostered agents have no station, so lack git
+
+
+def test_a_roster_read_again_is_judged_afresh_not_remembered_by_its_agents():
+    idle = board("agt_ada", "agt_bob")
+    busy = with_rows(idle, roster=[roster_row("agt_bob", busy=True)])
+    for _ in range(2):  # the same roster tuple again, then a new read, in turn
+        assert failing(decided(idle), "agt_bob") == []
+        assert failing(decided(busy), "agt_bob") == ["not-idle"]
+
+
+def test_one_load_read_is_judged_anew_at_each_now():
+    facts = replace(board("agt_ada", "agt_bob"), eligibility=board("agt_ada", "agt_bob", "agt_eli").eligibility,
+                    load=(load_row("agt_eli", last_heartbeat_at=ago(minutes=50)),))
+    later = NOW + timedelta(minutes=20)
+    for _ in range(2):
+        assert failing(decided(facts, candidates="all"), "agt_eli") == []
+        assert failing(decide(facts, Rules(candidates="all"), later), "agt_eli") == ["unhealthy"]
+
+
+def test_an_agent_off_the_roster_occupies_the_lowest_station_id_it_is_listed_in():
+    facts = replace(
+        board("agt_ada", "agt_bob", card=card(needs=StationNeeds(tools=("git",)))),
+        eligibility=board("agt_ada", "agt_bob", "agt_eli").eligibility,
+        load=(load_row("agt_eli"),),
+        registry=(station("stn_ada"), station("stn_bob"), replace(station("stn_z", tools=()), occupant="agt_eli"),
+                  replace(station("stn_e"), occupant="agt_eli")),
+    )
+    eli = decided(facts, candidates="all").candidate("agt_eli")
+    assert (eli.station_id, eli.eligible) == ("stn_e", True)
