@@ -106,7 +106,7 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
 
 # The loop hands every card of a board the very same roster, and every card of a pass the
 # very same load read, so what they say of each agent is worked out once a pass.
-_rosters: IdentityMemo[Reported] = IdentityMemo(256)  # a pass: one roster per board
+_rosters: IdentityMemo[Reported] = IdentityMemo(1024)  # a pass: one roster per board
 _load_reads: IdentityMemo[Reported] = IdentityMemo(4)
 
 
