@@ -45,17 +45,7 @@ def placed(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
     world.opt_in(*(b.id for b in world.suite.scenario.boards))
     world.sweep()  # sets each board's placement window, places what is already waiting
 
-    def deliver(headers: dict, body: bytes) -> int:
-        event = json.loads(body)
-        if event["type"] == "card.ready":
-            world.place(event["boardId"], event["cardId"])
-        return 202
-
-    def on_tick(now) -> None:
-        if round((now - world.suite.scenario.start).total_seconds()) % SWEEP_EVERY_S == 0:
-            world.sweep()
-
-    world.suite.relay.target = deliver
+    on_tick = world.drive(SWEEP_EVERY_S)
     return world.suite, world.sim.run(seconds, on_tick=on_tick)
 
 

@@ -1,7 +1,10 @@
 """A SuperDispatch loop wired to an in-process sandbox suite on a virtual clock."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Callable
 
 from django.utils import timezone
 
@@ -12,6 +15,7 @@ from sandbox.scenario import parse_scenario
 from superdispatch import config
 from superdispatch.clients import build_clients
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
+from superdispatch.relay import LOOK_DELAY_S
 
 
 @dataclass
@@ -39,6 +43,34 @@ class World:
 
     def place(self, board_id: str, card_id: str):
         return place_one(self.loop, board_id, card_id, self.now)
+
+    def drive(self, sweep_every_s: int = 30) -> Callable[[datetime], None]:
+        """Deliver the suite's relay events as the webhook and its tasks would, in-process.
+
+        A card.ready is placed at once; any other event looks at its board two seconds later,
+        once for a burst; a sweep runs every `sweep_every_s`. Returns the `on_tick` to hand
+        `Simulation.run`.
+        """
+        looks: dict[str, datetime] = {}
+
+        def deliver(headers: dict, body: bytes) -> int:
+            event = json.loads(body)
+            if event["type"] == "card.ready":
+                self.place(event["boardId"], event["cardId"])
+            else:
+                looks.setdefault(event["boardId"], self.now + timedelta(seconds=LOOK_DELAY_S))
+            return 202
+
+        def on_tick(now: datetime) -> None:
+            for board_id, due in list(looks.items()):
+                if due <= now:
+                    del looks[board_id]
+                    self.look(board_id)
+            if round((now - self.suite.scenario.start).total_seconds()) % sweep_every_s == 0:
+                self.sweep()
+
+        self.suite.relay.target = deliver
+        return on_tick
 
     def decisions(self, **filters) -> list[Decision]:
         return list(Decision.objects.filter(**filters).order_by("created_at", "id"))
