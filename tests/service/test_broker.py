@@ -1,0 +1,44 @@
+"""The embedded broker never hands a worker a message that is still being written."""
+import queue as stdlib_queue
+
+import pytest
+from kombu import Connection
+
+from superdispatch import broker
+
+
+@pytest.fixture
+def channel(tmp_path):
+    folder = tmp_path / "queue"
+    folder.mkdir()
+    options = {"data_folder_in": str(folder), "data_folder_out": str(folder),
+               "processed_folder": str(tmp_path), "control_folder": str(tmp_path)}
+    with Connection("filesystem://", transport="superdispatch.broker:Transport",
+                    transport_options=options) as conn:
+        yield conn.default_channel
+
+
+def test_a_message_being_written_is_invisible_until_it_is_whole(channel, monkeypatch):
+    """Look at the queue mid-write, when kombu's own transport has an empty file in it."""
+    probes = []
+    encode = broker.str_to_bytes
+
+    def encode_while_a_worker_looks(text):
+        try:
+            probes.append(channel._get("celery"))
+        except stdlib_queue.Empty:
+            probes.append("empty")
+        return encode(text)
+
+    monkeypatch.setattr(broker, "str_to_bytes", encode_while_a_worker_looks)
+    channel._put("celery", {"body": "x" * 10_000})
+    assert probes == ["empty"]
+    assert channel._get("celery") == {"body": "x" * 10_000}
+
+
+def test_the_app_uses_the_atomic_transport_without_redis(settings):
+    from superdispatch.celery import app
+
+    if settings.SUPERDISPATCH.redis_url:
+        pytest.skip("Redis is the broker here")
+    assert type(app.connection_for_write().transport) is broker.Transport
