@@ -35,9 +35,12 @@ def at(seconds: float) -> datetime:
 
 @pytest.fixture
 def staff(client):
-    """The test client, signed in to the admin as the operator."""
+    """The test client, signed in to the admin as the operator (the login's own password
+    check is tested with `create_operator`)."""
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
     call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1")
-    client.login(username="op", password="pw-for-tests-1")
+    client.force_login(get_user_model().objects.get(username="op"))
+    assert client.get("/admin/").status_code == 200, "the operator could not sign in"
     return client
