@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -160,7 +161,8 @@ class SuggestionAdmin(ReadOnlyAdmin):
     def evidence_links(self, s: Suggestion) -> str:
         return format_html_join(
             ", ", '<a href="{}">{}</a>',
-            ((reverse("admin:records_decision_change", args=[pid]), pid) for pid in s.evidence),
+            # The admin escapes "_" in a key; an id like pld_23… would otherwise read as pld#….
+            ((reverse("admin:records_decision_change", args=[quote(pid)]), pid) for pid in s.evidence),
         ) or "—"
 
     @admin.action(description="Dismiss the selected suggestions")

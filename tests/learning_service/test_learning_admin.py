@@ -1,6 +1,7 @@
 import pytest
 
 from learning.admin import calibration_chart
+from tests.admin_pages import change_url
 from tests.learning_service.learning_factories import learned_settings, shadow, stored_model
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -20,13 +21,13 @@ def test_a_model_page_shows_metrics_calibration_and_the_shadow_report(staff, set
     settings.SUPERDISPATCH = learned_settings("on", min_shadow=2, margin_pct=5)
     model = stored_model(rows=600)
     shadow(model, 1, formula="agt_ada", choice="agt_bob", status="claimed-by-other", by="agt_bob")
-    page = staff.get(f"/admin/learning/learnedmodel/{model.id}/change/").content.decode()
+    page = staff.get(change_url(model)).content.decode()
     for text in ("Not yet", "min-shadow: 1 settled shadow decisions", "<svg", "calibration chart",
                  "observed claim rate", "0.810", "1 settled shadow decisions: 0 agreed, 1 disagreed",
                  "100.0 points", "stageRecord"):
         assert text in page, text
     shadow(model, 2, formula="agt_ada", choice="agt_ada", status="claimed", by="agt_ada")
-    passing = staff.get(f"/admin/learning/learnedmodel/{model.id}/change/").content.decode()
+    passing = staff.get(change_url(model)).content.decode()
     assert "it passes the gate" in passing and "This model places cards." in passing
 
 

@@ -3,6 +3,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from records.models import Board, Suggestion
+from tests.admin_pages import change_url
 from tests.conftest import T0, at
 from tests.factories import make_decision
 
@@ -21,7 +22,7 @@ def test_a_decision_page_shows_its_three_candidates_readably(staff):
         {"agent": "agt_cyd", "failing": {"idle": "not-idle", "noShow": "recently-no-show"}},
         {"agent": "agt_eli", "off_roster": True},
     ])
-    page = staff.get(f"/admin/records/decision/{d.id}/change/").content.decode()
+    page = staff.get(change_url(d)).content.decode()
     for text in ("agt_ada", "(chosen)", "#2", "successRate", "agt_cyd", "not-idle",
                  "recently-no-show", "agt_eli", "not-on-roster", "winner (step 1)"):
         assert text in page, text
@@ -53,3 +54,15 @@ def test_suggestions_are_dismissed_from_the_admin(staff):
 
 def test_staff_session_opens_the_api_docs(staff):
     assert staff.get("/v1/docs").status_code == 200
+
+
+def test_ids_the_admin_would_read_as_escapes_still_open_and_link(staff):
+    """The admin reads "_23" in a key as "#": a page for pld_23… must be reached, and linked,
+    with the key escaped as the admin escapes it."""
+    d = make_decision(id="pld_2300000000000000000000aa", chosen="agt_ada", candidates=[{"agent": "agt_ada"}])
+    page = staff.get(change_url(d))
+    assert page.status_code == 200 and "agt_ada" in page.content.decode()
+    s = Suggestion.objects.create(id="sug_2600000000000000000000bb", kind="lane-single-point", board_id="brd_a",
+                                  stage_key="review", first_seen_at=T0, last_seen_at=T0, evidence=[d.id])
+    page = staff.get(change_url(s)).content.decode()
+    assert f'href="{change_url(d)}"' in page and "_5F23" in change_url(d)

@@ -2,6 +2,7 @@
 import pytest
 
 from records.models import Suggestion
+from tests.admin_pages import change_url, change_url_for
 from tests.loop.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -40,7 +41,7 @@ def test_the_advice_shows_in_the_admin(admin_client):
     w.opt_in("brd_lane")
     w.sweep()
     s = Suggestion.objects.get(board_id="brd_lane", stage_key="triage")
-    page = admin_client.get(f"/admin/records/suggestion/{s.id}/change/").content.decode()
+    page = admin_client.get(change_url(s)).content.decode()
     assert "add-agent-to-board" in page and "agt_helper1" in page
     evidence = s.evidence[0]
-    assert f"/admin/records/decision/{evidence}/change/" in page
+    assert change_url_for("records", "decision", evidence) in page
