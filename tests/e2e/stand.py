@@ -87,8 +87,14 @@ class Stand:
         return list(Decision.objects.filter(card_id=card_id).order_by("created_at", "id"))
 
     def decision_count(self, card_id: str, count: int) -> list[Decision]:
-        """Wait for the card's `count`th decision; returns them all."""
-        wait_for(lambda: len(self.decisions(card_id)) >= count)
+        """Wait for the card's `count`th decision and its hold; returns them all.
+
+        A decision is written before its hold is asked for, so a test that moved the clock on
+        as soon as the row appeared would have the hold asked for at the later time."""
+        def done():
+            decisions = self.decisions(card_id)
+            return len(decisions) >= count and all(_hold_answered(d) for d in decisions)
+        wait_for(done)
         return self.decisions(card_id)
 
     def outcome(self, decision: Decision) -> str:
@@ -97,6 +103,11 @@ class Stand:
             decision.refresh_from_db()
             return decision.outcome_status
         return wait_for(settled)
+
+
+def _hold_answered(decision: Decision) -> bool:
+    """Nobody to hold for, held, or refused: the pass is done with the decision."""
+    return decision.chosen is None or decision.reserved_until is not None or decision.outcome_status is not None
 
 
 @contextmanager
