@@ -38,6 +38,7 @@ def run(scenario: str, wanted: int) -> dict:
 
     from learning import runtime, store
     from records.models import Decision
+    from tests.admin_pages import change_url
     from tests.loop.world import make_world
 
     world = make_world(scenario, arrivals=True)
@@ -61,7 +62,7 @@ def run(scenario: str, wanted: int) -> dict:
     staff = get_user_model().objects.create_superuser("bench", password="bench-password")
     client = Client()
     client.force_login(staff)
-    page = client.get(f"/admin/learning/learnedmodel/{model.id}/change/")
+    page = client.get(change_url(model))
     return {"simulated_h": 2 * simulated_s / 3600, "wall_s": time.perf_counter() - started,
             "trained_on": settled, "metrics": model.metrics, "report": report,
             "admin_status": page.status_code, "admin_page": page.content.decode()}
