@@ -50,5 +50,7 @@ def mount(session: requests.Session, suite: Suite) -> requests.Session:
 
 
 def sandbox_session(suite: Suite) -> requests.Session:
-    """A new session that talks to the suite in-process."""
-    return mount(requests.Session(), suite)
+    """A new session that talks to the suite in-process (so no proxy to look up per request)."""
+    session = requests.Session()
+    session.trust_env = False
+    return mount(session, suite)

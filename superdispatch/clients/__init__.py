@@ -13,7 +13,7 @@ import requests
 
 from .accounts import Accounts, says_no_policy
 from .agentpod import AgentPod
-from .http import BadShape, ClientError, Refused, Unavailable
+from .http import BadShape, ClientError, Refused, Unavailable, suite_session
 from .superpipeline import BoardCard, BoardRead, Refusal, Reservation, Stage, SuperPipeline
 from .superwitness import SuperWitness
 
@@ -52,7 +52,7 @@ def build_clients(cfg: SuiteSettings, session: requests.Session | None = None,
 
     `now` (seconds) times token expiry; a simulation passes its virtual clock.
     """
-    session = session if session is not None else requests.Session()
+    session = session if session is not None else suite_session()
     accounts = Accounts(cfg.org_plane_url, cfg.org_plane_service_credential, session=session,
                         **({"now": now} if now is not None else {}))
     witness = None

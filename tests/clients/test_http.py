@@ -171,3 +171,22 @@ def test_accounts_down_is_the_calls_outage(suite, naps):
         pipeline.board("brd_1")
     assert caught.value.product == "accounts"
     assert suite.hits("GET", BOARD) == []
+
+
+def test_the_environments_proxy_is_honoured_and_read_once_when_the_client_is_made(suite, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", suite.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
+    through_proxy = Http("superpipeline", "http://products.example")  # a name only the proxy knows
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens: unread from now on
+    assert through_proxy.call("GET", "/v1/ping", dict) == {"ok": True}
+    [hit] = suite.hits("GET", "/v1/ping")
+    assert hit.headers["host"] == "products.example"
+
+
+def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
+    assert Http("superpipeline", suite.url).call("GET", "/v1/ping", dict) == {"ok": True}
