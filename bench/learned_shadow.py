@@ -11,9 +11,11 @@ Run: .venv/bin/python bench/learned_shadow.py [--scenario large] [--decisions 30
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import replace
@@ -93,6 +95,9 @@ def main() -> None:
     page = out["admin_page"]
     shown = [w for w in ("calibration", "shadow", "gate", "auc") if w in page.lower()]
     print(f"admin model page: HTTP {out['admin_status']}, shows {', '.join(shown)}")
+    verdict = re.search(r'class="sd-verdict[^"]*">(.*?)</span>', page, re.S)
+    if verdict:
+        print("admin verdict: " + " ".join(re.sub(r"<[^>]+>", "", html.unescape(verdict[1])).split()))
     print(f"shadow_decisions={r['decisions']} formula_rate={r['formulaRate']} "
           f"model_rate={r['modelRate']} holdout_auc={m['auc']}")
 
