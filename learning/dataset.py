@@ -96,10 +96,19 @@ def _decoded(model, values: tuple, fields: tuple[str, ...], decode) -> list:
     return [decode(f, v) if f in json_fields else v for f, v in zip(fields, values)]
 
 
-def record_chunks(since: datetime | None, *,
-                  newest_first: bool = False) -> Iterator[list[dict[str, Any]]]:
+# What training reads of a candidate that was neither held for nor claimed the card: its
+# filters (the pool's counts), never its score, stage history or policy (it has no target).
+DETAIL_FIELDS = frozenset({"score", "stage_history", "policy"})
+
+
+def record_chunks(since: datetime | None, *, newest_first: bool = False,
+                  for_training: bool = False) -> Iterator[list[dict[str, Any]]]:
     """Settled decision records (the operator API's shape), `CHUNK` at a time, at most
-    `MAX_DECISIONS`. Oldest first, or newest first; ties on createdAt are broken by id."""
+    `MAX_DECISIONS`. Oldest first, or newest first; ties on createdAt are broken by id.
+
+    `for_training` leaves the score, stage history and policy of every candidate but the
+    chosen one and the one that claimed as null, undecoded: nothing is trained on them, and
+    decoding them is a third of a training read."""
     limit, chunk = MAX_DECISIONS, CHUNK  # read at call time, so a test can lower them
     order = ("-created_at", "-id") if newest_first else ("created_at", "id")
     decode = _decoder()
@@ -113,7 +122,8 @@ def record_chunks(since: datetime | None, *,
         decisions = [DecisionRow._make(_decoded(Decision, values, DECISION_FIELDS, decode))
                      for values in page.values_list(*_columns(Decision, DECISION_FIELDS))[:size]]
         if decisions:
-            candidates = _candidates([d.id for d in decisions], decode)
+            detailed = {d.id: (d.chosen, d.outcome_by) for d in decisions} if for_training else None
+            candidates = _candidates([d.id for d in decisions], decode, detailed)
             yield [decision_json(d, candidates.get(d.id, ())) for d in decisions]
         if len(decisions) < size:
             return  # a short chunk was the last
@@ -121,15 +131,25 @@ def record_chunks(since: datetime | None, *,
         last = decisions[-1]
 
 
-def _candidates(decision_ids: list[str], decode) -> dict[str, list[CandidateRow]]:
-    """The candidates of these decisions, by decision, in record order."""
+def _candidates(decision_ids: list[str], decode,
+                detailed: dict[str, tuple[str | None, str | None]] | None = None,
+                ) -> dict[str, list[CandidateRow]]:
+    """The candidates of these decisions, by decision, in record order; with `detailed`
+    (decision id → agents), other agents' detail fields are left null."""
     found: dict[str, list[CandidateRow]] = {}
     rows_ = (Candidate.objects.filter(decision_id__in=decision_ids)
              .order_by("decision_id", "position").values_list(*_columns(Candidate, CANDIDATE_FIELDS)))
+    lean = _decoder_without(decode, DETAIL_FIELDS)
     for values in rows_:
-        c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, decode))
+        brief = detailed is not None and values[1] not in detailed[values[0]]
+        c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, lean if brief else decode))
         found.setdefault(c.decision_id, []).append(c)
     return found
+
+
+def _decoder_without(decode, fields: frozenset[str]) -> Callable[[str, str | None], Any]:
+    """`decode`, reading these fields as null."""
+    return lambda field, text: None if field in fields else decode(field, text)
 
 
 def jsonl(since: datetime | None) -> Iterator[bytes]:

@@ -50,7 +50,7 @@ def _read_examples(since: datetime | None, progress: Progress | None
     examples: list[Example] = []
     decisions = 0
     newest = oldest = None
-    for records in dataset.record_chunks(since, newest_first=True):
+    for records in dataset.record_chunks(since, newest_first=True, for_training=True):
         for record in records:
             examples.extend(decision_examples(record))
         decisions += len(records)

@@ -141,3 +141,27 @@ def test_the_dataset_streams_over_real_http(live_server):
         assert answer.headers.get("Content-Length") is None  # streamed, not buffered
         lines = answer.read().splitlines()
     assert len(lines) == 6 and json.loads(lines[0])["cardId"] == "card_1"
+
+
+def test_a_training_read_yields_the_same_examples_as_the_full_records():
+    from learning.store import decision_examples
+
+    settled(1, status="claimed", by="agt_ada", created_at=at(1))
+    settled(2, status="claimed-by-other", by="agt_bob", created_at=at(2))
+    settled(3, status="expired", by=None, created_at=at(3))
+    make_decision(card="card_4", chosen=None, tier=("any-match", 2), created_at=at(4), outcome_status="claimed",
+                  outcome_by="agt_bob", outcome_at=at(30), candidates=[
+                      {"agent": "agt_ada", "terms": {"successRate": 0.5}},
+                      {"agent": "agt_bob", "terms": {"successRate": 0.25}}])
+    settled(5, status="superseded", by=None, created_at=at(5))
+
+    def read(for_training: bool) -> list:
+        return [r for chunk in dataset.record_chunks(None, newest_first=True, for_training=for_training)
+                for r in chunk]
+
+    full, lean = read(False), read(True)
+    examples = [e for r in full for e in decision_examples(r)]
+    assert examples and [e for r in lean for e in decision_examples(r)] == examples
+    bob = {r["cardId"]: r["candidates"][1] for r in lean}
+    assert bob["card_1"]["score"] is None and bob["card_1"]["filters"]  # neither held nor claimed
+    assert bob["card_2"]["score"] is not None and bob["card_4"]["score"] is not None
