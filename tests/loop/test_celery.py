@@ -57,3 +57,13 @@ def test_beat_registers_the_sweep_at_the_configured_interval_when_it_starts(sett
     settings.SUPERDISPATCH = replace(settings.SUPERDISPATCH, sweep_seconds=45)
     beat_init.send(sender=None)
     assert PeriodicTask.objects.get(name=SWEEP_TASK_NAME).interval.every == 45
+
+
+def test_a_started_worker_leaves_its_start_up_objects_out_of_garbage_collection(worker_world):
+    """A full collection walks every object the worker loaded; frozen, they are skipped."""
+    import gc
+
+    try:
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
