@@ -141,7 +141,8 @@ def _candidates(decision_ids: list[str], decode,
              .order_by("decision_id", "position").values_list(*_columns(Candidate, CANDIDATE_FIELDS)))
     lean = _decoder_without(decode, DETAIL_FIELDS)
     for values in rows_:
-        brief = detailed is not None and values[1] not in detailed[values[0]]
+        decision_id, agent_id = values[0], values[1]  # the first two of CANDIDATE_FIELDS
+        brief = detailed is not None and agent_id not in detailed[decision_id]
         c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, lean if brief else decode))
         found.setdefault(c.decision_id, []).append(c)
     return found
