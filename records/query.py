@@ -5,7 +5,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from superdispatch.errors import bad_request
+from records.ids import is_id
+from superdispatch.errors import bad_request, not_found
 
 BOARD_ID = re.compile(r"brd_[A-Za-z0-9_-]{1,100}")
 CARD_ID = re.compile(r"card_[A-Za-z0-9_-]{1,100}")
@@ -92,9 +93,6 @@ def read_query(query, allowed: dict[str, Callable[[str], Any]]) -> dict[str, Any
 
 def by_id(rows, prefix: str, value: str, noun: str):
     """The row with this id: 400 when the id has the wrong shape, 404 when there is none."""
-    from records.ids import is_id
-    from superdispatch.errors import not_found
-
     if not is_id(prefix, value):
         raise bad_request("bad-id", f"a {noun} id is {prefix}_ and 24 hex digits")
     row = rows.filter(pk=value).first()
