@@ -26,6 +26,7 @@ run: migrate
 	$(WITH_ENV) $(PY) -m honcho -f Procfile start --port $${PORT:-8796}
 
 test: venv
+	.venv/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The demo: the sandbox suite with simulated agents, and SuperDispatch placing their cards,

@@ -42,7 +42,7 @@ SWEEP_EVERY_S = 30
 def run(scenario: str, wanted: int) -> dict:
     from django.contrib.auth import get_user_model
 
-    from learning import runtime, store
+    from learning import actions, runtime, store
     from records.models import Decision
     from tests.admin_pages import change_url
     from tests.loop.world import make_world
@@ -58,7 +58,7 @@ def run(scenario: str, wanted: int) -> dict:
     simulated_s = (world.now - world.suite.scenario.start).total_seconds()
     settled = Decision.objects.filter(outcome_status__isnull=False).count()
 
-    model = store.do_train(None, 1, now=world.now)
+    model = actions.do_train(None, 1, now=world.now)
     world.loop.cfg = replace(world.loop.cfg, learned="shadow")
     runtime.reset_cache()
     world.sim.run(int(simulated_s), on_tick=on_tick)

@@ -155,7 +155,7 @@ def _write(connection, decisions: list, candidates: list) -> int:
 
 def remember_a_registry() -> None:
     from placement.facts import RegistryFact, Station
-    from records.registry import remember_registry
+    from records.actions import do_remember_registry as remember_registry
 
     stations = [Station(f"stn_{a:04d}", runtime="rt_1", harness="codex", occupant=f"agt_{a:04d}",
                         isolation=RegistryFact("host", "probed"),

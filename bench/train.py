@@ -3,7 +3,7 @@
 The log: 100,000 settled decisions of five candidates each (500,000 rows), claims planted
 to follow the stage record, the board success rate and recency. The export is the
 dataset route's own stream, consumed in a fresh process whose peak RSS growth is measured;
-training is `store.do_train` (read the rows, fit, store). Goals: export under 60 s in under
+training is `learning.actions.do_train` (read the rows, fit, store). Goals: export under 60 s in under
 200 MB, training under 30 s, holdout AUC above 0.75.
 
 Run: .venv/bin/python bench/train.py [decisions]            (SQLite in a temporary directory)
@@ -201,7 +201,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection, connections
 
-    from learning import store
+    from learning import actions
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
@@ -219,7 +219,7 @@ def main() -> None:
 
     marks: dict[str, float] = {}
     started = time.perf_counter()
-    model = store.do_train(None, 1, now=datetime.now(timezone.utc),
+    model = actions.do_train(None, 1, now=datetime.now(timezone.utc),
                            progress=lambda stage, done, total: marks.setdefault(
                                stage, time.perf_counter()))
     train_s = time.perf_counter() - started

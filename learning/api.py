@@ -11,11 +11,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from learning import dataset, store
+from common.errors import ApiError, bad_request
+from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
 from records import query
-from superdispatch.errors import ApiError, bad_request
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
@@ -65,7 +65,7 @@ class Train(APIView):
         query.read_query(request.query_params, {})
         since, seed = _train_body(request.data if request.body else {})
         try:
-            model = store.do_train(since, seed, now=timezone.now())
+            model = actions.do_train(since, seed, now=timezone.now())
         except TrainingError as err:
             raise ApiError(422, err.code, err.message) from None
         return Response({"model": store.model_json(model)}, status=201)

@@ -11,10 +11,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from common.config import Config
 from learning import store
 from learning.core.shadow import report
 from placement import learned
-from superdispatch.config import Config
 
 log = logging.getLogger("superdispatch.learning")
 

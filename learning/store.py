@@ -4,24 +4,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
-from django.db import IntegrityError, transaction
-from django.db.models import Max
-
+from common.config import Config
 from learning import dataset
 from learning.core import labels
 from learning.core.shadow import GateReading, ShadowDecision, gate, report
-from learning.core.train import Example, train
+from learning.core.train import Example
 from learning.models import LearnedModel
 from placement import learned
 from records.models import Decision
 from records.present import iso
 from records.query import parse_time
-from superdispatch.config import Config
 
 # progress(stage, done, total): stage "read" counts decisions, "fit" counts iterations.
 Progress = Callable[[str, int, int], None]
 
-_VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the loser takes the one after
 
 
 def latest() -> LearnedModel | None:
@@ -42,7 +38,7 @@ def decision_examples(record: dict[str, Any]) -> Iterator[Example]:
                 yield record["id"], values, goal
 
 
-def _read_examples(since: datetime | None, progress: Progress | None
+def read_examples(since: datetime | None, progress: Progress | None
                    ) -> tuple[list[Example], int, str | None, str | None]:
     """The training examples of the newest settled decisions since `since` (at most the cap),
     with how many decisions they came from and the oldest and newest decision's createdAt."""
@@ -59,34 +55,6 @@ def _read_examples(since: datetime | None, progress: Progress | None
         if progress:
             progress("read", decisions, total)
     return examples, decisions, oldest, newest
-
-
-def do_train(since: datetime | None, seed: int, *, now: datetime,
-             progress: Progress | None = None) -> LearnedModel:
-    """Fit a model on the newest settled decisions since `since` and store it as the next version.
-
-    Raises learning.core.train.TrainingError when the rows cannot support a model. Places nothing.
-    """
-    examples, decisions, oldest, newest = _read_examples(since, progress)
-    fit_progress = (lambda step, total: progress("fit", step, total)) if progress else None
-    trained = train(examples, seed, progress=fit_progress)
-    fields = dict(
-        created_at=now, since=since, seed=seed, decisions=decisions,
-        first_decision_at=oldest and parse_time(oldest), last_decision_at=newest and parse_time(newest),
-        features=list(trained.features), means=list(trained.means), stds=list(trained.stds),
-        weights=list(trained.weights), bias=trained.bias, iterations=trained.iterations,
-        learning_rate=trained.learning_rate, l2=trained.l2, metrics=trained.metrics,
-    )
-    attempts = 0
-    while True:
-        try:
-            with transaction.atomic():
-                version = (LearnedModel.objects.aggregate(v=Max("version"))["v"] or 0) + 1
-                return LearnedModel.objects.create(version=version, **fields)
-        except IntegrityError:
-            attempts += 1
-            if attempts == _VERSION_ATTEMPTS:
-                raise
 
 
 def model_json(model: LearnedModel) -> dict[str, Any]:

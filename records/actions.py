@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from dataclasses import dataclass
+
 from django.db import connection, transaction
 from django.db.models import Q
 
-from records.models import Board, Candidate, Decision, Suggestion
-
-# Called after a board is opted in or out, once the row is committed. The loop installs
-# its hook (set the placement window, look at the board) here; until then nothing runs.
-board_hooks: list = []
+from placement.facts import Station
+from records.models import Board, Candidate, Decision, LoopState, RegistryRead, Suggestion
+from records.registry import KEY as REGISTRY_KEY
+from records.registry import station_json
+from records.signals import board_changed
+from records.suggestions.found import BLANK, Found
 
 
 @transaction.atomic
@@ -47,8 +50,7 @@ def do_opt_out(board_id: str, now: datetime) -> Board | None:
 
 
 def _after_commit(board_id: str, enabled: bool) -> None:
-    for hook in board_hooks:
-        transaction.on_commit(lambda hook=hook: hook(board_id, enabled))
+    transaction.on_commit(lambda: board_changed.send_robust(Board, board_id=board_id, enabled=enabled))
 
 
 def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
@@ -180,3 +182,65 @@ def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None
     if seconds is not None:
         fields["window_seconds"] = seconds
     Board.objects.filter(board_id=board_id).update(**fields)
+
+
+# --- The loop's own bookkeeping -------------------------------------------------------------
+
+def do_note_sweep(failed_sweeps: int, next_sweep_at: datetime | None, now: datetime) -> None:
+    """A sweep ran: how many in a row read no board, and when the next may run (backoff)."""
+    LoopState.objects.update_or_create(pk="loop", defaults={
+        "failed_sweeps": failed_sweeps, "next_sweep_at": next_sweep_at, "last_sweep_at": now})
+
+
+def do_note_no_policy(no_policy: bool) -> None:
+    """What the dispatch policy's last answer said: whether the workspace has no policy."""
+    LoopState.objects.update_or_create(pk="loop", defaults={"policy_no_policy": no_policy})
+
+
+def do_remember_registry(stations: tuple[Station, ...] | None, now: datetime) -> None:
+    """Keep a pass's read of AgentPod's registry for the supply proposals; None: not read."""
+    RegistryRead.objects.update_or_create(
+        key=REGISTRY_KEY, defaults={
+            "stations": None if stations is None else [station_json(s) for s in stations],
+            "read_at": now,
+        })
+
+
+# --- Suggestions: one sync writes them all ----------------------------------------------------
+
+SUGGESTION_WRITTEN = (*BLANK, "evidence", "evidence_count", "last_seen_at")
+
+
+@dataclass(frozen=True)
+class SyncSummary:
+    """What one sync did: suggestions opened anew, found again, and no longer found."""
+
+    opened: int
+    updated: int
+    resolved: int
+
+
+@transaction.atomic
+def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
+    """Open what is new, refresh what is found again (a dismissal stays), resolve the rest."""
+    state, _ = LoopState.objects.select_for_update().get_or_create(key="loop")
+    live = {(s.kind, s.board_id, s.stage_key): s for s in
+            Suggestion.objects.select_for_update().filter(resolved_at__isnull=True)}
+    opened, again = [], []
+    for each in found:
+        row = live.pop(each.key, None)
+        if row is None:
+            opened.append(Suggestion(kind=each.kind, board_id=each.board_id,
+                                     stage_key=each.stage_key, first_seen_at=now,
+                                     last_seen_at=now, **each.values()))
+            continue
+        for name, value in each.values().items():
+            setattr(row, name, value)
+        row.last_seen_at = now
+        again.append(row)
+    Suggestion.objects.bulk_create(opened)
+    Suggestion.objects.bulk_update(again, SUGGESTION_WRITTEN)
+    Suggestion.objects.filter(pk__in=[s.pk for s in live.values()]).update(resolved_at=now)
+    state.last_suggest_at = now
+    state.save(update_fields=["last_suggest_at"])
+    return SyncSummary(opened=len(opened), updated=len(again), resolved=len(live))

@@ -7,10 +7,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.errors import bad_request, not_found
 from records import actions, query
 from records.models import SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion
 from records.present import board_json, decision_json, suggestion_json
-from superdispatch.errors import bad_request, not_found
 
 
 def _no_query(request) -> None:

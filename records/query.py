@@ -5,8 +5,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from common.errors import bad_request, not_found
 from records.ids import is_id
-from superdispatch.errors import bad_request, not_found
 
 BOARD_ID = re.compile(r"brd_[A-Za-z0-9_-]{1,100}")
 CARD_ID = re.compile(r"card_[A-Za-z0-9_-]{1,100}")

@@ -1,7 +1,8 @@
 """AgentPod's capability registry as the loop last read it, kept in the store for every process.
 
-The loop remembers each pass's read (None when it could not read it); supply proposals read
-it back. Stations are kept as JSON in the registry's own shape.
+The loop remembers each pass's read (None when it could not read it) through
+`records.actions.do_remember_registry`; supply proposals read it back. Stations are kept as
+JSON in the registry's own shape.
 """
 from __future__ import annotations
 
@@ -13,15 +14,6 @@ from records.models import RegistryRead
 
 KEY = "registry"
 _LISTS = ("models", "tools", "credentials")
-
-
-def remember_registry(stations: tuple[Station, ...] | None, now: datetime) -> None:
-    """Keep this pass's read of the registry; None says it was not read."""
-    RegistryRead.objects.update_or_create(
-        key=KEY, defaults={
-            "stations": None if stations is None else [station_json(s) for s in stations],
-            "read_at": now,
-        })
 
 
 def last_registry() -> tuple[tuple[Station, ...] | None, datetime | None]:

@@ -1,20 +1,20 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
+from records.signals import board_changed
+
 
 class SuperDispatchConfig(AppConfig):
     name = "superdispatch"
     verbose_name = "SuperDispatch"
 
     def ready(self) -> None:
+        # Imported here, not at the top: Django imports this module while it loads the apps,
+        # before any model can be imported, and these modules import models.
         # Importing the Celery app makes it current in every Django process, so a task the
         # web process queues (a relayed card.ready) reaches the configured broker, where the
         # worker listens, not Celery's default app and its default broker.
-        from superdispatch import celery  # noqa: F401
+        from superdispatch import celery, schedule  # noqa: F401
 
-        from records import actions
-        from superdispatch import schedule
-
-        actions.board_hooks.append(schedule.board_changed)
-        schedule.install_after_sweep_hooks()
+        board_changed.connect(schedule.on_board_changed, dispatch_uid="superdispatch.board_changed")
         post_migrate.connect(schedule.on_migrate, sender=self)

@@ -13,8 +13,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.errors import ApiError, bad_request
 from records.models import Board
-from superdispatch.errors import ApiError, bad_request
+from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")
 MAX_SKEW_S = 300
@@ -65,15 +66,13 @@ def _event(body: bytes) -> dict:
 
 def accept(event: dict) -> dict:
     """Hand an event to the workers: place a ready card at once, else look at its board soon."""
-    from superdispatch.tasks import look_at_board_task, place_card_task
-
     board_id = event["boardId"]
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
         return {"ok": True, "ignored": True}
     if event["type"] == "card.ready":
-        place_card_task.delay(board_id, event["cardId"])
+        tasks.place_card_task.delay(board_id, event["cardId"])
     elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
-        look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
+        tasks.look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
     return {"ok": True}
 
 

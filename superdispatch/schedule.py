@@ -1,10 +1,13 @@
-"""Wiring the loop to Celery: beat's sweep schedule, and the hooks that enqueue tasks."""
+"""Wiring the loop to Celery: beat's sweep schedule, and the listeners that enqueue tasks."""
 from __future__ import annotations
 
 import logging
 
 from celery.signals import beat_init
 from django.conf import settings
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from superdispatch.tasks import board_changed_task
 
 log = logging.getLogger("superdispatch.loop")
 SWEEP_TASK_NAME = "superdispatch sweep"
@@ -13,8 +16,6 @@ SWEEP_TASK_NAME = "superdispatch sweep"
 def ensure_sweep_schedule() -> None:
     """Register (or update) the periodic sweep from SUPERDISPATCH_SWEEP_SECONDS; beat and the
     admin read it from django-celery-beat's tables."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
-
     every = settings.SUPERDISPATCH.sweep_seconds
     interval, _ = IntervalSchedule.objects.get_or_create(every=every,
                                                          period=IntervalSchedule.SECONDS)
@@ -33,17 +34,6 @@ def _on_beat_init(**kwargs) -> None:
     ensure_sweep_schedule()
 
 
-def board_changed(board_id: str, enabled: bool) -> None:
+def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:
     """After an opt-in or opt-out commits: set its window, and look at it at once."""
-    from superdispatch.tasks import board_changed_task
-
     board_changed_task.delay(board_id)
-
-
-def install_after_sweep_hooks() -> None:
-    """After each sweep, the suggestions (they read our own store only)."""
-    from records.suggestions import sync_if_due
-    from superdispatch.loop import passes
-
-    if sync_if_due not in passes.after_sweep_hooks:
-        passes.after_sweep_hooks.append(sync_if_due)

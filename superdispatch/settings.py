@@ -1,11 +1,11 @@
-"""Django settings. Everything operators set comes from superdispatch.config, read once."""
+"""Django settings. Everything operators set comes from common.config, read once."""
 from __future__ import annotations
 
 import os
 import secrets
 from pathlib import Path
 
-from superdispatch import config
+from common import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "superdispatch",
     "records",
     "learning",
+    # The stand-in suite, for `manage.py sandbox` (the demo); nothing in the service imports it.
+    "sandbox",
 ]
 
 MIDDLEWARE = [
@@ -128,7 +130,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "superdispatch.errors.exception_handler",
+    "EXCEPTION_HANDLER": "common.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "URL_FORMAT_OVERRIDE": None,  # `format` is the dataset's own parameter
 }

@@ -5,7 +5,9 @@ import logging
 
 from celery import shared_task
 
+from records.models import Board
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
+from superdispatch.loop.windows import set_window
 
 log = logging.getLogger("superdispatch.loop")
 _loop: Loop | None = None
@@ -49,9 +51,6 @@ def look_at_board_task(self, board_id: str) -> None:
 @shared_task(name="superdispatch.board_changed", ignore_result=True)
 def board_changed_task(board_id: str) -> None:
     """After an opt-in or opt-out: set the placement window, and look at an opted-in board."""
-    from records.models import Board
-    from superdispatch.loop.windows import set_window
-
     board = Board.objects.filter(board_id=board_id).first()
     if board is None:
         return

@@ -6,9 +6,9 @@ from learning import api as learning_api
 from records import api
 from superdispatch import relay
 
-handler400 = "superdispatch.errors.json_400"
-handler404 = "superdispatch.errors.json_404"
-handler500 = "superdispatch.errors.json_500"
+handler400 = "common.errors.json_400"
+handler404 = "common.errors.json_404"
+handler500 = "common.errors.json_500"
 
 urlpatterns = [
     path("healthz", api.Health.as_view()),

@@ -1,10 +1,11 @@
 """Roster suggestions and supply proposals: advice a person can act on, from our own decisions.
 
-After each sweep the loop calls `sync_if_due(now)` (or `sync(now)`). A sync reads only our
-store: the decisions of the last SUPERDISPATCH_SUGGEST_WINDOW_HOURS on enabled boards (created
+After each sweep (`records.signals.sweep_finished`) `sync_if_due(now)` runs (or `sync(now)`).
+A sync reads only our store: the decisions of the last SUPERDISPATCH_SUGGEST_WINDOW_HOURS on enabled boards (created
 after `now - window`, at or before `now`: a decision exactly the window old has aged out) and
 the registry as the loop last remembered it (`records.registry`). It calls no client. It
-writes every suggestion in one transaction and never edits a roster or a station.
+writes every suggestion in one transaction (`records.actions.do_sync_suggestions`) and never
+edits a roster or a station.
 
 Where the docs leave things open, this is what is meant:
 
@@ -51,6 +52,6 @@ Where the docs leave things open, this is what is meant:
   and `lastSeenAt` are refreshed and a dismissal stays. Not found: `resolvedAt`. Found after
   it resolved: a new row, with a new `firstSeenAt`.
 """
-from records.suggestions.life import SyncSummary, do_sync_suggestions, found_suggestions, sync, sync_if_due
+from records.suggestions.life import found_suggestions, sync, sync_after_sweep, sync_if_due
 
-__all__ = ["SyncSummary", "do_sync_suggestions", "found_suggestions", "sync", "sync_if_due"]
+__all__ = ["found_suggestions", "sync", "sync_after_sweep", "sync_if_due"]

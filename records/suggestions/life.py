@@ -1,39 +1,27 @@
 """One sync: find every suggestion and proposal in the window, then write their life in one go."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 
-from records.models import LoopState, Suggestion
+from records import actions
+from records.models import LoopState
 from records.registry import last_registry
-from records.suggestions.found import BLANK, Found
+from records.suggestions.found import Found
 from records.suggestions.reading import (
     MODEL, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
 )
 from records.suggestions.roster import flagging_rules, roster_suggestion
 from records.suggestions.supply import Supply, supply_proposals, wants_supply
 
-WRITTEN = (*BLANK, "evidence", "evidence_count", "last_seen_at")
-
-
-@dataclass(frozen=True)
-class SyncSummary:
-    """What one sync did: suggestions opened anew, found again, and no longer found."""
-
-    opened: int
-    updated: int
-    resolved: int
-
-
-def sync(now: datetime) -> SyncSummary:
+def sync(now: datetime) -> actions.SyncSummary:
     """Read our own decisions of the window before `now` and bring every suggestion up to date."""
-    return do_sync_suggestions(found_suggestions(now), now)
+    return actions.do_sync_suggestions(found_suggestions(now), now)
 
 
-def sync_if_due(now: datetime) -> SyncSummary | None:
+def sync_if_due(now: datetime) -> actions.SyncSummary | None:
     """`sync`, unless the last one was less than SUPERDISPATCH_SUGGEST_EVERY_SECONDS ago."""
     every = settings.SUPERDISPATCH.suggest_every_seconds
     last = LoopState.objects.filter(key="loop").values_list("last_suggest_at", flat=True).first()
@@ -66,27 +54,6 @@ def found_suggestions(now: datetime) -> list[Found]:
     return found
 
 
-@transaction.atomic
-def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
-    """Open what is new, refresh what is found again (a dismissal stays), resolve the rest."""
-    state, _ = LoopState.objects.select_for_update().get_or_create(key="loop")
-    live = {(s.kind, s.board_id, s.stage_key): s for s in
-            Suggestion.objects.select_for_update().filter(resolved_at__isnull=True)}
-    opened, again = [], []
-    for each in found:
-        row = live.pop(each.key, None)
-        if row is None:
-            opened.append(Suggestion(kind=each.kind, board_id=each.board_id,
-                                     stage_key=each.stage_key, first_seen_at=now,
-                                     last_seen_at=now, **each.values()))
-            continue
-        for name, value in each.values().items():
-            setattr(row, name, value)
-        row.last_seen_at = now
-        again.append(row)
-    Suggestion.objects.bulk_create(opened)
-    Suggestion.objects.bulk_update(again, WRITTEN)
-    Suggestion.objects.filter(pk__in=[s.pk for s in live.values()]).update(resolved_at=now)
-    state.last_suggest_at = now
-    state.save(update_fields=["last_suggest_at"])
-    return SyncSummary(opened=len(opened), updated=len(again), resolved=len(live))
+def sync_after_sweep(sender, now: datetime, **kwargs) -> None:
+    """Listens for `records.signals.sweep_finished`: the suggestions follow every sweep."""
+    sync_if_due(now)

@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
+from common.config import Config
 from placement import Rules
 from superdispatch.clients import Clients, build_clients
-from superdispatch.config import Config
 
 
 def utc_now() -> datetime:

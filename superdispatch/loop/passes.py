@@ -15,10 +15,12 @@ from placement.facts import AgentVerdict, Card, Facts, OwnHistory, RosterRow
 from placement.learned import consider
 from records import actions, history
 from records.models import Board, LoopState
+from records.signals import sweep_finished
 from superdispatch.clients import BoardRead, ClientError, Reservation
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.settle import settle_board
+from superdispatch.loop.windows import ensure_windows
 
 log = logging.getLogger("superdispatch.loop")
 LEASE = timedelta(minutes=3)  # longer than a task may run; released as soon as a pass ends
@@ -208,11 +210,9 @@ def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
     """One sweep over every opted-in board, unless a run of failed sweeps says wait."""
     global _first_sweep_done
     now = now or loop.clock()
-    state, _ = LoopState.objects.get_or_create(pk="loop")
+    state = LoopState.objects.filter(pk="loop").first() or LoopState()
     if state.next_sweep_at is not None and now < state.next_sweep_at:
         return SweepSummary(backoff_until=state.next_sweep_at)
-    from superdispatch.loop.windows import ensure_windows
-
     ensure_windows(loop, now)
     board_ids = list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
     summary = run_pass(loop, board_ids, now)
@@ -229,30 +229,22 @@ def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
                        now: datetime) -> None:
     """A sweep in which every board failed waits twice as long, up to 8x; any read resets it."""
     read_any = summary.boards - summary.unread - summary.skipped > 0
+    failed, next_sweep_at = 0, None
     if summary.boards and summary.unread and not read_any and not summary.skipped:
-        state.failed_sweeps += 1
-        factor = min(2 ** state.failed_sweeps, MAX_BACKOFF)
+        failed = state.failed_sweeps + 1
+        factor = min(2 ** failed, MAX_BACKOFF)
         # Half an interval of slack, so a beat tick that lands a moment early still runs.
-        state.next_sweep_at = now + timedelta(seconds=interval * factor - interval / 2)
-        summary.backoff_until = state.next_sweep_at
+        next_sweep_at = now + timedelta(seconds=interval * factor - interval / 2)
+        summary.backoff_until = next_sweep_at
         log.warning("loop: every board unread, next sweep in %ds", interval * factor)
-    else:
-        state.failed_sweeps = 0
-        state.next_sweep_at = None
-    state.last_sweep_at = now
-    state.save(update_fields=["failed_sweeps", "next_sweep_at", "last_sweep_at"])
-
-
-# After each sweep: the suggestions (they read only our own store).
-after_sweep_hooks: list = []
+    actions.do_note_sweep(failed, next_sweep_at, now)
 
 
 def _after_sweep(now: datetime) -> None:
-    for hook in after_sweep_hooks:
-        try:
-            hook(now)
-        except Exception:  # advice must never stop the loop
-            log.exception("loop: after-sweep step failed")
+    """Tell the listeners (the suggestions) a sweep is done; one that fails never stops the loop."""
+    for receiver, result in sweep_finished.send_robust(Loop, now=now):
+        if isinstance(result, Exception):
+            log.error("loop: after-sweep step failed: %s", type(result).__name__)
 
 
 def look_at_board(loop: Loop, board_id: str, now: datetime | None = None) -> SweepSummary:

@@ -14,7 +14,7 @@ from typing import Mapping
 from django.core.cache import cache
 
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station
-from records import history
+from records import actions, history
 from records.models import LoopState
 from superdispatch.clients import ClientError, says_no_policy
 from superdispatch.loop.context import Loop
@@ -105,10 +105,8 @@ class PassReads:
         Called once the pass has placed its cards: the write is as large as the registry,
         and a card.ready's hold should not wait on it.
         """
-        from records import registry
-
         if self._registry_read_now:
-            registry.remember_registry(self._registry, self.now)  # type: ignore[arg-type]
+            actions.do_remember_registry(self._registry, self.now)  # type: ignore[arg-type]
 
     def history(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
         """Finished runs at this board stage by executor principal, once per board stage."""
@@ -169,5 +167,5 @@ class PassReads:
 
     def _remember_no_policy(self, no_policy: bool) -> None:
         if self.no_policy() != no_policy:
-            LoopState.objects.update_or_create(pk="loop", defaults={"policy_no_policy": no_policy})
+            actions.do_note_no_policy(no_policy)
             self._no_policy = no_policy

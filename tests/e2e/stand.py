@@ -15,10 +15,11 @@ import requests
 from celery.contrib.testing.worker import start_worker
 from django.conf import settings
 
+from common import config
 from records.models import Board, Decision
 from sandbox import SandboxServers, Suite, VirtualClock, system_clock
 from sandbox.scenario import parse_scenario
-from superdispatch import config, tasks
+from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.clients import build_clients
 from superdispatch.loop import Loop

@@ -266,3 +266,22 @@ def test_a_relay_placement_uses_the_registry_the_sweep_read():
     [d] = w.decisions(card_id=card.id)
     assert filters_of(d, "agt_a")["isolation"]["reason"] == "isolation-too-weak"  # checked
     assert d.chosen == "agt_b"
+
+
+def test_each_sweep_syncs_the_suggestions_and_a_failing_listener_never_stops_it(world, caplog):
+    """The suggestions follow every sweep through `sweep_finished`; a listener that raises is
+    logged, and the sweep and the other listeners go on."""
+    from records.signals import sweep_finished
+
+    def broken(sender, now, **kwargs):
+        raise RuntimeError("advice went wrong")
+
+    sweep_finished.connect(broken, dispatch_uid="test.broken")
+    try:
+        world.suite.pipeline.add_card("brd_a")
+        summary = world.sweep()
+    finally:
+        sweep_finished.disconnect(dispatch_uid="test.broken")
+    assert summary.decisions == 1
+    assert LoopState.objects.get().last_suggest_at == world.now  # the suggestions synced
+    assert "after-sweep step failed: RuntimeError" in caplog.text

@@ -8,11 +8,11 @@ from typing import Callable
 
 from django.utils import timezone
 
+from common import config
 from records import actions
 from records.models import Decision
 from sandbox import Simulation, Suite, sandbox_session
 from sandbox.scenario import parse_scenario
-from superdispatch import config
 from superdispatch.clients import build_clients
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
 from superdispatch.relay import LOOK_DELAY_S

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from superdispatch import config
+from common import config
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {

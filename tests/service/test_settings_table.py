@@ -2,7 +2,7 @@
 import re
 from pathlib import Path
 
-from superdispatch import config
+from common import config
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

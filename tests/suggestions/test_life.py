@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from records.actions import do_dismiss_suggestion
 from records.models import Board, LoopState, Suggestion
-from records.suggestions import SyncSummary, sync, sync_if_due
+from records.actions import SyncSummary
+from records.suggestions import sync, sync_if_due
 from tests.conftest import at
 from tests.factories import make_decision
 

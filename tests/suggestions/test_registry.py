@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
-from records.registry import last_registry, remember_registry
+from records.actions import do_remember_registry as remember_registry
+from records.registry import last_registry
 from tests.conftest import at
 
 STATION = Station(station_id="stn_1", runtime="rt_1", harness="codex", occupant="agt_ada",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
-from records.registry import remember_registry
+from records.actions import do_remember_registry as remember_registry
 from tests.conftest import at
 from tests.factories import make_decision
 from tests.suggestions.conftest import synced as synced_all

@@ -11,7 +11,7 @@ import requests
 import superdispatch.clients
 from placement.facts import RegistryFact, Station
 from records.models import Suggestion
-from records.registry import remember_registry
+from records.actions import do_remember_registry as remember_registry
 from records.suggestions import sync, sync_if_due
 from tests.conftest import at
 from tests.factories import make_decision

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from learning import store
+from learning import actions
 from learning.core.train import TrainingError
 from records import query
 
@@ -39,7 +39,7 @@ class Command(BaseCommand):
             self.stderr.flush()
 
         try:
-            model = store.do_train(since, seed, now=timezone.now(), progress=progress)
+            model = actions.do_train(since, seed, now=timezone.now(), progress=progress)
         except TrainingError as err:
             raise CommandError(f"{err.code}: {err.message}") from None
         m = model.metrics

@@ -1,9 +1,9 @@
 """Place one card now, as a card.ready delivery would."""
 from django.core.management.base import BaseCommand, CommandError
 
+from common.errors import ApiError
 from records import query
 from records.models import Board, Decision
-from superdispatch.errors import ApiError
 from superdispatch.loop import Loop, place_one
 
 

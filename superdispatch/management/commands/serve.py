@@ -5,6 +5,7 @@ import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.core.wsgi import get_wsgi_application
 from gunicorn.app.base import BaseApplication
 
 
@@ -21,9 +22,7 @@ class _Gunicorn(BaseApplication):
         self.cfg.set("when_ready", lambda server: print(line, file=sys.stderr, flush=True))
 
     def load(self):
-        from superdispatch.wsgi import application
-
-        return application
+        return get_wsgi_application()
 
 
 class Command(BaseCommand):

@@ -1,0 +1,51 @@
+"""Every write to the model store goes through a named function here (as `records.actions` for
+the rest of the store), so the API, the admin and the commands share one rule."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from learning import store
+from learning.store import Progress
+from learning.core.train import train
+from learning.models import LearnedModel
+from records.query import parse_time
+
+_VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the loser takes the one after
+
+
+def do_train(since: datetime | None, seed: int, *, now: datetime,
+             progress: Progress | None = None) -> LearnedModel:
+    """Fit a model on the newest settled decisions since `since` and store it as the next version.
+
+    Raises learning.core.train.TrainingError when the rows cannot support a model. Places nothing.
+    """
+    examples, decisions, oldest, newest = store.read_examples(since, progress)
+    fit_progress = (lambda step, total: progress("fit", step, total)) if progress else None
+    trained = train(examples, seed, progress=fit_progress)
+    fields = dict(
+        created_at=now, since=since, seed=seed, decisions=decisions,
+        first_decision_at=oldest and parse_time(oldest), last_decision_at=newest and parse_time(newest),
+        features=list(trained.features), means=list(trained.means), stds=list(trained.stds),
+        weights=list(trained.weights), bias=trained.bias, iterations=trained.iterations,
+        learning_rate=trained.learning_rate, l2=trained.l2, metrics=trained.metrics,
+    )
+    return do_store_model(fields)
+
+
+def do_store_model(fields: dict[str, Any]) -> LearnedModel:
+    """Store a fitted model as the next version; a training that races another for a version
+    takes the one after."""
+    attempts = 0
+    while True:
+        try:
+            with transaction.atomic():
+                version = (LearnedModel.objects.aggregate(v=Max("version"))["v"] or 0) + 1
+                return LearnedModel.objects.create(version=version, **fields)
+        except IntegrityError:
+            attempts += 1
+            if attempts == _VERSION_ATTEMPTS:
+                raise

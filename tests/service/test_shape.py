@@ -1,0 +1,106 @@
+"""The shape of the code, pinned where import-linter cannot see it.
+
+import-linter (`.importlinter`, run by `make test`) holds the layers. These hold two rules it
+does not check: no import of a project package hides inside a function, and every write to
+SuperDispatch's tables goes through a named action (`records/actions.py`, `learning/actions.py`).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE = ("common", "placement", "records", "learning", "superdispatch")
+OURS = {*SERVICE, "sandbox", "tests", "bench"}
+
+# Functions that import a project package on purpose, and why.
+FUNCTION_IMPORTS_ALLOWED = {
+    # Django imports an app's config while it loads the apps, before any model can be
+    # imported; `ready` is where an app wires what needs models.
+    ("records/apps.py", "ready"),
+    ("superdispatch/apps.py", "ready"),
+}
+
+WRITE_VERBS = {"save", "delete", "create", "get_or_create", "update_or_create", "bulk_create",
+               "bulk_update", "update"}
+# Writes to tables that are not ours: Django's users, and django-celery-beat's schedule.
+WRITES_ALLOWED = {"records/management/commands/create_operator.py", "superdispatch/schedule.py"}
+
+
+def _service_files():
+    for package in SERVICE:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" not in path.parts:
+                yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text())
+
+
+def _function_imports(tree: ast.AST):
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else ["(relative)"]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name == "(relative)" or name.split(".")[0] in OURS:
+                    yield function.name, node.lineno, name
+
+
+def test_no_import_of_a_project_package_hides_inside_a_function():
+    found = [f"{path}:{line} {function}() imports {name}"
+             for path, tree in _service_files()
+             for function, line, name in _function_imports(tree)
+             if (path, function) not in FUNCTION_IMPORTS_ALLOWED]
+    assert found == []
+
+
+def _receiver_chain(node: ast.AST) -> str:
+    """`Decision.objects.filter(...).update` -> "Decision.objects.filter.update"."""
+    parts = []
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        else:
+            return ".".join(reversed(parts))
+
+
+def _writes(tree: ast.AST):
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        verb = node.func.attr
+        chain = _receiver_chain(node.func)
+        if verb not in WRITE_VERBS:
+            continue
+        # `update` is also a dict's and a set's: only a query set's counts.
+        if verb == "update" and ".objects" not in chain:
+            continue
+        if verb in ("save", "delete") or ".objects" in chain:
+            yield node.lineno, chain
+
+
+def test_every_write_to_our_tables_goes_through_a_named_action():
+    found = [f"{path}:{line} {chain}"
+             for path, tree in _service_files()
+             if not path.endswith("/actions.py") and path not in WRITES_ALLOWED
+             for line, chain in _writes(tree)]
+    assert found == []
+
+
+def test_the_shape_checks_see_what_they_look_for():
+    """The checks above would find a write and a hidden import if there were one."""
+    tree = ast.parse("def f():\n    from records.models import Board\n"
+                     "    Board.objects.filter(pk=1).update(enabled=False)\n    row.save()\n"
+                     "    seen.update({1})\n")
+    assert [name for _, _, name in _function_imports(tree)] == ["records.models"]
+    assert [chain for _, chain in _writes(tree)] == ["Board.objects.filter.update", "row.save"]
