@@ -111,7 +111,8 @@ class Config:
         "svc_<20 hex>:<secret>")
     agentpod_url: str = setting("AGENTPOD_URL", _url, "an http(s) URL")
     relay_secret: str = setting(
-        "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"), "at least 16 characters")
+        "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),
+        "at least 16 characters, none of them whitespace")
     operator_token_sha256: str = setting(
         "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _sha256_hex,
         "64 hex digits, either case (the SHA-256 of the operator token)")

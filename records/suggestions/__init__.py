@@ -33,8 +33,8 @@ Where the docs leave things open, this is what is meant:
   is the agents on the roster with the capability in that decision. `reason` is one sentence:
   the lane, what each rule found, then what to do and where.
 - **Supply**: only while the lane's newest decision chose nobody. "Blocked" is `none-eligible`,
-  `one-candidate` or `empty-lane`. `change-model` needs a rostered agent with a station turned away by
-  `model-mismatch` alone; its target is that agent's newest such record. `move-to-host` and
+  `one-candidate` or `empty-lane`. `change-model` needs a rostered agent with a station turned
+  away by `model-mismatch` alone; its target is that agent's newest such record. `move-to-host` and
   `add-station` read what the lane's stations lacked (each filter's `missing`, where station
   filters alone turned a rostered agent away, in the lane's newest 20 blocked decisions that
   bear a station shortfall out): the strongest isolation and every model, tool and credential. `move-to-host` takes

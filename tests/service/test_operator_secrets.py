@@ -48,9 +48,13 @@ def test_the_readme_says_the_digest_may_be_either_case():
     assert re.search(r"64 hex digits, either case", _settings_row("SUPERDISPATCH_OPERATOR_TOKEN_SHA256"))
 
 
+RELAY_RULE = "at least 16 characters, none of them whitespace"
+
+
 def test_the_relay_secret_needs_16_characters_and_the_readme_says_so():
-    assert "at least 16 characters" in _settings_row("TREATY_RELAY_DELIVERY_SECRET")
+    assert RELAY_RULE in _settings_row("TREATY_RELAY_DELIVERY_SECRET")
     config.load({**GOOD, "TREATY_RELAY_DELIVERY_SECRET": "s" * 16})
-    with pytest.raises(config.ConfigError) as err:
-        config.load({**GOOD, "TREATY_RELAY_DELIVERY_SECRET": "s" * 15})
-    assert str(err.value) == "TREATY_RELAY_DELIVERY_SECRET must be at least 16 characters"
+    for short_or_spaced in ("s" * 15, "s" * 8 + " " + "s" * 8):
+        with pytest.raises(config.ConfigError) as err:
+            config.load({**GOOD, "TREATY_RELAY_DELIVERY_SECRET": short_or_spaced})
+        assert str(err.value) == f"TREATY_RELAY_DELIVERY_SECRET must be {RELAY_RULE}"
