@@ -8,6 +8,7 @@ from .load import LoadShape
 from .rules import Rules
 from .scoring import POLICY, Score, ScoreTerms
 from .why_nobody import (
+    EMPTY_LANE,
     NO_CANDIDATES,
     NONE_ELIGIBLE,
     ONE_CANDIDATE,
@@ -17,8 +18,8 @@ from .why_nobody import (
 )
 
 __all__ = [
-    "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "FilterResult", "Hold", "LoadShape",
-    "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "POLICY", "PolicyRecord", "REASON_CODES",
+    "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "EMPTY_LANE", "FilterResult", "Hold",
+    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "POLICY", "PolicyRecord", "REASON_CODES",
     "ROUND_ROBIN", "RUNNER_UP", "Rules", "Score", "ScoreTerms", "StageHistory", "Tier",
     "WAITING_ON_HOLDS", "WAITING_ON_LOAD", "WHY_NOBODY", "WINNER", "decide", "order_cards",
     "stage_history", "verdict_mark",

@@ -13,7 +13,9 @@ from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import POLICY, Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
-from .why_nobody import NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason
+from .why_nobody import (
+    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason,
+)
 
 
 class CandidateRecord(NamedTuple):
@@ -121,8 +123,11 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         return _decision(facts, tier, candidates, None, ANY_MATCH, rules)
     if not pool.ids:
         return _decision(facts, tier, candidates, None, NO_CANDIDATES, rules)
-    if pool.rostered_capable < 2:
-        return _decision(facts, tier, candidates, None, ONE_CANDIDATE, rules)
+    rostered_capable = pool.rostered_capable
+    if rostered_capable < 2:
+        # No choice to make; say whether the lane has one agent to pull or nobody at all.
+        reason = ONE_CANDIDATE if rostered_capable == 1 else EMPTY_LANE
+        return _decision(facts, tier, candidates, None, reason, rules)
     if ranking:
         return _decision(facts, tier, candidates, ranking[0][0], None, rules)
     if tier.name == RUNNER_UP:

@@ -7,13 +7,15 @@ from .filters import FilterResult
 from .ladder import ANY_MATCH
 
 NO_CANDIDATES = "no-candidates"  # nobody was considered
-ONE_CANDIDATE = "one-candidate"  # fewer than two candidates on the roster: pull decides
+EMPTY_LANE = "empty-lane"  # nobody on the roster has the capability: pull decides
+ONE_CANDIDATE = "one-candidate"  # exactly one candidate on the roster: pull decides
 NONE_ELIGIBLE = "none-eligible"  # at the winner step, every candidate failed a filter
 # ANY_MATCH: the tiers are spent, or a runner-up step has nobody left: pull decides
 WAITING_ON_HOLDS = "waiting-on-holds"  # not recorded
 WAITING_ON_LOAD = "waiting-on-load"  # not recorded
 
-WHY_NOBODY = (NO_CANDIDATES, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, WAITING_ON_HOLDS, WAITING_ON_LOAD)
+WHY_NOBODY = (NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, WAITING_ON_HOLDS,
+              WAITING_ON_LOAD)
 UNRECORDED = frozenset({WAITING_ON_HOLDS, WAITING_ON_LOAD})
 
 _LOAD = frozenset({"capacity", "idle", "held"})

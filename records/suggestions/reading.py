@@ -26,8 +26,9 @@ MODEL = 1 << 3  # blocked; a rostered agent with a station was turned away only 
 SHORTFALL = 1 << 4  # blocked; a rostered agent was turned away only by station filters
 NO_CAPABILITY = 1 << 5  # blocked; nobody on the roster or in the workspace has the capability
 CAPACITY = 1 << 6  # chose nobody; every rostered capable agent failed for load alone, one at capacity
+EMPTY = 1 << 7  # nobody on the roster with the capability, and someone off it has it
 
-BLOCKED = ("none-eligible", "one-candidate")
+BLOCKED = ("none-eligible", "one-candidate", "empty-lane")
 NONE_ELIGIBLE = "none-eligible"
 EVIDENCE_KEPT = 20  # decision ids kept as evidence, newest first; evidenceCount counts them all
 CHUNK = 2000
@@ -193,6 +194,7 @@ class DecisionRow(NamedTuple):
             | (MODEL if blocked and self.model_only else 0)
             | (SHORTFALL if blocked and self.station_only else 0)
             | (NO_CAPABILITY if blocked and not rc and not self.capable_off_roster else 0)
+            | (EMPTY if not rc and self.capable_off_roster else 0)
             | (CAPACITY if self.chosen is None and rc and self.load_bound == rc
                and self.at_capacity else 0)
         )
@@ -206,6 +208,7 @@ class Latest:
     created_at: float
     chosen: str | None
     rostered_capable: int
+    capable_off_roster: int
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,8 @@ class LaneTally:
 
     def add(self, row: DecisionRow, bits: int) -> None:
         if self.latest is None or (row.created_at, row.id) > (self.latest.created_at, self.latest.id):
-            self.latest = Latest(row.id, row.created_at, row.chosen, row.rostered_capable)
+            self.latest = Latest(row.id, row.created_at, row.chosen, row.rostered_capable,
+                                 row.capable_off_roster)
         if not bits:
             return
         self.decisions[bits] += 1
