@@ -20,19 +20,8 @@ from pathlib import Path
 
 from placement import Rules, decide
 from placement.facts import (
-    AgentLoad,
-    AgentVerdict,
-    Facts,
-    Ladder,
-    OwnHistory,
-    PolicyFacts,
-    PolicyVerdict,
-    RegistryFact,
-    Requires,
-    RosterRow,
-    Run,
-    Station,
-    StationNeeds,
+    AgentLoad, AgentVerdict, Facts, Ladder, OwnHistory, PolicyFacts, PolicyVerdict, RegistryFact, Requires,
+    RosterRow, Run, Station, StationNeeds,
 )
 
 from placement_factories import NOW, card
