@@ -1,7 +1,8 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
+from . import filters
 from .decision import CandidateRecord, Decision, Hold, decide
 from .fairness import BOARD_ORDER, ROUND_ROBIN, order_cards
-from .filters import REASON_CODES, FilterResult, PolicyRecord
+from .filters import FilterResult, PolicyRecord
 from .history import StageHistory, stage_history, verdict_mark
 from .ladder import ANY_MATCH, RUNNER_UP, WINNER, Tier
 from .load import LoadShape
@@ -24,3 +25,10 @@ __all__ = [
     "WAITING_ON_HOLDS", "WAITING_ON_LOAD", "WHY_NOBODY", "WINNER", "decide", "order_cards",
     "stage_history", "verdict_mark",
 ]
+
+
+def __getattr__(name: str):
+    # The reason-code table as the filters' declarations stand now, not as they stood at import.
+    if name == "REASON_CODES":
+        return filters.REASON_CODES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

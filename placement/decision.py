@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from .candidates import Pool, pool_for
 from .facts import Card, Facts, Requires
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
+from .filters import POLICY as POLICY_FILTER  # the filter; scoring's POLICY names the ranking
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
@@ -159,7 +160,8 @@ def _candidates(
 ) -> tuple[CandidateRecord, ...]:
     """Every considered agent's record, in agent id order."""
     rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
-    policy = ground.policy.records if ground.policy is not None else {}
+    answers = ground.read_of(POLICY_FILTER)
+    policy = answers.records if answers is not None else {}
     records = []
     for agent_id, filters in verdicts.items():
         principal_id = principals.get(agent_id)
