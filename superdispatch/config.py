@@ -133,6 +133,8 @@ class Config:
         "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
         "localhost,127.0.0.1,[::1]")
     https: str = setting("SUPERDISPATCH_HTTPS", _choice("on", "off"), "on or off", "off")
+    log_format: str = setting(
+        "SUPERDISPATCH_LOG_FORMAT", _choice("text", "json"), "text or json", "text")
     # Placement
     sweep_seconds: int = setting(
         "SUPERDISPATCH_SWEEP_SECONDS", _int_range(5, 3600), "an integer from 5 to 3600", "30")
