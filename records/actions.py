@@ -8,9 +8,11 @@ import json
 from datetime import datetime
 
 from django.db import connection, transaction
+from django.db import IntegrityError
 from django.db.models import Q
 
 from records.models import Board, Candidate, Decision, Suggestion
+from records.models import RelayDelivery
 
 # Called after a board is opted in or out, once the row is committed. The loop installs
 # its hook (set the placement window, look at the board) here; until then nothing runs.
@@ -180,3 +182,24 @@ def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None
     if seconds is not None:
         fields["window_seconds"] = seconds
     Board.objects.filter(board_id=board_id).update(**fields)
+
+
+# --- The relay's deliveries ---------------------------------------------------------------
+
+def do_note_delivery(delivery_id: str, now: datetime) -> bool:
+    """Remember a relay delivery id; False when it was already seen (a redelivery).
+
+    The insert is the test: of two racing copies of one delivery the second meets the
+    primary key (once the first commits) and is told it is a duplicate."""
+    try:
+        with transaction.atomic():
+            RelayDelivery.objects.create(delivery_id=delivery_id, received_at=now)
+    except IntegrityError:
+        return False
+    return True
+
+
+def do_prune_deliveries(before: datetime) -> int:
+    """Forget the delivery ids received before `before`; returns how many."""
+    deleted, _ = RelayDelivery.objects.filter(received_at__lt=before).delete()
+    return deleted

@@ -4,8 +4,11 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
+from records import actions
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
+from superdispatch.relay import SEEN_FOR
 
 log = logging.getLogger("superdispatch.loop")
 _loop: Loop | None = None
@@ -59,3 +62,9 @@ def board_changed_task(board_id: str) -> None:
     set_window(the_loop, board, the_loop.clock())
     if board.enabled:
         look_at_board_task.delay(board_id)
+
+
+@shared_task(name="superdispatch.prune_deliveries", ignore_result=True)
+def prune_deliveries_task() -> None:
+    """Forget relay delivery ids older than a redelivery is recognised for (a day)."""
+    actions.do_prune_deliveries(timezone.now() - SEEN_FOR)
