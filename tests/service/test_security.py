@@ -40,6 +40,14 @@ def test_check_deploy_without_https_names_only_what_https_on_sets(tmp_path):
     assert "4 issues" in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("value", ["yes", "true", "ON"])
+def test_https_takes_on_or_off_and_nothing_else(value):
+    with pytest.raises(config.ConfigError) as err:
+        config.load({**GOOD, "SUPERDISPATCH_HTTPS": value})
+    assert str(err.value) == "SUPERDISPATCH_HTTPS must be on or off"
+    assert config.load(GOOD).https == "off"
+
+
 def test_https_on_redirects_plain_http_but_healthz_and_marks_cookies_secure(tmp_path):
     probe = (
         "from django.test import Client; from django.conf import settings as s; c = Client(); "
