@@ -10,7 +10,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Q
 
-from records.models import Board, Candidate, Decision, Suggestion
+from records.models import Board, Candidate, Decision, OutcomeStatus, Suggestion
 
 # Called after a board is opted in or out, once the row is committed. The loop installs
 # its hook (set the placement window, look at the board) here; until then nothing runs.
@@ -142,9 +142,9 @@ def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
 def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
     """SuperPipeline refused the hold: nothing was held, and the decision settles at once."""
     decision.reservation_refused = code
-    decision.outcome_status, decision.outcome_at = "not-reserved", now
+    decision.outcome_status, decision.outcome_at = OutcomeStatus.NOT_RESERVED, now
     Decision.objects.filter(pk=decision.pk).update(
-        reservation_refused=code, outcome_status="not-reserved", outcome_at=now)
+        reservation_refused=code, outcome_status=OutcomeStatus.NOT_RESERVED, outcome_at=now)
 
 
 def do_settle(decision_id: str, status: str, by: str | None, at: datetime) -> bool:

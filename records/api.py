@@ -8,7 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from records import actions, query
-from records.models import SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion
+from records.models import (
+    SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion, SuggestionState,
+)
 from records.present import board_json, decision_json, suggestion_json
 from superdispatch.errors import bad_request, not_found
 
@@ -99,7 +101,7 @@ class DecisionDetail(APIView):
         return Response({"decision": decision_json(decision, decision.candidates.all())})
 
 
-STATES = ("open", "dismissed", "resolved", "all")
+STATES = (*SuggestionState.values, "all")
 
 
 class Suggestions(APIView):
@@ -118,12 +120,12 @@ class Suggestions(APIView):
             rows = rows.filter(board_id=params["board"])
         if "kind" in params:
             rows = rows.filter(kind=params["kind"])
-        state = params.get("state", "open")
-        if state == "open":
+        state = params.get("state", SuggestionState.OPEN)
+        if state == SuggestionState.OPEN:
             rows = rows.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
-        elif state == "dismissed":
+        elif state == SuggestionState.DISMISSED:
             rows = rows.filter(resolved_at__isnull=True, dismissed_at__isnull=False)
-        elif state == "resolved":
+        elif state == SuggestionState.RESOLVED:
             rows = rows.filter(resolved_at__isnull=False)
         return Response({"suggestions": [suggestion_json(s) for s in rows]})
 

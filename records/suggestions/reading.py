@@ -16,7 +16,7 @@ from typing import Any, Iterable, NamedTuple
 from django.db import connection
 
 from placement.filters import REASON_CODES, STATION_FILTERS
-from records.models import Board, Candidate, Decision
+from records.models import Board, Candidate, Decision, DecisionReason
 
 # What a decision bears out; a decision may bear several.
 ONE = 1 << 0  # exactly one agent on the roster with the capability
@@ -27,8 +27,8 @@ SHORTFALL = 1 << 4  # blocked; a rostered agent was turned away only by station 
 NO_CAPABILITY = 1 << 5  # blocked; nobody on the roster or in the workspace has the capability
 CAPACITY = 1 << 6  # chose nobody; every rostered capable agent failed for load alone, one at capacity
 
-BLOCKED = ("none-eligible", "one-candidate")
-NONE_ELIGIBLE = "none-eligible"
+BLOCKED = (DecisionReason.NONE_ELIGIBLE, DecisionReason.ONE_CANDIDATE)
+NONE_ELIGIBLE = DecisionReason.NONE_ELIGIBLE
 EVIDENCE_KEPT = 20  # decision ids kept as evidence, newest first; evidenceCount counts them all
 CHUNK = 2000
 
