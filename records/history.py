@@ -9,9 +9,9 @@ from typing import Iterable
 from django.db.models import Count, F, Q
 
 from placement.facts import Ladder
+from placement.rules import Rules
 from records.models import Decision, DecisionReason, OutcomeStatus, TierName
 
-NO_SHOW_WINDOW = timedelta(minutes=30)
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 SETTLED_HOLDS = (OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER, OutcomeStatus.EXPIRED)
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.ONE_CANDIDATE, DecisionReason.NONE_ELIGIBLE)
@@ -33,15 +33,16 @@ class Holds:
         self.live[agent_id].add((board_id, card_id))
 
 
-def holds(now: datetime) -> Holds:
-    """Every live hold and every unclaimed lapse of the last 30 minutes, by agent."""
+def holds(now: datetime, rules: Rules) -> Holds:
+    """Every live hold, and every unclaimed lapse within the rules' no-show window, by agent."""
     out = Holds()
     live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
                                    reserved_until__gt=now)
     for agent, board, card in live.values_list("chosen", "board_id", "card_id"):
         out.add(agent, board, card)
     lapsed = Decision.objects.filter(
-        chosen__isnull=False, reserved_until__gt=now - NO_SHOW_WINDOW, reserved_until__lte=now,
+        chosen__isnull=False, reserved_until__gt=now - timedelta(seconds=rules.no_show_window_s),
+        reserved_until__lte=now,
     ).filter(Q(outcome_status=OutcomeStatus.EXPIRED)
              | Q(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, outcome_at__gt=F("reserved_until")))
     for agent, until in lapsed.values_list("chosen", "reserved_until"):
