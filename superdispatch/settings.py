@@ -180,9 +180,12 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
+    "filters": {"retry_lines": {"()": "superdispatch.clients.http.RetryLinesOfOurOwn"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
         "superdispatch": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django": {"handlers": ["console"], "level": "WARNING"},
+        # The clients log each read retry and each failure once, on their own line.
+        "urllib3.connectionpool": {"filters": ["retry_lines"]},
     },
 }
