@@ -56,7 +56,6 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "superdispatch.auth.OperatorTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -123,8 +122,9 @@ WHITENOISE_USE_FINDERS = True  # serve admin and Swagger assets without collects
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # The operator token on every route; /healthz and the relay's webhook opt out on their views.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["superdispatch.auth.OperatorTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
@@ -141,10 +141,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"operatorToken": {"type": "http", "scheme": "bearer"}}
-    },
-    "SECURITY": [{"operatorToken": []}],
+    # The operator token's security scheme comes from its authentication class
+    # (superdispatch.views.OperatorTokenScheme).
+    # Pages for people: a signed-in staff session of the admin is accepted beside the token.
+    "SERVE_AUTHENTICATION": ["superdispatch.auth.OperatorTokenAuthentication",
+                             "superdispatch.auth.StaffSessionAuthentication"],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 # Celery: Redis when REDIS_URL is set, else a broker on the local disk so one machine

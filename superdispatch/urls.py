@@ -1,10 +1,9 @@
 from django.contrib import admin
-from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import path, re_path
 
 from learning import api as learning_api
 from records import api
-from superdispatch import relay
+from superdispatch import relay, views
 
 handler400 = "superdispatch.errors.json_400"
 handler404 = "superdispatch.errors.json_404"
@@ -25,7 +24,8 @@ urlpatterns = [
     path("v1/models", learning_api.Models.as_view()),
     path("v1/models/<str:model_id>", learning_api.ModelDetail.as_view()),
     path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("v1/schema", views.Schema.as_view(), name="schema"),
+    path("v1/docs", views.Docs.as_view(url_name="schema")),
+    re_path(r"^v1/", views.NoRoute.as_view()),
     path("admin/", admin.site.urls),
 ]
