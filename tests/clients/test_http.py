@@ -236,7 +236,7 @@ def test_a_write_to_a_closed_port_is_tried_once(naps):
 def test_a_timed_out_read_is_logged_once_in_all_with_each_retry_on_a_line_of_its_own(
         suite, quick, caplog):
     suite.route("GET", BOARD, Reply(200, bodies.board(), hold=True))
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
         with pytest.raises(Unavailable):
             quick.board("brd_1")
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
