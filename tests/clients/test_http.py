@@ -82,11 +82,15 @@ def test_write_timeout_is_not_retried(suite, quick):
     assert len(suite.hits("PUT", WINDOW)) == 1
 
 
-def test_unreachable_product_is_unavailable(naps):
+def closed_port() -> str:
+    """The URL of a local port nothing listens on."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    http = Http("superpipeline", closed, timeout=(0.5, 0.5), sleep=naps.append)
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_unreachable_product_is_unavailable(naps):
+    http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
         http.call("GET", "/v1/agents/load", lambda body: body, read=True)
     assert caught.value.code == "unreachable"
@@ -223,10 +227,7 @@ def test_a_retry_after_header_is_not_waited_on(suite, pipeline, naps):
 
 
 def test_a_write_to_a_closed_port_is_tried_once(naps):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    http = Http("superpipeline", closed, timeout=(0.5, 0.5), sleep=naps.append)
+    http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
         http.call("PUT", "/v1/boards/brd_1/scheduling", lambda body: body, body={})
     assert (caught.value.code, caught.value.attempts) == ("unreachable", 1)
