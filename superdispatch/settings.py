@@ -142,8 +142,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # The operator token's security scheme comes from its authentication class
-    # (superdispatch.views.OperatorTokenScheme).
-    # Pages for people: a signed-in staff session of the admin is accepted beside the token.
+    # (superdispatch.views.OperatorTokenScheme). The schema and the docs are pages for
+    # people too: a signed-in staff session of the admin is accepted beside the token.
     "SERVE_AUTHENTICATION": ["superdispatch.auth.OperatorTokenAuthentication",
                              "superdispatch.auth.StaffSessionAuthentication"],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
