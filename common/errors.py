@@ -1,7 +1,7 @@
 """One error shape for the whole API: {"error": {"code", "message"}}."""
 from __future__ import annotations
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
@@ -37,8 +37,17 @@ _CODES = {
 }
 
 
+class Refusal(HttpResponse):
+    """A refused operator credential: a bare 401, no body and no header that says more."""
+
+    status_code = 401
+
+
 def exception_handler(exc, context):
-    """Answer every API exception in the one error shape; anything unexpected stays a 500."""
+    """Answer every API exception in the one error shape; anything unexpected stays a 500.
+    A refused credential is the bare 401."""
+    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+        return Refusal()
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, str(exc.detail)), status=exc.status_code)
     response = drf_handler(exc, context)

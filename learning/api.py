@@ -9,13 +9,13 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from common.errors import ApiError, bad_request
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
 from records import query
+from common.views import OperatorView
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
@@ -24,7 +24,7 @@ def _model(model_id: str) -> LearnedModel:
     return query.by_id(LearnedModel.objects, "mdl", model_id, "model")
 
 
-class Dataset(APIView):
+class Dataset(OperatorView):
     @extend_schema(summary="The labelled rows, oldest first",
                    parameters=[OpenApiParameter("since", str),
                                OpenApiParameter("format", str, enum=["jsonl", "json"])])
@@ -59,7 +59,7 @@ def _train_body(body: Any) -> tuple[datetime | None, int]:
     return since, seed
 
 
-class Train(APIView):
+class Train(OperatorView):
     @extend_schema(summary="Train and store a model: body {since?, seed?}")
     def post(self, request):
         query.read_query(request.query_params, {})
@@ -71,21 +71,21 @@ class Train(APIView):
         return Response({"model": store.model_json(model)}, status=201)
 
 
-class Models(APIView):
+class Models(OperatorView):
     @extend_schema(summary="Every stored model, newest version first")
     def get(self, request):
         query.read_query(request.query_params, {})
         return Response({"models": [store.model_json(m) for m in LearnedModel.objects.all()]})
 
 
-class ModelDetail(APIView):
+class ModelDetail(OperatorView):
     @extend_schema(summary="One model, with its metrics")
     def get(self, request, model_id: str):
         query.read_query(request.query_params, {})
         return Response({"model": store.model_json(_model(model_id))})
 
 
-class ShadowReport(APIView):
+class ShadowReport(OperatorView):
     @extend_schema(summary="The model against the formula, in shadow")
     def get(self, request, model_id: str):
         query.read_query(request.query_params, {})

@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from placement.facts import Station
 from records.models import (
-    Board, Candidate, Decision, LoopState, RegistryRead, RelayDelivery, Suggestion,
+    Board, Candidate, Decision, LoopState, OutcomeStatus, RegistryRead, RelayDelivery, Suggestion,
 )
 from records.registry import KEY as REGISTRY_KEY
 from records.registry import station_json
@@ -145,9 +145,9 @@ def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
 def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
     """SuperPipeline refused the hold: nothing was held, and the decision settles at once."""
     decision.reservation_refused = code
-    decision.outcome_status, decision.outcome_at = "not-reserved", now
+    decision.outcome_status, decision.outcome_at = OutcomeStatus.NOT_RESERVED, now
     Decision.objects.filter(pk=decision.pk).update(
-        reservation_refused=code, outcome_status="not-reserved", outcome_at=now)
+        reservation_refused=code, outcome_status=OutcomeStatus.NOT_RESERVED, outcome_at=now)
 
 
 def do_settle(decision_id: str, status: str, by: str | None, at: datetime) -> bool:

@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 
 from placement.filters import tables
 from records import actions
-from records.models import Board, Candidate, Decision, LoopState, Suggestion
+from records.models import Board, Candidate, Decision, LoopState, Suggestion, SuggestionState
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -148,14 +148,14 @@ class StateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [("open", "open"), ("dismissed", "dismissed"), ("resolved", "resolved")]
+        return SuggestionState.choices
 
     def queryset(self, request, queryset):
-        if self.value() == "open":
+        if self.value() == SuggestionState.OPEN:
             return queryset.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
-        if self.value() == "dismissed":
+        if self.value() == SuggestionState.DISMISSED:
             return queryset.filter(resolved_at__isnull=True, dismissed_at__isnull=False)
-        if self.value() == "resolved":
+        if self.value() == SuggestionState.RESOLVED:
             return queryset.filter(resolved_at__isnull=False)
         return queryset
 

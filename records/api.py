@@ -4,13 +4,17 @@ from __future__ import annotations
 from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import bad_request, not_found
 from records import actions, query
-from records.models import SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion
+from records.models import (
+    SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion, SuggestionState,
+)
 from records.present import board_json, decision_json, suggestion_json
+from common.views import OperatorView
 
 
 def _no_query(request) -> None:
@@ -18,19 +22,22 @@ def _no_query(request) -> None:
 
 
 class Health(APIView):
+    authentication_classes = []  # liveness: no token
+    permission_classes = [AllowAny]
+
     @extend_schema(summary="Liveness", auth=[])
     def get(self, request):
         return Response({"ok": True, "service": "superdispatch"})
 
 
-class Boards(APIView):
+class Boards(OperatorView):
     @extend_schema(summary="Every board opted in, enabled or not")
     def get(self, request):
         _no_query(request)
         return Response({"boards": [board_json(b) for b in Board.objects.all()]})
 
 
-class BoardDetail(APIView):
+class BoardDetail(OperatorView):
     @extend_schema(summary="One board")
     def get(self, request, board_id: str):
         _no_query(request)
@@ -62,7 +69,7 @@ def _with_candidates(decisions):
         Prefetch("candidates", queryset=Candidate.objects.order_by("position")))
 
 
-class Decisions(APIView):
+class Decisions(OperatorView):
     @extend_schema(
         summary="Decisions, newest first",
         parameters=[
@@ -90,7 +97,7 @@ class Decisions(APIView):
         return Response({"decisions": [decision_json(d, d.candidates.all()) for d in page]})
 
 
-class DecisionDetail(APIView):
+class DecisionDetail(OperatorView):
     @extend_schema(summary="One decision (pld_…)")
     def get(self, request, decision_id: str):
         _no_query(request)
@@ -99,10 +106,10 @@ class DecisionDetail(APIView):
         return Response({"decision": decision_json(decision, decision.candidates.all())})
 
 
-STATES = ("open", "dismissed", "resolved", "all")
+STATES = (*SuggestionState.values, "all")
 
 
-class Suggestions(APIView):
+class Suggestions(OperatorView):
     @extend_schema(
         summary="Roster suggestions and supply proposals",
         parameters=[OpenApiParameter("board", str), OpenApiParameter("kind", str, enum=SUGGESTION_KINDS),
@@ -118,12 +125,12 @@ class Suggestions(APIView):
             rows = rows.filter(board_id=params["board"])
         if "kind" in params:
             rows = rows.filter(kind=params["kind"])
-        state = params.get("state", "open")
-        if state == "open":
+        state = params.get("state", SuggestionState.OPEN)
+        if state == SuggestionState.OPEN:
             rows = rows.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
-        elif state == "dismissed":
+        elif state == SuggestionState.DISMISSED:
             rows = rows.filter(resolved_at__isnull=True, dismissed_at__isnull=False)
-        elif state == "resolved":
+        elif state == SuggestionState.RESOLVED:
             rows = rows.filter(resolved_at__isnull=False)
         return Response({"suggestions": [suggestion_json(s) for s in rows]})
 
@@ -132,14 +139,14 @@ def _suggestion(suggestion_id: str) -> Suggestion:
     return query.by_id(Suggestion.objects, "sug", suggestion_id, "suggestion")
 
 
-class SuggestionDetail(APIView):
+class SuggestionDetail(OperatorView):
     @extend_schema(summary="One suggestion or proposal (sug_…)")
     def get(self, request, suggestion_id: str):
         _no_query(request)
         return Response({"suggestion": suggestion_json(_suggestion(suggestion_id))})
 
 
-class SuggestionDismiss(APIView):
+class SuggestionDismiss(OperatorView):
     @extend_schema(summary="Dismiss it; it stays dismissed while it is found again", request=None)
     def post(self, request, suggestion_id: str):
         _no_query(request)

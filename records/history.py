@@ -9,12 +9,13 @@ from typing import Iterable
 from django.db.models import Count, F, Q
 
 from placement.facts import Ladder
-from records.models import Decision
+from placement.rules import Rules
+from records.models import Decision, DecisionReason, OutcomeStatus, TierName
 
-NO_SHOW_WINDOW = timedelta(minutes=30)
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
-SETTLED_HOLDS = ("claimed", "claimed-by-other", "expired")
-NOBODY = ("no-candidates", "empty-lane", "one-candidate", "none-eligible")
+SETTLED_HOLDS = (OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER, OutcomeStatus.EXPIRED)
+NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
+          DecisionReason.NONE_ELIGIBLE)
 
 
 @dataclass
@@ -33,17 +34,18 @@ class Holds:
         self.live[agent_id].add((board_id, card_id))
 
 
-def holds(now: datetime) -> Holds:
-    """Every live hold and every unclaimed lapse of the last 30 minutes, by agent."""
+def holds(now: datetime, rules: Rules) -> Holds:
+    """Every live hold, and every unclaimed lapse within the rules' no-show window, by agent."""
     out = Holds()
     live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
                                    reserved_until__gt=now)
     for agent, board, card in live.values_list("chosen", "board_id", "card_id"):
         out.add(agent, board, card)
     lapsed = Decision.objects.filter(
-        chosen__isnull=False, reserved_until__gt=now - NO_SHOW_WINDOW, reserved_until__lte=now,
-    ).filter(Q(outcome_status="expired")
-             | Q(outcome_status="claimed-by-other", outcome_at__gt=F("reserved_until")))
+        chosen__isnull=False, reserved_until__gt=now - timedelta(seconds=rules.no_show_window_s),
+        reserved_until__lte=now,
+    ).filter(Q(outcome_status=OutcomeStatus.EXPIRED)
+             | Q(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, outcome_at__gt=F("reserved_until")))
     for agent, until in lapsed.values_list("chosen", "reserved_until"):
         out.lapses[agent].append(until)
     return out
@@ -54,7 +56,7 @@ def settled_on_board(board_id: str) -> dict[str, tuple[int, int]]:
     rows = (Decision.objects.filter(board_id=board_id, chosen__isnull=False,
                                     outcome_status__in=SETTLED_HOLDS)
             .values("chosen")
-            .annotate(settled=Count("id"), claimed=Count("id", filter=Q(outcome_status="claimed"))))
+            .annotate(settled=Count("id"), claimed=Count("id", filter=Q(outcome_status=OutcomeStatus.CLAIMED))))
     return {r["chosen"]: (r["claimed"], r["settled"]) for r in rows}
 
 
@@ -85,12 +87,12 @@ def ladders(board_id: str, cards: Iterable[tuple[str, str, datetime]]) -> dict[s
 def ladder_state(steps: list[dict]) -> LadderState:
     """Holds made, agents passed over by identity, whether it is open, and the retry wait."""
     made = [s for s in steps if s["reserved_until"] is not None]
-    passed_over = frozenset(s["chosen"] for s in made if s["outcome_status"] == "expired")
-    is_open = any(s["tier_name"] == "any-match" for s in steps)
+    passed_over = frozenset(s["chosen"] for s in made if s["outcome_status"] == OutcomeStatus.EXPIRED)
+    is_open = any(s["tier_name"] == TierName.ANY_MATCH for s in steps)
     wait_until = None
     if steps:
         last = steps[-1]
-        if last["reason"] in NOBODY or last["outcome_status"] == "not-reserved":
+        if last["reason"] in NOBODY or last["outcome_status"] == OutcomeStatus.NOT_RESERVED:
             wait_until = last["created_at"] + RETRY_AFTER
     return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until)
 

@@ -5,11 +5,65 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
+from placement import ladder, why_nobody
 from records.ids import new_decision_id, new_suggestion_id
 
-OUTCOMES = ("claimed", "claimed-by-other", "expired", "superseded", "not-reserved")
-TIERS = ("winner", "runner-up", "any-match")
-REASONS = ("no-candidates", "empty-lane", "one-candidate", "none-eligible", "any-match")
+# The words a decision and a suggestion are recorded with. Each label is its value, so the
+# admin shows the same word the API answers with. Tiers and reasons are placement's words.
+
+
+class OutcomeStatus(models.TextChoices):
+    """What became of a decision's card."""
+
+    CLAIMED = "claimed", "claimed"
+    CLAIMED_BY_OTHER = "claimed-by-other", "claimed-by-other"
+    EXPIRED = "expired", "expired"
+    SUPERSEDED = "superseded", "superseded"
+    NOT_RESERVED = "not-reserved", "not-reserved"
+
+
+class TierName(models.TextChoices):
+    """The ladder's tier a hold was made in."""
+
+    WINNER = ladder.WINNER, ladder.WINNER
+    RUNNER_UP = ladder.RUNNER_UP, ladder.RUNNER_UP
+    ANY_MATCH = ladder.ANY_MATCH, ladder.ANY_MATCH
+
+
+class DecisionReason(models.TextChoices):
+    """Why a decision chose as it did, when the score alone does not say."""
+
+    NO_CANDIDATES = why_nobody.NO_CANDIDATES, why_nobody.NO_CANDIDATES
+    EMPTY_LANE = why_nobody.EMPTY_LANE, why_nobody.EMPTY_LANE
+    ONE_CANDIDATE = why_nobody.ONE_CANDIDATE, why_nobody.ONE_CANDIDATE
+    NONE_ELIGIBLE = why_nobody.NONE_ELIGIBLE, why_nobody.NONE_ELIGIBLE
+    ANY_MATCH = ladder.ANY_MATCH, ladder.ANY_MATCH
+
+
+class SuggestionKind(models.TextChoices):
+    """A roster suggestion (the first two) or a supply proposal."""
+
+    ADD_AGENT_TO_BOARD = "add-agent-to-board", "add-agent-to-board"
+    LANE_SINGLE_POINT = "lane-single-point", "lane-single-point"
+    ADD_STATION = "add-station", "add-station"
+    CHANGE_MODEL = "change-model", "change-model"
+    MOVE_TO_HOST = "move-to-host", "move-to-host"
+    RAISE_CAPACITY = "raise-capacity", "raise-capacity"
+
+
+class SuggestionState(models.TextChoices):
+    """Where a suggestion stands, from its resolved and dismissed times."""
+
+    OPEN = "open", "open"
+    DISMISSED = "dismissed", "dismissed"
+    RESOLVED = "resolved", "resolved"
+
+
+OUTCOMES = tuple(OutcomeStatus.values)
+TIERS = tuple(TierName.values)
+REASONS = tuple(DecisionReason.values)
+SUGGESTION_KINDS = tuple(SuggestionKind.values)
+ROSTER_KINDS = (SuggestionKind.ADD_AGENT_TO_BOARD, SuggestionKind.LANE_SINGLE_POINT)
 
 
 class Board(models.Model):
@@ -46,13 +100,15 @@ class Decision(models.Model):
     ladder_ready_at = models.DateTimeField(null=True, blank=True)
     policy = models.CharField(max_length=80)
     chosen = models.CharField(max_length=128, null=True, blank=True)
-    reason = models.CharField(max_length=32, null=True, blank=True)
-    tier_name = models.CharField(max_length=16, null=True, blank=True)
+    reason = models.CharField(max_length=32, null=True, blank=True,
+                              choices=DecisionReason.choices)
+    tier_name = models.CharField(max_length=16, null=True, blank=True, choices=TierName.choices)
     tier_step = models.IntegerField(null=True, blank=True)
     requires = models.JSONField(null=True, blank=True)
     reserved_until = models.DateTimeField(null=True, blank=True)
     reservation_refused = models.CharField(max_length=80, null=True, blank=True)
-    outcome_status = models.CharField(max_length=20, null=True, blank=True)
+    outcome_status = models.CharField(max_length=20, null=True, blank=True,
+                                      choices=OutcomeStatus.choices)
     outcome_by = models.CharField(max_length=128, null=True, blank=True)
     outcome_at = models.DateTimeField(null=True, blank=True)
     # What a learned model would have chosen (shadow) or did choose (on), and its probabilities.
@@ -133,17 +189,11 @@ class Candidate(models.Model):
         return f"{self.decision_id}:{self.agent_id}"
 
 
-SUGGESTION_KINDS = (
-    "add-agent-to-board", "lane-single-point",  # roster suggestions
-    "add-station", "change-model", "move-to-host", "raise-capacity",  # supply proposals
-)
-
-
 class Suggestion(models.Model):
     """A roster suggestion or a supply proposal for one lane: advice for a person."""
 
     id = models.CharField(max_length=28, primary_key=True, default=new_suggestion_id)
-    kind = models.CharField(max_length=24, choices=[(k, k) for k in SUGGESTION_KINDS])
+    kind = models.CharField(max_length=24, choices=SuggestionKind.choices)
     board_id = models.CharField(max_length=128)
     stage_key = models.CharField(max_length=128)
     # Roster suggestions
@@ -180,13 +230,13 @@ class Suggestion(models.Model):
 
     @property
     def is_supply(self) -> bool:
-        return self.kind not in ("add-agent-to-board", "lane-single-point")
+        return self.kind not in ROSTER_KINDS
 
     @property
     def state(self) -> str:
         if self.resolved_at:
-            return "resolved"
-        return "dismissed" if self.dismissed_at else "open"
+            return SuggestionState.RESOLVED
+        return SuggestionState.DISMISSED if self.dismissed_at else SuggestionState.OPEN
 
 
 class LoopState(models.Model):

@@ -60,7 +60,6 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "superdispatch.auth.OperatorTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it answers a lockout
@@ -158,8 +157,9 @@ WHITENOISE_USE_FINDERS = True  # serve admin and Swagger assets without collects
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # The operator token on every route; /healthz and the relay's webhook opt out on their views.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["common.auth.OperatorTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON, whatever content type it comes with (`curl -d` sends a form's): common.parsers
@@ -178,10 +178,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"operatorToken": {"type": "http", "scheme": "bearer"}}
-    },
-    "SECURITY": [{"operatorToken": []}],
+    # The operator token's security scheme comes from its authentication class
+    # (common.views.OperatorTokenScheme). The schema and the docs are pages for
+    # people too: a signed-in staff session of the admin is accepted beside the token.
+    "SERVE_AUTHENTICATION": ["common.auth.OperatorTokenAuthentication",
+                             "common.auth.StaffSessionAuthentication"],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 # Celery: Redis when REDIS_URL is set, else a broker on the local disk so one machine
@@ -224,10 +226,13 @@ LOGGING = {
                  "fmt": "%(levelname)s %(name)s %(message)s", "timestamp": "time",
                  "rename_fields": {"levelname": "level", "name": "logger"}},
     },
+    "filters": {"retry_lines": {"()": "superdispatch.clients.http.RetryLinesOfOurOwn"}},
     "handlers": {"console": {"class": "logging.StreamHandler",
                              "formatter": "json" if SUPERDISPATCH.log_format == "json" else "plain"}},
     "loggers": {
         "superdispatch": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django": {"handlers": ["console"], "level": "WARNING"},
+        # The clients log each read retry and each failure once, on their own line.
+        "urllib3.connectionpool": {"filters": ["retry_lines"]},
     },
 }

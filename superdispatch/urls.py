@@ -1,7 +1,7 @@
 from django.contrib import admin
-from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import path, re_path
 
+from common import views
 from learning import api as learning_api
 from records import api
 from superdispatch import relay
@@ -25,7 +25,8 @@ urlpatterns = [
     path("v1/models", learning_api.Models.as_view()),
     path("v1/models/<str:model_id>", learning_api.ModelDetail.as_view()),
     path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
-    path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("v1/schema", views.Schema.as_view(), name="schema"),
+    path("v1/docs", views.Docs.as_view(url_name="schema")),
+    re_path(r"^v1/", views.NoRoute.as_view()),
     path("admin/", admin.site.urls),
 ]

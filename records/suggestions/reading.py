@@ -18,7 +18,7 @@ from django.db import connection
 
 from placement import filters
 from placement.filters import Tables, Tag, tables
-from records.models import Board, Candidate, Decision
+from records.models import Board, Candidate, Decision, DecisionReason
 
 # What a decision bears out; a decision may bear several.
 ONE = 1 << 0  # exactly one agent on the roster with the capability
@@ -30,8 +30,8 @@ NO_CAPABILITY = 1 << 5  # blocked; nobody on the roster or in the workspace has 
 CAPACITY = 1 << 6  # chose nobody; every rostered capable agent failed for load alone, one at capacity
 EMPTY = 1 << 7  # nobody on the roster with the capability, and someone off it has it
 
-BLOCKED = ("none-eligible", "one-candidate", "empty-lane")
-NONE_ELIGIBLE = "none-eligible"
+BLOCKED = (DecisionReason.NONE_ELIGIBLE, DecisionReason.ONE_CANDIDATE, DecisionReason.EMPTY_LANE)
+NONE_ELIGIBLE = DecisionReason.NONE_ELIGIBLE
 EVIDENCE_KEPT = 20  # decision ids kept as evidence, newest first; evidenceCount counts them all
 CHUNK = 2000
 

@@ -1,6 +1,7 @@
 """Roster suggestions: a lane that rests on too few working agents, and who could be added."""
 from __future__ import annotations
 
+from records.models import SuggestionKind
 from records.suggestions.found import Found
 from records.suggestions.reading import EMPTY, ONE, STALLED, UNRELIABLE, CandidateRow, LaneTally
 from records.suggestions.words import capability_words, counted, either, minutes
@@ -37,7 +38,7 @@ def roster_suggestion(lane: LaneTally, rules: list[str], requires: dict | None,
     rostered = [c.agent_id for c in latest if c.rostered_capable]
     candidates = [{"agentId": c.agent_id, "principalId": c.principal_id, "stationId": c.station_id}
                   for c in latest if c.capable_off_roster]
-    kind = "add-agent-to-board" if candidates else "lane-single-point"
+    kind = SuggestionKind.ADD_AGENT_TO_BOARD if candidates else SuggestionKind.LANE_SINGLE_POINT
     return Found(kind, lane.board_id, lane.stage_key, tuple(lane.evidence(bits)), lane.count(bits), {
         "capability": requires,
         "rostered": rostered,

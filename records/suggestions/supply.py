@@ -7,6 +7,7 @@ from typing import Iterable
 from placement import filters
 from placement.facts import ISOLATION_ORDER, Station, StationNeeds
 from placement.stations import PROOF_RANK, lacking_by_agent
+from records.models import SuggestionKind
 from records.suggestions.found import Found
 from records.suggestions.reading import (
     CAPACITY, MODEL, NO_CAPABILITY, SHORTFALL, LaneTally, Shortfall,
@@ -147,7 +148,7 @@ def _change_model(lane: LaneTally, shortfalls: list[Shortfall], supply: Supply) 
     models = s.lacked[filters.MODEL.name]
     model = models[0] if models else None
     return [_proposal(
-        "change-model", lane, MODEL, supply,
+        SuggestionKind.CHANGE_MODEL, lane, MODEL, supply,
         rationale=(f"In {counted(lane.count(MODEL), 'decision')} at {_lane(lane)} in which nobody "
                    f"was eligible, an agent on the roster was turned away only for its model: "
                    f"{s.agent_id}'s station {s.station_id} runs none of {either(models or ['the models asked for'])}."),
@@ -175,7 +176,7 @@ def _move_to_host(lane: LaneTally, shortfalls: list[Shortfall], host: Station,
                f"{host.occupant} to the roster of {lane.board_id}.")
         taker = f"{agent} or {host.occupant}"
     return _proposal(
-        "move-to-host", lane, SHORTFALL, supply,
+        SuggestionKind.MOVE_TO_HOST, lane, SHORTFALL, supply,
         rationale=(f"In {counted(lane.count(SHORTFALL), 'decision')} at {_lane(lane)} in which "
                    f"nobody was eligible, agents on the roster were turned away only by their "
                    f"stations, which lacked {needs_words(needs)}; the registry says station "
@@ -201,7 +202,7 @@ def _add_station(lane: LaneTally, requires: dict | None, shortfalls: list[Shortf
         why.append(f"the stations of agents on the roster lacked {needs_words(needs)}, and {where}")
     wanted = f"{capability}" + (f" and {needs_words(needs)}" if shortfalls else "")
     return _proposal(
-        "add-station", lane, bits, supply,
+        SuggestionKind.ADD_STATION, lane, bits, supply,
         rationale=(f"In {counted(lane.count(bits), 'decision')} at {_lane(lane)} in which nobody "
                    f"was eligible, {'; and '.join(why)}."),
         target={"capability": requires, "isolation": needs.isolation, "models": list(needs.models),
@@ -215,7 +216,7 @@ def _add_station(lane: LaneTally, requires: dict | None, shortfalls: list[Shortf
 def _raise_capacity(lane: LaneTally, requires: dict | None, supply: Supply) -> Found:
     agents = lane.at_capacity
     return _proposal(
-        "raise-capacity", lane, CAPACITY, supply,
+        SuggestionKind.RAISE_CAPACITY, lane, CAPACITY, supply,
         rationale=(f"In {counted(lane.count(CAPACITY), 'decision')} at {_lane(lane)} that chose "
                    f"nobody, every agent on the roster with {capability_words(requires)} was "
                    f"turned away for its load alone, at least one at the board's concurrency."),

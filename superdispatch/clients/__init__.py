@@ -13,7 +13,7 @@ import requests
 
 from .accounts import Accounts, says_no_policy
 from .agentpod import AgentPod
-from .http import BadShape, ClientError, Refused, Unavailable, suite_session
+from .http import BadShape, ClientError, Refused, Unavailable
 from .superpipeline import BoardCard, BoardRead, Refusal, Reservation, Stage, SuperPipeline
 from .superwitness import SuperWitness
 
@@ -48,11 +48,12 @@ class Clients:
 
 def build_clients(cfg: SuiteSettings, session: requests.Session | None = None,
                   now: Callable[[], float] | None = None) -> Clients:
-    """The clients for these settings, all sharing one session (given, or a new one).
+    """The clients for these settings. A session given carries every call of every client as
+    it is (the sandbox's transport); without one, each client makes its own two: reads that
+    urllib3's Retry retries, and writes sent once.
 
     `now` (seconds) times token expiry; a simulation passes its virtual clock.
     """
-    session = session if session is not None else suite_session()
     accounts = Accounts(cfg.org_plane_url, cfg.org_plane_service_credential, session=session,
                         **({"now": now} if now is not None else {}))
     witness = None

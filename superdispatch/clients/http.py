@@ -2,8 +2,9 @@
 
 Every call has a (connect, read) timeout. Only calls marked as reads are retried, at most
 `retries` more times with a short backoff, and only on a transient failure; a write is sent
-once. A failure is logged once, on one line naming product, method, path and outcome, never
-a header, token or credential.
+once. Reads go through their own session, whose adapter carries urllib3's `Retry`; writes go
+through a session that never retries. A failure is logged once, on one line naming product,
+method, path and outcome, never a header, token or credential.
 """
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ import os
 import re
 import time
 from typing import Any, Callable, Protocol, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError, NewConnectionError
+from urllib3.exceptions import TimeoutError as TransportTimeout
+from urllib3.util.retry import Retry
 
 from .shape import ShapeError
 
@@ -25,6 +30,11 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = (2.0, 5.0)  # seconds: connect, read
 READ_RETRIES = 2
 BACKOFF = (0.2, 0.5)  # seconds before the first and the second retry
+# Transient answers: 5xx and up but 501 (not implemented: asking again won't help), 408, 429.
+TRANSIENT_STATUSES = (frozenset(range(500, 1000)) - {501}) | {408, 429}
+# What the read session may retry. It only carries calls marked as reads: GETs, and Accounts'
+# token POST, which changes nothing (asking twice only mints a second token).
+READ_METHODS = frozenset({"GET", "POST"})
 _CODE_MAX = 80  # an error body's code is echoed in logs and records; keep it short
 
 
@@ -35,12 +45,13 @@ class ClientError(Exception):
     permanent = False
 
     def __init__(self, product: str, what: str, status: int | None, code: str,
-                 detail: str = ""):
+                 detail: str = "", *, attempts: int = 1):
         self.product = product
         self.what = what  # "GET /v1/boards/brd_1": method and path, never a query or header
         self.status = status
         self.code = code
         self.detail = detail
+        self.attempts = attempts  # how many times it was sent, retries included
         super().__init__(f"{product} {what}: {code}" + (f" ({detail})" if detail else ""))
 
 
@@ -72,18 +83,77 @@ def segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def suite_session() -> requests.Session:
-    """A session that leaves the environment to each `Http`, read once.
+class ReadRetry(Retry):
+    """urllib3's `Retry` for one product's reads: the fixed backoff steps, slept through an
+    injectable sleep so tests never wait, no wait on a Retry-After (a pass must not stall on
+    a product's say-so), and each retry logged on one line naming product, method and path."""
+
+    def __init__(self, *args: Any, product: str = "", steps: tuple[float, ...] = BACKOFF,
+                 nap: Callable[[float], None] = time.sleep, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.product, self.steps, self.nap = product, steps, nap
+
+    @classmethod
+    def for_reads(cls, product: str, retries: int, steps: tuple[float, ...],
+                  nap: Callable[[float], None]) -> "ReadRetry":
+        return cls(total=retries, allowed_methods=READ_METHODS,
+                   status_forcelist=TRANSIENT_STATUSES, raise_on_status=False,
+                   respect_retry_after_header=False, product=product, steps=steps, nap=nap)
+
+    def new(self, **kw: Any) -> "ReadRetry":
+        retry = super().new(**kw)
+        retry.product, retry.steps, retry.nap = self.product, self.steps, self.nap
+        return retry
+
+    def get_backoff_time(self) -> float:
+        failed = len(self.history)
+        return self.steps[min(failed, len(self.steps)) - 1] if failed and self.steps else 0.0
+
+    def sleep(self, response: Any = None) -> None:
+        self.nap(self.get_backoff_time())
+
+    def increment(self, method: str | None = None, url: str | None = None,
+                  response: Any = None, error: Exception | None = None,
+                  _pool: Any = None, _stacktrace: Any = None) -> "ReadRetry":
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        failure = (f"http-{response.status}" if error is None and response is not None
+                   else _failure_code(error))
+        path = urlsplit(url or "").path  # never the query
+        log.info("%s %s %s: %s; retrying (%d of %d)", self.product, method, path, failure,
+                 len(retry.history), len(retry.history) + (retry.total or 0))
+        return retry
+
+
+def suite_session(retry: Retry | None = None) -> requests.Session:
+    """A session that leaves the environment to each `Http`, read once; with `retry`, its
+    adapters retry as that says.
 
     With `trust_env`, requests scans every environment variable for proxies and looks for a
     .netrc on each request: about a millisecond a request, four requests to a relayed card."""
     session = requests.Session()
     session.trust_env = False
+    if retry is not None:
+        adapter = HTTPAdapter(max_retries=retry)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
     return session
 
 
+class RetryLinesOfOurOwn(logging.Filter):
+    """Drops urllib3's own warning for each retry after a connection error: `ReadRetry` logs
+    the retry, and a failure is logged once, by the client. Set on `urllib3.connectionpool`
+    in the LOGGING setting."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Retrying (")
+
+
 class Http:
-    """One product's HTTP: base URL, shared session, timeouts and retry budget.
+    """One product's HTTP: base URL, sessions, timeouts and retry budget.
+
+    Without a session it makes two: one for reads, retried by urllib3's `Retry`, and one for
+    everything else, never retried. A session given (the sandbox's in-process transport, a
+    test's) carries every call as it is: its adapters decide any retry.
 
     The proxy (HTTP(S)_PROXY, NO_PROXY) and CA bundle (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE)
     the environment names for this base URL are read once, here."""
@@ -99,63 +169,64 @@ class Http:
         self.base_url = base_url.rstrip("/")
         self.proxies = requests.utils.get_environ_proxies(self.base_url)
         self.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-        self.session = session if session is not None else suite_session()
         self.tokens = tokens
         self.audience = audience.rstrip("/") if audience else None
         self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
-        self.sleep = sleep
+        if session is None:
+            self.session = suite_session()
+            self.read_session = suite_session(ReadRetry.for_reads(product, retries, backoff, sleep))
+        else:
+            self.session = self.read_session = session
+            retries = 0  # the given session's adapters decide; none is counted here
+        self.retries = retries  # the read session's budget
 
     def call(self, method: str, path: str, parse: Callable[[Any], T], *,
              params: list[tuple[str, str]] | None = None, body: Any = None,
              headers: dict[str, str] | None = None, read: bool = False) -> T:
         """Send one request and return `parse(json body)`; raise a ClientError on any failure.
-        `read=True` allows the bounded retries; a write is sent exactly once."""
+        `read=True` sends it through the read session, whose transport retries a transient
+        failure; a write is sent exactly once."""
         what = f"{method} {path}"
         headers = dict(headers or {})
         if self.tokens is not None:
             headers["Authorization"] = f"Bearer {self.tokens.token(self.audience)}"
-        attempts = 1 + (self.retries if read else 0)
-        attempt = 1
-        while True:
+        try:
+            payload, status = self._send(self.read_session if read else self.session,
+                                         method, path, what, params, body, headers)
             try:
-                payload, status = self._send(method, path, what, params, body, headers)
-                try:
-                    return parse(payload)
-                except ShapeError as err:
-                    raise BadShape(self.product, what, status, "bad-shape", str(err)) from None
-            except Unavailable as err:
-                if attempt == attempts:
-                    log.warning("%s%s", err, f" after {attempts} attempts" if attempts > 1 else "")
-                    raise
-                log.info("%s; retrying (%d of %d)", err, attempt, attempts - 1)
-                self.sleep(self.backoff[min(attempt, len(self.backoff)) - 1])
-                attempt += 1
-            except ClientError as err:
-                if err.status == 401 and self.tokens is not None:
-                    # A revoked or rotated token: the next call asks Accounts for a new one.
-                    self.tokens.forget(self.audience)
-                log.warning("%s", err)
-                raise
+                return parse(payload)
+            except ShapeError as err:
+                raise BadShape(self.product, what, status, "bad-shape", str(err)) from None
+        except Unavailable as err:
+            log.warning("%s%s", err, f" after {err.attempts} attempts" if err.attempts > 1 else "")
+            raise
+        except ClientError as err:
+            if err.status == 401 and self.tokens is not None:
+                # A revoked or rotated token: the next call asks Accounts for a new one.
+                self.tokens.forget(self.audience)
+            log.warning("%s", err)
+            raise
 
-    def _send(self, method: str, path: str, what: str, params, body,
+    def _send(self, session: requests.Session, method: str, path: str, what: str, params, body,
               headers) -> tuple[Any, int]:
         try:
-            response = self.session.request(
+            response = session.request(
                 method, self.base_url + path, params=params, json=body, headers=headers,
                 timeout=self.timeout, allow_redirects=False, proxies=self.proxies, verify=self.verify)
-        except requests.Timeout:
-            raise Unavailable(self.product, what, None, "timeout") from None
-        except requests.RequestException:
-            # The exception text names the URL and socket error only; still, keep it out.
-            raise Unavailable(self.product, what, None, "unreachable") from None
+        except requests.RequestException as err:
+            # Only the kind of failure is kept: the exception text names the URL and socket error.
+            cause = err.args[0] if err.args else None
+            # urllib3 gives up with MaxRetryError only once a read's budget is spent.
+            used_up = self.retries if session is self.read_session else 0
+            attempts = 1 + used_up if isinstance(cause, MaxRetryError) else 1
+            raise Unavailable(self.product, what, None, _failure_code(err),
+                              attempts=attempts) from None
         payload, readable = _json(response)
         status = response.status_code
         code = _error_code(payload) if readable else None
         named = code if code not in (None, _UNNAMED) else f"http-{status}"
-        if (status >= 500 and status != 501) or status in (408, 429):
-            raise Unavailable(self.product, what, status, named)
+        if status in TRANSIENT_STATUSES:
+            raise Unavailable(self.product, what, status, named, attempts=_attempts(response))
         if not 200 <= status < 300:
             raise Refused(self.product, what, status, named)
         if code is not None:
@@ -164,6 +235,23 @@ class Http:
         if not readable:
             raise BadShape(self.product, what, status, "bad-shape", "body is not JSON")
         return payload, status
+
+
+def _failure_code(err: Exception | None) -> str:
+    """`timeout` or `unreachable`. A read timeout that used up the retries reaches requests as
+    urllib3's MaxRetryError, which requests reports as a connection error: look at its reason."""
+    if isinstance(err, requests.Timeout):
+        return "timeout"
+    cause = err.args[0] if isinstance(err, requests.RequestException) and err.args else err
+    reason = cause.reason if isinstance(cause, MaxRetryError) else cause
+    timed_out = isinstance(reason, TransportTimeout) and not isinstance(reason, NewConnectionError)
+    return "timeout" if timed_out else "unreachable"
+
+
+def _attempts(response: requests.Response) -> int:
+    """How many times the transport asked before this answer (its Retry's history)."""
+    retries = getattr(response.raw, "retries", None)
+    return 1 + len(retries.history) if isinstance(retries, Retry) else 1
 
 
 def _json(response: requests.Response) -> tuple[Any, bool]:

@@ -56,7 +56,7 @@ class PassReads:
         # registry the last pass read, as it takes the roster, rather than read it again.
         self.from_cache = from_cache
         self._registry_read_now = False
-        self.holds = history.holds(now)
+        self.holds = history.holds(now, loop.rules)
         self._load = _UNREAD
         self._registry = _UNREAD
         self._history: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from records import actions, history
-from records.models import Decision
+from records.models import Decision, OutcomeStatus
 from superdispatch.clients import BoardCard, BoardRead
 
 log = logging.getLogger("superdispatch.loop")
@@ -32,14 +32,15 @@ def outcome(decision: Decision, card: BoardCard | None, now: datetime) -> Outcom
     ladder_start = decision.ladder_ready_at or decision.created_at
     if card is not None and card.claimed_at is not None and card.claimed_at >= ladder_start:
         by = card.delegate_agent_id
-        status = "claimed" if by is not None and by == decision.chosen else "claimed-by-other"
+        status = (OutcomeStatus.CLAIMED if by is not None and by == decision.chosen
+                  else OutcomeStatus.CLAIMED_BY_OTHER)
         return Outcome(status, by, card.claimed_at)
     left_at = _left_ladder_at(decision, card, now)
     lapsed = decision.reserved_until
     if lapsed is not None and lapsed <= (left_at or now):
-        return Outcome("expired", None, lapsed)
+        return Outcome(OutcomeStatus.EXPIRED, None, lapsed)
     if left_at is not None:
-        return Outcome("superseded", None, left_at)
+        return Outcome(OutcomeStatus.SUPERSEDED, None, left_at)
     return None
 
 

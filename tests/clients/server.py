@@ -24,6 +24,7 @@ class Reply:
     body: Any = None
     raw: bytes | None = None  # sent as is instead of `body` as JSON
     hold: bool = False  # answer only once the server's gate opens (for read timeouts)
+    headers: tuple[tuple[str, str], ...] = ()  # sent besides Content-Type and Content-Length
 
 
 Handler = Callable[[Request], Reply]
@@ -98,6 +99,8 @@ class SuiteServer:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
+                    for name, value in reply.headers:
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(payload)
                 except OSError:

@@ -5,6 +5,7 @@ import logging
 import socket
 
 import pytest
+from urllib3.util.retry import Retry
 
 from superdispatch.clients import (
     Accounts, BadShape, Refused, SuperPipeline, Unavailable,
@@ -81,11 +82,15 @@ def test_write_timeout_is_not_retried(suite, quick):
     assert len(suite.hits("PUT", WINDOW)) == 1
 
 
-def test_unreachable_product_is_unavailable(naps):
+def closed_port() -> str:
+    """The URL of a local port nothing listens on."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    http = Http("superpipeline", closed, timeout=(0.5, 0.5), sleep=naps.append)
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_unreachable_product_is_unavailable(naps):
+    http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
         http.call("GET", "/v1/agents/load", lambda body: body, read=True)
     assert caught.value.code == "unreachable"
@@ -190,3 +195,63 @@ def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
     assert Http("superpipeline", suite.url).call("GET", "/v1/ping", dict) == {"ok": True}
+
+
+# --- urllib3's Retry carries the read retries ------------------------------------------------
+
+def test_reads_go_through_a_session_whose_adapter_retries_and_writes_through_one_that_never_does(
+        suite, pipeline):
+    http = pipeline._http
+    reads = http.read_session.get_adapter(suite.url).max_retries
+    writes = http.session.get_adapter(suite.url).max_retries
+    assert isinstance(reads, Retry) and reads.total == 2
+    assert reads.allowed_methods == {"GET", "POST"}  # POST: Accounts' token, asked like a read
+    assert 503 in reads.status_forcelist and 501 not in reads.status_forcelist
+    assert {408, 429} <= reads.status_forcelist and 404 not in reads.status_forcelist
+    assert writes.total == 0 and http.session is not http.read_session
+
+
+def test_a_not_implemented_read_is_refused_at_once(suite, pipeline, naps):
+    suite.route("GET", BOARD, Reply(501), Reply(200, bodies.board()))
+    with pytest.raises(Refused) as caught:
+        pipeline.board("brd_1")
+    assert (caught.value.status, caught.value.code) == (501, "http-501")
+    assert len(suite.hits("GET", BOARD)) == 1 and naps == []
+
+
+def test_a_retry_after_header_is_not_waited_on(suite, pipeline, naps):
+    suite.route("GET", BOARD, Reply(503, headers=(("Retry-After", "120"),)),
+                Reply(200, bodies.board()))
+    assert pipeline.board("brd_1").board_id == "brd_1"
+    assert naps == [0.2]
+
+
+def test_a_write_to_a_closed_port_is_tried_once(naps):
+    http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
+    with pytest.raises(Unavailable) as caught:
+        http.call("PUT", "/v1/boards/brd_1/scheduling", lambda body: body, body={})
+    assert (caught.value.code, caught.value.attempts) == ("unreachable", 1)
+    assert naps == []
+
+
+def test_a_timed_out_read_is_logged_once_in_all_with_each_retry_on_a_line_of_its_own(
+        suite, quick, caplog):
+    suite.route("GET", BOARD, Reply(200, bodies.board(), hold=True))
+    with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
+        with pytest.raises(Unavailable):
+            quick.board("brd_1")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == ["superpipeline GET /v1/boards/brd_1: timeout after 3 attempts"]
+    retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert retries == ["superpipeline GET /v1/boards/brd_1: timeout; retrying (1 of 2)",
+                       "superpipeline GET /v1/boards/brd_1: timeout; retrying (2 of 2)"]
+
+
+def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mint, naps, caplog):
+    witness_path = "/v1/runs"
+    suite.route("GET", witness_path, Reply(503), Reply(200, {"ok": True}))
+    http = Http("superwitness", suite.url, sleep=naps.append)
+    with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
+        http.call("GET", witness_path, dict, params=[("stage", "secret-ish")], read=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        "superwitness GET /v1/runs: http-503; retrying (1 of 2)"]

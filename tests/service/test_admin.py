@@ -41,7 +41,7 @@ def test_decision_list_tells_an_empty_lane_from_a_lane_of_one(staff):
     make_decision(card="card_7", reason="empty-lane")
     make_decision(card="card_8", reason="one-candidate")
     page = staff.get("/admin/records/decision/").content.decode()
-    assert "?reason=empty-lane" in page and "?reason=one-candidate" in page
+    assert "?reason__exact=empty-lane" in page and "?reason__exact=one-candidate" in page
     page = staff.get("/admin/records/decision/?reason=empty-lane").content.decode()
     assert "card_7" in page and "card_8" not in page
 

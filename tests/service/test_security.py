@@ -10,8 +10,7 @@ import pytest
 from django.conf import settings
 from django.test import Client, override_settings
 
-from common import config
-from superdispatch import auth
+from common import auth, config
 from tests.service.test_config import GOOD, ROOT
 
 SECURITY_WARNINGS = ("security.W004", "security.W008", "security.W012", "security.W016")

@@ -1,0 +1,73 @@
+"""The operator API's base view, its schema and docs pages, and its unknown paths.
+
+Every view under /v1 checks the operator's credential (the REST_FRAMEWORK setting's
+authentication and permission) before it reads anything else of the request; only /healthz
+and the relay's webhook opt out, on their own views.
+"""
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.views import APIView
+
+from common.auth import OperatorTokenAuthentication
+from common.errors import Refusal, json_404
+
+
+# The two classes below carry comments, not docstrings: drf-spectacular would print a base
+# view's docstring as the description of every route.
+
+
+class CredentialFirst:
+    # Settles who asks before anything else of the request is read. APIView negotiates the
+    # answer's format (the Accept header, the query string) before it authenticates, so a
+    # refused call could be answered 406 or 400; here the credential is checked first, and a
+    # refusal is answered bare, without the Allow header DRF adds.
+
+    def initial(self, request, *args, **kwargs):
+        self.perform_authentication(request)
+        self.check_permissions(request)
+        super().initial(request, *args, **kwargs)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Refusal):
+            return response
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class OperatorView(CredentialFirst, APIView):
+    pass  # a route of the operator API: the operator token, or a bare 401
+
+
+class NoRoute(OperatorView):
+    """Any other path under /v1: refused like every route without the token, and with it,
+    answered as Django answers a path it has no route for."""
+
+    schema = None  # not a route of the API
+
+    @property
+    def default_response_headers(self) -> dict:
+        return {}  # allows no method: there is nothing here
+
+    def _no_such_route(self, request, *args, **kwargs):
+        return json_404(request)
+
+    get = post = put = patch = delete = head = options = trace = _no_such_route
+
+
+class Schema(CredentialFirst, SpectacularAPIView):
+    """The OpenAPI schema; who may read it is SPECTACULAR_SETTINGS' SERVE_AUTHENTICATION."""
+
+
+class Docs(CredentialFirst, SpectacularSwaggerView):
+    """Swagger UI over the schema, for the same readers."""
+
+
+class OperatorTokenScheme(OpenApiAuthenticationExtension):
+    """The operator token in the OpenAPI schema: HTTP bearer."""
+
+    target_class = OperatorTokenAuthentication
+    name = "operatorToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer"}
