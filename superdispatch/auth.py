@@ -11,6 +11,8 @@ from django.http import HttpResponse
 OPEN_PATHS = frozenset({"/healthz", "/v1/relay/events"})
 # Pages for people: a signed-in staff session is accepted beside the token.
 SESSION_PATHS = frozenset({"/v1/docs", "/v1/schema"})
+# Outside /v1 and still the operator's: Prometheus scrapes with `authorization: Bearer`.
+TOKEN_PATHS = frozenset({"/metrics"})
 
 
 def token_matches(header: str, expected_sha256: str) -> bool:
@@ -31,7 +33,7 @@ class OperatorTokenMiddleware:
 
     def __call__(self, request):
         path = request.path
-        if path.startswith("/v1/") and path not in OPEN_PATHS:
+        if (path.startswith("/v1/") and path not in OPEN_PATHS) or path in TOKEN_PATHS:
             allowed = token_matches(request.headers.get("Authorization", ""), self.expected)
             if not allowed and path in SESSION_PATHS:
                 user = getattr(request, "user", None)

@@ -18,9 +18,12 @@ def ensure_sweep_schedule() -> None:
     every = settings.SUPERDISPATCH.sweep_seconds
     interval, _ = IntervalSchedule.objects.get_or_create(every=every,
                                                          period=IntervalSchedule.SECONDS)
+    # A sweep still queued when the next is due is dropped by the worker (`expires`), so a
+    # slow sweep never leaves a queue of sweeps behind it.
     PeriodicTask.objects.update_or_create(
         name=SWEEP_TASK_NAME,
         defaults={"task": "superdispatch.sweep", "interval": interval, "enabled": True,
+                  "expire_seconds": every,
                   "description": "Settle, queue and place every opted-in board's ready cards."})
 
 

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from celery import shared_task
 
+from superdispatch import metrics
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
 
 log = logging.getLogger("superdispatch.loop")
@@ -34,9 +36,26 @@ def sweep_task() -> None:
 
 @shared_task(bind=True, name="superdispatch.place_card", ignore_result=True,
              max_retries=LEASED_RETRIES)
-def place_card_task(self, board_id: str, card_id: str) -> None:
-    if place_one(loop(), board_id, card_id).skipped:
+def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None) -> None:
+    """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the hold."""
+    the_loop = loop()
+    summary = place_one(the_loop, board_id, card_id)
+    if summary.skipped:
         raise self.retry(countdown=LEASED_RETRY_S)
+    if summary.holds and event_ts:
+        lag = _seconds_since(event_ts, the_loop)
+        if lag is not None:
+            metrics.relayed_hold(lag)
+
+
+def _seconds_since(ts: str, the_loop: Loop) -> float | None:
+    try:
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    if at.tzinfo is None:
+        return None
+    return (the_loop.clock() - at).total_seconds()
 
 
 @shared_task(bind=True, name="superdispatch.look_at_board", ignore_result=True,

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from learning import api as learning_api
 from records import api
-from superdispatch import relay
+from superdispatch import metrics, relay
 
 handler400 = "superdispatch.errors.json_400"
 handler404 = "superdispatch.errors.json_404"
@@ -12,7 +12,7 @@ handler500 = "superdispatch.errors.json_500"
 
 urlpatterns = [
     path("healthz", api.Health.as_view()),
-    path("v1/relay/events", relay.RelayEvents.as_view()),
+    path("v1/relay/events", metrics.counted_relay(relay.RelayEvents.as_view())),
     path("v1/boards", api.Boards.as_view()),
     path("v1/boards/<str:board_id>", api.BoardDetail.as_view()),
     path("v1/decisions", api.Decisions.as_view()),
@@ -27,5 +27,6 @@ urlpatterns = [
     path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema")),
+    path("metrics", metrics.MetricsView.as_view()),
     path("admin/", admin.site.urls),
 ]

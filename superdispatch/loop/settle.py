@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from records import actions, history
 from records.models import Decision
+from superdispatch import metrics
 from superdispatch.clients import BoardCard, BoardRead
 
 log = logging.getLogger("superdispatch.loop")
@@ -62,7 +63,21 @@ def settle_board(read: BoardRead, now: datetime) -> int:
         if result is None or not actions.do_settle(decision.id, *result):
             continue
         settled += 1
+        _count(decision, result)
         by = f" by {result.by}" if result.by else ""
         log.info("loop: %s %s %s settled %s%s", decision.board_id, decision.card_id,
                  decision.id, result.status, by)
     return settled
+
+
+def _count(decision: Decision, result: Outcome) -> None:
+    """The settlement's metrics: its outcome by tier, the held agent's time to claim, and a
+    no-show when the hold lapsed unclaimed (as the no-show filter reads lapses)."""
+    held = decision.chosen if decision.reserved_until is not None else None
+    claim_after = None
+    if held is not None and result.status == "claimed":
+        claim_after = (result.at - decision.created_at).total_seconds()
+    no_show = held is not None and (
+        result.status == "expired"
+        or (result.status == "claimed-by-other" and result.at > decision.reserved_until))
+    metrics.settled(decision.tier_name, result.status, held, claim_after, no_show)
