@@ -10,6 +10,7 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.db.models import Q
 
+from records import outbox
 from records.models import Board, Candidate, Decision, Suggestion
 
 # Called after a board is opted in or out, once the row is committed. The loop installs
@@ -79,6 +80,8 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
     _insert_candidates([
         _candidate_row(decision.id, i, rec, c, encoded)
         for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))])
+    if outbox.events_on():
+        outbox.write_decision_recorded(decision, record, now)
     return decision
 
 
@@ -139,18 +142,27 @@ def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
     Decision.objects.filter(pk=decision.pk).update(reserved_until=reserved_until)
 
 
+@transaction.atomic
 def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
     """SuperPipeline refused the hold: nothing was held, and the decision settles at once."""
     decision.reservation_refused = code
     decision.outcome_status, decision.outcome_at = "not-reserved", now
     Decision.objects.filter(pk=decision.pk).update(
         reservation_refused=code, outcome_status="not-reserved", outcome_at=now)
+    if outbox.events_on():
+        outbox.write_decision_settled(decision.pk, "not-reserved", None, now, now)
 
 
-def do_settle(decision_id: str, status: str, by: str | None, at: datetime) -> bool:
-    """Record what became of a decision's card; a decision settles once."""
-    return Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
+@transaction.atomic
+def do_settle(decision_id: str, status: str, by: str | None, at: datetime,
+              now: datetime | None = None) -> bool:
+    """Record what became of a decision's card; a decision settles once. `now` (default: `at`)
+    stamps the settlement's event."""
+    settled = Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
         outcome_status=status, outcome_by=by, outcome_at=at) == 1
+    if settled and outbox.events_on():
+        outbox.write_decision_settled(decision_id, status, by, at, now or at)
+    return settled
 
 
 # --- Boards: the lease that keeps passes apart, and the placement window ----------------
@@ -180,3 +192,30 @@ def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None
     if seconds is not None:
         fields["window_seconds"] = seconds
     Board.objects.filter(board_id=board_id).update(**fields)
+
+
+# --- Retention -------------------------------------------------------------------------
+
+def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
+    """Delete these settled decisions and their candidates; returns (candidates, decisions).
+
+    Two short transactions, the candidates first and then the decisions, so neither holds its
+    row locks for long; a pass never touches a settled decision, so it never waits on them.
+    A decision not settled is never deleted, whatever it is asked.
+    """
+    if not decision_ids:
+        return 0, 0
+    marks = ", ".join(["%s"] * len(decision_ids))
+    quote = connection.ops.quote_name
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {quote(Candidate._meta.db_table)} WHERE {quote('decision_id')} IN "
+            f"(SELECT {quote('id')} FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} "
+            f"IN ({marks}) AND {quote('outcome_status')} IS NOT NULL)", decision_ids)
+        candidates = cursor.rowcount
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({marks}) "
+            f"AND {quote('outcome_status')} IS NOT NULL", decision_ids)
+        decisions = cursor.rowcount
+    return candidates, decisions

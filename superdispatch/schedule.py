@@ -8,6 +8,10 @@ from django.conf import settings
 
 log = logging.getLogger("superdispatch.loop")
 SWEEP_TASK_NAME = "superdispatch sweep"
+PRUNE_TASK_NAME = "superdispatch prune"
+OUTBOX_TASK_NAME = "superdispatch deliver outbox"
+PRUNE_EVERY_S = 3600
+OUTBOX_EVERY_S = 15  # a safety net: events are sent after each pass; retries come due here
 
 
 def ensure_sweep_schedule() -> None:
@@ -27,13 +31,32 @@ def ensure_sweep_schedule() -> None:
                   "description": "Settle, queue and place every opted-in board's ready cards."})
 
 
+def ensure_housekeeping_schedule() -> None:
+    """Register retention (hourly) and the outbox's deliveries (every 15 s), each expiring
+    after its own interval like the sweep."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    for name, task, every, description in (
+            (PRUNE_TASK_NAME, "superdispatch.prune", PRUNE_EVERY_S,
+             "Delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, in short batches."),
+            (OUTBOX_TASK_NAME, "superdispatch.deliver_outbox", OUTBOX_EVERY_S,
+             "Send the events and chat posts due in the outbox.")):
+        interval, _ = IntervalSchedule.objects.get_or_create(every=every,
+                                                             period=IntervalSchedule.SECONDS)
+        PeriodicTask.objects.update_or_create(
+            name=name, defaults={"task": task, "interval": interval, "enabled": True,
+                                 "expire_seconds": every, "description": description})
+
+
 def on_migrate(**kwargs) -> None:
     ensure_sweep_schedule()
+    ensure_housekeeping_schedule()
 
 
 @beat_init.connect
 def _on_beat_init(**kwargs) -> None:
     ensure_sweep_schedule()
+    ensure_housekeeping_schedule()
 
 
 def board_changed(board_id: str, enabled: bool) -> None:

@@ -5,12 +5,21 @@ import logging
 from datetime import datetime
 
 from celery import shared_task
+from django.conf import settings
 
-from superdispatch import metrics
+from learning import store as learning_store
+from records import retention
+from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
+from superdispatch.loop.context import utc_now
 
 log = logging.getLogger("superdispatch.loop")
 _loop: Loop | None = None
+
+# Retention works in runs of at most a minute (well inside the task time limit), each going
+# on in a new task until nothing older than SUPERDISPATCH_RETAIN_DAYS is left.
+PRUNE_BUDGET_S = 60.0
+PRUNE_AGAIN_S = 5
 
 # A board leased by another pass is tried again shortly, for about ten seconds at most:
 # a card.ready must be placed within its placement window or pull takes the card.
@@ -78,3 +87,32 @@ def board_changed_task(board_id: str) -> None:
     set_window(the_loop, board, the_loop.clock())
     if board.enabled:
         look_at_board_task.delay(board_id)
+
+
+@shared_task(name="superdispatch.prune", ignore_result=True)
+def prune_task() -> None:
+    """Retention: delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, keeping the
+    latest model's shadow decisions (records/retention.py says what else stays)."""
+    latest = learning_store.latest()
+    summary = retention.prune(utc_now(), settings.SUPERDISPATCH.retain_days,
+                              keep_model=latest.id if latest else None, budget_s=PRUNE_BUDGET_S,
+                              on_batch=_count_pruned)
+    if summary.decisions:
+        log.info("retention: pruned %d decisions and %d candidates older than %d days%s",
+                 summary.decisions, summary.candidates, settings.SUPERDISPATCH.retain_days,
+                 ", more to go" if summary.more else "")
+    if summary.more:
+        prune_task.apply_async(countdown=PRUNE_AGAIN_S)
+
+
+def _count_pruned(candidates: int, decisions: int) -> None:
+    metrics.pruned("candidate", candidates)
+    metrics.pruned("decision", decisions)
+
+
+@shared_task(name="superdispatch.deliver_outbox", ignore_result=True)
+def deliver_outbox_task() -> None:
+    """Send the events and chat posts that are due (superdispatch/outbox.py)."""
+    summary = outbox.deliver_now(utc_now)
+    if summary.delivered or summary.failed or summary.dead:
+        log.info("outbox: %s", summary.line())
