@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from records import outbox
 from records.models import LoopState, Suggestion
 from records.registry import last_registry
 from records.suggestions.found import BLANK, Found
@@ -85,6 +86,8 @@ def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
         row.last_seen_at = now
         again.append(row)
     Suggestion.objects.bulk_create(opened)
+    if outbox.chat_on():
+        outbox.write_suggestions_opened(opened, now)
     Suggestion.objects.bulk_update(again, WRITTEN)
     Suggestion.objects.filter(pk__in=[s.pk for s in live.values()]).update(resolved_at=now)
     state.last_suggest_at = now

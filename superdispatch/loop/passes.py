@@ -15,7 +15,7 @@ from placement.facts import AgentVerdict, Card, Facts, OwnHistory, RosterRow
 from placement.learned import consider
 from records import actions, history
 from records.models import Board, LoopState
-from superdispatch import metrics
+from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
@@ -255,6 +255,7 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
         with transaction.atomic():
             for board_id in leased:
                 actions.do_release_lease(board_id, owner)
+        outbox.kick_if_written()  # events out are sent by a worker, after the pass
     return summary
 
 
@@ -282,6 +283,7 @@ def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
                     summary.deferred, summary.unplaced)
     _back_off_or_reset(state, summary, loop.cfg.sweep_seconds, now)
     _after_sweep(now)
+    outbox.kick_if_written()  # chat posts for the suggestions the sync opened
     metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read, summary.unread,
                        summary.skipped, summary.deferred)
     return summary

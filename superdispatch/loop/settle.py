@@ -60,7 +60,7 @@ def settle_board(read: BoardRead, now: datetime) -> int:
     settled = 0
     for decision in history.unsettled_on_board(read.board_id):
         result = outcome(decision, read.card(decision.card_id), now)
-        if result is None or not actions.do_settle(decision.id, *result):
+        if result is None or not actions.do_settle(decision.id, *result, now=now):
             continue
         settled += 1
         _count(decision, result)
