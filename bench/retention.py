@@ -167,6 +167,9 @@ def main() -> None:
     print(f"sweeps alone: {len(alone)}, median {percentile(alone, 50):.3f} s, p99 {p99_alone:.3f} s")
     print(f"sweeps during the prune: {len(during)}, median {percentile(during, 50):.3f} s, "
           f"p99 {p99_during:.3f} s ({p99_during / p99_alone:.2f}x alone)")
+    if "--verbose" in sys.argv:
+        print("alone:", " ".join(f"{t:.2f}" for t in alone))
+        print("during:", " ".join(f"{t:.2f}" for t in during))
     print(f"prune_rows_per_s={rate:.0f} sweep_p99_during_prune_s={p99_during:.3f} "
           f"sweep_p99_alone_s={p99_alone:.3f}")
 
