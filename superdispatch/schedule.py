@@ -5,6 +5,7 @@ import logging
 
 from celery.signals import beat_init
 from django.conf import settings
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 log = logging.getLogger("superdispatch.loop")
 SWEEP_TASK_NAME = "superdispatch sweep"
@@ -17,8 +18,6 @@ OUTBOX_EVERY_S = 15  # a safety net: events are sent after each pass; retries co
 def ensure_sweep_schedule() -> None:
     """Register (or update) the periodic sweep from SUPERDISPATCH_SWEEP_SECONDS; beat and the
     admin read it from django-celery-beat's tables."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
-
     every = settings.SUPERDISPATCH.sweep_seconds
     interval, _ = IntervalSchedule.objects.get_or_create(every=every,
                                                          period=IntervalSchedule.SECONDS)
@@ -34,8 +33,6 @@ def ensure_sweep_schedule() -> None:
 def ensure_housekeeping_schedule() -> None:
     """Register retention (hourly) and the outbox's deliveries (every 15 s), each expiring
     after its own interval like the sweep."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
-
     for name, task, every, description in (
             (PRUNE_TASK_NAME, "superdispatch.prune", PRUNE_EVERY_S,
              "Delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, in short batches."),

@@ -231,7 +231,8 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     try:
         works: dict[str, BoardWork] = {}
         first = [b for b in read_first or () if b in leased]
-        reading = first + [b for b in leased if b not in set(first)]
+        rest = [b for b in leased if b not in first]  # `first` holds a few boards at most
+        reading = first + rest
         for index, board_id in enumerate(reading):
             if spent("read"):
                 summary.left = reading[index:]
