@@ -18,7 +18,9 @@ Each metric comes from where its truth is:
 Files are named by host and process id, not the process id alone: in docker-compose the web,
 worker and beat containers share the data volume, and their process ids repeat. The
 directory is not wiped at start: a process that starts with an id a dead one had reopens its
-file and counts on from there, which a counter allows. Placement stays pure; the loop calls
+file and counts on from there, which a counter allows. So it gains a few small files for each
+process started (gunicorn's and Celery's workers, and a management command), and a scrape
+reads them all; merging the files of dead processes is left for when that count matters. Placement stays pure; the loop calls
 the small functions below, each a few microseconds.
 """
 from __future__ import annotations
