@@ -193,6 +193,22 @@ class Config:
         "an integer from 1 to 1000000", "100")
     learned_margin_pct: int = setting(
         "SUPERDISPATCH_LEARNED_MARGIN_PCT", _int_range(0, 100), "an integer from 0 to 100", "5")
+    # Retention: settled decisions (and their candidates) older than this are pruned. The
+    # floor is above the longest suggestions window (720 hours), so pruning never takes what
+    # a sync reads.
+    retain_days: int = setting(
+        "SUPERDISPATCH_RETAIN_DAYS", _int_range(31, 3650), "an integer from 31 to 3650", "90")
+    # Events out: decisions and settlements POSTed, signed, to the operator's own receiver;
+    # new suggestions posted to a chat webhook. Unset: nothing is sent.
+    events_url: str = setting("SUPERDISPATCH_EVENTS_URL", _url, "an http(s) URL", default="")
+    events_secret: str = setting(
+        "SUPERDISPATCH_EVENTS_SECRET", _matching(r"\S{16,}"), "at least 16 characters",
+        default="")
+    chat_webhook_url: str = setting(
+        "SUPERDISPATCH_CHAT_WEBHOOK_URL", _url, "an http(s) URL", default="")
+    public_url: str = setting(
+        "SUPERDISPATCH_PUBLIC_URL", _url, "an http(s) URL",
+        default="")  # "" → http://localhost:PORT, for links to the admin
 
     @property
     def start_line(self) -> str:
@@ -227,11 +243,16 @@ def load(env: Mapping[str, str] = os.environ) -> Config:
             values[f.name] = parse(raw)
         except (ValueError, TypeError):
             problems.append(f"{name} must be {rule}")
+    # A receiver needs both halves: an address, and the secret its events are signed with.
+    if env.get("SUPERDISPATCH_EVENTS_URL", "") and not env.get("SUPERDISPATCH_EVENTS_SECRET", ""):
+        problems.append("SUPERDISPATCH_EVENTS_SECRET is required when SUPERDISPATCH_EVENTS_URL "
+                        "is set (at least 16 characters)")
     if problems:
         raise ConfigError(problems)
     values["agentpod_audience"] = values["agentpod_audience"] or values["agentpod_url"]
     values["superwitness_audience"] = (
         values["superwitness_audience"] or values["superwitness_url"])
+    values["public_url"] = values["public_url"] or f"http://localhost:{values['port']}"
     if not values["database"]:
         path = os.path.join(values["data_dir"], "superdispatch.sqlite3")
         values["database"] = environ.Env.db_url_config(f"sqlite:///{path}")

@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from placement.facts import Station
+from records import outbox
 from records.models import (
     Board, Candidate, Decision, LoopState, OutcomeStatus, RegistryRead, RelayDelivery, Suggestion,
 )
@@ -82,6 +83,8 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
     _insert_candidates([
         _candidate_row(decision.id, i, rec, c, encoded)
         for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))])
+    if outbox.events_on():
+        outbox.write_decision_recorded(decision, record, now)
     return decision
 
 
@@ -142,18 +145,27 @@ def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
     Decision.objects.filter(pk=decision.pk).update(reserved_until=reserved_until)
 
 
+@transaction.atomic
 def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
     """SuperPipeline refused the hold: nothing was held, and the decision settles at once."""
     decision.reservation_refused = code
     decision.outcome_status, decision.outcome_at = OutcomeStatus.NOT_RESERVED, now
     Decision.objects.filter(pk=decision.pk).update(
         reservation_refused=code, outcome_status=OutcomeStatus.NOT_RESERVED, outcome_at=now)
+    if outbox.events_on():
+        outbox.write_decision_settled(decision.pk, OutcomeStatus.NOT_RESERVED, None, now, now)
 
 
-def do_settle(decision_id: str, status: str, by: str | None, at: datetime) -> bool:
-    """Record what became of a decision's card; a decision settles once."""
-    return Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
+@transaction.atomic
+def do_settle(decision_id: str, status: str, by: str | None, at: datetime,
+              now: datetime | None = None) -> bool:
+    """Record what became of a decision's card; a decision settles once. `now` (default: `at`)
+    stamps the settlement's event."""
+    settled = Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
         outcome_status=status, outcome_by=by, outcome_at=at) == 1
+    if settled and outbox.events_on():
+        outbox.write_decision_settled(decision_id, status, by, at, now or at)
+    return settled
 
 
 # --- Boards: the lease that keeps passes apart, and the placement window ----------------
@@ -187,10 +199,13 @@ def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None
 
 # --- The loop's own bookkeeping -------------------------------------------------------------
 
-def do_note_sweep(failed_sweeps: int, next_sweep_at: datetime | None, now: datetime) -> None:
-    """A sweep ran: how many in a row read no board, and when the next may run (backoff)."""
+def do_note_sweep(failed_sweeps: int, next_sweep_at: datetime | None, now: datetime,
+                  deferred_boards: list[str] | None = None) -> None:
+    """A sweep ran: how many in a row read no board, when the next may run (backoff), and the
+    boards its budget left unread, to be read first next time."""
     LoopState.objects.update_or_create(pk="loop", defaults={
-        "failed_sweeps": failed_sweeps, "next_sweep_at": next_sweep_at, "last_sweep_at": now})
+        "failed_sweeps": failed_sweeps, "next_sweep_at": next_sweep_at, "last_sweep_at": now,
+        "deferred_boards": deferred_boards or []})
 
 
 def do_note_no_policy(no_policy: bool) -> None:
@@ -240,6 +255,8 @@ def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
         row.last_seen_at = now
         again.append(row)
     Suggestion.objects.bulk_create(opened)
+    if outbox.chat_on():
+        outbox.write_suggestions_opened(opened, now)
     Suggestion.objects.bulk_update(again, SUGGESTION_WRITTEN)
     Suggestion.objects.filter(pk__in=[s.pk for s in live.values()]).update(resolved_at=now)
     state.last_suggest_at = now
@@ -270,3 +287,30 @@ def do_prune_deliveries(before: datetime) -> int:
     """Forget the delivery ids received before `before`; returns how many."""
     deleted, _ = RelayDelivery.objects.filter(received_at__lt=before).delete()
     return deleted
+
+
+# --- Retention -------------------------------------------------------------------------
+
+def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
+    """Delete these settled decisions and their candidates; returns (candidates, decisions).
+
+    Two short transactions, the candidates first and then the decisions, so neither holds its
+    row locks for long; a pass never touches a settled decision, so it never waits on them.
+    A decision not settled is never deleted, whatever it is asked.
+    """
+    if not decision_ids:
+        return 0, 0
+    marks = ", ".join(["%s"] * len(decision_ids))
+    quote = connection.ops.quote_name
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {quote(Candidate._meta.db_table)} WHERE {quote('decision_id')} IN "
+            f"(SELECT {quote('id')} FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} "
+            f"IN ({marks}) AND {quote('outcome_status')} IS NOT NULL)", decision_ids)
+        candidates = cursor.rowcount
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({marks}) "
+            f"AND {quote('outcome_status')} IS NOT NULL", decision_ids)
+        decisions = cursor.rowcount
+    return candidates, decisions

@@ -10,8 +10,10 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from placement.filters import tables
-from records import actions
-from records.models import Board, Candidate, Decision, LoopState, Suggestion, SuggestionState
+from records import actions, outbox
+from records.models import (
+    Board, Candidate, Decision, LoopState, OutboxEvent, Suggestion, SuggestionState,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -197,6 +199,28 @@ class SuggestionAdmin(ReadOnlyAdmin):
 @admin.register(LoopState)
 class LoopStateAdmin(ReadOnlyAdmin):
     list_display = ("key", "last_sweep_at", "failed_sweeps", "next_sweep_at", "last_suggest_at")
+
+
+@admin.register(OutboxEvent)
+class OutboxEventAdmin(ReadOnlyAdmin):
+    """Events and chat posts on their way out; a dead one can be sent again."""
+
+    list_display = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
+                    "last_error", "created_at", "delivered_at")
+    list_filter = ("state", "channel", "type")
+    search_fields = ("=id",)
+    actions = ["redeliver"]
+    readonly_fields = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
+                       "last_error", "created_at", "delivered_at", "body")
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_staff  # redelivering is the one change offered
+
+    @admin.action(description="Redeliver the selected dead events")
+    def redeliver(self, request, queryset):
+        count = outbox.do_redeliver(timezone.now(), queryset.values_list("id", flat=True))
+        self.message_user(request, f"{count} event(s) queued again; the worker sends them "
+                                   "within 15 seconds.", messages.SUCCESS)
 
 
 admin.site.site_header = "SuperDispatch"

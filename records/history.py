@@ -107,4 +107,4 @@ def unsettled_on_board(board_id: str) -> list[Decision]:
     """Recorded decisions on a board still waiting for what became of their card."""
     return list(Decision.objects.filter(board_id=board_id, outcome_status__isnull=True)
                 .only("id", "card_id", "stage_key", "ladder_ready_at", "chosen",
-                      "reserved_until", "created_at", "reason"))
+                      "reserved_until", "created_at", "reason", "tier_name"))

@@ -17,3 +17,8 @@ def new_suggestion_id() -> str:
 
 def is_id(prefix: str, value: str) -> bool:
     return re.fullmatch(rf"{prefix}_[0-9a-f]{{24}}", value) is not None
+
+
+def new_event_id() -> str:
+    """An outbox event's id, also its delivery id on the wire."""
+    return new_id("evt")

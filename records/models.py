@@ -6,7 +6,7 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
 from placement import ladder, why_nobody
-from records.ids import new_decision_id, new_suggestion_id
+from records.ids import new_decision_id, new_event_id, new_suggestion_id
 
 # The words a decision and a suggestion are recorded with. Each label is its value, so the
 # admin shows the same word the API answers with. Tiers and reasons are placement's words.
@@ -248,6 +248,8 @@ class LoopState(models.Model):
     last_sweep_at = models.DateTimeField(null=True, blank=True)
     last_suggest_at = models.DateTimeField(null=True, blank=True)
     policy_no_policy = models.BooleanField(default=False)  # the last policy answer was no-policy
+    # Boards the last sweep left unread when its budget was spent: the next sweep reads them first.
+    deferred_boards = models.JSONField(default=list, blank=True)
 
     class Meta:
         verbose_name = "loop state"
@@ -274,3 +276,40 @@ class RelayDelivery(models.Model):
     class Meta:
         verbose_name = "relay delivery"
         verbose_name_plural = "relay deliveries"
+
+
+class OutboxEvent(models.Model):
+    """An event or chat post to send, written in the transaction of what it tells.
+
+    A worker sends it after commit (`superdispatch.outbox`), retrying with exponential backoff;
+    after the last attempt it is `dead` until an operator redelivers it. Its id is the
+    delivery id the receiver deduplicates on.
+    """
+
+    CHANNELS = ("events", "chat")
+    STATES = ("pending", "delivered", "dead")
+
+    id = models.CharField(max_length=28, primary_key=True, default=new_event_id)
+    channel = models.CharField(max_length=8, choices=[(c, c) for c in CHANNELS])
+    type = models.CharField(max_length=40)  # decision.recorded, decision.settled, suggestion.opened
+    body = models.TextField()  # the JSON posted, exactly
+    state = models.CharField(max_length=12, default="pending",
+                             choices=[(s, s) for s in STATES])
+    attempts = models.IntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    last_error = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField()
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "outbox event"
+        indexes = [
+            # What is due: pending, by when it is next tried.
+            models.Index(fields=["next_attempt_at", "id"], name="outbox_due",
+                         condition=Q(state="pending")),
+            models.Index(fields=["state", "-created_at"], name="outbox_state_time"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id

@@ -6,6 +6,7 @@ from .adapter import SandboxAdapter, mount, sandbox_session
 from .clock import VirtualClock, rfc3339, system_clock
 from .http import SandboxServers
 from .metrics import Metrics
+from .receiver import Receiver, ReceiverServer
 from .scenario import Scenario, ScenarioError, load_scenario, parse_scenario, shipped_scenarios
 from .simulation import RealtimeDriver, Simulation
 from .suite import DispatchConfig, ProductUrls, Suite, Toggles
@@ -14,6 +15,8 @@ __all__ = [
     "DispatchConfig",
     "Metrics",
     "ProductUrls",
+    "Receiver",
+    "ReceiverServer",
     "RealtimeDriver",
     "SandboxAdapter",
     "SandboxServers",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import random
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
@@ -54,6 +55,9 @@ class Toggles:
     accounts_up: bool = True  # False: every Accounts route answers 503
     superwitness_up: bool = True  # False: every SuperWitness route answers 503
     board_failures: dict[str, str] = field(default_factory=dict)  # board -> "500" | "404" | "garbage" | "shape"
+    # board -> seconds each read of it takes: a virtual clock is moved on that far, the wall
+    # clock is waited out (outside the suite's lock, so the other products keep answering).
+    slow: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -135,9 +139,28 @@ class Suite:
         merged = parse_qs(split.query, keep_blank_values=True)
         for name, values in (query or {}).items():
             merged.setdefault(name, []).extend(values)
+        delay = self._slowness(product, method, split.path)
+        if delay:
+            self.wait(delay)
         with self.lock:
             reply = dispatch(self, product, method, split.path or "/", merged, dict(headers or {}), body or b"")
         return reply.encoded()
+
+    def _slowness(self, product: str, method: str, path: str) -> float:
+        """How long a board read takes under the `slow` toggle (0: no longer than usual)."""
+        parts = path.strip("/").split("/")
+        if product != "superpipeline" or method.upper() != "GET" or len(parts) != 3 \
+                or parts[:2] != ["v1", "boards"]:
+            return 0.0
+        return float(self.toggles.slow.get(parts[2], 0.0))
+
+    def wait(self, seconds: float) -> None:
+        """Let time pass: a virtual clock moves on at once, the wall clock is slept."""
+        advance = getattr(self.clock, "advance", None)
+        if advance is not None:
+            advance(seconds)
+        else:
+            time.sleep(seconds)
 
     def dispatch_config(self) -> DispatchConfig:
         """The URLs, audiences, credential and relay secret to configure SuperDispatch with."""

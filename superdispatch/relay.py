@@ -73,7 +73,8 @@ def accept(event: dict) -> dict:
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
         return {"ok": True, "ignored": True}
     if event["type"] == "card.ready":
-        tasks.place_card_task.delay(board_id, event["cardId"])
+        ts = event.get("ts")
+        tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None)
     elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
         tasks.look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
     return {"ok": True}

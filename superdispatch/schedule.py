@@ -12,6 +12,10 @@ from superdispatch.tasks import board_changed_task
 log = logging.getLogger("superdispatch.loop")
 SWEEP_TASK_NAME = "superdispatch sweep"
 PRUNE_DELIVERIES_TASK_NAME = "superdispatch prune relay deliveries"
+PRUNE_TASK_NAME = "superdispatch prune"
+OUTBOX_TASK_NAME = "superdispatch deliver outbox"
+PRUNE_EVERY_S = 3600
+OUTBOX_EVERY_S = 15  # a safety net: events are sent after each pass; retries come due here
 
 
 def ensure_sweep_schedule() -> None:
@@ -20,9 +24,12 @@ def ensure_sweep_schedule() -> None:
     every = settings.SUPERDISPATCH.sweep_seconds
     interval, _ = IntervalSchedule.objects.get_or_create(every=every,
                                                          period=IntervalSchedule.SECONDS)
+    # A sweep still queued when the next is due is dropped by the worker (`expires`), so a
+    # slow sweep never leaves a queue of sweeps behind it.
     PeriodicTask.objects.update_or_create(
         name=SWEEP_TASK_NAME,
         defaults={"task": "superdispatch.sweep", "interval": interval, "enabled": True,
+                  "expire_seconds": every,
                   "description": "Settle, queue and place every opted-in board's ready cards."})
 
 
@@ -36,15 +43,32 @@ def ensure_prune_deliveries_schedule() -> None:
                   "description": "Forget relay delivery ids older than a day."})
 
 
+def ensure_housekeeping_schedule() -> None:
+    """Register retention (hourly) and the outbox's deliveries (every 15 s), each expiring
+    after its own interval like the sweep."""
+    for name, task, every, description in (
+            (PRUNE_TASK_NAME, "superdispatch.prune", PRUNE_EVERY_S,
+             "Delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, in short batches."),
+            (OUTBOX_TASK_NAME, "superdispatch.deliver_outbox", OUTBOX_EVERY_S,
+             "Send the events and chat posts due in the outbox.")):
+        interval, _ = IntervalSchedule.objects.get_or_create(every=every,
+                                                             period=IntervalSchedule.SECONDS)
+        PeriodicTask.objects.update_or_create(
+            name=name, defaults={"task": task, "interval": interval, "enabled": True,
+                                 "expire_seconds": every, "description": description})
+
+
 def on_migrate(**kwargs) -> None:
     ensure_sweep_schedule()
     ensure_prune_deliveries_schedule()
+    ensure_housekeeping_schedule()
 
 
 @beat_init.connect
 def _on_beat_init(**kwargs) -> None:
     ensure_sweep_schedule()
     ensure_prune_deliveries_schedule()
+    ensure_housekeeping_schedule()
 
 
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:

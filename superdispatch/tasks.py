@@ -2,17 +2,27 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
-from records import actions
+from learning import store as learning_store
+from records import actions, retention
 from records.models import Board
+from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
+from superdispatch.loop.context import utc_now
 from superdispatch.loop.windows import set_window
 
 log = logging.getLogger("superdispatch.loop")
 _loop: Loop | None = None
+
+# Retention works in runs of at most a minute (well inside the task time limit), each going
+# on in a new task until nothing older than SUPERDISPATCH_RETAIN_DAYS is left.
+PRUNE_BUDGET_S = 60.0
+PRUNE_AGAIN_S = 5
 
 # A board leased by another pass is tried again shortly, for about ten seconds at most:
 # a card.ready must be placed within its placement window or pull takes the card.
@@ -38,9 +48,26 @@ def sweep_task() -> None:
 
 @shared_task(bind=True, name="superdispatch.place_card", ignore_result=True,
              max_retries=LEASED_RETRIES)
-def place_card_task(self, board_id: str, card_id: str) -> None:
-    if place_one(loop(), board_id, card_id).skipped:
+def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None) -> None:
+    """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the hold."""
+    the_loop = loop()
+    summary = place_one(the_loop, board_id, card_id)
+    if summary.skipped:
         raise self.retry(countdown=LEASED_RETRY_S)
+    if summary.holds and event_ts:
+        lag = _seconds_since(event_ts, the_loop)
+        if lag is not None:
+            metrics.relayed_hold(lag)
+
+
+def _seconds_since(ts: str, the_loop: Loop) -> float | None:
+    try:
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    if at.tzinfo is None:
+        return None
+    return (the_loop.clock() - at).total_seconds()
 
 
 @shared_task(bind=True, name="superdispatch.look_at_board", ignore_result=True,
@@ -66,3 +93,32 @@ def board_changed_task(board_id: str) -> None:
 def prune_deliveries_task() -> None:
     """Forget relay delivery ids older than a redelivery is recognised for (a day)."""
     actions.do_prune_deliveries(timezone.now() - actions.DELIVERIES_KEPT)
+
+
+@shared_task(name="superdispatch.prune", ignore_result=True)
+def prune_task() -> None:
+    """Retention: delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, keeping the
+    latest model's shadow decisions (records/retention.py says what else stays)."""
+    latest = learning_store.latest()
+    summary = retention.prune(utc_now(), settings.SUPERDISPATCH.retain_days,
+                              keep_model=latest.id if latest else None, budget_s=PRUNE_BUDGET_S,
+                              on_batch=_count_pruned)
+    if summary.decisions:
+        log.info("retention: pruned %d decisions and %d candidates older than %d days%s",
+                 summary.decisions, summary.candidates, settings.SUPERDISPATCH.retain_days,
+                 ", more to go" if summary.more else "")
+    if summary.more:
+        prune_task.apply_async(countdown=PRUNE_AGAIN_S)
+
+
+def _count_pruned(candidates: int, decisions: int) -> None:
+    metrics.pruned("candidate", candidates)
+    metrics.pruned("decision", decisions)
+
+
+@shared_task(name="superdispatch.deliver_outbox", ignore_result=True)
+def deliver_outbox_task() -> None:
+    """Send the events and chat posts that are due (superdispatch/outbox.py)."""
+    summary = outbox.deliver_now(utc_now)
+    if summary.delivered or summary.failed or summary.dead:
+        log.info("outbox: %s", summary.line())

@@ -4,7 +4,7 @@ from django.urls import path, re_path
 from common import views
 from learning import api as learning_api
 from records import api
-from superdispatch import relay
+from superdispatch import metrics, relay
 
 handler400 = "common.errors.json_400"
 handler404 = "common.errors.json_404"
@@ -12,7 +12,7 @@ handler500 = "common.errors.json_500"
 
 urlpatterns = [
     path("healthz", api.Health.as_view()),
-    path("v1/relay/events", relay.RelayEvents.as_view()),
+    path("v1/relay/events", metrics.counted_relay(relay.RelayEvents.as_view())),
     path("v1/boards", api.Boards.as_view()),
     path("v1/boards/<str:board_id>", api.BoardDetail.as_view()),
     path("v1/decisions", api.Decisions.as_view()),
@@ -28,5 +28,6 @@ urlpatterns = [
     path("v1/schema", views.Schema.as_view(), name="schema"),
     path("v1/docs", views.Docs.as_view(url_name="schema")),
     re_path(r"^v1/", views.NoRoute.as_view()),
+    path("metrics", metrics.MetricsView.as_view()),
     path("admin/", admin.site.urls),
 ]

@@ -16,6 +16,7 @@ from placement.learned import consider
 from records import actions, history
 from records.models import Board, LoopState
 from records.signals import sweep_finished
+from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
@@ -25,6 +26,10 @@ from superdispatch.loop.windows import ensure_windows
 log = logging.getLogger("superdispatch.loop")
 LEASE = timedelta(minutes=3)  # longer than a task may run; released as soon as a pass ends
 MAX_BACKOFF = 8
+# A sweep or a look reads no further board once this share of the sweep interval is spent,
+# and places no further card once the whole interval is: what is left (boards not read, cards
+# not placed) waits for the next sweep, so sweeps never pile up behind a slow board.
+READ_SHARE = 0.75
 _first_sweep_done = False
 
 
@@ -37,17 +42,28 @@ class SweepSummary:
     boards: int = 0
     unread: int = 0
     skipped: int = 0  # leased by another pass, or the sweep is backing off
+    deferred: int = 0  # not read: the pass's budget was spent first
+    unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
     settled: int = 0
     decisions: int = 0
     holds: int = 0
     refused: int = 0
     waits: int = 0
     backoff_until: datetime | None = None
+    left: list[str] = field(default_factory=list)  # the deferred boards, first next sweep
+
+    @property
+    def read(self) -> int:
+        return self.boards - self.unread - self.skipped - self.deferred
 
     def line(self) -> str:
-        return (f"{self.boards} boards ({self.unread} unread, {self.skipped} skipped), "
+        line = (f"{self.boards} boards ({self.unread} unread, {self.skipped} skipped), "
                 f"{self.settled} settled, {self.decisions} decisions, {self.holds} holds, "
                 f"{self.refused} refused, {self.waits} waiting")
+        if self.deferred or self.unplaced:
+            line += (f"; budget spent, left to the next sweep: {self.deferred} boards, "
+                     f"{self.unplaced} cards")
+        return line
 
 
 @dataclass
@@ -93,6 +109,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     decided, learned = _with_learned_model(loop, decided, now)
     row = actions.do_record_decision(decided, now, learned=learned)
     summary.decisions += 1
+    metrics.decision_recorded(card.board_id, decided.tier.name, decided.reason)
     tier = f"{decided.tier.name} step {decided.tier.step}"
     if decided.hold is None:
         log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
@@ -105,6 +122,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         actions.do_record_hold(row, answer.reserved_until)
         reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
         summary.holds += 1
+        metrics.hold_made(decided.tier.name)
         log.info("loop: %s %s %s %s held for %s until %s", card.board_id, card.card_id, row.id,
                  tier, decided.hold.agent_id, answer.reserved_until.isoformat(),
                  extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
@@ -112,6 +130,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     else:
         actions.do_record_refusal(row, answer.code, now)
         summary.refused += 1
+        metrics.hold_refused(decided.tier.name)
         log.warning("loop: %s %s %s %s hold refused: %s", card.board_id, card.card_id, row.id,
                     tier, answer.code,
                     extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
@@ -185,29 +204,68 @@ def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[
     return due
 
 
+@dataclass(frozen=True)
+class Budget:
+    """How long after its start a pass may begin reading a board, and placing a card."""
+
+    read: timedelta
+    place: timedelta
+
+
+def pass_budget(loop: Loop) -> Budget:
+    """A sweep's or a look's budget, from the sweep interval."""
+    interval = loop.cfg.sweep_seconds
+    return Budget(read=timedelta(seconds=interval * READ_SHARE),
+                  place=timedelta(seconds=interval))
+
+
 def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
-             from_cache: bool = False) -> SweepSummary:
-    """Lease, read and settle each board, then place their ready cards fairly, then release."""
+             from_cache: bool = False, budget: Budget | None = None,
+             read_first: list[str] | None = None) -> SweepSummary:
+    """Lease, read and settle each board, then place their ready cards fairly, then release.
+
+    With a budget, the pass reads no further board, and then places no further card, once the
+    loop's clock says that part is spent; the boards and cards left wait for the next sweep,
+    which reads the boards left (`read_first`) before the others, so a slow board cannot keep
+    the same ones unread sweep after sweep."""
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
+
+    def spent(part: str) -> bool:
+        return budget is not None and loop.clock() >= now + getattr(budget, part)
+
     with transaction.atomic():  # each lease is its own compare-and-set; one commit for all
         leased = [b for b in board_ids if actions.do_take_lease(b, owner, now, now + LEASE)]
     summary.skipped = len(board_ids) - len(leased)
     try:
         works: dict[str, BoardWork] = {}
-        for board_id in leased:
+        first = [b for b in read_first or () if b in leased]
+        rest = [b for b in leased if b not in first]  # `first` holds a few boards at most
+        reading = first + rest
+        for index, board_id in enumerate(reading):
+            if spent("read"):
+                summary.left = reading[index:]
+                summary.deferred = len(summary.left)
+                break
             work = _open_board(loop, board_id, now, summary, from_cache)
             if work is not None:
                 works[board_id] = work
         reads = PassReads(loop, now, from_cache=from_cache)
-        queued = [(b, card) for b, work in works.items() for card in _due_cards(work, now, only_card)]
-        for board_id, card in placement.order_cards(queued, loop.cfg.fairness):
+        # Cards are queued in the boards' own order, whichever order they were read in.
+        queued = [(b, card) for b in board_ids if b in works
+                  for card in _due_cards(works[b], now, only_card)]
+        ordered = placement.order_cards(queued, loop.cfg.fairness)
+        for index, (board_id, card) in enumerate(ordered):
+            if spent("place"):
+                summary.unplaced = len(ordered) - index
+                break
             place_card(reads, works[board_id], card, summary)
         reads.remember_registry()
     finally:
         with transaction.atomic():
             for board_id in leased:
                 actions.do_release_lease(board_id, owner)
+        outbox.kick_if_written()  # events out are sent by a worker, after the pass
     return summary
 
 
@@ -222,29 +280,38 @@ def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
         return SweepSummary(backoff_until=state.next_sweep_at)
     ensure_windows(loop, now)
     board_ids = list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
-    summary = run_pass(loop, board_ids, now)
+    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop),
+                       read_first=state.deferred_boards or [])
     if not _first_sweep_done:
         _first_sweep_done = True
         log.info("loop: first sweep, %d boards opted in, %d unread", len(board_ids),
                  summary.unread)
+    if summary.deferred or summary.unplaced:
+        log.warning("loop: sweep budget spent; %d boards and %d cards left to the next sweep",
+                    summary.deferred, summary.unplaced)
     _back_off_or_reset(state, summary, loop.cfg.sweep_seconds, now)
     _after_sweep(now)
+    outbox.kick_if_written()  # chat posts for the suggestions the sync opened
+    metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read, summary.unread,
+                       summary.skipped, summary.deferred)
     return summary
 
 
 def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
                        now: datetime) -> None:
-    """A sweep in which every board failed waits twice as long, up to 8x; any read resets it."""
-    read_any = summary.boards - summary.unread - summary.skipped > 0
+    """A sweep in which every board failed waits twice as long, up to 8x; any read resets it.
+    A board left unread for want of budget was not tried, so it says nothing either way."""
+    read_any = summary.read > 0
     failed, next_sweep_at = 0, None
-    if summary.boards and summary.unread and not read_any and not summary.skipped:
+    if summary.boards and summary.unread and not read_any and not summary.skipped \
+            and not summary.deferred:
         failed = state.failed_sweeps + 1
         factor = min(2 ** failed, MAX_BACKOFF)
         # Half an interval of slack, so a beat tick that lands a moment early still runs.
         next_sweep_at = now + timedelta(seconds=interval * factor - interval / 2)
         summary.backoff_until = next_sweep_at
         log.warning("loop: every board unread, next sweep in %ds", interval * factor)
-    actions.do_note_sweep(failed, next_sweep_at, now)
+    actions.do_note_sweep(failed, next_sweep_at, now, deferred_boards=summary.left)
 
 
 def _after_sweep(now: datetime) -> None:
@@ -259,7 +326,7 @@ def look_at_board(loop: Loop, board_id: str, now: datetime | None = None) -> Swe
     now = now or loop.clock()
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
         return SweepSummary()
-    return run_pass(loop, [board_id], now)
+    return run_pass(loop, [board_id], now, budget=pass_budget(loop))
 
 
 def place_one(loop: Loop, board_id: str, card_id: str, now: datetime | None = None) -> SweepSummary:

@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 from records import actions, history
 from records.models import Decision, OutcomeStatus
+from superdispatch import metrics
 from superdispatch.clients import BoardCard, BoardRead
 
 log = logging.getLogger("superdispatch.loop")
@@ -60,9 +61,10 @@ def settle_board(read: BoardRead, now: datetime) -> int:
     settled = 0
     for decision in history.unsettled_on_board(read.board_id):
         result = outcome(decision, read.card(decision.card_id), now)
-        if result is None or not actions.do_settle(decision.id, *result):
+        if result is None or not actions.do_settle(decision.id, *result, now=now):
             continue
         settled += 1
+        _count(decision, result)
         by = f" by {result.by}" if result.by else ""
         fields = {"board": decision.board_id, "card": decision.card_id, "decision": decision.id}
         if result.by:
@@ -70,3 +72,16 @@ def settle_board(read: BoardRead, now: datetime) -> int:
         log.info("loop: %s %s %s settled %s%s", decision.board_id, decision.card_id,
                  decision.id, result.status, by, extra=fields)
     return settled
+
+
+def _count(decision: Decision, result: Outcome) -> None:
+    """The settlement's metrics: its outcome by tier, the held agent's time to claim, and a
+    no-show when the hold lapsed unclaimed (as the no-show filter reads lapses)."""
+    held = decision.chosen if decision.reserved_until is not None else None
+    claim_after = None
+    if held is not None and result.status == "claimed":
+        claim_after = (result.at - decision.created_at).total_seconds()
+    no_show = held is not None and (
+        result.status == "expired"
+        or (result.status == "claimed-by-other" and result.at > decision.reserved_until))
+    metrics.settled(decision.tier_name, result.status, held, claim_after, no_show)

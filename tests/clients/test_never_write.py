@@ -15,6 +15,7 @@ from placement.facts import Requires
 from superdispatch.clients import (
     Accounts, AgentPod, ClientError, Clients, SuperPipeline, SuperWitness, build_clients,
 )
+from superdispatch.clients.receivers import Receiver
 
 from . import bodies
 from tests.conftest import log_formatter
@@ -159,3 +160,26 @@ def test_no_log_line_or_error_names_the_credential_or_a_token(suite, caplog, nap
     assert len(seen) > 20 and naps  # failures of every kind were met, outages included
     leaks = [line for line in seen if SECRET in line or "tok-SECRET" in line]
     assert leaks == []
+
+
+# The operator's own receivers (superdispatch/clients/receivers.py) post too: each decision
+# and settlement to the events receiver, each new suggestion to the chat webhook. They are not
+# the suite, so they stand apart from the suite's two writes above, and only the outbox's
+# worker calls them.
+RECEIVER_WRITES = {("POST", "/events"), ("POST", "/chat")}
+
+
+def test_the_receivers_post_nothing_but_their_one_post_each(suite):
+    suite.route("POST", "/events", Reply(202, {"ok": True}))
+    suite.route("POST", "/chat", Reply(200, {"ok": True}))
+    called = set()
+    for receiver in (Receiver("events", f"{suite.url}/events", secret="s" * 16),
+                     Receiver("chat", f"{suite.url}/chat")):
+        for name, method in inspect.getmembers(receiver, inspect.ismethod):
+            if name.startswith("_"):
+                continue
+            called.add(name)
+            known = {"delivery_id": "evt_0123456789abcdef01234567", "body": b'{"text":"hi"}'}
+            method(**{p: known[p] for p in inspect.signature(method).parameters})
+    assert called == {"post"}
+    assert {(r.method, r.path) for r in suite.requests} == RECEIVER_WRITES

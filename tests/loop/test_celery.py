@@ -1,11 +1,13 @@
 """A real Celery worker runs the tasks: the relay's placement and the beat-driven sweep."""
 import time
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from celery.signals import task_revoked
 from django_celery_beat.models import PeriodicTask
 
-from records.models import Decision
+from records.models import Decision, LoopState
 from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.schedule import SWEEP_TASK_NAME
@@ -67,3 +69,21 @@ def test_a_started_worker_leaves_its_start_up_objects_out_of_garbage_collection(
         assert gc.get_freeze_count() > 10_000
     finally:
         gc.unfreeze()
+
+
+def test_a_sweep_whose_interval_has_passed_is_dropped_by_the_worker(worker_world):
+    """The beat entry sends each sweep with `expires`; a worker that reaches one too late
+    drops it unrun (Celery's task_revoked, expired), so late sweeps never pile up."""
+    dropped = []
+
+    def on_revoked(request=None, expired=False, **_):
+        dropped.append((request.task, expired))
+
+    task_revoked.connect(on_revoked)
+    try:
+        tasks.sweep_task.apply_async(expires=datetime.now(timezone.utc) - timedelta(seconds=1))
+        assert wait_for(lambda: dropped)
+    finally:
+        task_revoked.disconnect(on_revoked)
+    assert dropped == [("superdispatch.sweep", True)]
+    assert not LoopState.objects.filter(last_sweep_at__isnull=False).exists()

@@ -47,7 +47,7 @@ READY = {"id": "evt_1", "type": "card.ready", "boardId": "brd_a", "cardId": "car
 def test_a_signed_card_ready_places_that_card_at_once(client, board, enqueued):
     response = deliver(client, READY)
     assert response.status_code == 202
-    assert enqueued == [("place", ("brd_a", "card_7"))]
+    assert enqueued == [("place", ("brd_a", "card_7", None))]
 
 
 def test_a_bad_signature_is_401_and_does_nothing(client, board, enqueued):

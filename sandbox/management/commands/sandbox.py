@@ -17,7 +17,10 @@ import requests
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from sandbox import RealtimeDriver, SandboxServers, ScenarioError, Simulation, Suite, load_scenario, system_clock
+from sandbox import (
+    RealtimeDriver, Receiver, ReceiverServer, SandboxServers, ScenarioError, Simulation, Suite, load_scenario,
+    system_clock,
+)
 from sandbox.suite import PRODUCTS, ProductUrls
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
@@ -45,9 +48,38 @@ def configured_ports(cfg) -> dict[str, int]:
     return ports
 
 
-def env_lines(suite: Suite) -> str:
-    """The settings that point SuperDispatch at this suite, as an env file."""
+def receiver_address(cfg, port_base: int | None) -> tuple[int, str, str]:
+    """(port, events path, chat path) for the receiver: where SUPERDISPATCH_EVENTS_URL and
+    SUPERDISPATCH_CHAT_WEBHOOK_URL point, or the port after the suite's with --port-base."""
+    if port_base is not None:
+        return (port_base + len(PRODUCTS) if port_base else 0), "/events", "/chat"
+    found = {}
+    for name, url in (("SUPERDISPATCH_EVENTS_URL", cfg.events_url),
+                      ("SUPERDISPATCH_CHAT_WEBHOOK_URL", cfg.chat_webhook_url)):
+        if not url:
+            continue
+        split = urlsplit(url)
+        if split.hostname not in LOCAL_HOSTS or split.port is None or split.scheme != "http":
+            raise CommandError(f"{name} is not an http://127.0.0.1:<port> address, so the sandbox cannot "
+                               "receive there; give --port-base to serve on other ports")
+        found[name] = (split.port, split.path or "/")
+    if not found:
+        raise CommandError("--receiver needs SUPERDISPATCH_EVENTS_URL or SUPERDISPATCH_CHAT_WEBHOOK_URL set")
+    if len({port for port, _ in found.values()}) > 1:
+        raise CommandError("SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL must share one port "
+                           "for the sandbox's receiver")
+    port = next(iter(found.values()))[0]
+    return (port, found.get("SUPERDISPATCH_EVENTS_URL", (0, "/events"))[1],
+            found.get("SUPERDISPATCH_CHAT_WEBHOOK_URL", (0, "/chat"))[1])
+
+
+def env_lines(suite: Suite, receiver: ReceiverServer | None = None) -> str:
+    """The settings that point SuperDispatch at this suite (and its receiver), as an env file."""
     env = suite.dispatch_config().as_env()
+    if receiver is not None:
+        env["SUPERDISPATCH_EVENTS_URL"] = receiver.url + receiver.receiver.events_path
+        env["SUPERDISPATCH_EVENTS_SECRET"] = receiver.receiver.secret
+        env["SUPERDISPATCH_CHAT_WEBHOOK_URL"] = receiver.url + receiver.receiver.chat_path
     return "".join(f"{name}={value}\n" for name, value in env.items())
 
 
@@ -68,6 +100,10 @@ class Command(BaseCommand):
         parser.add_argument("--opt-in", action="store_true",
                             help=f"once SuperDispatch answers, opt the scenario's boards in through its API "
                                  f"(operator token from {TOKEN_ENV}) before the agents start")
+        parser.add_argument("--receiver", action="store_true",
+                            help="also receive SuperDispatch's events and chat posts where "
+                                 "SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL point, "
+                                 "print each chat post, and count the events")
         parser.add_argument("--tick", type=float, default=1.0, help="seconds between two simulation steps")
         parser.add_argument("--report-every", type=float, default=30.0, help="seconds between two status lines")
 
@@ -76,8 +112,8 @@ class Command(BaseCommand):
         self.stdout.flush()  # under a process manager stdout is a pipe; show each line as it happens
 
     def handle(self, *args, scenario: str, seed: int | None, port_base: int | None, superdispatch: str | None,
-               relay_target: str | None, write_env: str | None, opt_in: bool, tick: float, report_every: float,
-               **options):
+               relay_target: str | None, write_env: str | None, opt_in: bool, receiver: bool, tick: float,
+               report_every: float, **options):
         cfg = settings.SUPERDISPATCH
         try:
             spec = load_scenario(scenario)
@@ -96,11 +132,25 @@ class Command(BaseCommand):
         suite = Suite(spec, clock=system_clock, urls=urls, relay_target=target,
                       credential=cfg.org_plane_service_credential, relay_secret=cfg.relay_secret)
         servers = SandboxServers(suite, ports=ports)
+        inbox = None
+        if receiver:
+            port, events_path, chat_path = receiver_address(cfg, port_base)
+            secret = cfg.events_secret or os.urandom(16).hex()
+            try:
+                inbox = ReceiverServer(Receiver(secret, events_path, chat_path,
+                                                on_chat=lambda text: self.say(f"sandbox: chat: {text}")),
+                                       port=port)
+            except OSError as err:
+                raise CommandError(f"cannot receive on port {port}: {err.strerror}")
         try:
             servers.start()
         except OSError as err:
             servers.stop()
+            if inbox is not None:
+                inbox.close()
             raise CommandError(f"cannot serve the sandbox on ports {sorted(ports.values())}: {err.strerror}")
+        if inbox is not None:
+            inbox.start()
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
@@ -108,26 +158,30 @@ class Command(BaseCommand):
         try:
             self.say(f"sandbox: scenario {spec.name} (seed {spec.seed}), "
                      + ", ".join(f"{p} {getattr(suite.urls, p)}" for p in PRODUCTS)
-                     + f"; relay to {target or 'nowhere'}")
+                     + f"; relay to {target or 'nowhere'}"
+                     + (f"; receiving events and chat at {inbox.url}" if inbox else ""))
             if write_env:
-                self._write_env(write_env, suite)
+                self._write_env(write_env, suite, inbox)
             if opt_in and not self._opt_in(suite, superdispatch, stop):
                 return
             driver = RealtimeDriver(Simulation(suite), tick=tick)
             driver.start()
             self.say(f"sandbox: {len(spec.agents)} agents working on {len(spec.boards)} boards")
             while not stop.wait(report_every):
-                self.say("sandbox: " + status_line(driver.simulation))
+                self.say("sandbox: " + status_line(driver.simulation)
+                         + (f"; received {inbox.receiver.summary()}" if inbox else ""))
         finally:
             if driver is not None:
                 driver.stop()
             servers.stop()
+            if inbox is not None:
+                inbox.stop()
             self.say("sandbox: stopped")
 
-    def _write_env(self, path: str, suite: Suite) -> None:
+    def _write_env(self, path: str, suite: Suite, inbox: ReceiverServer | None = None) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the credential
         with os.fdopen(fd, "w") as out:
-            out.write(env_lines(suite))
+            out.write(env_lines(suite, inbox))
         self.say(f"sandbox: settings for SuperDispatch written to {path}")
 
     def _opt_in(self, suite: Suite, base: str, stop: threading.Event) -> bool:

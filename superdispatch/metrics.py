@@ -1,0 +1,271 @@
+"""Prometheus metrics, served at `GET /metrics` in the text format behind the operator token.
+
+Each metric comes from where its truth is:
+
+- **What happens** (decisions, holds, refusals, settled outcomes, hold-to-claim times,
+  no-shows, sweeps, relay deliveries and their lag, events sent, rows pruned) is counted in
+  the process where it happens: a gunicorn worker answers the relay, a Celery worker process
+  passes over boards. prometheus_client's multiprocess mode gives each process its own
+  memory-mapped file under `<data dir>/metrics`, and a scrape sums them, so a counter keeps
+  what a process counted after it exits. The store cannot be the truth for these: retention
+  prunes decisions, and a counter read back from a table would fall.
+- **What stands now** (suggestions open by kind, which boards went unread at their last
+  read, the sweep's backoff factor, the outbox by state) is read from our own tables at
+  scrape time by `StoreCollector`. The store is their truth, and a read at scrape time
+  answers the same from whichever process serves it: multiprocess-safe with no live-gauge
+  bookkeeping between processes.
+
+Files are named by host and process id, not the process id alone: in docker-compose the web,
+worker and beat containers share the data volume, and their process ids repeat. The
+directory is not wiped at start: a process that starts with an id a dead one had reopens its
+file and counts on from there, which a counter allows. So it gains a few small files for each
+process started (gunicorn's and Celery's workers, and a management command), and a scrape
+reads them all; merging the files of dead processes is left for when that count matters. Placement stays pure; the loop calls
+the small functions below, each a few microseconds.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import socket
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import Count
+
+# The multiprocess directory must be named before the first metric exists; prometheus_client
+# reads it from the environment when a value is created.
+METRICS_DIR = Path(settings.DATA_DIR) / "metrics"
+METRICS_DIR.mkdir(exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+
+from prometheus_client import (  # noqa: E402  (after the directory is named, as it requires)
+    CollectorRegistry, Counter, Histogram, values,
+)
+from prometheus_client.core import GaugeMetricFamily  # noqa: E402
+from prometheus_client.django import PrometheusDjangoView  # noqa: E402
+from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
+from drf_spectacular.utils import extend_schema  # noqa: E402
+from rest_framework.negotiation import BaseContentNegotiation  # noqa: E402
+
+from common.views import OperatorView  # noqa: E402
+from records.models import (  # noqa: E402
+    SUGGESTION_KINDS, Board, LoopState, OutboxEvent, Suggestion,
+)
+
+_HOST = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
+
+
+def _process_identifier() -> str:
+    """Unique among the processes sharing the directory, across containers too. No `_`: the
+    collector splits file names on it."""
+    return f"{_HOST}-{os.getpid()}"
+
+
+values.ValueClass = values.MultiProcessValue(process_identifier=_process_identifier)
+
+TIERS = ("winner", "runner-up", "any-match")
+RELAY_RESULTS = ("accepted", "duplicate", "ignored", "refused", "error")
+BOARD_RESULTS = ("read", "unread", "skipped", "deferred")
+NO_REASON = "none"  # a decision that chose somebody records no reason
+
+# --- What happens, counted where it happens ---------------------------------------------
+
+DECISIONS = Counter("superdispatch_decisions", "Decisions recorded",
+                    ["board", "tier", "reason"])
+HOLDS = Counter("superdispatch_holds", "Holds SuperPipeline made", ["tier"])
+REFUSALS = Counter("superdispatch_hold_refusals", "Holds SuperPipeline refused", ["tier"])
+OUTCOMES = Counter("superdispatch_outcomes", "Decisions settled, by what became of the card",
+                   ["tier", "outcome"])
+HOLD_TO_CLAIM = Histogram(
+    "superdispatch_hold_to_claim_seconds",
+    "From a decision's hold to the held agent's claim", ["tier"],
+    buckets=(1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300, 600))
+NO_SHOWS = Counter("superdispatch_no_shows", "Holds that lapsed unclaimed by their agent",
+                   ["agent"])
+SWEEP_SECONDS = Histogram(
+    "superdispatch_sweep_duration_seconds", "One sweep over every opted-in board",
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120))
+SWEEP_BOARDS = Counter(
+    "superdispatch_sweep_boards",
+    "Boards in sweeps: read, unread (the read failed), skipped (leased elsewhere), deferred "
+    "(left to the next sweep when the budget was spent)", ["result"])
+RELAY_DELIVERIES = Counter("superdispatch_relay_deliveries", "The event relay's deliveries",
+                           ["result"])
+RELAY_LAG = Histogram(
+    "superdispatch_relay_lag_seconds", "From a card.ready event's timestamp to its hold",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60))
+OUTBOX_SENDS = Counter("superdispatch_outbox_sends", "Outbox deliveries attempted",
+                       ["channel", "result"])
+PRUNED = Counter("superdispatch_pruned_rows", "Rows retention pruned", ["table"])
+
+for _result in RELAY_RESULTS:
+    RELAY_DELIVERIES.labels(_result)
+for _result in BOARD_RESULTS:
+    SWEEP_BOARDS.labels(_result)
+for _tier in TIERS:
+    HOLDS.labels(_tier)
+    REFUSALS.labels(_tier)
+    HOLD_TO_CLAIM.labels(_tier)
+
+
+def decision_recorded(board_id: str, tier: str, reason: str | None) -> None:
+    DECISIONS.labels(board_id, tier, reason or NO_REASON).inc()
+
+
+def hold_made(tier: str) -> None:
+    HOLDS.labels(tier).inc()
+
+
+def hold_refused(tier: str) -> None:
+    REFUSALS.labels(tier).inc()
+    OUTCOMES.labels(tier, "not-reserved").inc()
+
+
+def settled(tier: str | None, status: str, held_for: str | None, claim_after_s: float | None,
+            no_show: bool) -> None:
+    """One settlement: its outcome, the hold-to-claim time of a claim by the held agent, and
+    the agent's no-show when its hold lapsed unclaimed."""
+    tier = tier or NO_REASON
+    OUTCOMES.labels(tier, status).inc()
+    if claim_after_s is not None:
+        HOLD_TO_CLAIM.labels(tier).observe(max(0.0, claim_after_s))
+    if no_show and held_for:
+        NO_SHOWS.labels(held_for).inc()
+
+
+def sweep_done(seconds: float, read: int, unread: int, skipped: int, deferred: int) -> None:
+    SWEEP_SECONDS.observe(max(0.0, seconds))
+    for result, n in zip(BOARD_RESULTS, (read, unread, skipped, deferred)):
+        if n:
+            SWEEP_BOARDS.labels(result).inc(n)
+
+
+def relay_answered(result: str) -> None:
+    RELAY_DELIVERIES.labels(result).inc()
+
+
+def relayed_hold(lag_s: float) -> None:
+    RELAY_LAG.observe(max(0.0, lag_s))
+
+
+def outbox_sent(channel: str, result: str) -> None:
+    OUTBOX_SENDS.labels(channel, result).inc()
+
+
+def pruned(table: str, rows: int) -> None:
+    if rows:
+        PRUNED.labels(table).inc(rows)
+
+
+# --- What stands now, read from the store at scrape time ---------------------------------
+
+class StoreCollector:
+    """Gauges read from our own tables each scrape."""
+
+    def collect(self):
+        open_kinds = dict(Suggestion.objects.filter(resolved_at__isnull=True,
+                                                    dismissed_at__isnull=True)
+                          .values_list("kind").annotate(n=Count("id")))
+        suggestions = GaugeMetricFamily("superdispatch_suggestions_open",
+                                        "Roster suggestions and supply proposals open, by kind",
+                                        labels=["kind"])
+        for kind in SUGGESTION_KINDS:
+            suggestions.add_metric([kind], open_kinds.get(kind, 0))
+        yield suggestions
+
+        unread = GaugeMetricFamily(
+            "superdispatch_board_unread",
+            "1 when an opted-in board's last read failed, 0 when it was read", labels=["board"])
+        states = {"read": 0, "unread": 0, "never-read": 0}
+        for board_id, read_at, error in Board.objects.filter(enabled=True).values_list(
+                "board_id", "last_read_at", "last_read_error"):
+            state = "unread" if error else ("read" if read_at else "never-read")
+            states[state] += 1
+            if state != "never-read":
+                unread.add_metric([board_id], 1 if error else 0)
+        yield unread
+        boards = GaugeMetricFamily("superdispatch_boards",
+                                   "Opted-in boards by their last read", labels=["state"])
+        for state, n in states.items():
+            boards.add_metric([state], n)
+        yield boards
+
+        state = LoopState.objects.filter(pk="loop").first()
+        failed = state.failed_sweeps if state else 0
+        yield GaugeMetricFamily(
+            "superdispatch_sweep_backoff_factor",
+            "How many intervals the next sweep waits: 1, or 2, 4, 8 after sweeps that read no "
+            "board", value=min(2 ** failed, 8) if failed else 1)
+        if state is not None and state.last_sweep_at is not None:
+            yield GaugeMetricFamily("superdispatch_last_sweep_timestamp_seconds",
+                                    "When the last sweep ran (unix seconds)",
+                                    value=state.last_sweep_at.timestamp())
+        yield from _outbox_gauges()
+
+
+def _outbox_gauges():
+    counts = {(c, s): n for c, s, n in OutboxEvent.objects.values_list("channel", "state")
+              .annotate(n=Count("id")).values_list("channel", "state", "n")}
+    family = GaugeMetricFamily("superdispatch_outbox_events",
+                               "Events and chat posts in the outbox, by channel and state",
+                               labels=["channel", "state"])
+    for channel in OutboxEvent.CHANNELS:
+        for state in OutboxEvent.STATES:
+            family.add_metric([channel, state], counts.get((channel, state), 0))
+    yield family
+
+
+def scrape_registry() -> CollectorRegistry:
+    """Every process's counters from the directory, and the store's gauges."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(METRICS_DIR))
+    registry.register(StoreCollector())
+    return registry
+
+
+class AnyAccept(BaseContentNegotiation):
+    """Prometheus asks for its own text formats; prometheus_client answers the one it asked."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+@extend_schema(exclude=True)  # Prometheus's text format, not the JSON API
+class MetricsView(OperatorView):
+    """prometheus_client's own view over our registry, behind the operator token (checked
+    first, as on every /v1 route: common.views)."""
+
+    content_negotiation_class = AnyAccept
+    registry = scrape_registry()
+
+    def get(self, request):
+        return PrometheusDjangoView(registry=self.registry).get(request._request)
+
+
+def relay_result(response) -> str:
+    """What the relay webhook's answer says it did with a delivery."""
+    status = response.status_code
+    data = getattr(response, "data", None) or {}
+    if status >= 500:
+        return "error"
+    if status >= 300:
+        return "refused"
+    if isinstance(data, dict) and data.get("duplicate"):
+        return "duplicate"
+    if isinstance(data, dict) and data.get("ignored"):
+        return "ignored"
+    return "accepted"
+
+
+def counted_relay(view):
+    """The relay webhook, each answer counted by its result; the view itself is unchanged."""
+
+    @functools.wraps(view)  # keeps the view's csrf_exempt: the relay signs its deliveries
+    def counted(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        relay_answered(relay_result(response))
+        return response
+
+    return counted

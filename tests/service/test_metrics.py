@@ -1,0 +1,177 @@
+"""GET /metrics: the text format behind the operator token, every family with its labels, and
+counts that move with what the loop, the relay and the store did."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from records import actions
+from records.models import Board, LoopState, Suggestion
+from sandbox.clock import rfc3339
+from superdispatch import tasks
+from tests.conftest import T0
+from tests.loop.test_pass import lane
+from tests.loop.world import make_world
+from tests.service.test_relay import READY, deliver
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+FAMILIES = {
+    # name: (type, label names)
+    "superdispatch_decisions": ("counter", {"board", "tier", "reason"}),
+    "superdispatch_holds": ("counter", {"tier"}),
+    "superdispatch_hold_refusals": ("counter", {"tier"}),
+    "superdispatch_outcomes": ("counter", {"tier", "outcome"}),
+    "superdispatch_hold_to_claim_seconds": ("histogram", {"tier"}),
+    "superdispatch_no_shows": ("counter", {"agent"}),
+    "superdispatch_sweep_duration_seconds": ("histogram", set()),
+    "superdispatch_sweep_boards": ("counter", {"result"}),
+    "superdispatch_relay_deliveries": ("counter", {"result"}),
+    "superdispatch_relay_lag_seconds": ("histogram", set()),
+    "superdispatch_suggestions_open": ("gauge", {"kind"}),
+    "superdispatch_boards": ("gauge", {"state"}),
+    "superdispatch_board_unread": ("gauge", {"board"}),
+    "superdispatch_sweep_backoff_factor": ("gauge", set()),
+    "superdispatch_outbox_events": ("gauge", {"channel", "state"}),
+}
+
+
+class Scrape:
+    def __init__(self, api):
+        response = api.get("/metrics")
+        assert response.status_code == 200
+        assert response["Content-Type"].startswith("text/plain")
+        self.families = {f.name: f for f in text_string_to_metric_families(
+            response.content.decode())}
+
+    def value(self, sample: str, **labels) -> float:
+        """The sum of a sample's values over every series carrying these labels."""
+        return sum(s.value for f in self.families.values() for s in f.samples
+                   if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()))
+
+
+def test_metrics_need_the_operator_token_and_answer_a_bare_401_without(api):
+    stranger = Client()
+    refused = stranger.get("/metrics")
+    assert refused.status_code == 401 and refused.content == b""
+    assert stranger.get("/metrics", HTTP_AUTHORIZATION="Bearer not-the-token").status_code == 401
+    assert api.get("/metrics").status_code == 200
+
+
+def test_every_family_is_named_typed_and_labelled_as_documented(api, monkeypatch):
+    monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.advance(61)
+    world.sweep()  # an expired winner, a runner-up held
+    tasks._loop = world.loop
+    try:
+        tasks.place_card_task("brd_a", "card_missing", rfc3339(world.now))
+    finally:
+        tasks._loop = None
+    deliver(api, READY)
+    scrape = Scrape(api)
+    for name, (kind, labels) in FAMILIES.items():
+        assert name in scrape.families, name
+        family = scrape.families[name]
+        assert family.type == kind, name
+        for sample in family.samples:
+            assert set(sample.labels) - {"le"} == labels, (name, sample)
+
+
+def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_did(api):
+    before = Scrape(api)
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    first = world.suite.pipeline.add_card("brd_a")
+    second = world.suite.pipeline.add_card("brd_a")
+    world.sweep()  # agt_a and agt_b each hold one
+    world.advance(4)
+    world.suite.pipeline.claim("agt_a", first.id)
+    world.advance(57)  # agt_b's hold lapses unclaimed: a no-show
+    world.sweep()
+    world.suite.toggles.reservation_verb = False
+    world.advance(300)
+    world.suite.pipeline.add_card("brd_a")
+    world.sweep()  # holds refused
+    after = Scrape(api)
+
+    def delta(sample, **labels):
+        return after.value(sample, **labels) - before.value(sample, **labels)
+
+    assert delta("superdispatch_decisions_total", board="brd_a", tier="winner",
+                 reason="none") >= 2
+    assert delta("superdispatch_holds_total", tier="winner") == 2
+    assert delta("superdispatch_holds_total", tier="runner-up") == 1  # second card, next step
+    assert delta("superdispatch_outcomes_total", tier="winner", outcome="claimed") == 1
+    assert delta("superdispatch_outcomes_total", tier="winner", outcome="expired") == 1
+    assert delta("superdispatch_no_shows_total", agent="agt_b") == 1
+    assert delta("superdispatch_no_shows_total", agent="agt_a") == 0
+    assert delta("superdispatch_hold_refusals_total") >= 1
+    assert delta("superdispatch_outcomes_total", outcome="not-reserved") == \
+        delta("superdispatch_hold_refusals_total")
+    # The claim came 4 s after the hold: in the 5 s bucket, not the 2 s one.
+    assert delta("superdispatch_hold_to_claim_seconds_bucket", tier="winner", le="5.0") == 1
+    assert delta("superdispatch_hold_to_claim_seconds_bucket", tier="winner", le="2.0") == 0
+    assert delta("superdispatch_sweep_duration_seconds_count") == 3
+    assert delta("superdispatch_sweep_boards_total", result="read") == 3
+
+
+def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypatch):
+    monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
+    actions.do_opt_in("brd_a", T0)
+    before = Scrape(api)
+    deliver(api, READY, delivery="dlv_m1")
+    deliver(api, READY, delivery="dlv_m1")
+    deliver(api, {**READY, "boardId": "brd_elsewhere"}, delivery="dlv_m2")
+    deliver(api, READY, delivery="dlv_m3", secret="some-other-secret-entirely")
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    card = world.suite.pipeline.add_card("brd_a")
+    tasks._loop = world.loop
+    try:
+        tasks.place_card_task("brd_a", card.id, rfc3339(world.now - timedelta(seconds=3)))
+    finally:
+        tasks._loop = None
+    after = Scrape(api)
+    for result in ("accepted", "duplicate", "ignored", "refused"):
+        grew = (after.value("superdispatch_relay_deliveries_total", result=result)
+                - before.value("superdispatch_relay_deliveries_total", result=result))
+        assert grew == 1, result
+    lag = after.value("superdispatch_relay_lag_seconds_sum") - before.value(
+        "superdispatch_relay_lag_seconds_sum")
+    assert lag == pytest.approx(3.0, abs=0.01)
+
+
+def test_store_gauges_read_suggestions_boards_and_backoff_at_scrape_time(api):
+    actions.do_opt_in("brd_a", T0)
+    actions.do_opt_in("brd_b", T0)
+    actions.do_opt_in("brd_c", T0)
+    actions.do_note_read("brd_a", T0)
+    actions.do_note_read("brd_b", T0, "http-503")
+    for kind, stage, dismissed in (("lane-single-point", "review", None),
+                                   ("add-station", "review", None), ("add-station", "ship", T0)):
+        Suggestion.objects.create(kind=kind, board_id="brd_a", stage_key=stage,
+                                  first_seen_at=T0, last_seen_at=T0, dismissed_at=dismissed)
+    LoopState.objects.update_or_create(pk="loop", defaults={"failed_sweeps": 2})
+    scrape = Scrape(api)
+    assert scrape.value("superdispatch_suggestions_open", kind="add-station") == 1
+    assert scrape.value("superdispatch_suggestions_open", kind="lane-single-point") == 1
+    assert scrape.value("superdispatch_suggestions_open", kind="raise-capacity") == 0
+    assert scrape.value("superdispatch_board_unread", board="brd_b") == 1
+    assert scrape.value("superdispatch_board_unread", board="brd_a") == 0
+    assert (scrape.value("superdispatch_boards", state="read"),
+            scrape.value("superdispatch_boards", state="unread"),
+            scrape.value("superdispatch_boards", state="never-read")) == (1, 1, 1)
+    assert scrape.value("superdispatch_sweep_backoff_factor") == 4
+    Board.objects.filter(board_id="brd_b").update(enabled=False)
+    LoopState.objects.filter(pk="loop").update(failed_sweeps=0)
+    scrape = Scrape(api)
+    assert "brd_b" not in {s.labels.get("board") for s in
+                           scrape.families["superdispatch_board_unread"].samples}
+    assert scrape.value("superdispatch_sweep_backoff_factor") == 1
