@@ -14,8 +14,7 @@ from learning.core.train import Example, train
 from learning.models import LearnedModel
 from placement import learned
 from records.models import Decision
-from records.present import iso
-from records.query import parse_time
+from records.serializers import iso, parse_time
 from superdispatch.config import Config
 
 # progress(stage, done, total): stage "read" counts decisions, "fit" counts iterations.

@@ -7,7 +7,6 @@ being folded is in memory, and no candidate row ever leaves the database in this
 from __future__ import annotations
 
 import heapq
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,6 +16,9 @@ from django.db import connection
 
 from placement.filters import REASON_CODES, STATION_FILTERS
 from records.models import Board, Candidate, Decision
+from records.serializers import (
+    has_reason, has_reason_sql, only_reasons_sql, reasons_column, stored_verdicts,
+)
 
 # What a decision bears out; a decision may bear several.
 ONE = 1 << 0  # exactly one agent on the roster with the capability
@@ -34,6 +36,7 @@ CHUNK = 2000
 
 STATION_CODES = tuple(REASON_CODES[name] for name in STATION_FILTERS)
 LOAD_CODES = ("at-capacity", "not-idle", "holding-another", "unhealthy")
+MODEL_ALONE = reasons_column(["model-mismatch"])  # turned away by model-mismatch alone
 
 
 @dataclass(frozen=True)
@@ -48,15 +51,12 @@ class Window:
 # --- SQL over one candidate row `c` -----------------------------------------------------
 
 def _has(code: str) -> str:
-    return f"c.reasons LIKE '%%,{code},%%'"
+    return has_reason_sql("c.reasons", code)
 
 
 def _only(codes: Iterable[str]) -> str:
     """The candidate failed at least one filter, and only with these codes."""
-    rest = "c.reasons"
-    for code in codes:
-        rest = f"REPLACE({rest}, ',{code}', '')"
-    return f"(c.reasons <> '' AND {rest} = ',')"
+    return only_reasons_sql("c.reasons", codes)
 
 
 CAPABLE = f"NOT {_has('capability-missing')}"
@@ -88,7 +88,7 @@ CANDIDATE_COUNTS = f"""CASE
                 + CASE WHEN {SICK} THEN {_C["sick"]} ELSE 0 END
                 + CASE WHEN {LOAD_ALONE} THEN {_C["load_bound"]} ELSE 0 END
                 + CASE WHEN {_has("at-capacity")} THEN {_C["at_capacity"]} ELSE 0 END
-                + CASE WHEN c.reasons = ',model-mismatch,' AND c.station_id IS NOT NULL
+                + CASE WHEN c.reasons = '{MODEL_ALONE}' AND c.station_id IS NOT NULL
                        THEN {_C["model_only"]} ELSE 0 END
                 + CASE WHEN {_only(STATION_CODES)} THEN {_C["station_only"]} ELSE 0 END
         END"""
@@ -353,12 +353,13 @@ class CandidateRow(NamedTuple):
 
     @property
     def rostered_capable(self) -> bool:
-        return self.source == "roster" and self.in_set and ",capability-missing," not in self.reasons
+        return (self.source == "roster" and self.in_set
+                and not has_reason(self.reasons, "capability-missing"))
 
     @property
     def capable_off_roster(self) -> bool:
         return self.source == "direct" and bool(
-            self.capable or (self.in_set and ",capability-missing," not in self.reasons))
+            self.capable or (self.in_set and not has_reason(self.reasons, "capability-missing")))
 
 
 def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, list[CandidateRow]]]:
@@ -390,9 +391,7 @@ def lane_shortfalls(decision_ids: list[str]) -> dict[tuple[str, str], list[Short
     with connection.cursor() as cursor:
         cursor.execute(shortfalls_sql(len(decision_ids)), decision_ids)
         for board_id, stage_key, agent_id, station_id, filters, last_at in cursor.fetchall():
-            if isinstance(filters, str):
-                filters = json.loads(filters)
-            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in filters
+            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in stored_verdicts(filters)
                       if not f.get("passed") and f["filter"] in STATION_FILTERS}
             found.setdefault((board_id, stage_key), []).append(
                 Shortfall(agent_id, station_id, lacked, last_at))
