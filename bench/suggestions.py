@@ -12,7 +12,6 @@ On PostgreSQL it works in a database of its own, made afresh and dropped at the 
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -31,38 +30,37 @@ BOARDS, STAGES, CANDIDATES = 50, ("review", "build", "test", "ship"), 5
 PASSED = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",
           "held", "noShow", "passedOver")
 STATION = ("isolation", "model", "tools", "credentials")
-REQUIRES = json.dumps({"all": ["code-review"], "any": []})
+REQUIRES = {"all": ["code-review"], "any": []}
 
 
-def _verdicts(failing: dict[str, str], lacking: dict[str, list[str]] | None = None) -> tuple:
-    """(filters JSON, reasons) of a rostered candidate failing these filters."""
+def _verdicts(failing: dict[str, str], lacking: dict[str, list[str]] | None = None) -> list[dict]:
+    """The filter verdicts of a rostered candidate failing these filters."""
     names = PASSED[:4] + (STATION if lacking is not None else ()) + PASSED[4:]
     codes = {"model": "model-mismatch", "tools": "tool-missing", "isolation": "isolation-too-weak",
              "credentials": "credential-missing", **failing}
-    out, reasons = [], []
+    out = []
     for name in names:
         missing = (lacking or {}).get(name)
         if missing or name in failing:
             out.append({"filter": name, "passed": False, "reason": codes[name],
                         **({"missing": missing} if missing else {})})
-            reasons.append(codes[name])
         else:
             out.append({"filter": name, "passed": True})
-    return json.dumps(out), ("," + ",".join(reasons) + ",") if reasons else ""
+    return out
 
 
-# Each kind of candidate: (source, in_set, capable, filters, reasons).
+# Each kind of candidate: (source, in_set, capable, filters).
 KINDS = {
-    "ok": ("roster", True, None, *_verdicts({})),
-    "sick": ("roster", True, None, *_verdicts({"health": "unhealthy"})),
-    "no-show": ("roster", True, None, *_verdicts({"noShow": "recently-no-show"})),
-    "busy": ("roster", True, None, *_verdicts({"idle": "not-idle"})),
-    "full": ("roster", True, None, *_verdicts({"capacity": "at-capacity"})),
-    "incapable": ("roster", True, None, *_verdicts({"capability": "capability-missing"})),
-    "model": ("roster", True, None, *_verdicts({}, {"model": ["m-large"]})),
-    "station": ("roster", True, None, *_verdicts({}, {"isolation": ["container"], "tools": ["git"]})),
-    "off": ("direct", False, True, *_verdicts({"roster": "not-on-roster"})),
-    "off-incapable": ("direct", False, False, *_verdicts({"roster": "not-on-roster"})),
+    "ok": ("roster", True, None, _verdicts({})),
+    "sick": ("roster", True, None, _verdicts({"health": "unhealthy"})),
+    "no-show": ("roster", True, None, _verdicts({"noShow": "recently-no-show"})),
+    "busy": ("roster", True, None, _verdicts({"idle": "not-idle"})),
+    "full": ("roster", True, None, _verdicts({"capacity": "at-capacity"})),
+    "incapable": ("roster", True, None, _verdicts({"capability": "capability-missing"})),
+    "model": ("roster", True, None, _verdicts({}, {"model": ["m-large"]})),
+    "station": ("roster", True, None, _verdicts({}, {"isolation": ["container"], "tools": ["git"]})),
+    "off": ("direct", False, True, _verdicts({"roster": "not-on-roster"})),
+    "off-incapable": ("direct", False, False, _verdicts({"roster": "not-on-roster"})),
 }
 # Each lane's story: (chosen?, reason, candidate kinds, decisions per card).
 STORIES = [
@@ -79,7 +77,8 @@ STORIES = [
 
 
 def rows(decisions: int):
-    """(decision row, [candidate rows]) for the day before NOW, lane by lane."""
+    """(decision record, the columns the loop adds, [(candidate kind, candidate record)]) for
+    the day before NOW, lane by lane."""
     rng = random.Random(7)
     lanes = [(f"brd_{b:03d}", stage) for b in range(BOARDS) for stage in STAGES]
     per_lane = decisions // len(lanes)
@@ -91,37 +90,47 @@ def rows(decisions: int):
             created = NOW - timedelta(hours=24) + step * (i + 1)
             ready = NOW - timedelta(hours=24) + step * (i - i % per_card + 1)
             placed = chosen or rng.random() < 0.1 and i < per_lane - 1
-            pid = f"pld_{n:024x}"
-            n += 1
             agents = [f"agt_{(index * 7 + k) % 400:04d}" for k in range(CANDIDATES)]
-            yield ((pid, board, f"card_{index}_{i // per_card}", stage, ready,
-                    "idle-stage-success-lru@3", agents[0] if placed else None,
-                    None if placed else reason, "winner", 1, REQUIRES, created),
-                   [(pid, position, agent, "prn_" + agent[4:], "stn_" + agent[4:],
-                     *KINDS[kind][:3], KINDS[kind][3], position == 0 and kind == "ok",
-                     KINDS[kind][4])
-                    for position, (agent, kind) in enumerate(zip(agents, kinds))])
-
-
-DECISION_COLUMNS = ("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "policy",
-                    "chosen", "reason", "tier_name", "tier_step", "requires", "created_at")
-CANDIDATE_COLUMNS = ("decision_id", "position", "agent_id", "principal_id", "station_id",
-                     "source", "in_set", "capable", "filters", "eligible", "reasons")
+            record = {
+                "id": f"pld_{n:024x}", "boardId": board, "cardId": f"card_{index}_{i // per_card}",
+                "stageKey": stage, "policy": "idle-stage-success-lru@3",
+                "chosen": agents[0] if placed else None, "reason": None if placed else reason,
+                "tier": {"name": "winner", "step": 1}, "requires": REQUIRES,
+            }
+            n += 1
+            candidates = []
+            for agent, kind in zip(agents, kinds):
+                source, _, capable, filters = KINDS[kind]
+                candidates.append((kind, {
+                    "candidate": {"agentId": agent, "principalId": "prn_" + agent[4:],
+                                  "stationId": "stn_" + agent[4:], "source": source},
+                    "filters": filters, "score": None, "capable": capable,
+                    "stageHistory": None}))
+            yield record, {"ladder_ready_at": ready, "created_at": created}, candidates
 
 
 def seed(decisions: int) -> int:
-    """Write the day's log in batches (COPY on PostgreSQL); returns the candidate rows written."""
+    """Write the day's log in batches (COPY on PostgreSQL); returns the candidate rows written.
+
+    Rows go through the record's own mapping to columns, as the loop writes them."""
     from django.db import connection
 
-    from records.models import Board
+    from records import serializers
+    from records.models import Board, Decision
 
     Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
                                      updated_at=NOW) for b in range(BOARDS)])
+    verdicts = {kind: serializers.encode_verdicts(filters)
+                for kind, (_, _, _, filters) in KINDS.items()}
     written = 0
     batch_d, batch_c = [], []
-    for decision, candidates in rows(decisions):
-        batch_d.append(decision)
-        batch_c += candidates
+    for record, added, candidates in rows(decisions):
+        batch_d.append(serializers.stored_row(Decision, {
+            **serializers.decision_columns(record), **added}))
+        batch_c += [serializers.candidate_row(
+            record["id"], position, candidate, in_set=KINDS[kind][1],
+            eligible=position == 0 and kind == "ok", verdicts=verdicts[kind])
+            for position, (kind, candidate) in enumerate(candidates)]
         if len(batch_d) == 5000:
             written += _write(connection, batch_d, batch_c)
             batch_d, batch_c = [], []
@@ -132,24 +141,29 @@ def seed(decisions: int) -> int:
 
 
 def _write(connection, decisions: list, candidates: list) -> int:
+    from django.db import models
+
+    from records import serializers
+    from records.models import Candidate, Decision
+
     if not decisions:
         return 0
+    adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            for table, columns, batch in (("records_decision", DECISION_COLUMNS, decisions),
-                                          ("records_candidate", CANDIDATE_COLUMNS, candidates)):
-                with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for model, fields, batch in ((Decision, serializers.DECISION_STORED, decisions),
+                                     (Candidate, serializers.CANDIDATE_STORED, candidates)):
+            table, columns = model._meta.db_table, ", ".join(f.column for f in fields)
+            if connection.vendor == "postgresql":
+                with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                     for row in batch:
                         copy.write_row(row)
-        else:
-            adapt = connection.ops.adapt_datetimefield_value
-            cursor.executemany(
-                f"INSERT INTO records_decision ({', '.join(DECISION_COLUMNS)}) VALUES "
-                f"({', '.join(['%s'] * len(DECISION_COLUMNS))})",
-                [(*d[:4], adapt(d[4]), *d[5:11], adapt(d[11])) for d in decisions])
-            cursor.executemany(
-                f"INSERT INTO records_candidate ({', '.join(CANDIDATE_COLUMNS)}) VALUES "
-                f"({', '.join(['%s'] * len(CANDIDATE_COLUMNS))})", candidates)
+                continue
+            times = {i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)}
+            if times:
+                batch = [tuple(adapt(v) if i in times else v for i, v in enumerate(row))
+                         for row in batch]
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES "
+                               f"({', '.join(['%s'] * len(fields))})", batch)
     return len(candidates)
 
 
