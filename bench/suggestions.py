@@ -12,7 +12,6 @@ On PostgreSQL it works in a database of its own, made afresh and dropped at the 
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -31,13 +30,14 @@ from placement.filters import Tag, tables  # noqa: E402
 BENCH_DB = "superdispatch_bench_suggestions"
 NOW = datetime(2026, 11, 14, 10, 0, tzinfo=timezone.utc)
 BOARDS, STAGES, CANDIDATES = 50, ("review", "build", "test", "ship"), 5
-REQUIRES = json.dumps({"all": ["code-review"], "any": []})
+REQUIRES = {"all": ["code-review"], "any": []}
 
 
-def _verdicts(*failing: filters.Filter, lacking: dict[filters.Filter, list[str]] | None = None) -> tuple:
-    """(filters JSON, reasons) of a candidate failing these filters; the station filters run
-    only with `lacking`."""
-    out, reasons = [], []
+def _verdicts(*failing: filters.Filter, lacking: dict[filters.Filter, list[str]] | None = None
+              ) -> list[dict]:
+    """The filter verdicts of a rostered candidate failing these filters; the station filters
+    run only with `lacking`."""
+    out = []
     for f in tables().in_order:
         if Tag.STATION in f.tags and lacking is None:
             continue
@@ -45,25 +45,24 @@ def _verdicts(*failing: filters.Filter, lacking: dict[filters.Filter, list[str]]
         if missing or f in failing:
             out.append({"filter": f.name, "passed": False, "reason": f.reason,
                         **({"missing": missing} if missing else {})})
-            reasons.append(f.reason)
         else:
             out.append({"filter": f.name, "passed": True})
-    return json.dumps(out), ("," + ",".join(reasons) + ",") if reasons else ""
+    return out
 
 
-# Each kind of candidate: (source, in_set, capable, filters, reasons).
+# Each kind of candidate: (source, in_set, capable, filters).
 KINDS = {
-    "ok": ("roster", True, None, *_verdicts()),
-    "sick": ("roster", True, None, *_verdicts(filters.HEALTH)),
-    "no-show": ("roster", True, None, *_verdicts(filters.NO_SHOW)),
-    "busy": ("roster", True, None, *_verdicts(filters.IDLE)),
-    "full": ("roster", True, None, *_verdicts(filters.CAPACITY)),
-    "incapable": ("roster", True, None, *_verdicts(filters.CAPABILITY)),
-    "model": ("roster", True, None, *_verdicts(lacking={filters.MODEL: ["m-large"]})),
+    "ok": ("roster", True, None, _verdicts()),
+    "sick": ("roster", True, None, _verdicts(filters.HEALTH)),
+    "no-show": ("roster", True, None, _verdicts(filters.NO_SHOW)),
+    "busy": ("roster", True, None, _verdicts(filters.IDLE)),
+    "full": ("roster", True, None, _verdicts(filters.CAPACITY)),
+    "incapable": ("roster", True, None, _verdicts(filters.CAPABILITY)),
+    "model": ("roster", True, None, _verdicts(lacking={filters.MODEL: ["m-large"]})),
     "station": ("roster", True, None,
-                *_verdicts(lacking={filters.ISOLATION: ["container"], filters.TOOLS: ["git"]})),
-    "off": ("direct", False, True, *_verdicts(filters.ROSTER)),
-    "off-incapable": ("direct", False, False, *_verdicts(filters.ROSTER)),
+                _verdicts(lacking={filters.ISOLATION: ["container"], filters.TOOLS: ["git"]})),
+    "off": ("direct", False, True, _verdicts(filters.ROSTER)),
+    "off-incapable": ("direct", False, False, _verdicts(filters.ROSTER)),
 }
 # Each lane's story: (chosen?, reason, candidate kinds, decisions per card).
 STORIES = [
@@ -80,7 +79,8 @@ STORIES = [
 
 
 def rows(decisions: int):
-    """(decision row, [candidate rows]) for the day before NOW, lane by lane."""
+    """(decision record, the columns the loop adds, [(candidate kind, candidate record)]) for
+    the day before NOW, lane by lane."""
     rng = random.Random(7)
     lanes = [(f"brd_{b:03d}", stage) for b in range(BOARDS) for stage in STAGES]
     per_lane = decisions // len(lanes)
@@ -92,37 +92,47 @@ def rows(decisions: int):
             created = NOW - timedelta(hours=24) + step * (i + 1)
             ready = NOW - timedelta(hours=24) + step * (i - i % per_card + 1)
             placed = chosen or rng.random() < 0.1 and i < per_lane - 1
-            pid = f"pld_{n:024x}"
-            n += 1
             agents = [f"agt_{(index * 7 + k) % 400:04d}" for k in range(CANDIDATES)]
-            yield ((pid, board, f"card_{index}_{i // per_card}", stage, ready,
-                    "idle-stage-success-lru@3", agents[0] if placed else None,
-                    None if placed else reason, "winner", 1, REQUIRES, created),
-                   [(pid, position, agent, "prn_" + agent[4:], "stn_" + agent[4:],
-                     *KINDS[kind][:3], KINDS[kind][3], position == 0 and kind == "ok",
-                     KINDS[kind][4])
-                    for position, (agent, kind) in enumerate(zip(agents, kinds))])
-
-
-DECISION_COLUMNS = ("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "policy",
-                    "chosen", "reason", "tier_name", "tier_step", "requires", "created_at")
-CANDIDATE_COLUMNS = ("decision_id", "position", "agent_id", "principal_id", "station_id",
-                     "source", "in_set", "capable", "filters", "eligible", "reasons")
+            record = {
+                "id": f"pld_{n:024x}", "boardId": board, "cardId": f"card_{index}_{i // per_card}",
+                "stageKey": stage, "policy": "idle-stage-success-lru@3",
+                "chosen": agents[0] if placed else None, "reason": None if placed else reason,
+                "tier": {"name": "winner", "step": 1}, "requires": REQUIRES,
+            }
+            n += 1
+            candidates = []
+            for agent, kind in zip(agents, kinds):
+                source, _, capable, filters = KINDS[kind]
+                candidates.append((kind, {
+                    "candidate": {"agentId": agent, "principalId": "prn_" + agent[4:],
+                                  "stationId": "stn_" + agent[4:], "source": source},
+                    "filters": filters, "score": None, "capable": capable,
+                    "stageHistory": None}))
+            yield record, {"ladder_ready_at": ready, "created_at": created}, candidates
 
 
 def seed(decisions: int) -> int:
-    """Write the day's log in batches (COPY on PostgreSQL); returns the candidate rows written."""
+    """Write the day's log in batches (COPY on PostgreSQL); returns the candidate rows written.
+
+    Rows go through the record's own mapping to columns, as the loop writes them."""
     from django.db import connection
 
-    from records.models import Board
+    from records import serializers
+    from records.models import Board, Decision
 
     Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
                                      updated_at=NOW) for b in range(BOARDS)])
+    verdicts = {kind: serializers.encode_verdicts(filters)
+                for kind, (_, _, _, filters) in KINDS.items()}
     written = 0
     batch_d, batch_c = [], []
-    for decision, candidates in rows(decisions):
-        batch_d.append(decision)
-        batch_c += candidates
+    for record, added, candidates in rows(decisions):
+        batch_d.append(serializers.stored_row(Decision, {
+            **serializers.decision_columns(record), **added}))
+        batch_c += [serializers.candidate_row(
+            record["id"], position, candidate, in_set=KINDS[kind][1],
+            eligible=position == 0 and kind == "ok", verdicts=verdicts[kind])
+            for position, (kind, candidate) in enumerate(candidates)]
         if len(batch_d) == 5000:
             written += _write(connection, batch_d, batch_c)
             batch_d, batch_c = [], []
@@ -133,24 +143,29 @@ def seed(decisions: int) -> int:
 
 
 def _write(connection, decisions: list, candidates: list) -> int:
+    from django.db import models
+
+    from records import serializers
+    from records.models import Candidate, Decision
+
     if not decisions:
         return 0
+    adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            for table, columns, batch in (("records_decision", DECISION_COLUMNS, decisions),
-                                          ("records_candidate", CANDIDATE_COLUMNS, candidates)):
-                with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for model, fields, batch in ((Decision, serializers.DECISION_STORED, decisions),
+                                     (Candidate, serializers.CANDIDATE_STORED, candidates)):
+            table, columns = model._meta.db_table, ", ".join(f.column for f in fields)
+            if connection.vendor == "postgresql":
+                with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                     for row in batch:
                         copy.write_row(row)
-        else:
-            adapt = connection.ops.adapt_datetimefield_value
-            cursor.executemany(
-                f"INSERT INTO records_decision ({', '.join(DECISION_COLUMNS)}) VALUES "
-                f"({', '.join(['%s'] * len(DECISION_COLUMNS))})",
-                [(*d[:4], adapt(d[4]), *d[5:11], adapt(d[11])) for d in decisions])
-            cursor.executemany(
-                f"INSERT INTO records_candidate ({', '.join(CANDIDATE_COLUMNS)}) VALUES "
-                f"({', '.join(['%s'] * len(CANDIDATE_COLUMNS))})", candidates)
+                continue
+            times = {i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)}
+            if times:
+                batch = [tuple(adapt(v) if i in times else v for i, v in enumerate(row))
+                         for row in batch]
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES "
+                               f"({', '.join(['%s'] * len(fields))})", batch)
     return len(candidates)
 
 

@@ -101,6 +101,7 @@ def _logit(record: float, rate: float, since: float | None) -> float:
 
 
 def synthetic_decision(n: int, rng):
+    from records import serializers
     from records.models import Candidate, Decision
 
     created = T0 + timedelta(seconds=25 * n)
@@ -132,22 +133,29 @@ def synthetic_decision(n: int, rng):
                     key=lambda p: -(p[3]["successRate"] + rng.normal(0, 0.3)))
     chosen = ranked[0][0]
     status, by = outcome(ranked, rng)
+    # The record as placement writes it, then the hold and the outcome as the loop settles them.
+    record = {"id": decision_id, "boardId": f"brd_{n % 10}", "cardId": f"card_{n}",
+              "stageKey": "review", "policy": "idle-stage-success-lru@3", "chosen": chosen,
+              "reason": None, "tier": {"name": "winner", "step": 1},
+              "requires": {"all": ["code-review"], "any": []}}
     decision = Decision(
-        id=decision_id, board_id=f"brd_{n % 10}", card_id=f"card_{n}", stage_key="review",
-        ladder_ready_at=created, policy="idle-stage-success-lru@3", chosen=chosen,
-        tier_name="winner", tier_step=1, requires={"all": ["code-review"], "any": []},
+        **serializers.decision_columns(record), ladder_ready_at=created,
         reserved_until=created + timedelta(seconds=60), outcome_status=status, outcome_by=by,
         outcome_at=created + timedelta(seconds=40), created_at=created)
     totals = {p[0]: rank + 1 for rank, p in enumerate(ranked)}
-    candidates = [
-        Candidate(decision_id=decision_id, position=position, agent_id=agent,
-                  principal_id="prn_" + agent[4:], source="direct" if direct else "roster",
-                  filters=verdicts,
-                  score={"total": totals[agent], "terms": terms} if terms else None,
-                  stage_history=history, in_set=True, eligible=terms is not None,
-                  reasons="" if terms else "," + next(f["reason"] for f in verdicts
-                                                      if not f["passed"]) + ",")
-        for position, (agent, direct, verdicts, terms, history, _) in enumerate(people)]
+    candidates = []
+    for position, (agent, direct, verdicts, terms, history, _) in enumerate(people):
+        candidate = {
+            "candidate": {"agentId": agent, "principalId": "prn_" + agent[4:], "stationId": None,
+                          "source": "direct" if direct else "roster"},
+            "filters": verdicts,
+            "score": {"total": totals[agent], "terms": terms} if terms else None,
+            "stageHistory": history,
+        }
+        candidates.append(Candidate(
+            **serializers.candidate_columns(candidate), decision_id=decision_id,
+            position=position, in_set=True, eligible=terms is not None,
+            reasons=serializers.reasons_of(verdicts)))
     return decision, candidates
 
 

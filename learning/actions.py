@@ -9,10 +9,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from learning import store
-from learning.store import Progress
 from learning.core.train import train
 from learning.models import LearnedModel
-from records.query import parse_time
+from learning.store import Progress
+from records.serializers import parse_time
 
 _VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the loser takes the one after
 

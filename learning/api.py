@@ -1,21 +1,20 @@
 """Dataset and model routes."""
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from common.errors import ApiError, bad_request
+from common.errors import ApiError
+from common.views import OperatorView
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
 from records import query
-from common.views import OperatorView
+from records.query import Body, JsonInteger, NoQuery, OneOf, Query
+from records.serializers import Time
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
@@ -24,48 +23,39 @@ def _model(model_id: str) -> LearnedModel:
     return query.by_id(LearnedModel.objects, "mdl", model_id, "model")
 
 
+class DatasetQuery(Query):
+    since = Time(required=False)
+    format = OneOf(("jsonl", "json"), default="jsonl")
+
+
+class TrainBody(Body):
+    since = Time(required=False, allow_null=True)  # only decisions created at or after it
+    seed = JsonInteger(min_value=0, max_value=MAX_SEED, allow_null=True, default=0)
+
+    def validate_seed(self, value: int | None) -> int:
+        return 0 if value is None else value
+
+
 class Dataset(OperatorView):
-    @extend_schema(summary="The labelled rows, oldest first",
-                   parameters=[OpenApiParameter("since", str),
-                               OpenApiParameter("format", str, enum=["jsonl", "json"])])
+    @extend_schema(summary="The labelled rows, oldest first", parameters=[DatasetQuery],
+                   responses={(200, "application/x-ndjson"): OpenApiResponse(
+                       description="one row a line; with format=json, one document")})
     def get(self, request):
-        params = query.read_query(request.query_params, {"since": query.parse_time,
-                                                         "format": query.one_of("jsonl", "json")})
+        params = DatasetQuery.read(request.query_params)
         since = params.get("since")
-        if params.get("format", "jsonl") == "json":
+        if params["format"] == "json":
             return StreamingHttpResponse(dataset.json_document(since),
                                          content_type="application/json")
         return StreamingHttpResponse(dataset.jsonl(since), content_type="application/x-ndjson")
 
 
-def _train_body(body: Any) -> tuple[datetime | None, int]:
-    """(since, seed) from the body `{since?, seed?}`; a bad field is a 400 naming it."""
-    if not isinstance(body, dict):
-        raise bad_request("bad-body", "the body is a JSON object: {since?, seed?}")
-    unknown = sorted(set(body) - {"since", "seed"})
-    if unknown:
-        raise bad_request("unknown-field", f"unknown field {unknown[0]!r}; the body takes since, seed")
-    since = body.get("since")
-    if since is not None:
-        try:
-            since = query.parse_time(since)
-        except (ValueError, TypeError, AttributeError):
-            raise bad_request("bad-field", f"since must be {query.parse_time.rule}") from None
-    seed = body.get("seed")
-    if seed is None:
-        seed = 0
-    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise bad_request("bad-field", f"seed must be an integer from 0 to {MAX_SEED}")
-    return since, seed
-
-
 class Train(OperatorView):
-    @extend_schema(summary="Train and store a model: body {since?, seed?}")
+    @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody)
     def post(self, request):
-        query.read_query(request.query_params, {})
-        since, seed = _train_body(request.data if request.body else {})
+        NoQuery.read(request.query_params)
+        body = TrainBody.read(request.data if request.body else {})
         try:
-            model = actions.do_train(since, seed, now=timezone.now())
+            model = actions.do_train(body.get("since"), body["seed"], now=timezone.now())
         except TrainingError as err:
             raise ApiError(422, err.code, err.message) from None
         return Response({"model": store.model_json(model)}, status=201)
@@ -74,20 +64,20 @@ class Train(OperatorView):
 class Models(OperatorView):
     @extend_schema(summary="Every stored model, newest version first")
     def get(self, request):
-        query.read_query(request.query_params, {})
+        NoQuery.read(request.query_params)
         return Response({"models": [store.model_json(m) for m in LearnedModel.objects.all()]})
 
 
 class ModelDetail(OperatorView):
     @extend_schema(summary="One model, with its metrics")
     def get(self, request, model_id: str):
-        query.read_query(request.query_params, {})
+        NoQuery.read(request.query_params)
         return Response({"model": store.model_json(_model(model_id))})
 
 
 class ShadowReport(OperatorView):
     @extend_schema(summary="The model against the formula, in shadow")
     def get(self, request, model_id: str):
-        query.read_query(request.query_params, {})
+        NoQuery.read(request.query_params)
         report = store.shadow_report_json(_model(model_id), settings.SUPERDISPATCH)
         return Response({"shadowReport": report})

@@ -16,32 +16,25 @@ from django.db.models.functions import Cast
 
 from learning.core.rows import SCHEMA, rows
 from records.models import Candidate, Decision
-from records.present import decision_json
+from records.serializers import CANDIDATE_READS, DECISION_READS, DecisionSerializer
 
 MAX_DECISIONS = 100_000  # a read's cap, as documented
 CHUNK = 500  # decisions per query: large enough to amortise a round trip, small in memory
 
 # Decisions and candidates are read as value rows, not model instances, and their JSON as
 # text decoded here: a model instance and a JSON converter per value cost more than the rest
-# of the export together. present.decision_json reads the rows by the models' own names.
-DECISION_FIELDS = ("id", "board_id", "card_id", "stage_key", "policy", "chosen", "reason",
-                   "tier_name", "tier_step", "requires", "reserved_until", "reservation_refused",
-                   "outcome_status", "outcome_by", "outcome_at", "learned", "created_at")
-CANDIDATE_FIELDS = ("decision_id", "agent_id", "principal_id", "station_id", "source", "filters",
-                    "score", "capable", "stage_history", "policy")
+# of the export together. The rows carry the columns the record's serializers read, by the
+# models' own names, and a decision row its candidates.
+DECISION_FIELDS = tuple(dict.fromkeys(attr for attr, _ in DECISION_READS))
+CANDIDATE_FIELDS = ("decision_id", *dict.fromkeys(attr for attr, _ in CANDIDATE_READS))
 # Filter verdicts and capabilities repeat across the log: decode each distinct text once.
 REPEATING = ("requires", "filters")
 MEMO_SIZE = 4096
 
-
-class DecisionRow(namedtuple("DecisionRow", DECISION_FIELDS)):
-    """A decision as the dataset reads it."""
-
-    __slots__ = ()
-    tier = Decision.tier  # the model's own property: {name, step}, or None
-
-
+DecisionRow = namedtuple("DecisionRow", (*DECISION_FIELDS, "candidates"), defaults=((),))
 CandidateRow = namedtuple("CandidateRow", CANDIDATE_FIELDS)
+AGENT_ID = CANDIDATE_FIELDS.index("agent_id")
+_present = DecisionSerializer(many=True).to_representation
 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
@@ -119,12 +112,12 @@ def record_chunks(since: datetime | None, *, newest_first: bool = False,
         if last is not None:
             page = page.filter(_after(last, newest_first))
         size = min(chunk, limit - read)
-        decisions = [DecisionRow._make(_decoded(Decision, values, DECISION_FIELDS, decode))
+        decisions = [DecisionRow(*_decoded(Decision, values, DECISION_FIELDS, decode))
                      for values in page.values_list(*_columns(Decision, DECISION_FIELDS))[:size]]
         if decisions:
             detailed = {d.id: (d.chosen, d.outcome_by) for d in decisions} if for_training else None
             candidates = _candidates([d.id for d in decisions], decode, detailed)
-            yield [decision_json(d, candidates.get(d.id, ())) for d in decisions]
+            yield _present([d._replace(candidates=candidates.get(d.id, ())) for d in decisions])
         if len(decisions) < size:
             return  # a short chunk was the last
         read += size
@@ -141,7 +134,7 @@ def _candidates(decision_ids: list[str], decode,
              .order_by("decision_id", "position").values_list(*_columns(Candidate, CANDIDATE_FIELDS)))
     lean = _decoder_without(decode, DETAIL_FIELDS)
     for values in rows_:
-        decision_id, agent_id = values[0], values[1]  # the first two of CANDIDATE_FIELDS
+        decision_id, agent_id = values[0], values[AGENT_ID]
         brief = detailed is not None and agent_id not in detailed[decision_id]
         c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, lean if brief else decode))
         found.setdefault(c.decision_id, []).append(c)

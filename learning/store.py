@@ -12,8 +12,7 @@ from learning.core.train import Example
 from learning.models import LearnedModel
 from placement import learned
 from records.models import Decision
-from records.present import iso
-from records.query import parse_time
+from records.serializers import iso, parse_time
 
 # progress(stage, done, total): stage "read" counts decisions, "fit" counts iterations.
 Progress = Callable[[str, int, int], None]

@@ -4,7 +4,6 @@ Views, admin actions, commands and tasks all call these, so a rule lives in one 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -12,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from placement.facts import Station
-from records import outbox
+from records import outbox, serializers
 from records.models import (
     Board, Candidate, Decision, LoopState, OutcomeStatus, RegistryRead, RelayDelivery, Suggestion,
 )
@@ -72,50 +71,22 @@ def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
 def do_record_decision(placed, now: datetime, learned: dict | None = None) -> Decision:
     """Write a placement decision and every candidate in one transaction."""
     record = placed.to_record()
-    decision = Decision.objects.create(
-        board_id=record["boardId"], card_id=record["cardId"], stage_key=record["stageKey"],
-        ladder_ready_at=placed.card.ready_at, policy=record["policy"], chosen=record["chosen"],
-        reason=record["reason"], tier_name=record["tier"]["name"],
-        tier_step=record["tier"]["step"], requires=record["requires"], learned=learned,
-        created_at=now)
+    decision = Decision.objects.create(**serializers.decision_columns(record),
+                                       ladder_ready_at=placed.card.ready_at, learned=learned,
+                                       created_at=now)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
-    _insert_candidates([
-        _candidate_row(decision.id, i, rec, c, encoded)
-        for i, (c, rec) in enumerate(zip(placed.candidates, record["candidates"]))])
+    rows = []
+    for position, (c, rec) in enumerate(zip(placed.candidates, record["candidates"])):
+        key = id(c.filters)
+        if key not in encoded:
+            encoded[key] = serializers.encode_verdicts(rec["filters"])
+        rows.append(serializers.candidate_row(decision.id, position, rec, in_set=c.in_set,
+                                              eligible=c.eligible, verdicts=encoded[key]))
+    _insert_candidates(rows)
     if outbox.events_on():
         outbox.write_decision_recorded(decision, record, now)
     return decision
-
-
-# Candidate's table columns, in the order `_candidate_row` gives their values.
-CANDIDATE_COLUMNS = ("decision_id", "position", "agent_id", "principal_id", "station_id",
-                     "source", "filters", "score", "capable", "stage_history", "policy",
-                     "in_set", "eligible", "reasons")
-
-
-def _json(value) -> str | None:
-    """A JSON column's value as the store keeps it (None is SQL NULL, as Django writes it)."""
-    return None if value is None else json.dumps(value)
-
-
-def _verdicts(filters: list[dict]) -> tuple[str, str]:
-    """A candidate's filter verdicts as stored, and its rejections as `,code,code,`."""
-    reasons = [f["reason"] for f in filters if not f.get("passed") and f.get("reason")]
-    return json.dumps(filters), ("," + ",".join(reasons) + ",") if reasons else ""
-
-
-def _candidate_row(decision_id: str, position: int, record: dict, candidate,
-                   encoded: dict[int, tuple[str, str]]) -> tuple:
-    key = id(candidate.filters)
-    if key not in encoded:
-        encoded[key] = _verdicts(record["filters"])
-    filters, reasons = encoded[key]
-    cand = record["candidate"]
-    return (decision_id, position, cand["agentId"], cand["principalId"], cand["stationId"],
-            cand["source"], filters, _json(record["score"]), record.get("capable"),
-            _json(record["stageHistory"]), _json(record.get("policy")),
-            candidate.in_set, candidate.eligible, reasons)
 
 
 def _insert_candidates(rows: list[tuple]) -> None:
@@ -124,19 +95,20 @@ def _insert_candidates(rows: list[tuple]) -> None:
     Plain rows, not models through `bulk_create`: a 200-candidate decision sits on the relay's
     path to the hold, and on PostgreSQL `bulk_create` binds each column as an array that
     psycopg quotes element by element in Python, several times the cost of the write itself.
+    The columns are the model's own, in the order `serializers.candidate_row` gives values.
     """
     if not rows:
         return
     quote = connection.ops.quote_name
     table = quote(Candidate._meta.db_table)
-    columns = ", ".join(quote(c) for c in CANDIDATE_COLUMNS)
+    columns = ", ".join(quote(f.column) for f in serializers.CANDIDATE_STORED)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
         else:
-            marks = ", ".join(["%s"] * len(CANDIDATE_COLUMNS))
+            marks = ", ".join(["%s"] * len(serializers.CANDIDATE_STORED))
             cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 
 

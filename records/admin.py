@@ -14,6 +14,7 @@ from records import actions, outbox
 from records.models import (
     Board, Candidate, Decision, LoopState, OutboxEvent, Suggestion, SuggestionState,
 )
+from records.serializers import CandidateSerializer
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -124,22 +125,25 @@ class DecisionAdmin(ReadOnlyAdmin):
 
 
 def candidate_rows(d: Decision) -> list[dict]:
-    """Each candidate as a row a person can read without opening JSON, best score first."""
+    """Each candidate as a row a person can read without opening JSON, best score first.
+
+    Read through the record's serializer, so the page shows what the API answers."""
     rows = []
-    for c in d.candidates.order_by("position"):
-        failed = [f for f in c.filters if not f.get("passed")]
+    for c in CandidateSerializer(d.candidates.order_by("position"), many=True).data:
+        who, verdicts, score = c["candidate"], c["filters"], c["score"] or {}
+        failed = [f for f in verdicts if not f.get("passed")]
         rows.append({
-            "agent": c.agent_id, "principal": c.principal_id, "station": c.station_id,
-            "source": c.source, "chosen": c.agent_id == d.chosen, "eligible": c.eligible,
-            "capable": c.capable,
+            "agent": who["agentId"], "principal": who["principalId"], "station": who["stationId"],
+            "source": who["source"], "chosen": who["agentId"] == d.chosen,
+            "eligible": bool(verdicts) and not failed, "capable": c.get("capable"),
             "filters": [{"name": f["filter"], "passed": f.get("passed"),
                          "reason": f.get("reason"), "missing": f.get("missing"),
-                         "unchecked": f.get("unchecked")} for f in c.filters],
+                         "unchecked": f.get("unchecked")} for f in verdicts],
             "failed": failed,
-            "total": (c.score or {}).get("total"),
-            "terms": (c.score or {}).get("terms") or {},
-            "history": c.stage_history,
-            "policy": c.policy,
+            "total": score.get("total"),
+            "terms": score.get("terms") or {},
+            "history": c["stageHistory"],
+            "policy": c.get("policy"),
         })
     rows.sort(key=lambda r: (r["total"] is None, -(r["total"] or 0)))
     return rows

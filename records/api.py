@@ -3,65 +3,78 @@ from __future__ import annotations
 
 from django.db.models import Prefetch
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import bad_request, not_found
-from records import actions, query
-from records.models import (
-    SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion, SuggestionState,
-)
-from records.present import board_json, decision_json, suggestion_json
 from common.views import OperatorView
+from records import actions, query
+from records.models import Board, Candidate, Decision, Suggestion
+from records.query import DecisionsQuery, NoQuery, SuggestionsQuery
+from records.serializers import BoardSerializer, DecisionSerializer, SuggestionSerializer
 
 
 def _no_query(request) -> None:
-    query.read_query(request.query_params, {})
+    NoQuery.read(request.query_params)
+
+
+def _answer(name: str, serializer) -> object:
+    """The schema of an answer: one item under its singular name, a list under its plural."""
+    return inline_serializer(name[0].upper() + name[1:] + "Answer", {name: serializer})
+
+
+ONE_BOARD = _answer("board", BoardSerializer())
+ONE_DECISION = _answer("decision", DecisionSerializer())
+ONE_SUGGESTION = _answer("suggestion", SuggestionSerializer())
 
 
 class Health(APIView):
     authentication_classes = []  # liveness: no token
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="Liveness", auth=[])
+    @extend_schema(summary="Liveness", auth=[], responses=inline_serializer(
+        "Health", {"ok": serializers.BooleanField(), "service": serializers.CharField()}))
     def get(self, request):
         return Response({"ok": True, "service": "superdispatch"})
 
 
 class Boards(OperatorView):
-    @extend_schema(summary="Every board opted in, enabled or not")
+    @extend_schema(summary="Every board opted in, enabled or not",
+                   responses=_answer("boards", BoardSerializer(many=True)))
     def get(self, request):
         _no_query(request)
-        return Response({"boards": [board_json(b) for b in Board.objects.all()]})
+        return Response({"boards": BoardSerializer(Board.objects.all(), many=True).data})
 
 
 class BoardDetail(OperatorView):
-    @extend_schema(summary="One board")
+    @extend_schema(summary="One board", responses=ONE_BOARD)
     def get(self, request, board_id: str):
         _no_query(request)
         board = Board.objects.filter(board_id=query.board_id(board_id)).first()
         if board is None:
             raise not_found(f"board {board_id}")
-        return Response({"board": board_json(board)})
+        return Response({"board": BoardSerializer(board).data})
 
-    @extend_schema(summary="Opt a board in, or enable it again (no body)", request=None)
+    @extend_schema(summary="Opt a board in, or enable it again (no body)", request=None,
+                   responses=ONE_BOARD)
     def put(self, request, board_id: str):
         _no_query(request)
         board_id = query.board_id(board_id)
         if request.body:
             raise bad_request("unexpected-body", "opting a board in takes no body")
         board = actions.do_opt_in(board_id, timezone.now())
-        return Response({"board": board_json(board)})
+        return Response({"board": BoardSerializer(board).data})
 
-    @extend_schema(summary="Opt a board out; its row and decisions stay")
+    @extend_schema(summary="Opt a board out; its row and decisions stay", responses=ONE_BOARD)
     def delete(self, request, board_id: str):
         _no_query(request)
         board = actions.do_opt_out(query.board_id(board_id), timezone.now())
         if board is None:
             raise not_found(f"board {board_id}")
-        return Response({"board": board_json(board)})
+        return Response({"board": BoardSerializer(board).data})
 
 
 def _with_candidates(decisions):
@@ -70,22 +83,10 @@ def _with_candidates(decisions):
 
 
 class Decisions(OperatorView):
-    @extend_schema(
-        summary="Decisions, newest first",
-        parameters=[
-            OpenApiParameter("board", str), OpenApiParameter("card", str, description="with board"),
-            OpenApiParameter("before", str, description="a time"),
-            OpenApiParameter("limit", int, description="1 to 200, 50 when unset"),
-        ])
+    @extend_schema(summary="Decisions, newest first", parameters=[DecisionsQuery],
+                   responses=_answer("decisions", DecisionSerializer(many=True)))
     def get(self, request):
-        params = query.read_query(request.query_params, {
-            "board": query.matching(query.BOARD_ID, "a board id (brd_…)"),
-            "card": query.matching(query.CARD_ID, "a card id (card_…)"),
-            "before": query.parse_time,
-            "limit": query.int_in(1, 200),
-        })
-        if "card" in params and "board" not in params:
-            raise bad_request("bad-parameter", "card needs board")
+        params = DecisionsQuery.read(request.query_params)
         decisions = Decision.objects.order_by("-created_at", "-id")
         if "board" in params:
             decisions = decisions.filter(board_id=params["board"])
@@ -93,46 +94,38 @@ class Decisions(OperatorView):
             decisions = decisions.filter(card_id=params["card"])
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
-        page = _with_candidates(decisions)[: params.get("limit", 50)]
-        return Response({"decisions": [decision_json(d, d.candidates.all()) for d in page]})
+        page = _with_candidates(decisions)[: params["limit"]]
+        return Response({"decisions": DecisionSerializer(page, many=True).data})
 
 
 class DecisionDetail(OperatorView):
-    @extend_schema(summary="One decision (pld_…)")
+    @extend_schema(summary="One decision (pld_…)", responses=ONE_DECISION)
     def get(self, request, decision_id: str):
         _no_query(request)
         decision = query.by_id(_with_candidates(Decision.objects), "pld", decision_id,
                                "decision")
-        return Response({"decision": decision_json(decision, decision.candidates.all())})
-
-
-STATES = (*SuggestionState.values, "all")
+        return Response({"decision": DecisionSerializer(decision).data})
 
 
 class Suggestions(OperatorView):
-    @extend_schema(
-        summary="Roster suggestions and supply proposals",
-        parameters=[OpenApiParameter("board", str), OpenApiParameter("kind", str, enum=SUGGESTION_KINDS),
-                    OpenApiParameter("state", str, enum=STATES, description="open when unset")])
+    @extend_schema(summary="Roster suggestions and supply proposals",
+                   parameters=[SuggestionsQuery],
+                   responses=_answer("suggestions", SuggestionSerializer(many=True)))
     def get(self, request):
-        params = query.read_query(request.query_params, {
-            "board": query.matching(query.BOARD_ID, "a board id (brd_…)"),
-            "kind": query.one_of(*SUGGESTION_KINDS),
-            "state": query.one_of(*STATES),
-        })
+        params = SuggestionsQuery.read(request.query_params)
         rows = Suggestion.objects.all()
         if "board" in params:
             rows = rows.filter(board_id=params["board"])
         if "kind" in params:
             rows = rows.filter(kind=params["kind"])
-        state = params.get("state", SuggestionState.OPEN)
-        if state == SuggestionState.OPEN:
+        state = params["state"]
+        if state == "open":
             rows = rows.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
-        elif state == SuggestionState.DISMISSED:
+        elif state == "dismissed":
             rows = rows.filter(resolved_at__isnull=True, dismissed_at__isnull=False)
-        elif state == SuggestionState.RESOLVED:
+        elif state == "resolved":
             rows = rows.filter(resolved_at__isnull=False)
-        return Response({"suggestions": [suggestion_json(s) for s in rows]})
+        return Response({"suggestions": SuggestionSerializer(rows, many=True).data})
 
 
 def _suggestion(suggestion_id: str) -> Suggestion:
@@ -140,15 +133,16 @@ def _suggestion(suggestion_id: str) -> Suggestion:
 
 
 class SuggestionDetail(OperatorView):
-    @extend_schema(summary="One suggestion or proposal (sug_…)")
+    @extend_schema(summary="One suggestion or proposal (sug_…)", responses=ONE_SUGGESTION)
     def get(self, request, suggestion_id: str):
         _no_query(request)
-        return Response({"suggestion": suggestion_json(_suggestion(suggestion_id))})
+        return Response({"suggestion": SuggestionSerializer(_suggestion(suggestion_id)).data})
 
 
 class SuggestionDismiss(OperatorView):
-    @extend_schema(summary="Dismiss it; it stays dismissed while it is found again", request=None)
+    @extend_schema(summary="Dismiss it; it stays dismissed while it is found again", request=None,
+                   responses=ONE_SUGGESTION)
     def post(self, request, suggestion_id: str):
         _no_query(request)
         suggestion = actions.do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now())
-        return Response({"suggestion": suggestion_json(suggestion)})
+        return Response({"suggestion": SuggestionSerializer(suggestion).data})

@@ -145,19 +145,6 @@ class Decision(models.Model):
     def __str__(self) -> str:
         return self.id
 
-    @property
-    def tier(self) -> dict | None:
-        if self.tier_name is None:
-            return None
-        return {"name": self.tier_name, "step": self.tier_step}
-
-    @property
-    def outcome(self) -> dict | None:
-        if self.outcome_status is None:
-            return None
-        return {"status": self.outcome_status, "by": self.outcome_by,
-                "at": self.outcome_at}
-
 
 class Candidate(models.Model):
     """One agent considered for a decision, with every filter's verdict and its score."""

@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from records.ids import new_event_id
 from records.models import Decision, OutboxEvent, Suggestion
-from records.present import iso
+from records.serializers import iso
 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _written = False  # set after a commit that wrote a row; the loop then asks for a delivery run

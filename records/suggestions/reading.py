@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,6 +18,9 @@ from django.db import connection
 from placement import filters
 from placement.filters import Tables, Tag, tables
 from records.models import Board, Candidate, Decision, DecisionReason
+from records.serializers import (
+    has_reason, has_reason_sql, only_reasons_sql, reasons_column, stored_verdicts,
+)
 
 # What a decision bears out; a decision may bear several.
 ONE = 1 << 0  # exactly one agent on the roster with the capability
@@ -48,15 +50,12 @@ class Window:
 # --- SQL over one candidate row `c` -----------------------------------------------------
 
 def _has(code: str) -> str:
-    return f"c.reasons LIKE '%%,{code},%%'"
+    return has_reason_sql("c.reasons", code)
 
 
 def _only(codes: Iterable[str]) -> str:
     """The candidate failed at least one filter, and only with these codes."""
-    rest = "c.reasons"
-    for code in codes:
-        rest = f"REPLACE({rest}, ',{code}', '')"
-    return f"(c.reasons <> '' AND {rest} = ',')"
+    return only_reasons_sql("c.reasons", codes)
 
 
 # What one candidate counts towards, as the bits of one number worked out once per row.
@@ -104,7 +103,7 @@ def candidate_sql(declared: Tables) -> CandidateSql:
                 + CASE WHEN {_any(codes(Tag.UNRELIABLE))} THEN {_C["sick"]} ELSE 0 END
                 + CASE WHEN {load_alone} THEN {_C["load_bound"]} ELSE 0 END
                 + CASE WHEN {_any(filters.CAPACITY.reasons)} THEN {_C["at_capacity"]} ELSE 0 END
-                + CASE WHEN c.reasons = ',{filters.MODEL.reason},' AND c.station_id IS NOT NULL
+                + CASE WHEN c.reasons = '{reasons_column([filters.MODEL.reason])}' AND c.station_id IS NOT NULL
                        THEN {_C["model_only"]} ELSE 0 END
                 + CASE WHEN {station_only} THEN {_C["station_only"]} ELSE 0 END
         END"""
@@ -372,7 +371,7 @@ class CandidateRow(NamedTuple):
 
     @property
     def rostered_capable(self) -> bool:
-        return self.source == "roster" and self.in_set and not self._incapable
+        return (self.source == "roster" and self.in_set and not self._incapable)
 
     @property
     def capable_off_roster(self) -> bool:
@@ -380,7 +379,7 @@ class CandidateRow(NamedTuple):
 
     @property
     def _incapable(self) -> bool:
-        return any(f",{code}," in self.reasons for code in tables().codes_of(Tag.CAPABILITY))
+        return any(has_reason(self.reasons, code) for code in tables().codes_of(Tag.CAPABILITY))
 
 
 def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, list[CandidateRow]]]:
@@ -413,9 +412,7 @@ def lane_shortfalls(decision_ids: list[str]) -> dict[tuple[str, str], list[Short
     with connection.cursor() as cursor:
         cursor.execute(shortfalls_sql(len(decision_ids)), decision_ids)
         for board_id, stage_key, agent_id, station_id, verdicts, last_at in cursor.fetchall():
-            if isinstance(verdicts, str):
-                verdicts = json.loads(verdicts)
-            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in verdicts
+            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in stored_verdicts(verdicts)
                       if not f.get("passed") and f["filter"] in station_filters}
             found.setdefault((board_id, stage_key), []).append(
                 Shortfall(agent_id, station_id, lacked, last_at))

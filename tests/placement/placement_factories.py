@@ -10,6 +10,9 @@ from placement.facts import (
     AgentVerdict,
     Card,
     Facts,
+    OwnHistory,
+    PolicyFacts,
+    PolicyVerdict,
     RegistryFact,
     Requires,
     RosterRow,
@@ -108,6 +111,21 @@ def decided(facts: Facts, **rules):
     from placement import Rules, decide
 
     return decide(facts, Rules(**rules), NOW)
+
+
+def every_kind_decided():
+    """A decision with every kind of candidate: agt_ada chosen, with its stage history and the
+    policy's verdict; agt_bob turned away by a station filter; agt_eli off the roster."""
+    facts = with_rows(
+        board("agt_ada", "agt_bob", card=card(needs=StationNeeds(tools=("git",))),
+              registry=(station("stn_ada"), station("stn_bob", tools=())),
+              history={"prn_ada": (run("prn_ada", mark=1.0),)},
+              policy=PolicyFacts(verdicts={"agt_ada": PolicyVerdict(True, ("no-policy",)),
+                                           "agt_bob": PolicyVerdict(True, ("no-policy",))}),
+              own=OwnHistory(settled={"agt_ada": (2, 3)})),
+        eligibility=[verdict("agt_eli", "grant_denied", principal_id="prn_eli")],
+    )
+    return decided(facts)
 
 
 def failing(decision, agent_id: str) -> list[str]:

@@ -3,22 +3,11 @@ from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
-from placement.facts import OwnHistory, PolicyFacts, PolicyVerdict, StationNeeds
-
-from placement_factories import board, card, decided, run, station, verdict, with_rows
+from placement_factories import board, decided, every_kind_decided
 
 
 def _decision():
-    facts = with_rows(
-        board("agt_ada", "agt_bob", card=card(needs=StationNeeds(tools=("git",))),
-              registry=(station("stn_ada"), station("stn_bob", tools=())),
-              history={"prn_ada": (run("prn_ada", mark=1.0),)},
-              policy=PolicyFacts(verdicts={"agt_ada": PolicyVerdict(True, ("no-policy",)),
-                                           "agt_bob": PolicyVerdict(True, ("no-policy",))}),
-              own=OwnHistory(settled={"agt_ada": (2, 3)})),
-        eligibility=[verdict("agt_eli", "grant_denied", principal_id="prn_eli")],
-    )
-    return decided(facts)
+    return every_kind_decided()
 
 
 def test_record_names_every_field_as_the_decision_records_do():

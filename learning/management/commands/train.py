@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from learning import actions
 from learning.core.train import TrainingError
-from records import query
+from records.serializers import parse_time
 
 BAR_WIDTH = 30
 
@@ -21,9 +21,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, since=None, seed=0, **options):
         try:
-            since = query.parse_time(since) if since else None
+            since = parse_time(since) if since else None
         except ValueError:
-            raise CommandError(f"--since must be {query.parse_time.rule}") from None
+            raise CommandError(f"--since must be {parse_time.rule}") from None
         shown = {}
 
         def progress(stage: str, done: int, total: int) -> None:

@@ -1,0 +1,401 @@
+"""The record's shape, in one place: how a stored board, decision, candidate and suggestion maps
+to and from the JSON the operator API answers (camelCase, exactly as the docs name each field).
+
+The serializers below declare every field once, with the model attribute it reads. The API and
+its schema, the admin, the dataset and the suggestions read records through them, and the
+write of a decision maps the placement record back to columns through the same declarations
+(`decision_columns`, `candidate_row`), so a field is added here and nowhere else.
+"""
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from functools import cached_property
+from operator import attrgetter
+from typing import Any, Callable, Iterable, Mapping
+
+from django.db import models
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from records.models import Candidate, Decision
+
+# --- Times: written as the suite writes them, read as RFC 3339 or a plain date -------------
+
+
+def iso(moment: datetime | None) -> str | None:
+    """RFC 3339 UTC with milliseconds, as the suite writes times: 2026-11-13T10:03:12.000Z."""
+    if moment is None:
+        return None
+    utc = moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+    return utc.removesuffix("+00:00") + "Z"
+
+
+def parse_time(value: str) -> datetime:
+    """An RFC 3339 time or a plain date (UTC); raises ValueError otherwise."""
+    text = value.strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        text += "T00:00:00+00:00"
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment
+
+
+parse_time.rule = "a time (RFC 3339, or a date like 2026-11-01)"  # type: ignore[attr-defined]
+
+
+class Time(serializers.DateTimeField):
+    """A time: answered as `iso` writes it, read as `parse_time` reads it."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", parse_time.rule)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: datetime) -> str | None:
+        return iso(value)
+
+    def to_internal_value(self, value) -> datetime:
+        try:
+            return parse_time(value)
+        except (ValueError, TypeError, AttributeError):
+            self.fail("invalid", format=parse_time.rule)
+
+
+# --- Building blocks --------------------------------------------------------------------
+
+class Row(serializers.Serializer):
+    """One stored row as JSON. The fields named in `omit_when_null` are left out when null:
+    the docs' optional fields (a candidate's `capable` and `policy`, a decision's `learned`).
+
+    The dataset presents up to 100,000 decisions in one read, so each field's getter and
+    converter are worked out once per serializer rather than once per value, as DRF's own
+    loop does; the answer is the same (a null stays null, unconverted)."""
+
+    omit_when_null: tuple[str, ...] = ()
+
+    @cached_property
+    def _plan(self) -> list[tuple[str, Callable, Callable | None]]:
+        plan = []
+        for field in self._readable_fields:
+            if isinstance(field, serializers.BaseSerializer) or field.source == "*":
+                get = field.get_attribute
+            else:
+                get = attrgetter(field.source)
+            # A JSON field answers its value as it is, and a CharField str(value), which a
+            # string column's value already is.
+            as_is = (isinstance(field, serializers.JSONField) and not field.binary
+                     or type(field) is serializers.CharField)
+            plan.append((field.field_name, get, None if as_is else field.to_representation))
+        return plan
+
+    def to_representation(self, instance) -> dict[str, Any]:
+        out = {}
+        for name, get, convert in self._plan:
+            value = get(instance)
+            out[name] = value if value is None or convert is None else convert(value)
+        for name in self.omit_when_null:
+            if out[name] is None:
+                del out[name]
+        return out
+
+
+class Columns(Row):
+    """A JSON object made of some of its parent row's columns (declared with `source="*"`);
+    null when the `present` column is."""
+
+    present: str
+
+    def get_attribute(self, instance):
+        return None if getattr(instance, self.present) is None else instance
+
+
+class FilterVerdictSerializer(serializers.Serializer):
+    filter = serializers.CharField()
+    passed = serializers.BooleanField()
+    reason = serializers.CharField(required=False, help_text="the reason code of a rejection")
+    missing = serializers.ListField(child=serializers.CharField(), required=False,
+                                    help_text="what a station filter found its station lacked")
+    unchecked = serializers.BooleanField(
+        required=False, help_text="passed because the fact could not be read")
+
+
+@extend_schema_field(FilterVerdictSerializer(many=True))
+class Verdicts(serializers.JSONField):
+    """Every filter's verdict on a candidate, kept as placement recorded them."""
+
+
+class ScoreSerializer(serializers.Serializer):
+    total = serializers.FloatField()
+    terms = serializers.DictField(help_text="stageRecord, successRate, sinceLastDispatchS")
+
+
+@extend_schema_field(ScoreSerializer(allow_null=True))
+class ScoreJson(serializers.JSONField):
+    """`{total, terms}`, kept as placement recorded it."""
+
+
+# --- Boards -----------------------------------------------------------------------------
+
+class BoardSerializer(Row):
+    boardId = serializers.CharField(source="board_id")
+    enabled = serializers.BooleanField()
+    createdAt = Time(source="created_at")
+    updatedAt = Time(source="updated_at")
+
+
+# --- Decisions and their candidates -----------------------------------------------------
+
+class CandidateIdentitySerializer(Row):
+    agentId = serializers.CharField(source="agent_id")
+    principalId = serializers.CharField(source="principal_id", allow_null=True)
+    stationId = serializers.CharField(source="station_id", allow_null=True)
+    source = serializers.CharField(help_text="roster or direct")
+
+
+class CandidateSerializer(Row):
+    """One agent considered for a decision."""
+
+    candidate = CandidateIdentitySerializer(source="*")
+    filters = Verdicts()
+    score = ScoreJson(allow_null=True)
+    capable = serializers.BooleanField(
+        allow_null=True, required=False,
+        help_text="only for an agent off the roster: whether it has the stage's capability")
+    stageHistory = serializers.JSONField(source="stage_history", allow_null=True)
+    policy = serializers.JSONField(required=False, allow_null=True,
+                                   help_text="{allow, reasons, policyVersion}, when asked")
+
+    omit_when_null = ("capable", "policy")
+
+
+class TierSerializer(Columns):
+    name = serializers.CharField(source="tier_name", help_text="winner, runner-up or any-match")
+    step = serializers.IntegerField(source="tier_step")
+
+    present = "tier_name"
+
+
+class ReservationSerializer(Columns):
+    reservedUntil = Time(source="reserved_until")
+
+    present = "reserved_until"
+
+
+class OutcomeSerializer(Columns):
+    status = serializers.CharField(source="outcome_status")
+    by = serializers.CharField(source="outcome_by", allow_null=True)
+    at = Time(source="outcome_at")
+
+    present = "outcome_status"
+
+
+class DecisionSerializer(Row):
+    """One placement decision: a step of a card's ladder, with its hold and outcome."""
+
+    id = serializers.CharField()
+    boardId = serializers.CharField(source="board_id")
+    cardId = serializers.CharField(source="card_id")
+    stageKey = serializers.CharField(source="stage_key")
+    policy = serializers.CharField()
+    chosen = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    tier = TierSerializer(source="*", allow_null=True)
+    requires = serializers.JSONField(allow_null=True, help_text="{all, any}")
+    candidates = CandidateSerializer(many=True)
+    reservation = ReservationSerializer(source="*", allow_null=True)
+    reservationRefused = serializers.CharField(source="reservation_refused", allow_null=True)
+    outcome = OutcomeSerializer(source="*", allow_null=True)
+    createdAt = Time(source="created_at")
+    learned = serializers.JSONField(required=False, allow_null=True)
+
+    omit_when_null = ("learned",)
+
+
+# --- Suggestions ------------------------------------------------------------------------
+
+ROSTER_FIELDS = ("capability", "rostered", "candidates", "reasons", "reason")
+SUPPLY_FIELDS = ("rationale", "target", "estimatedEffect", "howToApply", "registry")
+
+
+class SuggestionSerializer(serializers.Serializer):
+    """A roster suggestion or a supply proposal; each answers its own kind's fields."""
+
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    boardId = serializers.CharField(source="board_id")
+    stageKey = serializers.CharField(source="stage_key")
+    # Roster suggestions
+    capability = serializers.JSONField(required=False, allow_null=True)
+    rostered = serializers.JSONField(required=False)
+    candidates = serializers.JSONField(required=False)
+    reasons = serializers.JSONField(required=False)
+    reason = serializers.CharField(required=False)
+    # Supply proposals
+    rationale = serializers.CharField(required=False)
+    target = serializers.JSONField(required=False, allow_null=True)
+    estimatedEffect = serializers.JSONField(source="estimated_effect", required=False,
+                                            allow_null=True)
+    howToApply = serializers.CharField(source="how_to_apply", required=False)
+    registry = serializers.CharField(required=False, help_text="read or unread")
+    # Both
+    evidence = serializers.JSONField(help_text="the newest decisions that bear it out")
+    evidenceCount = serializers.IntegerField(source="evidence_count")
+    firstSeenAt = Time(source="first_seen_at")
+    lastSeenAt = Time(source="last_seen_at")
+    resolvedAt = Time(source="resolved_at", allow_null=True)
+    dismissedAt = Time(source="dismissed_at", allow_null=True)
+
+    def to_representation(self, instance) -> dict[str, Any]:
+        out = super().to_representation(instance)
+        for name in ROSTER_FIELDS if instance.is_supply else SUPPLY_FIELDS:
+            del out[name]
+        return out
+
+
+# --- From the record back to columns ----------------------------------------------------
+
+def _reads(serializer: serializers.Serializer, path: tuple[str, ...] = ()
+           ) -> list[tuple[str, tuple[str, ...]]]:
+    """(model attribute, JSON path) of every column a serializer reads, through its groups;
+    a nested list (a decision's candidates) is its own serializer's."""
+    found = []
+    for name, field in serializer.fields.items():
+        if isinstance(field, serializers.ListSerializer):
+            continue
+        if isinstance(field, serializers.Serializer):
+            found += _reads(field, path + (name,))
+        else:
+            found.append((field.source, path + (name,)))
+    return found
+
+
+DECISION_READS = _reads(DecisionSerializer())
+CANDIDATE_READS = _reads(CandidateSerializer())
+# What the write works out from the verdicts, and what places a candidate in its decision.
+CANDIDATE_DERIVED = ("decision_id", "position", "in_set", "eligible", "reasons")
+# A candidate's stored columns, the model's own, in the order `candidate_row` gives values.
+CANDIDATE_STORED = tuple(f for f in Candidate._meta.concrete_fields if not f.primary_key)
+DECISION_STORED = tuple(Decision._meta.concrete_fields)
+
+
+def _at(record: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = record
+    for key in path:
+        if value is None:
+            return None
+        value = value.get(key)
+    return value
+
+
+def decision_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The Decision columns a decision record gives, by attribute (what it does not give,
+    such as the outcome of a decision just made, is left out)."""
+    return {attr: _at(record, path) for attr, path in DECISION_READS if path[0] in record}
+
+
+def candidate_columns(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The Candidate columns a candidate record gives, by attribute; the write works out the
+    rest (`CANDIDATE_DERIVED`)."""
+    return {attr: _at(record, path) for attr, path in CANDIDATE_READS}
+
+
+def encode_verdicts(filters: list[dict]) -> tuple[str, str]:
+    """A candidate's filter verdicts as stored, and its rejections (`reasons_of`)."""
+    return json.dumps(filters), reasons_of(filters)
+
+
+def reasons_of(filters: list[dict]) -> str:
+    """A candidate's rejections as the `reasons` column keeps them (`reasons_column`)."""
+    return reasons_column(f["reason"] for f in filters if not f.get("passed") and f.get("reason"))
+
+
+def reasons_column(codes: Iterable[str]) -> str:
+    """Reason codes as the `reasons` column keeps them, `,code,code,`, so a query finds one
+    with `LIKE '%,code,%'` (`has_reason_sql`); no rejection is the empty string."""
+    codes = list(codes)
+    return ("," + ",".join(codes) + ",") if codes else ""
+
+
+def has_reason(reasons: str, code: str) -> bool:
+    """Whether a `reasons` column holds this reason code."""
+    return f",{code}," in reasons
+
+
+def has_reason_sql(column: str, code: str) -> str:
+    """SQL true when a `reasons` column holds this reason code (for a %-formatted query)."""
+    return f"{column} LIKE '%%,{code},%%'"
+
+
+def only_reasons_sql(column: str, codes: Iterable[str]) -> str:
+    """SQL true when a `reasons` column holds at least one code, and only these."""
+    rest = column
+    for code in codes:
+        rest = f"REPLACE({rest}, ',{code}', '')"
+    return f"({column} <> '' AND {rest} = ',')"
+
+
+def stored_verdicts(value: str | list[dict]) -> list[dict]:
+    """A `filters` column as raw SQL reads it (JSON text on SQLite, decoded on PostgreSQL):
+    the candidate's verdicts, `[{filter, passed, reason?, missing?}]`."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _stored(field: models.Field, value: Any) -> Any:
+    # A JSON column's value as the store keeps it (None is SQL NULL, as Django writes it).
+    return _stored_json(value) if isinstance(field, models.JSONField) else value
+
+
+# What the writer gives each candidate row, by name; `filters` too, encoded once for the
+# candidates that share one verdicts tuple.
+_GIVEN = ("decision_id", "position", "in_set", "eligible", "reasons", "filters")
+
+
+def _getter(path: tuple[str, ...], as_json: bool) -> Callable[[Mapping[str, Any]], Any]:
+    """Reads one column's value from a candidate record (None when absent), as stored."""
+    if len(path) == 1:
+        key = path[0]
+        if as_json:
+            return lambda record: None if (v := record.get(key)) is None else json.dumps(v)
+        return lambda record: record.get(key)
+    return lambda record: _stored_json(_at(record, path)) if as_json else _at(record, path)
+
+
+def _stored_json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _candidate_plan() -> list[tuple[int, Callable | None]]:
+    """Per stored column: the index of the value the writer gives, or how to read it from
+    the record. A column neither read by `CandidateSerializer` nor given by the write has no
+    place in the record: it fails here, at start-up."""
+    paths = dict(CANDIDATE_READS)
+    plan: list[tuple[int, Callable | None]] = []
+    for field in CANDIDATE_STORED:
+        if field.attname in _GIVEN:
+            plan.append((_GIVEN.index(field.attname), None))
+        elif field.attname in paths:
+            plan.append((-1, _getter(paths[field.attname], isinstance(field, models.JSONField))))
+        else:
+            raise LookupError(f"Candidate.{field.attname} is neither in CandidateSerializer "
+                              "nor worked out by the write")
+    return plan
+
+
+_CANDIDATE_PLAN = _candidate_plan()
+
+
+def candidate_row(decision_id: str, position: int, record: Mapping[str, Any], *, in_set: bool,
+                  eligible: bool, verdicts: tuple[str, str] | None = None) -> tuple:
+    """One candidate record's column values, in `CANDIDATE_STORED` order, JSON encoded as
+    stored. `verdicts` is `encode_verdicts(record["filters"])` when the caller has it already
+    (candidates that passed every filter share one)."""
+    filters, reasons = verdicts or encode_verdicts(record["filters"])
+    given = (decision_id, position, in_set, eligible, reasons, filters)
+    return tuple([given[i] if get is None else get(record) for i, get in _CANDIDATE_PLAN])
+
+
+def stored_row(model: type[models.Model], values: Mapping[str, Any]) -> tuple:
+    """A row of a model's concrete columns from values by attribute, JSON encoded as stored."""
+    return tuple(_stored(f, values.get(f.attname)) for f in model._meta.concrete_fields)
