@@ -9,7 +9,9 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from records import actions
+from records.explain import explain
 from records.models import Board, Decision, LoopState, Suggestion
+from records.present import decision_json
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -62,6 +64,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     list_per_page = 50
     fieldsets = (
+        ("In words", {"fields": ("in_words",)}),
         (None, {"fields": ("id", "board_id", "card_id", "stage_key", "created_at", "policy")}),
         ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
         ("Hold and outcome", {"fields": ("reserved_until", "reservation_refused",
@@ -70,10 +73,15 @@ class DecisionAdmin(ReadOnlyAdmin):
         ("Candidates", {"fields": ("candidates_table",)}),
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
     )
-    readonly_fields = ("id", "board_id", "card_id", "stage_key", "created_at", "policy",
+    readonly_fields = ("in_words", "id", "board_id", "card_id", "stage_key", "created_at", "policy",
                        "chosen", "reason", "tier_label", "requires_label", "reserved_until",
                        "reservation_refused", "outcome_status", "outcome_by", "outcome_at",
                        "ladder_link", "candidates_table", "learned")
+
+    @admin.display(description="why")
+    def in_words(self, d: Decision) -> str:
+        return format_html('<p class="sd-explanation">{}</p>',
+                           explain(decision_json(d, d.candidates.order_by("position"))))
 
     @admin.display(description="tier", ordering="tier_step")
     def tier_label(self, d: Decision) -> str:
