@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from common.errors import bad_request, not_found
 from records import actions, query
+from records.explain import explain
 from records.models import SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion
 from records.present import board_json, decision_json, suggestion_json
 
@@ -57,6 +58,14 @@ class BoardDetail(APIView):
         return Response({"board": board_json(board)})
 
 
+def _decision(d: Decision) -> dict:
+    """The decision's record, and after every documented field the same words as its admin
+    page (the dataset reads the record alone, so the words are added here)."""
+    record = decision_json(d, d.candidates.all())
+    record["explanation"] = explain(record)
+    return record
+
+
 def _with_candidates(decisions):
     return decisions.prefetch_related(
         Prefetch("candidates", queryset=Candidate.objects.order_by("position")))
@@ -87,7 +96,7 @@ class Decisions(APIView):
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
         page = _with_candidates(decisions)[: params.get("limit", 50)]
-        return Response({"decisions": [decision_json(d, d.candidates.all()) for d in page]})
+        return Response({"decisions": [_decision(d) for d in page]})
 
 
 class DecisionDetail(APIView):
@@ -96,7 +105,7 @@ class DecisionDetail(APIView):
         _no_query(request)
         decision = query.by_id(_with_candidates(Decision.objects), "pld", decision_id,
                                "decision")
-        return Response({"decision": decision_json(decision, decision.candidates.all())})
+        return Response({"decision": _decision(decision)})
 
 
 STATES = ("open", "dismissed", "resolved", "all")
