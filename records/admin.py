@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from records import actions
 from records.explain import explain
 from records.models import Board, Decision, LoopState, Suggestion
+from records.pages import agent_url
 from records.present import decision_json
 
 
@@ -115,7 +116,7 @@ def candidate_rows(d: Decision) -> list[dict]:
     for c in d.candidates.order_by("position"):
         failed = [f for f in c.filters if not f.get("passed")]
         rows.append({
-            "agent": c.agent_id, "principal": c.principal_id, "station": c.station_id,
+            "agent": c.agent_id, "agent_url": agent_url(c.agent_id), "principal": c.principal_id, "station": c.station_id,
             "source": c.source, "chosen": c.agent_id == d.chosen, "eligible": c.eligible,
             "capable": c.capable,
             "filters": [{"name": f["filter"], "passed": f.get("passed"),

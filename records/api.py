@@ -8,10 +8,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import bad_request, not_found
-from records import actions, query
+from records import actions, agents, query
 from records.explain import explain
 from records.models import SUGGESTION_KINDS, Board, Candidate, Decision, Suggestion
-from records.present import board_json, decision_json, suggestion_json
+from records.present import board_json, candidate_json, decision_json, suggestion_json
 
 
 def _no_query(request) -> None:
@@ -66,6 +66,16 @@ def _decision(d: Decision) -> dict:
     return record
 
 
+def _with_agent(d: Decision, agent_id: str) -> dict:
+    """The decision, and `agent`: what it made of that agent (chosen, eligible or rejected,
+    with the reason codes) and the agent's candidate record as `candidates` lists it."""
+    record = _decision(d)
+    candidate = next(c for c in d.candidates.all() if c.agent_id == agent_id)
+    record["agent"] = {"agentId": agent_id, **agents.verdict(candidate, d.chosen),
+                       "record": candidate_json(candidate)}
+    return record
+
+
 def _with_candidates(decisions):
     return decisions.prefetch_related(
         Prefetch("candidates", queryset=Candidate.objects.order_by("position")))
@@ -76,6 +86,8 @@ class Decisions(APIView):
         summary="Decisions, newest first",
         parameters=[
             OpenApiParameter("board", str), OpenApiParameter("card", str, description="with board"),
+            OpenApiParameter("agent", str, description="an agent id (agt_…): the decisions that "
+                             "considered it, each with `agent`, its own verdict and record"),
             OpenApiParameter("before", str, description="a time"),
             OpenApiParameter("limit", int, description="1 to 200, 50 when unset"),
         ])
@@ -83,6 +95,7 @@ class Decisions(APIView):
         params = query.read_query(request.query_params, {
             "board": query.matching(query.BOARD_ID, "a board id (brd_…)"),
             "card": query.matching(query.CARD_ID, "a card id (card_…)"),
+            "agent": query.matching(query.AGENT_ID, "an agent id (agt_…)"),
             "before": query.parse_time,
             "limit": query.int_in(1, 200),
         })
@@ -93,9 +106,14 @@ class Decisions(APIView):
             decisions = decisions.filter(board_id=params["board"])
         if "card" in params:
             decisions = decisions.filter(card_id=params["card"])
+        if "agent" in params:
+            decisions = decisions.filter(
+                id__in=agents.candidate_rows(params["agent"]).values("decision_id"))
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
         page = _with_candidates(decisions)[: params.get("limit", 50)]
+        if "agent" in params:
+            return Response({"decisions": [_with_agent(d, params["agent"]) for d in page]})
         return Response({"decisions": [_decision(d) for d in page]})
 
 

@@ -10,6 +10,7 @@ from records.ids import is_id
 
 BOARD_ID = re.compile(r"brd_[A-Za-z0-9_-]{1,100}")
 CARD_ID = re.compile(r"card_[A-Za-z0-9_-]{1,100}")
+AGENT_ID = re.compile(r"agt_[A-Za-z0-9_-]{1,100}")
 
 
 def board_id(value: str) -> str:

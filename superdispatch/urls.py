@@ -3,7 +3,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from learning import api as learning_api
-from records import api
+from records import api, pages
 from superdispatch import relay
 
 handler400 = "common.errors.json_400"
@@ -27,5 +27,8 @@ urlpatterns = [
     path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
     path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("v1/docs", SpectacularSwaggerView.as_view(url_name="schema")),
+    # The admin's own pages, ahead of its catch-all; admin_view keeps them staff-only.
+    path("admin/dashboard/", admin.site.admin_view(pages.dashboard_view), name="sd-dashboard"),
+    path("admin/agents/<str:agent_id>/", admin.site.admin_view(pages.agent_view), name="sd-agent"),
     path("admin/", admin.site.urls),
 ]
