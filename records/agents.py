@@ -10,11 +10,10 @@ from datetime import datetime, timezone
 from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Trunc
 
-from placement.filters import LIMIT_PREFIX, REASON_CODES
+from placement.filters import LIMIT_PREFIX, tables
 from records.dashboard import LAPSED, Range, bar_index, bar_starts, in_range
 from records.models import Candidate, Decision, Suggestion
 
-REJECTIONS = tuple(REASON_CODES.values())
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one
 
 
@@ -55,7 +54,8 @@ def tallies(agent_id: str, rng: Range, now: datetime) -> dict:
 
 def rejections_over_time(agent_id: str, rng: Range, now: datetime) -> dict:
     """Per bar of the range, how many of the agent's candidate rows each reason turned away."""
-    counts = {code: Count("id", filter=Q(reasons__contains=f",{code},")) for code in REJECTIONS}
+    # Every code a declared filter rejects with, read from the declarations as they stand now.
+    counts = {code: Count("id", filter=Q(reasons__contains=f",{code},")) for code in tables().codes}
     counts[POLICY_LIMIT] = Count("id", filter=Q(reasons__contains="," + LIMIT_PREFIX))
     starts = bar_starts(now - rng.span, now, rng.step)
     series = {code: [0] * len(starts) for code in counts}

@@ -21,6 +21,8 @@ REASON_WORDS = {
     "tool-missing": "its station lacks a tool",
     "credential-missing": "its station lacks a credential",
     "policy-denied": "the dispatch policy denied it",
+    "policy-unread": "the dispatch policy could not be read",
+    "no-principal": "no principal for the dispatch policy to judge",
     "unhealthy": "unhealthy",
     "at-capacity": "at capacity",
     "not-idle": "not idle",
@@ -154,8 +156,11 @@ def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     if reason == "no-candidates":
         return "Nobody was held: no agent was considered for this card."
     if reason == "one-candidate":
-        return ("Nobody was held: fewer than two agents on the roster can take this stage, "
-                "so there was no choice to make and pull decides.")
+        return ("Nobody was held: only one agent on the roster can take this stage, so there "
+                "was no choice to make and pull decides.")
+    if reason == "empty-lane":
+        return ("Nobody was held: nobody on the board's roster has this stage's capability, "
+                "so pull decides (whoever off the roster claims it, or it waits).")
     if reason == "any-match":
         step = f" at step {tier['step']}" if tier.get("step") else ""
         if not any(c.get("score") for c in candidates):

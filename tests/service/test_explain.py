@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from placement.filters import REASON_CODES
+from placement.filters import tables
 from records.explain import REASON_WORDS, explain, near_misses, reason_words
 
 ALL = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",
@@ -44,8 +44,8 @@ def decision(chosen=None, reason=None, candidates=(), tier=("winner", 1), held=T
             "reservationRefused": refused}
 
 
-def test_every_reason_code_placement_can_give_has_words():
-    assert set(REASON_CODES.values()) <= set(REASON_WORDS)
+def test_every_reason_code_a_declared_filter_can_give_has_words():
+    assert set(tables().codes) <= set(REASON_WORDS)
 
 
 def test_the_winner_is_explained_by_the_first_term_that_differs_from_the_next_best():
@@ -149,7 +149,8 @@ def test_nobody_eligible_names_the_commonest_failures():
 
 @pytest.mark.parametrize("reason, words", [
     ("no-candidates", "no agent was considered for this card"),
-    ("one-candidate", "fewer than two agents on the roster can take this stage"),
+    ("one-candidate", "only one agent on the roster can take this stage"),
+    ("empty-lane", "nobody on the board's roster has this stage's capability"),
 ])
 def test_why_nobody_in_plain_words(reason, words):
     assert words in explain(decision(reason=reason))
