@@ -104,6 +104,13 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     expect(page.locator(".sd-explanation")).to_contain_text(f"Held for {held.chosen}")
     expect(page.locator(".sd-cands")).to_contain_text("(chosen)")
     shot(page, "decision")
+    page.emulate_media(color_scheme="dark")
+    chosen_bg = page.evaluate("getComputedStyle(document.querySelector('.sd-chosen td')).backgroundColor")
+    passed = page.evaluate("getComputedStyle(document.querySelector('.sd-chosen .sd-pass')).color")
+    # The admin's dark row highlight, and a light green on it: no light colour left behind.
+    assert (chosen_bg, passed) == ("rgb(0, 54, 58)", "rgb(123, 216, 123)"), (chosen_bg, passed)
+    shot(page, "decision-dark")
+    page.emulate_media(color_scheme="light")
 
     # Its chosen agent, through the candidate row's link.
     page.locator(".sd-cands").get_by_role("link", name=held.chosen, exact=True).click()
