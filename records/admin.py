@@ -11,10 +11,12 @@ from django.utils.html import format_html, format_html_join
 
 from placement.filters import tables
 from records import actions, outbox
+from records.explain import explain
 from records.models import (
     Board, Candidate, Decision, LoopState, OutboxEvent, Suggestion, SuggestionState,
 )
-from records.serializers import CandidateSerializer
+from records.pages import agent_url
+from records.serializers import CandidateSerializer, DecisionSerializer
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -85,6 +87,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     list_per_page = 50
     fieldsets = (
+        ("In words", {"fields": ("in_words",)}),
         (None, {"fields": ("id", "board_id", "card_id", "stage_key", "created_at", "policy")}),
         ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
         ("Hold and outcome", {"fields": ("reserved_until", "reservation_refused",
@@ -93,10 +96,15 @@ class DecisionAdmin(ReadOnlyAdmin):
         ("Candidates", {"fields": ("candidates_table",)}),
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
     )
-    readonly_fields = ("id", "board_id", "card_id", "stage_key", "created_at", "policy",
+    readonly_fields = ("in_words", "id", "board_id", "card_id", "stage_key", "created_at", "policy",
                        "chosen", "reason", "tier_label", "requires_label", "reserved_until",
                        "reservation_refused", "outcome_status", "outcome_by", "outcome_at",
                        "ladder_link", "candidates_table", "learned")
+
+    @admin.display(description="why")
+    def in_words(self, d: Decision) -> str:
+        return format_html('<p class="sd-explanation">{}</p>',
+                           explain(DecisionSerializer(d).data))
 
     @admin.display(description="tier", ordering="tier_step")
     def tier_label(self, d: Decision) -> str:
@@ -133,7 +141,8 @@ def candidate_rows(d: Decision) -> list[dict]:
         who, verdicts, score = c["candidate"], c["filters"], c["score"] or {}
         failed = [f for f in verdicts if not f.get("passed")]
         rows.append({
-            "agent": who["agentId"], "principal": who["principalId"], "station": who["stationId"],
+            "agent": who["agentId"], "agent_url": agent_url(who["agentId"]),
+            "principal": who["principalId"], "station": who["stationId"],
             "source": who["source"], "chosen": who["agentId"] == d.chosen,
             "eligible": bool(verdicts) and not failed, "capable": c.get("capable"),
             "filters": [{"name": f["filter"], "passed": f.get("passed"),

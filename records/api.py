@@ -11,10 +11,13 @@ from rest_framework.views import APIView
 
 from common.errors import bad_request, not_found
 from common.views import OperatorView
-from records import actions, query
+from records import actions, agents, query
 from records.models import Board, Candidate, Decision, Suggestion
 from records.query import DecisionsQuery, NoQuery, SuggestionsQuery
-from records.serializers import BoardSerializer, DecisionSerializer, SuggestionSerializer
+from records.serializers import (
+    BoardSerializer, CandidateSerializer, DecisionSerializer, ExplainedDecisionSerializer,
+    SuggestionSerializer,
+)
 
 
 def _no_query(request) -> None:
@@ -27,7 +30,7 @@ def _answer(name: str, serializer) -> object:
 
 
 ONE_BOARD = _answer("board", BoardSerializer())
-ONE_DECISION = _answer("decision", DecisionSerializer())
+ONE_DECISION = _answer("decision", ExplainedDecisionSerializer())
 ONE_SUGGESTION = _answer("suggestion", SuggestionSerializer())
 
 
@@ -77,6 +80,16 @@ class BoardDetail(OperatorView):
         return Response({"board": BoardSerializer(board).data})
 
 
+def _with_agent(d: Decision, agent_id: str) -> dict:
+    """The decision, and `agent`: what it made of that agent (chosen, eligible or rejected,
+    with the reason codes) and the agent's candidate record as `candidates` lists it."""
+    record = ExplainedDecisionSerializer(d).data
+    candidate = next(c for c in d.candidates.all() if c.agent_id == agent_id)
+    record["agent"] = {"agentId": agent_id, **agents.verdict(candidate, d.chosen),
+                       "record": CandidateSerializer(candidate).data}
+    return record
+
+
 def _with_candidates(decisions):
     return decisions.prefetch_related(
         Prefetch("candidates", queryset=Candidate.objects.order_by("position")))
@@ -84,7 +97,7 @@ def _with_candidates(decisions):
 
 class Decisions(OperatorView):
     @extend_schema(summary="Decisions, newest first", parameters=[DecisionsQuery],
-                   responses=_answer("decisions", DecisionSerializer(many=True)))
+                   responses=_answer("decisions", ExplainedDecisionSerializer(many=True)))
     def get(self, request):
         params = DecisionsQuery.read(request.query_params)
         decisions = Decision.objects.order_by("-created_at", "-id")
@@ -92,10 +105,15 @@ class Decisions(OperatorView):
             decisions = decisions.filter(board_id=params["board"])
         if "card" in params:
             decisions = decisions.filter(card_id=params["card"])
+        if "agent" in params:
+            decisions = decisions.filter(
+                id__in=agents.candidate_rows(params["agent"]).values("decision_id"))
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
         page = _with_candidates(decisions)[: params["limit"]]
-        return Response({"decisions": DecisionSerializer(page, many=True).data})
+        if "agent" in params:
+            return Response({"decisions": [_with_agent(d, params["agent"]) for d in page]})
+        return Response({"decisions": ExplainedDecisionSerializer(page, many=True).data})
 
 
 class DecisionDetail(OperatorView):
@@ -104,7 +122,7 @@ class DecisionDetail(OperatorView):
         _no_query(request)
         decision = query.by_id(_with_candidates(Decision.objects), "pld", decision_id,
                                "decision")
-        return Response({"decision": DecisionSerializer(decision).data})
+        return Response({"decision": ExplainedDecisionSerializer(decision).data})
 
 
 class Suggestions(OperatorView):

@@ -16,6 +16,7 @@ from records.serializers import Time
 BOARD_ID = re.compile(r"brd_[A-Za-z0-9_-]{1,100}")
 CARD_ID = re.compile(r"card_[A-Za-z0-9_-]{1,100}")
 DIGITS = re.compile(r"-?[0-9]+")
+AGENT_ID = re.compile(r"agt_[A-Za-z0-9_-]{1,100}")
 
 
 def board_id(value: str) -> str:
@@ -127,6 +128,8 @@ class NoQuery(Query):
 class DecisionsQuery(Query):
     board = Matching(BOARD_ID, required=False, help_text="a board id (brd_…)")
     card = Matching(CARD_ID, required=False, help_text="a card id (card_…)")
+    agent = Matching(AGENT_ID, required=False, help_text="an agent id (agt_…): the decisions "
+                     "that considered it, each with `agent`, its own verdict and record")
     before = Time(required=False)
     limit = Integer(min_value=1, max_value=200, default=50)
 

@@ -19,6 +19,7 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from records.explain import explain
 from records.models import Candidate, Decision
 
 # --- Times: written as the suite writes them, read as RFC 3339 or a plain date -------------
@@ -211,6 +212,22 @@ class DecisionSerializer(Row):
     learned = serializers.JSONField(required=False, allow_null=True)
 
     omit_when_null = ("learned",)
+
+
+class ExplainedDecisionSerializer(DecisionSerializer):
+    """A decision as the operator API answers it: the record, then `explanation`, the same
+    words as its admin page. The dataset reads the record alone (`DecisionSerializer`)."""
+
+    explanation = serializers.CharField(read_only=True, help_text="the decision in words")
+
+    @cached_property
+    def _plan(self) -> list[tuple[str, Callable, Callable | None]]:
+        return [step for step in super()._plan if step[0] != "explanation"]
+
+    def to_representation(self, instance) -> dict[str, Any]:
+        record = super().to_representation(instance)
+        record["explanation"] = explain(record)
+        return record
 
 
 # --- Suggestions ------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from django.urls import path, re_path
 
 from common import views
 from learning import api as learning_api
-from records import api
+from records import api, pages
 from superdispatch import metrics, relay
 
 handler400 = "common.errors.json_400"
@@ -27,7 +27,10 @@ urlpatterns = [
     path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
     path("v1/schema", views.Schema.as_view(), name="schema"),
     path("v1/docs", views.Docs.as_view(url_name="schema")),
-    re_path(r"^v1/", views.NoRoute.as_view()),
     path("metrics", metrics.MetricsView.as_view()),
+    # The admin's own pages, ahead of its catch-all; admin_view keeps them staff-only.
+    path("admin/dashboard/", admin.site.admin_view(pages.dashboard_view), name="sd-dashboard"),
+    path("admin/agents/<str:agent_id>/", admin.site.admin_view(pages.agent_view), name="sd-agent"),
+    re_path(r"^v1/", views.NoRoute.as_view()),
     path("admin/", admin.site.urls),
 ]

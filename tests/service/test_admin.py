@@ -80,3 +80,16 @@ def test_ids_the_admin_would_read_as_escapes_still_open_and_link(staff):
                                   stage_key="review", first_seen_at=T0, last_seen_at=T0, evidence=[d.id])
     page = staff.get(change_url(s)).content.decode()
     assert f'href="{change_url(d)}"' in page and "_5F23" in change_url(d)
+
+
+def test_a_decision_page_opens_with_the_decision_in_words(staff):
+    d = make_decision(chosen="agt_ada", reserved_until=at(60), candidates=[
+        {"agent": "agt_ada", "total": 2, "terms": {"successRate": 0.75}},
+        {"agent": "agt_bob", "total": 1, "terms": {"successRate": 0.5}},
+        {"agent": "agt_cyd", "failing": {"idle": "not-idle"}},
+    ])
+    page = staff.get(change_url(d)).content.decode()
+    words = ("Held for agt_ada as the winner. Of 2 eligible, it ranked first on its success on "
+             "this board: 0.75 against 0.50 for agt_bob.")
+    assert words in page and "One filter short: agt_cyd (not idle)." in page
+    assert page.index(words) < page.index("agt_cyd</strong>"), "the words come before the table"

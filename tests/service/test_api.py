@@ -112,7 +112,13 @@ def test_a_decision_reads_in_the_documented_shape(api):
     body = api.get(f"/v1/decisions/{d.id}").json()["decision"]
     assert set(body) == {"id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason",
                          "tier", "requires", "candidates", "reservation",
-                         "reservationRefused", "outcome", "createdAt"}
+                         "reservationRefused", "outcome", "createdAt", "explanation"}
+    assert list(body)[-1] == "explanation", "an addition after every documented field"
+    assert body["explanation"].startswith("Held for agt_ada as the winner. It was the only "
+                                          "candidate that passed every filter.")
+    assert "One filter short: agt_cyd (not idle)." in body["explanation"]
+    listed = api.get("/v1/decisions").json()["decisions"][0]
+    assert listed["explanation"] == body["explanation"]
     assert body["id"].startswith("pld_") and len(body["id"]) == 28
     assert body["tier"] == {"name": "winner", "step": 1}
     assert body["reservation"] == {"reservedUntil": "2026-11-13T10:01:00.000Z"}

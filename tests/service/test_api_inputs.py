@@ -16,7 +16,7 @@ BAD_QUERIES = {
     LIMIT: ["limit=5.0", "limit=%205", "limit=1_0", "limit=", "limit=0&colour=red",
             "card=card_1&limit=0"],
     BOARD: ["board=%20brd_a", "board=brd_a%20"],
-    "unknown parameter 'colour'; this route takes: before, board, card, limit": [
+    "unknown parameter 'colour'; this route takes: agent, before, board, card, limit": [
         "colour=red&limit=0"],
     "limit given more than once": ["limit=1&limit=2"],
     "card needs board": ["card=card_1"],
@@ -72,10 +72,12 @@ def test_a_good_training_body_reaches_training(api, body):
 def test_the_schema_takes_parameters_and_answers_from_the_serializers():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     decisions = schema["paths"]["/v1/decisions"]["get"]
-    assert {p["name"] for p in decisions["parameters"]} == {"board", "card", "before", "limit"}
-    assert set(schema["components"]["schemas"]["Decision"]["properties"]) == {
+    assert {p["name"] for p in decisions["parameters"]} == {"board", "card", "agent", "before",
+                                                            "limit"}
+    assert set(schema["components"]["schemas"]["ExplainedDecision"]["properties"]) == {
         "id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier", "requires",
-        "candidates", "reservation", "reservationRefused", "outcome", "createdAt", "learned"}
+        "candidates", "reservation", "reservationRefused", "outcome", "createdAt", "learned",
+        "explanation"}
     assert set(schema["components"]["schemas"]["Candidate"]["properties"]) == {
         "candidate", "filters", "score", "capable", "stageHistory", "policy"}
     train = schema["paths"]["/v1/models/train"]["post"]["requestBody"]

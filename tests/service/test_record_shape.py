@@ -16,8 +16,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
 def _answered(api, decision_id: str) -> dict:
+    """The decision as the API answers it, less `explanation`: the words the API adds after
+    the record (tests/service/test_explain.py reads them)."""
     one = api.get(f"/v1/decisions/{decision_id}").json()["decision"]
     assert api.get("/v1/decisions").json()["decisions"] == [one]
+    assert list(one)[-1] == "explanation" and one.pop("explanation")
     return one
 
 

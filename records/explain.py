@@ -1,0 +1,216 @@
+"""A decision in words: who was held and why they ranked first, the near misses, or why nobody.
+
+A pure function of the decision's record as the operator API answers it (camelCase), so the
+admin's decision page and the API's `explanation` say the same thing, and a decision read
+back from any export explains itself the same way.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from placement.filters import LIMIT_PREFIX
+
+# Each reason code as a person would say it, after the agent's name.
+REASON_WORDS = {
+    "not-on-roster": "not on the roster",
+    "capability-missing": "lacks the capability",
+    "grant-denied": "has no grant",
+    "not-claimable": "could not claim the card",
+    "isolation-too-weak": "its station's isolation is too weak",
+    "model-mismatch": "its station lacks the model",
+    "tool-missing": "its station lacks a tool",
+    "credential-missing": "its station lacks a credential",
+    "policy-denied": "the dispatch policy denied it",
+    "policy-unread": "the dispatch policy could not be read",
+    "no-principal": "no principal for the dispatch policy to judge",
+    "unhealthy": "unhealthy",
+    "at-capacity": "at capacity",
+    "not-idle": "not idle",
+    "holding-another": "holding another card",
+    "recently-no-show": "a recent no-show",
+    "passed-over": "already passed over on this card's ladder",
+}
+
+# The ranking's terms in the order they are compared (placement/scoring.py), as phrases.
+TERMS = (
+    ("stageRecord", "its record at this stage"),
+    ("successRate", "its success on this board"),
+    ("sinceLastDispatchS", "time since it last took work"),
+)
+
+NEAR_MISSES_LISTED = 5
+
+
+def explain(decision: dict[str, Any]) -> str:
+    """One to three sentences: the choice and why, or why nobody; then the near misses."""
+    candidates = decision.get("candidates") or []
+    sentences = [_choice(decision, candidates) if decision.get("chosen") else _nobody(decision, candidates)]
+    near = near_misses(candidates)
+    if near:
+        shown = [f"{agent} ({reason_words(failed)})" for agent, failed in near[:NEAR_MISSES_LISTED]]
+        more = len(near) - len(shown)
+        if more:
+            shown.append(f"{more} more")
+        sentences.append("One filter short: " + _joined(shown) + ".")
+    return " ".join(s for s in sentences if s)
+
+
+def reason_words(failed: dict[str, Any], detail: bool = True) -> str:
+    """A failed filter's verdict in words; with `detail`, what a station lacked when it says."""
+    code = failed.get("reason") or failed.get("filter") or "rejected"
+    if detail and failed.get("missing"):
+        return "its station lacks " + ", ".join(failed["missing"])
+    if code.startswith(LIMIT_PREFIX):
+        return f"over the dispatch policy's {code[len(LIMIT_PREFIX):]} limit"
+    return REASON_WORDS.get(code, code)
+
+
+def near_misses(candidates: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Agents in the candidate set that failed exactly one filter, with that filter's verdict.
+
+    An agent off the candidate set went through `roster` alone, so one failure there says
+    nothing about the rest: it is no near miss.
+    """
+    out = []
+    for c in candidates:
+        if "capable" in c:
+            continue
+        failed = [f for f in c.get("filters") or [] if not f.get("passed")]
+        if len(failed) == 1:
+            out.append((c["candidate"]["agentId"], failed[0]))
+    return out
+
+
+def _tier_words(tier: dict | None) -> str:
+    if not tier:
+        return ""
+    if tier.get("name") == "winner":
+        return " as the winner"
+    return f" as a {tier.get('name')} (step {tier.get('step')} of the card's ladder)"
+
+
+def _choice(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
+    chosen = decision["chosen"]
+    tier = _tier_words(decision.get("tier"))
+    if decision.get("reservation"):
+        head = f"Held for {chosen}{tier}."
+    elif decision.get("reservationRefused"):
+        head = (f"Chose {chosen}{tier}, but SuperPipeline refused the hold "
+                f"({decision['reservationRefused']}).")
+    else:
+        head = f"Chose {chosen}{tier}; no hold is recorded."
+    return head + " " + _why_first(decision, candidates)
+
+
+def _ranked(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    scored = [c for c in candidates if c.get("score") and c["score"].get("total") is not None]
+    return sorted(scored, key=lambda c: (-c["score"]["total"], c["candidate"]["agentId"]))
+
+
+def _why_first(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
+    chosen = decision["chosen"]
+    ranked = _ranked(candidates)
+    ids = [c["candidate"]["agentId"] for c in ranked]
+    if chosen not in ids:
+        return "Its score is not on the record."
+    place = ids.index(chosen)
+    if place > 0:
+        # Only a learned model holds anyone but the formula's first.
+        by = decision.get("policy", "")
+        return (f"The policy {by} chose it; by the formula it ranked {place + 1} of {len(ids)}, "
+                f"behind {ids[0]}.")
+    if len(ranked) == 1:
+        return "It was the only candidate that passed every filter."
+    return _against(ranked[0], ranked[1], len(ranked))
+
+
+def _against(first: dict[str, Any], second: dict[str, Any], eligible: int) -> str:
+    """Why `first` outranked `second`: the first term, in the ranking's order, that differs."""
+    name = second["candidate"]["agentId"]
+    a, b = first["score"].get("terms") or {}, second["score"].get("terms") or {}
+    tied = []
+    for key, phrase in TERMS:
+        x, y = a.get(key), b.get(key)
+        if key == "sinceLastDispatchS":
+            if x == y:
+                tied.append(phrase)
+                continue
+            verdict = f"it {_ago(x)}, {name} {_ago(y)}"
+        else:
+            if x == y or x is None or y is None:
+                if x is not None or key != "stageRecord":
+                    tied.append(phrase)
+                continue
+            verdict = f"{_pair(x, y)} for {name}"
+        lead = f"Of {eligible} eligible, it ranked first on {phrase}: {verdict}"
+        if tied:
+            lead += f" (tied on {_joined(tied)})"
+        return lead + "."
+    return (f"Of {eligible} eligible, it tied {name} on every term ({_joined(tied)}); "
+            "the agent id broke the tie.")
+
+
+def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
+    reason = decision.get("reason")
+    tier = decision.get("tier") or {}
+    if reason == "no-candidates":
+        return "Nobody was held: no agent was considered for this card."
+    if reason == "one-candidate":
+        return ("Nobody was held: only one agent on the roster can take this stage, so there "
+                "was no choice to make and pull decides.")
+    if reason == "empty-lane":
+        return ("Nobody was held: nobody on the board's roster has this stage's capability, "
+                "so pull decides (whoever off the roster claims it, or it waits).")
+    if reason == "any-match":
+        step = f" at step {tier['step']}" if tier.get("step") else ""
+        if not any(c.get("score") for c in candidates):
+            return (f"Nobody was held: nobody was left to hold for{step}, so the card is open "
+                    "to any match and pull decides.")
+        return (f"Nobody was held: the card's ladder has used its holds{step}, so it is open "
+                "to any match and pull decides.")
+    if reason == "none-eligible":
+        in_set = [c for c in candidates if "capable" not in c]
+        if not in_set:
+            return (f"Nobody was held: none of the {len(candidates)} agents considered is "
+                    "on the roster.")
+        counts: dict[str, int] = {}
+        for c in in_set:
+            for words in dict.fromkeys(reason_words(f, detail=False) for f in c.get("filters") or []
+                                       if not f.get("passed")):
+                counts[words] = counts.get(words, 0) + 1
+        common = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        every = "both" if len(in_set) == 2 else f"all {len(in_set)}"
+        if len(in_set) == 1:
+            every = "the one"
+        return (f"Nobody was held: {every} in the candidate set failed a filter, most often "
+                + _joined(f"{words} ({n})" for words, n in common) + ".")
+    return f"Nobody was held ({reason})." if reason else "Nobody was held."
+
+
+def _pair(x: float, y: float) -> str:
+    """Two different numbers with the fewest decimals (2 to 6) that tell them apart."""
+    for digits in range(2, 7):
+        a, b = f"{x:.{digits}f}", f"{y:.{digits}f}"
+        if a != b:
+            return f"{a} against {b}"
+    return f"{x!r} against {y!r}"
+
+
+def _ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "never took work"
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"last took work {seconds} s ago"
+    if seconds < 7200:
+        return f"last took work {seconds // 60} min ago"
+    if seconds < 172800:
+        return f"last took work {seconds // 3600} h ago"
+    return f"last took work {seconds // 86400} days ago"
+
+
+def _joined(parts) -> str:
+    parts = list(parts)
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]

@@ -1,0 +1,133 @@
+"""The operator's pages in a real browser: Debian's chromium driven by Playwright, against a live
+server over a recorded sandbox run (the demo and a one-agent lane, placed by the in-process loop
+on a virtual clock).
+
+One walk, as a person would take it: sign in, open the dashboard (light and dark), a decision,
+its chosen agent's page, and dismiss a suggestion. Screenshots go to `.data/screenshots/`.
+Without /usr/bin/chromium the walk is skipped, and pytest says so (`apt-get install chromium`).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import expect, sync_playwright
+
+from records import pages
+from records.models import Decision, Suggestion
+from tests.admin_pages import change_url
+from tests.loop.world import make_world
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright's own download is not used
+SHOTS = Path(__file__).resolve().parents[2] / ".data" / "screenshots"
+USER, PASSWORD = "operator", "pw-for-browser-tests"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """A recorded sandbox run; the admin's pages read the clock at its end."""
+    logging.getLogger("superdispatch").setLevel(logging.WARNING)
+    ends = []
+    for scenario, minutes, settings in (("demo", 8, {"policy": "on", "candidates": "all"}),
+                                        ("one-agent-lane", 6, {})):
+        world = make_world(scenario, arrivals=True, sweep_seconds=10, **settings)
+        world.opt_in(*(b.id for b in world.suite.scenario.boards))
+        world.sweep()
+        world.sim.run(minutes * 60, on_tick=world.drive(10))
+        ends.append(world.now)
+    monkeypatch.setattr(pages, "clock", lambda: max(ends))
+    assert Decision.objects.filter(reserved_until__isnull=False).exists()
+    assert Suggestion.objects.filter(dismissed_at__isnull=True).exists()
+
+
+@pytest.fixture
+def browser_page(monkeypatch):
+    if not CHROMIUM.exists():
+        pytest.skip(f"browser tests skipped: no browser at {CHROMIUM} (apt-get install chromium)")
+    # Playwright's sync API runs an event loop in this thread; Django refuses database calls
+    # from a thread with a running loop unless told the caller knows it is synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        page = browser.new_page(viewport={"width": 1366, "height": 900})
+        page.set_default_timeout(15_000)
+        yield page
+        browser.close()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_an_operator_walks_the_console(recorded, live_server, browser_page):
+    page = browser_page
+    call_command("create_operator", "--username", USER, "--password", PASSWORD)
+
+    # Sign in through the admin's own form.
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    expect(page.get_by_role("link", name="Dashboard")).to_be_visible()
+
+    # The dashboard, from the index.
+    page.get_by_role("link", name="Dashboard").click()
+    expect(page).to_have_url(re.compile(r"/admin/dashboard/$"))
+    expect(page.locator("#sd-dashboard h2").first).to_have_text("Decisions over time, by tier")
+    expect(page.get_by_role("img", name="decisions over time by tier")).to_be_visible()
+    expect(page.locator("#sd-boards")).to_contain_text("brd_review")
+    expect(page.locator("#sd-helping")).to_contain_text("claimed under our hold")
+    page.get_by_role("link", name="hour", exact=True).click()
+    expect(page).to_have_url(re.compile(r"range=hour$"))
+    expect(page.locator(".sd-ranges a.sd-on")).to_have_text("hour")
+    expect(page.locator("#sd-boards")).to_contain_text("brd_review")
+    shot(page, "dashboard")
+
+    # Dark mode: the charts' text takes the admin's light foreground on its dark background.
+    page.emulate_media(color_scheme="dark")
+    page.goto(f"{live_server.url}/admin/dashboard/")
+    body_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    label = page.evaluate("getComputedStyle(document.querySelector('.sd-chart text')).fill")
+    assert body_bg == "rgb(18, 18, 18)" and label == "rgb(238, 238, 238)", (body_bg, label)
+    shot(page, "dashboard-dark")
+    page.emulate_media(color_scheme="light")
+
+    # A decision that held a card: its words first, then its candidates.
+    held = Decision.objects.filter(reserved_until__isnull=False, chosen__isnull=False).first()
+    page.goto(live_server.url + change_url(held))
+    expect(page.locator(".sd-explanation")).to_contain_text(f"Held for {held.chosen}")
+    expect(page.locator(".sd-cands")).to_contain_text("(chosen)")
+    shot(page, "decision")
+    page.emulate_media(color_scheme="dark")
+    chosen_bg = page.evaluate("getComputedStyle(document.querySelector('.sd-chosen td')).backgroundColor")
+    passed = page.evaluate("getComputedStyle(document.querySelector('.sd-chosen .sd-pass')).color")
+    # The admin's dark row highlight, and a light green on it: no light colour left behind.
+    assert (chosen_bg, passed) == ("rgb(0, 54, 58)", "rgb(123, 216, 123)"), (chosen_bg, passed)
+    shot(page, "decision-dark")
+    page.emulate_media(color_scheme="light")
+
+    # Its chosen agent, through the candidate row's link.
+    page.locator(".sd-cands").get_by_role("link", name=held.chosen, exact=True).click()
+    expect(page).to_have_url(re.compile(rf"/admin/agents/{held.chosen}/$"))
+    expect(page.locator("#sd-tallies")).to_contain_text("considered")
+    chosen = page.locator("#sd-tallies div").filter(has_text="chosen").locator("strong")
+    assert int(chosen.inner_text()) >= 1
+    expect(page.locator("#sd-recent")).to_contain_text(held.id)
+    shot(page, "agent")
+
+    # Dismiss a suggestion from the list with the admin's action.
+    suggestion = Suggestion.objects.filter(dismissed_at__isnull=True).first()
+    page.goto(f"{live_server.url}/admin/records/suggestion/?state=open")
+    page.locator(f"input.action-select[value='{suggestion.id}']").check()
+    page.select_option("select[name=action]", "dismiss")
+    page.click("button[name=index]")
+    expect(page.locator(".messagelist")).to_contain_text("1 suggestion(s) dismissed.")
+    shot(page, "suggestion-dismissed")
+    suggestion.refresh_from_db()
+    assert suggestion.dismissed_at is not None
