@@ -12,7 +12,8 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 - tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds.
 
 Figures are judged by the scenario's ground truth: `success` is the share of finished runs
-that succeeded; `wait` is a card's readyAt to its claim; `lead` is a card's arrival to its
+that succeeded; `skill` is the scenario's true success rate of whoever ran each of them (the
+same choice of agents without the luck of the draw, so it moves less from seed to seed); `wait` is a card's readyAt to its claim; `lead` is a card's arrival to its
 successful completion of the board's last agent stage, retries included, over the cards that
 completed. Each is the mean over seeds with a 95% interval (Student's t). `best` is the arm with
 the highest success whose p95 wait is at most pull's plus 60 s.
@@ -55,7 +56,7 @@ WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot 
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
         2.052, 2.048, 2.045, 2.042)
-FIGURES = ("success", "wait_p50_s", "wait_p95_s", "lead_mean_s", "lead_p50_s", "lead_p95_s",
+FIGURES = ("success", "skill", "wait_p50_s", "wait_p95_s", "lead_mean_s", "lead_p50_s", "lead_p95_s",
            "completed", "claims", "no_shows", "held_share")
 
 
@@ -133,8 +134,12 @@ def figures(run: Run) -> dict[str, float]:
     finished = [r for r in metrics.runs if r.status in ("succeeded", "failed")]
     waits = [c.wait_seconds for c in metrics.claims]
     lead = leads(run.suite, metrics)
+    agents = {a.id: a for a in run.suite.scenario.agents}
+    true_rates = [dict(agents[r.agent_id].stage_success).get(r.stage_key, agents[r.agent_id].success_rate)
+                  for r in finished]
     return {
         "success": sum(r.status == "succeeded" for r in finished) / len(finished) if finished else math.nan,
+        "skill": statistics.fmean(true_rates) if true_rates else math.nan,
         "wait_p50_s": percentile(waits, 0.5),
         "wait_p95_s": percentile(waits, 0.95),
         "lead_mean_s": statistics.fmean(lead) if lead else math.nan,
@@ -199,7 +204,7 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[st
         for arm in arms:
             mean, half = mean_ci([f[name] for f in results[arm]])
             means.setdefault(arm, {})[name] = mean
-            digits = 3 if name in ("success", "held_share") else 1
+            digits = 3 if name in ("success", "skill", "held_share") else 1
             cells.append(f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}")
         print(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
     return means

@@ -141,6 +141,9 @@ class Config:
         "SUPERDISPATCH_MIN_PROOF", _choice("probed", "installed", "declared"),
         "probed, installed or declared", "declared")
     policy: str = setting("SUPERDISPATCH_POLICY", _choice("off", "on"), "off or on", "off")
+    formula: str = setting(
+        "SUPERDISPATCH_FORMULA", _choice("idle-stage-success-lru@3", "wait-for-better@1"),
+        "idle-stage-success-lru@3 or wait-for-better@1", "idle-stage-success-lru@3")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(
@@ -170,6 +173,9 @@ class Config:
         "an integer from 1 to 1000000", "100")
     learned_margin_pct: int = setting(
         "SUPERDISPATCH_LEARNED_MARGIN_PCT", _int_range(0, 100), "an integer from 0 to 100", "5")
+    learned_target: str = setting(
+        "SUPERDISPATCH_LEARNED_TARGET", _choice("claimed", "succeeded"), "claimed or succeeded",
+        "claimed")
 
     @property
     def start_line(self) -> str:

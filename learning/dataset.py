@@ -26,7 +26,8 @@ CHUNK = 500  # decisions per query: large enough to amortise a round trip, small
 # of the export together. present.decision_json reads the rows by the models' own names.
 DECISION_FIELDS = ("id", "board_id", "card_id", "stage_key", "policy", "chosen", "reason",
                    "tier_name", "tier_step", "requires", "reserved_until", "reservation_refused",
-                   "outcome_status", "outcome_by", "outcome_at", "learned", "created_at")
+                   "outcome_status", "outcome_by", "outcome_at", "learned", "waiting", "run_status",
+                   "run_mark", "run_ended_at", "created_at")
 CANDIDATE_FIELDS = ("decision_id", "agent_id", "principal_id", "station_id", "source", "filters",
                     "score", "capable", "stage_history", "policy")
 # Filter verdicts and capabilities repeat across the log: decode each distinct text once.

@@ -75,7 +75,7 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
         ladder_ready_at=placed.card.ready_at, policy=record["policy"], chosen=record["chosen"],
         reason=record["reason"], tier_name=record["tier"]["name"],
         tier_step=record["tier"]["step"], requires=record["requires"], learned=learned,
-        created_at=now)
+        waiting=record.get("waiting"), created_at=now)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
     _insert_candidates([
@@ -153,6 +153,12 @@ def do_settle(decision_id: str, status: str, by: str | None, at: datetime) -> bo
     """Record what became of a decision's card; a decision settles once."""
     return Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
         outcome_status=status, outcome_by=by, outcome_at=at) == 1
+
+
+def do_record_run(decision_id: str, status: str, mark: float | None, ended_at: datetime) -> bool:
+    """Join a claimed decision to its SuperWitness run; a decision's run is recorded once."""
+    return Decision.objects.filter(pk=decision_id, run_status__isnull=True).update(
+        run_status=status, run_mark=mark, run_ended_at=ended_at) == 1
 
 
 # --- Boards: the lease that keeps passes apart, and the placement window ----------------

@@ -59,6 +59,10 @@ def decision_json(d: Decision, candidates: Iterable[Candidate]) -> dict:
     }
     if d.learned is not None:
         out["learned"] = d.learned
+    if d.waiting is not None:
+        out["waiting"] = d.waiting
+    if d.run_status is not None:
+        out["run"] = {"status": d.run_status, "verdictMark": d.run_mark, "endedAt": iso(d.run_ended_at)}
     return out
 
 
