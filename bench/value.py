@@ -5,9 +5,6 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 
 - pull: no SuperDispatch at all;
 - formula: the documented `idle-stage-success-lru@3`, default settings;
-- learned: the formula with learned routing, target `succeeded`: the first third formula
-  alone, then a model trained on it, the second third in shadow, then on behind the gate
-  (the gate's verdict is printed; short of it the formula keeps placing);
 - waiting: the opt-in `wait-for-better@1`, which may hold a card for a busy, better agent;
 - tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds.
 
@@ -47,10 +44,12 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario, load_scenario  # noqa: E402
+from records import tuning  # noqa: E402
+from records.models import Decision  # noqa: E402
 from tests.loop.world import World, make_world  # noqa: E402
 
 SWEEP_EVERY_S = 30
-ARMS = ("pull", "formula", "learned", "waiting", "tuned")
+ARMS = ("pull", "formula", "waiting", "tuned")
 WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot be best
 # Student's t at 97.5% for 1..30 degrees of freedom; beyond, the normal's 1.96.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
@@ -96,15 +95,34 @@ def run_placed(scenario: Scenario, seconds: int, **settings) -> Run:
     return Run(world.suite, world.sim.run(seconds, on_tick=on_tick))
 
 
+_formula_holds: dict[int, list[tuning.Hold]] = {}  # by seed: the formula arm's settled holds
+
+
 def run_formula(scenario: Scenario, seconds: int) -> Run:
-    return run_placed(scenario, seconds)
+    run = run_placed(scenario, seconds)
+    _formula_holds[scenario.seed] = tuning.settled_holds()
+    return run
+
+
+def run_tuned(scenario: Scenario, seconds: int) -> Run:
+    """The formula with the windows `tune-holds` recommends from the formula arm's own holds."""
+    if scenario.seed not in _formula_holds:
+        run_formula(scenario, seconds)
+    winner, runner = tuning.recommend_both(_formula_holds[scenario.seed])
+    reservation = winner.window_s or 60
+    runner_up = runner.window_s or 30
+    run = run_placed(scenario, seconds, reservation_seconds=reservation, runner_up_seconds=runner_up)
+    run.holds = (reservation, runner_up)
+    run.notes.append(f"tune-holds picked {reservation} s / {runner_up} s"
+                     + ("" if winner.enough else " (too few holds: defaults kept)"))
+    return run
 
 
 def run_waiting(scenario: Scenario, seconds: int) -> Run:
     return run_placed(scenario, seconds, formula="wait-for-better@1")
 
 
-ARM_RUNNERS = {"pull": run_pull, "formula": run_formula, "waiting": run_waiting}
+ARM_RUNNERS = {"pull": run_pull, "formula": run_formula, "waiting": run_waiting, "tuned": run_tuned}
 
 
 # --- Figures --------------------------------------------------------------------------------
@@ -210,6 +228,35 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[st
     return means
 
 
+def window_table(scenario: Scenario, seconds: int, seeds: int, windows: list[int]) -> None:
+    """The formula at each winner window (runner-ups at half, at least 10 s): time to claim,
+    holds lapsed to pull, no-shows and lead; the window with the shortest mean lead is picked,
+    beside the window `tune-holds` recommends from the 60 s run's holds."""
+    rows, recommended = {}, []
+    for window in windows:
+        cells = []
+        for k in range(seeds):
+            run = run_placed(seeded(scenario, k), seconds, reservation_seconds=window,
+                             runner_up_seconds=max(10, window // 2))
+            held = Decision.objects.filter(reserved_until__isnull=False)
+            lapsed = held.filter(outcome_status__in=("expired", "claimed-by-other")).count()
+            holds = tuning.settled_holds()
+            claims = [h.latency_s for h in holds if h.latency_s is not None]
+            fig = figures(run)
+            cells.append((statistics.fmean(claims) if claims else math.nan,
+                          lapsed / max(1, held.count()), fig["no_shows"], fig["lead_mean_s"], fig["wait_p95_s"]))
+            if window == 60:
+                recommended.append(tuning.recommend_both(holds)[0].window_s)
+        rows[window] = [statistics.fmean(c[i] for c in cells) for i in range(5)]
+    print(f"hold windows (winner; runner-up half, at least 10 s), {seeds} seeds")
+    print(f"{'window':>8}{'time to claim':>15}{'lapsed':>9}{'no-shows':>10}{'lead mean':>11}{'wait p95':>10}")
+    for window, (claim, lapsed, no_shows, lead, wait) in rows.items():
+        print(f"{window:>6} s{claim:>13.1f} s{lapsed:>9.3f}{no_shows:>10.1f}{lead:>9.1f} s{wait:>8.1f} s")
+    picked = min(rows, key=lambda w: (round(rows[w][3]), w))
+    tuned = [w for w in recommended if w is not None]
+    print(f"window_sim_s={picked} window_tuner_s={statistics.median(tuned) if tuned else 'too-few-holds'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="skill-spread", help="a shipped scenario's name, or a file's path")
@@ -217,6 +264,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated, from " + ", ".join(ARMS))
     parser.add_argument("--agents", action="store_true", help="also print each arm's share of claims per agent")
+    parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
+                                                      "(comma-separated seconds) and print the table")
     args = parser.parse_args()
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in ARM_RUNNERS]
@@ -241,6 +290,8 @@ def main() -> None:
                 results[arm].append(figures(run))
                 shares[arm].append(agent_shares(run))
                 notes[arm].extend(f"seed {run_scenario.seed}: {n}" for n in run.notes)
+        if args.windows:
+            window_table(scenario, seconds, args.seeds, [int(w) for w in args.windows.split(",")])
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
