@@ -25,44 +25,45 @@ from _common import ROOT, drop_database, fresh_database, temp_dir  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
+from placement import filters  # noqa: E402
+from placement.filters import Tag, tables  # noqa: E402
+
 BENCH_DB = "superdispatch_bench_suggestions"
 NOW = datetime(2026, 11, 14, 10, 0, tzinfo=timezone.utc)
 BOARDS, STAGES, CANDIDATES = 50, ("review", "build", "test", "ship"), 5
-PASSED = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",
-          "held", "noShow", "passedOver")
-STATION = ("isolation", "model", "tools", "credentials")
 REQUIRES = json.dumps({"all": ["code-review"], "any": []})
 
 
-def _verdicts(failing: dict[str, str], lacking: dict[str, list[str]] | None = None) -> tuple:
-    """(filters JSON, reasons) of a rostered candidate failing these filters."""
-    names = PASSED[:4] + (STATION if lacking is not None else ()) + PASSED[4:]
-    codes = {"model": "model-mismatch", "tools": "tool-missing", "isolation": "isolation-too-weak",
-             "credentials": "credential-missing", **failing}
+def _verdicts(*failing: filters.Filter, lacking: dict[filters.Filter, list[str]] | None = None) -> tuple:
+    """(filters JSON, reasons) of a candidate failing these filters; the station filters run
+    only with `lacking`."""
     out, reasons = [], []
-    for name in names:
-        missing = (lacking or {}).get(name)
-        if missing or name in failing:
-            out.append({"filter": name, "passed": False, "reason": codes[name],
+    for f in tables().in_order:
+        if Tag.STATION in f.tags and lacking is None:
+            continue
+        missing = (lacking or {}).get(f)
+        if missing or f in failing:
+            out.append({"filter": f.name, "passed": False, "reason": f.reason,
                         **({"missing": missing} if missing else {})})
-            reasons.append(codes[name])
+            reasons.append(f.reason)
         else:
-            out.append({"filter": name, "passed": True})
+            out.append({"filter": f.name, "passed": True})
     return json.dumps(out), ("," + ",".join(reasons) + ",") if reasons else ""
 
 
 # Each kind of candidate: (source, in_set, capable, filters, reasons).
 KINDS = {
-    "ok": ("roster", True, None, *_verdicts({})),
-    "sick": ("roster", True, None, *_verdicts({"health": "unhealthy"})),
-    "no-show": ("roster", True, None, *_verdicts({"noShow": "recently-no-show"})),
-    "busy": ("roster", True, None, *_verdicts({"idle": "not-idle"})),
-    "full": ("roster", True, None, *_verdicts({"capacity": "at-capacity"})),
-    "incapable": ("roster", True, None, *_verdicts({"capability": "capability-missing"})),
-    "model": ("roster", True, None, *_verdicts({}, {"model": ["m-large"]})),
-    "station": ("roster", True, None, *_verdicts({}, {"isolation": ["container"], "tools": ["git"]})),
-    "off": ("direct", False, True, *_verdicts({"roster": "not-on-roster"})),
-    "off-incapable": ("direct", False, False, *_verdicts({"roster": "not-on-roster"})),
+    "ok": ("roster", True, None, *_verdicts()),
+    "sick": ("roster", True, None, *_verdicts(filters.HEALTH)),
+    "no-show": ("roster", True, None, *_verdicts(filters.NO_SHOW)),
+    "busy": ("roster", True, None, *_verdicts(filters.IDLE)),
+    "full": ("roster", True, None, *_verdicts(filters.CAPACITY)),
+    "incapable": ("roster", True, None, *_verdicts(filters.CAPABILITY)),
+    "model": ("roster", True, None, *_verdicts(lacking={filters.MODEL: ["m-large"]})),
+    "station": ("roster", True, None,
+                *_verdicts(lacking={filters.ISOLATION: ["container"], filters.TOOLS: ["git"]})),
+    "off": ("direct", False, True, *_verdicts(filters.ROSTER)),
+    "off-incapable": ("direct", False, False, *_verdicts(filters.ROSTER)),
 }
 # Each lane's story: (chosen?, reason, candidate kinds, decisions per card).
 STORIES = [

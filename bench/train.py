@@ -30,12 +30,15 @@ import numpy as np  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from placement import filters  # noqa: E402
+from placement.filters import Tag, tables  # noqa: E402
+
 BENCH_DB = "superdispatch_bench_train"
 T0 = datetime(2026, 9, 1, tzinfo=timezone.utc)
 AGENTS = [f"agt_{n:03d}" for n in range(40)]
-FAILS = (("idle", "not-idle"), ("capacity", "at-capacity"), ("capability", "lacks-capability"),
-         ("health", "unhealthy"))
-FILTERS = ("roster", "capability", "grant", "claimable", "health", "capacity", "idle", "held")
+FAILS = (filters.IDLE, filters.CAPACITY, filters.CAPABILITY, filters.HEALTH)  # a candidate fails one
+# Every filter that runs for a stage that states no station needs, in order.
+FILTERS = tuple(f.name for f in tables().in_order if Tag.STATION not in f.tags)
 
 
 def environment() -> None:
@@ -110,10 +113,10 @@ def synthetic_decision(n: int, rng):
         agent = AGENTS[index]
         direct = rng.random() < 0.1
         if not eligible[position]:
-            name, reason = FAILS[rng.integers(len(FAILS))]
-            filters = [{"filter": f, "passed": f != name, **({"reason": reason} if f == name else {})}
-                       for f in FILTERS]
-            people.append((agent, direct, filters, None, None, None))
+            failed = FAILS[rng.integers(len(FAILS))]
+            verdicts = [{"filter": f, "passed": f != failed.name,
+                         **({"reason": failed.reason} if f == failed.name else {})} for f in FILTERS]
+            people.append((agent, direct, verdicts, None, None, None))
             continue
         record = float(rng.random())
         weighed = rng.random() < 0.8
@@ -123,8 +126,8 @@ def synthetic_decision(n: int, rng):
                  "sinceLastDispatchS": since}
         history = {"runs": int(rng.integers(1, 40)), "succeeded": 0, "verdicts": 0, "passes": 0,
                    "stageRecord": record} if weighed else None
-        filters = [{"filter": f, "passed": True} for f in FILTERS]
-        people.append((agent, direct, filters, terms, history, _logit(record, rate, since)))
+        verdicts = [{"filter": f, "passed": True} for f in FILTERS]
+        people.append((agent, direct, verdicts, terms, history, _logit(record, rate, since)))
     ranked = sorted((p for p in people if p[3] is not None),
                     key=lambda p: -(p[3]["successRate"] + rng.normal(0, 0.3)))
     chosen = ranked[0][0]
@@ -139,12 +142,12 @@ def synthetic_decision(n: int, rng):
     candidates = [
         Candidate(decision_id=decision_id, position=position, agent_id=agent,
                   principal_id="prn_" + agent[4:], source="direct" if direct else "roster",
-                  filters=filters,
+                  filters=verdicts,
                   score={"total": totals[agent], "terms": terms} if terms else None,
                   stage_history=history, in_set=True, eligible=terms is not None,
-                  reasons="" if terms else "," + next(f["reason"] for f in filters
+                  reasons="" if terms else "," + next(f["reason"] for f in verdicts
                                                       if not f["passed"]) + ",")
-        for position, (agent, direct, filters, terms, history, _) in enumerate(people)]
+        for position, (agent, direct, verdicts, terms, history, _) in enumerate(people)]
     return decision, candidates
 
 

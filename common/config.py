@@ -64,6 +64,13 @@ def _matching(pattern: str) -> Callable[[str], str]:
     return parse
 
 
+def _sha256_hex(raw: str) -> str:
+    """A SHA-256 in hex, either case, read as lower case: what the token's digest is compared to."""
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", raw):
+        raise ValueError
+    return raw.lower()
+
+
 def _absolute_path(raw: str) -> str:
     if not os.path.isabs(raw):
         raise ValueError
@@ -104,10 +111,11 @@ class Config:
         "svc_<20 hex>:<secret>")
     agentpod_url: str = setting("AGENTPOD_URL", _url, "an http(s) URL")
     relay_secret: str = setting(
-        "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"), "at least 16 characters")
+        "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),
+        "at least 16 characters, none of them whitespace")
     operator_token_sha256: str = setting(
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _matching(r"[0-9a-f]{64}"),
-        "64 lowercase hex digits (the SHA-256 of the operator token)")
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _sha256_hex,
+        "64 hex digits, either case (the SHA-256 of the operator token)")
     # Where it runs
     agentpod_audience: str = setting(
         "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL

@@ -1,13 +1,15 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
+from . import filters
 from .decision import CandidateRecord, Decision, Hold, decide
 from .fairness import BOARD_ORDER, ROUND_ROBIN, order_cards
-from .filters import REASON_CODES, FilterResult, PolicyRecord
+from .filters import FilterResult, PolicyRecord
 from .history import StageHistory, stage_history, verdict_mark
 from .ladder import ANY_MATCH, RUNNER_UP, WINNER, Tier
 from .load import LoadShape
 from .rules import Rules
 from .scoring import POLICY, Score, ScoreTerms
 from .why_nobody import (
+    EMPTY_LANE,
     NO_CANDIDATES,
     NONE_ELIGIBLE,
     ONE_CANDIDATE,
@@ -17,9 +19,16 @@ from .why_nobody import (
 )
 
 __all__ = [
-    "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "FilterResult", "Hold", "LoadShape",
-    "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "POLICY", "PolicyRecord", "REASON_CODES",
+    "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "EMPTY_LANE", "FilterResult", "Hold",
+    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "POLICY", "PolicyRecord", "REASON_CODES",
     "ROUND_ROBIN", "RUNNER_UP", "Rules", "Score", "ScoreTerms", "StageHistory", "Tier",
     "WAITING_ON_HOLDS", "WAITING_ON_LOAD", "WHY_NOBODY", "WINNER", "decide", "order_cards",
     "stage_history", "verdict_mark",
 ]
+
+
+def __getattr__(name: str):
+    # The reason-code table as the filters' declarations stand now, not as they stood at import.
+    if name == "REASON_CODES":
+        return filters.REASON_CODES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

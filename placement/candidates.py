@@ -39,7 +39,8 @@ class Pool:
         """Agents on the board's roster, in the set, that have the stage's capability.
 
         With fewer than two there is no choice to make: pull gives the card to the one there
-        is (`one-candidate`), whatever other capabilities the roster holds.
+        is (`one-candidate`), whatever other capabilities the roster holds, or the lane has
+        nobody to pull it from the roster (`empty-lane`).
         """
         rows = self.rows
         incapable = sum(1 for agent_id, verdict in self.objections.items()

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from .candidates import Pool, pool_for
 from .facts import Card, Facts, Requires
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
+from .filters import POLICY as POLICY_FILTER  # the filter; scoring's POLICY names the ranking
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
@@ -15,7 +16,9 @@ from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
 from .waiting import WAITING_POLICY, Waiting
 from .waiting import rank as rank_waiting
-from .why_nobody import NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason
+from .why_nobody import (
+    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason,
+)
 
 
 class CandidateRecord(NamedTuple):
@@ -128,8 +131,11 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         return _decision(facts, tier, candidates, None, ANY_MATCH, rules)
     if not pool.ids:
         return _decision(facts, tier, candidates, None, NO_CANDIDATES, rules)
-    if pool.rostered_capable < 2:
-        return _decision(facts, tier, candidates, None, ONE_CANDIDATE, rules)
+    rostered_capable = pool.rostered_capable
+    if rostered_capable < 2:
+        # No choice to make; say whether the lane has one agent to pull or nobody at all.
+        reason = ONE_CANDIDATE if rostered_capable == 1 else EMPTY_LANE
+        return _decision(facts, tier, candidates, None, reason, rules)
     if waiting is not None:
         return _decision(facts, tier, candidates, waiting.agent_id, None, rules, waiting=waiting)
     if ranking:
@@ -179,7 +185,8 @@ def _candidates(
 ) -> tuple[CandidateRecord, ...]:
     """Every considered agent's record, in agent id order."""
     rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
-    policy = ground.policy.records if ground.policy is not None else {}
+    answers = ground.read_of(POLICY_FILTER)
+    policy = answers.records if answers is not None else {}
     records = []
     for agent_id, filters in verdicts.items():
         principal_id = principals.get(agent_id)

@@ -15,9 +15,12 @@ FAIRNESS = (ROUND_ROBIN, BOARD_ORDER)
 def order_cards(ready: Iterable[tuple[str, Card]], fairness: str = ROUND_ROBIN) -> list[tuple[str, Card]]:
     """The sweep's cards in the order to place them.
 
-    Each board's queue is oldest ready first. `round-robin` takes one card from each board
-    a round, the longest-waiting first within a round; `board-order` takes every card of one
-    board before the next, boards in the order they first appear.
+    Each board's queue is SuperPipeline's own claim order: higher priority first, then the
+    longest-waiting (oldest ready), then card id. So a hold never carries an old low-priority
+    card past a newer urgent one that pull would have taken first. Across boards priority is
+    not compared: `round-robin` takes one card from each board a round (each board's most
+    urgent left), the longest-waiting first within a round; `board-order` takes every card of
+    one board before the next, boards in the order they first appear.
     """
     if fairness not in FAIRNESS:
         raise ValueError(f"fairness must be one of {FAIRNESS}")
@@ -25,7 +28,7 @@ def order_cards(ready: Iterable[tuple[str, Card]], fairness: str = ROUND_ROBIN) 
     for board_id, card in ready:
         queues.setdefault(board_id, []).append(card)
     for queue in queues.values():
-        queue.sort(key=_longest_waiting)
+        queue.sort(key=_claim_order)
     boards = [[(board_id, card) for card in queue] for board_id, queue in queues.items()]
     if fairness == BOARD_ORDER:
         return [entry for board in boards for entry in board]
@@ -35,8 +38,8 @@ def order_cards(ready: Iterable[tuple[str, Card]], fairness: str = ROUND_ROBIN) 
     return ordered
 
 
-def _longest_waiting(card: Card) -> tuple[datetime, str]:
-    return (card.ready_at, card.card_id)
+def _claim_order(card: Card) -> tuple[int, datetime, str]:
+    return (-card.priority, card.ready_at, card.card_id)
 
 
 def _round_key(entry: tuple[str, Card]) -> tuple[datetime, str, str]:

@@ -20,8 +20,8 @@ The 12 features, in order (`FEATURES`):
 - `hourSin`, `hourCos`: the decision's UTC hour of day h (0-23) as sin and cos of
   2*pi*h/24, so 23:00 sits next to 00:00.
 - `eligible`: how many candidates passed every filter.
-- `poolBusy`: the share of in-set candidates that failed a load filter (`at-capacity`,
-  `not-idle`, `holding-another`), 0 when nobody was in the set.
+- `poolBusy`: the share of in-set candidates that failed a filter tagged `load`
+  (`at-capacity`, `not-idle`, `holding-another`), 0 when nobody was in the set.
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
+
+from .filters import Tag, tables
 
 FEATURES: tuple[str, ...] = (
     "stageRecord",
@@ -45,7 +47,6 @@ FEATURES: tuple[str, ...] = (
     "poolBusy",
 )
 
-LOAD_REASONS = frozenset({"at-capacity", "not-idle", "holding-another"})
 NEUTRAL_RATE = 0.5
 
 
@@ -111,15 +112,17 @@ def is_eligible(candidate: Mapping[str, Any]) -> bool:
 def pool(candidates: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """How busy the pool was, from a decision's candidate records.
 
-    `inSet` passed the roster filter, `eligible` passed every filter, and `busy` are
-    in-set candidates that failed a load filter.
+    `inSet` passed the identity filter (`roster`), `eligible` passed every filter, and
+    `busy` are in-set candidates that failed a filter tagged `load`.
     """
-    in_set = [c for c in candidates if _passed(c, "roster")]
+    declared = tables()
+    load_reasons = declared.codes_of(Tag.LOAD)
+    in_set = [c for c in candidates if _passed(c, declared.identity.name)]
     return {
         "candidates": len(candidates),
         "inSet": len(in_set),
         "eligible": sum(1 for c in candidates if is_eligible(c)),
-        "busy": sum(1 for c in in_set if _failed_reasons(c) & LOAD_REASONS),
+        "busy": sum(1 for c in in_set if not _failed_reasons(c).isdisjoint(load_reasons)),
     }
 
 

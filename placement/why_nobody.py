@@ -3,43 +3,42 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .filters import FilterResult
+from .filters import FilterResult, Tag, tables
 from .ladder import ANY_MATCH
 
 NO_CANDIDATES = "no-candidates"  # nobody was considered
-ONE_CANDIDATE = "one-candidate"  # fewer than two candidates on the roster: pull decides
+EMPTY_LANE = "empty-lane"  # nobody on the roster has the capability: pull decides
+ONE_CANDIDATE = "one-candidate"  # exactly one candidate on the roster: pull decides
 NONE_ELIGIBLE = "none-eligible"  # at the winner step, every candidate failed a filter
 # ANY_MATCH: the tiers are spent, or a runner-up step has nobody left: pull decides
 WAITING_ON_HOLDS = "waiting-on-holds"  # not recorded
 WAITING_ON_LOAD = "waiting-on-load"  # not recorded
 
-WHY_NOBODY = (NO_CANDIDATES, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, WAITING_ON_HOLDS, WAITING_ON_LOAD)
+WHY_NOBODY = (NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, WAITING_ON_HOLDS,
+              WAITING_ON_LOAD)
 UNRECORDED = frozenset({WAITING_ON_HOLDS, WAITING_ON_LOAD})
-
-_LOAD = frozenset({"capacity", "idle", "held"})
-_NO_ROOM = frozenset({"capacity", "idle"})
 
 
 def waiting_reason(verdicts: Iterable[tuple[FilterResult, ...]]) -> str | None:
     """Whether a card nobody is eligible for should wait for an agent to free up, and on what.
 
     `waiting-on-holds` when some otherwise free agent fails only because it holds another
-    card; else `waiting-on-load` when some agent fails only for its load (`at-capacity`,
-    `not-idle`, `holding-another`, or `unhealthy` while it has no room). Holds win: a hold
-    ends within its window, so that agent is the surest to be free by a later pass.
+    card (the filters tagged `hold`); else `waiting-on-load` when some agent fails only for
+    its load (tagged `load`: `at-capacity`, `not-idle`, `holding-another`), or is also
+    unwell (tagged `health`: `unhealthy`) while it has no room (tagged `no-room`). Holds win:
+    a hold ends within its window, so that agent is the surest to be free by a later pass.
     """
+    t = tables()
+    load, no_room, holds, health = (t.names(Tag.LOAD), t.names(Tag.NO_ROOM), t.names(Tag.HOLD),
+                                    t.names(Tag.HEALTH))
     load_bound = False
     for filters in verdicts:
         failing = {result.filter for result in filters if not result.passed}
-        if failing == {"held"}:
+        if not failing:
+            continue
+        if failing <= holds:
             return WAITING_ON_HOLDS
-        if failing and _only_load(failing):
+        # Unhealthy counts as load only while the agent has no room: a busy station is not ready.
+        if failing <= load or (failing & health and failing & no_room and failing <= load | health):
             load_bound = True
     return WAITING_ON_LOAD if load_bound else None
-
-
-def _only_load(failing: set[str]) -> bool:
-    # Unhealthy counts as load only while the agent has no room: a busy station is not ready.
-    if "health" in failing:
-        return bool(failing & _NO_ROOM) and failing <= _LOAD | {"health"}
-    return failing <= _LOAD

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
+from django.db.models import Exists, OuterRef
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from placement.filters import tables
 from records import actions
-from records.models import Board, Decision, LoopState, Suggestion
+from records.models import Board, Candidate, Decision, LoopState, Suggestion
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -52,12 +54,30 @@ class BoardAdmin(ReadOnlyAdmin):
         self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
 
 
+class TurnedAwayFilter(admin.SimpleListFilter):
+    """Decisions in which some candidate was turned away with a reason code, as the filters
+    declare them."""
+
+    title = "a candidate turned away for"
+    parameter_name = "turned_away"
+
+    def lookups(self, request, model_admin):
+        return [(code, f"{code} ({declared.name})") for code, declared in tables().codes.items()]
+
+    def queryset(self, request, queryset):
+        code = self.value()
+        if code not in tables().codes:
+            return queryset
+        return queryset.filter(Exists(Candidate.objects.filter(
+            decision=OuterRef("pk"), reasons__contains=f",{code},")))
+
+
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("id", "created_at", "board_id", "card_id", "stage_key", "tier_label",
                     "chosen", "reason", "outcome_status", "reserved_until")
-    list_filter = ("board_id", "stage_key", "tier_name", "reason", "outcome_status",
-                   "chosen", "created_at")
+    list_filter = ("board_id", "stage_key", "tier_name", "reason", TurnedAwayFilter,
+                   "outcome_status", "chosen", "created_at")
     search_fields = ("card_id", "=id")
     date_hierarchy = "created_at"
     list_per_page = 50

@@ -15,7 +15,7 @@ from records.models import Decision
 NO_SHOW_WINDOW = timedelta(minutes=30)
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 SETTLED_HOLDS = ("claimed", "claimed-by-other", "expired")
-NOBODY = ("no-candidates", "one-candidate", "none-eligible")
+NOBODY = ("no-candidates", "empty-lane", "one-candidate", "none-eligible")
 
 
 @dataclass

@@ -9,7 +9,7 @@ from records.ids import new_decision_id, new_suggestion_id
 
 OUTCOMES = ("claimed", "claimed-by-other", "expired", "superseded", "not-reserved")
 TIERS = ("winner", "runner-up", "any-match")
-REASONS = ("no-candidates", "one-candidate", "none-eligible", "any-match")
+REASONS = ("no-candidates", "empty-lane", "one-candidate", "none-eligible", "any-match")
 
 
 class Board(models.Model):

@@ -129,7 +129,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON, whatever content type it comes with (`curl -d` sends a form's): common.parsers
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser",
+                               "common.parsers.AnyTypeJSONParser"],
     "EXCEPTION_HANDLER": "common.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "URL_FORMAT_OVERRIDE": None,  # `format` is the dataset's own parameter

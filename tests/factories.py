@@ -3,35 +3,32 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from placement.filters import Tag, tables
 from records.models import Candidate, Decision
 from tests.conftest import T0
 
-FILTERS = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity",
-           "idle", "held", "noShow", "passedOver")
-STATION_FILTERS = {"isolation": "isolation-too-weak", "model": "model-mismatch",
-                   "tools": "tool-missing", "credentials": "credential-missing"}
 REQUIRES = {"all": ["code-review"], "any": []}
 
 
 def filters(failing: dict[str, str] | None = None, only_roster: bool = False,
             lacking: dict[str, list[str]] | None = None) -> list[dict]:
-    """Filter verdicts: every filter passes except those named {filter: reason}.
-
-    With `lacking` the station filters run too, each failing with what its station lacks.
+    """Filter verdicts, every declared filter in order: each passes except those named
+    {filter: reason}. The station filters run only with `lacking`, each failing with what
+    its station lacks; `only_roster` is an agent outside the set (the identity filter alone).
     """
     failing = failing or {}
-    names = FILTERS[:1] if only_roster else FILTERS
-    if lacking is not None and not only_roster:
-        names = names[:4] + tuple(STATION_FILTERS) + names[4:]
+    declared = tables()
     out = []
-    for name in names:
-        if lacking and lacking.get(name):
-            out.append({"filter": name, "passed": False, "reason": STATION_FILTERS[name],
-                        "missing": list(lacking[name])})
-        elif name in failing:
-            out.append({"filter": name, "passed": False, "reason": failing[name]})
+    for f in (declared.identity,) if only_roster else declared.in_order:
+        if Tag.STATION in f.tags and lacking is None:
+            continue
+        if lacking and lacking.get(f.name):
+            out.append({"filter": f.name, "passed": False, "reason": f.reason,
+                        "missing": list(lacking[f.name])})
+        elif f.name in failing:
+            out.append({"filter": f.name, "passed": False, "reason": failing[f.name]})
         else:
-            out.append({"filter": name, "passed": True})
+            out.append({"filter": f.name, "passed": True})
     return out
 
 

@@ -16,6 +16,11 @@ Where the docs leave things open, this is what is meant:
   turn away. **An agent off the roster with the capability** is a `direct` candidate with
   `capable: true`, or a `direct` one in the candidate set (`candidates=all`) that passed
   `capability`. A disabled bridge row counts as neither.
+- **empty-lane**: the lane's newest decision has no agent on the roster with the capability
+  and at least one off it (whatever reason it was recorded under: `empty-lane`, or
+  `one-candidate` before decisions told the two apart). Its evidence: the window's decisions
+  with none on the roster and one or more off it. With nobody off the roster either, no
+  roster rule fires: `add-station` (below) says what to set up.
 - **one-candidate**: the lane's newest decision has exactly one agent on the roster with the
   capability. Its evidence: the window's decisions with exactly one.
 - **unreliable**: three or more decisions with at least one agent on the roster with the
@@ -28,9 +33,9 @@ Where the docs leave things open, this is what is meant:
   roster with the capability (they are `candidates`), else **lane-single-point**. `rostered`
   is the agents on the roster with the capability in that decision. `reason` is one sentence:
   the lane, what each rule found, then what to do and where.
-- **Supply**: only while the lane's newest decision chose nobody. "Blocked" is `none-eligible`
-  or `one-candidate`. `change-model` needs a rostered agent with a station turned away by
-  `model-mismatch` alone; its target is that agent's newest such record. `move-to-host` and
+- **Supply**: only while the lane's newest decision chose nobody. "Blocked" is `none-eligible`,
+  `one-candidate` or `empty-lane`. `change-model` needs a rostered agent with a station turned
+  away by `model-mismatch` alone; its target is that agent's newest such record. `move-to-host` and
   `add-station` read what the lane's stations lacked (each filter's `missing`, where station
   filters alone turned a rostered agent away, in the lane's newest 20 blocked decisions that
   bear a station shortfall out): the strongest isolation and every model, tool and credential. `move-to-host` takes

@@ -6,6 +6,7 @@ being folded is in memory, and no candidate row ever leaves the database in this
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 from collections import Counter
@@ -15,7 +16,8 @@ from typing import Any, Iterable, NamedTuple
 
 from django.db import connection
 
-from placement.filters import REASON_CODES, STATION_FILTERS
+from placement import filters
+from placement.filters import Tables, Tag, tables
 from records.models import Board, Candidate, Decision
 
 # What a decision bears out; a decision may bear several.
@@ -26,14 +28,12 @@ MODEL = 1 << 3  # blocked; a rostered agent with a station was turned away only 
 SHORTFALL = 1 << 4  # blocked; a rostered agent was turned away only by station filters
 NO_CAPABILITY = 1 << 5  # blocked; nobody on the roster or in the workspace has the capability
 CAPACITY = 1 << 6  # chose nobody; every rostered capable agent failed for load alone, one at capacity
+EMPTY = 1 << 7  # nobody on the roster with the capability, and someone off it has it
 
-BLOCKED = ("none-eligible", "one-candidate")
+BLOCKED = ("none-eligible", "one-candidate", "empty-lane")
 NONE_ELIGIBLE = "none-eligible"
 EVIDENCE_KEPT = 20  # decision ids kept as evidence, newest first; evidenceCount counts them all
 CHUNK = 2000
-
-STATION_CODES = tuple(REASON_CODES[name] for name in STATION_FILTERS)
-LOAD_CODES = ("at-capacity", "not-idle", "holding-another", "unhealthy")
 
 
 @dataclass(frozen=True)
@@ -59,18 +59,12 @@ def _only(codes: Iterable[str]) -> str:
     return f"(c.reasons <> '' AND {rest} = ',')"
 
 
-CAPABLE = f"NOT {_has('capability-missing')}"
-SICK = f"({_has('unhealthy')} OR {_has('recently-no-show')})"
-# As placement's waiting rule: unhealthy is load only while the agent has no room.
-LOAD_ALONE = (f"({_only(LOAD_CODES)} AND (NOT {_has('unhealthy')} OR {_has('at-capacity')}"
-              f" OR {_has('not-idle')}))")
-
 # What one candidate counts towards, as the bits of one number worked out once per row.
 # Only a rostered agent in the candidate set with the capability (`rostered_capable`) is
 # looked at further; cheap tests come first, so an eligible or off-roster row costs little.
 COUNTS = {
     "rostered_capable": 1,
-    "sick": 2,  # ... turned away as unhealthy or a recent no-show
+    "sick": 2,  # ... turned away by a filter tagged unreliable (unhealthy, a recent no-show)
     "load_bound": 4,  # ... turned away for its load alone
     "at_capacity": 8,  # ... turned away at its board's concurrency
     "model_only": 16,  # ... with a station, turned away by model-mismatch alone
@@ -78,21 +72,43 @@ COUNTS = {
     "capable_off_roster": 64,  # an agent off the roster with the capability
 }
 _C = COUNTS
-CANDIDATE_COUNTS = f"""CASE
+
+
+def _any(codes: Iterable[str]) -> str:
+    """The candidate failed with any of these codes."""
+    return "(" + (" OR ".join(_has(code) for code in codes) or "1 = 0") + ")"
+
+
+class CandidateSql(NamedTuple):
+    candidate_counts: str  # the bits of COUNTS one candidate row `c` counts towards
+    station_only: str  # a rostered candidate in the set turned away by station filters alone
+
+
+@functools.lru_cache(maxsize=1)
+def candidate_sql(declared: Tables) -> CandidateSql:
+    """The rules over one candidate row, by the filters' tags; worked out again only when
+    the declarations change."""
+    codes = declared.codes_of
+    capable = f"NOT {_any(codes(Tag.CAPABILITY))}"
+    # As placement's waiting rule: unhealthy is load only while the agent has no room.
+    load_alone = (f"({_only(codes(Tag.LOAD) + codes(Tag.HEALTH))}"
+                  f" AND (NOT {_any(codes(Tag.HEALTH))} OR {_any(codes(Tag.NO_ROOM))}))")
+    station_only = _only(codes(Tag.STATION))
+    candidate_counts = f"""CASE
             WHEN c.source = 'direct' THEN
-                CASE WHEN c.capable OR (c.in_set AND {CAPABLE}) THEN {_C["capable_off_roster"]} ELSE 0 END
+                CASE WHEN c.capable OR (c.in_set AND {capable}) THEN {_C["capable_off_roster"]} ELSE 0 END
             WHEN NOT c.in_set THEN 0
             WHEN c.reasons = '' THEN {_C["rostered_capable"]}
-            WHEN NOT {CAPABLE} THEN 0
+            WHEN NOT {capable} THEN 0
             ELSE {_C["rostered_capable"]}
-                + CASE WHEN {SICK} THEN {_C["sick"]} ELSE 0 END
-                + CASE WHEN {LOAD_ALONE} THEN {_C["load_bound"]} ELSE 0 END
-                + CASE WHEN {_has("at-capacity")} THEN {_C["at_capacity"]} ELSE 0 END
-                + CASE WHEN c.reasons = ',model-mismatch,' AND c.station_id IS NOT NULL
+                + CASE WHEN {_any(codes(Tag.UNRELIABLE))} THEN {_C["sick"]} ELSE 0 END
+                + CASE WHEN {load_alone} THEN {_C["load_bound"]} ELSE 0 END
+                + CASE WHEN {_any(filters.CAPACITY.reasons)} THEN {_C["at_capacity"]} ELSE 0 END
+                + CASE WHEN c.reasons = ',{filters.MODEL.reason},' AND c.station_id IS NOT NULL
                        THEN {_C["model_only"]} ELSE 0 END
-                + CASE WHEN {_only(STATION_CODES)} THEN {_C["station_only"]} ELSE 0 END
+                + CASE WHEN {station_only} THEN {_C["station_only"]} ELSE 0 END
         END"""
-STATION_ONLY = f"(c.source = 'roster' AND c.in_set AND {_only(STATION_CODES)})"
+    return CandidateSql(candidate_counts, f"(c.source = 'roster' AND c.in_set AND {station_only})")
 
 
 D, C, B = Decision._meta.db_table, Candidate._meta.db_table, Board._meta.db_table
@@ -131,7 +147,7 @@ LEFT JOIN (
            {", ".join(f"SUM(CASE WHEN (counts & {bit}) <> 0 THEN 1 ELSE 0 END) AS {name}"
                       for name, bit in COUNTS.items())}
     FROM (
-        SELECT c.decision_id, {CANDIDATE_COUNTS} AS counts
+        SELECT c.decision_id, {candidate_sql(tables()).candidate_counts} AS counts
         FROM {C} c JOIN {D} d ON d.id = c.decision_id
         WHERE {IN_WINDOW}
         {_fence()}
@@ -149,7 +165,7 @@ def shortfalls_sql(decisions: int) -> str:
     return f"""
 SELECT d.board_id, d.stage_key, c.agent_id, c.station_id, c.filters, MAX({_epoch("d.created_at")})
 FROM {D} d JOIN {C} c ON c.decision_id = d.id
-WHERE d.id IN ({", ".join(["%s"] * decisions)}) AND {STATION_ONLY}
+WHERE d.id IN ({", ".join(["%s"] * decisions)}) AND {candidate_sql(tables()).station_only}
 GROUP BY d.board_id, d.stage_key, c.agent_id, c.station_id, c.filters
 """
 
@@ -193,6 +209,7 @@ class DecisionRow(NamedTuple):
             | (MODEL if blocked and self.model_only else 0)
             | (SHORTFALL if blocked and self.station_only else 0)
             | (NO_CAPABILITY if blocked and not rc and not self.capable_off_roster else 0)
+            | (EMPTY if not rc and self.capable_off_roster else 0)
             | (CAPACITY if self.chosen is None and rc and self.load_bound == rc
                and self.at_capacity else 0)
         )
@@ -206,6 +223,7 @@ class Latest:
     created_at: float
     chosen: str | None
     rostered_capable: int
+    capable_off_roster: int
 
 
 @dataclass(frozen=True)
@@ -247,7 +265,8 @@ class LaneTally:
 
     def add(self, row: DecisionRow, bits: int) -> None:
         if self.latest is None or (row.created_at, row.id) > (self.latest.created_at, self.latest.id):
-            self.latest = Latest(row.id, row.created_at, row.chosen, row.rostered_capable)
+            self.latest = Latest(row.id, row.created_at, row.chosen, row.rostered_capable,
+                                 row.capable_off_roster)
         if not bits:
             return
         self.decisions[bits] += 1
@@ -353,12 +372,15 @@ class CandidateRow(NamedTuple):
 
     @property
     def rostered_capable(self) -> bool:
-        return self.source == "roster" and self.in_set and ",capability-missing," not in self.reasons
+        return self.source == "roster" and self.in_set and not self._incapable
 
     @property
     def capable_off_roster(self) -> bool:
-        return self.source == "direct" and bool(
-            self.capable or (self.in_set and ",capability-missing," not in self.reasons))
+        return self.source == "direct" and bool(self.capable or (self.in_set and not self._incapable))
+
+    @property
+    def _incapable(self) -> bool:
+        return any(f",{code}," in self.reasons for code in tables().codes_of(Tag.CAPABILITY))
 
 
 def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, list[CandidateRow]]]:
@@ -387,13 +409,14 @@ def lane_shortfalls(decision_ids: list[str]) -> dict[tuple[str, str], list[Short
     found: dict[tuple[str, str], list[Shortfall]] = {}
     if not decision_ids:
         return found
+    station_filters = tables().names(Tag.STATION)
     with connection.cursor() as cursor:
         cursor.execute(shortfalls_sql(len(decision_ids)), decision_ids)
-        for board_id, stage_key, agent_id, station_id, filters, last_at in cursor.fetchall():
-            if isinstance(filters, str):
-                filters = json.loads(filters)
-            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in filters
-                      if not f.get("passed") and f["filter"] in STATION_FILTERS}
+        for board_id, stage_key, agent_id, station_id, verdicts, last_at in cursor.fetchall():
+            if isinstance(verdicts, str):
+                verdicts = json.loads(verdicts)
+            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in verdicts
+                      if not f.get("passed") and f["filter"] in station_filters}
             found.setdefault((board_id, stage_key), []).append(
                 Shortfall(agent_id, station_id, lacked, last_at))
     for shortfalls in found.values():

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from records.suggestions.found import Found
-from records.suggestions.reading import ONE, STALLED, UNRELIABLE, CandidateRow, LaneTally
+from records.suggestions.reading import EMPTY, ONE, STALLED, UNRELIABLE, CandidateRow, LaneTally
 from records.suggestions.words import capability_words, counted, either, minutes
 
 UNRELIABLE_AFTER = 3  # decisions in which every rostered agent with the capability was out
@@ -11,7 +11,12 @@ UNRELIABLE_AFTER = 3  # decisions in which every rostered agent with the capabil
 def flagging_rules(lane: LaneTally) -> list[str]:
     """The rules that flag the lane, in the docs' order."""
     rules = []
-    if lane.latest is not None and lane.latest.rostered_capable == 1:
+    latest = lane.latest
+    # Nobody on the roster can work the lane, but someone off it could: who to add. With
+    # nobody in the workspace either, the supply proposal (add-station) speaks instead.
+    if latest is not None and latest.rostered_capable == 0 and latest.capable_off_roster:
+        rules.append("empty-lane")
+    if latest is not None and latest.rostered_capable == 1:
         rules.append("one-candidate")
     if lane.count(UNRELIABLE) >= UNRELIABLE_AFTER:
         rules.append("unreliable")
@@ -20,7 +25,7 @@ def flagging_rules(lane: LaneTally) -> list[str]:
     return rules
 
 
-RULE_BITS = {"one-candidate": ONE, "unreliable": UNRELIABLE, "stalled": STALLED}
+RULE_BITS = {"empty-lane": EMPTY, "one-candidate": ONE, "unreliable": UNRELIABLE, "stalled": STALLED}
 
 
 def roster_suggestion(lane: LaneTally, rules: list[str], requires: dict | None,
@@ -46,6 +51,8 @@ def roster_suggestion(lane: LaneTally, rules: list[str], requires: dict | None,
 def _reason(lane: LaneTally, rules: list[str], capability: str, rostered: list[str],
             candidates: list[str]) -> str:
     found = []
+    if "empty-lane" in rules:
+        found.append(f"nobody on the roster has {capability}")
     if "one-candidate" in rules:
         found.append(f"only {rostered[0] if rostered else 'one agent'} on the roster has {capability}")
     if "unreliable" in rules:

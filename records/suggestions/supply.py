@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from placement import filters
 from placement.facts import ISOLATION_ORDER, Station, StationNeeds
 from placement.stations import PROOF_RANK, lacking_by_agent
 from records.suggestions.found import Found
@@ -64,11 +65,13 @@ def supply_proposals(lane: LaneTally, requires: dict | None, shortfalls: list[Sh
 # --- What the stations lacked ----------------------------------------------------------------
 
 def needs_of(lacked: dict) -> StationNeeds:
-    """What a station lacked, as needs: the isolation asked for, the models, tools, credentials."""
-    isolation = lacked.get("isolation") or ()
+    """What a station lacked (by station filter), as needs: the isolation asked for, the
+    models, tools, credentials."""
+    isolation = lacked.get(filters.ISOLATION.name) or ()
     return StationNeeds(isolation=isolation[0] if isolation else None,
-                        models=tuple(lacked.get("model", ())), tools=tuple(lacked.get("tools", ())),
-                        credentials=tuple(lacked.get("credentials", ())))
+                        models=tuple(lacked.get(filters.MODEL.name, ())),
+                        tools=tuple(lacked.get(filters.TOOLS.name, ())),
+                        credentials=tuple(lacked.get(filters.CREDENTIALS.name, ())))
 
 
 def merged_needs(shortfalls: Iterable[Shortfall]) -> StationNeeds:
@@ -137,11 +140,11 @@ def _unplaced(lane: LaneTally, bits: int) -> str:
 
 
 def _change_model(lane: LaneTally, shortfalls: list[Shortfall], supply: Supply) -> list[Found]:
-    only_model = [s for s in shortfalls if set(s.lacked) == {"model"} and s.station_id]
+    only_model = [s for s in shortfalls if set(s.lacked) == {filters.MODEL.name} and s.station_id]
     if not only_model:
         return []
     s = only_model[0]
-    models = s.lacked["model"]
+    models = s.lacked[filters.MODEL.name]
     model = models[0] if models else None
     return [_proposal(
         "change-model", lane, MODEL, supply,

@@ -4,11 +4,11 @@ from datetime import timedelta
 
 import pytest
 
+from placement import filters
 from sandbox import Simulation
 from tests.e2e.stand import BOARD, running_stand, scenario, seed_history
 
 pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.storage]
-STATION_FILTERS = ("isolation", "model", "tools", "credentials")
 
 
 def test_a_relayed_card_is_held_within_its_placement_window_and_claimed_by_the_held_agent(live_server):
@@ -68,9 +68,9 @@ def test_an_agentpod_without_the_registry_leaves_station_needs_unchecked(live_se
         [decision] = stand.decision_count(card_id, 1)
         assert decision.chosen == "agt_a" and decision.reserved_until is not None
         for candidate in decision.candidates.all():
-            stations = [f for f in candidate.filters if f["filter"] in STATION_FILTERS]
+            stations = [f for f in candidate.filters if f["filter"] in filters.STATION_FILTERS]
             assert stations == [{"filter": name, "passed": True, "unchecked": True}
-                                for name in STATION_FILTERS]
+                                for name in filters.STATION_FILTERS]
 
 
 def test_superwitness_down_leaves_the_history_out_for_everyone(live_server):

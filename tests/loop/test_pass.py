@@ -191,6 +191,27 @@ def test_a_lane_with_one_rostered_agent_is_one_candidate_and_left_to_pull():
     assert (d.chosen, d.reason, d.reserved_until) == (None, "one-candidate", None)
 
 
+def test_a_lane_nobody_on_the_roster_can_work_is_an_empty_lane_and_waits_five_minutes():
+    scenario = lane(agents=("agt_a", "agt_b"))
+    scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"], "boards": ["brd_z"]})
+    scenario["boards"].append({"id": "brd_z", "stages": [{"key": "review", "owner": "code-review"}]})
+    for agent in scenario["agents"][:2]:
+        agent["capabilities"] = ["shipping"]
+    w = make_world(scenario)
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    assert (d.chosen, d.reason, d.reserved_until) == (None, "empty-lane", None)
+    assert [c.agent_id for c in d.candidates.all() if c.capable] == ["agt_z"]
+    w.advance(240)
+    w.sweep()
+    assert len(w.decisions()) == 1  # chose nobody: not decided again for five minutes
+    w.advance(61)
+    w.sweep()
+    assert [d.reason for d in w.decisions()] == ["empty-lane", "empty-lane"]
+
+
 def test_an_unreadable_board_settles_nothing_and_the_next_board_is_still_read():
     w = make_world(lane(boards=("brd_a", "brd_b")))
     w.opt_in("brd_a", "brd_b")

@@ -48,3 +48,40 @@ def test_nothing_ready_orders_nothing():
 def test_unknown_fairness_is_refused():
     with pytest.raises(ValueError):
         order_cards(QUIET, "lottery")
+
+
+def _card(board_id, name, minutes_waiting, priority=0):
+    return (board_id, card(board_id=board_id, card_id=name, ready_at=ago(minutes=minutes_waiting),
+                           priority=priority))
+
+
+def test_within_a_board_higher_priority_goes_first_then_the_longest_waiting():
+    queue = [_card("b", "card_old_low", 60), _card("b", "card_new_urgent", 1, priority=3),
+             _card("b", "card_mid", 30, priority=1), _card("b", "card_older_urgent", 5, priority=3)]
+    assert _ids(order_cards(queue, "board-order")) == [
+        "card_older_urgent", "card_new_urgent", "card_mid", "card_old_low"]
+    assert _ids(order_cards(queue, "round-robin")) == _ids(order_cards(queue, "board-order"))
+
+
+def test_equal_priority_and_equal_wait_fall_back_to_the_card_id():
+    queue = [_card("b", "card_2", 5, priority=1), _card("b", "card_1", 5, priority=1)]
+    assert _ids(order_cards(queue)) == ["card_1", "card_2"]
+
+
+def test_a_board_of_urgent_cards_still_gives_a_quiet_board_its_turn_each_round():
+    urgent = [_card("busy", f"busy-{i}", 1, priority=5) for i in range(3)]
+    quiet = [_card("quiet", "quiet-low", 50)]
+    assert _ids(order_cards(urgent + quiet, "round-robin")) == ["quiet-low", "busy-0", "busy-1", "busy-2"]
+
+
+def test_within_a_round_the_longest_waiting_head_goes_first_whatever_its_priority():
+    # Each board's head is its most urgent card; the round orders the heads by their wait.
+    a = [_card("a", "a-low-old", 40), _card("a", "a-urgent", 2, priority=9)]
+    b = [_card("b", "b-mid", 10, priority=1)]
+    assert _ids(order_cards(a + b, "round-robin")) == ["b-mid", "a-urgent", "a-low-old"]
+
+
+def test_board_order_with_priorities_keeps_each_board_together():
+    a = [_card("a", "a-low", 40), _card("a", "a-urgent", 2, priority=9)]
+    b = [_card("b", "b-urgent", 10, priority=9)]
+    assert _ids(order_cards(a + b, "board-order")) == ["a-urgent", "a-low", "b-urgent"]

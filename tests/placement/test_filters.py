@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from placement import REASON_CODES
+from placement import filters
 from placement.facts import Ladder, OwnHistory, PolicyFacts, PolicyVerdict, StationNeeds
 
 from placement_factories import ago, board, card, decided, failing, roster_row, station, verdict, with_rows
@@ -15,9 +15,23 @@ EVERYTHING_ON = dict(
 )
 
 
+# docs/placement-filters.md: each filter, in the order they run, and the reason it rejects with.
+DOCUMENTED = {
+    "roster": "not-on-roster", "capability": "capability-missing", "grant": "grant-denied",
+    "claimable": "not-claimable", "isolation": "isolation-too-weak", "model": "model-mismatch",
+    "tools": "tool-missing", "credentials": "credential-missing", "policy": "policy-denied",
+    "health": "unhealthy", "capacity": "at-capacity", "idle": "not-idle", "held": "holding-another",
+    "noShow": "recently-no-show", "passedOver": "passed-over",
+}
+
+
+def test_the_reason_code_table_is_the_documented_one_in_order():
+    assert list(filters.REASON_CODES.items()) == list(DOCUMENTED.items())
+
+
 def test_filters_run_in_the_documented_order():
     decision = decided(board(**EVERYTHING_ON))
-    assert [f.filter for f in decision.candidate("agt_ada").filters] == list(REASON_CODES)
+    assert [f.filter for f in decision.candidate("agt_ada").filters] == list(DOCUMENTED)
     assert all(f.passed for f in decision.candidate("agt_ada").filters)
 
 

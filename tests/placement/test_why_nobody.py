@@ -19,6 +19,34 @@ def test_one_rostered_candidate_is_left_to_pull_but_its_filters_are_recorded():
     assert decision.candidate("agt_ada").eligible and decision.candidate("agt_ada").score.total == 1
 
 
+def test_a_roster_with_nobody_capable_is_an_empty_lane_not_one_candidate():
+    facts = with_rows(board("agt_ada", "agt_bob"),
+                      eligibility=[verdict("agt_ada", "capability_mismatch"),
+                                   verdict("agt_bob", "capability_mismatch"), verdict("agt_eli")])
+    decision = decided(facts)
+    assert (decision.reason, decision.chosen, decision.hold, decision.record) == (
+        "empty-lane", None, None, True)
+    assert decision.candidate("agt_eli").capable is True
+
+
+def test_no_roster_at_all_with_agents_judged_off_it_is_an_empty_lane():
+    facts = Facts(card=card(), roster=(), eligibility=(verdict("agt_eli"),))
+    assert decided(facts).reason == "empty-lane"
+
+
+def test_only_disabled_rows_with_the_capability_leave_the_lane_empty():
+    facts = with_rows(board("agt_ada"), roster=[roster_row("agt_ada", enabled=False)])
+    assert decided(facts).reason == "empty-lane"
+
+
+def test_direct_candidates_alone_leave_the_lane_empty_under_candidates_all():
+    facts = Facts(card=card(), roster=(), eligibility=(verdict("agt_eli"), verdict("agt_fay")),
+                  load=(load_row("agt_eli"), load_row("agt_fay")))
+    decision = decided(facts, candidates="all")
+    assert decision.candidate("agt_eli").eligible
+    assert (decision.reason, decision.chosen) == ("empty-lane", None)
+
+
 def test_one_candidate_counts_rostered_candidates_even_when_they_are_ineligible():
     facts = with_rows(board("agt_ada"), roster=[roster_row("agt_ada", busy=True)])
     assert decided(facts).reason == "one-candidate"

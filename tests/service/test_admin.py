@@ -2,7 +2,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from records.models import Board, Suggestion
+from placement.why_nobody import UNRECORDED, WHY_NOBODY
+from records.models import REASONS, Board, Suggestion
 from tests.admin_pages import change_url
 from tests.conftest import T0, at
 from tests.factories import make_decision
@@ -34,6 +35,19 @@ def test_decision_list_filters_by_outcome_and_searches_card(staff):
     page = staff.get("/admin/records/decision/?q=card_7").content.decode()
     assert "card_7" in page and "card_8" not in page
     assert staff.get("/admin/records/decision/?outcome_status=expired").status_code == 200
+
+
+def test_decision_list_tells_an_empty_lane_from_a_lane_of_one(staff):
+    make_decision(card="card_7", reason="empty-lane")
+    make_decision(card="card_8", reason="one-candidate")
+    page = staff.get("/admin/records/decision/").content.decode()
+    assert "?reason=empty-lane" in page and "?reason=one-candidate" in page
+    page = staff.get("/admin/records/decision/?reason=empty-lane").content.decode()
+    assert "card_7" in page and "card_8" not in page
+
+
+def test_the_store_lists_every_reason_placement_records():
+    assert set(REASONS) == set(WHY_NOBODY) - UNRECORDED
 
 
 def test_board_actions_opt_in_and_out(staff):
