@@ -181,9 +181,6 @@ class Config:
         "an integer from 1 to 1000000", "100")
     learned_margin_pct: int = setting(
         "SUPERDISPATCH_LEARNED_MARGIN_PCT", _int_range(0, 100), "an integer from 0 to 100", "5")
-    learned_target: str = setting(
-        "SUPERDISPATCH_LEARNED_TARGET", _choice("claimed", "succeeded"), "claimed or succeeded",
-        "claimed")
 
     @property
     def start_line(self) -> str:
