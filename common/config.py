@@ -96,6 +96,17 @@ def _hosts(raw: str) -> tuple[str, ...]:
     return hosts
 
 
+def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple]:
+    """A comma-separated list, each entry read by `parse`; an empty entry is malformed."""
+    def parse_all(raw: str) -> tuple:
+        items = [item.strip() for item in raw.split(",")]
+        if not all(items):
+            raise ValueError
+        return tuple(parse(item) for item in items)
+
+    return parse_all
+
+
 def setting(env: str, parse: Callable[[str], Any], rule: str, default: str | None = None) -> Any:
     """Declare one setting: the variable, its parser, its rule in words, its default."""
     return field(metadata={"env": env, "parse": parse, "rule": rule, "default": default})
@@ -113,9 +124,10 @@ class Config:
     relay_secret: str = setting(
         "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),
         "at least 16 characters, none of them whitespace")
-    operator_token_sha256: str = setting(
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _sha256_hex,
-        "64 hex digits, either case (the SHA-256 of the operator token)")
+    # Several digests, comma-separated, let a new token be rolled out before the old one goes.
+    operator_token_sha256: tuple = setting(
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _each(_sha256_hex),
+        "64 hex digits, either case (the SHA-256 of the operator token), or several comma-separated")
     # Where it runs
     agentpod_audience: str = setting(
         "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL
@@ -128,6 +140,9 @@ class Config:
     allowed_hosts: tuple = setting(
         "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
         "localhost,127.0.0.1,[::1]")
+    https: str = setting("SUPERDISPATCH_HTTPS", _choice("on", "off"), "on or off", "off")
+    log_format: str = setting(
+        "SUPERDISPATCH_LOG_FORMAT", _choice("text", "json"), "text or json", "text")
     # Placement
     sweep_seconds: int = setting(
         "SUPERDISPATCH_SWEEP_SECONDS", _int_range(5, 3600), "an integer from 5 to 3600", "30")

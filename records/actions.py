@@ -5,15 +5,16 @@ Views, admin actions, commands and tasks all call these, so a rule lives in one 
 from __future__ import annotations
 
 import json
-from datetime import datetime
-
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 
 from placement.facts import Station
-from records.models import Board, Candidate, Decision, LoopState, RegistryRead, Suggestion
+from records.models import (
+    Board, Candidate, Decision, LoopState, RegistryRead, RelayDelivery, Suggestion,
+)
 from records.registry import KEY as REGISTRY_KEY
 from records.registry import station_json
 from records.signals import board_changed
@@ -250,3 +251,28 @@ def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
     state.last_suggest_at = now
     state.save(update_fields=["last_suggest_at"])
     return SyncSummary(opened=len(opened), updated=len(again), resolved=len(live))
+
+
+# --- The relay's deliveries ---------------------------------------------------------------
+
+# A redelivery within a day is recognised and answered 200: delivery ids are kept in our own
+# table (a cache may evict them) and pruned by a periodic task once they are older.
+DELIVERIES_KEPT = timedelta(days=1)
+
+def do_note_delivery(delivery_id: str, now: datetime) -> bool:
+    """Remember a relay delivery id; False when it was already seen (a redelivery).
+
+    The insert is the test: of two racing copies of one delivery the second meets the
+    primary key (once the first commits) and is told it is a duplicate."""
+    try:
+        with transaction.atomic():
+            RelayDelivery.objects.create(delivery_id=delivery_id, received_at=now)
+    except IntegrityError:
+        return False
+    return True
+
+
+def do_prune_deliveries(before: datetime) -> int:
+    """Forget the delivery ids received before `before`; returns how many."""
+    deleted, _ = RelayDelivery.objects.filter(received_at__lt=before).delete()
+    return deleted

@@ -225,3 +225,15 @@ class RegistryRead(models.Model):
 
     class Meta:
         verbose_name = "registry read"
+
+
+class RelayDelivery(models.Model):
+    """A delivery id the event relay sent, kept a day so a redelivery is known and answered
+    once; the primary key makes two racing copies of one delivery insert only once."""
+
+    delivery_id = models.CharField(max_length=200, primary_key=True)
+    received_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        verbose_name = "relay delivery"
+        verbose_name_plural = "relay deliveries"

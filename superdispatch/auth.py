@@ -13,12 +13,17 @@ OPEN_PATHS = frozenset({"/healthz", "/v1/relay/events"})
 SESSION_PATHS = frozenset({"/v1/docs", "/v1/schema"})
 
 
-def token_matches(header: str, expected_sha256: str) -> bool:
-    """Whether an Authorization header carries the operator token, compared in constant time."""
+def token_matches(header: str, expected_sha256: tuple[str, ...]) -> bool:
+    """Whether an Authorization header carries an operator token, compared in constant time.
+
+    Every configured digest is compared, with no early exit, so timing says nothing about
+    which one matched (or how many are configured to be tried first)."""
     scheme, _, token = header.partition(" ")
     digest = hashlib.sha256(token.strip().encode()).hexdigest()
     # Compare even when the scheme is wrong, so timing says nothing about which part failed.
-    same = hmac.compare_digest(digest, expected_sha256)
+    same = False
+    for expected in expected_sha256:
+        same |= hmac.compare_digest(digest, expected)
     return same and scheme.lower() == "bearer"
 
 

@@ -11,8 +11,18 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # Read the settings now, so a worker or beat with a bad setting stops before it runs anything.
 from django.conf import settings  # noqa: E402
 
+from superdispatch import store_version  # noqa: E402
+
 settings.SUPERDISPATCH
 app.autodiscover_tasks(["superdispatch", "records", "learning"])
+
+
+@signals.worker_init.connect
+@signals.beat_init.connect
+def _refuse_a_newer_database(**_) -> None:
+    """A worker or beat stops before it runs anything on a database a newer build wrote
+    (connected before the beat hook that writes the schedule, so it runs first)."""
+    store_version.refuse_a_newer_database()
 
 
 @signals.worker_process_init.connect  # each pool process, once it has started

@@ -9,18 +9,20 @@ import time
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import ApiError, bad_request
+from records import actions
 from records.models import Board
 from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")
 MAX_SKEW_S = 300
 MAX_BODY = 64 * 1024
-SEEN_FOR_S = 24 * 3600  # a redelivery within a day is recognised and answered 200
 LOOK_DELAY_S = 2  # other events: look at the board this much later, once for a burst
 
 
@@ -85,7 +87,11 @@ class RelayEvents(APIView):
         if not delivery or len(delivery) > 200:
             raise bad_request("bad-delivery", "X-Treaty-Delivery names the delivery")
         event = _event(body)
-        if not cache.add(f"superdispatch:delivery:{delivery}", 1, SEEN_FOR_S):
-            return Response({"ok": True, "duplicate": True})
-        answer = accept(event)
+        # One transaction for the id and the hand-off: a copy racing this one waits on the id
+        # and is a duplicate, and a hand-off that fails forgets the id so the relay's retry
+        # is accepted.
+        with transaction.atomic():
+            if not actions.do_note_delivery(delivery, timezone.now()):
+                return Response({"ok": True, "duplicate": True})
+            answer = accept(event)
         return Response(answer, status=200 if answer.get("ignored") else 202)

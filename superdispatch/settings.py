@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from common import config
@@ -44,6 +45,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "superdispatch",
     "records",
     "learning",
@@ -61,7 +63,23 @@ MIDDLEWARE = [
     "superdispatch.auth.OperatorTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it answers a lockout
 ]
+
+# The admin sign-in is throttled: five wrong passwords for one username from one address lock
+# that pair out for 15 minutes (`python manage.py axes_reset` lifts it). Attempts live in the
+# database, shared by every web worker and kept across restarts, and show in the admin.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+# The pair, not the address alone: behind the proxy every sign-in comes from its address, and
+# one person's typos must not lock everybody out.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
 
 ROOT_URLCONF = "superdispatch.urls"
 APPEND_SLASH = False  # routes answer at exactly their documented path, no redirects
@@ -103,6 +121,21 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": str(DATA_DIR / "cache"), "TIMEOUT": 3600}}
 
+# SUPERDISPATCH_HTTPS=on: served over HTTPS behind a proxy that terminates TLS and says so in
+# X-Forwarded-Proto (it must set that header on every request, never pass a client's on).
+if SUPERDISPATCH.https == "on":
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    # The container's healthcheck and the smoke ask /healthz directly, in plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 365 * 24 * 3600
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # Not preloaded: a place on the browsers' preload list is asked for by the owner of the
+    # whole registrable domain, for all of it, and is not this service's to ask.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -133,7 +166,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser",
                                "common.parsers.AnyTypeJSONParser"],
     "EXCEPTION_HANDLER": "common.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "superdispatch.schema.AutoSchema",
     "URL_FORMAT_OVERRIDE": None,  # `format` is the dataset's own parameter
 }
 
@@ -180,11 +213,19 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 
+# SUPERDISPATCH_LOG_FORMAT: text lines as always, or one JSON object a line that also carries
+# the `board`, `card`, `decision` and `agent` a loop line names (its `extra` fields).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(message)s"},
+        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
+                 "fmt": "%(levelname)s %(name)s %(message)s", "timestamp": "time",
+                 "rename_fields": {"levelname": "level", "name": "logger"}},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             "formatter": "json" if SUPERDISPATCH.log_format == "json" else "plain"}},
     "loggers": {
         "superdispatch": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django": {"handlers": ["console"], "level": "WARNING"},

@@ -4,7 +4,9 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
+from records import actions
 from records.models import Board
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
 from superdispatch.loop.windows import set_window
@@ -58,3 +60,9 @@ def board_changed_task(board_id: str) -> None:
     set_window(the_loop, board, the_loop.clock())
     if board.enabled:
         look_at_board_task.delay(board_id)
+
+
+@shared_task(name="superdispatch.prune_deliveries", ignore_result=True)
+def prune_deliveries_task() -> None:
+    """Forget relay delivery ids older than a redelivery is recognised for (a day)."""
+    actions.do_prune_deliveries(timezone.now() - actions.DELIVERIES_KEPT)

@@ -1,6 +1,8 @@
 """Shared fixtures: an authenticated API client and a clock-free record factory."""
 from __future__ import annotations
 
+import logging
+import logging.config
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -31,6 +33,15 @@ def api(client):
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
+
+
+def log_formatter(name: str) -> logging.Formatter:
+    """The log formatter the settings configure under `name` (`plain` for
+    SUPERDISPATCH_LOG_FORMAT=text, `json`), built as the logging configuration builds it."""
+    from django.conf import settings
+
+    return logging.config.DictConfigurator({}).configure_formatter(
+        dict(settings.LOGGING["formatters"][name]))
 
 
 @pytest.fixture

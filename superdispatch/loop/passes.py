@@ -76,7 +76,8 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     try:
         eligibility = loop.clients.superpipeline.eligibility(card.board_id, card.card_id)
     except ClientError as err:
-        log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code)
+        log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
+                    extra={"board": card.board_id, "card": card.card_id})
         return
     ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
     load = reads.load()
@@ -108,7 +109,8 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
                  decided.waiting.expected_wait_s, decided.waiting.passed_over)
     if decided.hold is None:
         log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
-                 tier, decided.reason)
+                 tier, decided.reason,
+                 extra={"board": card.board_id, "card": card.card_id, "decision": row.id})
         return
     answer = loop.clients.superpipeline.reserve(
         card.board_id, card.card_id, decided.hold.agent_id, decided.hold.seconds)
@@ -117,12 +119,16 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
         summary.holds += 1
         log.info("loop: %s %s %s %s held for %s until %s", card.board_id, card.card_id, row.id,
-                 tier, decided.hold.agent_id, answer.reserved_until.isoformat())
+                 tier, decided.hold.agent_id, answer.reserved_until.isoformat(),
+                 extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
+                        "agent": decided.hold.agent_id})
     else:
         actions.do_record_refusal(row, answer.code, now)
         summary.refused += 1
         log.warning("loop: %s %s %s %s hold refused: %s", card.board_id, card.card_id, row.id,
-                    tier, answer.code)
+                    tier, answer.code,
+                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
+                           "agent": decided.hold.agent_id})
 
 
 def _with_learned_model(loop: Loop, decided: placement.Decision,
@@ -163,7 +169,8 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     try:
         read = loop.clients.superpipeline.board(board_id)
     except ClientError as err:
-        log.warning("loop: %s unread, nothing settled: %s", board_id, err.code)
+        log.warning("loop: %s unread, nothing settled: %s", board_id, err.code,
+                    extra={"board": board_id})
         actions.do_note_read(board_id, now, err.code)
         summary.unread += 1
         return None

@@ -34,7 +34,7 @@ def read_roster(loop: Loop, board_id: str) -> tuple[RosterRow, ...] | None:
     try:
         rows = loop.clients.agentpod.roster(board_id)
     except ClientError as err:
-        log.warning("loop: %s roster unread: %s", board_id, err.code)
+        log.warning("loop: %s roster unread: %s", board_id, err.code, extra={"board": board_id})
         return None
     cache.set(roster_key(board_id), rows, ROSTER_CACHE_S)
     return rows
@@ -121,7 +121,7 @@ class PassReads:
                 runs = witness.runs(board_id, stage_key, since)
             except ClientError as err:
                 log.warning("loop: %s %s history unread, record left out: %s",
-                            board_id, stage_key, err.code)
+                            board_id, stage_key, err.code, extra={"board": board_id})
                 self._history[key] = None
             else:
                 by_principal: dict[str, list[Run]] = defaultdict(list)
@@ -148,7 +148,8 @@ class PassReads:
             verdict = self.loop.clients.accounts.decide(
                 principal_id, agent_id, card.board_id, card.stage_key, card.requires)
         except ClientError as err:
-            log.warning("loop: policy unread for %s, failing closed: %s", agent_id, err.code)
+            log.warning("loop: policy unread for %s, failing closed: %s", agent_id, err.code,
+                        extra={"board": card.board_id, "card": card.card_id, "agent": agent_id})
             return None
         self._remember_no_policy(says_no_policy(verdict))
         if verdict.limit_window_hours is not None:

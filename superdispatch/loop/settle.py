@@ -63,6 +63,9 @@ def settle_board(read: BoardRead, now: datetime) -> int:
             continue
         settled += 1
         by = f" by {result.by}" if result.by else ""
+        fields = {"board": decision.board_id, "card": decision.card_id, "decision": decision.id}
+        if result.by:
+            fields["agent"] = result.by
         log.info("loop: %s %s %s settled %s%s", decision.board_id, decision.card_id,
-                 decision.id, result.status, by)
+                 decision.id, result.status, by, extra=fields)
     return settled

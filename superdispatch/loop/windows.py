@@ -26,11 +26,12 @@ def set_window(loop: Loop, board: Board, now: datetime) -> bool:
         accepted = loop.clients.superpipeline.set_placement_window(board.board_id, seconds)
     except ClientError as err:
         log.warning("loop: %s placement window refused, retrying in 5 minutes: %s",
-                    board.board_id, err.code)
+                    board.board_id, err.code, extra={"board": board.board_id})
         actions.do_note_window(board.board_id, None, now + RETRY_AFTER)
         return False
     actions.do_note_window(board.board_id, accepted, None)
-    log.info("loop: %s placement window %ds", board.board_id, accepted)
+    log.info("loop: %s placement window %ds", board.board_id, accepted,
+             extra={"board": board.board_id})
     return True
 
 

@@ -17,6 +17,8 @@ from superdispatch.clients import (
 )
 
 from . import bodies
+from tests.conftest import log_formatter
+
 from .conftest import CREDENTIAL, TokenMint
 from .server import Reply
 
@@ -151,6 +153,9 @@ def test_no_log_line_or_error_names_the_credential_or_a_token(suite, caplog, nap
         seen.append(str(caught.value))
         seen.append(repr(clients.superpipeline.reserve("brd_1", "card_1042", "agt_ada", 60)))
     seen += [record.getMessage() for record in caplog.records]
+    # Both log formats write each line whole: the JSON one with every field a record carries.
+    seen += [log_formatter(name).format(record) for record in caplog.records
+             for name in ("plain", "json")]
     assert len(seen) > 20 and naps  # failures of every kind were met, outages included
     leaks = [line for line in seen if SECRET in line or "tok-SECRET" in line]
     assert leaks == []

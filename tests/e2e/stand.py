@@ -123,7 +123,7 @@ def running_stand(base: str, scenario_data: dict, toggles: dict | None = None, *
     with SandboxServers(suite):
         env = {
             **suite.dispatch_config().as_env(),
-            "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": settings.SUPERDISPATCH.operator_token_sha256,
+            "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": ",".join(settings.SUPERDISPATCH.operator_token_sha256),
             "SUPERDISPATCH_DATA_DIR": settings.SUPERDISPATCH.data_dir,
             **{f"SUPERDISPATCH_{k.upper()}": str(v) for k, v in dispatch_settings.items()},
         }

@@ -23,12 +23,12 @@ def _settings_row(name: str) -> str:
 @pytest.mark.parametrize("digest", [DIGEST.upper(), DIGEST[:32].upper() + DIGEST[32:], DIGEST],
                          ids=["upper", "mixed", "lower"])
 def test_the_operator_token_digest_is_read_in_either_case(digest):
-    assert config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest}).operator_token_sha256 == DIGEST
+    assert config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest}).operator_token_sha256 == (DIGEST,)
 
 
 @pytest.mark.parametrize("digest", [DIGEST[:63], DIGEST + "0", "g" * 64, DIGEST.upper()[:-1] + "G",
-                                    " " + DIGEST],
-                         ids=["63", "65", "not-hex", "upper-not-hex", "leading-space"])
+                                    DIGEST + ",", DIGEST + "," + "g" * 64],
+                         ids=["63", "65", "not-hex", "upper-not-hex", "empty-entry", "one-bad-entry"])
 def test_a_digest_that_is_not_64_hex_digits_is_still_refused(digest):
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest})

@@ -8,6 +8,8 @@ from django.core.management.base import BaseCommand
 from django.core.wsgi import get_wsgi_application
 from gunicorn.app.base import BaseApplication
 
+from superdispatch.store_version import refuse_a_newer_database
+
 
 class _Gunicorn(BaseApplication):
     def __init__(self, options: dict, start_line: str):
@@ -35,6 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, workers: int, **options):
         cfg = settings.SUPERDISPATCH
+        refuse_a_newer_database()  # here, before gunicorn forks its workers
         _Gunicorn({"bind": f"{host}:{cfg.port}", "workers": workers, "threads": 4,
                    "accesslog": None, "errorlog": "-", "loglevel": "warning",
                    "timeout": 60}, cfg.start_line).run()

@@ -1,0 +1,8 @@
+"""gunicorn's settings when it is started as `gunicorn superdispatch.wsgi` from this directory
+(`manage.py serve` sets its own).
+
+The application is loaded in the master before it forks: a bad setting or a database written
+by a newer build then stops gunicorn itself (exit 2), rather than each worker in turn while
+the master starts another.
+"""
+preload_app = True
