@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('records', '0003_dataset_and_shadow_indexes'),
+        ('records', '0004_relay_deliveries'),
     ]
 
     operations = [
