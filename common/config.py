@@ -164,6 +164,9 @@ class Config:
         "SUPERDISPATCH_MIN_PROOF", _choice("probed", "installed", "declared"),
         "probed, installed or declared", "declared")
     policy: str = setting("SUPERDISPATCH_POLICY", _choice("off", "on"), "off or on", "off")
+    formula: str = setting(
+        "SUPERDISPATCH_FORMULA", _choice("idle-stage-success-lru@3", "wait-for-better@1"),
+        "idle-stage-success-lru@3 or wait-for-better@1", "idle-stage-success-lru@3")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(

@@ -1,4 +1,4 @@
-"""The dataset read from the store: settled decisions, a chunk at a time, as schema-1 rows.
+"""The dataset read from the store: settled decisions, a chunk at a time, as schema-2 rows.
 
 Decisions are read by keyset (created_at, id) in chunks, so a read of 100,000 decisions
 holds one chunk in memory at a time, never the whole log.

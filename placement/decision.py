@@ -13,7 +13,9 @@ from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
-from .scoring import POLICY, Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
+from .scoring import Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
+from .waiting import WAITING_POLICY, Waiting
+from .waiting import rank as rank_waiting
 from .why_nobody import (
     EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason,
 )
@@ -80,6 +82,7 @@ class Decision:
     candidates: tuple[CandidateRecord, ...]  # in agent id order
     hold: Hold | None
     record: bool
+    waiting: Waiting | None = None  # wait-for-better@1 only: the chosen agent is busy
 
     def candidate(self, agent_id: str) -> CandidateRecord | None:
         """The record of one considered agent, if it was considered."""
@@ -97,6 +100,7 @@ class Decision:
             "tier": self.tier.to_record(),
             "requires": {"all": list(self.requires.all), "any": list(self.requires.any)},
             "candidates": [candidate.to_record() for candidate in self.candidates],
+            **({"waiting": self.waiting.to_record()} if self.waiting is not None else {}),
         }
 
 
@@ -118,6 +122,9 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         stage = histories((pool.principals.get(agent_id) for agent_id in eligible), facts.history, now,
                           rules.history_min_sample, rules.history_half_life_days)
     ranking = ranked(_terms(eligible, pool, stage, facts, now))
+    waiting = None
+    if rules.formula == WAITING_POLICY and pool.ids and pool.rostered_capable >= 2:
+        ranking, waiting = _waiting(facts, rules, tier, now, ranking, pool, verdicts, stage)
     candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:
@@ -129,6 +136,8 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         # No choice to make; say whether the lane has one agent to pull or nobody at all.
         reason = ONE_CANDIDATE if rostered_capable == 1 else EMPTY_LANE
         return _decision(facts, tier, candidates, None, reason, rules)
+    if waiting is not None:
+        return _decision(facts, tier, candidates, waiting.agent_id, None, rules, waiting=waiting)
     if ranking:
         return _decision(facts, tier, candidates, ranking[0][0], None, rules)
     if tier.name == RUNNER_UP:
@@ -136,6 +145,22 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
         return _decision(facts, Tier(ANY_MATCH, tier.step), candidates, None, ANY_MATCH, rules)
     in_set = (filters for agent_id, filters in verdicts.items() if agent_id in pool.in_set)
     return _decision(facts, tier, candidates, None, waiting_reason(in_set) or NONE_ELIGIBLE, rules)
+
+
+def _waiting(
+    facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tuple[str, Score]], pool: Pool,
+    verdicts: dict[str, tuple[FilterResult, ...]], stage: dict[str | None, StageHistory] | None,
+) -> tuple[list[tuple[str, Score]], Waiting | None]:
+    """The waiting formula's order of the idle, and the busy agent it holds for instead, if any."""
+    if stage is None or facts.history is None:
+        return ranking, None
+    principals = pool.principals
+    busy = [agent_id for agent_id in pool.in_set if agent_id not in dict(ranking)]
+    stage = {**stage, **histories((principals.get(a) for a in busy), facts.history, now,
+                                  rules.history_min_sample, rules.history_half_life_days)}
+    by_agent = {agent_id: stage[principals.get(agent_id)] for agent_id in pool.in_set
+                if principals.get(agent_id) in stage}
+    return rank_waiting(facts, rules, tier, now, ranking, verdicts, pool.in_set, by_agent)
 
 
 def _terms(
@@ -185,11 +210,11 @@ def _candidates(
 
 def _decision(
     facts: Facts, tier: Tier, candidates: tuple[CandidateRecord, ...], chosen: str | None,
-    reason: str | None, rules: Rules, record: bool = True,
+    reason: str | None, rules: Rules, record: bool = True, waiting: Waiting | None = None,
 ) -> Decision:
     return Decision(
         card=facts.card,
-        policy=POLICY,
+        policy=rules.formula,
         chosen=chosen,
         reason=reason,
         tier=tier,
@@ -197,4 +222,5 @@ def _decision(
         candidates=candidates,
         hold=Hold(chosen, hold_seconds(tier, rules)) if chosen is not None else None,
         record=record and reason not in UNRECORDED,
+        waiting=waiting,
     )

@@ -145,6 +145,16 @@ class OwnHistory:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """How soon agents claim and how long they work, as our own settled holds and their runs
+    show, and when each agent's current run began. Read only for the waiting formula."""
+
+    claim_latency_s: Mapping[str, float] = field(default_factory=dict)  # typical hold-to-claim
+    run_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # recent claim-to-run-end
+    working_since: Mapping[str, datetime] = field(default_factory=dict)  # its current run's start
+
+
+@dataclass(frozen=True)
 class Ladder:
     """The card's current ladder: holds made so far and who they lapsed on, by identity."""
 
@@ -166,3 +176,4 @@ class Facts:
     policy: PolicyFacts | None = None  # None: policy off
     own: OwnHistory = field(default_factory=OwnHistory)
     ladder: Ladder = field(default_factory=Ladder)
+    timing: Timing | None = None  # None: unread (the documented formula reads none of it)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from .facts import PROOF_ORDER
 
 CANDIDATE_SETS = ("roster", "all")
+FORMULAS = ("idle-stage-success-lru@3", "wait-for-better@1")
 
 
 @dataclass(frozen=True)
@@ -22,12 +23,17 @@ class Rules:
     history_half_life_days: float = 7.0
     no_show_window_s: int = 1800
     no_show_count: int = 2
+    formula: str = FORMULAS[0]
+    wait_margin: float = 0.15  # how far a busy agent's success record must beat the idle's
+    placement_window_s: int = 10  # a card waits for a busy agent only within its window
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
             raise ValueError("top_k must be at least 1")
         if self.candidates not in CANDIDATE_SETS:
             raise ValueError(f"candidates must be one of {CANDIDATE_SETS}")
+        if self.formula not in FORMULAS:
+            raise ValueError(f"formula must be one of {FORMULAS}")
         if self.min_proof not in PROOF_ORDER:
             raise ValueError(f"min_proof must be one of {PROOF_ORDER}")
         if self.history_half_life_days <= 0:

@@ -140,6 +140,12 @@ def do_settle(decision_id: str, status: str, by: str | None, at: datetime,
     return settled
 
 
+def do_record_run(decision_id: str, status: str, mark: float | None, ended_at: datetime) -> bool:
+    """Join a claimed decision to its SuperWitness run; a decision's run is recorded once."""
+    return Decision.objects.filter(pk=decision_id, run_status__isnull=True).update(
+        run_status=status, run_mark=mark, run_ended_at=ended_at) == 1
+
+
 # --- Boards: the lease that keeps passes apart, and the placement window ----------------
 
 def do_take_lease(board_id: str, owner: str, now: datetime, until: datetime) -> bool:

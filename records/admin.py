@@ -82,7 +82,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("id", "created_at", "board_id", "card_id", "stage_key", "tier_label",
                     "chosen", "reason", "outcome_status", "reserved_until")
     list_filter = ("board_id", "stage_key", "tier_name", "reason", TurnedAwayFilter,
-                   "outcome_status", "chosen", "created_at")
+                   "outcome_status", "run_status", "chosen", "created_at")
     search_fields = ("card_id", "=id")
     date_hierarchy = "created_at"
     list_per_page = 50
@@ -92,6 +92,7 @@ class DecisionAdmin(ReadOnlyAdmin):
         ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
         ("Hold and outcome", {"fields": ("reserved_until", "reservation_refused",
                                          "outcome_status", "outcome_by", "outcome_at",
+                                         "run_status", "run_mark", "run_ended_at", "waiting",
                                          "ladder_link")}),
         ("Candidates", {"fields": ("candidates_table",)}),
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
@@ -99,6 +100,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     readonly_fields = ("in_words", "id", "board_id", "card_id", "stage_key", "created_at", "policy",
                        "chosen", "reason", "tier_label", "requires_label", "reserved_until",
                        "reservation_refused", "outcome_status", "outcome_by", "outcome_at",
+                       "run_status", "run_mark", "run_ended_at", "waiting",
                        "ladder_link", "candidates_table", "learned")
 
     @admin.display(description="why")

@@ -1,6 +1,7 @@
 """SuperDispatch's own history, read back from the store for the filters and scoring."""
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -101,6 +102,44 @@ def holds_since(agent_id: str, since: datetime) -> int:
     """How many holds SuperDispatch made for an agent since a time (for a policy's limit)."""
     return Decision.objects.filter(chosen=agent_id, reserved_until__isnull=False,
                                    created_at__gte=since).count()
+
+
+RUN_LOOK_BACK = timedelta(hours=24)  # a claim older than this whose run never showed stays unknown
+
+
+def claims_without_run(board_id: str, now: datetime) -> list[Decision]:
+    """Decisions on a board claimed by their chosen agent within the look-back whose run is not
+    known yet, oldest claim first."""
+    return list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
+                                        run_status__isnull=True,
+                                        outcome_at__gte=now - RUN_LOOK_BACK)
+                .order_by("outcome_at", "id").only("id", "stage_key", "chosen", "outcome_at"))
+
+
+def claims_of(board_id: str, agents: Iterable[str], since: datetime) -> list[tuple[str, str, datetime]]:
+    """(agent, stage, claimed at) of every claim our store knows on a board since a time."""
+    return list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
+                                        chosen__in=list(agents), outcome_at__gte=since)
+                .values_list("chosen", "stage_key", "outcome_at"))
+
+
+TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
+
+
+def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
+    """Each agent's typical seconds from our hold to its claim (the median), and the seconds from
+    its claim to its run's end, over its newest claimed holds within the look-back."""
+    rows = (Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
+            .order_by("-outcome_at").values_list("chosen", "created_at", "outcome_at", "run_ended_at"))
+    latency: dict[str, list[float]] = defaultdict(list)
+    runs: dict[str, list[float]] = defaultdict(list)
+    for agent, held_at, claimed_at, ended_at in rows:
+        if len(latency[agent]) < TIMING_SAMPLE:
+            latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
+        if ended_at is not None and len(runs[agent]) < TIMING_SAMPLE:
+            runs[agent].append(max((ended_at - claimed_at).total_seconds(), 0.0))
+    return ({a: statistics.median(v) for a, v in latency.items() if v},
+            {a: tuple(v) for a, v in runs.items() if v})
 
 
 def unsettled_on_board(board_id: str) -> list[Decision]:

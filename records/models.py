@@ -113,6 +113,12 @@ class Decision(models.Model):
     outcome_at = models.DateTimeField(null=True, blank=True)
     # What a learned model would have chosen (shadow) or did choose (on), and its probabilities.
     learned = models.JSONField(null=True, blank=True)
+    # The waiting formula's account of a hold for a busy agent: expected wait, who was passed over.
+    waiting = models.JSONField(null=True, blank=True)
+    # What became of a claim: its SuperWitness run, joined once known (null: not known yet).
+    run_status = models.CharField(max_length=12, null=True, blank=True)  # succeeded | failed
+    run_mark = models.FloatField(null=True, blank=True)  # the run's verdict as a pass mark
+    run_ended_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
 
     class Meta:

@@ -192,6 +192,14 @@ class OutcomeSerializer(Columns):
     present = "outcome_status"
 
 
+class RunSerializer(Columns):
+    status = serializers.CharField(source="run_status", help_text="succeeded or failed")
+    verdictMark = serializers.FloatField(source="run_mark", allow_null=True)
+    endedAt = Time(source="run_ended_at", allow_null=True)
+
+    present = "run_status"
+
+
 class DecisionSerializer(Row):
     """One placement decision: a step of a card's ladder, with its hold and outcome."""
 
@@ -210,8 +218,12 @@ class DecisionSerializer(Row):
     outcome = OutcomeSerializer(source="*", allow_null=True)
     createdAt = Time(source="created_at")
     learned = serializers.JSONField(required=False, allow_null=True)
+    waiting = serializers.JSONField(required=False, allow_null=True,
+                                    help_text="the waiting formula's hold for a busy agent")
+    run = RunSerializer(source="*", required=False, allow_null=True,
+                        help_text="the claim's run, once SuperWitness has it")
 
-    omit_when_null = ("learned",)
+    omit_when_null = ("learned", "waiting", "run")
 
 
 class ExplainedDecisionSerializer(DecisionSerializer):

@@ -31,6 +31,10 @@ class SimAgent:
     def id(self) -> str:
         return self.spec.id
 
+    def success_rate(self, stage_key: str) -> float:
+        """Its chance of success at a stage: the stage's own rate where the scenario gives one."""
+        return dict(self.spec.stage_success).get(stage_key, self.spec.success_rate)
+
     def polls_at(self, now: datetime) -> bool:
         return self.spec.ready and self.card_id is None and bool(self.boards) and self.next_poll_at <= now
 
@@ -53,7 +57,7 @@ class SimAgent:
         )
         self.card_id = card.id
         self.finish_at = now + timedelta(seconds=self.spec.speed_seconds * self.rng.uniform(0.5, 1.5))
-        self._succeeds = self.rng.random() < self.spec.success_rate
+        self._succeeds = self.rng.random() < self.success_rate(card.stage_key)
 
     def finish(self, suite: Suite, metrics: Metrics) -> None:
         """End the run: advance or release the card, and leave a run with SuperWitness."""

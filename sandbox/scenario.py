@@ -45,6 +45,8 @@ class BoardSpec:
     placement_window_seconds: int = 0
     priority_weights: tuple[tuple[int, float], ...] = ((0, 1.0),)
     initial_cards: int = 0
+    burst_every_minutes: float = 0.0  # besides the steady rate: every so often, a batch at once
+    burst_cards: int = 0
 
     def draw_priority(self, rng: random.Random) -> int:
         """A new card's priority, drawn by the board's weights."""
@@ -71,6 +73,7 @@ class AgentSpec:
     memberships: tuple[Membership, ...]
     speed_seconds: float = 60.0  # mean time to work a card
     success_rate: float = 0.9
+    stage_success: tuple[tuple[str, float], ...] = ()  # per stage key, where it differs
     verdict_quality: float = 0.8  # chance a succeeded run's verdict approves
     no_show: float = 0.0  # chance the agent ignores a card held for it
     poll_seconds: float = 5.0
@@ -255,6 +258,8 @@ def _board(raw: Any, path: str) -> BoardSpec:
         placement_window_seconds=field.integer("placementWindowSeconds", 0, 30, 0),
         priority_weights=weights,
         initial_cards=field.integer("initialCards", 0, 100000, 0),
+        burst_every_minutes=field.number("burstEveryMinutes", 0, 10080, 0.0),
+        burst_cards=field.integer("burstCards", 0, 10000, 0),
     )
 
 
@@ -288,6 +293,7 @@ def _agent(raw: Any, path: str) -> AgentSpec:
         memberships=memberships,
         speed_seconds=field.number("speedSeconds", 1, 86400, 60.0),
         success_rate=field.number("successRate", 0, 1, 0.9),
+        stage_success=_stage_rates(field, "successByStage"),
         verdict_quality=field.number("verdictQuality", 0, 1, 0.8),
         no_show=field.number("noShow", 0, 1, 0.0),
         poll_seconds=field.number("pollSeconds", 0.5, 3600, 5.0),
@@ -296,6 +302,16 @@ def _agent(raw: Any, path: str) -> AgentSpec:
         grants=field.names("grants", None),
         ready=field.flag("ready", True),
     )
+
+
+def _stage_rates(field: _Field, key: str) -> tuple[tuple[str, float], ...]:
+    raw = field._get(key, {})
+    if not isinstance(raw, dict):
+        raise field.fail(key, "must map stage keys to rates")
+    for stage_key, rate in raw.items():
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise field.fail(f"{key}.{stage_key}", "must be a number from 0 to 1")
+    return tuple(sorted((stage_key, float(rate)) for stage_key, rate in raw.items()))
 
 
 def _facts(field: _Field, key: str, id_key: str) -> tuple[dict, ...]:

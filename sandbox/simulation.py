@@ -28,6 +28,11 @@ class Simulation:
         self._boards = {b.id: b for b in scenario.boards if arrivals and b.arrival_per_minute > 0}
         self._rngs = {board_id: random.Random(f"{scenario.seed}:arrivals:{board_id}") for board_id in self._boards}
         self._next_arrival = {board_id: self._after(board_id, start) for board_id in self._boards}
+        self._bursting = {b.id: b for b in scenario.boards
+                          if arrivals and b.burst_every_minutes > 0 and b.burst_cards > 0}
+        self._burst_rngs = {board_id: random.Random(f"{scenario.seed}:bursts:{board_id}") for board_id in self._bursting}
+        self._next_burst = {board_id: start + timedelta(minutes=b.burst_every_minutes)
+                            for board_id, b in self._bursting.items()}
 
     def _after(self, board_id: str, moment: datetime) -> datetime:
         rate_per_second = self._boards[board_id].arrival_per_minute / 60
@@ -45,6 +50,11 @@ class Simulation:
                 while self._next_arrival[board_id] <= now:
                     suite.pipeline.add_card(board_id, priority=board.draw_priority(self._rngs[board_id]))
                     self._next_arrival[board_id] = self._after(board_id, self._next_arrival[board_id])
+            for board_id, board in self._bursting.items():
+                while self._next_burst[board_id] <= now:
+                    for _ in range(board.burst_cards):
+                        suite.pipeline.add_card(board_id, priority=board.draw_priority(self._burst_rngs[board_id]))
+                    self._next_burst[board_id] += timedelta(minutes=board.burst_every_minutes)
             polling = [a for a in self.agents.values() if a.polls_at(now)]
             for agent in sorted(polling, key=lambda a: (a.next_poll_at, a.id)):
                 agent.poll(suite, self.metrics)

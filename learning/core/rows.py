@@ -1,4 +1,7 @@
-"""Dataset rows (schema 1): one per settled decision and candidate, and the examples they train."""
+"""Dataset rows (schema 2): one per settled decision and candidate, and the examples they train.
+
+Schema 2 is schema 1 with the claim's run added (`runStatus`, `runVerdictMark`, `runEndedAt`:
+null while not known); every field of schema 1 is as it was."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping
@@ -7,7 +10,7 @@ from placement.learned import is_eligible, pool, record_features, utc_hour
 
 from .labels import label, target
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -16,6 +19,7 @@ def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
     counts = pool(candidates)
     tier = decision.get("tier") or {}
     outcome = decision.get("outcome") or {}  # label() refuses an unsettled decision
+    run = decision.get("run") or {}
     head = {
         "decisionId": decision["id"],
         "boardId": decision["boardId"],
@@ -30,6 +34,9 @@ def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
         "outcome": outcome.get("status"),
         "outcomeBy": outcome.get("by"),
         "outcomeAt": outcome.get("at"),
+        "runStatus": run.get("status"),
+        "runVerdictMark": run.get("verdictMark"),
+        "runEndedAt": run.get("endedAt"),
     }
     out = []
     for candidate in candidates:

@@ -24,6 +24,8 @@ def rules_from(cfg: Config) -> Rules:
         min_proof=cfg.min_proof,
         history_min_sample=cfg.history_min_sample,
         history_half_life_days=float(cfg.history_half_life_days),
+        formula=cfg.formula,
+        placement_window_s=cfg.placement_window_seconds,
     )
 
 

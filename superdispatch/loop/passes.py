@@ -20,6 +20,7 @@ from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
+from superdispatch.loop.runs import join_runs
 from superdispatch.loop.settle import settle_board
 from superdispatch.loop.windows import ensure_windows
 
@@ -49,6 +50,7 @@ class SweepSummary:
     holds: int = 0
     refused: int = 0
     waits: int = 0
+    runs: int = 0  # claims joined to their run this pass
     backoff_until: datetime | None = None
     left: list[str] = field(default_factory=list)  # the deferred boards, first next sweep
 
@@ -74,6 +76,12 @@ class BoardWork:
     roster: tuple[RosterRow, ...]
     settled: dict[str, tuple[int, int]]
     ladders: dict[str, history.LadderState] = field(default_factory=dict)
+
+    @property
+    def working(self) -> dict[str, datetime]:
+        """Agents at work on a card of this board, and since when they claimed it."""
+        return {c.delegate_agent_id: c.claimed_at for c in self.read.cards
+                if c.state == "working" and c.delegate_agent_id and c.claimed_at is not None}
 
 
 # --- Placing one card ---------------------------------------------------------------------
@@ -101,6 +109,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
                        lapses={a: tuple(t) for a, t in reads.holds.lapses.items()},
                        settled=work.settled),
         ladder=ladder.ladder,
+        timing=reads.timing(work.roster, work.working) if loop.rules.formula != placement.POLICY else None,
     )
     decided = placement.decide(facts, loop.rules, now)
     if not decided.record:
@@ -111,6 +120,10 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     summary.decisions += 1
     metrics.decision_recorded(card.board_id, decided.tier.name, decided.reason)
     tier = f"{decided.tier.name} step {decided.tier.step}"
+    if decided.waiting is not None:
+        log.info("loop: %s %s %s waits for busy %s (~%.0f s), passing over idle %s",
+                 card.board_id, card.card_id, row.id, decided.waiting.agent_id,
+                 decided.waiting.expected_wait_s, decided.waiting.passed_over)
     if decided.hold is None:
         log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
                  tier, decided.reason,
@@ -261,6 +274,9 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
                 break
             place_card(reads, works[board_id], card, summary)
         reads.remember_registry()
+        if not from_cache:  # a relayed card.ready places its card and nothing more
+            for board_id, work in works.items():
+                summary.runs += join_runs(reads, board_id, work.roster)
     finally:
         with transaction.atomic():
             for board_id in leased:

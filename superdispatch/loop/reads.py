@@ -13,7 +13,7 @@ from typing import Mapping
 
 from django.core.cache import cache
 
-from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station
+from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
 from records import actions, history
 from records.models import LoopState
 from superdispatch.clients import ClientError, says_no_policy
@@ -62,6 +62,7 @@ class PassReads:
         self._history: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}
         self._verdicts: dict[tuple, PolicyVerdict | None] = {}
         self._no_policy: bool | None = None
+        self._timings: tuple[dict, dict] | None = None
 
     def load(self) -> tuple[AgentLoad, ...] | None:
         """Every workspace agent's load, read once a pass and only with candidates=all."""
@@ -159,6 +160,20 @@ class PassReads:
                 limit_window_hours=verdict.limit_window_hours,
                 holds_in_window=history.holds_since(agent_id, since))
         return verdict
+
+    def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> Timing | None:
+        """Claim latencies and run times from our store (once a pass), and when each agent's
+        current run began: the board read's claim where it shows one, else the roster's last
+        took work of a busy row. Only the waiting formula reads it."""
+        if self.loop.cfg.formula != "wait-for-better@1":
+            return None
+        if self._timings is None:
+            self._timings = history.timings(self.now)
+        since = {row.agent_id: row.last_took_work_at for row in roster
+                 if row.busy and row.last_took_work_at is not None}
+        since.update(working)
+        latency, runs = self._timings
+        return Timing(claim_latency_s=latency, run_s=runs, working_since=since)
 
     def no_policy(self) -> bool:
         if self._no_policy is None:

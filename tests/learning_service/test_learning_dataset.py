@@ -20,6 +20,7 @@ ROW_FIELDS = {
     "createdAt", "hour", "outcome", "outcomeBy", "outcomeAt",
     "agentId", "source", "chosen", "eligible", "filters", "score", "stageHistory",
     "pool", "label", "target", "features",
+    "runStatus", "runVerdictMark", "runEndedAt",  # schema 2: the claim's run, null until known
 }
 
 
@@ -42,6 +43,7 @@ def test_a_row_carries_every_documented_field_for_each_candidate(api):
     assert (ada["tier"], ada["tierStep"], ada["hour"]) == ("winner", 1, 15)
     assert (ada["outcome"], ada["outcomeBy"]) == ("claimed", "agt_ada")
     assert ada["chosen"] and ada["label"] == "won-claimed" and ada["target"] == 1
+    assert (ada["runStatus"], ada["runVerdictMark"], ada["runEndedAt"]) == (None, None, None)
     assert len(ada["features"]) == len(FEATURES)
     assert bob["label"] == "lost" and bob["target"] is None and bob["features"] is not None
     assert cyd["eligible"] is False and cyd["features"] is None
@@ -84,7 +86,7 @@ def test_a_read_stops_at_the_cap_and_the_json_document_says_so(api, monkeypatch)
     assert isinstance(response, StreamingHttpResponse)
     assert response["Content-Type"] == "application/json"
     document = json.loads(b"".join(response.streaming_content))
-    assert document["schema"] == 1 and document["decisions"] == 3 and document["truncated"]
+    assert document["schema"] == 2 and document["decisions"] == 3 and document["truncated"]
     assert list(dict.fromkeys(r["decisionId"] for r in document["rows"])) == ids
 
 
@@ -99,7 +101,7 @@ def test_the_json_document_holds_the_same_rows_as_the_lines(api):
 def test_an_empty_dataset_is_empty_in_both_formats(api):
     assert b"".join(api.get("/v1/dataset").streaming_content) == b""
     empty = json.loads(b"".join(api.get("/v1/dataset", {"format": "json"}).streaming_content))
-    assert empty == {"schema": 1, "rows": [], "decisions": 0, "truncated": False}
+    assert empty == {"schema": 2, "rows": [], "decisions": 0, "truncated": False}
 
 
 def test_rows_are_read_lazily_a_chunk_at_a_time(api, monkeypatch):

@@ -77,7 +77,7 @@ def test_the_schema_takes_parameters_and_answers_from_the_serializers():
     assert set(schema["components"]["schemas"]["ExplainedDecision"]["properties"]) == {
         "id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier", "requires",
         "candidates", "reservation", "reservationRefused", "outcome", "createdAt", "learned",
-        "explanation"}
+        "waiting", "run", "explanation"}
     assert set(schema["components"]["schemas"]["Candidate"]["properties"]) == {
         "candidate", "filters", "score", "capable", "stageHistory", "policy"}
     train = schema["paths"]["/v1/models/train"]["post"]["requestBody"]

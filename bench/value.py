@@ -1,0 +1,327 @@
+"""The lab: what placement is worth on one scenario, arm by arm, on the same seeds.
+
+Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's loop in-process
+(relayed card.ready placed at once, a sweep every 30 s), seed after seed:
+
+- pull: no SuperDispatch at all;
+- formula: the documented `idle-stage-success-lru@3`, default settings;
+- waiting: the opt-in `wait-for-better@1`, which may hold a card for a busy, better agent;
+- tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds.
+
+Figures are judged by the scenario's ground truth: `success` is the share of finished runs
+that succeeded; `skill` is the scenario's true success rate of whoever ran each of them (the
+same choice of agents without the luck of the draw, so it moves less from seed to seed); `wait` is a card's readyAt to its claim; `lead` is a card's arrival to its
+successful completion of the board's last agent stage, retries included, over the cards that
+completed. Each is the mean over seeds with a 95% interval (Student's t). `best` is the arm with
+the highest success whose p95 wait is at most pull's plus 60 s.
+
+Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
+     [--arms pull,formula,...] [--windows 20,30,45,60,90,120]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import os
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings_test")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.cache import cache  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+
+from sandbox import Metrics, Simulation, Suite  # noqa: E402
+from sandbox.scenario import Scenario, load_scenario  # noqa: E402
+from records import tuning  # noqa: E402
+from records.models import Decision  # noqa: E402
+from tests.loop.world import World, make_world  # noqa: E402
+
+SWEEP_EVERY_S = 30
+ARMS = ("pull", "formula", "waiting", "tuned")
+WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot be best
+# Student's t at 97.5% for 1..30 degrees of freedom; beyond, the normal's 1.96.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042)
+FIGURES = ("success", "skill", "wait_p50_s", "wait_p95_s", "lead_mean_s", "lead_p50_s", "lead_p95_s",
+           "completed", "claims", "no_shows", "held_share")
+
+
+# --- One run ------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Run:
+    """One arm on one seed: the suite as it ended, what the simulation kept, and notes."""
+
+    suite: Suite
+    metrics: Metrics
+    notes: list[str] = dataclasses.field(default_factory=list)
+    holds: tuple[int, int] | None = None  # (reservation, runner-up) seconds, when the arm set them
+
+
+def fresh_store() -> None:
+    """An empty store and cache between arms: no decision, model or cached roster carries over."""
+    call_command("flush", interactive=False, verbosity=0)
+    cache.clear()
+
+
+def placed_world(scenario: Scenario, **settings) -> tuple[World, object]:
+    fresh_store()
+    world = make_world(scenario, arrivals=True, **settings)
+    world.opt_in(*(b.id for b in scenario.boards))
+    world.sweep()
+    return world, world.drive(SWEEP_EVERY_S)
+
+
+def run_pull(scenario: Scenario, seconds: int) -> Run:
+    suite = Suite.from_scenario(scenario)
+    return Run(suite, Simulation(suite).run(seconds))
+
+
+def run_placed(scenario: Scenario, seconds: int, **settings) -> Run:
+    world, on_tick = placed_world(scenario, **settings)
+    return Run(world.suite, world.sim.run(seconds, on_tick=on_tick))
+
+
+_formula_holds: dict[int, list[tuning.Hold]] = {}  # by seed: the formula arm's settled holds
+
+
+def run_formula(scenario: Scenario, seconds: int) -> Run:
+    run = run_placed(scenario, seconds)
+    _formula_holds[scenario.seed] = tuning.settled_holds()
+    return run
+
+
+def run_tuned(scenario: Scenario, seconds: int) -> Run:
+    """The formula with the windows `tune-holds` recommends from the formula arm's own holds."""
+    if scenario.seed not in _formula_holds:
+        run_formula(scenario, seconds)
+    winner, runner = tuning.recommend_both(_formula_holds[scenario.seed])
+    reservation = winner.window_s or 60
+    runner_up = runner.window_s or 30
+    run = run_placed(scenario, seconds, reservation_seconds=reservation, runner_up_seconds=runner_up)
+    run.holds = (reservation, runner_up)
+    run.notes.append(f"tune-holds picked {reservation} s / {runner_up} s"
+                     + ("" if winner.enough else " (too few holds: defaults kept)"))
+    return run
+
+
+def run_waiting(scenario: Scenario, seconds: int) -> Run:
+    return run_placed(scenario, seconds, formula="wait-for-better@1")
+
+
+ARM_RUNNERS = {"pull": run_pull, "formula": run_formula, "waiting": run_waiting, "tuned": run_tuned}
+
+
+# --- Figures --------------------------------------------------------------------------------
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else math.nan
+
+
+def leads(suite: Suite, metrics: Metrics) -> list[float]:
+    """Seconds from each card's arrival to its success at its board's last agent stage."""
+    last_stage = {}
+    for board in suite.scenario.boards:
+        agent_stages = [s.key for s in board.stages if s.owner_kind == "capability"]
+        if agent_stages:
+            last_stage[board.id] = agent_stages[-1]
+    done = {}
+    for run in metrics.runs:
+        if run.status == "succeeded" and last_stage.get(run.board_id) == run.stage_key:
+            done.setdefault(run.card_id, run.at)
+    pipeline = suite.pipeline
+    return [(at - pipeline.card(card_id).created_at).total_seconds() for card_id, at in done.items()]
+
+
+def figures(run: Run) -> dict[str, float]:
+    metrics = run.metrics
+    finished = [r for r in metrics.runs if r.status in ("succeeded", "failed")]
+    waits = [c.wait_seconds for c in metrics.claims]
+    lead = leads(run.suite, metrics)
+    agents = {a.id: a for a in run.suite.scenario.agents}
+    true_rates = [dict(agents[r.agent_id].stage_success).get(r.stage_key, agents[r.agent_id].success_rate)
+                  for r in finished]
+    return {
+        "success": sum(r.status == "succeeded" for r in finished) / len(finished) if finished else math.nan,
+        "skill": statistics.fmean(true_rates) if true_rates else math.nan,
+        "wait_p50_s": percentile(waits, 0.5),
+        "wait_p95_s": percentile(waits, 0.95),
+        "lead_mean_s": statistics.fmean(lead) if lead else math.nan,
+        "lead_p50_s": percentile(lead, 0.5),
+        "lead_p95_s": percentile(lead, 0.95),
+        "completed": float(len(lead)),
+        "claims": float(len(metrics.claims)),
+        "no_shows": float(len(metrics.no_shows)),
+        "held_share": sum(c.reserved for c in metrics.claims) / len(metrics.claims) if metrics.claims else math.nan,
+    }
+
+
+def agent_shares(run: Run) -> dict[str, float]:
+    counts = Counter(c.agent_id for c in run.metrics.claims)
+    total = sum(counts.values()) or 1
+    return {agent: counts[agent] / total for agent in sorted(counts)}
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """The mean and the half-width of its 95% interval (Student's t over the seeds)."""
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return math.nan, math.nan
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, math.nan
+    t = T975[len(values) - 2] if len(values) - 1 <= len(T975) else 1.96
+    return mean, t * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def seeded(scenario: Scenario, k: int) -> Scenario:
+    """The scenario with its k-th seed: the same fleet, other arrivals, polls and outcomes."""
+    return dataclasses.replace(scenario, seed=scenario.seed + 1000 * k)
+
+
+# --- The table and the last line --------------------------------------------------------------
+
+def frontier(means: dict[str, dict[str, float]]) -> list[str]:
+    """Arms no other arm beats on both success (higher) and mean lead (lower)."""
+    on = []
+    for arm, m in means.items():
+        beaten = any(o["success"] >= m["success"] and o["lead_mean_s"] <= m["lead_mean_s"]
+                     and (o["success"] > m["success"] or o["lead_mean_s"] < m["lead_mean_s"])
+                     for other, o in means.items() if other != arm)
+        if not beaten:
+            on.append(arm)
+    return on
+
+
+def best_arm(means: dict[str, dict[str, float]]) -> str:
+    limit = means["pull"]["wait_p95_s"] + WAIT_SLACK_S
+    fits = [arm for arm, m in means.items() if m["wait_p95_s"] <= limit] or ["pull"]
+    return max(fits, key=lambda arm: (means[arm]["success"], -means[arm]["lead_mean_s"]))
+
+
+def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
+    means: dict[str, dict[str, float]] = {}
+    arms = list(results)
+    print(f"{'':14}" + "".join(f"{arm:>18}" for arm in arms))
+    for name in FIGURES:
+        cells = []
+        for arm in arms:
+            mean, half = mean_ci([f[name] for f in results[arm]])
+            means.setdefault(arm, {})[name] = mean
+            digits = 3 if name in ("success", "skill", "held_share") else 1
+            cells.append(f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}")
+        print(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
+    return means
+
+
+def window_table(scenario: Scenario, seconds: int, seeds: int, windows: list[int]) -> None:
+    """The formula at each winner window (runner-ups at half, at least 10 s): time to claim,
+    holds lapsed to pull, no-shows and lead; the window with the shortest mean lead is picked,
+    beside the window `tune-holds` recommends from the 60 s run's holds."""
+    rows, recommended = {}, []
+    for window in windows:
+        cells = []
+        for k in range(seeds):
+            run = run_placed(seeded(scenario, k), seconds, reservation_seconds=window,
+                             runner_up_seconds=max(10, window // 2))
+            held = Decision.objects.filter(reserved_until__isnull=False)
+            lapsed = held.filter(outcome_status__in=("expired", "claimed-by-other")).count()
+            holds = tuning.settled_holds()
+            claims = [h.latency_s for h in holds if h.latency_s is not None]
+            fig = figures(run)
+            cells.append((statistics.fmean(claims) if claims else math.nan,
+                          lapsed / max(1, held.count()), fig["no_shows"], fig["lead_mean_s"], fig["wait_p95_s"]))
+            if window == 60:
+                recommended.append(tuning.recommend_both(holds)[0].window_s)
+        rows[window] = [statistics.fmean(c[i] for c in cells) for i in range(5)]
+    print(f"hold windows (winner; runner-up half, at least 10 s), {seeds} seeds")
+    print(f"{'window':>8}{'time to claim':>15}{'lapsed':>9}{'no-shows':>10}{'lead mean':>11}{'wait p95':>10}")
+    for window, (claim, lapsed, no_shows, lead, wait) in rows.items():
+        print(f"{window:>6} s{claim:>13.1f} s{lapsed:>9.3f}{no_shows:>10.1f}{lead:>9.1f} s{wait:>8.1f} s")
+    picked = min(rows, key=lambda w: (round(rows[w][3]), w))
+    tuned = [w for w in recommended if w is not None]
+    print(f"window_sim_s={picked} window_tuner_s={statistics.median(tuned) if tuned else 'too-few-holds'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scenario", default="skill-spread", help="a shipped scenario's name, or a file's path")
+    parser.add_argument("--minutes", type=int, default=60)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated, from " + ", ".join(ARMS))
+    parser.add_argument("--agents", action="store_true", help="also print each arm's share of claims per agent")
+    parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
+                                                      "(comma-separated seconds) and print the table")
+    args = parser.parse_args()
+    arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in arms if a not in ARM_RUNNERS]
+    if unknown or "pull" not in arms:
+        parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(ARM_RUNNERS)}")
+    if args.seeds < 1 or args.minutes < 1:
+        parser.error("--seeds and --minutes must be at least 1")
+    scenario = load_scenario(args.scenario)
+    seconds = args.minutes * 60
+
+    logging.getLogger("superdispatch").setLevel(logging.WARNING)  # a line per decision otherwise
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    results: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
+    shares: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
+    notes: dict[str, list[str]] = {arm: [] for arm in arms}
+    try:
+        for k in range(args.seeds):
+            run_scenario = seeded(scenario, k)
+            for arm in arms:
+                run = ARM_RUNNERS[arm](run_scenario, seconds)
+                results[arm].append(figures(run))
+                shares[arm].append(agent_shares(run))
+                notes[arm].extend(f"seed {run_scenario.seed}: {n}" for n in run.notes)
+        if args.windows:
+            window_table(scenario, seconds, args.seeds, [int(w) for w in args.windows.split(",")])
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+    print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds, "
+          f"sweep every {SWEEP_EVERY_S} s; mean ±95% interval over seeds")
+    means = print_table(results)
+    for arm in arms:
+        for note in notes[arm]:
+            print(f"{arm}: {note}")
+    if args.agents:
+        agents = sorted({a for arm in arms for s in shares[arm] for a in s})
+        print("share of claims by agent")
+        for agent in agents:
+            print(f"{agent:14}" + "".join(
+                f"{statistics.fmean(s.get(agent, 0.0) for s in shares[arm]):>18.3f}" for arm in arms))
+    on = frontier({arm: means[arm] for arm in arms})
+    print("success against mean lead (the frontier an operator chooses on): "
+          + ", ".join(f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s"
+                      + (" [on the frontier]" if arm in on else "") for arm in arms))
+    best = best_arm({arm: means[arm] for arm in arms})
+    pull, formula = means["pull"], means.get("formula", means["pull"])
+    b = means[best]
+    print(f"success_pull={pull['success']:.3f} success_formula={formula['success']:.3f} "
+          f"success_best={b['success']:.3f} best_arm={best} "
+          f"wait_p50_pull_s={pull['wait_p50_s']:.1f} wait_p50_best_s={b['wait_p50_s']:.1f} "
+          f"wait_p95_pull_s={pull['wait_p95_s']:.1f} wait_p95_best_s={b['wait_p95_s']:.1f} "
+          f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_formula_s={formula['lead_mean_s']:.1f} "
+          f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
+          f"lead_p95_best_s={b['lead_p95_s']:.1f}")
+
+
+if __name__ == "__main__":
+    main()

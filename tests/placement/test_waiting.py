@@ -1,0 +1,90 @@
+"""wait-for-better@1: when it holds a card for a busy, better agent, what it records, and its bounds."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from placement import Rules, decide
+from placement.facts import Facts, Ladder, Timing
+from tests.placement.placement_factories import NOW, ago, card, roster_row, run, verdict
+
+WAITING = "wait-for-better@1"
+
+
+def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2, timing=True,
+           ladder: Ladder = Ladder()) -> Facts:
+    """A weak idle agent (5 of 10 runs succeeded) and a strong busy one (10 of 10), 60 s runs."""
+    history = {
+        "prn_weak": tuple(run("prn_weak", i < 5, age_days=0.01) for i in range(10)),
+        "prn_strong": tuple(run("prn_strong", True, age_days=0.01) for _ in range(10)),
+    }
+    return Facts(
+        card=card(priority=priority, ready_at=ago(ready_s_ago)),
+        roster=(roster_row("agt_weak"),
+                roster_row("agt_strong", busy=True, last_took_work_at=ago(busy_for_s))),
+        eligibility=(verdict("agt_weak"), verdict("agt_strong")),
+        history=history,
+        ladder=ladder,
+        timing=Timing(claim_latency_s={"agt_weak": 1.0, "agt_strong": 3.0},
+                      run_s={"agt_weak": (60.0,) * 5, "agt_strong": (60.0,) * 5},
+                      working_since={"agt_strong": ago(busy_for_s)}) if timing else None,
+    )
+
+
+def test_it_holds_for_the_busy_better_agent_and_says_why():
+    decided = decide(_facts(), Rules(formula=WAITING), NOW)
+    assert decided.policy == WAITING
+    assert decided.chosen == "agt_strong" and decided.hold.seconds == 60
+    waiting = decided.to_record()["waiting"]
+    assert waiting["agentId"] == "agt_strong" and waiting["idle"] is False
+    assert waiting["expectedWaitS"] == pytest.approx(10.0)
+    assert waiting["passedOver"]["agentId"] == "agt_weak"
+    assert waiting["passedOver"]["why"] == "success-below-margin"
+    assert waiting["passedOver"]["outcomeRate"] < waiting["outcomeRate"] - 0.15
+    # the chosen agent's own candidate record still says it was not idle
+    strong = decided.candidate("agt_strong")
+    assert not strong.eligible and any(f.reason == "not-idle" for f in strong.rejections)
+
+
+def test_the_documented_formula_never_waits_and_records_no_waiting():
+    decided = decide(_facts(), Rules(), NOW)
+    assert decided.policy == "idle-stage-success-lru@3"
+    assert decided.chosen == "agt_weak"
+    assert "waiting" not in decided.to_record()
+
+
+@pytest.mark.parametrize("why, facts, rules", [
+    ("a card of higher priority", dict(priority=1), {}),
+    ("a card past its placement window", dict(ready_s_ago=30), {}),
+    ("no placement window at all", {}, dict(placement_window_s=0)),
+    ("a wait longer than the hold", dict(busy_for_s=5), dict(reservation_seconds=30)),
+    ("a runner-up step", dict(ladder=Ladder(step=1, passed_over=frozenset({"agt_other"}))), {}),
+    ("no timing read", dict(timing=False), {}),
+    ("a margin the busy agent does not clear", {}, dict(wait_margin=0.6)),
+])
+def test_it_does_not_wait(why, facts, rules):
+    decided = decide(_facts(**facts), Rules(formula=WAITING, **rules), NOW)
+    assert decided.chosen == "agt_weak", why
+    assert decided.waiting is None
+
+
+def test_a_busy_agent_that_holds_another_card_is_not_waited_for():
+    facts = _facts()
+    facts = replace(facts, own=replace(facts.own, holding=frozenset({"agt_strong"})))
+    assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_weak"
+
+
+def test_idle_agents_of_equal_record_rank_by_claim_latency():
+    history = {p: tuple(run(p, True, age_days=0.01) for _ in range(10)) for p in ("prn_slow", "prn_quick")}
+    facts = Facts(
+        card=card(ready_at=ago(2)),
+        roster=(roster_row("agt_slow", last_took_work_at=ago(900)),
+                roster_row("agt_quick", last_took_work_at=ago(10))),
+        eligibility=(verdict("agt_slow"), verdict("agt_quick")),
+        history=history,
+        timing=Timing(claim_latency_s={"agt_slow": 15.0, "agt_quick": 3.0},
+                      run_s={"agt_slow": (60.0,), "agt_quick": (60.0,)}),
+    )
+    assert decide(facts, Rules(), NOW).chosen == "agt_slow"  # the formula: least recently used
+    assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_quick"
