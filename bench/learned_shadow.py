@@ -44,8 +44,8 @@ def run(scenario: str, wanted: int) -> dict:
 
     from learning import actions, runtime, store
     from records.models import Decision
-    from tests.admin_pages import change_url
-    from tests.loop.world import make_world
+    from tests.support.admin_pages import change_url
+    from tests.support.world import make_world
 
     world = make_world(scenario, arrivals=True)
     world.opt_in(*(b.id for b in world.suite.scenario.boards))

@@ -39,7 +39,7 @@ def pulled(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
 
 def placed(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
     """The same run with SuperDispatch's loop in-process: relayed card.ready placed at once, sweeps on a beat."""
-    from tests.loop.world import make_world
+    from tests.support.world import make_world
 
     world = make_world(scenario, arrivals=True)
     world.opt_in(*(b.id for b in world.suite.scenario.boards))

@@ -46,7 +46,7 @@ from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario, load_scenario  # noqa: E402
 from records import tuning  # noqa: E402
 from records.models import Decision  # noqa: E402
-from tests.loop.world import World, make_world  # noqa: E402
+from tests.support.world import World, make_world  # noqa: E402
 
 SWEEP_EVERY_S = 30
 ARMS = ("pull", "formula", "waiting", "tuned")

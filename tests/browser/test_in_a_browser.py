@@ -18,8 +18,8 @@ from playwright.sync_api import expect, sync_playwright
 
 from records import pages
 from records.models import Decision, Suggestion
-from tests.admin_pages import change_url
-from tests.loop.world import make_world
+from tests.support.admin_pages import change_url
+from tests.support.world import make_world
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright's own download is not used
 SHOTS = Path(__file__).resolve().parents[2] / ".data" / "screenshots"

@@ -6,7 +6,7 @@ import pytest
 
 from placement import filters
 from sandbox import Simulation
-from tests.e2e.stand import BOARD, running_stand, scenario, seed_history
+from tests.support.stand import BOARD, running_stand, scenario, seed_history
 
 pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.storage]
 

@@ -6,7 +6,7 @@ import pytest
 
 import placement.learned as learned
 from learning.core.rows import examples, rows
-from learning_records import candidate, decision
+from tests.support.learning_records import candidate, decision
 from placement.learned import FEATURES, LearnedModel, features, pool, rank, record_features, utc_hour
 
 ADA = candidate(

@@ -1,7 +1,7 @@
 import pytest
 
 from learning.core.labels import label, target
-from learning_records import candidate, decision
+from tests.support.learning_records import candidate, decision
 
 ADA, BEN = candidate("agt_ada"), candidate("agt_ben")
 

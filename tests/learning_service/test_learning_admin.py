@@ -1,8 +1,8 @@
 import pytest
 
 from learning.admin import calibration_chart
-from tests.admin_pages import change_url
-from tests.learning_service.learning_factories import learned_settings, shadow, stored_model
+from tests.support.admin_pages import change_url
+from tests.support.learning_factories import learned_settings, shadow, stored_model
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

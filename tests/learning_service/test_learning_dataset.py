@@ -10,8 +10,8 @@ from learning import dataset
 from placement.learned import FEATURES
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import at
-from tests.factories import make_decision
-from tests.learning_service.learning_factories import settled
+from tests.support.factories import make_decision
+from tests.support.learning_factories import settled
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

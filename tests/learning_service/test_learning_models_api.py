@@ -10,7 +10,7 @@ from learning.models import LearnedModel
 from placement.learned import FEATURES
 from records.models import Candidate, Decision
 from tests.conftest import at
-from tests.learning_service.learning_factories import settled, trainable
+from tests.support.learning_factories import settled, trainable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -8,7 +8,7 @@ from learning import runtime
 from learning.runtime import ModelCache, PlacementModel
 from records.models import Decision
 from tests.conftest import at
-from tests.learning_service.learning_factories import learned_settings, shadow, stored_model
+from tests.support.learning_factories import learned_settings, shadow, stored_model
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

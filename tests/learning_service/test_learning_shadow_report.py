@@ -1,6 +1,6 @@
 import pytest
 
-from tests.learning_service.learning_factories import learned_settings, shadow, stored_model
+from tests.support.learning_factories import learned_settings, shadow, stored_model
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -2,7 +2,7 @@ import pytest
 
 from learning.core.rows import examples, rows
 from learning.store import decision_examples
-from tests.learning.learning_records import candidate, decision
+from tests.support.learning_records import candidate, decision
 
 
 @pytest.mark.parametrize("status,chosen,by", [

@@ -12,7 +12,7 @@ from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.schedule import SWEEP_TASK_NAME
 from tests.loop.test_pass import lane
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 pytestmark = [pytest.mark.celery]
 

@@ -9,7 +9,7 @@ from records import history
 from records.models import OutcomeStatus
 from superdispatch.loop.reads import PassReads
 from tests.conftest import at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

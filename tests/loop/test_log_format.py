@@ -12,7 +12,7 @@ import pytest
 from records.models import Decision
 from tests.conftest import log_formatter
 from tests.loop.test_pass import lane
-from tests.loop.world import make_world
+from tests.support.world import make_world
 from tests.service.test_config import GOOD, ROOT
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

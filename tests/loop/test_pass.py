@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 
 from records.models import Board, LoopState
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -131,7 +131,7 @@ def test_a_late_claim_by_the_winner_before_the_next_pass_is_claimed(world):
 
 
 def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
-    from tests.factories import make_decision
+    from tests.support.factories import make_decision
 
     for minutes_ago in (10, 29):
         lapsed = world.now - timedelta(minutes=minutes_ago)
@@ -147,7 +147,7 @@ def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
 
 
 def test_a_lapse_older_than_thirty_minutes_has_aged_out(world):
-    from tests.factories import make_decision
+    from tests.support.factories import make_decision
 
     for minutes_ago in (10, 31):
         lapsed = world.now - timedelta(minutes=minutes_ago)

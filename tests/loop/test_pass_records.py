@@ -4,7 +4,7 @@ import pytest
 from records import actions
 from records.models import Decision
 from records.registry import last_registry
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

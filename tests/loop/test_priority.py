@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from sandbox import Simulation, Suite
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

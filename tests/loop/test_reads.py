@@ -7,7 +7,7 @@ from records import actions
 from records.models import Board
 from sandbox.replies import Refused
 from tests.loop.test_pass import lane
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -6,7 +6,7 @@ import pytest
 from placement.facts import Run
 from superdispatch.loop.runs import Claim, match_runs
 from tests.loop.test_pass import lane
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 

@@ -4,7 +4,7 @@ import pytest
 from placement import filters, learned
 from placement.filters import Filter, Tag, tables
 
-from placement_factories import board, decided
+from tests.support.placement import board, decided
 
 
 def test_the_tables_derived_from_the_declarations_are_the_ones_the_service_has_always_read():

@@ -2,7 +2,7 @@ import pytest
 
 from placement import order_cards
 
-from placement_factories import ago, card
+from tests.support.placement import ago, card
 
 
 def _cards(board_id, *minutes_waiting):

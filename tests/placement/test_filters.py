@@ -5,7 +5,7 @@ import pytest
 from placement import filters
 from placement.facts import Ladder, OwnHistory, PolicyFacts, PolicyVerdict, StationNeeds
 
-from placement_factories import ago, board, card, decided, failing, roster_row, station, verdict, with_rows
+from tests.support.placement import ago, board, card, decided, failing, roster_row, station, verdict, with_rows
 
 EVERYTHING_ON = dict(
     card=card(needs=StationNeeds(isolation="container", models=("m-large",), tools=("git",),

@@ -6,7 +6,7 @@ import pytest
 from placement import stage_history, verdict_mark
 from placement.history import histories
 
-from placement_factories import NOW, run
+from tests.support.placement import NOW, run
 
 
 @pytest.mark.parametrize("value, mark", [

@@ -4,7 +4,7 @@ import pytest
 
 from placement.facts import Ladder, OwnHistory
 
-from placement_factories import board, decided
+from tests.support.placement import board, decided
 
 
 def _ranked_board(*agent_ids):

@@ -24,7 +24,7 @@ from placement.facts import (
     RosterRow, Run, Station, StationNeeds,
 )
 
-from placement_factories import NOW, card
+from tests.support.placement import NOW, card
 
 PINNED = Path(__file__).parent / "pinned" / "decisions.txt"
 FACT_SETS = 4000

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 from placement import Rules, decide
 from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow, StationNeeds
 
-from placement_factories import ago, board, card, decided, failing, load_row, roster_row, station, with_rows
+from tests.support.placement import ago, board, card, decided, failing, load_row, roster_row, station, with_rows
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 

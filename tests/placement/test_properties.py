@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from placement import Rules, decide
 from placement.facts import Facts, Ladder, OwnHistory, StationNeeds
 
-from placement_factories import NOW, ago, card, load_row, roster_row, run, station, verdict
+from tests.support.placement import NOW, ago, card, load_row, roster_row, run, station, verdict
 
 AGENTS = [f"agt_{i:02d}" for i in range(12)]
 REASONS = st.just([]) | st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "concurrency_reached", "other"]),

@@ -3,7 +3,7 @@ from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
-from placement_factories import board, decided, every_kind_decided
+from tests.support.placement import board, decided, every_kind_decided
 
 
 def _decision():

@@ -2,7 +2,7 @@ from dataclasses import replace
 
 from placement.facts import OwnHistory
 
-from placement_factories import ago, board, decided, roster_row, run, with_rows
+from tests.support.placement import ago, board, decided, roster_row, run, with_rows
 
 
 def _totals(decision):

@@ -2,7 +2,7 @@ import pytest
 
 from placement.facts import RegistryFact, Station, StationNeeds
 
-from placement_factories import board, card, decided, failing, roster_row, station, with_rows
+from tests.support.placement import board, card, decided, failing, roster_row, station, with_rows
 
 NEEDS = StationNeeds(isolation="container", models=("m-large", "m-small"), tools=("git", "rg"),
                      credentials=("GITHUB_TOKEN",))

@@ -7,7 +7,7 @@ import pytest
 
 from placement import Rules, decide
 from placement.facts import Facts, Ladder, Timing
-from tests.placement.placement_factories import NOW, ago, card, roster_row, run, verdict
+from tests.support.placement import NOW, ago, card, roster_row, run, verdict
 
 WAITING = "wait-for-better@1"
 

@@ -2,7 +2,7 @@ from dataclasses import replace
 
 from placement.facts import Facts, Ladder, OwnHistory
 
-from placement_factories import board, card, decided, load_row, roster_row, verdict, with_rows
+from tests.support.placement import board, card, decided, load_row, roster_row, verdict, with_rows
 
 
 def test_nobody_considered_is_no_candidates():

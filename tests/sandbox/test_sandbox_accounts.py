@@ -2,7 +2,7 @@
 import json
 
 from sandbox import parse_scenario, Suite
-from sandbox_world import World, small_scenario
+from tests.support.sandbox_world import World, small_scenario
 
 
 def test_service_token_is_issued_for_a_product_audience_for_300_seconds(world):

@@ -7,7 +7,7 @@ import pytest
 from sandbox import (RealtimeDriver, ScenarioError, Simulation, Suite, load_scenario, parse_scenario,
                      shipped_scenarios)
 from sandbox.scenario import SCENARIO_DIR
-from sandbox_world import World, small_scenario
+from tests.support.sandbox_world import World, small_scenario
 
 
 def _run(name: str, seconds: float = 1800):

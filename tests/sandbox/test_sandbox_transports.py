@@ -5,7 +5,7 @@ import pytest
 import requests
 
 from sandbox import SandboxServers, Suite, mount, sandbox_session
-from sandbox_world import small_scenario
+from tests.support.sandbox_world import small_scenario
 
 
 def _token(session: requests.Session, suite: Suite, product: str) -> str:

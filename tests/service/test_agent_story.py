@@ -6,9 +6,9 @@ import pytest
 from records.models import Suggestion
 from records import pages
 from records.pages import agent_url
-from tests.admin_pages import change_url
+from tests.support.admin_pages import change_url
 from tests.conftest import T0, at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -4,7 +4,7 @@ import pytest
 
 from records.models import Board, Decision, Suggestion
 from tests.conftest import T0, at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loop.world import make_world
+from tests.support.world import make_world
 
 GOLDEN = Path(__file__).parent / "golden" / "api_run.json"
 

@@ -9,7 +9,7 @@ from records.models import (
     Decision, DecisionReason, OutcomeStatus, Suggestion, SuggestionKind, SuggestionState, TierName,
 )
 from tests.conftest import at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 
 def test_the_choices_are_the_documented_words():

@@ -9,7 +9,7 @@ from django.utils import timezone as dj_timezone
 from records import pages
 from records.models import Board, LoopState, Suggestion
 from tests.conftest import T0, at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -22,9 +22,9 @@ from common import config
 from superdispatch import outbox
 from superdispatch.clients.receivers import Receiver as ReceiverClient
 from tests.conftest import T0
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 from tests.loop.test_pass import lane
-from tests.loop.world import make_world
+from tests.support.world import make_world
 from tests.service.test_config import GOOD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

@@ -7,7 +7,7 @@ a 400 naming what was wrong, whatever its content type.
 import pytest
 
 from learning.models import LearnedModel
-from tests.learning_service.learning_factories import trainable
+from tests.support.learning_factories import trainable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -14,7 +14,7 @@ from sandbox.clock import rfc3339
 from superdispatch import tasks
 from tests.conftest import T0
 from tests.loop.test_pass import lane
-from tests.loop.world import make_world
+from tests.support.world import make_world
 from tests.service.test_relay import READY, deliver
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

@@ -13,7 +13,7 @@ from placement.filters import Filter, Tag, tables
 from placement.why_nobody import WAITING_ON_LOAD
 from records import actions
 from records.models import Decision
-from tests.admin_pages import change_url
+from tests.support.admin_pages import change_url
 from tests.conftest import T0
 
 COOLING = "cooling-down"

@@ -20,8 +20,8 @@ import pytest
 from records.models import Board, Suggestion
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import T0
-from tests.factories import make_decision
-from tests.learning_service.learning_factories import stored_model, trainable
+from tests.support.factories import make_decision
+from tests.support.learning_factories import stored_model, trainable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -10,7 +10,7 @@ from records.serializers import (
     candidate_columns, iso,
 )
 from tests.conftest import at
-from tests.placement.placement_factories import NOW, board, decided, every_kind_decided
+from tests.support.placement import NOW, board, decided, every_kind_decided
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -15,7 +15,7 @@ from superdispatch.schedule import (
     OUTBOX_TASK_NAME, PRUNE_TASK_NAME, ensure_housekeeping_schedule,
 )
 from tests.conftest import T0
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 from tests.service.test_config import GOOD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

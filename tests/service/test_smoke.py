@@ -17,7 +17,7 @@ from records.models import Board, Decision, LoopState
 from sandbox import SandboxServers, Suite, VirtualClock, system_clock
 from sandbox.scenario import parse_scenario
 from common import config
-from tests.e2e.stand import BOARD, scenario
+from tests.support.stand import BOARD, scenario
 from tests.service.test_config import GOOD, ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import at
-from tests.factories import make_decision
-from tests.loop.world import make_world
+from tests.support.factories import make_decision
+from tests.support.world import make_world
 from tests.suggestions.conftest import synced
 
 MIN = 60

@@ -6,7 +6,7 @@ from records.models import Board, LoopState, Suggestion
 from records.actions import SyncSummary
 from records.suggestions import sync, sync_if_due
 from tests.conftest import at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 HOUR = 3600
 ADA = {"agent": "agt_ada", "station": "stn_1"}

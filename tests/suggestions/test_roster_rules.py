@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from records.models import Suggestion
 from tests.conftest import T0, at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 from tests.suggestions.conftest import synced
 
 MIN = 60

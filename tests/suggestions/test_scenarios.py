@@ -2,8 +2,8 @@
 import pytest
 
 from records.models import Suggestion
-from tests.admin_pages import change_url, change_url_for
-from tests.loop.world import make_world
+from tests.support.admin_pages import change_url, change_url_for
+from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from placement.facts import RegistryFact, Station
 from records.actions import do_remember_registry as remember_registry
 from tests.conftest import at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 from tests.suggestions.conftest import synced as synced_all
 
 MIN = 60

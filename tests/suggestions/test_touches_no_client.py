@@ -14,7 +14,7 @@ from records.models import Suggestion
 from records.actions import do_remember_registry as remember_registry
 from records.suggestions import sync, sync_if_due
 from tests.conftest import at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 
 def client_classes() -> list[type]:

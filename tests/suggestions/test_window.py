@@ -4,7 +4,7 @@ from __future__ import annotations
 from records.models import Board, Suggestion
 from records.suggestions import found_suggestions
 from tests.conftest import at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 DAY = 24 * 3600
 ADA = {"agent": "agt_ada"}

@@ -10,7 +10,7 @@ from learning.core.metrics import calibration
 from learning.models import LearnedModel
 from placement.learned import FEATURES
 from tests.conftest import T0, at
-from tests.factories import make_decision
+from tests.support.factories import make_decision
 
 
 def settled(n: int, *, chosen: str = "agt_ada", status: str = "claimed",
