@@ -71,6 +71,28 @@ def base_env(dispatch_env: dict[str, str], data_dir: str, database_url: str,
     return env
 
 
+# The settings a bench that talks to no product needs: every product URL points at a port
+# nothing answers on.
+OFFLINE_ENV = {
+    "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
+    "AGENTPOD_URL": "http://127.0.0.1:9",
+    "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
+    "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
+    "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64,
+    "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
+}
+
+
+def offline_store(name: str, database: str) -> tuple[str, str]:
+    """Set this process up for a bench on a fresh store of its own (SQLite, or a database
+    beside the PostgreSQL one DATABASE_URL names) and no product: (its data dir, the kind)."""
+    data_dir = temp_dir(name)
+    kind = "postgres" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
+    os.environ.update({**OFFLINE_ENV, "SUPERDISPATCH_DATA_DIR": data_dir,
+                       "DATABASE_URL": fresh_database(kind, database, data_dir)})
+    return data_dir, kind
+
+
 def temp_dir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=f"superdispatch-bench-{prefix}-")
 

@@ -20,7 +20,7 @@ import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, drop_database, fresh_database, temp_dir  # noqa: E402
+from _common import ROOT, drop_database, offline_store  # noqa: E402
 from suggestions import NOW, remember_a_registry, seed  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -62,17 +62,7 @@ def timed(render) -> float:
 
 def main() -> None:
     decisions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    data_dir = temp_dir("dashboard")
-    kind = "postgres" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
-    os.environ.update({
-        "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
-        "AGENTPOD_URL": "http://127.0.0.1:9",
-        "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
-        "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64, "SUPERDISPATCH_DATA_DIR": data_dir,
-        "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
-        "DATABASE_URL": fresh_database(kind, BENCH_DB, data_dir),
-    })
+    data_dir, kind = offline_store("dashboard", BENCH_DB)
     import django
 
     django.setup()

@@ -20,7 +20,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, drop_database, fresh_database, temp_dir  # noqa: E402
+from _common import ROOT, drop_database, offline_store  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -216,17 +216,7 @@ def main() -> None:
         sync_in_this_process()
         return
     decisions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    data_dir = temp_dir("suggestions")
-    kind = "postgres" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
-    os.environ.update({
-        "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
-        "AGENTPOD_URL": "http://127.0.0.1:9",
-        "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
-        "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64, "SUPERDISPATCH_DATA_DIR": data_dir,
-        "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
-        "DATABASE_URL": fresh_database(kind, BENCH_DB, data_dir),
-    })
+    data_dir, kind = offline_store("suggestions", BENCH_DB)
     import django
 
     django.setup()

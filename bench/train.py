@@ -27,13 +27,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import OFFLINE_ENV, ROOT, postgres  # noqa: E402
+
 sys.path.insert(0, ROOT)
 
 from placement import filters  # noqa: E402
 from placement.filters import Tag, tables  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_train"
+TOKEN = "bench-operator-token"  # the export asks the dataset route as the operator
 T0 = datetime(2026, 9, 1, tzinfo=timezone.utc)
 AGENTS = [f"agt_{n:03d}" for n in range(40)]
 FAILS = (filters.IDLE, filters.CAPACITY, filters.CAPABILITY, filters.HEALTH)  # a candidate fails one
@@ -44,15 +46,8 @@ FILTERS = tuple(f.name for f in tables().in_order if Tag.STATION not in f.tags)
 def environment() -> None:
     """The settings the service needs, and a store for this run alone, removed at the end:
     a fresh SQLite file, or a fresh database beside the PostgreSQL one named."""
-    token = "bench-operator-token"
-    defaults = {
-        "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
-        "AGENTPOD_URL": "http://127.0.0.1:9",
-        "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
-        "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(token.encode()).hexdigest(),
-        "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
-    }
+    defaults = {**OFFLINE_ENV,
+                "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest()}
     for name, value in defaults.items():
         os.environ.setdefault(name, value)
     data_dir = tempfile.mkdtemp(prefix="superdispatch-bench-train-")
@@ -64,14 +59,6 @@ def environment() -> None:
         postgres(url, f"DROP DATABASE IF EXISTS {BENCH_DB}", f"CREATE DATABASE {BENCH_DB}")
     else:
         os.environ["DATABASE_URL"] = f"sqlite:///{data_dir}/bench.sqlite3"
-
-
-def postgres(url: str, *statements: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
 
 
 def seed(decisions: int) -> int:
@@ -187,7 +174,7 @@ def export() -> None:
     from learning.api import Dataset
 
     view = Dataset.as_view()
-    request = RequestFactory().get("/v1/dataset")
+    request = RequestFactory().get("/v1/dataset", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     baseline = vm_kb("VmRSS")
     started = time.perf_counter()
     response = view(request)
