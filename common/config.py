@@ -112,6 +112,16 @@ def setting(env: str, parse: Callable[[str], Any], rule: str, default: str | Non
     return field(metadata={"env": env, "parse": parse, "rule": rule, "default": default})
 
 
+def ranged(env: str, lo: int, hi: int, default: str | None = None) -> Any:
+    """A setting that is a whole number from `lo` to `hi`."""
+    return setting(env, _int_range(lo, hi), f"an integer from {lo} to {hi}", default)
+
+
+def one_of(env: str, *allowed: str, default: str | None = None) -> Any:
+    """A setting that is one of a few words."""
+    return setting(env, _choice(*allowed), ", ".join(allowed[:-1]) + " or " + allowed[-1], default)
+
+
 @dataclass(frozen=True)
 class Config:
     # Required
@@ -132,7 +142,7 @@ class Config:
     agentpod_audience: str = setting(
         "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL
     data_dir: str = setting("SUPERDISPATCH_DATA_DIR", _absolute_path, "an absolute path", "/data")
-    port: int = setting("PORT", _int_range(1, 65535), "an integer from 1 to 65535", "8796")
+    port: int = ranged("PORT", 1, 65535, "8796")
     database: dict = setting(
         "DATABASE_URL", _database_url, "postgres://… or sqlite:///…",
         default="")  # "" → SQLite under SUPERDISPATCH_DATA_DIR
@@ -140,67 +150,47 @@ class Config:
     allowed_hosts: tuple = setting(
         "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
         "localhost,127.0.0.1,[::1]")
-    https: str = setting("SUPERDISPATCH_HTTPS", _choice("on", "off"), "on or off", "off")
-    log_format: str = setting(
-        "SUPERDISPATCH_LOG_FORMAT", _choice("text", "json"), "text or json", "text")
+    https: str = one_of("SUPERDISPATCH_HTTPS", "on", "off", default="off")
+    log_format: str = one_of("SUPERDISPATCH_LOG_FORMAT", "text", "json", default="text")
     # Placement
-    sweep_seconds: int = setting(
-        "SUPERDISPATCH_SWEEP_SECONDS", _int_range(5, 3600), "an integer from 5 to 3600", "30")
-    reservation_seconds: int = setting(
-        "SUPERDISPATCH_RESERVATION_SECONDS", _int_range(10, 300), "an integer from 10 to 300", "60")
-    runner_up_seconds: int = setting(
-        "SUPERDISPATCH_RUNNER_UP_SECONDS", _int_range(10, 300), "an integer from 10 to 300", "30")
-    placement_window_seconds: int = setting(
-        "SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS", _int_range(0, 30), "an integer from 0 to 30", "10")
-    top_k: int = setting("SUPERDISPATCH_TOP_K", _int_range(1, 10), "an integer from 1 to 10", "3")
-    fairness: str = setting(
-        "SUPERDISPATCH_FAIRNESS", _choice("round-robin", "board-order"),
-        "round-robin or board-order", "round-robin")
-    candidates: str = setting(
-        "SUPERDISPATCH_CANDIDATES", _choice("roster", "all"), "roster or all", "roster")
-    station_filters: str = setting(
-        "SUPERDISPATCH_STATION_FILTERS", _choice("on", "off"), "on or off", "on")
-    min_proof: str = setting(
-        "SUPERDISPATCH_MIN_PROOF", _choice("probed", "installed", "declared"),
-        "probed, installed or declared", "declared")
-    policy: str = setting("SUPERDISPATCH_POLICY", _choice("off", "on"), "off or on", "off")
-    formula: str = setting(
-        "SUPERDISPATCH_FORMULA", _choice("idle-stage-success-lru@3", "wait-for-better@1"),
-        "idle-stage-success-lru@3 or wait-for-better@1", "idle-stage-success-lru@3")
+    sweep_seconds: int = ranged("SUPERDISPATCH_SWEEP_SECONDS", 5, 3600, "30")
+    reservation_seconds: int = ranged("SUPERDISPATCH_RESERVATION_SECONDS", 10, 300, "60")
+    runner_up_seconds: int = ranged("SUPERDISPATCH_RUNNER_UP_SECONDS", 10, 300, "30")
+    placement_window_seconds: int = ranged("SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS", 0, 30, "10")
+    top_k: int = ranged("SUPERDISPATCH_TOP_K", 1, 10, "3")
+    fairness: str = one_of("SUPERDISPATCH_FAIRNESS", "round-robin", "board-order",
+                           default="round-robin")
+    candidates: str = one_of("SUPERDISPATCH_CANDIDATES", "roster", "all", default="roster")
+    station_filters: str = one_of("SUPERDISPATCH_STATION_FILTERS", "on", "off", default="on")
+    min_proof: str = one_of("SUPERDISPATCH_MIN_PROOF", "probed", "installed", "declared",
+                            default="declared")
+    policy: str = one_of("SUPERDISPATCH_POLICY", "off", "on", default="off")
+    formula: str = one_of("SUPERDISPATCH_FORMULA", "idle-stage-success-lru@3", "wait-for-better@1",
+                          default="idle-stage-success-lru@3")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(
         "SUPERWITNESS_AUDIENCE", _url, "an http(s) URL", default="")  # "" → SUPERWITNESS_URL
-    history_days: int = setting(
-        "SUPERDISPATCH_HISTORY_DAYS", _int_range(1, 365), "an integer from 1 to 365", "30")
-    history_min_sample: int = setting(
-        "SUPERDISPATCH_HISTORY_MIN_SAMPLE", _int_range(1, 100), "an integer from 1 to 100", "3")
-    history_half_life_days: int = setting(
-        "SUPERDISPATCH_HISTORY_HALF_LIFE_DAYS", _int_range(1, 365), "an integer from 1 to 365", "7")
+    history_days: int = ranged("SUPERDISPATCH_HISTORY_DAYS", 1, 365, "30")
+    history_min_sample: int = ranged("SUPERDISPATCH_HISTORY_MIN_SAMPLE", 1, 100, "3")
+    history_half_life_days: int = ranged("SUPERDISPATCH_HISTORY_HALF_LIFE_DAYS", 1, 365, "7")
     # Suggestions
-    suggest_every_seconds: int = setting(
-        "SUPERDISPATCH_SUGGEST_EVERY_SECONDS", _int_range(0, 86400),
-        "an integer from 0 to 86400", "0")
-    suggest_window_hours: int = setting(
-        "SUPERDISPATCH_SUGGEST_WINDOW_HOURS", _int_range(1, 720), "an integer from 1 to 720", "24")
-    stall_minutes: int = setting(
-        "SUPERDISPATCH_STALL_MINUTES", _int_range(1, 1440), "an integer from 1 to 1440", "30")
+    suggest_every_seconds: int = ranged("SUPERDISPATCH_SUGGEST_EVERY_SECONDS", 0, 86400, "0")
+    suggest_window_hours: int = ranged("SUPERDISPATCH_SUGGEST_WINDOW_HOURS", 1, 720, "24")
+    stall_minutes: int = ranged("SUPERDISPATCH_STALL_MINUTES", 1, 1440, "30")
     # Learned routing
-    learned: str = setting(
-        "SUPERDISPATCH_LEARNED", _choice("off", "shadow", "on"), "off, shadow or on", "off")
+    learned: str = one_of("SUPERDISPATCH_LEARNED", "off", "shadow", "on", default="off")
     learned_min_rows: int = setting(
         "SUPERDISPATCH_LEARNED_MIN_ROWS", _int_range(1, 10_000_000),
         "an integer from 1 to 10000000", "500")
     learned_min_shadow: int = setting(
         "SUPERDISPATCH_LEARNED_MIN_SHADOW", _int_range(1, 1_000_000),
         "an integer from 1 to 1000000", "100")
-    learned_margin_pct: int = setting(
-        "SUPERDISPATCH_LEARNED_MARGIN_PCT", _int_range(0, 100), "an integer from 0 to 100", "5")
+    learned_margin_pct: int = ranged("SUPERDISPATCH_LEARNED_MARGIN_PCT", 0, 100, "5")
     # Retention: settled decisions (and their candidates) older than this are pruned. The
     # floor is above the longest suggestions window (720 hours), so pruning never takes what
     # a sync reads.
-    retain_days: int = setting(
-        "SUPERDISPATCH_RETAIN_DAYS", _int_range(31, 3650), "an integer from 31 to 3650", "90")
+    retain_days: int = ranged("SUPERDISPATCH_RETAIN_DAYS", 31, 3650, "90")
     # Events out: decisions and settlements POSTed, signed, to the operator's own receiver;
     # new suggestions posted to a chat webhook. Unset: nothing is sent.
     events_url: str = setting("SUPERDISPATCH_EVENTS_URL", _url, "an http(s) URL", default="")

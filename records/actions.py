@@ -26,11 +26,8 @@ def do_opt_in(board_id: str, now: datetime) -> Board:
     """Add a board to every sweep, or enable it again; the row is created on first opt-in."""
     board, created = Board.objects.select_for_update().get_or_create(
         board_id=board_id, defaults={"enabled": True, "created_at": now, "updated_at": now})
-    if not created and not board.enabled:
-        board.enabled = True
-        board.updated_at = now
-        board.window_retry_at = None
-        board.save(update_fields=["enabled", "updated_at", "window_retry_at"])
+    if not created:
+        _set_enabled(board, True, now)
     _after_commit(board_id, True)
     return board
 
@@ -41,13 +38,18 @@ def do_opt_out(board_id: str, now: datetime) -> Board | None:
     board = Board.objects.select_for_update().filter(board_id=board_id).first()
     if board is None:
         return None
-    if board.enabled:
-        board.enabled = False
+    _set_enabled(board, False, now)
+    _after_commit(board_id, False)
+    return board
+
+
+def _set_enabled(board: Board, enabled: bool, now: datetime) -> None:
+    """Turn a board on or off; a change asks for its placement window afresh."""
+    if board.enabled != enabled:
+        board.enabled = enabled
         board.updated_at = now
         board.window_retry_at = None
         board.save(update_fields=["enabled", "updated_at", "window_retry_at"])
-    _after_commit(board_id, False)
-    return board
 
 
 def _after_commit(board_id: str, enabled: bool) -> None:

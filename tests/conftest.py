@@ -55,3 +55,13 @@ def staff(client):
     client.force_login(get_user_model().objects.get(username="op"))
     assert client.get("/admin/").status_code == 200, "the operator could not sign in"
     return client
+
+
+@pytest.fixture
+def fresh_learned_reading():
+    """The loop's remembered model reading forgotten before and after a test."""
+    from learning import runtime  # with Django set up: pure tests run without it
+
+    runtime.reset_cache()
+    yield
+    runtime.reset_cache()

@@ -10,14 +10,10 @@ from records.models import Decision
 from tests.conftest import at
 from tests.support.learning_factories import learned_settings, shadow, stored_model
 
-pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+pytestmark = [pytest.mark.django_db, pytest.mark.storage,
+              pytest.mark.usefixtures("fresh_learned_reading")]
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    runtime.reset_cache()
-    yield
-    runtime.reset_cache()
 
 
 def beating_the_formula(model, count: int = 3) -> None:

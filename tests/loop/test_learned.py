@@ -3,7 +3,6 @@ from datetime import timedelta
 
 import pytest
 
-from learning import runtime
 from learning.models import LearnedModel as StoredModel
 from placement.learned import FEATURES
 from tests.conftest import T0
@@ -11,14 +10,10 @@ from tests.support.factories import make_decision
 from tests.loop.test_pass import lane
 from tests.support.world import make_world
 
-pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+pytestmark = [pytest.mark.django_db, pytest.mark.storage,
+              pytest.mark.usefixtures("fresh_learned_reading")]
 
 
-@pytest.fixture(autouse=True)
-def fresh_reading():
-    runtime.reset_cache()
-    yield
-    runtime.reset_cache()
 
 
 def store_model():

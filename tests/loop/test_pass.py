@@ -4,6 +4,7 @@ from datetime import timedelta
 import pytest
 
 from records.models import Board, LoopState
+from tests.support.factories import make_decision
 from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -111,33 +112,38 @@ def test_a_card_moved_by_a_person_is_superseded(world):
     assert world.decisions(card_id=card.id)[0].outcome_status == "superseded"
 
 
-def test_another_agent_claiming_after_the_lapse_is_claimed_by_other_and_a_no_show(world):
+def claimed_later(world, agent_id: str, seconds: float):
+    """A card held on one sweep, claimed by this agent `seconds` later, then swept again:
+    its decision."""
     card = world.suite.pipeline.add_card("brd_a")
     world.sweep()
-    world.advance(61)
-    world.suite.pipeline.claim("agt_c", card.id)
+    world.advance(seconds)
+    world.suite.pipeline.claim(agent_id, card.id)
     world.sweep()
     [d] = world.decisions(card_id=card.id)
+    return d
+
+
+def test_another_agent_claiming_after_the_lapse_is_claimed_by_other_and_a_no_show(world):
+    d = claimed_later(world, "agt_c", 61)
     assert (d.outcome_status, d.outcome_by) == ("claimed-by-other", "agt_c")
 
 
 def test_a_late_claim_by_the_winner_before_the_next_pass_is_claimed(world):
-    card = world.suite.pipeline.add_card("brd_a")
-    world.sweep()
-    world.advance(70)
-    world.suite.pipeline.claim("agt_a", card.id)
-    world.sweep()
-    assert world.decisions()[0].outcome_status == "claimed"
+    assert claimed_later(world, "agt_a", 70).outcome_status == "claimed"
+
+
+def lapses(world, agent_id: str, *minutes_ago: int) -> None:
+    """Holds for the agent on another board that lapsed unclaimed this many minutes ago."""
+    for ago in minutes_ago:
+        lapsed = world.now - timedelta(minutes=ago)
+        make_decision(board="brd_elsewhere", card=f"card_{ago}", chosen=agent_id,
+                      created_at=lapsed - timedelta(seconds=60), reserved_until=lapsed,
+                      outcome_status="expired", outcome_at=lapsed)
 
 
 def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
-    from tests.support.factories import make_decision
-
-    for minutes_ago in (10, 29):
-        lapsed = world.now - timedelta(minutes=minutes_ago)
-        make_decision(board="brd_elsewhere", card=f"card_{minutes_ago}", chosen="agt_a",
-                      created_at=lapsed - timedelta(seconds=60), reserved_until=lapsed,
-                      outcome_status="expired", outcome_at=lapsed)
+    lapses(world, "agt_a", 10, 29)
     card = world.suite.pipeline.add_card("brd_a")
     world.sweep()
     [d] = world.decisions(card_id=card.id)
@@ -147,13 +153,7 @@ def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
 
 
 def test_a_lapse_older_than_thirty_minutes_has_aged_out(world):
-    from tests.support.factories import make_decision
-
-    for minutes_ago in (10, 31):
-        lapsed = world.now - timedelta(minutes=minutes_ago)
-        make_decision(board="brd_elsewhere", card=f"card_{minutes_ago}", chosen="agt_a",
-                      created_at=lapsed - timedelta(seconds=60), reserved_until=lapsed,
-                      outcome_status="expired", outcome_at=lapsed)
+    lapses(world, "agt_a", 10, 31)
     world.suite.pipeline.add_card("brd_a")
     world.sweep()
     assert world.decisions(board_id="brd_a")[0].chosen == "agt_a"

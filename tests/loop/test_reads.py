@@ -12,6 +12,17 @@ from tests.support.world import make_world
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
+def one_card_decided(w, **toggles):
+    """Opt brd_a in, switch these failures on, add one card and sweep: its decision."""
+    w.opt_in("brd_a")
+    for name, value in toggles.items():
+        setattr(w.suite.toggles, name, value)
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [d] = w.decisions()
+    return d
+
+
 def filters_of(decision, agent_id) -> dict:
     c = decision.candidates.get(agent_id=agent_id)
     return {f["filter"]: f for f in c.filters}
@@ -94,12 +105,7 @@ def test_history_is_read_per_board_stage_and_weighs_in_the_ranking():
 
 
 def test_superwitness_down_leaves_history_out_for_everyone():
-    w = make_world(lane())
-    w.opt_in("brd_a")
-    w.suite.toggles.superwitness_up = False
-    w.suite.pipeline.add_card("brd_a")
-    w.sweep()
-    [d] = w.decisions()
+    d = one_card_decided(make_world(lane()), superwitness_up=False)
     assert d.chosen == "agt_a"
     for c in d.candidates.all():
         assert c.stage_history is None and "stageRecord" not in c.score["terms"]
@@ -125,11 +131,7 @@ def stations_lane():
 
 
 def test_station_needs_filter_on_the_registry_read_once_a_pass():
-    w = make_world(stations_lane())
-    w.opt_in("brd_a")
-    w.suite.pipeline.add_card("brd_a")
-    w.sweep()
-    [d] = w.decisions()
+    d = one_card_decided(make_world(stations_lane()))
     assert filters_of(d, "agt_a")["isolation"]["reason"] == "isolation-too-weak"
     assert filters_of(d, "agt_c")["tools"] == {"filter": "tools", "passed": False,
                                                "reason": "tool-missing", "missing": ["git"]}
@@ -137,22 +139,13 @@ def test_station_needs_filter_on_the_registry_read_once_a_pass():
 
 
 def test_min_proof_installed_does_not_count_a_declared_tool():
-    w = make_world(stations_lane(), min_proof="installed")
-    w.opt_in("brd_a")
-    w.suite.pipeline.add_card("brd_a")
-    w.sweep()
-    [d] = w.decisions()
+    d = one_card_decided(make_world(stations_lane(), min_proof="installed"))
     assert filters_of(d, "agt_b")["tools"]["reason"] == "tool-missing"
     assert d.reason == "none-eligible"
 
 
 def test_agentpod_without_the_registry_leaves_station_needs_unchecked():
-    w = make_world(stations_lane())
-    w.opt_in("brd_a")
-    w.suite.toggles.station_registry = False
-    w.suite.pipeline.add_card("brd_a")
-    w.sweep()
-    [d] = w.decisions()
+    d = one_card_decided(make_world(stations_lane()), station_registry=False)
     assert filters_of(d, "agt_a")["isolation"].get("unchecked") is True
     assert d.chosen == "agt_a"
 
@@ -162,12 +155,8 @@ def policy_lane(**policy):
 
 
 def test_the_policy_denies_an_agent_and_is_recorded():
-    w = make_world(policy_lane(rules=[{"agentId": "agt_a", "effect": "deny",
-                                       "reason": "not-this-one"}]), policy="on")
-    w.opt_in("brd_a")
-    w.suite.pipeline.add_card("brd_a")
-    w.sweep()
-    [d] = w.decisions()
+    denied = {"agentId": "agt_a", "effect": "deny", "reason": "not-this-one"}
+    d = one_card_decided(make_world(policy_lane(rules=[denied]), policy="on"))
     assert filters_of(d, "agt_a")["policy"]["reason"] == "policy-denied"
     assert d.candidates.get(agent_id="agt_a").policy["allow"] is False
     assert d.chosen == "agt_b"
@@ -200,10 +189,6 @@ def test_candidates_all_considers_agents_reporting_load_outside_the_roster():
     scenario = lane()
     scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"],
                                "boards": [{"board": "brd_a", "bridge": False}]})
-    w = make_world(scenario, candidates="all")
-    w.opt_in("brd_a")
-    w.suite.pipeline.add_card("brd_a")
-    w.sweep()
-    [d] = w.decisions()
+    d = one_card_decided(make_world(scenario, candidates="all"))
     z = d.candidates.get(agent_id="agt_z")
     assert z.source == "direct" and z.in_set
