@@ -34,6 +34,7 @@ def settle_the_holds() -> int:
     chosen agent, 2 claimed by another after the hold, 3 expired."""
     from django.db.models import F
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records.models import Decision
 
     held = Decision.objects.filter(chosen__isnull=False)
@@ -72,6 +73,7 @@ def main() -> None:
     from django.db.models import Count
     from django.test import RequestFactory
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records import pages
     from records.models import Candidate
 

@@ -42,6 +42,7 @@ SWEEP_EVERY_S = 30
 def run(scenario: str, wanted: int) -> dict:
     from django.contrib.auth import get_user_model
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from learning import actions, runtime, store
     from records.models import Decision
     from tests.support.admin_pages import change_url

@@ -39,6 +39,7 @@ def pulled(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
 
 def placed(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
     """The same run with SuperDispatch's loop in-process: relayed card.ready placed at once, sweeps on a beat."""
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from tests.support.world import make_world
 
     world = make_world(scenario, arrivals=True)

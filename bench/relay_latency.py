@@ -35,6 +35,10 @@ from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir,
     workspace,
 )
+from sandbox import SandboxServers, Suite  # noqa: E402
+from sandbox.clock import system_clock  # noqa: E402
+from sandbox.relay import signature  # noqa: E402
+from sandbox.scenario import parse_scenario  # noqa: E402
 
 AGENTS = 200
 BOARD = "brd_000"
@@ -93,10 +97,6 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
     """In this (fresh) process: stand up everything, deliver, and return the latencies in ms."""
     import requests
 
-    from sandbox import SandboxServers, Suite
-    from sandbox.clock import system_clock
-    from sandbox.relay import signature
-    from sandbox.scenario import parse_scenario
 
     db, _ = SETUPS[broker]
     suite = Suite.from_scenario(parse_scenario(workspace("relay", 1, AGENTS)), system_clock)

@@ -29,6 +29,8 @@ import suggestions as seeded  # noqa: E402  (its log and its writer)
 from _common import (  # noqa: E402
     PYTHON, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir, workspace,
 )
+from sandbox import Suite, sandbox_session  # noqa: E402
+from sandbox.scenario import parse_scenario  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -63,9 +65,9 @@ class SweepRig:
     def __init__(self, suite):
         from django.conf import settings
 
+        # Imported here, after django.setup() in this process: the project's modules load models.
         from records import actions
         from records.signals import board_changed
-        from sandbox import sandbox_session
         from superdispatch.clients import build_clients
         from superdispatch.loop import Loop
         from superdispatch.loop.windows import ensure_windows
@@ -83,6 +85,7 @@ class SweepRig:
         self.cards: list[str] = []
 
     def sweep(self) -> float:
+        # Imported here, after django.setup() in this process: the project's modules load models.
         from superdispatch.loop import sweep
 
         pipeline = self.suite.pipeline
@@ -105,6 +108,7 @@ def prune_in_this_process(now_iso: str) -> None:
     import django
 
     django.setup()
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records.retention import prune
 
     started = time.perf_counter()
@@ -118,8 +122,6 @@ def main() -> None:
     if sys.argv[1:2] == ["--prune"]:
         prune_in_this_process(sys.argv[2])
         return
-    from sandbox import Suite
-    from sandbox.scenario import parse_scenario
 
     data_dir = temp_dir("retention")
     url = fresh_database("postgres", BENCH_DB, data_dir)

@@ -117,6 +117,7 @@ def seed(decisions: int) -> int:
     Rows go through the record's own mapping to columns, as the loop writes them."""
     from django.db import connection
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records import serializers
     from records.models import Board, Decision
 
@@ -145,6 +146,7 @@ def seed(decisions: int) -> int:
 def _write(connection, decisions: list, candidates: list) -> int:
     from django.db import models
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records import serializers
     from records.models import Candidate, Decision
 
@@ -170,6 +172,7 @@ def _write(connection, decisions: list, candidates: list) -> int:
 
 
 def remember_a_registry() -> None:
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from placement.facts import RegistryFact, Station
     from records.actions import do_remember_registry as remember_registry
 
@@ -195,6 +198,7 @@ def sync_in_this_process() -> None:
     django.setup()
     from django.db import connection
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records.models import Suggestion
     from records.suggestions import sync
 

@@ -29,6 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, base_env, drop_database, fresh_database, temp_dir, workspace,
 )
+from sandbox import SandboxServers, Suite, sandbox_session  # noqa: E402
+from sandbox.clock import parse_rfc3339  # noqa: E402
+from sandbox.scenario import parse_scenario  # noqa: E402
 
 BOARDS, CARDS, AGENTS = 50, 20, 100
 BENCH_DB = "superdispatch_bench_sweep"
@@ -43,9 +46,6 @@ def scenario() -> dict:
 def run(transport: str, profile: bool) -> dict:
     """In a fresh process: opt every board in, set the windows, time one sweep, return figures.
     Over HTTP the stand-in answers from the parent process; in-process it is built here."""
-    from sandbox import Suite, sandbox_session
-    from sandbox.clock import parse_rfc3339
-    from sandbox.scenario import parse_scenario
 
     session = None
     if transport == "in-process":
@@ -99,8 +99,6 @@ def run(transport: str, profile: bool) -> dict:
 
 def run_in_child(db: str, transport: str, profile: bool) -> dict:
     """One run in a fresh process, on a fresh database, with the stand-in served from here."""
-    from sandbox import SandboxServers, Suite
-    from sandbox.scenario import parse_scenario
 
     data_dir = temp_dir("sweep")
     url = fresh_database(db, BENCH_DB, data_dir)

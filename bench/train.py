@@ -63,6 +63,7 @@ def environment() -> None:
 
 def seed(decisions: int) -> int:
     """Write the synthetic log; returns the candidate rows written."""
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records.models import Candidate, Decision
 
     rng = np.random.default_rng(7)
@@ -88,6 +89,7 @@ def _logit(record: float, rate: float, since: float | None) -> float:
 
 
 def synthetic_decision(n: int, rng):
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from records import serializers
     from records.models import Candidate, Decision
 
@@ -171,6 +173,7 @@ def export() -> None:
     django.setup()
     from django.test import RequestFactory
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from learning.api import Dataset
 
     view = Dataset.as_view()
@@ -199,6 +202,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection, connections
 
+    # Imported here, after django.setup() in this process: the project's modules load models.
     from learning import actions
 
     call_command("migrate", verbosity=0)

@@ -7,6 +7,7 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
 from learning import dataset
+from learning.store import decision_examples
 from placement.learned import FEATURES
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import at
@@ -146,8 +147,6 @@ def test_the_dataset_streams_over_real_http(live_server):
 
 
 def test_a_training_read_yields_the_same_examples_as_the_full_records():
-    from learning.store import decision_examples
-
     settled(1, status="claimed", by="agt_ada", created_at=at(1))
     settled(2, status="claimed-by-other", by="agt_bob", created_at=at(2))
     settled(3, status="expired", by=None, created_at=at(3))

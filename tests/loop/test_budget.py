@@ -10,7 +10,7 @@ from django_celery_beat.schedulers import ModelEntry
 from records.models import Board, Decision, LoopState
 from superdispatch.loop.passes import pass_budget
 from superdispatch.schedule import SWEEP_TASK_NAME, ensure_sweep_schedule
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

@@ -11,7 +11,7 @@ from records.models import Decision, LoopState
 from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.schedule import SWEEP_TASK_NAME
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 
 pytestmark = [pytest.mark.celery]

@@ -7,7 +7,7 @@ from learning.models import LearnedModel as StoredModel
 from placement.learned import FEATURES
 from tests.conftest import T0
 from tests.support.factories import make_decision
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage,

@@ -11,7 +11,7 @@ import pytest
 
 from records.models import Decision
 from tests.conftest import log_formatter
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 from tests.service.test_config import GOOD, ROOT
 

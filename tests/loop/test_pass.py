@@ -3,22 +3,13 @@ from datetime import timedelta
 
 import pytest
 
+from records import actions
 from records.models import Board, LoopState
+from records.signals import sweep_finished
 from tests.support.factories import make_decision
-from tests.support.world import make_world
+from tests.support.world import filters_of, lane, make_world, stations_lane
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
-
-
-def lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",), **extra):
-    return {
-        "name": "lane", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "stages": [{"key": "review", "owner": "code-review"},
-                                         {"key": "ship", "owner": "shipping"}]} for b in boards],
-        "agents": [{"id": a, "capabilities": ["code-review"], "boards": list(boards)}
-                   for a in agents],
-        **extra,
-    }
 
 
 @pytest.fixture
@@ -247,8 +238,6 @@ def test_every_board_down_backs_off_doubling_to_eight_times_then_resets(failure)
 
 
 def test_a_board_leased_by_another_pass_is_skipped(world):
-    from records import actions
-
     world.suite.pipeline.add_card("brd_a")
     actions.do_take_lease("brd_a", "other-worker", world.now, world.now + timedelta(minutes=3))
     assert world.sweep().skipped == 1
@@ -273,8 +262,6 @@ def test_a_relay_placement_uses_the_roster_the_sweep_cached(world):
 
 
 def test_a_relay_placement_uses_the_registry_the_sweep_read():
-    from tests.loop.test_reads import filters_of, stations_lane
-
     w = make_world(stations_lane())
     w.opt_in("brd_a")
     first = w.suite.pipeline.add_card("brd_a")
@@ -292,8 +279,6 @@ def test_a_relay_placement_uses_the_registry_the_sweep_read():
 def test_each_sweep_syncs_the_suggestions_and_a_failing_listener_never_stops_it(world, caplog):
     """The suggestions follow every sweep through `sweep_finished`; a listener that raises is
     logged, and the sweep and the other listeners go on."""
-    from records.signals import sweep_finished
-
     def broken(sender, now, **kwargs):
         raise RuntimeError("advice went wrong")
 

@@ -6,8 +6,7 @@ import pytest
 from records import actions
 from records.models import Board
 from sandbox.replies import Refused
-from tests.loop.test_pass import lane
-from tests.support.world import make_world
+from tests.support.world import filters_of, lane, make_world, stations_lane
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -21,11 +20,6 @@ def one_card_decided(w, **toggles):
     w.sweep()
     [d] = w.decisions()
     return d
-
-
-def filters_of(decision, agent_id) -> dict:
-    c = decision.candidates.get(agent_id=agent_id)
-    return {f["filter"]: f for f in c.filters}
 
 
 # --- Fairness across boards -------------------------------------------------------------
@@ -109,25 +103,6 @@ def test_superwitness_down_leaves_history_out_for_everyone():
     assert d.chosen == "agt_a"
     for c in d.candidates.all():
         assert c.stage_history is None and "stageRecord" not in c.score["terms"]
-
-
-STATION_NEEDS = {"isolation": "container", "tools": ["git"]}
-
-
-def stations_lane():
-    scenario = lane()
-    scenario["boards"][0]["stages"][0]["placement"] = STATION_NEEDS
-    for agent in scenario["agents"]:
-        agent["station"] = "station_" + agent["id"][4:]
-    scenario["stations"] = [
-        {"stationId": "station_a", "isolation": {"value": "host", "proof": "probed"},
-         "tools": [{"id": "git", "proof": "probed"}]},
-        {"stationId": "station_b", "isolation": {"value": "container", "proof": "probed"},
-         "tools": [{"id": "git", "proof": "declared"}]},
-        {"stationId": "station_c", "isolation": {"value": "sandbox", "proof": "probed"},
-         "tools": []},
-    ]
-    return scenario
 
 
 def test_station_needs_filter_on_the_registry_read_once_a_pass():

@@ -5,7 +5,7 @@ import pytest
 
 from placement.facts import Run
 from superdispatch.loop.runs import Claim, match_runs
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 
 T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)

@@ -3,7 +3,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from placement import Rules, decide
-from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow, StationNeeds
+from placement.facts import (
+    AgentLoad, AgentVerdict, Card, Facts, RegistryFact, Requires, RosterRow, Station, StationNeeds,
+)
 
 from tests.support.placement import ago, board, card, decided, failing, load_row, roster_row, station, with_rows
 
@@ -22,8 +24,6 @@ def test_one_capable_agent_among_several_rostered_is_one_candidate():
 
 
 def test_an_agent_reporting_its_own_load_is_judged_by_the_station_it_occupies():
-    from placement.facts import AgentLoad, RegistryFact, Station, StationNeeds
-
     card = Card("brd_a", "card_1", "review", Requires(("code-review",)),
                 StationNeeds(tools=("git",)), NOW)
     roster = tuple(RosterRow(a, None, None, True, True, False, None) for a in ("agt_a", "agt_b"))

@@ -6,6 +6,7 @@ import pytest
 
 from sandbox import (RealtimeDriver, ScenarioError, Simulation, Suite, load_scenario, parse_scenario,
                      shipped_scenarios)
+from sandbox import system_clock
 from sandbox.scenario import SCENARIO_DIR
 from tests.support.sandbox_world import World, small_scenario
 
@@ -157,13 +158,11 @@ def test_on_tick_is_called_after_every_step_with_the_time():
 
 
 def test_run_needs_a_virtual_clock():
-    from sandbox import system_clock
     with pytest.raises(TypeError):
         Simulation(Suite.from_scenario("demo", clock=system_clock)).run(1)
 
 
 def test_the_realtime_driver_steps_until_stopped():
-    from sandbox import system_clock
     suite = Suite.from_scenario("demo", clock=system_clock)
     stepped = threading.Event()
     driver = RealtimeDriver(Simulation(suite), tick=0.01, on_tick=lambda now: stepped.set())

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import records.ids
 from tests.support.world import make_world
 
 GOLDEN = Path(__file__).parent / "golden" / "api_run.json"
@@ -37,8 +38,6 @@ def counted_ids(monkeypatch):
         @staticmethod
         def token_hex(nbytes: int) -> str:
             return f"{next(counter):0{nbytes * 2}x}"
-
-    import records.ids
 
     monkeypatch.setattr(records.ids, "secrets", Counted)
 

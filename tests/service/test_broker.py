@@ -5,6 +5,7 @@ import pytest
 from kombu import Connection
 
 from superdispatch import broker
+from superdispatch.celery import app
 
 
 @pytest.fixture
@@ -37,8 +38,6 @@ def test_a_message_being_written_is_invisible_until_it_is_whole(channel, monkeyp
 
 
 def test_the_app_uses_the_atomic_transport_without_redis(settings):
-    from superdispatch.celery import app
-
     if settings.SUPERDISPATCH.redis_url:
         pytest.skip("Redis is the broker here")
     assert type(app.connection_for_write().transport) is broker.Transport

@@ -23,7 +23,7 @@ from superdispatch import outbox
 from superdispatch.clients.receivers import Receiver as ReceiverClient
 from tests.conftest import T0
 from tests.support.factories import make_decision
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 from tests.service.test_config import GOOD
 

@@ -13,7 +13,7 @@ from records.models import Board, LoopState, Suggestion
 from sandbox.clock import rfc3339
 from superdispatch import tasks
 from tests.conftest import T0
-from tests.loop.test_pass import lane
+from tests.support.world import lane
 from tests.support.world import make_world
 from tests.service.test_relay import READY, deliver
 

@@ -9,6 +9,7 @@ import pytest
 import requests
 
 import superdispatch.clients
+from superdispatch.clients import AgentPod, SuperPipeline
 from placement.facts import RegistryFact, Station
 from records.models import Suggestion
 from records.actions import do_remember_registry as remember_registry
@@ -68,7 +69,6 @@ def test_a_sync_that_finds_every_kind_calls_no_client_method(clients_forbidden):
 
 
 def test_the_guard_fails_on_any_client_call(clients_forbidden):
-    from superdispatch.clients import AgentPod, SuperPipeline
     with pytest.raises(AssertionError):
         AgentPod.stations(object())
     with pytest.raises(AssertionError):

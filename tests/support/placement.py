@@ -5,6 +5,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Iterable
 
+from placement import Rules, decide
 from placement.facts import (
     AgentLoad,
     AgentVerdict,
@@ -108,7 +109,6 @@ def with_rows(facts: Facts, *, roster: Iterable[RosterRow] = (), eligibility: It
 
 def decided(facts: Facts, **rules):
     """The decision on these facts at NOW, under the default rules changed by `rules`."""
-    from placement import Rules, decide
 
     return decide(facts, Rules(**rules), NOW)
 

@@ -95,3 +95,40 @@ def make_world(scenario: str | dict = "demo", arrivals: bool = False, **settings
 
 def ts(world: World):
     return timezone.localtime(world.now)
+
+
+# --- Scenarios the loop's tests share -------------------------------------------------
+
+def lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",), **extra):
+    return {
+        "name": "lane", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "boards": [{"id": b, "stages": [{"key": "review", "owner": "code-review"},
+                                         {"key": "ship", "owner": "shipping"}]} for b in boards],
+        "agents": [{"id": a, "capabilities": ["code-review"], "boards": list(boards)}
+                   for a in agents],
+        **extra,
+    }
+
+
+def filters_of(decision, agent_id) -> dict:
+    c = decision.candidates.get(agent_id=agent_id)
+    return {f["filter"]: f for f in c.filters}
+
+
+STATION_NEEDS = {"isolation": "container", "tools": ["git"]}
+
+
+def stations_lane():
+    scenario = lane()
+    scenario["boards"][0]["stages"][0]["placement"] = STATION_NEEDS
+    for agent in scenario["agents"]:
+        agent["station"] = "station_" + agent["id"][4:]
+    scenario["stations"] = [
+        {"stationId": "station_a", "isolation": {"value": "host", "proof": "probed"},
+         "tools": [{"id": "git", "proof": "probed"}]},
+        {"stationId": "station_b", "isolation": {"value": "container", "proof": "probed"},
+         "tools": [{"id": "git", "proof": "declared"}]},
+        {"stationId": "station_c", "isolation": {"value": "sandbox", "proof": "probed"},
+         "tools": []},
+    ]
+    return scenario
