@@ -17,7 +17,8 @@ complete (schemathesis checks it, `--checks all`, in tests/contract):
 - a path parameter carries its pattern (`brd_…`, `pld_`/`sug_`/`mdl_` and 24 hex digits);
 - every route answers `{"error": {"code", "message"}}` for 400 (a query or body it cannot
   read), 404 (no such item, for a path with an id) and 406 (an Accept it cannot answer);
-- a route that takes the operator token answers a refusal as a bare 401, with no body.
+- a route that takes the operator token answers a refusal as a bare 401, with no body, and
+  a write by a staff session without its CSRF token (the browsable API) a 403.
 """
 from __future__ import annotations
 
@@ -85,6 +86,9 @@ class AutoSchema(openapi.AutoSchema):
             errors["404"] = error("no such item, or no such route")
         if self.view.get_authenticators():
             errors["401"] = REFUSED
+            if self.method not in ("GET", "HEAD", "OPTIONS"):
+                errors["403"] = error("a write by a signed-in staff session (the browsable "
+                                      "API) without its CSRF token; the token needs none")
         return errors
 
     def _get_response_bodies(self, direction="response"):
