@@ -15,8 +15,9 @@ And it documents what every operation can answer besides its success, so the con
 complete (schemathesis checks it, `--checks all`, in tests/contract):
 
 - a path parameter carries its pattern (`brd_…`, `pld_`/`sug_`/`mdl_` and 24 hex digits);
-- every route answers `{"error": {"code", "message"}}` for 400 (a query or body it cannot
-  read), 404 (no such item, for a path with an id) and 406 (an Accept it cannot answer);
+- every route answers `{"error": {"code", "message"}}` for 406 (an Accept it cannot answer)
+  and 404 where its path has an id; an operator route also for 400 (a query or body it
+  cannot read);
 - a route that takes the operator token answers a refusal as a bare 401, with no body, and
   a write by a staff session without its CSRF token (the browsable API) a 403.
 """
@@ -78,13 +79,13 @@ class AutoSchema(openapi.AutoSchema):
 
     def _error_responses(self) -> dict[str, object]:
         errors: dict[str, object] = {
-            "400": error("a parameter, the query or the body is malformed or unknown; the "
-                         "message names it"),
             "406": error("the Accept header asks for a type this route cannot answer"),
         }
         if "{" in self.path:
             errors["404"] = error("no such item, or no such route")
-        if self.view.get_authenticators():
+        if self.view.get_authenticators():  # every operator route reads its query (and body)
+            errors["400"] = error("a parameter, the query or the body is malformed or "
+                                  "unknown; the message names it")
             errors["401"] = REFUSED
             if self.method not in ("GET", "HEAD", "OPTIONS"):
                 errors["403"] = error("a write by a signed-in staff session (the browsable "
