@@ -62,8 +62,8 @@ class Dataset(OperatorView):
 class Train(OperatorView):
     @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody,
                    responses={201: ONE_MODEL, 422: error(
-                       "too few labelled rows to train from, or only one outcome "
-                       "among them")})
+                       "training refused: too few labelled rows (too-few-rows, "
+                       "empty-holdout), one outcome only (single-class), or a bad row")})
     def post(self, request):
         NoQuery.read(request.query_params)
         body = TrainBody.read(request.data if request.body else {})

@@ -29,13 +29,13 @@ from rest_framework.generics import GenericAPIView
 
 from common.schema import REFUSED, error
 from records import query
+from records.ids import id_pattern
 
-_ID = "_[0-9a-f]{24}"
 PATH_PATTERNS = {  # anchored: an OpenAPI pattern matches anywhere unless told otherwise
-    "board_id": "^" + query.BOARD_ID.pattern + "$",
-    "decision_id": "^pld" + _ID + "$",
-    "suggestion_id": "^sug" + _ID + "$",
-    "model_id": "^mdl" + _ID + "$",
+    "board_id": f"^{query.BOARD_ID.pattern}$",
+    "decision_id": f"^{id_pattern('pld')}$",
+    "suggestion_id": f"^{id_pattern('sug')}$",
+    "model_id": f"^{id_pattern('mdl')}$",
 }
 
 
