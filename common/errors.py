@@ -34,6 +34,7 @@ _CODES = {
     exceptions.MethodNotAllowed: "method-not-allowed",
     exceptions.NotFound: "not-found",
     exceptions.NotAcceptable: "not-acceptable",
+    exceptions.PermissionDenied: "forbidden",  # a signed-in session's write without its CSRF token
 }
 
 

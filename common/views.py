@@ -6,12 +6,14 @@ and the relay's webhook opt out, on their own views.
 """
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.views import APIView
 
-from common.auth import OperatorTokenAuthentication
+from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication
 from common.errors import Refusal, json_404
+from common.renderers import NO_ROUTE
 
 
 # The two classes below carry comments, not docstrings: drf-spectacular would print a base
@@ -44,6 +46,7 @@ class NoRoute(OperatorView):
     answered as Django answers a path it has no route for."""
 
     schema = None  # not a route of the API
+    name = NO_ROUTE  # the browsable API leaves it out of its breadcrumbs
 
     @property
     def default_response_headers(self) -> dict:
@@ -71,3 +74,14 @@ class OperatorTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer"}
+
+
+class StaffSessionScheme(OpenApiAuthenticationExtension):
+    """A staff user's admin session in the OpenAPI schema: the session cookie, for people
+    browsing the API (writes also carry the CSRF token, as X-CSRFToken)."""
+
+    target_class = StaffSessionAuthentication
+    name = "staffSession"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME}

@@ -4,19 +4,25 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework.response import Response
 
 from common.errors import ApiError
+from common.schema import error
 from common.views import OperatorView
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
+from learning.serializers import ModelSerializer, ShadowReportSerializer
 from records import query
 from records.query import Body, JsonInteger, NoQuery, OneOf, Query
 from records.serializers import Time
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
+
+
+ONE_MODEL = inline_serializer("ModelAnswer", {"model": ModelSerializer()})
 
 
 def _model(model_id: str) -> LearnedModel:
@@ -38,8 +44,12 @@ class TrainBody(Body):
 
 class Dataset(OperatorView):
     @extend_schema(summary="The labelled rows, oldest first", parameters=[DatasetQuery],
-                   responses={(200, "application/x-ndjson"): OpenApiResponse(
-                       description="one row a line; with format=json, one document")})
+                   responses={
+                       (200, "application/x-ndjson"): OpenApiResponse(
+                           OpenApiTypes.STR, description="one row a line (format=jsonl, the default); with "
+                                       "format=json, one document"),
+                       (200, "application/json"): OpenApiResponse(
+                           OpenApiTypes.OBJECT, description="format=json: one document")})
     def get(self, request):
         params = DatasetQuery.read(request.query_params)
         since = params.get("since")
@@ -50,7 +60,10 @@ class Dataset(OperatorView):
 
 
 class Train(OperatorView):
-    @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody)
+    @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody,
+                   responses={201: ONE_MODEL, 422: error(
+                       "training refused: too few labelled rows (too-few-rows, "
+                       "empty-holdout), one outcome only (single-class), or a bad row")})
     def post(self, request):
         NoQuery.read(request.query_params)
         body = TrainBody.read(request.data if request.body else {})
@@ -62,21 +75,25 @@ class Train(OperatorView):
 
 
 class Models(OperatorView):
-    @extend_schema(summary="Every stored model, newest version first")
+    @extend_schema(summary="Every stored model, newest version first",
+                   responses=inline_serializer("ModelsAnswer",
+                                               {"models": ModelSerializer(many=True)}))
     def get(self, request):
         NoQuery.read(request.query_params)
         return Response({"models": [store.model_json(m) for m in LearnedModel.objects.all()]})
 
 
 class ModelDetail(OperatorView):
-    @extend_schema(summary="One model, with its metrics")
+    @extend_schema(summary="One model, with its metrics", responses=ONE_MODEL)
     def get(self, request, model_id: str):
         NoQuery.read(request.query_params)
         return Response({"model": store.model_json(_model(model_id))})
 
 
 class ShadowReport(OperatorView):
-    @extend_schema(summary="The model against the formula, in shadow")
+    @extend_schema(summary="The model against the formula, in shadow",
+                   responses=inline_serializer("ShadowReportAnswer",
+                                               {"shadowReport": ShadowReportSerializer()}))
     def get(self, request, model_id: str):
         NoQuery.read(request.query_params)
         report = store.shadow_report_json(_model(model_id), settings.SUPERDISPATCH)

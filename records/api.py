@@ -71,7 +71,8 @@ class BoardDetail(OperatorView):
         board = actions.do_opt_in(board_id, timezone.now())
         return Response({"board": BoardSerializer(board).data})
 
-    @extend_schema(summary="Opt a board out; its row and decisions stay", responses=ONE_BOARD)
+    @extend_schema(summary="Opt a board out; its row and decisions stay",
+                   responses={200: ONE_BOARD})
     def delete(self, request, board_id: str):
         _no_query(request)
         board = actions.do_opt_out(query.board_id(board_id), timezone.now())

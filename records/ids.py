@@ -15,8 +15,13 @@ def new_suggestion_id() -> str:
     return new_id("sug")
 
 
+def id_pattern(prefix: str) -> str:
+    """The rule of a record id with this prefix, as a regular expression."""
+    return rf"{prefix}_[0-9a-f]{{24}}"
+
+
 def is_id(prefix: str, value: str) -> bool:
-    return re.fullmatch(rf"{prefix}_[0-9a-f]{{24}}", value) is not None
+    return re.fullmatch(id_pattern(prefix), value) is not None
 
 
 def new_event_id() -> str:

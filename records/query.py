@@ -50,7 +50,8 @@ class Matching(serializers.RegexField):
 
     def __init__(self, pattern: re.Pattern, **kwargs):
         self.pattern = pattern
-        super().__init__(pattern, trim_whitespace=False, **kwargs)
+        # Anchored for the schema, whose patterns match anywhere unless told otherwise.
+        super().__init__(f"^{pattern.pattern}$", trim_whitespace=False, **kwargs)
 
     def to_internal_value(self, data) -> str:
         if not isinstance(data, str) or not self.pattern.fullmatch(data):

@@ -11,12 +11,15 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import ApiError, bad_request
+from common.schema import error
 from records import actions
 from records.models import Board
 from superdispatch import tasks
@@ -80,12 +83,39 @@ def accept(event: dict) -> dict:
     return {"ok": True}
 
 
+RELAY_ANSWER = inline_serializer("RelayAnswer", {
+    "ok": serializers.BooleanField(),
+    "duplicate": serializers.BooleanField(required=False,
+                                          help_text="this delivery id was seen before"),
+    "ignored": serializers.BooleanField(required=False,
+                                        help_text="the board is not opted in, or disabled"),
+})
+RELAY_HEADERS = [
+    OpenApiParameter("X-Treaty-Timestamp", str, OpenApiParameter.HEADER, required=True,
+                     description="Unix seconds, within 300 s of now"),
+    OpenApiParameter("X-Treaty-Signature", str, OpenApiParameter.HEADER, required=True,
+                     description="sha256=<hex HMAC-SHA256 of `<timestamp>.<body>`> under the "
+                                 "relay's delivery secret"),
+    OpenApiParameter("X-Treaty-Delivery", str, OpenApiParameter.HEADER, required=True,
+                     description="the delivery's id: a redelivery is answered as a duplicate"),
+]
+
+
 class RelayEvents(APIView):
     authentication_classes = []  # the relay signs its deliveries; verified_body checks them
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="The event relay's deliveries (signed; no operator token)", auth=[],
-                   request=None)
+    @extend_schema(
+        summary="The event relay's deliveries (signed; no operator token)", auth=[],
+        parameters=RELAY_HEADERS, request=OpenApiTypes.OBJECT,
+        responses={
+            200: OpenApiResponse(RELAY_ANSWER, description="a redelivery, or an event for a "
+                                                           "board not placed"),
+            202: OpenApiResponse(RELAY_ANSWER, description="accepted: the workers act on it"),
+            400: error("signed, but no delivery id, or the body is not an event"),
+            401: error("the timestamp is missing or stale, or the signature does not verify"),
+            413: error("the delivery is larger than 64 KiB"),
+        })
     def post(self, request):
         body = verified_body(request, time.time())
         delivery = request.headers.get("X-Treaty-Delivery", "")

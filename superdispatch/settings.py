@@ -158,10 +158,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
     # The operator token on every route; /healthz and the relay's webhook opt out on their views.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["common.auth.OperatorTokenAuthentication"],
+    # A staff user signed in to the admin browses the same routes (CSRF checked on writes);
+    # the token is tried first, so scripts are answered as before.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["common.auth.OperatorTokenAuthentication",
+                                       "common.auth.StaffSessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON unless the request asks for `text/html` (a browser): then DRF's browsable API.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+                                 "common.renderers.BrowsableAPI"],
     # JSON, whatever content type it comes with (`curl -d` sends a form's): common.parsers
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser",
                                "common.parsers.AnyTypeJSONParser"],

@@ -131,3 +131,22 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     shot(page, "suggestion-dismissed")
     suggestion.refresh_from_db()
     assert suggestion.dismissed_at is not None
+
+    # The browsable API, signed in as the same operator: a /v1 route in HTML, its JSON inside.
+    page.goto(f"{live_server.url}/v1/decisions?limit=1")
+    expect(page.locator(".page-header h1")).to_have_text("Decisions")
+    expect(page.locator(".response-info")).to_contain_text("HTTP 200 OK")
+    newest = Decision.objects.order_by("-created_at", "-id").first()
+    expect(page.locator(".response-info")).to_contain_text(newest.id)
+    shot(page, "browsable-decisions")
+
+    # Dismiss another suggestion with the browsable API's POST (its CSRF token sent by the page).
+    other = Suggestion.objects.filter(dismissed_at__isnull=True).first()
+    page.goto(f"{live_server.url}/v1/suggestions/{other.id}/dismiss")
+    expect(page.locator(".response-info")).to_contain_text("405")
+    page.locator("#post-generic-content-form button", has_text="POST").click()
+    expect(page.locator(".response-info")).to_contain_text("HTTP 200 OK")
+    expect(page.locator(".response-info")).to_contain_text('"dismissedAt"')
+    shot(page, "browsable-dismissed")
+    other.refresh_from_db()
+    assert other.dismissed_at is not None

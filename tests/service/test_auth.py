@@ -1,21 +1,25 @@
 """Operator authentication: DRF's authentication and permission, checked before anything is read.
 
 A refusal is a bare 401 (no body, no WWW-Authenticate, no Allow) whatever else the request
-carries; only /healthz and the relay's webhook take no token; the docs and the schema also take
-a signed-in staff session, and no other route does.
+carries; only /healthz and the relay's webhook take no token. Every /v1 route also takes a
+signed-in staff session of the admin (the browsable API for people: HTML when the browser asks
+for it, JSON otherwise, CSRF checked on writes); a session without staff opens nothing.
 """
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import get_resolver
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from records.models import Board, LoopState
+from records.models import Board, LoopState, Suggestion
 from common import auth
-from common.auth import OperatorTokenAuthentication, token_matches
+from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication, token_matches
+from common.renderers import BrowsableAPI
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
+from tests.conftest import T0
 from common.views import CredentialFirst
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -63,7 +67,11 @@ def test_the_same_requests_with_the_token_are_read_and_answered(api):
     assert api.get("/v1/decisions?limit=0").status_code == 400
     assert api.post("/v1/models/train", data=b"{not json",
                     content_type="application/json").json()["error"]["code"] == "bad-json"
-    assert api.get("/v1/boards", HTTP_ACCEPT="text/html").status_code == 406
+    browsable = api.get("/v1/boards", HTTP_ACCEPT="text/html")  # asked for: the browsable API
+    assert browsable.status_code == 200 and browsable["Content-Type"].startswith("text/html")
+    assert api.get("/v1/boards", HTTP_ACCEPT="application/xml").json()["error"]["code"] == (
+        "not-acceptable")
+    assert api.get("/v1/boards", HTTP_ACCEPT="*/*").json() == {"boards": []}  # JSON by default
     assert api.get("/v1/nowhere").json() == {
         "error": {"code": "not-found", "message": "no such route"}}
     assert "Allow" not in api.get("/v1/nowhere")
@@ -97,19 +105,69 @@ def test_a_staff_session_opens_the_docs_and_the_schema_even_beside_a_wrong_token
     assert staff.get(path, HTTP_AUTHORIZATION="Bearer wrong").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/v1/boards", "/v1/decisions", "/v1/dataset", "/v1/nowhere"])
-def test_a_staff_session_opens_no_other_route(path):
-    assert_bare_401(sign_in(is_staff=True).get(path))
+@pytest.mark.parametrize("path", ["/v1/boards", "/v1/decisions", "/v1/suggestions",
+                                  "/v1/models", "/v1/boards/brd_x"])
+def test_a_staff_session_browses_every_route_in_html_and_reads_json_otherwise(path):
+    staff = sign_in(is_staff=True)
+    page = staff.get(path, HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")  # a browser
+    assert page["Content-Type"].startswith("text/html")
+    assert b"SuperDispatch API</title>" in page.content and b'class="response-info"' in page.content
+    assert staff.get(path)["Content-Type"] == "application/json"  # no text/html asked: JSON
+    # Beside a wrong token the session still answers: the token is tried first, then it.
+    assert staff.get(path, HTTP_AUTHORIZATION="Bearer wrong").status_code in (200, 404)
 
 
-@pytest.mark.parametrize("path", ["/v1/docs", "/v1/schema"])
+def test_a_staff_session_reads_an_unknown_route_as_json_404_and_the_dataset_as_rows():
+    staff = sign_in(is_staff=True)
+    assert staff.get("/v1/nowhere").json()["error"]["code"] == "not-found"
+    assert staff.get("/v1/dataset", HTTP_ACCEPT="text/html")["Content-Type"] == (
+        "application/x-ndjson")
+
+
+@pytest.mark.parametrize("path", ["/v1/docs", "/v1/schema", "/v1/boards", "/v1/decisions",
+                                  "/v1/dataset", "/v1/nowhere"])
 def test_a_session_without_staff_opens_nothing(path):
-    assert_bare_401(sign_in(is_staff=False).get(path))
+    signed_in = sign_in(is_staff=False)
+    assert_bare_401(signed_in.get(path))
+    assert_bare_401(signed_in.get(path, HTTP_ACCEPT="text/html"))
 
 
-def test_the_token_and_the_permission_are_the_rest_framework_defaults():
-    assert api_settings.DEFAULT_AUTHENTICATION_CLASSES == [OperatorTokenAuthentication]
+def _dismissable() -> Suggestion:
+    return Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
+                                     stage_key="review", first_seen_at=T0, last_seen_at=T0)
+
+
+def test_a_staff_session_writes_only_with_its_csrf_token():
+    suggestion = _dismissable()
+    user = get_user_model().objects.create_user("someone", password="pw-for-tests-1",
+                                                is_staff=True)
+    staff = Client(enforce_csrf_checks=True)  # as a browser is checked
+    staff.force_login(user)
+    url = f"/v1/suggestions/{suggestion.id}/dismiss"
+    refused = staff.post(url, content_type="application/json")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert "CSRF" in refused.json()["error"]["message"]
+    suggestion.refresh_from_db()
+    assert suggestion.dismissed_at is None  # nothing written
+
+    page = staff.get(url.removesuffix("/dismiss"), HTTP_ACCEPT="text/html")  # sets the cookie
+    token = page.cookies["csrftoken"].value
+    done = staff.post(url, content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    assert done.status_code == 200 and done.json()["suggestion"]["dismissedAt"]
+
+
+def test_scripts_write_with_the_token_and_no_csrf_token(client):
+    suggestion = _dismissable()
+    strict = Client(enforce_csrf_checks=True)
+    done = strict.post(f"/v1/suggestions/{suggestion.id}/dismiss", HTTP_AUTHORIZATION=TOKEN)
+    assert done.status_code == 200 and done["Content-Type"] == "application/json"
+
+
+def test_the_token_then_a_staff_session_and_the_permission_are_the_rest_framework_defaults():
+    assert api_settings.DEFAULT_AUTHENTICATION_CLASSES == [OperatorTokenAuthentication,
+                                                           StaffSessionAuthentication]
     assert api_settings.DEFAULT_PERMISSION_CLASSES == [IsAuthenticated]
+    assert api_settings.DEFAULT_RENDERER_CLASSES == [JSONRenderer, BrowsableAPI]
 
 
 def _v1_views():

@@ -1,0 +1,73 @@
+"""The learning routes' answers, as the schema documents them.
+
+`learning.store.model_json` and `shadow_report_json` build the answers; these serializers say
+their shape; tests/contract checks real answers against it.
+"""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ModelSerializer(serializers.Serializer):
+    """A stored model: its parameters, what it was fitted on, and its metrics."""
+
+    id = serializers.CharField(help_text="mdl_ and 24 hex digits")
+    version = serializers.IntegerField()
+    features = serializers.ListField(child=serializers.CharField())
+    means = serializers.ListField(child=serializers.FloatField())
+    stds = serializers.ListField(child=serializers.FloatField())
+    weights = serializers.ListField(child=serializers.FloatField())
+    bias = serializers.FloatField()
+    createdAt = serializers.DateTimeField()
+    since = serializers.DateTimeField(allow_null=True)
+    seed = serializers.IntegerField()
+    decisions = serializers.IntegerField(help_text="settled decisions fitted on")
+    firstDecisionAt = serializers.DateTimeField(allow_null=True)
+    lastDecisionAt = serializers.DateTimeField(allow_null=True)
+    iterations = serializers.IntegerField()
+    learningRate = serializers.FloatField()
+    l2 = serializers.FloatField()
+    metrics = serializers.DictField(help_text="the holdout's metrics and calibration")
+
+
+class ExcludedSerializer(serializers.Serializer):
+    modelPlaced = serializers.IntegerField()
+    noChance = serializers.IntegerField()
+    noChoice = serializers.IntegerField()
+
+
+class GateTestSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="min-rows, min-shadow or margin")
+    passed = serializers.BooleanField()
+    value = serializers.FloatField(allow_null=True)
+    needed = serializers.FloatField()
+    message = serializers.CharField()
+
+
+class GateSerializer(serializers.Serializer):
+    mode = serializers.CharField(help_text="SUPERDISPATCH_LEARNED: off, shadow or on")
+    minRows = serializers.IntegerField()
+    minShadow = serializers.IntegerField()
+    marginPct = serializers.FloatField()
+    passed = serializers.BooleanField()
+    failing = serializers.CharField(allow_null=True)
+    tests = GateTestSerializer(many=True)
+
+
+class ShadowReportSerializer(serializers.Serializer):
+    """The model against the formula in its settled shadow decisions, and the gate."""
+
+    model = serializers.CharField()
+    version = serializers.IntegerField()
+    latest = serializers.BooleanField()
+    decisions = serializers.IntegerField()
+    agree = serializers.IntegerField()
+    disagree = serializers.IntegerField()
+    formulaClaims = serializers.IntegerField()
+    modelClaims = serializers.IntegerField()
+    modelClaimedAnyway = serializers.IntegerField()
+    formulaRate = serializers.FloatField(allow_null=True)
+    modelRate = serializers.FloatField(allow_null=True)
+    marginPct = serializers.FloatField(allow_null=True)
+    excluded = ExcludedSerializer()
+    gate = GateSerializer()

@@ -1,0 +1,63 @@
+"""The operator API against its own OpenAPI schema: schemathesis, `--checks all`, every operation
+(the relay's webhook included), over a live server with a store that holds a board, settled
+decisions, a suggestion and a trained model, so that the stateful phase follows real ids and
+every answer's schema is checked against a real answer. It must end with no failure.
+
+Its exceptions are in schemathesis.toml and hooks.py beside this file, each with its reason.
+The number of examples is bounded (CONTRACT_EXAMPLES, 25 by default) and the seed fixed
+(CONTRACT_SEED), so a run takes a minute or two and a finding can be replayed.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from learning import actions as learning_actions
+from records import actions
+from records.models import Suggestion
+from superdispatch.settings_test import TEST_OPERATOR_TOKEN
+from tests.factories import T0, make_decision
+from tests.learning_service.learning_factories import trainable
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+pytestmark = [pytest.mark.contract, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def stocked():
+    actions.do_opt_in("brd_a", T0)
+    make_decision(board="brd_a", card="card_1", chosen="agt_ada", candidates=[
+        {"agent": "agt_ada", "total": 2.0}, {"agent": "agt_cyd", "failing": {"idle": "not-idle"}}])
+    Suggestion.objects.create(kind="lane-single-point", board_id="brd_a", stage_key="review",
+                              first_seen_at=T0, last_seen_at=T0)
+    trainable(40)
+    learning_actions.do_train(None, 1, now=T0)
+
+
+def test_the_api_keeps_its_contract(stocked, live_server):
+    command = [
+        sys.executable, "-m", "schemathesis.cli",
+        "--config-file", str(HERE / "schemathesis.toml"),
+        "run", f"{live_server.url}/v1/schema",
+        "--header", f"Authorization: Bearer {TEST_OPERATOR_TOKEN}",
+        "--checks", "all",
+        "--max-examples", os.environ.get("CONTRACT_EXAMPLES", "25"),
+        "--seed", os.environ.get("CONTRACT_SEED", "13"),
+        "--no-color",
+    ]
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.contract.hooks",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    report = run.stdout + run.stderr
+    assert run.returncode == 0, report
+    assert "Operations:       16 selected / 16 total" in report, report
+    summary = re.search(r"(\d+) generated, (\d+) passed", report)
+    assert summary and summary[1] == summary[2] and int(summary[1]) > 500, report  # no failure
