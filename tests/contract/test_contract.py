@@ -21,8 +21,8 @@ from learning import actions as learning_actions
 from records import actions
 from records.models import Suggestion
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
-from tests.factories import T0, make_decision
-from tests.learning_service.learning_factories import trainable
+from tests.support.factories import T0, make_decision
+from tests.support.learning_factories import trainable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

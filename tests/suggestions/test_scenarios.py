@@ -8,11 +8,16 @@ from tests.support.world import make_world
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
-def test_a_lane_with_one_agent_suggests_adding_the_capable_agents_off_the_roster(api):
-    w = make_world("one-agent-lane")
-    w.opt_in("brd_lane")
+def swept_once(scenario: str, board_id: str, stage_key: str) -> set[str]:
+    """One sweep over a shipped scenario's board: the reasons its stage's decisions record."""
+    w = make_world(scenario)
+    w.opt_in(board_id)
     w.sweep()
-    assert {d.reason for d in w.decisions(stage_key="triage")} == {"one-candidate"}
+    return {d.reason for d in w.decisions(stage_key=stage_key)}
+
+
+def test_a_lane_with_one_agent_suggests_adding_the_capable_agents_off_the_roster(api):
+    assert swept_once("one-agent-lane", "brd_lane", "triage") == {"one-candidate"}
     body = api.get("/v1/suggestions?board=brd_lane").json()["suggestions"]
     [s] = [s for s in body if s["stageKey"] == "triage"]
     assert s["kind"] == "add-agent-to-board" and s["reasons"] == ["one-candidate"]
@@ -22,10 +27,7 @@ def test_a_lane_with_one_agent_suggests_adding_the_capable_agents_off_the_roster
 
 
 def test_a_lane_no_station_can_serve_proposes_supply_with_the_registry_read(api):
-    w = make_world("no-station-lane")
-    w.opt_in("brd_ml")
-    w.sweep()
-    assert {d.reason for d in w.decisions(stage_key="train")} == {"none-eligible"}
+    assert swept_once("no-station-lane", "brd_ml", "train") == {"none-eligible"}
     body = api.get("/v1/suggestions?board=brd_ml&state=open").json()["suggestions"]
     supply = [s for s in body if s["stageKey"] == "train" and "howToApply" in s]
     assert supply, body
