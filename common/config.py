@@ -167,6 +167,8 @@ class Config:
     formula: str = setting(
         "SUPERDISPATCH_FORMULA", _choice("idle-stage-success-lru@3", "wait-for-better@1"),
         "idle-stage-success-lru@3 or wait-for-better@1", "idle-stage-success-lru@3")
+    backlog_bound: str = setting(
+        "SUPERDISPATCH_BACKLOG_BOUND", _choice("off", "on"), "off or on", "off")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(

@@ -18,6 +18,7 @@ from records.models import Board, LoopState
 from records.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
+from superdispatch.loop.backlog import Backlog, holdable, spent_ladder
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.runs import join_runs
@@ -45,6 +46,7 @@ class SweepSummary:
     skipped: int = 0  # leased by another pass, or the sweep is backing off
     deferred: int = 0  # not read: the pass's budget was spent first
     unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
+    held_back: int = 0  # ready cards not weighed: more than the board's free agents could take
     settled: int = 0
     decisions: int = 0
     holds: int = 0
@@ -203,6 +205,12 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     return BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
 
 
+def _holdable(reads: PassReads, work: BoardWork) -> int:
+    """How many of the board's cards could be held now (see loop/backlog.py)."""
+    holding = frozenset(agent for agent, cards in reads.holds.live.items() if cards)
+    return holdable(work.roster, holding, reads.load(), reads.loop.rules.formula)
+
+
 def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[Card]:
     """The board's ready cards, less those whose ladder waits or is open to any match."""
     cards = [c for c in work.read.placement_cards(now) if only is None or c.card_id == only]
@@ -268,11 +276,16 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
         queued = [(b, card) for b in board_ids if b in works
                   for card in _due_cards(works[b], now, only_card)]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
+        backlog = Backlog()
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
                 summary.unplaced = len(ordered) - index
                 break
-            place_card(reads, works[board_id], card, summary)
+            work = works[board_id]
+            if loop.cfg.backlog_bound == "off" or spent_ladder(work.ladders[card.card_id].ladder, loop.rules) \
+                    or backlog.admits(board_id, lambda: _holdable(reads, work)):
+                place_card(reads, work, card, summary)
+        summary.held_back = backlog.held_back
         reads.remember_registry()
         if not from_cache:  # a relayed card.ready places its card and nothing more
             for board_id, work in works.items():
