@@ -110,6 +110,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    # A kept connection is checked before a request uses it, so one the server dropped (a
+    # restart) is opened again rather than failing the request.
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if SUPERDISPATCH.redis_url:
