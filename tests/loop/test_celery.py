@@ -87,3 +87,22 @@ def test_a_sweep_whose_interval_has_passed_is_dropped_by_the_worker(worker_world
         task_revoked.disconnect(on_revoked)
     assert dropped == [("superdispatch.sweep", True)]
     assert not LoopState.objects.filter(last_sweep_at__isnull=False).exists()
+
+
+def test_a_worker_serving_only_the_placement_queue_places_relayed_cards(transactional_db):
+    """Relayed cards and board looks go to `placement`, which its own workers serve: no
+    worker of the sweeps' queue is needed (nor can a sweep there hold a card up)."""
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    tasks._loop = world.loop
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                          queues=["placement"]):
+            card = world.suite.pipeline.add_card("brd_a")
+            tasks.place_card_task.delay("brd_a", card.id)
+            assert wait_for(lambda: Decision.objects.filter(card_id=card.id).exists())
+            other = world.suite.pipeline.add_card("brd_a")
+            tasks.look_at_board_task.delay("brd_a")
+            assert wait_for(lambda: Decision.objects.filter(card_id=other.id).exists())
+    finally:
+        tasks._loop = None
