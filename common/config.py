@@ -146,6 +146,9 @@ class Config:
     # Placement
     sweep_seconds: int = setting(
         "SUPERDISPATCH_SWEEP_SECONDS", _int_range(5, 3600), "an integer from 5 to 3600", "30")
+    sweep_shard_boards: int = setting(
+        "SUPERDISPATCH_SWEEP_SHARD_BOARDS", _int_range(1, 100000), "an integer from 1 to 100000",
+        "100")
     reservation_seconds: int = setting(
         "SUPERDISPATCH_RESERVATION_SECONDS", _int_range(10, 300), "an integer from 10 to 300", "60")
     runner_up_seconds: int = setting(

@@ -302,18 +302,38 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
 
 def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
     """One sweep over every opted-in board, unless a run of failed sweeps says wait."""
-    global _first_sweep_done
     now = now or loop.clock()
+    state = backing_off(now)
+    if isinstance(state, SweepSummary):
+        return state
+    ensure_windows(loop, now)
+    board_ids = opted_in()
+    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop),
+                       read_first=state.deferred_boards or [])
+    finish_sweep(loop, summary, now)
+    return summary
+
+
+def backing_off(now: datetime) -> LoopState | SweepSummary:
+    """The loop's state, or, while a run of failed sweeps says wait, the summary that says so."""
     state = LoopState.objects.filter(pk="loop").first() or LoopState()
     if state.next_sweep_at is not None and now < state.next_sweep_at:
         return SweepSummary(backoff_until=state.next_sweep_at)
-    ensure_windows(loop, now)
-    board_ids = list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
-    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop),
-                       read_first=state.deferred_boards or [])
+    return state
+
+
+def opted_in() -> list[str]:
+    return list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
+
+
+def finish_sweep(loop: Loop, summary: SweepSummary, now: datetime) -> None:
+    """Once a sweep's boards are all passed (in one process, or every shard of it): say so,
+    back off or reset, and run the after-sweep steps."""
+    global _first_sweep_done
+    state = LoopState.objects.filter(pk="loop").first() or LoopState()
     if not _first_sweep_done:
         _first_sweep_done = True
-        log.info("loop: first sweep, %d boards opted in, %d unread", len(board_ids),
+        log.info("loop: first sweep, %d boards opted in, %d unread", summary.boards,
                  summary.unread)
     if summary.deferred or summary.unplaced:
         log.warning("loop: sweep budget spent; %d boards and %d cards left to the next sweep",
@@ -323,7 +343,6 @@ def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
     outbox.kick_if_written()  # chat posts for the suggestions the sync opened
     metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read, summary.unread,
                        summary.skipped, summary.deferred)
-    return summary
 
 
 def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
