@@ -32,6 +32,7 @@ MAX_BACKOFF = 8
 # and places no further card once the whole interval is: what is left (boards not read, cards
 # not placed) waits for the next sweep, so sweeps never pile up behind a slow board.
 READ_SHARE = 0.75
+HELD_ELSEWHERE = "agent-held-elsewhere"  # a refusal of our own: a concurrent pass holds the agent
 _first_sweep_done = False
 
 
@@ -130,6 +131,15 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
                  tier, decided.reason,
                  extra={"board": card.board_id, "card": card.card_id, "decision": row.id})
+        return
+    if history.held_elsewhere(decided.hold.agent_id, card.board_id, card.card_id, now, row.id):
+        # Another pass running now (another shard) holds the agent for another card.
+        actions.do_record_refusal(row, HELD_ELSEWHERE, now)
+        summary.refused += 1
+        log.warning("loop: %s %s %s %s not held: %s is held elsewhere by a pass running now",
+                    card.board_id, card.card_id, row.id, tier, decided.hold.agent_id,
+                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
+                           "agent": decided.hold.agent_id})
         return
     answer = loop.clients.superpipeline.reserve(
         card.board_id, card.card_id, decided.hold.agent_id, decided.hold.seconds)

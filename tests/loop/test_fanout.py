@@ -7,8 +7,9 @@ import pytest
 
 from records.models import Board, Decision, LoopState, SweepShard
 from records.signals import sweep_finished
-from superdispatch.loop import fanout
+from superdispatch.loop import fanout, passes
 from superdispatch.loop.fanout import run_shard, split, start_sweep
+from tests.factories import make_decision
 from tests.loop.test_pass import lane
 from tests.loop.world import make_world
 
@@ -139,3 +140,26 @@ def test_boards_that_fit_one_shard_are_swept_in_this_process():
     summary = start_sweep(world.loop, lambda *a: pytest.fail("no shard is sent"), world.now)
     assert summary is not None and summary.decisions == 1
     assert not SweepShard.objects.exists()
+
+
+def test_an_agent_another_pass_is_holding_right_now_is_not_held_again():
+    """Shards read our holds when they start; before a hold, the agent is looked at again."""
+    world = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_a",)))
+    world.opt_in("brd_a")
+    card = world.suite.pipeline.add_card("brd_a")
+    real = passes.history.holds
+
+    def then_another_pass_decides(now, rules):
+        holds = real(now, rules)  # this pass's snapshot: nobody held
+        # ...and meanwhile another shard records a decision for agt_a on another board.
+        make_decision(board="brd_z", card="card_z", chosen="agt_a", created_at=world.now)
+        return holds
+
+    passes.history.holds = then_another_pass_decides
+    try:
+        summary = world.sweep()
+    finally:
+        passes.history.holds = real
+    [d] = world.decisions(board_id="brd_a")
+    assert (d.chosen, d.reservation_refused, summary.refused) == ("agt_a", "agent-held-elsewhere", 1)
+    assert world.suite.pipeline.card(card.id).reservation is None

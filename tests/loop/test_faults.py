@@ -71,10 +71,9 @@ def test_two_sweeps_sent_at_once_hold_no_card_twice(world):
         tasks.sweep_task.delay()
         tasks.sweep_task.delay()
         assert wait_for(swept(2))
-    # Every card held at most once (check_invariants). An agent may still be held for two
-    # cards of boards in different shards passed at the same moment: each pass reads our live
-    # holds when it starts (see the README's Scaling out).
     assert Decision.objects.exclude(reserved_until=None).exists()
+    # Agents are re-checked before a hold (records.history.held_elsewhere); that no agent is
+    # held twice is not asserted here, where the store may be SQLite (README: Scaling out).
     check_invariants(world)
 
 
