@@ -55,6 +55,17 @@ def holds(now: datetime, rules: Rules) -> Holds:
 IN_FLIGHT = timedelta(seconds=60)  # a decision recorded, its hold not yet asked for or answered
 
 
+def holding_now(agent_ids: Iterable[str], now: datetime) -> list[tuple[str, str, str]]:
+    """(agent, board, card) for each live hold of these agents, or decision for one of them
+    not yet answered: what passes running at once (a sweep's shards) have taken since this
+    pass read its holds."""
+    return list(Decision.objects.filter(chosen__in=list(agent_ids), outcome_status__isnull=True)
+                .filter(Q(reserved_until__gt=now)
+                        | Q(reserved_until__isnull=True, reservation_refused__isnull=True,
+                            created_at__gte=now - IN_FLIGHT))
+                .values_list("chosen", "board_id", "card_id"))
+
+
 def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,
                    decision_id: str) -> bool:
     """Whether another pass holds the agent for another card, or is about to: a live hold, or

@@ -82,7 +82,7 @@ def run_shard(loop: Loop, sweep_id: str, index: int) -> SweepSummary | None:
     read_first = [] if isinstance(state, SweepSummary) else list(state.deferred_boards or [])
     try:
         summary = run_pass(loop, boards, shard.started_at, budget=pass_budget(loop),
-                           read_first=read_first)
+                           read_first=read_first, concurrent=shard.shards > 1)
     except Exception as err:  # the shard's boards wait for the next sweep; the others stand
         log.error("loop: sweep shard %d of %d failed, its %d boards left to the next sweep: %s",
                   index + 1, shard.shards, len(boards), type(err).__name__)

@@ -98,6 +98,11 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
                     extra={"board": card.board_id, "card": card.card_id})
         return
+    if reads.concurrent:  # other shards of this sweep run now: take what they have held since
+        for agent, board_id, card_id in history.holding_now(
+                [row.agent_id for row in work.roster], now):
+            if (board_id, card_id) != (card.board_id, card.card_id):
+                reads.holds.add(agent, board_id, card_id)
     ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
     load = reads.load()
     facts = Facts(
@@ -252,13 +257,15 @@ def pass_budget(loop: Loop) -> Budget:
 
 def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
              from_cache: bool = False, budget: Budget | None = None,
-             read_first: list[str] | None = None) -> SweepSummary:
+             read_first: list[str] | None = None, concurrent: bool = False) -> SweepSummary:
     """Lease, read and settle each board, then place their ready cards fairly, then release.
 
     With a budget, the pass reads no further board, and then places no further card, once the
     loop's clock says that part is spent; the boards and cards left wait for the next sweep,
     which reads the boards left (`read_first`) before the others, so a slow board cannot keep
-    the same ones unread sweep after sweep."""
+    the same ones unread sweep after sweep. `concurrent`: other passes (a sweep's shards) run
+    at the same time, so each card's agents are looked at again in our store before it is
+    decided."""
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
 
@@ -282,6 +289,7 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
             if work is not None:
                 works[board_id] = work
         reads = PassReads(loop, now, from_cache=from_cache)
+        reads.concurrent = concurrent
         # Cards are queued in the boards' own order, whichever order they were read in.
         queued = [(b, card) for b in board_ids if b in works
                   for card in _due_cards(works[b], now, only_card)]

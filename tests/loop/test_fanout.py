@@ -3,6 +3,8 @@ its own task; the last shard to finish sums the sweep up once. Here the shards' 
 by the test, in any order, as workers would (test_celery.py runs them on a real worker)."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from records.models import Board, Decision, LoopState, SweepShard
@@ -163,3 +165,25 @@ def test_an_agent_another_pass_is_holding_right_now_is_not_held_again():
     [d] = world.decisions(board_id="brd_a")
     assert (d.chosen, d.reservation_refused, summary.refused) == ("agt_a", "agent-held-elsewhere", 1)
     assert world.suite.pipeline.card(card.id).reservation is None
+
+
+def test_a_shard_takes_the_holds_other_shards_made_since_it_started_and_picks_another_agent():
+    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",)))
+    world.opt_in("brd_a")
+    world.suite.pipeline.add_card("brd_a")
+    real = passes.history.holds
+
+    def then_another_shard_holds(now, rules):
+        holds = real(now, rules)
+        make_decision(board="brd_z", card="card_z", chosen="agt_a", created_at=world.now,
+                      reserved_until=world.now + timedelta(seconds=60))
+        return holds
+
+    passes.history.holds = then_another_shard_holds
+    try:
+        summary = passes.run_pass(world.loop, ["brd_a"], world.now, concurrent=True)
+    finally:
+        passes.history.holds = real
+    [d] = world.decisions(board_id="brd_a")
+    assert d.chosen == "agt_b" and d.reserved_until is not None  # the next best, held
+    assert (summary.holds, summary.refused) == (1, 0)
