@@ -154,6 +154,7 @@ class Config:
     log_format: str = one_of("SUPERDISPATCH_LOG_FORMAT", "text", "json", default="text")
     # Placement
     sweep_seconds: int = ranged("SUPERDISPATCH_SWEEP_SECONDS", 5, 3600, "30")
+    sweep_shard_boards: int = ranged("SUPERDISPATCH_SWEEP_SHARD_BOARDS", 1, 100000, "100")
     reservation_seconds: int = ranged("SUPERDISPATCH_RESERVATION_SECONDS", 10, 300, "60")
     runner_up_seconds: int = ranged("SUPERDISPATCH_RUNNER_UP_SECONDS", 10, 300, "30")
     placement_window_seconds: int = ranged("SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS", 0, 30, "10")
@@ -167,6 +168,7 @@ class Config:
     policy: str = one_of("SUPERDISPATCH_POLICY", "off", "on", default="off")
     formula: str = one_of("SUPERDISPATCH_FORMULA", "idle-stage-success-lru@3", "wait-for-better@1",
                           default="idle-stage-success-lru@3")
+    backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "off", "on", default="off")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(

@@ -1,10 +1,19 @@
 """One error shape for the whole API: {"error": {"code", "message"}}."""
 from __future__ import annotations
 
+import logging
+
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
+
+
+# While the store cannot be reached (a database restart, a failover), a request is answered
+# 503 with Retry-After, so the event relay delivers again and a probe says "not now", never 500.
+STORE_RETRY_AFTER_S = 5
+log = logging.getLogger("superdispatch")
 
 
 class ApiError(exceptions.APIException):
@@ -51,6 +60,9 @@ def exception_handler(exc, context):
         return Refusal()
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, str(exc.detail)), status=exc.status_code)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        log.warning("store unavailable, answered 503: %s", type(exc).__name__)
+        return store_unavailable()
     response = drf_handler(exc, context)
     if response is None:
         return None
@@ -59,6 +71,14 @@ def exception_handler(exc, context):
     message = detail if isinstance(detail, str) else str(detail)
     response.data = error_body(code, message)
     return response
+
+
+def store_unavailable() -> Response:
+    """The store is down: try again shortly. The database's own message (which may name hosts
+    or users) stays in the log, not the answer."""
+    return Response(error_body("store-unavailable", "the store cannot be reached; retry shortly"),
+                    status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                    headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
 def json_404(request, exception=None):

@@ -1,6 +1,7 @@
 """The operator API: boards, decisions and suggestions. Auth is done before any view runs."""
 from __future__ import annotations
 
+from django.db import connection
 from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -41,6 +42,8 @@ class Health(APIView):
     @extend_schema(summary="Liveness", auth=[], responses=inline_serializer(
         "Health", {"ok": serializers.BooleanField(), "service": serializers.CharField()}))
     def get(self, request):
+        with connection.cursor() as cursor:  # the store answers (else 503, see common.errors)
+            cursor.execute("SELECT 1")
         return Response({"ok": True, "service": "superdispatch"})
 
 

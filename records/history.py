@@ -52,6 +52,34 @@ def holds(now: datetime, rules: Rules) -> Holds:
     return out
 
 
+IN_FLIGHT = timedelta(seconds=60)  # a decision recorded, its hold not yet asked for or answered
+
+
+def holding_now(agent_ids: Iterable[str], now: datetime) -> list[tuple[str, str, str]]:
+    """(agent, board, card) for each live hold of these agents, or decision for one of them
+    not yet answered: what passes running at once (a sweep's shards) have taken since this
+    pass read its holds."""
+    return list(Decision.objects.filter(chosen__in=list(agent_ids), outcome_status__isnull=True)
+                .filter(Q(reserved_until__gt=now)
+                        | Q(reserved_until__isnull=True, reservation_refused__isnull=True,
+                            created_at__gte=now - IN_FLIGHT))
+                .values_list("chosen", "board_id", "card_id"))
+
+
+def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,
+                   decision_id: str) -> bool:
+    """Whether another pass holds the agent for another card, or is about to: a live hold, or
+    a decision for it recorded within the last minute whose hold is not yet answered. Passes
+    running at once (a sweep's shards) each record their decision before asking this, so of
+    two racing for one agent at least one sees the other."""
+    return (Decision.objects.filter(chosen=agent_id, outcome_status__isnull=True)
+            .exclude(pk=decision_id).exclude(board_id=board_id, card_id=card_id)
+            .filter(Q(reserved_until__gt=now)
+                    | Q(reserved_until__isnull=True, reservation_refused__isnull=True,
+                        created_at__gte=now - IN_FLIGHT))
+            .exists())
+
+
 def settled_on_board(board_id: str) -> dict[str, tuple[int, int]]:
     """(claimed, settled) holds per agent on one board, for its success rate."""
     rows = (Decision.objects.filter(board_id=board_id, chosen__isnull=False,

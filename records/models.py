@@ -306,3 +306,25 @@ class OutboxEvent(models.Model):
 
     def __str__(self) -> str:
         return self.id
+
+
+class SweepShard(models.Model):
+    """One shard of a sweep fanned out over workers: its boards, and what its pass did.
+
+    Beat's sweep writes one row per shard, all with the sweep's start; each shard's task fills
+    in its summary, and the one that fills in the last runs the sweep's summary, backoff and
+    after-sweep steps once (`finished_at` on shard 0 marks that done). No result backend is
+    needed, so this works on the embedded broker as on Redis."""
+
+    sweep_id = models.CharField(max_length=40, db_index=True)
+    index = models.IntegerField()
+    shards = models.IntegerField()  # how many shards the sweep has
+    boards = models.JSONField(default=list)
+    started_at = models.DateTimeField(db_index=True)  # the sweep's start, the passes' `now`
+    summary = models.JSONField(null=True, blank=True)  # null until the shard's pass ends
+    finished_at = models.DateTimeField(null=True, blank=True)  # shard 0: the sweep was summed up
+
+    class Meta:
+        verbose_name = "sweep shard"
+        constraints = [models.UniqueConstraint(fields=["sweep_id", "index"],
+                                               name="one_row_per_shard")]

@@ -6,6 +6,8 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
+from kombu import Queue
+
 from common import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -110,6 +112,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    # A kept connection is checked before a request uses it, so one the server dropped (a
+    # restart) is opened again rather than failing the request.
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if SUPERDISPATCH.redis_url:
@@ -209,6 +214,16 @@ else:
         "control_folder": str(_broker / "control"),  # else "control/" in the working directory
         "store_processed": False,
     }
+# Two queues, each served by its own workers (Procfile, docker-compose.yml): `placement` takes
+# the relay's cards and board looks, `celery` the sweeps and the rest, so a relayed card never
+# waits behind a sweep for a worker slot. A worker started without -Q serves both.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+PLACEMENT_QUEUE = "placement"
+CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(PLACEMENT_QUEUE))
+CELERY_TASK_ROUTES = {
+    "superdispatch.place_card": {"queue": PLACEMENT_QUEUE},
+    "superdispatch.look_at_board": {"queue": PLACEMENT_QUEUE},
+}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"

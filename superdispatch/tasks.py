@@ -12,8 +12,9 @@ from learning import store as learning_store
 from records import actions, retention
 from records.models import Board
 from superdispatch import metrics, outbox
-from superdispatch.loop import Loop, look_at_board, place_one, sweep
+from superdispatch.loop import Loop, look_at_board, place_one
 from superdispatch.loop.context import utc_now
+from superdispatch.loop.fanout import run_shard, start_sweep
 from superdispatch.loop.windows import set_window
 
 log = logging.getLogger("superdispatch.loop")
@@ -40,10 +41,22 @@ def loop() -> Loop:
 
 @shared_task(name="superdispatch.sweep", ignore_result=True)
 def sweep_task() -> None:
-    summary = sweep(loop())
-    if summary.backoff_until is not None and not summary.boards:
+    """Beat's sweep: in this worker, or fanned out in shards over every worker of the queue."""
+    summary = start_sweep(loop(), _send_shard)
+    if summary is None or (summary.backoff_until is not None and not summary.boards):
         return
     log.info("loop: sweep: %s", summary.line())
+
+
+def _send_shard(sweep_id: str, index: int) -> None:
+    # A shard no worker reaches within the interval is dropped; the next sweep closes it.
+    sweep_shard_task.apply_async((sweep_id, index), expires=settings.SUPERDISPATCH.sweep_seconds)
+
+
+@shared_task(name="superdispatch.sweep_shard", ignore_result=True)
+def sweep_shard_task(sweep_id: str, index: int) -> None:
+    """One shard of a fanned-out sweep (superdispatch/loop/fanout.py)."""
+    run_shard(loop(), sweep_id, index)
 
 
 @shared_task(bind=True, name="superdispatch.place_card", ignore_result=True,

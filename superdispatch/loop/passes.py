@@ -18,6 +18,7 @@ from records.models import Board, LoopState
 from records.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
+from superdispatch.loop.backlog import Backlog, holdable, spent_ladder
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.runs import join_runs
@@ -31,6 +32,7 @@ MAX_BACKOFF = 8
 # and places no further card once the whole interval is: what is left (boards not read, cards
 # not placed) waits for the next sweep, so sweeps never pile up behind a slow board.
 READ_SHARE = 0.75
+HELD_ELSEWHERE = "agent-held-elsewhere"  # a refusal of our own: a concurrent pass holds the agent
 _first_sweep_done = False
 
 
@@ -45,6 +47,7 @@ class SweepSummary:
     skipped: int = 0  # leased by another pass, or the sweep is backing off
     deferred: int = 0  # not read: the pass's budget was spent first
     unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
+    held_back: int = 0  # ready cards not weighed: more than the board's free agents could take
     settled: int = 0
     decisions: int = 0
     holds: int = 0
@@ -95,6 +98,11 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
                     extra={"board": card.board_id, "card": card.card_id})
         return
+    if reads.concurrent:  # other shards of this sweep run now: take what they have held since
+        for agent, board_id, card_id in history.holding_now(
+                [row.agent_id for row in work.roster], now):
+            if (board_id, card_id) != (card.board_id, card.card_id):
+                reads.holds.add(agent, board_id, card_id)
     ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
     load = reads.load()
     facts = Facts(
@@ -128,6 +136,15 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
                  tier, decided.reason,
                  extra={"board": card.board_id, "card": card.card_id, "decision": row.id})
+        return
+    if history.held_elsewhere(decided.hold.agent_id, card.board_id, card.card_id, now, row.id):
+        # Another pass running now (another shard) holds the agent for another card.
+        actions.do_record_refusal(row, HELD_ELSEWHERE, now)
+        summary.refused += 1
+        log.warning("loop: %s %s %s %s not held: %s is held elsewhere by a pass running now",
+                    card.board_id, card.card_id, row.id, tier, decided.hold.agent_id,
+                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
+                           "agent": decided.hold.agent_id})
         return
     answer = loop.clients.superpipeline.reserve(
         card.board_id, card.card_id, decided.hold.agent_id, decided.hold.seconds)
@@ -203,6 +220,12 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     return BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
 
 
+def _holdable(reads: PassReads, work: BoardWork) -> int:
+    """How many of the board's cards could be held now (see loop/backlog.py)."""
+    holding = frozenset(agent for agent, cards in reads.holds.live.items() if cards)
+    return holdable(work.roster, holding, reads.load(), reads.loop.rules.formula)
+
+
 def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[Card]:
     """The board's ready cards, less those whose ladder waits or is open to any match."""
     cards = [c for c in work.read.placement_cards(now) if only is None or c.card_id == only]
@@ -234,13 +257,15 @@ def pass_budget(loop: Loop) -> Budget:
 
 def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
              from_cache: bool = False, budget: Budget | None = None,
-             read_first: list[str] | None = None) -> SweepSummary:
+             read_first: list[str] | None = None, concurrent: bool = False) -> SweepSummary:
     """Lease, read and settle each board, then place their ready cards fairly, then release.
 
     With a budget, the pass reads no further board, and then places no further card, once the
     loop's clock says that part is spent; the boards and cards left wait for the next sweep,
     which reads the boards left (`read_first`) before the others, so a slow board cannot keep
-    the same ones unread sweep after sweep."""
+    the same ones unread sweep after sweep. `concurrent`: other passes (a sweep's shards) run
+    at the same time, so each card's agents are looked at again in our store before it is
+    decided."""
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
 
@@ -264,15 +289,21 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
             if work is not None:
                 works[board_id] = work
         reads = PassReads(loop, now, from_cache=from_cache)
+        reads.concurrent = concurrent
         # Cards are queued in the boards' own order, whichever order they were read in.
         queued = [(b, card) for b in board_ids if b in works
                   for card in _due_cards(works[b], now, only_card)]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
+        backlog = Backlog()
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
                 summary.unplaced = len(ordered) - index
                 break
-            place_card(reads, works[board_id], card, summary)
+            work = works[board_id]
+            if loop.cfg.backlog_bound == "off" or spent_ladder(work.ladders[card.card_id].ladder, loop.rules) \
+                    or backlog.admits(board_id, lambda: _holdable(reads, work)):
+                place_card(reads, work, card, summary)
+        summary.held_back = backlog.held_back
         reads.remember_registry()
         if not from_cache:  # a relayed card.ready places its card and nothing more
             for board_id, work in works.items():
@@ -289,18 +320,38 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
 
 def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
     """One sweep over every opted-in board, unless a run of failed sweeps says wait."""
-    global _first_sweep_done
     now = now or loop.clock()
+    state = backing_off(now)
+    if isinstance(state, SweepSummary):
+        return state
+    ensure_windows(loop, now)
+    board_ids = opted_in()
+    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop),
+                       read_first=state.deferred_boards or [])
+    finish_sweep(loop, summary, now)
+    return summary
+
+
+def backing_off(now: datetime) -> LoopState | SweepSummary:
+    """The loop's state, or, while a run of failed sweeps says wait, the summary that says so."""
     state = LoopState.objects.filter(pk="loop").first() or LoopState()
     if state.next_sweep_at is not None and now < state.next_sweep_at:
         return SweepSummary(backoff_until=state.next_sweep_at)
-    ensure_windows(loop, now)
-    board_ids = list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
-    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop),
-                       read_first=state.deferred_boards or [])
+    return state
+
+
+def opted_in() -> list[str]:
+    return list(Board.objects.filter(enabled=True).values_list("board_id", flat=True))
+
+
+def finish_sweep(loop: Loop, summary: SweepSummary, now: datetime) -> None:
+    """Once a sweep's boards are all passed (in one process, or every shard of it): say so,
+    back off or reset, and run the after-sweep steps."""
+    global _first_sweep_done
+    state = LoopState.objects.filter(pk="loop").first() or LoopState()
     if not _first_sweep_done:
         _first_sweep_done = True
-        log.info("loop: first sweep, %d boards opted in, %d unread", len(board_ids),
+        log.info("loop: first sweep, %d boards opted in, %d unread", summary.boards,
                  summary.unread)
     if summary.deferred or summary.unplaced:
         log.warning("loop: sweep budget spent; %d boards and %d cards left to the next sweep",
@@ -310,7 +361,6 @@ def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
     outbox.kick_if_written()  # chat posts for the suggestions the sync opened
     metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read, summary.unread,
                        summary.skipped, summary.deferred)
-    return summary
 
 
 def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,

@@ -57,6 +57,7 @@ class PassReads:
         self.from_cache = from_cache
         self._registry_read_now = False
         self.holds = history.holds(now, loop.rules)
+        self.concurrent = False  # other passes run at once: look at agents again per card
         self._load = _UNREAD
         self._registry = _UNREAD
         self._history: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}

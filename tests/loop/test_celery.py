@@ -7,7 +7,7 @@ from celery.contrib.testing.worker import start_worker
 from celery.signals import task_revoked
 from django_celery_beat.models import PeriodicTask
 
-from records.models import Decision, LoopState
+from records.models import Decision, LoopState, SweepShard
 from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.schedule import SWEEP_TASK_NAME
@@ -87,3 +87,46 @@ def test_a_sweep_whose_interval_has_passed_is_dropped_by_the_worker(worker_world
         task_revoked.disconnect(on_revoked)
     assert dropped == [("superdispatch.sweep", True)]
     assert not LoopState.objects.filter(last_sweep_at__isnull=False).exists()
+
+
+def test_a_worker_serving_only_the_placement_queue_places_relayed_cards(transactional_db):
+    """Relayed cards and board looks go to `placement`, which its own workers serve: no
+    worker of the sweeps' queue is needed (nor can a sweep there hold a card up)."""
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    tasks._loop = world.loop
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                          queues=["placement"]):
+            card = world.suite.pipeline.add_card("brd_a")
+            tasks.place_card_task.delay("brd_a", card.id)
+            assert wait_for(lambda: Decision.objects.filter(card_id=card.id).exists())
+            other = world.suite.pipeline.add_card("brd_a")
+            tasks.look_at_board_task.delay("brd_a")
+            assert wait_for(lambda: Decision.objects.filter(card_id=other.id).exists())
+    finally:
+        tasks._loop = None
+        # -Q narrows the app's own set of queues consumed; later workers serve both again.
+        for queue in app.conf.task_queues:
+            app.amqp.queues.select_add(queue.name)
+
+
+def test_a_sweep_of_more_boards_than_a_shard_fans_out_over_the_worker(transactional_db):
+    """Beat's sweep sends one task per shard through the broker (no result backend); the
+    worker runs each, and the last one sums the sweep up."""
+    boards = ("brd_a", "brd_b", "brd_c", "brd_d", "brd_e")
+    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c", "agt_d", "agt_e"), boards=boards),
+                       sweep_shard_boards=2)
+    world.opt_in(*boards)
+    for board in boards:
+        world.suite.pipeline.add_card(board)
+    tasks._loop = world.loop
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
+            tasks.sweep_task.delay()
+            assert wait_for(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists())
+        assert set(Decision.objects.values_list("board_id", flat=True)) == set(boards)
+        assert SweepShard.objects.filter(finished_at__isnull=False).count() == 1
+        assert SweepShard.objects.filter(summary__isnull=True).count() == 0
+    finally:
+        tasks._loop = None

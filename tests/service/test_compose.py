@@ -63,7 +63,7 @@ def run_in_project(args: list[str]) -> None:
 
 
 def test_our_services_are_the_processes_the_readme_names_and_the_smoke():
-    assert set(OURS) == {"migrate", "web", "worker", "beat", "smoke"}
+    assert set(OURS) == {"migrate", "web", "worker", "placer", "beat", "smoke"}
 
 
 @pytest.mark.parametrize("name", sorted(OURS))
@@ -87,6 +87,41 @@ def test_web_and_worker_have_healthchecks_and_the_web_one_asks_healthz_on_its_po
     worker = healthcheck_argv(OURS["worker"])
     assert worker[2:5] == ["superdispatch", "inspect", "ping"]
     assert "celery@$HOSTNAME" in worker  # this worker, by its default node name
+    placer = healthcheck_argv(OURS["placer"])
+    assert placer[2:5] == ["superdispatch", "inspect", "ping"]
+    assert "placement@$HOSTNAME" in placer  # the placement worker, by the name it is given
+
+
+def queues_of(args: list[str]) -> set[str]:
+    return set(args[args.index("-Q") + 1].split(","))
+
+
+def node_of(args: list[str]) -> str:
+    return args[args.index("-n") + 1] if "-n" in args else "celery@%h"
+
+
+def procfile(name: str) -> dict[str, list[str]]:
+    lines = (ROOT / name).read_text().splitlines()
+    return {line.split(":", 1)[0]: shlex.split(line.split(":", 1)[1]) for line in lines if line}
+
+
+def test_relayed_cards_and_board_looks_have_a_queue_of_their_own():
+    router = app.amqp.router
+    for task in ("superdispatch.place_card", "superdispatch.look_at_board"):
+        assert router.route({}, task)["queue"].name == "placement"
+    for task in ("superdispatch.sweep", "superdispatch.board_changed", "superdispatch.prune"):
+        assert router.route({}, task)["queue"].name == "celery"
+
+
+@pytest.mark.parametrize("where", ["docker-compose.yml", "Procfile", "Procfile.demo"])
+def test_each_queue_has_workers_of_its_own_with_distinct_names(where):
+    if where == "docker-compose.yml":
+        workers = [argv(s["command"]) for s in OURS.values() if "worker" in argv(s["command"])]
+    else:
+        workers = [args for args in procfile(where).values() if "worker" in args]
+    assert sorted(frozenset(queues_of(args)) for args in workers) == sorted(
+        [frozenset({"celery"}), frozenset({"placement"})], key=sorted)
+    assert len({node_of(args) for args in workers}) == len(workers)  # one machine, two names
 
 
 def test_the_smoke_runs_once_after_the_others_are_up_and_can_reach_the_web_service():

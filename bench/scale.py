@@ -1,0 +1,273 @@
+"""Time one full sweep fanned out over 1, 2 and 4 worker processes, and relay latency meanwhile.
+
+The workspace (defaults, as issue 14 sets them): 1,000 boards and 10,000 agents, each board
+rostering 100 of them (an agent is on ten boards), 5 ready cards a board. Everything is real
+and local: the stand-in suite over HTTP on 127.0.0.1 (`SandboxServers`, in the run's process,
+on the wall clock), the web app (`manage.py serve`), a sweeps worker (`worker -Q celery
+--concurrency W`), a placement worker (`worker -Q placement`), PostgreSQL and Redis. Beat's
+part is played by sending `superdispatch.sweep` once; the sweep is timed from that send to
+the moment the last shard has summed it up (`LoopState.last_sweep_at`). Shards are sized from
+the board count (16 shards), the backlog bound is on, and the interval is long enough (120 s)
+that no board is left for want of budget: this is the time of a whole sweep.
+
+While the sweep runs, a card.ready for a board of its own (20 agents of its own) is posted,
+signed, to the webhook every 200 ms; its latency is from just before the POST to the stand-in
+receiving the hold. `per_card_ms` is the mean time, in the one-process sweep, from a card's
+eligibility read to its hold request; `per_board_ms` is the rest of that sweep's time per
+board (reads, roster, settling, leases).
+
+Each worker count runs in a fresh process with a fresh store. Goals on a two-core machine:
+`sweep_s_w2 < 30`, `relay_p99_during_sweep_ms < 250`.
+
+Run: .venv/bin/python bench/scale.py [--boards N] [--agents N] [--roster N] [--cards N]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench._common import (  # noqa: E402
+    PYTHON, REDIS_DB_URL, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir,
+)
+from bench.relay_latency import free_port, wait_until  # noqa: E402
+
+BENCH_DB = "superdispatch_bench_scale"
+RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
+OPERATOR_TOKEN = "bench-operator-token"
+SHARDS = 16
+RELAY_EVERY_S = 0.2
+
+
+def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
+    board_ids = [f"brd_{b:04d}" for b in range(boards)]
+    on: dict[int, list[str]] = {a: [] for a in range(agents)}
+    for b, board in enumerate(board_ids):
+        for k in range(roster):
+            on[(b * roster + k) % agents].append(board)
+    stages = [{"key": "review", "owner": "code-review"},
+              {"key": "ship", "ownerKind": "human", "owner": "release"}]
+    return {
+        "name": "scale", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "boards": [{"id": b, "initialCards": cards, "stages": stages} for b in board_ids]
+        + [{"id": RELAY_BOARD, "initialCards": 0, "stages": stages}],
+        "agents": [{"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": on[a]}
+                   for a in range(agents) if on[a]]
+        + [{"id": f"agt_r{a:02d}", "capabilities": ["code-review"], "boards": [RELAY_BOARD]}
+           for a in range(RELAY_AGENTS)],
+    }
+
+
+class Watch:
+    """Wraps the stand-in: when each card's eligibility was read and its hold asked for."""
+
+    def __init__(self, pipeline) -> None:
+        self.read: dict[str, float] = {}
+        self.held: dict[str, float] = {}
+        self._changed = threading.Condition()
+        self._eligibility, self._reserve = pipeline.eligibility_json, pipeline.reserve
+        pipeline.eligibility_json, pipeline.reserve = self.eligibility_json, self.reserve
+
+    def eligibility_json(self, board_id, card_id):
+        if board_id != RELAY_BOARD:
+            self.read.setdefault(card_id, time.monotonic())
+        return self._eligibility(board_id, card_id)
+
+    def reserve(self, board_id, card_id, agent_id, seconds):
+        with self._changed:
+            self.held.setdefault(card_id, time.monotonic())
+            self._changed.notify_all()
+        return self._reserve(board_id, card_id, agent_id, seconds)
+
+    def hold(self, card_id: str, timeout: float) -> float | None:
+        with self._changed:
+            self._changed.wait_for(lambda: card_id in self.held, timeout)
+            return self.held.get(card_id)
+
+
+def run(workers: int, size: dict) -> dict:
+    """In this (fresh) process: stand everything up, sweep once, relay meanwhile; figures."""
+    import redis
+    import requests
+
+    from sandbox import SandboxServers, Suite
+    from sandbox.clock import system_clock
+    from sandbox.relay import signature
+    from sandbox.scenario import parse_scenario
+
+    spec = scenario(**size)
+    suite = Suite.from_scenario(parse_scenario(spec), system_clock)
+    watch = Watch(suite.pipeline)
+    servers = SandboxServers(suite)
+    servers.start()
+    data_dir = temp_dir("scale")
+    port = free_port()
+    database_url = fresh_database("postgres", BENCH_DB, data_dir)
+    env = base_env(suite.dispatch_config().as_env(), data_dir, database_url, REDIS_DB_URL)
+    env.update({
+        "PORT": str(port),
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(),
+        "SUPERDISPATCH_SWEEP_SECONDS": "120",
+        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, math.ceil(size["boards"] / SHARDS))),
+        "SUPERDISPATCH_BACKLOG_BOUND": "on",
+        "OPENBLAS_NUM_THREADS": "1",
+    })
+    os.environ.update(env)
+    redis.Redis.from_url(REDIS_DB_URL).flushdb()
+    manage = [PYTHON, os.path.join(ROOT, "manage.py")]
+    celery = [os.path.join(os.path.dirname(PYTHON), "celery"), "-A", "superdispatch", "worker",
+              "--loglevel=warning"]
+    subprocess.run(manage + ["migrate", "-v", "0"], env=env, check=True, cwd=ROOT)
+    import django
+
+    django.setup()
+    import logging
+
+    from django.utils import timezone
+
+    from records import actions
+    from records.models import LoopState
+    from records.signals import board_changed
+    from superdispatch.celery import app
+    from superdispatch.loop import Loop, look_at_board
+    from superdispatch.loop.windows import ensure_windows
+
+    logging.getLogger("superdispatch").setLevel(logging.WARNING)  # a line a board, else
+    board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
+    now = timezone.now()
+    for board in spec["boards"]:
+        actions.do_opt_in(board["id"], now)
+    loop = Loop.from_settings()
+    ensure_windows(loop, now)
+    look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
+    log = open(os.path.join(data_dir, "processes.log"), "w")
+    started = [
+        subprocess.Popen(manage + ["serve"], env=env, cwd=ROOT, stdout=log, stderr=log),
+        subprocess.Popen(celery + ["-Q", "celery", f"--concurrency={workers}",
+                                   "-n", f"scale-sweep-{os.getpid()}@%h"],
+                         env=env, cwd=ROOT, stdout=log, stderr=log),
+        subprocess.Popen(celery + ["-Q", "placement", "--concurrency=1",
+                                   "-n", f"scale-place-{os.getpid()}@%h"],
+                         env=env, cwd=ROOT, stdout=log, stderr=log),
+    ]
+    base = f"http://127.0.0.1:{port}"
+    http = requests.Session()
+    try:
+        def answers() -> bool:
+            try:
+                return http.get(base + "/healthz", timeout=1).status_code == 200
+            except requests.RequestException:
+                return False
+
+        wait_until(answers, 60, "the web app starting")
+        inspect = app.control.inspect(timeout=2)
+        wait_until(lambda: len(inspect.ping() or {}) >= 2, 60, "both workers starting")
+
+        def relay_one() -> float | None:
+            with suite.lock:
+                card = suite.pipeline.add_card(RELAY_BOARD)
+            delivery = suite.relay.deliveries[-1]
+            stamp = int(time.time())
+            headers = {"Content-Type": "application/json",
+                       "X-Treaty-Delivery": delivery.delivery_id,
+                       "X-Treaty-Timestamp": str(stamp),
+                       "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
+            sent = time.monotonic()
+            http.post(base + "/v1/relay/events", data=delivery.body, headers=headers, timeout=10)
+            held = watch.hold(card.id, 10.0)
+            with suite.lock:  # the held agent takes and finishes it, as pull would
+                reservation = suite.pipeline.card(card.id).reservation
+                if reservation is not None:
+                    suite.pipeline.claim(reservation.agent_id, card.id)
+                    suite.pipeline.finish(reservation.agent_id, card.id, True)
+            return None if held is None else (held - sent) * 1000
+
+        done = threading.Event()
+        relays: list[float | None] = []
+
+        def relaying() -> None:
+            while not done.is_set():
+                relays.append(relay_one())
+                done.wait(RELAY_EVERY_S)
+
+        sweep_started = time.monotonic()
+        app.send_task("superdispatch.sweep")
+        relay_thread = threading.Thread(target=relaying, daemon=True)
+        relay_thread.start()
+        wait_until(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists(),
+                   600, "the sweep summing up")
+        sweep_s = time.monotonic() - sweep_started
+        done.set()
+        relay_thread.join(timeout=15)
+        state = LoopState.objects.get()
+        boards = {b["id"] for b in spec["boards"]} - {RELAY_BOARD}
+        card_ms = [(watch.held[c] - watch.read[c]) * 1000 for c in watch.held if c in watch.read]
+        latencies = [r for r in relays if r is not None]
+        return {"sweep_s": sweep_s, "relay_ms": latencies, "relay_missed": len(relays) - len(latencies),
+                "card_ms": card_ms, "reads": len(watch.read), "holds": len(card_ms),
+                "deferred": len(state.deferred_boards or []), "failed": state.failed_sweeps,
+                "boards": len(boards)}
+    finally:
+        for process in started:
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        from django.db import connection
+
+        connection.close()
+        servers.stop()
+        drop_database("postgres", BENCH_DB)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--run", type=int)
+    parser.add_argument("--boards", type=int, default=1000)
+    parser.add_argument("--agents", type=int, default=10000)
+    parser.add_argument("--roster", type=int, default=100)
+    parser.add_argument("--cards", type=int, default=5)
+    parser.add_argument("--workers", default="1,2,4")
+    args = parser.parse_args()
+    size = {"boards": args.boards, "agents": args.agents, "roster": args.roster,
+            "cards": args.cards}
+    if args.run:
+        print(json.dumps(run(args.run, size)))
+        return
+    print(f"one sweep: {args.boards} boards x {args.cards} ready cards, {args.agents} agents, "
+          f"{args.roster} on each board's roster; PostgreSQL and Redis, real HTTP")
+    figures = {}
+    for workers in [int(w) for w in args.workers.split(",")]:
+        done = subprocess.run([PYTHON, __file__, "--run", str(workers),
+                               *(f"--{k}={v}" for k, v in size.items())],
+                              stdout=subprocess.PIPE, text=True)
+        if done.returncode:
+            sys.exit(f"scale bench: the run with {workers} workers failed")
+        figures[workers] = result = json.loads(done.stdout.strip().splitlines()[-1])
+        relay = result["relay_ms"]
+        print(f"  {workers} worker process(es): sweep {result['sweep_s']:.2f} s, "
+              f"{result['reads']} eligibility reads, {result['holds']} holds, "
+              f"{result['deferred']} boards left; relay during it: {len(relay)} held, "
+              f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
+              f"p99 {percentile(relay, 99):.0f} ms")
+    one = figures[min(figures)]
+    per_card = sum(one["card_ms"]) / max(1, len(one["card_ms"]))
+    per_board = (one["sweep_s"] * 1000 - per_card * len(one["card_ms"])) / one["boards"]
+    relay_w2 = figures.get(2, one)["relay_ms"]
+    line = " ".join(f"sweep_s_w{w}={figures[w]['sweep_s']:.2f}" for w in sorted(figures))
+    print(f"{line} relay_p99_during_sweep_ms={percentile(relay_w2, 99):.0f} "
+          f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f}")
+
+
+if __name__ == "__main__":
+    main()

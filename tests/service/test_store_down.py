@@ -1,0 +1,52 @@
+"""While the store cannot be reached, the relay's webhook and /healthz answer 503 with
+Retry-After (the relay delivers again; a probe says "not now"), never 500; and a kept
+connection is checked before a request uses it, so a database restart costs no request."""
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from django.conf import settings
+from django.db import OperationalError, connections
+
+from records import actions
+from tests.conftest import T0
+from tests.service.test_relay import READY, deliver, enqueued  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+
+def store_down():
+    """Every new cursor fails as PostgreSQL's does while it restarts."""
+    error = OperationalError("terminating connection due to administrator command")
+    return mock.patch.object(connections["default"], "cursor", side_effect=error)
+
+
+def test_healthz_answers_503_with_retry_after_while_the_store_is_down(client):
+    assert client.get("/healthz").status_code == 200
+    with store_down():
+        response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert response.json()["error"]["code"] == "store-unavailable"
+    assert "administrator" not in response.content.decode()  # the database's words stay in the log
+    assert client.get("/healthz").status_code == 200  # back as soon as the store is
+
+
+def test_a_relay_delivery_answers_503_while_the_store_is_down_and_is_taken_on_redelivery(
+        client, enqueued):  # noqa: F811
+    actions.do_opt_in("brd_a", T0)
+    with store_down():
+        response = deliver(client, READY, delivery="dlv_down")
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert enqueued == []
+    response = deliver(client, READY, delivery="dlv_down")  # the relay delivers it again
+    assert response.status_code == 202
+    assert enqueued == [("place", ("brd_a", "card_7", None))]
+
+
+def test_kept_connections_are_checked_before_use():
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        pytest.skip("SQLite keeps no connection to a server")
+    assert db["CONN_HEALTH_CHECKS"] is True and db["CONN_MAX_AGE"] == 60
