@@ -196,6 +196,11 @@ class Config:
         "an integer from 1 to 1000000", "100")
     learned_margin_pct: int = setting(
         "SUPERDISPATCH_LEARNED_MARGIN_PCT", _int_range(0, 100), "an integer from 0 to 100", "5")
+    # What a model learns and is judged on: that a held agent claims, or that it claims and
+    # its run succeeds (the claim's run as joined from SuperWitness).
+    learned_target: str = setting(
+        "SUPERDISPATCH_LEARNED_TARGET", _choice("claimed", "succeeded"), "claimed or succeeded",
+        "claimed")
     # Retention: settled decisions (and their candidates) older than this are pruned. The
     # floor is above the longest suggestions window (720 hours), so pruning never takes what
     # a sync reads.

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 MODEL_FIELDS = {"id", "version", "features", "means", "stds", "weights", "bias", "createdAt",
                 "since", "seed", "decisions", "firstDecisionAt", "lastDecisionAt", "iterations",
-                "learningRate", "l2", "metrics"}
+                "learningRate", "l2", "metrics", "target"}
 METRICS = {"count", "trainCount", "holdoutCount", "positives", "auc", "accuracy", "logLoss",
            "calibration", "trainAuc"}
 
