@@ -6,7 +6,12 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 - pull: no SuperDispatch at all;
 - formula: the documented `idle-stage-success-lru@3`, default settings;
 - waiting: the opt-in `wait-for-better@1`, which may hold a card for a busy, better agent;
-- tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds.
+- tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds;
+- learned: the formula with learned routing, target `succeeded`: the formula places the run's
+  first third, a model is trained on it (`learning.actions.do_train`), watches the second third
+  in shadow, and is turned `on` for the last third, where it places only once its gate passes
+  under the default gate settings (the loop's own runtime reads the gate). The gate's verdict
+  when `on` starts, and at the end, is printed.
 
 Figures are judged by the scenario's ground truth: `success` is the share of finished runs
 that succeeded; `skill` is the scenario's true success rate of whoever ran each of them (the
@@ -42,6 +47,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
+from learning.core.train import TrainingError  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario, load_scenario  # noqa: E402
 from records import tuning  # noqa: E402
@@ -49,7 +56,7 @@ from records.models import Decision  # noqa: E402
 from tests.support.world import World, make_world  # noqa: E402
 
 SWEEP_EVERY_S = 30
-ARMS = ("pull", "formula", "waiting", "tuned")
+ARMS = ("pull", "formula", "waiting", "tuned", "learned")
 WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot be best
 # Student's t at 97.5% for 1..30 degrees of freedom; beyond, the normal's 1.96.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
@@ -122,7 +129,50 @@ def run_waiting(scenario: Scenario, seconds: int) -> Run:
     return run_placed(scenario, seconds, formula="wait-for-better@1")
 
 
-ARM_RUNNERS = {"pull": run_pull, "formula": run_formula, "waiting": run_waiting, "tuned": run_tuned}
+def _gate_line(model, cfg) -> str:
+    report = learning_store.shadow_report_json(model, cfg)
+    gate = report["gate"]
+    rate = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+    margin = "n/a" if report["marginPct"] is None else f"{report['marginPct']:+.1f}"
+    verdict = "passes" if gate["passed"] else "shut: " + next(
+        f"{t['name']} ({t['message']})" for t in gate["tests"] if not t["passed"])
+    return (f"shadow {report['decisions']} decisions ({report['disagree']} disagree), formula "
+            f"{rate(report['formulaRate'])} model {rate(report['modelRate'])}, margin {margin} pts; "
+            f"gate {verdict}")
+
+
+def run_learned(scenario: Scenario, seconds: int) -> Run:
+    """The formula, then a model (target `succeeded`) trained on the first third, shadow for the
+    second, `on` behind the gate for the last."""
+    world, on_tick = placed_world(scenario, learned_target="succeeded")
+    learning_runtime.reset_cache()
+    third = seconds // 3
+    world.sim.run(third, on_tick=on_tick)
+    notes = []
+    try:
+        model = learning_actions.do_train(None, scenario.seed, now=world.now, target="succeeded")
+    except TrainingError as err:
+        world.sim.run(seconds - third, on_tick=on_tick)
+        notes.append(f"no model: {err.code}: {err.message}; the formula placed throughout")
+        return Run(world.suite, world.sim.metrics, notes)
+    m = model.metrics
+    auc = "n/a" if m["auc"] is None else f"{m['auc']:.3f}"
+    notes.append(f"trained on {m['count']} rows ({m['positives']} claimed and succeeded), holdout auc {auc}")
+    world.loop.cfg = dataclasses.replace(world.loop.cfg, learned="shadow")
+    learning_runtime.reset_cache()
+    world.sim.run(third, on_tick=on_tick)
+    world.loop.cfg = dataclasses.replace(world.loop.cfg, learned="on")
+    learning_runtime.reset_cache()
+    notes.append("when on: " + _gate_line(model, world.loop.cfg))
+    world.sim.run(seconds - 2 * third, on_tick=on_tick)
+    placed = Decision.objects.filter(learned__placed=True).count()
+    notes.append(f"at the end: {_gate_line(model, world.loop.cfg)}; the model placed {placed} decisions")
+    learning_runtime.reset_cache()
+    return Run(world.suite, world.sim.metrics, notes)
+
+
+ARM_RUNNERS = {"pull": run_pull, "formula": run_formula, "waiting": run_waiting, "tuned": run_tuned,
+               "learned": run_learned}
 
 
 # --- Figures --------------------------------------------------------------------------------

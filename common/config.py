@@ -189,6 +189,10 @@ class Config:
         "SUPERDISPATCH_LEARNED_MIN_SHADOW", _int_range(1, 1_000_000),
         "an integer from 1 to 1000000", "100")
     learned_margin_pct: int = ranged("SUPERDISPATCH_LEARNED_MARGIN_PCT", 0, 100, "5")
+    # What a model learns and is judged on: that a held agent claims, or that it claims and
+    # its run succeeds (the claim's run as joined from SuperWitness).
+    learned_target: str = one_of("SUPERDISPATCH_LEARNED_TARGET", "claimed", "succeeded",
+                                 default="claimed")
     # Retention: settled decisions (and their candidates) older than this are pruned. The
     # floor is above the longest suggestions window (720 hours), so pruning never takes what
     # a sync reads.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
@@ -18,16 +19,18 @@ _VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the los
 
 
 def do_train(since: datetime | None, seed: int, *, now: datetime,
-             progress: Progress | None = None) -> LearnedModel:
-    """Fit a model on the newest settled decisions since `since` and store it as the next version.
+             progress: Progress | None = None, target: str | None = None) -> LearnedModel:
+    """Fit a model on the newest settled decisions since `since` and store it as the next version,
+    its targets under `target` (`claimed` or `succeeded`; SUPERDISPATCH_LEARNED_TARGET when None).
 
     Raises learning.core.train.TrainingError when the rows cannot support a model. Places nothing.
     """
-    examples, decisions, oldest, newest = store.read_examples(since, progress)
+    goal = target or settings.SUPERDISPATCH.learned_target
+    examples, decisions, oldest, newest = store.read_examples(since, progress, goal)
     fit_progress = (lambda step, total: progress("fit", step, total)) if progress else None
-    trained = train(examples, seed, progress=fit_progress)
+    trained = train(examples, seed, progress=fit_progress, goal=goal)
     fields = dict(
-        created_at=now, since=since, seed=seed, decisions=decisions,
+        created_at=now, since=since, seed=seed, decisions=decisions, target=goal,
         first_decision_at=oldest and parse_time(oldest), last_decision_at=newest and parse_time(newest),
         features=list(trained.features), means=list(trained.means), stds=list(trained.stds),
         weights=list(trained.weights), bias=trained.bias, iterations=trained.iterations,

@@ -52,18 +52,18 @@ def calibration_chart(table: list[dict[str, Any]]) -> dict[str, Any]:
 
 @admin.register(LearnedModel)
 class LearnedModelAdmin(ReadOnlyAdmin):
-    list_display = ("version", "id", "created_at", "rows", "holdout_auc", "accuracy",
+    list_display = ("version", "id", "created_at", "target", "rows", "holdout_auc", "accuracy",
                     "log_loss", "train_auc", "gate_now")
     list_per_page = 20
     fieldsets = (
-        (None, {"fields": ("id", "version", "created_at", "verdict")}),
+        (None, {"fields": ("id", "version", "created_at", "target", "verdict")}),
         ("Fitted on", {"fields": ("since", "seed", "decisions", "first_decision_at",
                                   "last_decision_at")}),
         ("Holdout metrics", {"fields": ("metrics_table", "calibration")}),
         ("Shadow report", {"fields": ("shadow_report",)}),
         ("Parameters", {"fields": ("parameters",), "classes": ("collapse",)}),
     )
-    readonly_fields = ("id", "version", "created_at", "verdict", "since", "seed", "decisions",
+    readonly_fields = ("id", "version", "created_at", "target", "verdict", "since", "seed", "decisions",
                        "first_decision_at", "last_decision_at", "metrics_table", "calibration",
                        "shadow_report", "parameters")
 

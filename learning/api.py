@@ -53,10 +53,12 @@ class Dataset(OperatorView):
     def get(self, request):
         params = DatasetQuery.read(request.query_params)
         since = params.get("since")
+        goal = settings.SUPERDISPATCH.learned_target
         if params["format"] == "json":
-            return StreamingHttpResponse(dataset.json_document(since),
+            return StreamingHttpResponse(dataset.json_document(since, goal),
                                          content_type="application/json")
-        return StreamingHttpResponse(dataset.jsonl(since), content_type="application/x-ndjson")
+        return StreamingHttpResponse(dataset.jsonl(since, goal),
+                                     content_type="application/x-ndjson")
 
 
 class Train(OperatorView):
@@ -68,7 +70,8 @@ class Train(OperatorView):
         NoQuery.read(request.query_params)
         body = TrainBody.read(request.data if request.body else {})
         try:
-            model = actions.do_train(body.get("since"), body["seed"], now=timezone.now())
+            model = actions.do_train(body.get("since"), body["seed"], now=timezone.now(),
+                                     target=settings.SUPERDISPATCH.learned_target)
         except TrainingError as err:
             raise ApiError(422, err.code, err.message) from None
         return Response({"model": store.model_json(model)}, status=201)

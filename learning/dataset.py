@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 from django.db.models import JSONField, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from learning.core.labels import CLAIMED
 from learning.core.rows import SCHEMA, rows
 from records.models import Candidate, Decision
 from records.serializers import CANDIDATE_READS, DECISION_READS, DecisionSerializer
@@ -146,23 +147,25 @@ def _decoder_without(decode, fields: frozenset[str]) -> Callable[[str, str | Non
     return lambda field, text: None if field in fields else decode(field, text)
 
 
-def jsonl(since: datetime | None) -> Iterator[bytes]:
-    """The dataset as JSON lines, one row a line, one bytes piece per chunk of decisions."""
+def jsonl(since: datetime | None, goal: str = CLAIMED) -> Iterator[bytes]:
+    """The dataset as JSON lines, one row a line, one bytes piece per chunk of decisions; each
+    row's `target` under `goal`."""
     for records in record_chunks(since):
-        yield "".join(_encode(row) + "\n" for record in records for row in rows(record)).encode()
+        yield "".join(_encode(row) + "\n" for record in records for row in rows(record, goal)).encode()
 
 
-def json_document(since: datetime | None) -> Iterator[bytes]:
-    """The dataset as one JSON document, streamed: `{schema, rows, decisions, truncated}`.
+def json_document(since: datetime | None, goal: str = CLAIMED) -> Iterator[bytes]:
+    """The dataset as one JSON document, streamed: `{schema, target, rows, decisions, truncated}`.
 
-    `truncated` is true when settled decisions beyond the cap were left for a later read.
+    `target` is what each row's `target` says (`claimed` or `succeeded`); `truncated` is true
+    when settled decisions beyond the cap were left for a later read.
     """
-    yield f'{{"schema":{SCHEMA},"rows":['.encode()
+    yield f'{{"schema":{SCHEMA},"target":{_encode(goal)},"rows":['.encode()
     first = True
     decisions = 0
     for records in record_chunks(since):
         decisions += len(records)
-        encoded = [_encode(row) for record in records for row in rows(record)]
+        encoded = [_encode(row) for record in records for row in rows(record, goal)]
         if encoded:
             yield (("" if first else ",") + ",".join(encoded)).encode()
             first = False

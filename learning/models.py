@@ -34,6 +34,11 @@ class LearnedModel(models.Model):
     l2 = models.FloatField()
     # {count, trainCount, holdoutCount, positives, auc, accuracy, logLoss, calibration, trainAuc}
     metrics = models.JSONField()
+    # What it learned and is judged on (SUPERDISPATCH_LEARNED_TARGET when it was trained): that
+    # a held agent claims, or that it claims and its run succeeds. Models stored before the
+    # setting existed learned claims.
+    target = models.CharField(max_length=12, default="claimed",
+                              choices=[("claimed", "claimed"), ("succeeded", "succeeded")])
 
     class Meta:
         ordering = ["-version"]

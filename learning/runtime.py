@@ -46,7 +46,7 @@ def read(config: Config) -> PlacementModel | None:
         return None
     passed, reason = False, None
     if config.learned == "on":
-        reading = store.gate_reading(stored, report(store.shadow_decisions(stored.id)), config)
+        reading = store.gate_reading(stored, report(store.shadow_decisions(stored.id), stored.target), config)
         passed, reason = reading.passed, store.gate_reason(reading)
         if passed:
             log.info("learned routing on: model %s v%d passes the gate and places",

@@ -24,30 +24,32 @@ def latest() -> LearnedModel | None:
     return LearnedModel.objects.order_by("-version").first()
 
 
-def decision_examples(record: dict[str, Any]) -> Iterator[Example]:
-    """`examples(rows(record))` without building the rows nobody trains on: a `lost` or `void`
-    candidate has no target, and most candidates of a decision are one or the other."""
+def decision_examples(record: dict[str, Any], goal: str = labels.CLAIMED) -> Iterator[Example]:
+    """`examples(rows(record, goal))` without building the rows nobody trains on: a `lost` or
+    `void` candidate has no target, and most candidates of a decision are one or the other."""
     candidates = record["candidates"]
     counts = learned.pool(candidates)
+    run = labels.run_status(record)
     for candidate in candidates:
-        goal = labels.target(labels.label(record, candidate))
-        if goal is not None:
+        value = labels.target(labels.label(record, candidate), run, goal)
+        if value is not None:
             values = learned.record_features(record, candidate, counts)
             if values is not None:
-                yield record["id"], values, goal
+                yield record["id"], values, value
 
 
-def read_examples(since: datetime | None, progress: Progress | None
+def read_examples(since: datetime | None, progress: Progress | None, goal: str = labels.CLAIMED
                    ) -> tuple[list[Example], int, str | None, str | None]:
-    """The training examples of the newest settled decisions since `since` (at most the cap),
-    with how many decisions they came from and the oldest and newest decision's createdAt."""
+    """The training examples (targets under `goal`) of the newest settled decisions since
+    `since` (at most the cap), with how many decisions they came from and the oldest and newest
+    decision's createdAt."""
     total = min(dataset.settled(since).count(), dataset.MAX_DECISIONS) if progress else 0
     examples: list[Example] = []
     decisions = 0
     newest = oldest = None
     for records in dataset.record_chunks(since, newest_first=True, for_training=True):
         for record in records:
-            examples.extend(decision_examples(record))
+            examples.extend(decision_examples(record, goal))
         decisions += len(records)
         newest = newest or records[0]["createdAt"]
         oldest = records[-1]["createdAt"]
@@ -70,21 +72,23 @@ def model_json(model: LearnedModel) -> dict[str, Any]:
         "learningRate": model.learning_rate,
         "l2": model.l2,
         "metrics": model.metrics,
+        "target": model.target,
     }
 
 
 def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
     """Every decision that recorded this model's choice, as the shadow report reads it."""
     found = (Decision.objects.filter(learned__model=model_id)  # decision_learned_model
-             .values_list("learned", "outcome_status", "outcome_by")
+             .values_list("learned", "outcome_status", "outcome_by", "run_status")
              .iterator(chunk_size=2000))
-    for learned, status, by in found:
+    for learned, status, by, run in found:
         yield ShadowDecision(
             formula_choice=learned.get("formulaChoice"),
             model_choice=learned.get("choice"),
             status=status,
             by=by,
             model_placed=bool(learned.get("placed")),
+            run_status=run,
         )
 
 
@@ -102,7 +106,7 @@ def gate_reason(reading: GateReading) -> str | None:
 
 def shadow_report_json(model: LearnedModel, config: Config) -> dict[str, Any]:
     """The model against the formula in its settled shadow decisions, and how the gate reads now."""
-    counts = report(shadow_decisions(model.id))
+    counts = report(shadow_decisions(model.id), model.target)
     reading = gate_reading(model, counts, config)
     newest = latest()
     return {

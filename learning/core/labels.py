@@ -49,9 +49,39 @@ def label(decision: Mapping[str, Any], candidate: Mapping[str, Any]) -> str:
     return LOST
 
 
-def target(label_: str) -> int | None:
-    """1 (it claimed), 0 (it was held for and did not), or None (not trained on)."""
+# What a model learns (SUPERDISPATCH_LEARNED_TARGET): that a held agent claims the card, or
+# that it claims it and the run it starts succeeds.
+CLAIMED = "claimed"
+SUCCEEDED = "succeeded"
+GOALS = (CLAIMED, SUCCEEDED)
+CLAIMS = frozenset({WON_CLAIMED, LOST_CLAIMED})
+
+
+def target(label_: str, run_status: str | None = None, goal: str = CLAIMED) -> int | None:
+    """The candidate's training target under `goal`, or None (not trained on).
+
+    `claimed`: 1 it claimed, 0 it was held for and did not. `succeeded`: 1 only when it claimed
+    and the claim's run succeeded, 0 when the run failed or it was held for and did not claim;
+    a claim whose run is not known (yet, or at all: only the chosen agent's claim is joined to
+    its run) teaches nothing.
+    """
     try:
-        return _TARGETS[label_]
+        claimed = _TARGETS[label_]
     except KeyError:
         raise ValueError(f"unknown label {label_!r}") from None
+    if goal == CLAIMED:
+        return claimed
+    if goal != SUCCEEDED:
+        raise ValueError(f"unknown target {goal!r}")
+    if label_ not in CLAIMS:
+        return claimed  # 0 for a hold that was not claimed, None for no signal
+    if run_status == "succeeded":
+        return 1
+    if run_status == "failed":
+        return 0
+    return None
+
+
+def run_status(decision: Mapping[str, Any]) -> str | None:
+    """The status of the claim's run on a decision record (`run.status`), None while unknown."""
+    return (decision.get("run") or {}).get("status")

@@ -8,13 +8,14 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from placement.learned import is_eligible, pool, record_features, utc_hour
 
-from .labels import label, target
+from .labels import CLAIMED, label, run_status, target
 
 SCHEMA = 2
 
 
-def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The dataset rows of one settled decision record, one per candidate, in record order."""
+def rows(decision: Mapping[str, Any], goal: str = CLAIMED) -> list[dict[str, Any]]:
+    """The dataset rows of one settled decision record, one per candidate, in record order;
+    `target` is the training target under `goal` (SUPERDISPATCH_LEARNED_TARGET)."""
     candidates = decision.get("candidates") or []
     counts = pool(candidates)
     tier = decision.get("tier") or {}
@@ -57,7 +58,7 @@ def rows(decision: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "stageHistory": candidate.get("stageHistory"),
                 "pool": counts,
                 "label": row_label,
-                "target": target(row_label),
+                "target": target(row_label, run_status(decision), goal),
                 "features": _listed(record_features(decision, candidate, counts)),
             }
         )

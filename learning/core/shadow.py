@@ -2,11 +2,20 @@
 
 Only the formula's choice was held, so the model's rate is a lower bound: where the two
 disagree the model is credited only when its own choice claimed the card anyway.
+
+A hit follows the model's target: with `claimed`, the choice claimed the card; with
+`succeeded`, it claimed the card and the claim's run succeeded. Under `succeeded`, a decision
+whose held agent claimed but whose run is not known yet says nothing and is left out
+(`runUnknown`); a claim by the model's choice where the formula's lapsed is credited only when
+its run is known to have succeeded (only the held agent's claim is joined to its run), so the
+lower bound holds.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from .labels import CLAIMED, SUCCEEDED
 
 # Outcomes in which the formula's choice had its chance; superseded and not-reserved say nothing.
 CHANCE_STATUSES = frozenset({"claimed", "claimed-by-other", "expired"})
@@ -21,20 +30,26 @@ class ShadowDecision:
     status: str | None  # the outcome's status; None while unsettled
     by: str | None = None  # who claimed the card, when somebody did
     model_placed: bool = False  # held for the model's choice: never its own evidence
+    run_status: str | None = None  # the claim's run: succeeded, failed, None while unknown
 
 
 def _claimed_by(decision: ShadowDecision, agent_id: str) -> bool:
     return decision.status != "expired" and decision.by == agent_id
 
 
-def report(decisions: Iterable[ShadowDecision]) -> dict[str, Any]:
-    """How often each choice claimed the card, over the decisions that count.
+def report(decisions: Iterable[ShadowDecision], target: str = CLAIMED) -> dict[str, Any]:
+    """How often each choice hit (claimed the card, or claimed it and succeeded, by `target`),
+    over the decisions that count.
 
     Rates are null with no decision counted; `marginPct` is the model's rate minus the
-    formula's, in percentage points.
+    formula's, in percentage points. `formulaClaims`/`modelClaims` count claims under either
+    target, `formulaSucceeded`/`modelSucceeded` claims whose run is known to have succeeded.
     """
+    if target not in (CLAIMED, SUCCEEDED):
+        raise ValueError(f"unknown target {target!r}")
     counted = agree = formula_claims = model_claims = credited_anyway = 0
-    excluded = {"modelPlaced": 0, "noChance": 0, "noChoice": 0}
+    formula_succeeded = model_succeeded = 0
+    excluded = {"modelPlaced": 0, "noChance": 0, "noChoice": 0, "runUnknown": 0}
     for d in decisions:
         if d.model_placed:
             excluded["modelPlaced"] += 1
@@ -42,27 +57,38 @@ def report(decisions: Iterable[ShadowDecision]) -> dict[str, Any]:
             excluded["noChance"] += 1
         elif d.formula_choice is None or d.model_choice is None:
             excluded["noChoice"] += 1
+        elif target == SUCCEEDED and d.status == "claimed" and d.run_status is None:
+            excluded["runUnknown"] += 1
         else:
             counted += 1
-            formula_hit = _claimed_by(d, d.formula_choice)
-            model_hit = _claimed_by(d, d.model_choice)
-            formula_claims += formula_hit
-            model_claims += model_hit
+            succeeded = d.run_status == "succeeded"
+            formula_claim = _claimed_by(d, d.formula_choice)
+            model_claim = _claimed_by(d, d.model_choice)
+            formula_claims += formula_claim
+            model_claims += model_claim
+            formula_succeeded += formula_claim and succeeded
+            model_succeeded += model_claim and succeeded
+            model_hit = model_claim and (target == CLAIMED or succeeded)
             if d.formula_choice == d.model_choice:
                 agree += 1
             else:
                 credited_anyway += model_hit
+    formula_hits, model_hits = ((formula_claims, model_claims) if target == CLAIMED
+                                else (formula_succeeded, model_succeeded))
     return {
+        "target": target,
         "decisions": counted,
         "agree": agree,
         "disagree": counted - agree,
         "formulaClaims": formula_claims,
         "modelClaims": model_claims,
+        "formulaSucceeded": formula_succeeded,
+        "modelSucceeded": model_succeeded,
         "modelClaimedAnyway": credited_anyway,
-        "formulaRate": formula_claims / counted if counted else None,
-        "modelRate": model_claims / counted if counted else None,
+        "formulaRate": formula_hits / counted if counted else None,
+        "modelRate": model_hits / counted if counted else None,
         # One denominator for both rates, so the margin is exact for whole counts.
-        "marginPct": 100.0 * (model_claims - formula_claims) / counted if counted else None,
+        "marginPct": 100.0 * (model_hits - formula_hits) / counted if counted else None,
         "excluded": excluded,
     }
 

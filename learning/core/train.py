@@ -20,6 +20,7 @@ import numpy as np
 from placement.learned import FEATURES, LearnedModel
 
 from . import metrics
+from .labels import CLAIMED, SUCCEEDED
 
 ITERATIONS = 500
 LEARNING_RATE = 0.5
@@ -92,10 +93,13 @@ def _design(examples: Iterable[Example]) -> tuple[list[str], np.ndarray, np.ndar
     return ids, x, y
 
 
-def _classes(y: np.ndarray, rows: str) -> None:
+def _classes(y: np.ndarray, rows: str, goal: str = CLAIMED) -> None:
     positives = int(y.sum())
     if positives == 0 or positives == len(y):
-        only = "claimed" if positives else "went unclaimed"
+        if goal == SUCCEEDED:
+            only = "claimed and succeeded" if positives else "went unclaimed or failed"
+        else:
+            only = "claimed" if positives else "went unclaimed"
         raise TrainingError(
             "single-class", f"every {rows} {only}: a model needs both outcomes to learn from"
         )
@@ -109,6 +113,7 @@ def train(
     iterations: int = ITERATIONS,
     learning_rate: float = LEARNING_RATE,
     l2: float = L2,
+    goal: str = CLAIMED,
 ) -> Trained:
     """Fit the model on `(decisionId, features, target)` rows of eligible candidates.
 
@@ -120,7 +125,7 @@ def train(
         raise TrainingError(
             "too-few-rows", f"{len(y)} training rows; at least {MIN_ROWS} are needed"
         )
-    _classes(y, "row")
+    _classes(y, "row", goal)
     held = {d: in_holdout(d, seed) for d in dict.fromkeys(ids)}
     mask = np.fromiter((held[d] for d in ids), dtype=bool, count=len(ids))
     if not mask.any():
@@ -134,7 +139,7 @@ def train(
         raise TrainingError(
             "too-few-rows", f"every one of the {len(held)} decisions fell in the holdout"
         )
-    _classes(y_train, "training row")
+    _classes(y_train, "training row", goal)
 
     means = x_train.mean(axis=0)
     stds = x_train.std(axis=0)

@@ -102,7 +102,7 @@ def test_the_json_document_holds_the_same_rows_as_the_lines(api):
 def test_an_empty_dataset_is_empty_in_both_formats(api):
     assert b"".join(api.get("/v1/dataset").streaming_content) == b""
     empty = json.loads(b"".join(api.get("/v1/dataset", {"format": "json"}).streaming_content))
-    assert empty == {"schema": 2, "rows": [], "decisions": 0, "truncated": False}
+    assert empty == {"schema": 2, "target": "claimed", "rows": [], "decisions": 0, "truncated": False}
 
 
 def test_rows_are_read_lazily_a_chunk_at_a_time(api, monkeypatch):

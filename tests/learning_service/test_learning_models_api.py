@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 MODEL_FIELDS = {"id", "version", "features", "means", "stds", "weights", "bias", "createdAt",
                 "since", "seed", "decisions", "firstDecisionAt", "lastDecisionAt", "iterations",
-                "learningRate", "l2", "metrics"}
+                "learningRate", "l2", "metrics", "target"}
 METRICS = {"count", "trainCount", "holdoutCount", "positives", "auc", "accuracy", "logLoss",
            "calibration", "trainAuc"}
 
@@ -148,7 +148,7 @@ def test_the_train_command_draws_progress_and_stores_a_model():
     call_command("train", "--seed", "3", stdout=out, stderr=err)
     model = LearnedModel.objects.get()
     assert (model.version, model.seed) == (1, 3)
-    assert f"stored {model.id} as version 1: 40 rows" in out.getvalue()
+    assert f"stored {model.id} as version 1 (target claimed): 40 rows" in out.getvalue()
     progress = err.getvalue()
     assert "reading decisions" in progress and "40/40" in progress
     assert "fitting" in progress and "[" + "#" * 30 + "] 500/500" in progress

@@ -53,7 +53,7 @@ def test_only_decisions_where_the_formulas_choice_had_its_chance_count(api):
     shadow(model, 4, formula="agt_ada", choice=None, status="claimed", by="agt_ada")
     report = read(api, model)
     assert report["decisions"] == 0 and report["marginPct"] is None
-    assert report["excluded"] == {"modelPlaced": 0, "noChance": 3, "noChoice": 1}
+    assert report["excluded"] == {"modelPlaced": 0, "noChance": 3, "noChoice": 1, "runUnknown": 0}
 
 
 def test_decisions_the_model_placed_are_never_its_own_evidence(api):

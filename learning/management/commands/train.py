@@ -44,7 +44,7 @@ class Command(BaseCommand):
             raise CommandError(f"{err.code}: {err.message}") from None
         m = model.metrics
         self.stdout.write(
-            f"stored {model.id} as version {model.version}: {m['count']} rows "
+            f"stored {model.id} as version {model.version} (target {model.target}): {m['count']} rows "
             f"({m['trainCount']} train, {m['holdoutCount']} holdout, {m['positives']} positives) "
             f"from {model.decisions} decisions; holdout auc {_num(m['auc'])}, accuracy "
             f"{_num(m['accuracy'])}, log loss {_num(m['logLoss'])}; train auc {_num(m['trainAuc'])}")
