@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -91,6 +92,28 @@ def offline_store(name: str, database: str) -> tuple[str, str]:
     os.environ.update({**OFFLINE_ENV, "SUPERDISPATCH_DATA_DIR": data_dir,
                        "DATABASE_URL": fresh_database(kind, database, data_dir)})
     return data_dir, kind
+
+
+def stop(processes, servers, kind: str, database: str, wait_s: float = 20) -> None:
+    """End a bench's service processes (SIGTERM, then SIGKILL after `wait_s`), close this
+    process's connection, stop the stand-in's servers and drop the bench's database."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    from django.db import connection  # this process has set Django up by now
+
+    connection.close()
+    servers.stop()
+    drop_database(kind, database)
+
+
+def count_arg(default: int) -> int:
+    """The bench's first argument, how many rows to make (`default` when none is given)."""
+    return int(sys.argv[1]) if len(sys.argv) > 1 else default
 
 
 def temp_dir(prefix: str) -> str:

@@ -20,7 +20,7 @@ import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, drop_database, offline_store  # noqa: E402
+from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
 from suggestions import NOW, remember_a_registry, seed  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -62,7 +62,7 @@ def timed(render) -> float:
 
 
 def main() -> None:
-    decisions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    decisions = count_arg(100_000)
     data_dir, kind = offline_store("dashboard", BENCH_DB)
     import django
 

@@ -32,8 +32,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir,
-    workspace,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, fresh_database, percentile, stop,
+    temp_dir, workspace,
 )
 from sandbox import SandboxServers, Suite  # noqa: E402
 from sandbox.clock import system_clock  # noqa: E402
@@ -77,6 +77,14 @@ class Arrivals:
 
     def board_read_after(self, since: float) -> float | None:
         return next((t for t in self.board_reads if t >= since), None)
+
+
+def signed_headers(suite, delivery) -> dict[str, str]:
+    """The headers the relay sends a delivery with, signed now with the suite's secret."""
+    stamp = int(time.time())
+    return {"Content-Type": "application/json", "X-Treaty-Delivery": delivery.delivery_id,
+            "X-Treaty-Timestamp": str(stamp),
+            "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
 
 
 def free_port() -> int:
@@ -160,11 +168,7 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
                 card = suite.pipeline.add_card(BOARD)
             delivery = suite.relay.deliveries[-1]
             assert delivery.event["type"] == "card.ready" and delivery.event["cardId"] == card.id
-            stamp = int(time.time())
-            headers = {"Content-Type": "application/json",
-                       "X-Treaty-Delivery": delivery.delivery_id,
-                       "X-Treaty-Timestamp": str(stamp),
-                       "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
+            headers = signed_headers(suite, delivery)
             sent = time.monotonic()
             status = http.post(base + "/v1/relay/events", data=delivery.body, headers=headers,
                                timeout=5).status_code
@@ -187,18 +191,7 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
                     suite.pipeline.claim(reservation.agent_id, card.id)
                     suite.pipeline.finish(reservation.agent_id, card.id, True)
     finally:
-        for process in started:
-            process.terminate()
-        for process in started:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        from django.db import connection
-
-        connection.close()
-        servers.stop()
-        drop_database(db, BENCH_DB)
+        stop(started, servers, db, BENCH_DB)
     return {"latencies": latencies, "answered": answered, "passes": passes, "misses": misses}
 
 

@@ -36,9 +36,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, fresh_database, percentile, stop, temp_dir,
 )
-from bench.relay_latency import free_port, wait_until  # noqa: E402
+from bench.relay_latency import free_port, signed_headers, wait_until  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_scale"
 RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
@@ -100,7 +100,6 @@ def run(workers: int, size: dict) -> dict:
 
     from sandbox import SandboxServers, Suite
     from sandbox.clock import system_clock
-    from sandbox.relay import signature
     from sandbox.scenario import parse_scenario
 
     spec = scenario(**size)
@@ -175,11 +174,7 @@ def run(workers: int, size: dict) -> dict:
             with suite.lock:
                 card = suite.pipeline.add_card(RELAY_BOARD)
             delivery = suite.relay.deliveries[-1]
-            stamp = int(time.time())
-            headers = {"Content-Type": "application/json",
-                       "X-Treaty-Delivery": delivery.delivery_id,
-                       "X-Treaty-Timestamp": str(stamp),
-                       "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
+            headers = signed_headers(suite, delivery)
             sent = time.monotonic()
             http.post(base + "/v1/relay/events", data=delivery.body, headers=headers, timeout=10)
             held = watch.hold(card.id, 10.0)
@@ -216,18 +211,7 @@ def run(workers: int, size: dict) -> dict:
                 "deferred": len(state.deferred_boards or []), "failed": state.failed_sweeps,
                 "boards": len(boards)}
     finally:
-        for process in started:
-            process.terminate()
-        for process in started:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        from django.db import connection
-
-        connection.close()
-        servers.stop()
-        drop_database("postgres", BENCH_DB)
+        stop(started, servers, "postgres", BENCH_DB, wait_s=30)
 
 
 def main() -> None:

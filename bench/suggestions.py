@@ -20,7 +20,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, drop_database, offline_store  # noqa: E402
+from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -219,7 +219,7 @@ def main() -> None:
     if sys.argv[1:] == ["--sync"]:
         sync_in_this_process()
         return
-    decisions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    decisions = count_arg(100_000)
     data_dir, kind = offline_store("suggestions", BENCH_DB)
     import django
 

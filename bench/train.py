@@ -27,7 +27,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from _common import OFFLINE_ENV, ROOT, postgres  # noqa: E402
+from _common import OFFLINE_ENV, ROOT, count_arg, postgres  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -194,7 +194,7 @@ def main() -> None:
     if sys.argv[1:] == ["--export"]:
         export()
         return
-    decisions = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    decisions = count_arg(100_000)
     environment()
     import django
 

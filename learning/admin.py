@@ -26,6 +26,14 @@ def _fixed(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _metric_column(key: str, description: str):
+    """A list column showing one of a model's metrics."""
+    @admin.display(description=description)
+    def column(self, m: LearnedModel) -> str:
+        return _fixed(m.metrics.get(key))
+    return column
+
+
 def calibration_chart(table: list[dict[str, Any]]) -> dict[str, Any]:
     """Pixel geometry for an inline SVG: one bar per bin (observed rate), a dot at its mean
     prediction, and the diagonal a well-calibrated model would sit on."""
@@ -71,21 +79,10 @@ class LearnedModelAdmin(ReadOnlyAdmin):
     def rows(self, m: LearnedModel) -> int:
         return m.rows
 
-    @admin.display(description="holdout AUC")
-    def holdout_auc(self, m: LearnedModel) -> str:
-        return _fixed(m.metrics.get("auc"))
-
-    @admin.display(description="accuracy")
-    def accuracy(self, m: LearnedModel) -> str:
-        return _fixed(m.metrics.get("accuracy"))
-
-    @admin.display(description="log loss")
-    def log_loss(self, m: LearnedModel) -> str:
-        return _fixed(m.metrics.get("logLoss"))
-
-    @admin.display(description="train AUC")
-    def train_auc(self, m: LearnedModel) -> str:
-        return _fixed(m.metrics.get("trainAuc"))
+    holdout_auc = _metric_column("auc", "holdout AUC")
+    accuracy = _metric_column("accuracy", "accuracy")
+    log_loss = _metric_column("logLoss", "log loss")
+    train_auc = _metric_column("trainAuc", "train AUC")
 
     @admin.display(description="gate now")
     def gate_now(self, m: LearnedModel) -> str:

@@ -1,5 +1,5 @@
 # The second wave's schema in one step: relay delivery ids, the outbox, the claim's run and the
-# waiting formula's record, the sweep's deferred boards, and the outcome/tier/reason choices.
+# waiting formula's record, the sweep's deferred boards and shards, and the outcome/tier/reason choices.
 
 import records.ids
 from django.db import migrations, models
@@ -81,6 +81,23 @@ class Migration(migrations.Migration):
                 'verbose_name': 'outbox event',
                 'ordering': ['-created_at', '-id'],
                 'indexes': [models.Index(condition=models.Q(('state', 'pending')), fields=['next_attempt_at', 'id'], name='outbox_due'), models.Index(fields=['state', '-created_at'], name='outbox_state_time')],
+            },
+        ),
+        migrations.CreateModel(
+            name='SweepShard',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('sweep_id', models.CharField(db_index=True, max_length=40)),
+                ('index', models.IntegerField()),
+                ('shards', models.IntegerField()),
+                ('boards', models.JSONField(default=list)),
+                ('started_at', models.DateTimeField(db_index=True)),
+                ('summary', models.JSONField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+            ],
+            options={
+                'verbose_name': 'sweep shard',
+                'constraints': [models.UniqueConstraint(fields=('sweep_id', 'index'), name='one_row_per_shard')],
             },
         ),
     ]
