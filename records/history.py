@@ -52,6 +52,24 @@ def holds(now: datetime, rules: Rules) -> Holds:
     return out
 
 
+MAX_HOLD = timedelta(seconds=300)  # the longest window SuperPipeline grants a hold
+
+
+def claims_since(agent_ids: Iterable[str], since: datetime) -> dict[str, datetime]:
+    """Agents seen claiming a card we decided on after `since` (the held agent, or another
+    that claimed it by pull), each with its latest such claim, whose run is not known to
+    have ended."""
+    rows = (Decision.objects
+            .filter(created_at__gte=since - MAX_HOLD, outcome_at__gt=since,
+                    outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER),
+                    outcome_by__in=list(agent_ids), run_ended_at__isnull=True)
+            .values_list("outcome_by", "outcome_at"))
+    latest: dict[str, datetime] = {}
+    for agent, at in rows:
+        latest[agent] = max(at, latest.get(agent, at))
+    return latest
+
+
 IN_FLIGHT = timedelta(seconds=60)  # a decision recorded, its hold not yet asked for or answered
 
 

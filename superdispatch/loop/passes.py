@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -213,11 +213,34 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     with transaction.atomic():  # one commit for the read and every settlement it brings
         actions.do_note_read(board_id, now)
         summary.settled += settle_board(read, now)
-    roster = cached_roster(loop, board_id) if from_cache else read_roster(loop, board_id)
+    if from_cache:
+        cached = cached_roster(loop, board_id, now)
+        roster, read_at = cached if cached is not None else (None, now)
+    else:
+        roster, read_at = read_roster(loop, board_id, now), now
     if roster is None:
         summary.unread += 1
         return None
-    return BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
+    work = BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
+    claims = history.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
+    work.roster = at_work(roster, {**claims, **work.working})
+    return work
+
+
+def at_work(roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> tuple[RosterRow, ...]:
+    """The roster with every agent known to be at work since it was read marked busy: those
+    the board read shows at work on its cards, and those our store saw claim a card since.
+
+    A relayed card is placed with the roster the last sweep cached, which may be older than a
+    claim on this board or another; holding such an agent would keep the card from pull until
+    the hold lapsed, for an agent that cannot claim it before its run ends.
+    """
+    if not any(row.agent_id in working and not row.busy for row in roster):
+        return roster
+    return tuple(replace(row, busy=True, last_took_work_at=max(
+                     (t for t in (row.last_took_work_at, working[row.agent_id]) if t is not None)))
+                 if row.agent_id in working and not row.busy else row
+                 for row in roster)
 
 
 def _holdable(reads: PassReads, work: BoardWork) -> int:

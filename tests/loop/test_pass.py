@@ -291,3 +291,27 @@ def test_each_sweep_syncs_the_suggestions_and_a_failing_listener_never_stops_it(
     assert summary.decisions == 1
     assert LoopState.objects.get().last_suggest_at == world.now  # the suggestions synced
     assert "after-sweep step failed: RuntimeError" in caplog.text
+
+
+@pytest.mark.parametrize("where", ["same board", "another board"])
+def test_a_relayed_card_is_not_held_for_an_agent_at_work_since_the_roster_was_cached(where):
+    """The relay path places with the roster the last sweep cached; an agent seen claiming a
+    card since (in the board read, or in our own settled holds) is at work, not idle."""
+    w = make_world(lane(boards=("brd_a", "brd_b")))
+    w.opt_in("brd_a", "brd_b")
+    w.sweep()  # caches both rosters, every agent idle
+    first = w.suite.pipeline.add_card("brd_a")
+    w.place("brd_a", first.id)
+    [held] = w.decisions(card_id=first.id)
+    w.advance(2)
+    w.suite.pipeline.claim(held.chosen, first.id)
+    w.advance(1)
+    board = "brd_a" if where == "same board" else "brd_b"
+    if where == "another board":
+        w.look("brd_a")  # settles the claim; brd_b's cached roster still says the agent is idle
+    second = w.suite.pipeline.add_card(board)
+    w.place(board, second.id)
+    [d] = w.decisions(card_id=second.id)
+    assert d.chosen is not None and d.chosen != held.chosen
+    at_work = d.candidates.get(agent_id=held.chosen)
+    assert not at_work.eligible and "not-idle" in {f["reason"] for f in at_work.filters if not f["passed"]}
