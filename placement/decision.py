@@ -82,7 +82,7 @@ class Decision:
     candidates: tuple[CandidateRecord, ...]  # in agent id order
     hold: Hold | None
     record: bool
-    waiting: Waiting | None = None  # wait-for-better@1 only: the chosen agent is busy
+    waiting: Waiting | None = None  # wait-for-better@2 only: the chosen agent is busy
 
     def candidate(self, agent_id: str) -> CandidateRecord | None:
         """The record of one considered agent, if it was considered."""

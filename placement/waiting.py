@@ -1,4 +1,4 @@
-"""`wait-for-better@1`: the opt-in ranking that may hold a card for a busy, better agent.
+"""`wait-for-better@2`: the opt-in ranking that may hold a card for a busy, better agent.
 
 Delay scheduling, as Hadoop's fair scheduler does it for locality: a card may wait a little for
 the agent it is best placed with, when that agent is busy now but likely free soon. Here the
@@ -6,27 +6,35 @@ measure is lead time to success. Each agent's expected lead for the card is
 
     expected wait + claim latency + run time + (1 - success rate) x retry
 
-
 where the success rate is its stage record's outcome rate (SuperWitness's runs at the board
 stage), the claim latency and run time are its own typical ones (our settled holds and their
-runs), a failure costs a retry (the best agent's (claim latency + run time) / success rate:
-the card comes back and is placed again), and the expected wait is what is left of its run,
-by its current run's age and its recent run times.
-Idle agents rank by that lead, so of two equal agents the one that claims in 3 s comes before
-the one that claims in 15 s. At the winner step a busy agent takes the card instead when
+runs; a run time leans on the fleet's typical one until the agent has a few runs of its own),
+a failure costs a retry (the best agent's (claim latency + run time) / success rate: the card
+comes back and is placed again), and the expected wait is what is left of its run, by its
+current run's age and its recent run times.
+
+Idle agents whose outcome rates are within `rules.wait_margin` of the best idle one's are equals
+on success, and rank by that lead, so of two equal agents the one that claims in 3 s comes
+before the one that claims in 15 s; the rest follow in the formula's order. At the winner step
+a busy agent takes the card instead when
 
 - it is busy and nothing else (it fails only `at-capacity` or `not-idle`: no other hold, no
   recent no-shows, not passed over on this ladder);
-- its outcome rate beats the best idle agent's by `rules.wait_margin` or more;
+- it and every idle agent have runs enough to judge (`rules.history_min_sample`), and its
+  outcome rate beats the best idle agent's by `rules.wait_margin` even with each rate taken one
+  standard error towards the other;
 - its expected wait plus claim latency fits in the hold (`rules.reservation_seconds`);
 - the card may wait: its priority is 0 or lower, and it became ready within the placement
   window (a card that has waited past it has waited enough);
 - and its expected lead is shorter than the idle agent's.
 
 A hold for it that lapses walks the ladder as any other: runner-ups are never waited for.
+Version 2: version 1 ranked every idle agent by lead alone (a weak agent that runs fast came
+first) and waited on records of a run or two.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from datetime import datetime
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -38,10 +46,11 @@ from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
 
-WAITING_POLICY = "wait-for-better@1"
+WAITING_POLICY = "wait-for-better@2"
 LOAD_ONLY = frozenset({"capacity", "idle"})
 OVERDUE_SHARE = 0.25  # a run past all its recent ones is expected to need this share of its usual
 MIN_RATE = 0.05
+RUN_PRIOR = 10  # runs' worth of weight the fleet's typical run time carries in each estimate
 
 
 class Waiting(NamedTuple):
@@ -79,9 +88,13 @@ class Leads:
 
     def __init__(self, timing: Timing, rates: Mapping[str, float], now: datetime) -> None:
         self.timing, self.rates, self.now = timing, rates, now
-        self.runs = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
+        medians = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
         self.latency_default = _median(timing.claim_latency_s.values())
-        self.run_default = _median(self.runs.values())
+        self.run_default = _median(medians.values())
+        # A few runs say little of an agent's speed: each estimate leans on the fleet's typical
+        # run until it has RUN_PRIOR runs of its own, so noise in run times does not rank.
+        self.runs = {agent_id: (len(runs) * medians[agent_id] + RUN_PRIOR * self.run_default)
+                     / (len(runs) + RUN_PRIOR) for agent_id, runs in timing.run_s.items() if runs}
         self.retry = min(((self.latency(a) + self.run(a)) / max(p, MIN_RATE) for a, p in rates.items()),
                          default=0.0)
 
@@ -99,10 +112,20 @@ class Leads:
             return None
         age = max((self.now - started).total_seconds(), 0.0)
         left = [run - age for run in runs if run > age]
-        return statistics.fmean(left) if left else self.runs[agent_id] * OVERDUE_SHARE
+        return statistics.fmean(left) if left else self.run(agent_id) * OVERDUE_SHARE
 
     def lead(self, agent_id: str, wait: float = 0.0) -> float:
         return wait + self.latency(agent_id) + self.run(agent_id) + (1 - self.rates[agent_id]) * self.retry
+
+
+def clearly_better(busy: StageHistory, idle: StageHistory, margin: float) -> bool:
+    """Whether the busy agent's outcome rate beats the idle one's by `margin` even when each is
+    taken one standard error towards the other: a few runs' luck is not a clear margin."""
+    def error(history: StageHistory) -> float:
+        p = history.outcome_rate
+        return math.sqrt(p * (1 - p) / (history.weight + 2))
+
+    return busy.outcome_rate - error(busy) >= idle.outcome_rate + error(idle) + margin
 
 
 def _median(values: Iterable[float]) -> float:
@@ -110,9 +133,18 @@ def _median(values: Iterable[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def by_lead(ranking: list[tuple[str, Score]], leads: Leads) -> list[tuple[str, Score]]:
-    """The idle agents by expected lead, the formula's order breaking ties; totals re-counted."""
-    order = sorted(range(len(ranking)), key=lambda i: (leads.lead(ranking[i][0]), i))
+def by_lead(ranking: list[tuple[str, Score]], leads: Leads, margin: float) -> list[tuple[str, Score]]:
+    """The idle agents whose outcome rate is within `margin` of the best idle one's, quickest
+    expected lead first; then the rest, in the formula's order. Totals re-counted."""
+    best = max(leads.rates[agent_id] for agent_id, _ in ranking)
+
+    def key(i: int) -> tuple:
+        agent_id = ranking[i][0]
+        if leads.rates[agent_id] >= best - margin:
+            return (0, leads.lead(agent_id), i)
+        return (1, 0.0, i)
+
+    order = sorted(range(len(ranking)), key=key)
     n = len(ranking)
     return [(ranking[i][0], Score(n - place, ranking[i][1].terms)) for place, i in enumerate(order)]
 
@@ -140,23 +172,27 @@ def rank(facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tu
     if any(agent_id not in rates for agent_id, _ in ranking):
         return ranking, None
     leads = Leads(timing, rates, now)
-    ranking = by_lead(ranking, leads)
+    ranking = by_lead(ranking, leads, rules.wait_margin)
     if not may_wait(facts, tier, rules, now):
         return ranking, None
+    if any(stage[agent_id].runs < rules.history_min_sample for agent_id, _ in ranking):
+        # An idle agent with too few runs to judge reads one half, which any record beats:
+        # nothing says the busy agent is better, so nobody is waited for.
+        return ranking, None
     idle_best = ranking[0][0]
-    idle_rate = max(rates[agent_id] for agent_id, _ in ranking)
+    idle_best_rated = max((agent_id for agent_id, _ in ranking), key=lambda a: (rates[a], a))
     idle_lead = leads.lead(idle_best)
     best: Waiting | None = None
     for agent_id, filters in verdicts.items():
         if agent_id not in in_set or agent_id not in rates:
             continue
         failing = {result.filter for result in filters if not result.passed}
-        if not failing or not failing <= LOAD_ONLY:
+        if not failing or not failing <= LOAD_ONLY or stage[agent_id].runs < rules.history_min_sample:
             continue
         wait = leads.wait(agent_id)
         if wait is None or wait + leads.latency(agent_id) > rules.reservation_seconds:
             continue
-        if rates[agent_id] < idle_rate + rules.wait_margin:
+        if not clearly_better(stage[agent_id], stage[idle_best_rated], rules.wait_margin):
             continue
         lead = leads.lead(agent_id, wait)
         if lead >= idle_lead or (best is not None and (lead, agent_id) >= (best.expected_lead_s, best.agent_id)):

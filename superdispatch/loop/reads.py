@@ -14,6 +14,7 @@ from typing import Mapping
 from django.core.cache import cache
 
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
+from placement.waiting import WAITING_POLICY
 from records import actions, history
 from records.models import LoopState
 from superdispatch.clients import ClientError, says_no_policy
@@ -171,7 +172,7 @@ class PassReads:
         """Claim latencies and run times from our store (once a pass), and when each agent's
         current run began: the board read's claim where it shows one, else the roster's last
         took work of a busy row. Only the waiting formula reads it."""
-        if self.loop.cfg.formula != "wait-for-better@1":
+        if self.loop.cfg.formula != WAITING_POLICY:
             return None
         if self._timings is None:
             self._timings = history.timings(self.now)

@@ -1,4 +1,4 @@
-"""wait-for-better@1: when it holds a card for a busy, better agent, what it records, and its bounds."""
+"""wait-for-better@2: when it holds a card for a busy, better agent, what it records, and its bounds."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,7 +9,7 @@ from placement import Rules, decide
 from placement.facts import Facts, Ladder, Timing
 from tests.support.placement import NOW, ago, card, roster_row, run, verdict
 
-WAITING = "wait-for-better@1"
+WAITING = "wait-for-better@2"
 
 
 def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2, timing=True,
@@ -88,3 +88,34 @@ def test_idle_agents_of_equal_record_rank_by_claim_latency():
     )
     assert decide(facts, Rules(), NOW).chosen == "agt_slow"  # the formula: least recently used
     assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_quick"
+
+
+def test_a_weak_idle_agent_that_runs_fast_does_not_outrank_a_strong_one():
+    """Only agents within the margin of the best idle record are equals ranked by lead."""
+    history = {"prn_fastweak": tuple(run("prn_fastweak", i < 5, age_days=0.01) for i in range(10)),
+               "prn_slowstrong": tuple(run("prn_slowstrong", True, age_days=0.01) for _ in range(10))}
+    facts = Facts(
+        card=card(ready_at=ago(2)),
+        roster=(roster_row("agt_fastweak"), roster_row("agt_slowstrong")),
+        eligibility=(verdict("agt_fastweak"), verdict("agt_slowstrong")),
+        history=history,
+        timing=Timing(claim_latency_s={"agt_fastweak": 1.0, "agt_slowstrong": 3.0},
+                      run_s={"agt_fastweak": (30.0,) * 20, "agt_slowstrong": (60.0,) * 20}),
+    )
+    assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_slowstrong"
+
+
+def _runs(principal: str, succeeded: int, of: int):
+    return tuple(run(principal, i < succeeded, age_days=0.01) for i in range(of))
+
+
+@pytest.mark.parametrize("why, weak, strong", [
+    ("the idle agent has too few runs to judge", (1, 2), (10, 10)),
+    ("the busy agent has too few runs to judge", (5, 10), (2, 2)),
+    ("three runs each: the margin could be luck", (1, 3), (3, 3)),
+])
+def test_it_does_not_wait_on_a_margin_the_runs_cannot_show(why, weak, strong):
+    facts = replace(_facts(), history={"prn_weak": _runs("prn_weak", *weak),
+                                       "prn_strong": _runs("prn_strong", *strong)})
+    decided = decide(facts, Rules(formula=WAITING), NOW)
+    assert decided.chosen == "agt_weak" and decided.waiting is None, why
