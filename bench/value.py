@@ -21,7 +21,7 @@ completed. Each is the mean over seeds with a 95% interval (Student's t). `best`
 the highest success whose p95 wait is at most pull's plus 60 s.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
-     [--arms pull,formula,...] [--windows 20,30,45,60,90,120]
+     [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...]
 """
 from __future__ import annotations
 
@@ -84,9 +84,12 @@ def fresh_store() -> None:
     cache.clear()
 
 
+BASE_SETTINGS: dict[str, str] = {}  # --set: settings every placed arm runs under
+
+
 def placed_world(scenario: Scenario, **settings) -> tuple[World, object]:
     fresh_store()
-    world = make_world(scenario, arrivals=True, **settings)
+    world = make_world(scenario, arrivals=True, **{**BASE_SETTINGS, **settings})
     world.opt_in(*(b.id for b in scenario.boards))
     world.sweep()
     return world, world.drive(SWEEP_EVERY_S)
@@ -316,7 +319,14 @@ def main() -> None:
     parser.add_argument("--agents", action="store_true", help="also print each arm's share of claims per agent")
     parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
                                                       "(comma-separated seconds) and print the table")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for every placed arm, as SUPERDISPATCH_NAME (e.g. backlog_bound=on)")
     args = parser.parse_args()
+    for pair in args.set:
+        name, _, value = pair.partition("=")
+        if not name or not value:
+            parser.error(f"--set takes NAME=VALUE, not {pair!r}")
+        BASE_SETTINGS[name.lower()] = value
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in ARM_RUNNERS]
     if unknown or "pull" not in arms:
