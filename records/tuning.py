@@ -6,6 +6,12 @@ someone else, or nowhere). For a window W, a hold whose agent takes longer than 
 card walks the ladder, or goes to pull. The window picked is the shortest (in whole settings
 steps) that keeps all but `MISSED_SHARE` of the claims that came at all: longer only makes the
 no-shows wait longer, shorter turns slow claimers into lapses.
+
+A claim after the hold lapsed is read two ways. From an agent that never claimed within a hold,
+it says the agent polls slower than the window, and its latency counts. From an agent that
+does claim within its holds, it says the agent passed this hold by (it was elsewhere, or ignored
+it) and took the card later by pull: a longer window would only have kept the card waiting
+for it, so it counts as a no-show.
 """
 from __future__ import annotations
 
@@ -29,6 +35,11 @@ class Hold:
     tier: str  # winner | runner-up
     latency_s: float | None  # from the hold to its agent's claim; None: it never claimed
     length_s: float  # how long the hold was
+
+    @property
+    def late(self) -> bool:
+        """Claimed by its agent, but after the hold had lapsed."""
+        return self.latency_s is not None and self.latency_s > self.length_s
 
 
 @dataclass(frozen=True)
@@ -90,9 +101,17 @@ def figures_at(holds: list[Hold], window: int) -> WindowFigures:
     )
 
 
+def as_evidence(holds: list[Hold]) -> list[Hold]:
+    """The holds with each late claim by an agent that claims within its other holds read as a
+    no-show (see above)."""
+    on_time = {h.agent_id for h in holds if h.latency_s is not None and not h.late}
+    return [Hold(h.agent_id, h.tier, None, h.length_s) if h.late and h.agent_id in on_time else h
+            for h in holds]
+
+
 def recommend(holds: Iterable[Hold], tier: str, min_holds: int = MIN_HOLDS) -> Recommendation:
     """The window for one tier's holds, or `enough=False` when there are too few to judge."""
-    chosen = [h for h in holds if h.tier == tier]
+    chosen = as_evidence([h for h in holds if h.tier == tier])
     claimed = [h.latency_s for h in chosen if h.latency_s is not None]
     table = tuple(figures_at(chosen, w) for w in WINDOWS)
     enough = len(chosen) >= min_holds and len(claimed) >= min_holds // 2

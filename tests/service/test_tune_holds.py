@@ -58,3 +58,32 @@ def test_board_and_since_narrow_the_holds():
     assert "1 settled holds" in _run("--since", (T0 + timedelta(minutes=2)).isoformat())
     with pytest.raises(Exception, match="--since must be"):
         _run("--since", "not-a-time")
+
+
+def _held(n: int, agent: str, latency: float | None, hold_s: int = 20) -> None:
+    made = T0 + timedelta(minutes=n)
+    Decision.objects.create(
+        id=f"pld_{n:024x}", board_id="brd_a", card_id=f"card_{n}", stage_key="review",
+        policy="idle-stage-success-lru@3", chosen=agent, tier_name="winner", tier_step=1,
+        reserved_until=made + timedelta(seconds=hold_s), created_at=made,
+        outcome_status="claimed" if latency is not None else "expired",
+        outcome_at=made + timedelta(seconds=latency if latency is not None else hold_s))
+
+
+def test_a_late_claim_by_an_agent_that_claims_on_time_is_a_no_show_not_a_slow_poll():
+    for n in range(36):
+        _held(n, "agt_quick", 2.0 + n % 4)  # within its 20 s holds
+    for n in range(36, 40):
+        _held(n, "agt_quick", 75.0)  # passed these by, took them later by pull
+    text = _run()
+    assert "SUPERDISPATCH_RESERVATION_SECONDS=10" in text
+    assert "count as no-shows" in text
+
+
+def test_an_agent_that_only_claims_late_polls_slower_than_the_window():
+    for n in range(36):
+        _held(n, "agt_quick", 2.0 + n % 4)
+    for n in range(36, 40):
+        _held(n, "agt_slow", 40.0)  # never within its holds: it polls every 40 s
+    [winner, _] = tuning.recommend_both(tuning.settled_holds())
+    assert winner.window_s == 45

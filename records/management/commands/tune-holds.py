@@ -36,12 +36,17 @@ class Command(BaseCommand):
         for hold in holds:
             by_agent[(hold.agent_id, hold.tier)].append(hold)
         if by_agent:
-            out(f"{'agent':24}{'tier':11}{'holds':>7}{'claimed':>9}{'no-show':>9}{'p50':>8}{'p90':>8}{'max':>8}")
+            out(f"{'agent':24}{'tier':11}{'holds':>7}{'claimed':>9}{'late':>6}{'no-show':>9}{'p50':>8}{'p90':>8}{'max':>8}")
         for (agent, tier), mine in sorted(by_agent.items()):
             lat = sorted(h.latency_s for h in mine if h.latency_s is not None)
-            out(f"{agent:24}{tier:11}{len(mine):>7}{len(lat):>9}{len(mine) - len(lat):>9}"
+            late = sum(h.late for h in mine)
+            out(f"{agent:24}{tier:11}{len(mine):>7}{len(lat):>9}{late:>6}{len(mine) - len(lat):>9}"
                 f"{_s(tuning._quantile(lat, 0.5)):>8}{_s(tuning._quantile(lat, 0.9)):>8}"
                 f"{_s(lat[-1] if lat else None):>8}")
+        if any(h.late for h in holds):
+            out("late: claimed after the hold lapsed. An agent that also claims within its holds "
+                "passed those by, so they count as no-shows below; an agent that only claims late "
+                "polls slower than the window, and its latency counts.")
         winner, runner = tuning.recommend_both(holds)
         for rec, setting in ((winner, "SUPERDISPATCH_RESERVATION_SECONDS"),
                              (runner, "SUPERDISPATCH_RUNNER_UP_SECONDS")):
