@@ -14,8 +14,9 @@ comes back and is placed again), and the expected wait is what is left of its ru
 current run's age and its recent run times.
 
 Idle agents whose outcome rates are within `rules.wait_margin` of the best idle one's are equals
-on success, and rank by that lead, so of two equal agents the one that claims in 3 s comes
-before the one that claims in 15 s; the rest follow in the formula's order. At the winner step
+on success, and rank by claim latency plus run time alone (their rates' differences are noise
+at that size), so of two equal agents the one that claims in 3 s comes before the one that
+claims in 15 s; the rest follow in the formula's order. At the winner step
 a busy agent takes the card instead when
 
 - it is busy and nothing else (it fails only `at-capacity` or `not-idle`: no other hold, no
@@ -50,7 +51,7 @@ WAITING_POLICY = "wait-for-better@2"
 LOAD_ONLY = frozenset({"capacity", "idle"})
 OVERDUE_SHARE = 0.25  # a run past all its recent ones is expected to need this share of its usual
 MIN_RATE = 0.05
-RUN_PRIOR = 10  # runs' worth of weight the fleet's typical run time carries in each estimate
+RUN_PRIOR = 20  # runs' worth of weight the fleet's typical run time carries in each estimate
 
 
 class Waiting(NamedTuple):
@@ -134,14 +135,15 @@ def _median(values: Iterable[float]) -> float:
 
 
 def by_lead(ranking: list[tuple[str, Score]], leads: Leads, margin: float) -> list[tuple[str, Score]]:
-    """The idle agents whose outcome rate is within `margin` of the best idle one's, quickest
-    expected lead first; then the rest, in the formula's order. Totals re-counted."""
+    """The idle agents whose outcome rate is within `margin` of the best idle one's, the
+    quickest to claim and finish first (equals on success: their rates' differences are left
+    out); then the rest, in the formula's order. Totals re-counted."""
     best = max(leads.rates[agent_id] for agent_id, _ in ranking)
 
     def key(i: int) -> tuple:
         agent_id = ranking[i][0]
         if leads.rates[agent_id] >= best - margin:
-            return (0, leads.lead(agent_id), i)
+            return (0, leads.latency(agent_id) + leads.run(agent_id), i)
         return (1, 0.0, i)
 
     order = sorted(range(len(ranking)), key=key)

@@ -3,6 +3,13 @@
 Each agent polls every few seconds (jittered from the scenario's seed), claims the card
 SuperPipeline's claim rules give it, works it for a while, then completes or fails it and
 leaves a SuperWitness run. Now and then it does not show up for a card held for it.
+
+The luck of a piece of work belongs to the work, not to whoever happens to draw next: each
+attempt at a card's stage has its own numbers, from the seed, the card, the stage and the
+attempt, and an agent succeeds when the attempt's number falls under its own rate (so a
+stronger agent succeeds wherever a weaker one would), works for its own speed times the
+attempt's share, and so on. Two runs of a scenario that place the same card differently
+differ by the agents' skill and speed alone, not by a reshuffled draw (common random numbers).
 """
 from __future__ import annotations
 
@@ -19,12 +26,14 @@ POLL_JITTER = 0.2  # each poll interval varies by up to this share either way
 class SimAgent:
     def __init__(self, spec: AgentSpec, seed: int, start: datetime) -> None:
         self.spec = spec
-        self.rng = random.Random(f"{seed}:agent:{spec.id}")
+        self.seed = seed
+        self.rng = random.Random(f"{seed}:agent:{spec.id}")  # its polls' timing
         self.boards = tuple(m.board_id for m in spec.memberships if m.enabled)
         self.next_poll_at = start + timedelta(seconds=self.rng.uniform(0, spec.poll_seconds))
         self.card_id: str | None = None
         self.finish_at: datetime | None = None
         self._succeeds = False
+        self._verdict = 1.0
         self._shows: dict[tuple[str, datetime], bool] = {}  # per hold: does it turn up
 
     @property
@@ -55,9 +64,11 @@ class SimAgent:
             ClaimRecord(now, card.board_id, card.id, card.stage_key, self.id, claim.wait_seconds, claim.reserved,
                         card.priority)
         )
+        luck = metrics.attempt_luck(self.seed, card.id, card.stage_key)
         self.card_id = card.id
-        self.finish_at = now + timedelta(seconds=self.spec.speed_seconds * self.rng.uniform(0.5, 1.5))
-        self._succeeds = self.rng.random() < self.success_rate(card.stage_key)
+        self.finish_at = now + timedelta(seconds=self.spec.speed_seconds * (0.5 + luck.duration))
+        self._succeeds = luck.outcome < self.success_rate(card.stage_key)
+        self._verdict = luck.verdict
 
     def finish(self, suite: Suite, metrics: Metrics) -> None:
         """End the run: advance or release the card, and leave a run with SuperWitness."""
@@ -69,7 +80,7 @@ class SimAgent:
             status, verdict = "cancelled", None
         elif self._succeeds:
             status = "succeeded"
-            verdict = "approve" if self.rng.random() < self.spec.verdict_quality else "request_changes"
+            verdict = "approve" if self._verdict < self.spec.verdict_quality else "request_changes"
         else:
             status, verdict = "failed", None
         executor = self.spec.principal_id or self.id
@@ -90,7 +101,8 @@ class SimAgent:
     def _shows_up(self, card, now: datetime, metrics: Metrics) -> bool:
         key = (card.id, card.reservation.reserved_until)
         if key not in self._shows:
-            self._shows[key] = self.rng.random() >= self.spec.no_show
+            draw = random.Random(f"{self.seed}:shows:{self.id}:{card.id}:{card.reservation.reserved_until.isoformat()}")
+            self._shows[key] = draw.random() >= self.spec.no_show
             if not self._shows[key]:
                 metrics.no_shows.append(NoShowRecord(now, card.board_id, card.id, self.id))
         return self._shows[key]

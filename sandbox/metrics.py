@@ -1,6 +1,7 @@
 """What a simulation keeps for benchmarks: every claim with its wait, every run's outcome, every no-show."""
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,11 +43,28 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
+@dataclass(frozen=True)
+class Luck:
+    """One attempt's own numbers, each uniform in [0, 1)."""
+
+    outcome: float  # the run succeeds when this is under the agent's success rate
+    duration: float  # the run lasts the agent's speed times (0.5 + this)
+    verdict: float  # a succeeded run's verdict approves when this is under the agent's quality
+
+
 @dataclass
 class Metrics:
     claims: list[ClaimRecord] = field(default_factory=list)
     runs: list[RunRecord] = field(default_factory=list)
     no_shows: list[NoShowRecord] = field(default_factory=list)
+    attempts: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+
+    def attempt_luck(self, seed: int, card_id: str, stage_key: str) -> Luck:
+        """The next attempt at this card's stage, and its numbers: the same for the same seed,
+        card, stage and attempt, whoever works it."""
+        self.attempts[(card_id, stage_key)] += 1
+        draw = random.Random(f"{seed}:work:{card_id}:{stage_key}:{self.attempts[(card_id, stage_key)]}")
+        return Luck(draw.random(), draw.random(), draw.random())
 
     def claim_trace(self) -> list[tuple[str, str, str, str]]:
         """Who claimed what, when, in order: equal traces mean equal simulations."""
