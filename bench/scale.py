@@ -7,8 +7,10 @@ on the wall clock), the web app (`manage.py serve`), a sweeps worker (`worker -Q
 --concurrency W`), a placement worker (`worker -Q placement`), PostgreSQL and Redis. Beat's
 part is played by sending `superdispatch.sweep` once; the sweep is timed from that send to
 the moment the last shard has summed it up (`LoopState.last_sweep_at`, looked at every 50 ms:
-a query each, and this process serves the stand-in suite). Shards are sized from the board
-count (16 shards), the backlog bound is on (the default), and the interval is long enough
+a query each, and this process serves the stand-in suite). Shards are sized from the cards
+a board has: at most 100 cards a shard, so 50 shards by default (a shard is one task, and at
+this size's per-card cost a larger one overruns the task's 120 s soft time limit and is
+killed mid-pass). The backlog bound is on (the default), and the interval is long enough
 (SWEEP_S, an hour) that no board or card is left for want of budget: this is the time of a
 whole sweep, however long it takes.
 
@@ -28,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -45,7 +46,7 @@ from bench.relay_latency import free_port, signed_headers, wait_until  # noqa: E
 BENCH_DB = "superdispatch_bench_scale"
 RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
 OPERATOR_TOKEN = "bench-operator-token"
-SHARDS = 16
+SHARD_CARDS = 100  # the most ready cards one shard's task passes (see the docstring)
 SWEEP_S = 3600  # the sweep interval, so the pass's budget: longer than any whole sweep here
 RELAY_EVERY_S = 0.2
 
@@ -118,7 +119,7 @@ def run(workers: int, size: dict) -> dict:
         "PORT": str(port),
         "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(),
         "SUPERDISPATCH_SWEEP_SECONDS": str(SWEEP_S),
-        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, math.ceil(size["boards"] / SHARDS))),
+        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, SHARD_CARDS // max(1, size["cards"]))),
         "OPENBLAS_NUM_THREADS": "1",
     })
     os.environ.update(env)
