@@ -93,12 +93,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until(ready, timeout: float, what: str) -> None:
+def wait_until(ready, timeout: float, what: str, every: float = 0.005) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         if time.monotonic() > deadline:
             raise SystemExit(f"relay bench: {what} did not happen within {timeout:.0f} s")
-        time.sleep(0.005)
+        time.sleep(every)
 
 
 def run(broker: str, deliveries: int, warmup: int) -> dict:

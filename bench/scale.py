@@ -6,9 +6,13 @@ and local: the stand-in suite over HTTP on 127.0.0.1 (`SandboxServers`, in the r
 on the wall clock), the web app (`manage.py serve`), a sweeps worker (`worker -Q celery
 --concurrency W`), a placement worker (`worker -Q placement`), PostgreSQL and Redis. Beat's
 part is played by sending `superdispatch.sweep` once; the sweep is timed from that send to
-the moment the last shard has summed it up (`LoopState.last_sweep_at`). Shards are sized from
-the board count (16 shards), the backlog bound is on, and the interval is long enough (120 s)
-that no board is left for want of budget: this is the time of a whole sweep.
+the moment the last shard has summed it up (`LoopState.last_sweep_at`, looked at every 50 ms:
+a query each, and this process serves the stand-in suite). Shards are sized from the cards
+a board has: at most 100 cards a shard, so 50 shards by default (a shard is one task, and at
+this size's per-card cost a larger one overruns the task's 120 s soft time limit and is
+killed mid-pass). The backlog bound is on (the default), and the interval is long enough
+(SWEEP_S, an hour) that no board or card is left for want of budget: this is the time of a
+whole sweep, however long it takes.
 
 While the sweep runs, a card.ready for a board of its own (20 agents of its own) is posted,
 signed, to the webhook every 200 ms; its latency is from just before the POST to the stand-in
@@ -26,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -43,7 +46,8 @@ from bench.relay_latency import free_port, signed_headers, wait_until  # noqa: E
 BENCH_DB = "superdispatch_bench_scale"
 RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
 OPERATOR_TOKEN = "bench-operator-token"
-SHARDS = 16
+SHARD_CARDS = 100  # the most ready cards one shard's task passes (see the docstring)
+SWEEP_S = 3600  # the sweep interval, so the pass's budget: longer than any whole sweep here
 RELAY_EVERY_S = 0.2
 
 
@@ -114,9 +118,8 @@ def run(workers: int, size: dict) -> dict:
     env.update({
         "PORT": str(port),
         "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(),
-        "SUPERDISPATCH_SWEEP_SECONDS": "120",
-        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, math.ceil(size["boards"] / SHARDS))),
-        "SUPERDISPATCH_BACKLOG_BOUND": "on",
+        "SUPERDISPATCH_SWEEP_SECONDS": str(SWEEP_S),
+        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, SHARD_CARDS // max(1, size["cards"]))),
         "OPENBLAS_NUM_THREADS": "1",
     })
     os.environ.update(env)
@@ -133,7 +136,7 @@ def run(workers: int, size: dict) -> dict:
     from django.utils import timezone
 
     from records import actions
-    from records.models import LoopState
+    from records.models import LoopState, SweepShard
     from records.signals import board_changed
     from superdispatch.celery import app
     from superdispatch.loop import Loop, look_at_board
@@ -198,7 +201,7 @@ def run(workers: int, size: dict) -> dict:
         relay_thread = threading.Thread(target=relaying, daemon=True)
         relay_thread.start()
         wait_until(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists(),
-                   600, "the sweep summing up")
+                   SWEEP_S, "the sweep summing up", every=0.05)
         sweep_s = time.monotonic() - sweep_started
         done.set()
         relay_thread.join(timeout=15)
@@ -209,6 +212,8 @@ def run(workers: int, size: dict) -> dict:
         return {"sweep_s": sweep_s, "relay_ms": latencies, "relay_missed": len(relays) - len(latencies),
                 "card_ms": card_ms, "reads": len(watch.read), "holds": len(card_ms),
                 "deferred": len(state.deferred_boards or []), "failed": state.failed_sweeps,
+                "unplaced": sum(int((shard.summary or {}).get("unplaced", 0))
+                                for shard in SweepShard.objects.all()),
                 "boards": len(boards)}
     finally:
         stop(started, servers, "postgres", BENCH_DB, wait_s=30)
@@ -241,7 +246,7 @@ def main() -> None:
         relay = result["relay_ms"]
         print(f"  {workers} worker process(es): sweep {result['sweep_s']:.2f} s, "
               f"{result['reads']} eligibility reads, {result['holds']} holds, "
-              f"{result['deferred']} boards left; relay during it: {len(relay)} held, "
+              f"{result['deferred']} boards and {result['unplaced']} cards left; relay during it: {len(relay)} held, "
               f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
               f"p99 {percentile(relay, 99):.0f} ms")
     one = figures[min(figures)]

@@ -168,7 +168,7 @@ class Config:
     policy: str = one_of("SUPERDISPATCH_POLICY", "off", "on", default="off")
     formula: str = one_of("SUPERDISPATCH_FORMULA", "idle-stage-success-lru@3", "wait-for-better@2",
                           default="idle-stage-success-lru@3")
-    backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "off", "on", default="off")
+    backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "on", "off", default="on")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(

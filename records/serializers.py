@@ -388,6 +388,11 @@ def _getter(path: tuple[str, ...], as_json: bool) -> Callable[[Mapping[str, Any]
         if as_json:
             return lambda record: None if (v := record.get(key)) is None else json.dumps(v)
         return lambda record: record.get(key)
+    if len(path) == 2:  # `_at` unrolled: a decision writes thousands of candidate rows
+        outer, inner = path
+        if as_json:
+            return lambda record: None if (v := record.get(outer)) is None else _stored_json(v.get(inner))
+        return lambda record: None if (v := record.get(outer)) is None else v.get(inner)
     return lambda record: _stored_json(_at(record, path)) if as_json else _at(record, path)
 
 

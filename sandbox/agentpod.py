@@ -26,6 +26,7 @@ class AgentPod:
         self.pipeline = pipeline
         self.stations = {s.station_id: s for s in stations}
         self.rows: list[BridgeRow] = []
+        self._rows_of: dict[str, list[BridgeRow]] = {}  # board id -> its rows, in `rows` order
         self.station_of: dict[str, str | None] = {}  # agent id -> its station
         self.ready: dict[str, bool] = {}  # agent id -> its station's bridge is up
         self.roster_readers: set[str] = set()  # credential ids the hub lists in ROSTER_READERS
@@ -38,16 +39,17 @@ class AgentPod:
     def add_row(self, board_id: str, key: str, agent_id: str, enabled: bool = True) -> BridgeRow:
         row = BridgeRow(board_id, key, agent_id, enabled)
         self.rows.append(row)
+        self._rows_of.setdefault(board_id, []).append(row)
         return row
 
     def row(self, board_id: str, agent_id: str) -> BridgeRow | None:
-        return next((r for r in self.rows if r.board_id == board_id and r.agent_id == agent_id), None)
+        return next((r for r in self._rows_of.get(board_id, ()) if r.agent_id == agent_id), None)
 
     def roster_json(self, board_id: str) -> dict:
         if board_id not in self.pipeline.boards:
             raise Refused(404, "board_not_found", f"no board {board_id}")
         agents = []
-        for row in (r for r in self.rows if r.board_id == board_id):
+        for row in self._rows_of.get(board_id, ()):
             agent = self.pipeline.agents[row.agent_id]
             agents.append(
                 {
@@ -57,7 +59,7 @@ class AgentPod:
                     "stationId": self.station_of.get(row.agent_id),
                     "enabled": row.enabled,
                     "ready": self.ready.get(row.agent_id, True),
-                    "busy": bool(self.pipeline.working(row.agent_id)),
+                    "busy": self.pipeline.is_working(row.agent_id),
                     "lastTookWorkAt": rfc3339(agent.last_claim_at),
                 }
             )

@@ -109,6 +109,7 @@ class Pipeline:
         self.agents: dict[str, WorkspaceAgent] = {}
         self._cards: dict[str, Card] = {}
         self._working: dict[str, set[str]] = {}  # agent id -> ids of the cards it works
+        self._by_id: list[WorkspaceAgent] | None = None  # the agents in id order, once asked
         self._card_seq = 1000
         self._event_seq = 0
 
@@ -129,6 +130,7 @@ class Pipeline:
             spec.capacity,
         )
         self.agents[spec.id] = agent
+        self._by_id = None
         return agent
 
     # -- facts ----------------------------------------------------------------------------
@@ -157,6 +159,15 @@ class Pipeline:
     def is_ready(self, card: Card) -> bool:
         """The contract's ready: waiting in a capability lane with no live hold."""
         return self.in_lane(card) and self.live_reservation(card) is None
+
+    def agents_by_id(self) -> list[WorkspaceAgent]:
+        """Every workspace agent in id order (kept between reads; an added agent resorts it)."""
+        if self._by_id is None or len(self._by_id) != len(self.agents):
+            self._by_id = sorted(self.agents.values(), key=lambda a: a.id)
+        return self._by_id
+
+    def is_working(self, agent_id: str) -> bool:
+        return bool(self._working.get(agent_id))
 
     def working(self, agent_id: str, board_id: str | None = None) -> list[Card]:
         cards = [self._cards[c] for c in sorted(self._working.get(agent_id, ()))]
@@ -403,19 +414,41 @@ class Pipeline:
         card = board.cards.get(card_id) or board.finished.get(card_id)
         if card is None:
             raise Refused(404, "card_not_found", f"no card {card_id} on {board_id}")
+        # `judged` for every agent of the workspace, with what is the same for each of them
+        # (the card's lane, its hold, the stage's needs) worked out once: a workspace has
+        # thousands of agents and every card's read judges them all.
+        not_ready = not self.in_lane(card)
+        requires = stage_requires(board.stage(card.stage_key))
+        held = self.live_reservation(card)
+        working_here: dict[str, int] = {}
+        for agent_id, card_ids in self._working.items():
+            count = sum(1 for c in card_ids if self._cards[c].board_id == board_id)
+            if count:
+                working_here[agent_id] = count
+        capable: dict[frozenset[str], bool] = {}
         verdicts = []
-        for agent in sorted(self.agents.values(), key=lambda a: a.id):
-            reasons = self.judged(agent, card)
+        for agent in self.agents_by_id():
+            reasons = ["card_not_ready"] if not_ready else []
+            able = capable.get(agent.capabilities)
+            if able is None:
+                able = capable[agent.capabilities] = has_capability(agent.capabilities, requires)
+            if not able:
+                reasons.append("capability_mismatch")
+            if agent.grants is not None and board_id not in agent.grants:
+                reasons.append("grant_denied")
+            if working_here.get(agent.id, 0) >= agent.concurrency:
+                reasons.append("concurrency_reached")
+            if held is not None and held.agent_id != agent.id:
+                reasons.append("card_reserved")
             verdicts.append(
                 {"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons, "reasons": reasons}
             )
-        requires = stage_requires(board.stage(card.stage_key))
         return {"cardId": card.id, "stageKey": card.stage_key, "requires": requires, "agents": verdicts}
 
     def load_json(self) -> dict:
         now = self.clock()
         rows = []
-        for agent in sorted(self.agents.values(), key=lambda a: a.id):
+        for agent in self.agents_by_id():
             in_flight = len(self._working.get(agent.id, ()))
             heartbeat = now if in_flight else agent.last_heartbeat_at
             rows.append(

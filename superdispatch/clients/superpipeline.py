@@ -240,8 +240,35 @@ def _hold(value: Any, where: str) -> Reservation:
 
 
 def _eligibility(body: Any) -> tuple[AgentVerdict, ...]:
+    """Every agent's verdict. The read judges every agent of the workspace, thousands a card,
+    so each verdict of the usual shape is checked in one go, and only one that is not goes
+    the long way, to the same ShapeError `required_items` would raise."""
     body = shape.mapping(body, "eligibility")
-    return shape.required_items(body, "agents", "eligibility", _agent_verdict)
+    agents = body.get("agents")
+    if not isinstance(agents, list):
+        return shape.required_items(body, "agents", "eligibility", _agent_verdict)
+    out = []
+    for i, agent in enumerate(agents):
+        verdict = _plain_verdict(agent)
+        out.append(verdict if verdict is not None
+                   else _agent_verdict(agent, f"eligibility.agents[{i}]"))
+    return tuple(out)
+
+
+def _plain_verdict(agent: Any) -> AgentVerdict | None:
+    """`_agent_verdict` of a well-formed verdict, or None to read it the long way."""
+    if type(agent) is not dict:
+        return None
+    agent_id, principal_id = agent.get("agentId"), agent.get("principalId")
+    eligible, reasons = agent.get("eligible"), agent.get("reasons")
+    if type(agent_id) is not str or not agent_id or type(eligible) is not bool \
+            or not (principal_id is None or (type(principal_id) is str and principal_id)):
+        return None
+    if reasons is None or reasons == []:
+        return AgentVerdict(agent_id, principal_id, eligible, ())
+    if type(reasons) is list and all(type(r) is str and r for r in reasons):
+        return AgentVerdict(agent_id, principal_id, eligible, tuple(reasons))
+    return None
 
 
 def _agent_verdict(value: Any, where: str) -> AgentVerdict:

@@ -18,7 +18,7 @@ from records.models import Board, LoopState
 from records.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
-from superdispatch.loop.backlog import Backlog, holdable, spent_ladder
+from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.runs import join_runs
@@ -89,8 +89,9 @@ class BoardWork:
 
 # --- Placing one card ---------------------------------------------------------------------
 
-def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary) -> None:
-    """Gather the card's facts, decide, record, then ask for the hold."""
+def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary) -> str | None:
+    """Gather the card's facts, decide, record, then ask for the hold. Returns HELD when the
+    card was held, WAITING when its decision was a waiting one (not recorded)."""
     loop, now = reads.loop, reads.now
     try:
         eligibility = loop.clients.superpipeline.eligibility(card.board_id, card.card_id)
@@ -122,7 +123,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     decided = placement.decide(facts, loop.rules, now)
     if not decided.record:
         summary.waits += 1
-        return
+        return WAITING
     decided, learned = _with_learned_model(loop, decided, now)
     row = actions.do_record_decision(decided, now, learned=learned)
     summary.decisions += 1
@@ -153,11 +154,13 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
         summary.holds += 1
         metrics.hold_made(decided.tier.name)
+        came_to = HELD
         log.info("loop: %s %s %s %s held for %s until %s", card.board_id, card.card_id, row.id,
                  tier, decided.hold.agent_id, answer.reserved_until.isoformat(),
                  extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
                         "agent": decided.hold.agent_id})
     else:
+        came_to = None
         actions.do_record_refusal(row, answer.code, now)
         summary.refused += 1
         metrics.hold_refused(decided.tier.name)
@@ -165,6 +168,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
                     tier, answer.code,
                     extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
                            "agent": decided.hold.agent_id})
+    return came_to
 
 
 def _with_learned_model(loop: Loop, decided: placement.Decision,
@@ -323,9 +327,14 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
                 summary.unplaced = len(ordered) - index
                 break
             work = works[board_id]
-            if loop.cfg.backlog_bound == "off" or spent_ladder(work.ladders[card.card_id].ladder, loop.rules) \
-                    or backlog.admits(board_id, lambda: _holdable(reads, work)):
+            if loop.cfg.backlog_bound == "off":
                 place_card(reads, work, card, summary)
+                continue
+            ladder = work.ladders[card.card_id].ladder
+            if backlog.admits(board_id, card.stage_key, ladder, loop.rules,
+                              lambda: _holdable(reads, work)):
+                came_to = place_card(reads, work, card, summary)
+                backlog.weighed(board_id, card.stage_key, ladder, loop.rules, came_to)
         summary.held_back = backlog.held_back
         reads.remember_registry()
         if not from_cache:  # a relayed card.ready places its card and nothing more

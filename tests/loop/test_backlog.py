@@ -1,13 +1,20 @@
-"""A backlog costs what it can use: with SUPERDISPATCH_BACKLOG_BOUND=on a pass reads eligibility
-for no more of a board's ready cards than it has agents that could be held now (enabled, ready,
-idle, holding nothing of ours), in the fair order; the rest wait, unrecorded, unread."""
+"""A backlog costs what it can use: by default (SUPERDISPATCH_BACKLOG_BOUND=on) a pass reads
+eligibility for no more of a board's ready cards than it has agents that could be held now
+(enabled, ready, idle, holding nothing of ours), in the fair order; the rest wait, unrecorded,
+unread. Only cards whose decision would be a waiting one are left: every decision the docs
+record is made and recorded as it is with the bound off."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
 import pytest
 
+from django.core.cache import cache
+from django.db import transaction
+
+from common import config
 from placement.facts import AgentLoad, RosterRow
+from records.models import Decision
 from superdispatch.loop.backlog import holdable
 from tests.support.world import lane
 from tests.support.world import make_world
@@ -29,8 +36,14 @@ def count_eligibility_reads(world, monkeypatch) -> list[tuple[str, str]]:
     return reads
 
 
+def test_the_bound_is_on_by_default():
+    defaults = {name: default for name, default, _rule in config.declared()}
+    assert defaults["SUPERDISPATCH_BACKLOG_BOUND"] == "on"
+
+
 def test_five_thousand_ready_cards_and_three_idle_agents_cost_three_reads(monkeypatch):
-    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c")), backlog_bound="on")
+    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c")))  # the default settings
+    assert world.loop.cfg.backlog_bound == "on"
     world.opt_in("brd_a")
     cards = [world.suite.pipeline.add_card("brd_a") for _ in range(5000)]
     reads = count_eligibility_reads(world, monkeypatch)
@@ -42,11 +55,28 @@ def test_five_thousand_ready_cards_and_three_idle_agents_cost_three_reads(monkey
     reads.clear()
     world.advance(30)
     summary = world.sweep()  # every agent now holds a card: nothing more could be held
-    assert reads == [] and summary.decisions == 0 and summary.held_back == 4997
+    # One card is read to learn that its decision waits (`waiting-on-holds`); the rest wait too.
+    assert reads == [("brd_a", cards[3].id)]
+    assert (summary.decisions, summary.waits, summary.held_back) == (0, 1, 4996)
+
+
+def test_with_every_agent_busy_a_backlog_costs_one_read(monkeypatch):
+    world = make_world(lane(agents=("agt_a", "agt_b")))
+    world.opt_in("brd_a")
+    pipeline = world.suite.pipeline
+    for agent in ("agt_a", "agt_b"):
+        pipeline.claim(agent, pipeline.add_card("brd_a").id)
+    world.advance(30)  # past the placement window
+    for _ in range(200):
+        pipeline.add_card("brd_a")
+    reads = count_eligibility_reads(world, monkeypatch)
+    summary = world.sweep()
+    assert len(reads) == 1 and summary.decisions == 0  # waiting-on-load, unrecorded
+    assert (summary.waits, summary.held_back) == (1, 199)
 
 
 def test_without_the_bound_every_ready_card_is_read(monkeypatch):
-    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c")))
+    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c")), backlog_bound="off")
     world.opt_in("brd_a")
     for _ in range(12):
         world.suite.pipeline.add_card("brd_a")
@@ -57,15 +87,62 @@ def test_without_the_bound_every_ready_card_is_read(monkeypatch):
 
 def test_boards_sharing_agents_take_the_bound_after_the_holds_before_them(monkeypatch):
     world = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_a", "brd_b")),
-                       backlog_bound="on", fairness="board-order")
+                       fairness="board-order")
     world.opt_in("brd_a", "brd_b")
     for board in ("brd_a", "brd_a", "brd_b", "brd_b"):
         world.suite.pipeline.add_card(board)
     reads = count_eligibility_reads(world, monkeypatch)
     summary = world.sweep()
-    # brd_a's two cards take both agents; brd_b then has nobody who could be held.
-    assert [board for board, _ in reads] == ["brd_a", "brd_a"]
-    assert (summary.holds, summary.held_back) == (2, 2)
+    # brd_a's two cards take both agents; brd_b's first card is read and waits on those
+    # holds, so its second is not read.
+    assert [board for board, _ in reads] == ["brd_a", "brd_a", "brd_b"]
+    assert (summary.holds, summary.waits, summary.held_back) == (2, 1, 1)
+
+
+def test_a_decision_recorded_whoever_is_free_is_made_with_every_agent_busy(monkeypatch):
+    """One agent on the roster has the capability, and it is busy: each card's decision is
+    `one-candidate`, recorded whoever is idle, so the bound reads and records every one."""
+    world = make_world(lane(agents=("agt_a",)))
+    world.opt_in("brd_a")
+    pipeline = world.suite.pipeline
+    pipeline.claim("agt_a", pipeline.add_card("brd_a").id)
+    world.advance(30)
+    for _ in range(3):
+        pipeline.add_card("brd_a")
+    reads = count_eligibility_reads(world, monkeypatch)
+    summary = world.sweep()
+    assert len(reads) == 3 and summary.held_back == 0
+    assert [d.reason for d in world.decisions()] == ["one-candidate"] * 3
+
+
+@pytest.mark.parametrize("scenario,minutes,settings", [
+    ("demo", 20, {"policy": "on", "candidates": "all", "sweep_seconds": 10}),
+    ("busy-quiet", 20, {}),
+])
+def test_the_bound_changes_no_decision(scenario, minutes, settings):
+    """The same run with the bound on and off records the same decisions."""
+    class Forget(Exception):
+        """Rolls a run back, so the next starts from the same store."""
+
+    def run(bound: str) -> list[tuple]:
+        cache.clear()  # the rosters the last run cached
+        try:
+            with transaction.atomic():
+                world = make_world(scenario, arrivals=True, backlog_bound=bound, **settings)
+                world.opt_in(*(b.id for b in world.suite.scenario.boards))
+                world.sweep()
+                world.sim.run(minutes * 60, on_tick=world.drive(10))
+                made = sorted((d.created_at, d.board_id, d.card_id, d.stage_key, d.tier_name,
+                               d.tier_step, d.reason or "", d.chosen or "", d.reserved_until,
+                               d.outcome_status or "", d.outcome_by or "")
+                              for d in Decision.objects.all())
+                raise Forget
+        except Forget:
+            return made
+
+    off = run("off")
+    assert len(off) > 5
+    assert run("on") == off
 
 
 def row(agent_id: str, enabled=True, ready=True, busy=False) -> RosterRow:
@@ -85,4 +162,3 @@ def test_who_counts_as_able_to_take_a_hold_now():
             AgentLoad("z", "prn_z", 0, 1, None),  # never heard from: not healthy
             AgentLoad("d", "prn_d", 0, 1, heard))  # disabled on this board's roster
     assert holdable(roster, frozenset(), load, documented) == 3  # a, e and x
-
