@@ -17,7 +17,8 @@ Figures are judged by the scenario's ground truth: `success` is the share of fin
 that succeeded; `skill` is the scenario's true success rate of whoever ran each of them (the
 same choice of agents without the luck of the draw, so it moves less from seed to seed); `wait` is a card's readyAt to its claim; `lead` is a card's arrival to its
 successful completion of the board's last agent stage, retries included, over the cards that
-completed. Each is the mean over seeds with a 95% interval (Student's t). `best` is the arm with
+completed. Each is the mean over seeds with a 95% interval (Student's t); `success-pull` and
+`lead-pull_s` are each arm's difference from pull, seed by seed, with its interval. `best` is the arm with
 the highest success whose p95 wait is at most pull's plus 60 s.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
@@ -278,6 +279,15 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[st
             digits = 3 if name in ("success", "skill", "held_share") else 1
             cells.append(f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}")
         print(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
+    # Every arm runs the same seeds, so its difference from pull, seed by seed, is known far
+    # more closely than either mean alone.
+    for name, label, digits in (("success", "success-pull", 3), ("lead_mean_s", "lead-pull_s", 1)):
+        cells = []
+        for arm in arms:
+            mean, half = mean_ci([f[name] - p[name] for f, p in zip(results[arm], results["pull"])])
+            cells.append("-" if arm == "pull" else f"{mean:+.{digits}f} ±{half:.{digits}f}"
+                         if not math.isnan(half) else f"{mean:+.{digits}f}")
+        print(f"{label:14}" + "".join(f"{c:>18}" for c in cells))
     return means
 
 
