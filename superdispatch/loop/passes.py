@@ -26,7 +26,6 @@ from superdispatch.loop.settle import settle_board
 from superdispatch.loop.windows import ensure_windows
 
 log = logging.getLogger("superdispatch.loop")
-LEASE = timedelta(minutes=3)  # longer than a task may run; released as soon as a pass ends
 MAX_BACKOFF = 8
 # A sweep or a look reads no further board once this share of the sweep interval is spent,
 # and places no further card once the whole interval is: what is left (boards not read, cards
@@ -272,8 +271,12 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     def spent(part: str) -> bool:
         return budget is not None and loop.clock() >= now + getattr(budget, part)
 
+    # A lease runs for SUPERDISPATCH_LEASE_SECONDS from when it is taken (a late shard's `now`
+    # is its sweep's start), and the task's time limit, counted from its start, ends first.
+    taken = loop.clock()
+    until = taken + timedelta(seconds=loop.cfg.lease_seconds)
     with transaction.atomic():  # each lease is its own compare-and-set; one commit for all
-        leased = [b for b in board_ids if actions.do_take_lease(b, owner, now, now + LEASE)]
+        leased = [b for b in board_ids if actions.do_take_lease(b, owner, taken, until)]
     summary.skipped = len(board_ids) - len(leased)
     try:
         works: dict[str, BoardWork] = {}
