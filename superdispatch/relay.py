@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from common.errors import ApiError, bad_request
 from common.schema import error
 from records import actions
-from records.models import Board
+from records.models import Board, RelayOutcome
 from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")
@@ -70,14 +70,17 @@ def _event(body: bytes) -> dict:
     return event
 
 
-def accept(event: dict) -> dict:
+def accept(event: dict, delivery: str) -> dict:
     """Hand an event to the workers: place a ready card at once, else look at its board soon."""
     board_id = event["boardId"]
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
+        if event["type"] == "card.ready":
+            actions.do_note_relay_outcome(delivery, RelayOutcome.IGNORED)
         return {"ok": True, "ignored": True}
     if event["type"] == "card.ready":
         ts = event.get("ts")
-        tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None)
+        tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None,
+                                    delivery)
     elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
         tasks.look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
     return {"ok": True}
@@ -126,7 +129,8 @@ class RelayEvents(APIView):
         # and is a duplicate, and a hand-off that fails forgets the id so the relay's retry
         # is accepted.
         with transaction.atomic():
-            if not actions.do_note_delivery(delivery, timezone.now()):
+            card_id = event["cardId"] if event["type"] == "card.ready" else ""
+            if not actions.do_note_delivery(delivery, timezone.now(), card_id[:128]):
                 return Response({"ok": True, "duplicate": True})
-            answer = accept(event)
+            answer = accept(event, delivery)
         return Response(answer, status=200 if answer.get("ignored") else 202)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from learning import store as learning_store
 from records import actions, retention
-from records.models import Board
+from records.models import Board, RelayOutcome
 from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one
 from superdispatch.loop.context import utc_now
@@ -61,16 +61,45 @@ def sweep_shard_task(sweep_id: str, index: int) -> None:
 
 @shared_task(bind=True, name="superdispatch.place_card", ignore_result=True,
              max_retries=LEASED_RETRIES)
-def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None) -> None:
-    """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the hold."""
+def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None,
+                    delivery_id: str | None = None) -> None:
+    """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the
+    hold, and what became of it is noted on its delivery's row (`delivery_id`)."""
     the_loop = loop()
     summary = place_one(the_loop, board_id, card_id)
     if summary.skipped:
-        raise self.retry(countdown=LEASED_RETRY_S)
+        if self.request.retries < self.max_retries:
+            raise self.retry(countdown=LEASED_RETRY_S)
+        # Another pass holds the board past the placement window (one whose worker died
+        # holds it until its lease lapses): the next sweep after it places the card.
+        log.warning("loop: %s %s not placed: its board stayed leased by another pass; left "
+                    "to the next sweep", board_id, card_id,
+                    extra={"board": board_id, "card": card_id})
+        _note_outcome(delivery_id, RelayOutcome.LEFT)
+        return
     if summary.holds and event_ts:
         lag = _seconds_since(event_ts, the_loop)
         if lag is not None:
             metrics.relayed_hold(lag)
+    _note_outcome(delivery_id, relay_outcome(summary))
+
+
+def relay_outcome(summary) -> str:
+    """What became of a relayed card, from its one-card pass's summary."""
+    if not summary.boards:
+        return RelayOutcome.IGNORED  # opted out since the delivery was taken
+    if summary.decisions:
+        return RelayOutcome.PLACED
+    if summary.unread or summary.unweighed:
+        return RelayOutcome.UNREAD
+    if summary.waits or summary.held_back:
+        return RelayOutcome.WAITING
+    return RelayOutcome.NOT_DUE
+
+
+def _note_outcome(delivery_id: str | None, outcome: str) -> None:
+    if delivery_id:  # None: a task sent before deliveries were named, or `manage.py place`
+        actions.do_note_relay_outcome(delivery_id, outcome)
 
 
 def _seconds_since(ts: str, the_loop: Loop) -> float | None:
@@ -87,7 +116,10 @@ def _seconds_since(ts: str, the_loop: Loop) -> float | None:
              max_retries=LEASED_RETRIES)
 def look_at_board_task(self, board_id: str) -> None:
     if look_at_board(loop(), board_id).skipped:
-        raise self.retry(countdown=LEASED_RETRY_S)
+        if self.request.retries < self.max_retries:
+            raise self.retry(countdown=LEASED_RETRY_S)
+        log.warning("loop: %s not looked at: it stayed leased by another pass; left to the "
+                    "next sweep", board_id, extra={"board": board_id})
 
 
 @shared_task(name="superdispatch.board_changed", ignore_result=True)

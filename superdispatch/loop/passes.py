@@ -47,6 +47,7 @@ class SweepSummary:
     deferred: int = 0  # not read: the pass's budget was spent first
     unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
     held_back: int = 0  # ready cards not weighed: more than the board's free agents could take
+    unweighed: int = 0  # ready cards whose eligibility could not be read
     settled: int = 0
     decisions: int = 0
     holds: int = 0
@@ -96,6 +97,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     except ClientError as err:
         log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
                     extra={"board": card.board_id, "card": card.card_id})
+        summary.unweighed += 1
         return
     if reads.concurrent:  # other shards of this sweep run now: take what they have held since
         for agent, board_id, card_id in history.holding_now(

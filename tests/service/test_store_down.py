@@ -42,7 +42,7 @@ def test_a_relay_delivery_answers_503_while_the_store_is_down_and_is_taken_on_re
     assert enqueued == []
     response = deliver(client, READY, delivery="dlv_down")  # the relay delivers it again
     assert response.status_code == 202
-    assert enqueued == [("place", ("brd_a", "card_7", None))]
+    assert enqueued == [("place", ("brd_a", "card_7", None, "dlv_down"))]
 
 
 def test_kept_connections_are_checked_before_use():

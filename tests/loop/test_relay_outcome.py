@@ -1,0 +1,76 @@
+"""What became of each relayed card.ready is on its delivery's row, so a delivery the webhook
+took is either placed or explicitly not: waiting for an agent, not due, unread, left to the
+next sweep (its board stayed leased by another pass, one whose worker died, say), or
+ignored. A task that ran out of retries used to fail with MaxRetriesExceededError and say
+nothing of the card."""
+import logging
+from datetime import timedelta
+
+import pytest
+
+from records import actions
+from records.models import RelayDelivery
+from superdispatch import tasks
+from tests.support.world import lane, make_world
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+
+@pytest.fixture
+def world():
+    w = make_world(lane())
+    w.opt_in("brd_a")
+    w.sweep()  # caches the roster, as a sweep before the relayed card would have
+    tasks._loop = w.loop
+    yield w
+    tasks._loop = None
+
+
+def relayed(world, card_id: str, delivery: str = "dlv_1") -> str:
+    """The delivery taken (as the webhook notes it), then its task run here."""
+    actions.do_note_delivery(delivery, world.now, card_id)
+    result = tasks.place_card_task.apply(args=("brd_a", card_id, None, delivery))
+    assert result.successful(), result.traceback
+    return RelayDelivery.objects.get(pk=delivery).outcome
+
+
+def test_a_placed_card_says_placed(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    assert relayed(world, card.id) == "placed"
+    assert world.decisions()[0].card_id == card.id
+
+
+def test_a_board_leased_past_the_retries_leaves_the_card_to_the_next_sweep_and_says_so(
+        world, caplog):
+    card = world.suite.pipeline.add_card("brd_a")
+    actions.do_take_lease("brd_a", "dead-worker:1", world.now, world.now + timedelta(minutes=3))
+    with caplog.at_level(logging.WARNING, logger="superdispatch.loop"):
+        assert relayed(world, card.id) == "left"
+    assert f"brd_a {card.id} not placed: its board stayed leased by another pass" in caplog.text
+    assert world.decisions() == []
+
+
+def test_a_card_no_agent_is_free_for_waits_and_says_so(world):
+    for _ in range(3):  # each agent holds a card
+        world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    card = world.suite.pipeline.add_card("brd_a")
+    assert relayed(world, card.id) == "waiting"
+
+
+def test_a_card_already_held_is_not_due(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    assert relayed(world, card.id) == "not-due"
+
+
+def test_a_card_whose_board_cannot_be_read_is_unread(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    world.suite.toggles.faults["superpipeline"] = "garbage"
+    assert relayed(world, card.id) == "unread"
+
+
+def test_a_card_of_a_board_opted_out_since_is_ignored(world):
+    card = world.suite.pipeline.add_card("brd_a")
+    actions.do_opt_out("brd_a", world.now)
+    assert relayed(world, card.id) == "ignored"
