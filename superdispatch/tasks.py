@@ -6,6 +6,7 @@ from datetime import datetime
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from learning import store as learning_store
@@ -29,6 +30,11 @@ PRUNE_AGAIN_S = 5
 # a card.ready must be placed within its placement window or pull takes the card.
 LEASED_RETRY_S = 0.25
 LEASED_RETRIES = 40
+# A pass the store failed under (PostgreSQL restarting) is tried again each second, for as
+# long as a restart may take.
+STORE_DOWN = (OperationalError, InterfaceError)
+STORE_RETRY_S = 1.0
+STORE_RETRIES = 30
 
 
 def loop() -> Loop:
@@ -66,7 +72,10 @@ def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = No
     """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the
     hold, and what became of it is noted on its delivery's row (`delivery_id`)."""
     the_loop = loop()
-    summary = place_one(the_loop, board_id, card_id)
+    try:
+        summary = place_one(the_loop, board_id, card_id)
+    except STORE_DOWN as err:
+        raise _again_once_the_store_is_back(self, err, f"{board_id} {card_id}")
     if summary.skipped:
         if self.request.retries < self.max_retries:
             raise self.retry(countdown=LEASED_RETRY_S)
@@ -82,6 +91,14 @@ def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = No
         if lag is not None:
             metrics.relayed_hold(lag)
     _note_outcome(delivery_id, relay_outcome(summary))
+
+
+def _again_once_the_store_is_back(task, err: Exception, what: str) -> Exception:
+    """A relayed card's (or a look's) pass that the store failed under (a restart) is tried
+    again each second for a while, rather than dropped: the webhook has taken it."""
+    log.warning("loop: %s: the store cannot be reached (%s); trying again in %.0f s", what,
+                type(err).__name__, STORE_RETRY_S)
+    return task.retry(exc=err, countdown=STORE_RETRY_S, max_retries=STORE_RETRIES)
 
 
 def relay_outcome(summary) -> str:
@@ -115,7 +132,11 @@ def _seconds_since(ts: str, the_loop: Loop) -> float | None:
 @shared_task(bind=True, name="superdispatch.look_at_board", ignore_result=True,
              max_retries=LEASED_RETRIES)
 def look_at_board_task(self, board_id: str) -> None:
-    if look_at_board(loop(), board_id).skipped:
+    try:
+        summary = look_at_board(loop(), board_id)
+    except STORE_DOWN as err:
+        raise _again_once_the_store_is_back(self, err, board_id)
+    if summary.skipped:
         if self.request.retries < self.max_retries:
             raise self.retry(countdown=LEASED_RETRY_S)
         log.warning("loop: %s not looked at: it stayed leased by another pass; left to the "

@@ -2,7 +2,7 @@
 took is either placed or explicitly not: waiting for an agent, not due, unread, left to the
 next sweep (its board stayed leased by another pass, one whose worker died, say), or
 ignored. A task that ran out of retries used to fail with MaxRetriesExceededError and say
-nothing of the card."""
+nothing of the card; one the store failed under (a restart) was dropped."""
 import logging
 from datetime import timedelta
 
@@ -74,3 +74,21 @@ def test_a_card_of_a_board_opted_out_since_is_ignored(world):
     card = world.suite.pipeline.add_card("brd_a")
     actions.do_opt_out("brd_a", world.now)
     assert relayed(world, card.id) == "ignored"
+
+
+def test_a_card_whose_pass_the_store_failed_under_is_tried_again_and_placed(world, monkeypatch):
+    """PostgreSQL restarting under a relayed card's pass: the task tries again (each second,
+    for half a minute) rather than drop a card the webhook took."""
+    from django.db import OperationalError
+
+    card = world.suite.pipeline.add_card("brd_a")
+    place_one, failed = tasks.place_one, []
+
+    def restarting(*args, **kwargs):
+        if not failed:
+            failed.append(True)
+            raise OperationalError("terminating connection due to administrator command")
+        return place_one(*args, **kwargs)
+
+    monkeypatch.setattr(tasks, "place_one", restarting)
+    assert relayed(world, card.id) == "placed" and failed == [True]
