@@ -145,24 +145,26 @@ def check(pipeline, lock=None, ledger: RelayLedger | None = None,
     """Judge the store against the stand-in SuperPipeline (`pipeline`, read under `lock`, the
     suite's) and the webhook's answers (`ledger`): the deliveries taken by `taken_by` (all,
     without it), which a pass since should have acted on."""
-    with lock or threading.RLock():
-        grants = list(pipeline.holds_granted)
     found = Findings()
     found.decisions = Decision.objects.count()
     found.orphan_decisions = list(
         Decision.objects.exclude(reason="no-candidates").annotate(n=Count("candidates"))
         .filter(n=0).values_list("id", flat=True))
-    _holds(found, grants)
+    held = list(Decision.objects.exclude(reserved_until=None).values_list(
+        "id", "card_id", "chosen", "reserved_until", "outcome_at", "created_at"))
+    # The grants are taken after our holds: a hold is recorded only once granted, so every
+    # hold read above has its grant in the ledger by now.
+    with lock or threading.RLock():
+        grants = list(pipeline.holds_granted)
+    _holds(found, held, grants)
     if ledger is not None:
         _relayed(found, ledger, taken_by)
     return found
 
 
-def _holds(found: Findings, grants) -> None:
+def _holds(found: Findings, held: list[tuple], grants) -> None:
     granted = {(g.card_id, g.agent_id, _ms(g.reserved_until)): g.at for g in grants}
     spans: dict[str, list[tuple[datetime, datetime, str]]] = defaultdict(list)
-    held = Decision.objects.exclude(reserved_until=None).values_list(
-        "id", "card_id", "chosen", "reserved_until", "outcome_at", "created_at")
     for decision_id, card_id, agent_id, until, settled_at, created_at in held:
         found.holds += 1
         at = granted.get((card_id, agent_id, _ms(until)))
