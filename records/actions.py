@@ -5,7 +5,7 @@ Views, admin actions, commands and tasks all call these, so a rule lives in one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
@@ -309,9 +309,22 @@ def do_note_delivery(delivery_id: str, now: datetime, card_id: str = "") -> bool
     return True
 
 
-def do_note_relay_outcome(delivery_id: str, outcome: str) -> None:
-    """What became of a taken card.ready delivery (records.models.RelayOutcome)."""
-    RelayDelivery.objects.filter(pk=delivery_id).update(outcome=outcome)
+def do_note_relay_outcome(delivery_id: str, outcome: str, card_id: str = "",
+                          now: datetime | None = None) -> None:
+    """What became of a taken card.ready delivery (records.models.RelayOutcome).
+
+    The row is the webhook's, written in the transaction that sends the card's task, so the
+    task may end before that commits: an update that finds no row then inserts it, and that
+    insert waits on the webhook's uncommitted key, meets it once committed, and updates."""
+    if RelayDelivery.objects.filter(pk=delivery_id).update(outcome=outcome):
+        return
+    try:
+        with transaction.atomic():
+            RelayDelivery.objects.create(delivery_id=delivery_id, card_id=card_id,
+                                         outcome=outcome,
+                                         received_at=now or datetime.now(timezone.utc))
+    except IntegrityError:
+        RelayDelivery.objects.filter(pk=delivery_id).update(outcome=outcome)
 
 
 def do_prune_deliveries(before: datetime) -> int:

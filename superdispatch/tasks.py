@@ -84,13 +84,13 @@ def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = No
         log.warning("loop: %s %s not placed: its board stayed leased by another pass; left "
                     "to the next sweep", board_id, card_id,
                     extra={"board": board_id, "card": card_id})
-        _note_outcome(delivery_id, RelayOutcome.LEFT)
+        _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
         return
     if summary.holds and event_ts:
         lag = _seconds_since(event_ts, the_loop)
         if lag is not None:
             metrics.relayed_hold(lag)
-    _note_outcome(delivery_id, relay_outcome(summary))
+    _note_outcome(delivery_id, relay_outcome(summary), card_id)
 
 
 def _again_once_the_store_is_back(task, err: Exception, what: str) -> Exception:
@@ -114,9 +114,9 @@ def relay_outcome(summary) -> str:
     return RelayOutcome.NOT_DUE
 
 
-def _note_outcome(delivery_id: str | None, outcome: str) -> None:
-    if delivery_id:  # None: a task sent before deliveries were named, or `manage.py place`
-        actions.do_note_relay_outcome(delivery_id, outcome)
+def _note_outcome(delivery_id: str | None, outcome: str, card_id: str) -> None:
+    if delivery_id:  # None: a task sent before deliveries were named
+        actions.do_note_relay_outcome(delivery_id, outcome, card_id)
 
 
 def _seconds_since(ts: str, the_loop: Loop) -> float | None:

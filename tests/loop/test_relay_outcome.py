@@ -92,3 +92,42 @@ def test_a_card_whose_pass_the_store_failed_under_is_tried_again_and_placed(worl
 
     monkeypatch.setattr(tasks, "place_one", restarting)
     assert relayed(world, card.id) == "placed" and failed == [True]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_noted_before_the_webhook_commits_its_row_is_kept():
+    """The webhook sends the card's task inside the transaction that writes its delivery's
+    row; a worker fast enough ends the pass before that commits. Its note used to update no
+    row, and the outcome was lost: now it waits for the row and keeps the outcome."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from tests.conftest import T0
+
+    written, noted = threading.Event(), threading.Event()
+
+    def webhook():
+        try:
+            with transaction.atomic():
+                actions.do_note_delivery("dlv_race", T0, "card_7")
+                written.set()  # the task is sent here, and runs at once
+                noted.wait(0.5)  # the worker's note is made (or waits) before this commits
+        finally:
+            connection.close()
+
+    def worker():
+        written.wait(5)
+        try:
+            actions.do_note_relay_outcome("dlv_race", "placed", "card_7", T0)
+        finally:
+            noted.set()
+            connection.close()
+
+    threads = [threading.Thread(target=webhook), threading.Thread(target=worker)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    row = RelayDelivery.objects.get(pk="dlv_race")
+    assert (row.card_id, row.outcome) == ("card_7", "placed")
