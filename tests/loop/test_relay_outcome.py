@@ -50,6 +50,16 @@ def test_a_board_leased_past_the_retries_leaves_the_card_to_the_next_sweep_and_s
     assert world.decisions() == []
 
 
+def test_a_pass_cut_short_by_its_time_limit_leaves_the_card_and_says_so(world, monkeypatch):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def too_slow(*args, **kwargs):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(tasks, "place_one", too_slow)
+    assert relayed(world, world.suite.pipeline.add_card("brd_a").id) == "left"
+
+
 def test_a_card_no_agent_is_free_for_waits_and_says_so(world):
     for _ in range(3):  # each agent holds a card
         world.suite.pipeline.add_card("brd_a")
