@@ -744,7 +744,10 @@ def run_soak(seconds: int, database: str, redis_url: str) -> None:
         sim = stand.driver.simulation.metrics.summary()
         claims = sim["claims"]
         tally = health.tally
-        undelivered = sum(1 for d in stand.suite.relay.deliveries if not d.delivered)
+        # Sent and never taken (the events of the first cards, before the relay was pointed
+        # at the webhook, were never sent: the opt-in's look placed those cards).
+        undelivered = sum(1 for d in stand.suite.relay.deliveries
+                          if d.statuses and not d.delivered)
         print(f"  at the end: {found.line()}", flush=True)
         print(f"  agents: {claims['count']} claims, "
               f"{(claims['reservedShare'] or 0):.0%} under a hold; runs {sim['runs']}; "

@@ -13,7 +13,7 @@ from tests.support.factories import make_decision
 from tests.support.invariants import HealthWatch, RelayLedger, check
 from tests.support.world import lane
 
-pytestmark = [pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 AGENT = [{"agent": "agt_a"}]
 
 
