@@ -155,6 +155,10 @@ class Config:
     # Placement
     sweep_seconds: int = ranged("SUPERDISPATCH_SWEEP_SECONDS", 5, 3600, "30")
     sweep_shard_boards: int = ranged("SUPERDISPATCH_SWEEP_SHARD_BOARDS", 1, 100000, "100")
+    # How long a pass's lease on a board lasts from when it is taken: a pass whose worker died
+    # leaves its boards to others after this long. The loop's tasks are stopped (Celery's time
+    # limits) before it, so no pass outlives its lease.
+    lease_seconds: int = ranged("SUPERDISPATCH_LEASE_SECONDS", 10, 3600, "180")
     reservation_seconds: int = ranged("SUPERDISPATCH_RESERVATION_SECONDS", 10, 300, "60")
     runner_up_seconds: int = ranged("SUPERDISPATCH_RUNNER_UP_SECONDS", 10, 300, "30")
     placement_window_seconds: int = ranged("SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS", 0, 30, "10")

@@ -76,8 +76,12 @@ def exception_handler(exc, context):
 def store_unavailable() -> Response:
     """The store is down: try again shortly. The database's own message (which may name hosts
     or users) stays in the log, not the answer."""
-    return Response(error_body("store-unavailable", "the store cannot be reached; retry shortly"),
-                    status=status.HTTP_503_SERVICE_UNAVAILABLE,
+    return unavailable("store-unavailable", "the store cannot be reached; retry shortly")
+
+
+def unavailable(code: str, message: str) -> Response:
+    """503 with Retry-After: something this answer needs is down for now (never a 500)."""
+    return Response(error_body(code, message), status=status.HTTP_503_SERVICE_UNAVAILABLE,
                     headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
 
 

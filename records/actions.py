@@ -5,7 +5,7 @@ Views, admin actions, commands and tasks all call these, so a rule lives in one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
@@ -294,17 +294,37 @@ def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
 # table (a cache may evict them) and pruned by a periodic task once they are older.
 DELIVERIES_KEPT = timedelta(days=1)
 
-def do_note_delivery(delivery_id: str, now: datetime) -> bool:
-    """Remember a relay delivery id; False when it was already seen (a redelivery).
+def do_note_delivery(delivery_id: str, now: datetime, card_id: str = "") -> bool:
+    """Remember a relay delivery id (and the card a card.ready names); False when it was
+    already seen (a redelivery).
 
     The insert is the test: of two racing copies of one delivery the second meets the
     primary key (once the first commits) and is told it is a duplicate."""
     try:
         with transaction.atomic():
-            RelayDelivery.objects.create(delivery_id=delivery_id, received_at=now)
+            RelayDelivery.objects.create(delivery_id=delivery_id, received_at=now,
+                                         card_id=card_id)
     except IntegrityError:
         return False
     return True
+
+
+def do_note_relay_outcome(delivery_id: str, outcome: str, card_id: str = "",
+                          now: datetime | None = None) -> None:
+    """What became of a taken card.ready delivery (records.models.RelayOutcome).
+
+    The row is the webhook's, written in the transaction that sends the card's task, so the
+    task may end before that commits: an update that finds no row then inserts it, and that
+    insert waits on the webhook's uncommitted key, meets it once committed, and updates."""
+    if RelayDelivery.objects.filter(pk=delivery_id).update(outcome=outcome):
+        return
+    try:
+        with transaction.atomic():
+            RelayDelivery.objects.create(delivery_id=delivery_id, card_id=card_id,
+                                         outcome=outcome,
+                                         received_at=now or datetime.now(timezone.utc))
+    except IntegrityError:
+        RelayDelivery.objects.filter(pk=delivery_id).update(outcome=outcome)
 
 
 def do_prune_deliveries(before: datetime) -> int:

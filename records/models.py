@@ -259,12 +259,27 @@ class RegistryRead(models.Model):
         verbose_name = "registry read"
 
 
+class RelayOutcome(models.TextChoices):
+    """What became of a taken `card.ready` delivery, once its pass has run."""
+
+    PLACED = "placed", "placed"  # a decision was recorded for the card
+    WAITING = "waiting", "waiting"  # weighed, and left to wait for an agent to free up
+    NOT_DUE = "not-due", "not-due"  # the card was no longer waiting to be placed (held, claimed, moved)
+    UNREAD = "unread", "unread"  # its board or eligibility could not be read: left to the next sweep
+    LEFT = "left", "left"  # left to the next sweep: its board stayed leased, or its pass ran out of time
+    IGNORED = "ignored", "ignored"  # its board is not opted in
+
+
 class RelayDelivery(models.Model):
     """A delivery id the event relay sent, kept a day so a redelivery is known and answered
-    once; the primary key makes two racing copies of one delivery insert only once."""
+    once; the primary key makes two racing copies of one delivery insert only once. A
+    `card.ready`'s row names the card and, once its pass has run, what became of it (blank
+    until then: a blank row a pass should have reached is a lost delivery)."""
 
     delivery_id = models.CharField(max_length=200, primary_key=True)
     received_at = models.DateTimeField(db_index=True)
+    card_id = models.CharField(max_length=128, blank=True, default="")
+    outcome = models.CharField(max_length=8, blank=True, default="", choices=RelayOutcome.choices)
 
     class Meta:
         verbose_name = "relay delivery"

@@ -8,7 +8,7 @@ import requests
 from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 
-from .suite import PRODUCTS, Suite
+from .suite import PRODUCTS, Suite, TimedOut
 
 
 class SandboxAdapter(BaseAdapter):
@@ -26,7 +26,11 @@ class SandboxAdapter(BaseAdapter):
         body = request.body or b""
         if isinstance(body, str):
             body = body.encode()
-        status, headers, data = self.suite.handle(request.method, request.url, None, dict(request.headers), body)
+        try:
+            status, headers, data = self.suite.handle(request.method, request.url, None, dict(request.headers),
+                                                      body, timeout=_read_timeout(timeout))
+        except TimedOut as slow:
+            raise requests.ReadTimeout(str(slow), request=request) from None
         response = requests.Response()
         response.status_code = status
         response.reason = HTTPStatus(status).phrase
@@ -39,6 +43,13 @@ class SandboxAdapter(BaseAdapter):
 
     def close(self) -> None:
         pass
+
+
+def _read_timeout(timeout) -> float | None:
+    """The read part of a requests timeout: a number, or the second of (connect, read)."""
+    if isinstance(timeout, tuple):
+        return timeout[1]
+    return timeout
 
 
 def mount(session: requests.Session, suite: Suite) -> requests.Session:

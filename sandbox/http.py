@@ -17,12 +17,15 @@ def _handler_for(suite: Suite, product: str) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length) if length else b""
             base = getattr(suite.urls, product)
             status, headers, data = suite.handle(self.command, base + self.path, None, dict(self.headers), body)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:
+                self.close_connection = True  # the caller gave up waiting (a slow product)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 

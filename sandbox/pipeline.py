@@ -24,6 +24,16 @@ class Reservation:
     reserved_until: datetime
 
 
+@dataclass(frozen=True)
+class Grant:
+    """One hold SuperPipeline granted: what a test or bench checks SuperDispatch's records by."""
+
+    card_id: str
+    agent_id: str
+    at: datetime
+    reserved_until: datetime
+
+
 @dataclass
 class Card:
     id: str
@@ -112,6 +122,8 @@ class Pipeline:
         self._by_id: list[WorkspaceAgent] | None = None  # the agents in id order, once asked
         self._card_seq = 1000
         self._event_seq = 0
+        # Every hold granted, in order: what a check judges SuperDispatch's records by.
+        self.holds_granted: list[Grant] = []
 
     # -- building -------------------------------------------------------------------------
 
@@ -346,7 +358,9 @@ class Pipeline:
             raise Refused(409, "card_reserved", f"{card_id} is held for another agent")
         if {"capability_mismatch", "grant_denied"} & set(self.judged(agent, card)):
             raise Refused(409, "agent_not_eligible", f"{agent_id} may not claim {card_id}")
-        card.reservation = Reservation(agent_id, self.clock() + timedelta(seconds=seconds))
+        now = self.clock()
+        card.reservation = Reservation(agent_id, now + timedelta(seconds=seconds))
+        self.holds_granted.append(Grant(card.id, agent_id, now, card.reservation.reserved_until))
         return card.reservation
 
     def set_placement_window(self, board_id: str, seconds: Any) -> int:

@@ -28,6 +28,7 @@ class Request:
 
 
 Handler = Callable[["Suite", Request], Reply]
+PROXY_PAGE = b"<html><body>502 Bad Gateway</body></html>"  # a proxy's page where JSON was due
 
 
 # -- SuperPipeline ------------------------------------------------------------------------
@@ -42,7 +43,7 @@ def board_read(suite: Suite, request: Request) -> Reply:
     if failure == "404":
         return error(404, "board_not_found", f"no board {board_id}")
     if failure == "garbage":
-        return Reply(200, b"<html><body>502 Bad Gateway</body></html>")
+        return Reply(200, PROXY_PAGE)
     if failure == "shape":
         return ok({"boardId": board_id, "stages": None})
     return ok(suite.pipeline.board_json(board_id))
@@ -140,6 +141,13 @@ ROUTES: dict[str, list[tuple[str, str, Handler]]] = {
 
 # A product that is down answers every route alike.
 _DOWN = {"accounts": lambda s: not s.toggles.accounts_up, "superwitness": lambda s: not s.toggles.superwitness_up}
+# What a product under a fault (`Toggles.faults`) answers on every route; `slow` is the
+# suite's (it answers, late).
+_FAULTY = {
+    "down": lambda product: error(503, "unavailable", f"{product} is unavailable"),
+    "garbage": lambda product: Reply(200, PROXY_PAGE, {"Content-Type": "text/html"}),
+    "401": lambda product: error(401, "invalid_token", "the token is unknown or expired"),
+}
 
 
 def _match(pattern: str, path: str) -> dict[str, str] | None:
@@ -160,6 +168,9 @@ def _match(pattern: str, path: str) -> dict[str, str] | None:
 def dispatch(suite: Suite, product: str, method: str, path: str, query: dict[str, list[str]],
              headers: dict[str, str], body: bytes) -> Reply:
     """The product's answer to one request."""
+    faulty = _FAULTY.get(suite.toggles.faults.get(product, ""))
+    if faulty is not None:
+        return faulty(product)
     down = _DOWN.get(product)
     if down is not None and down(suite):
         return error(503, "unavailable", f"{product} is unavailable")

@@ -19,6 +19,14 @@ from .scenario import Scenario, load_scenario
 from .witness import Witness
 
 PRODUCTS = ("superpipeline", "accounts", "agentpod", "superwitness")
+# How a whole product can fail (`Toggles.faults`): every route answers 503; every answer takes
+# `Toggles.slow_seconds`, past a client's read timeout; every answer is a proxy's HTML page
+# with a 200; every token is refused with a 401.
+FAULTS = ("down", "slow", "garbage", "401")
+
+
+class TimedOut(Exception):
+    """No answer within the caller's timeout (the `slow` fault); the time has passed."""
 
 
 @dataclass
@@ -58,6 +66,9 @@ class Toggles:
     # board -> seconds each read of it takes: a virtual clock is moved on that far, the wall
     # clock is waited out (outside the suite's lock, so the other products keep answering).
     slow: dict[str, float] = field(default_factory=dict)
+    # product -> one of FAULTS: the whole product fails that way, on every route.
+    faults: dict[str, str] = field(default_factory=dict)
+    slow_seconds: float = 8.0  # how long a product under the `slow` fault takes to answer
 
 
 @dataclass(frozen=True)
@@ -130,8 +141,13 @@ class Suite:
                 self.pipeline.add_card(board.id, priority=board.draw_priority(rng))
 
     def handle(self, method: str, url: str, query: dict[str, list[str]] | None = None,
-               headers: dict[str, str] | None = None, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-        """Answer one request addressed to a product's URL (`<base><path>`, query in either place)."""
+               headers: dict[str, str] | None = None, body: bytes = b"",
+               timeout: float | None = None) -> tuple[int, dict[str, str], bytes]:
+        """Answer one request addressed to a product's URL (`<base><path>`, query in either place).
+
+        `timeout`: how long the caller waits for an answer (an in-process transport's read
+        timeout); a product under the `slow` fault that would take longer raises TimedOut once
+        that much time has passed. Over HTTP the caller's socket times out instead."""
         split = urlsplit(url)
         product = self.urls.product_at(f"{split.scheme}://{split.netloc}")
         if product is None:
@@ -139,6 +155,11 @@ class Suite:
         merged = parse_qs(split.query, keep_blank_values=True)
         for name, values in (query or {}).items():
             merged.setdefault(name, []).extend(values)
+        if self.toggles.faults.get(product) == "slow":
+            if timeout is not None and self.toggles.slow_seconds > timeout:
+                self.wait(timeout)
+                raise TimedOut(f"{product} did not answer within {timeout} s")
+            self.wait(self.toggles.slow_seconds)
         delay = self._slowness(product, method, split.path)
         if delay:
             self.wait(delay)

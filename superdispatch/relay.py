@@ -12,19 +12,23 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
+from kombu.exceptions import OperationalError as KombuOperationalError
+from redis.exceptions import RedisError
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from common.errors import ApiError, bad_request
+from common.errors import ApiError, bad_request, unavailable
 from common.schema import error
 from records import actions
-from records.models import Board
+from records.models import Board, RelayOutcome
 from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")
+# The task queue (the broker) or the cache refusing: Redis restarting, or unreachable.
+QUEUE_DOWN = (KombuOperationalError, RedisError)
 MAX_SKEW_S = 300
 MAX_BODY = 64 * 1024
 LOOK_DELAY_S = 2  # other events: look at the board this much later, once for a burst
@@ -70,14 +74,17 @@ def _event(body: bytes) -> dict:
     return event
 
 
-def accept(event: dict) -> dict:
+def accept(event: dict, delivery: str) -> dict:
     """Hand an event to the workers: place a ready card at once, else look at its board soon."""
     board_id = event["boardId"]
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
+        if event["type"] == "card.ready":
+            actions.do_note_relay_outcome(delivery, RelayOutcome.IGNORED)
         return {"ok": True, "ignored": True}
     if event["type"] == "card.ready":
         ts = event.get("ts")
-        tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None)
+        tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None,
+                                    delivery)
     elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
         tasks.look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
     return {"ok": True}
@@ -115,6 +122,8 @@ class RelayEvents(APIView):
             400: error("signed, but no delivery id, or the body is not an event"),
             401: error("the timestamp is missing or stale, or the signature does not verify"),
             413: error("the delivery is larger than 64 KiB"),
+            503: error("the store or the task queue cannot be reached: nothing was taken, "
+                       "deliver again after Retry-After seconds"),
         })
     def post(self, request):
         body = verified_body(request, time.time())
@@ -124,9 +133,16 @@ class RelayEvents(APIView):
         event = _event(body)
         # One transaction for the id and the hand-off: a copy racing this one waits on the id
         # and is a duplicate, and a hand-off that fails forgets the id so the relay's retry
-        # is accepted.
-        with transaction.atomic():
-            if not actions.do_note_delivery(delivery, timezone.now()):
-                return Response({"ok": True, "duplicate": True})
-            answer = accept(event)
+        # is accepted: while Redis (the task queue, the cache) cannot be reached, 503.
+        try:
+            with transaction.atomic():
+                card_id = event["cardId"] if event["type"] == "card.ready" else ""
+                if not actions.do_note_delivery(delivery, timezone.now(), card_id[:128]):
+                    return Response({"ok": True, "duplicate": True})
+                answer = accept(event, delivery)
+        except QUEUE_DOWN as err:
+            log.warning("relay: the task queue cannot be reached, answered 503: %s",
+                        type(err).__name__)
+            return unavailable("queue-unavailable",
+                               "the task queue cannot be reached; deliver again shortly")
         return Response(answer, status=200 if answer.get("ignored") else 202)

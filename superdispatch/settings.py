@@ -230,6 +230,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 180
+# The tasks that lease boards stop before their lease lapses: cut short (soft) at two thirds of
+# SUPERDISPATCH_LEASE_SECONDS, their pass then releasing its leases, and ended at the lease.
+PASS_TASKS = ("superdispatch.sweep", "superdispatch.sweep_shard", "superdispatch.place_card",
+              "superdispatch.look_at_board")
+CELERY_TASK_ANNOTATIONS = {
+    name: {"soft_time_limit": SUPERDISPATCH.lease_seconds * 2 // 3,
+           "time_limit": SUPERDISPATCH.lease_seconds} for name in PASS_TASKS}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"

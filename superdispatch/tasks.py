@@ -5,12 +5,14 @@ import logging
 from datetime import datetime
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from learning import store as learning_store
 from records import actions, retention
-from records.models import Board
+from records.models import Board, RelayOutcome
 from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one
 from superdispatch.loop.context import utc_now
@@ -29,6 +31,11 @@ PRUNE_AGAIN_S = 5
 # a card.ready must be placed within its placement window or pull takes the card.
 LEASED_RETRY_S = 0.25
 LEASED_RETRIES = 40
+# A pass the store failed under (PostgreSQL restarting) is tried again each second, for as
+# long as a restart may take.
+STORE_DOWN = (OperationalError, InterfaceError)
+STORE_RETRY_S = 1.0
+STORE_RETRIES = 30
 
 
 def loop() -> Loop:
@@ -61,16 +68,63 @@ def sweep_shard_task(sweep_id: str, index: int) -> None:
 
 @shared_task(bind=True, name="superdispatch.place_card", ignore_result=True,
              max_retries=LEASED_RETRIES)
-def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None) -> None:
-    """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the hold."""
+def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None,
+                    delivery_id: str | None = None) -> None:
+    """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the
+    hold, and what became of it is noted on its delivery's row (`delivery_id`)."""
     the_loop = loop()
-    summary = place_one(the_loop, board_id, card_id)
+    try:
+        summary = place_one(the_loop, board_id, card_id)
+    except STORE_DOWN as err:
+        raise _again_once_the_store_is_back(self, err, f"{board_id} {card_id}")
+    except SoftTimeLimitExceeded:
+        # Its reads took longer than the task may run (a product answering too slowly): the
+        # pass has released its lease; the next sweep places the card.
+        log.warning("loop: %s %s not placed: its pass ran out of time; left to the next sweep",
+                    board_id, card_id, extra={"board": board_id, "card": card_id})
+        _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
+        return
     if summary.skipped:
-        raise self.retry(countdown=LEASED_RETRY_S)
+        if self.request.retries < self.max_retries:
+            raise self.retry(countdown=LEASED_RETRY_S)
+        # Another pass holds the board past the placement window (one whose worker died
+        # holds it until its lease lapses): the next sweep after it places the card.
+        log.warning("loop: %s %s not placed: its board stayed leased by another pass; left "
+                    "to the next sweep", board_id, card_id,
+                    extra={"board": board_id, "card": card_id})
+        _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
+        return
     if summary.holds and event_ts:
         lag = _seconds_since(event_ts, the_loop)
         if lag is not None:
             metrics.relayed_hold(lag)
+    _note_outcome(delivery_id, relay_outcome(summary), card_id)
+
+
+def _again_once_the_store_is_back(task, err: Exception, what: str) -> Exception:
+    """A relayed card's (or a look's) pass that the store failed under (a restart) is tried
+    again each second for a while, rather than dropped: the webhook has taken it."""
+    log.warning("loop: %s: the store cannot be reached (%s); trying again in %.0f s", what,
+                type(err).__name__, STORE_RETRY_S)
+    return task.retry(exc=err, countdown=STORE_RETRY_S, max_retries=STORE_RETRIES)
+
+
+def relay_outcome(summary) -> str:
+    """What became of a relayed card, from its one-card pass's summary."""
+    if not summary.boards:
+        return RelayOutcome.IGNORED  # opted out since the delivery was taken
+    if summary.decisions:
+        return RelayOutcome.PLACED
+    if summary.unread or summary.unweighed:
+        return RelayOutcome.UNREAD
+    if summary.waits or summary.held_back:
+        return RelayOutcome.WAITING
+    return RelayOutcome.NOT_DUE
+
+
+def _note_outcome(delivery_id: str | None, outcome: str, card_id: str) -> None:
+    if delivery_id:  # None: a task sent before deliveries were named
+        actions.do_note_relay_outcome(delivery_id, outcome, card_id)
 
 
 def _seconds_since(ts: str, the_loop: Loop) -> float | None:
@@ -86,8 +140,15 @@ def _seconds_since(ts: str, the_loop: Loop) -> float | None:
 @shared_task(bind=True, name="superdispatch.look_at_board", ignore_result=True,
              max_retries=LEASED_RETRIES)
 def look_at_board_task(self, board_id: str) -> None:
-    if look_at_board(loop(), board_id).skipped:
-        raise self.retry(countdown=LEASED_RETRY_S)
+    try:
+        summary = look_at_board(loop(), board_id)
+    except STORE_DOWN as err:
+        raise _again_once_the_store_is_back(self, err, board_id)
+    if summary.skipped:
+        if self.request.retries < self.max_retries:
+            raise self.retry(countdown=LEASED_RETRY_S)
+        log.warning("loop: %s not looked at: it stayed leased by another pass; left to the "
+                    "next sweep", board_id, extra={"board": board_id})
 
 
 @shared_task(name="superdispatch.board_changed", ignore_result=True)

@@ -26,7 +26,6 @@ from superdispatch.loop.settle import settle_board
 from superdispatch.loop.windows import ensure_windows
 
 log = logging.getLogger("superdispatch.loop")
-LEASE = timedelta(minutes=3)  # longer than a task may run; released as soon as a pass ends
 MAX_BACKOFF = 8
 # A sweep or a look reads no further board once this share of the sweep interval is spent,
 # and places no further card once the whole interval is: what is left (boards not read, cards
@@ -48,6 +47,7 @@ class SweepSummary:
     deferred: int = 0  # not read: the pass's budget was spent first
     unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
     held_back: int = 0  # ready cards not weighed: more than the board's free agents could take
+    unweighed: int = 0  # ready cards whose eligibility could not be read
     settled: int = 0
     decisions: int = 0
     holds: int = 0
@@ -98,6 +98,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
     except ClientError as err:
         log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
                     extra={"board": card.board_id, "card": card.card_id})
+        summary.unweighed += 1
         return
     if reads.concurrent:  # other shards of this sweep run now: take what they have held since
         for agent, board_id, card_id in history.holding_now(
@@ -299,8 +300,12 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     def spent(part: str) -> bool:
         return budget is not None and loop.clock() >= now + getattr(budget, part)
 
+    # A lease runs for SUPERDISPATCH_LEASE_SECONDS from when it is taken (a late shard's `now`
+    # is its sweep's start), and the task's time limit, counted from its start, ends first.
+    taken = loop.clock()
+    until = taken + timedelta(seconds=loop.cfg.lease_seconds)
     with transaction.atomic():  # each lease is its own compare-and-set; one commit for all
-        leased = [b for b in board_ids if actions.do_take_lease(b, owner, now, now + LEASE)]
+        leased = [b for b in board_ids if actions.do_take_lease(b, owner, taken, until)]
     summary.skipped = len(board_ids) - len(leased)
     try:
         works: dict[str, BoardWork] = {}

@@ -68,6 +68,7 @@ class PassReads:
         self._registry = _UNREAD
         self._history: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}
         self._verdicts: dict[tuple, PolicyVerdict | None] = {}
+        self._policy_down = False  # a policy read failed for want of Accounts: ask no more
         self._no_policy: bool | None = None
         self._timings: tuple[dict, dict] | None = None
 
@@ -151,12 +152,20 @@ class PassReads:
         return PolicyFacts(verdicts=verdicts, last_answer_no_policy=self.no_policy())
 
     def _ask(self, card: Card, agent_id: str, principal_id: str) -> PolicyVerdict | None:
+        if self._policy_down:
+            return None
         try:
             verdict = self.loop.clients.accounts.decide(
                 principal_id, agent_id, card.board_id, card.stage_key, card.requires)
         except ClientError as err:
             log.warning("loop: policy unread for %s, failing closed: %s", agent_id, err.code,
                         extra={"board": card.board_id, "card": card.card_id, "agent": agent_id})
+            if not err.permanent or err.status in (401, 403):
+                # Accounts is down, too slow, or refuses our credential: every other agent's
+                # question this pass would fail alike, each costing its timeout, so none is
+                # asked; their verdicts are unread (failing closed) until the next pass.
+                self._policy_down = True
+                log.warning("loop: policy unread, not asked again this pass: %s", err.code)
             return None
         self._remember_no_policy(says_no_policy(verdict))
         if verdict.limit_window_hours is not None:

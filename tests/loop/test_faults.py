@@ -1,46 +1,41 @@
-"""A short fault check on a real broker and worker (CI runs it on Redis): a fanned-out sweep
-with a product failing mid-sweep, two sweeps sent at once, and a shard whose worker dies,
-each followed by the invariants bench/faults.py checks at full size."""
+"""A short fault check on a real broker and worker (CI runs it on Redis), bench/faults.py in
+small: each product failing mid-sweep in each way it can (down, slow past the client's
+timeout, garbage, 401), two sweeps sent at once, a shard whose worker dies, and a relay
+storm with redeliveries while a sweep runs; each followed by the invariants the bench checks
+at full size (tests/support/invariants.py)."""
 from __future__ import annotations
 
-from collections import Counter
 from datetime import timedelta
 
 import pytest
 from celery.contrib.testing.worker import start_worker
 
-from records.models import Board, Decision, LoopState, SweepShard
+from records.models import Decision, LoopState, RelayDelivery, SweepShard
+from sandbox.suite import FAULTS, PRODUCTS
 from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.loop.fanout import start_sweep
 from tests.loop.test_celery import wait_for
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.service.test_relay import deliver
+from tests.support.invariants import RelayLedger, check, leases_left
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.celery]
 BOARDS = tuple(f"brd_{c}" for c in "abcdef")
 AGENTS = tuple(f"agt_{c}" for c in "abcdefghijkl")  # one for each card
 
 
-def check_invariants(world) -> None:
-    """No decision without its candidates; no card held twice at once; no hold recorded that
-    SuperPipeline did not grant; no lease left behind."""
-    decisions = list(Decision.objects.prefetch_related("candidates"))
-    assert [d.id for d in decisions if d.reason != "no-candidates" and not d.candidates.all()] == []
-    live = [d for d in decisions if d.reserved_until is not None and d.outcome_status is None
-            and d.reserved_until > world.now]
-    assert [card for card, n in Counter(d.card_id for d in live).items() if n > 1] == []
-    for d in decisions:
-        if d.reserved_until is None:
-            continue
-        granted = world.suite.pipeline.card(d.card_id).reservation
-        assert granted is not None, f"{d.id}: a hold SuperPipeline never granted"
-    assert set(Board.objects.values_list("lease_owner", flat=True)) == {""}
+def check_invariants(world, ledger: RelayLedger | None = None):
+    """The bench's invariants, and no lease left behind once the worker is idle."""
+    found = check(world.suite.pipeline, world.suite.lock, ledger)
+    assert found.ok, found
+    assert leases_left() == []
+    return found
 
 
 @pytest.fixture
 def world(transactional_db):
-    w = make_world(lane(agents=AGENTS, boards=BOARDS), sweep_shard_boards=2)
+    w = make_world(lane(agents=AGENTS, boards=BOARDS), sweep_shard_boards=2, policy="on")
     w.opt_in(*BOARDS)
     for board in BOARDS:
         w.suite.pipeline.add_card(board)
@@ -54,14 +49,63 @@ def swept(count: int = 1):
     return lambda: SweepShard.objects.filter(finished_at__isnull=False).count() >= count
 
 
-def test_a_product_failing_mid_sweep_costs_its_boards_only(world):
-    world.suite.toggles.board_failures["brd_c"] = "garbage"
-    world.suite.toggles.board_failures["brd_d"] = "500"
-    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
-        tasks.sweep_task.delay()
-        assert wait_for(swept())
-    assert set(Decision.objects.values_list("board_id", flat=True)) == set(BOARDS) - {"brd_c", "brd_d"}
-    assert LoopState.objects.get().failed_sweeps == 0
+def sweep_summed(world):
+    """A sweep through the worker, waited for; what its shards summed up to."""
+    before = set(SweepShard.objects.values_list("sweep_id", flat=True))
+    tasks.sweep_task.delay()
+    assert wait_for(lambda: SweepShard.objects.exclude(sweep_id__in=before)
+                    .filter(finished_at__isnull=False).exists())
+    shards = SweepShard.objects.exclude(sweep_id__in=before)
+    return {k: sum(s.summary[k] for s in shards) for k in ("unread", "decisions", "refused")}
+
+
+@pytest.fixture
+def fail_during_shard(monkeypatch):
+    """Mid-sweep: `product` fails as `fault` while the sweep's shard `index` runs (whichever
+    order the broker hands the shards out in)."""
+    run_shard, faults = tasks.run_shard, {}
+
+    def running(loop, sweep_id, index):
+        if index != faults.get("index"):
+            return run_shard(loop, sweep_id, index)
+        loop_world.suite.toggles.faults[faults["product"]] = faults["fault"]
+        try:
+            return run_shard(loop, sweep_id, index)
+        finally:
+            loop_world.suite.toggles.faults.clear()
+
+    monkeypatch.setattr(tasks, "run_shard", running)
+    loop_world = None
+
+    def arm(world, index: int, product: str, fault: str) -> None:
+        nonlocal loop_world
+        loop_world = world
+        faults.update(index=index, product=product, fault=fault)
+
+    return arm
+
+
+def test_a_product_failing_mid_sweep_costs_that_shard_its_reads_and_the_next_recovers(
+        world, fail_during_shard):
+    """Every product, every way a product fails, while one shard of the three runs, a
+    different one each time: only that shard's boards go unread (where a board needs the
+    product), so the last fault's boards are read again at once; the invariants stand
+    after each, and a last sweep reads every board."""
+    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="ERROR"):
+        faults = [(product, fault) for product in PRODUCTS for fault in FAULTS]
+        for n, (product, fault) in enumerate(faults):
+            fail_during_shard(world, n % 3, product, fault)
+            during = sweep_summed(world)
+            needed = product in ("superpipeline", "agentpod")  # a board read needs both
+            assert during["unread"] == (2 if needed else 0), (product, fault, during)
+            assert LoopState.objects.get().failed_sweeps == 0
+            check_invariants(world)
+            world.advance(world.loop.cfg.reservation_seconds + 1)  # holds lapse
+            for board in BOARDS[n % 2::2]:
+                world.suite.pipeline.add_card(board)
+        fail_during_shard(world, None, None, None)
+        after = sweep_summed(world)
+    assert after["unread"] == 0 and after["decisions"] > 0
     check_invariants(world)
 
 
@@ -92,3 +136,48 @@ def test_a_shard_whose_worker_died_leaves_its_boards_to_the_next_sweep(world):
     assert set(Decision.objects.values_list("board_id", flat=True)) == set(BOARDS)
     check_invariants(world)
     assert world.now - LoopState.objects.get().last_sweep_at <= timedelta(seconds=0)
+
+
+STORM_BOARDS = ("brd_s1", "brd_s2", "brd_s3")
+
+
+def test_a_relay_storm_with_redeliveries_during_a_sweep_places_each_card_once(
+        transactional_db, client):
+    """90 card.ready through the webhook, 10 of them delivered twice, a sweep sent among
+    them: each card placed once, each copy answered as a duplicate, nothing lost."""
+    agents = {b: tuple(f"agt_{b[-2:]}_{i:02d}" for i in range(30)) for b in STORM_BOARDS}
+    scenario = lane(agents=(), boards=STORM_BOARDS)
+    scenario["agents"] = [{"id": a, "capabilities": ["code-review"], "boards": [b]}
+                          for b in STORM_BOARDS for a in agents[b]]
+    w = make_world(scenario)
+    w.opt_in(*STORM_BOARDS)
+    w.sweep()  # caches the rosters, as the last sweep would have
+    tasks._loop = w.loop
+    ledger = RelayLedger()
+
+    def post(delivery) -> None:
+        answer = deliver(client, None, delivery=delivery.delivery_id, body=delivery.body)
+        ledger.note(delivery.delivery_id, delivery.body, answer.status_code, answer.content, w.now)
+
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
+            sent = []
+            for n in range(90):
+                w.suite.pipeline.add_card(STORM_BOARDS[n % 3])
+                sent.append(w.suite.relay.deliveries[-1])
+                post(sent[-1])
+                if n % 9 == 8:
+                    post(sent[-2])  # the relay delivers one again, under its id
+                if n == 45:
+                    tasks.sweep_task.delay()
+            assert wait_for(lambda: Decision.objects.count() >= 90)
+            assert wait_for(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists())
+            assert wait_for(lambda: not RelayDelivery.objects.filter(outcome="").exists())
+    finally:
+        tasks._loop = None
+    assert [a.status for a in ledger.answers].count(202) == 90 and ledger.duplicates() == 10
+    found = check_invariants(w, ledger)
+    assert (found.placed, found.explicit, found.lost_events) == (90, {}, [])
+    # Each delivery's own pass placed its card, or found it held already by the sweep's.
+    assert set(RelayDelivery.objects.values_list("outcome", flat=True)) <= {"placed", "not-due"}
+    assert Decision.objects.count() == 90 and found.holds == 90

@@ -6,6 +6,7 @@ import pytest
 from records import actions
 from records.models import Board, LoopState
 from records.signals import sweep_finished
+from superdispatch.loop.passes import run_pass
 from tests.support.factories import make_decision
 from tests.support.world import filters_of, lane, make_world, stations_lane
 
@@ -242,6 +243,42 @@ def test_a_board_leased_by_another_pass_is_skipped(world):
     actions.do_take_lease("brd_a", "other-worker", world.now, world.now + timedelta(minutes=3))
     assert world.sweep().skipped == 1
     assert world.decisions() == []
+
+
+def test_a_lease_a_dead_pass_left_lapses_after_the_lease_seconds_setting():
+    """A pass whose worker died leaves its lease; SUPERDISPATCH_LEASE_SECONDS later the next
+    pass takes the board and places its card."""
+    w = make_world(lane(), lease_seconds=20)
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    actions.do_take_lease("brd_a", "dead-worker", w.now, w.now + timedelta(seconds=20))
+    w.advance(19)
+    assert w.sweep().skipped == 1
+    w.advance(1)
+    assert w.sweep().skipped == 0 and w.decisions()[0].reserved_until is not None
+
+
+def test_a_pass_leases_each_board_for_the_lease_seconds_from_when_it_takes_it(world, monkeypatch):
+    seen = []
+    take = actions.do_take_lease
+    monkeypatch.setattr(actions, "do_take_lease",
+                        lambda b, owner, now, until: seen.append((now, until)) or take(b, owner, now, until))
+    started = world.now
+    world.advance(7)  # a shard reached late: its pass's `now` is its sweep's start
+    run_pass(world.loop, ["brd_a"], started)
+    assert seen == [(world.now, world.now + timedelta(seconds=180))]
+
+
+def test_the_passes_tasks_stop_before_their_lease_lapses():
+    from django.conf import settings
+
+    from superdispatch.celery import app
+
+    lease = settings.SUPERDISPATCH.lease_seconds
+    for name in ("superdispatch.sweep", "superdispatch.sweep_shard", "superdispatch.place_card",
+                 "superdispatch.look_at_board"):
+        task = app.tasks[name]
+        assert (task.soft_time_limit, task.time_limit) == (lease * 2 // 3, lease), name
 
 
 def test_relay_and_sweep_racing_on_one_card_make_one_decision_and_one_hold(world):

@@ -149,6 +149,32 @@ def test_accounts_down_with_the_policy_on_fails_closed():
     assert filters_of(d, "agt_a")["policy"]["reason"] == "policy-unread"
 
 
+@pytest.mark.parametrize("fault", ["slow", "down", "401"])
+def test_accounts_failing_costs_a_pass_one_policy_question_not_one_an_agent(fault):
+    """Slow past the client's timeout, every question costs its 5 s: a pass used to ask each
+    agent in turn (nine on a roster: 45 s), and a relayed card's was cut short by its task's
+    time limit, its card neither placed nor said why. One failed question is the pass's last."""
+    w = make_world(policy_lane(rules=[]), policy="on")
+    w.opt_in("brd_a")
+    w.suite.pipeline.add_card("brd_a")
+    w.sweep()  # a card decided: a token for each product is cached now
+    w.suite.pipeline.add_card("brd_a")
+    asked = []
+    handle = w.suite.handle
+
+    def counting(method, url, *args, **kwargs):
+        if url.endswith("/api/policy/decide"):
+            asked.append(url)
+        return handle(method, url, *args, **kwargs)
+
+    w.suite.handle = counting
+    w.suite.toggles.faults["accounts"] = fault
+    started = w.now
+    w.sweep()
+    assert len(w.decisions()) == 2 and len(asked) == 1
+    assert (w.now - started).total_seconds() == (5 if fault == "slow" else 0)
+
+
 def test_after_a_no_policy_answer_accounts_down_still_passes_everyone():
     w = make_world(lane(), policy="on")  # the workspace has no policy
     w.opt_in("brd_a")

@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings
 
 from records import actions
+from records.models import RelayDelivery
 from superdispatch import relay, tasks
 from tests.conftest import T0
 
@@ -47,7 +48,9 @@ READY = {"id": "evt_1", "type": "card.ready", "boardId": "brd_a", "cardId": "car
 def test_a_signed_card_ready_places_that_card_at_once(client, board, enqueued):
     response = deliver(client, READY)
     assert response.status_code == 202
-    assert enqueued == [("place", ("brd_a", "card_7", None))]
+    assert enqueued == [("place", ("brd_a", "card_7", None, "dlv_1"))]
+    row = RelayDelivery.objects.get()  # named for its card; its pass says what became of it
+    assert (row.delivery_id, row.card_id, row.outcome) == ("dlv_1", "card_7", "")
 
 
 def test_a_bad_signature_is_401_and_does_nothing(client, board, enqueued):
@@ -75,6 +78,7 @@ def test_a_replayed_delivery_answers_200_and_is_done_once(client, board, enqueue
 def test_an_event_for_a_board_not_opted_in_is_ignored(client, enqueued):
     response = deliver(client, READY)
     assert response.status_code == 200 and response.json() == {"ok": True, "ignored": True}
+    assert RelayDelivery.objects.get().outcome == "ignored"
     assert enqueued == []
 
 

@@ -63,7 +63,7 @@ def test_query_parameters_carry_anchored_patterns_and_ranges(schema):
 
 def test_the_relay_documents_its_signed_refusal_and_the_training_its_refusal(schema):
     relay = schema["paths"]["/v1/relay/events"]["post"]
-    assert set(relay["responses"]) == {"200", "202", "400", "401", "406", "413"}
+    assert set(relay["responses"]) == {"200", "202", "400", "401", "406", "413", "503"}
     assert relay["responses"]["401"]["content"]["application/json"]["schema"] == ERROR
     assert {p["name"] for p in relay["parameters"]} == {
         "X-Treaty-Timestamp", "X-Treaty-Signature", "X-Treaty-Delivery"}

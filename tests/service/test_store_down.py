@@ -1,6 +1,7 @@
 """While the store cannot be reached, the relay's webhook and /healthz answer 503 with
 Retry-After (the relay delivers again; a probe says "not now"), never 500; and a kept
-connection is checked before a request uses it, so a database restart costs no request."""
+connection is checked before a request uses it, so a database restart costs no request.
+Likewise the webhook while the task queue (Redis, broker and cache) cannot be reached."""
 from __future__ import annotations
 
 from unittest import mock
@@ -42,7 +43,7 @@ def test_a_relay_delivery_answers_503_while_the_store_is_down_and_is_taken_on_re
     assert enqueued == []
     response = deliver(client, READY, delivery="dlv_down")  # the relay delivers it again
     assert response.status_code == 202
-    assert enqueued == [("place", ("brd_a", "card_7", None))]
+    assert enqueued == [("place", ("brd_a", "card_7", None, "dlv_down"))]
 
 
 def test_kept_connections_are_checked_before_use():
@@ -50,3 +51,48 @@ def test_kept_connections_are_checked_before_use():
     if db["ENGINE"] == "django.db.backends.sqlite3":
         pytest.skip("SQLite keeps no connection to a server")
     assert db["CONN_HEALTH_CHECKS"] is True and db["CONN_MAX_AGE"] == 60
+
+
+# --- The queue (Redis: the broker and the cache) down ----------------------------------------
+
+def test_a_relay_delivery_answers_503_while_the_queue_is_down_and_is_taken_on_redelivery(
+        client, monkeypatch):
+    """Redis restarting: the card's task cannot be sent. The delivery is answered 503 with
+    Retry-After, its id forgotten with the transaction, so the relay's next try is taken."""
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from records.models import RelayDelivery
+    from superdispatch import tasks
+
+    actions.do_opt_in("brd_a", T0)
+    sent = []
+
+    def delay(*args):
+        if not sent:
+            sent.append(None)
+            raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        sent.append(args)
+
+    monkeypatch.setattr(tasks.place_card_task, "delay", delay)
+    response = deliver(client, READY, delivery="dlv_q")
+    assert response.status_code == 503 and response["Retry-After"] == "5"
+    assert response.json()["error"]["code"] == "queue-unavailable"
+    assert "6379" not in response.content.decode()  # the broker's words stay in the log
+    assert not RelayDelivery.objects.exists()
+    assert deliver(client, READY, delivery="dlv_q").status_code == 202
+    assert sent[1:] == [("brd_a", "card_7", None, "dlv_q")]
+
+
+def test_another_event_answers_503_while_the_cache_is_down(client, monkeypatch):
+    from redis.exceptions import ConnectionError as CacheDown
+
+    from superdispatch import relay
+
+    actions.do_opt_in("brd_a", T0)
+
+    def add(*args, **kwargs):
+        raise CacheDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(relay.cache, "add", add)
+    response = deliver(client, {**READY, "type": "card.claimed"}, delivery="dlv_c")
+    assert response.status_code == 503 and response["Retry-After"] == "5"
