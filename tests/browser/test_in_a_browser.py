@@ -122,7 +122,7 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     shot(page, "agent")
 
     # Dismiss a suggestion from the list with the admin's action.
-    suggestion = Suggestion.objects.filter(dismissed_at__isnull=True).first()
+    suggestion = Suggestion.objects.filter(dismissed_at__isnull=True, resolved_at__isnull=True).first()
     page.goto(f"{live_server.url}/admin/records/suggestion/?state=open")
     page.locator(f"input.action-select[value='{suggestion.id}']").check()
     page.select_option("select[name=action]", "dismiss")
@@ -141,7 +141,7 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     shot(page, "browsable-decisions")
 
     # Dismiss another suggestion with the browsable API's POST (its CSRF token sent by the page).
-    other = Suggestion.objects.filter(dismissed_at__isnull=True).first()
+    other = Suggestion.objects.filter(dismissed_at__isnull=True, resolved_at__isnull=True).first()
     page.goto(f"{live_server.url}/v1/suggestions/{other.id}/dismiss")
     expect(page.locator(".response-info")).to_contain_text("405")
     page.locator("#post-generic-content-form button", has_text="POST").click()
