@@ -294,16 +294,17 @@ def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
 # table (a cache may evict them) and pruned by a periodic task once they are older.
 DELIVERIES_KEPT = timedelta(days=1)
 
-def do_note_delivery(delivery_id: str, now: datetime, card_id: str = "") -> bool:
-    """Remember a relay delivery id (and the card a card.ready names); False when it was
-    already seen (a redelivery).
+def do_note_delivery(delivery_id: str, now: datetime, card_id: str = "",
+                     board_id: str = "") -> bool:
+    """Remember a relay delivery id (and the board and card a card.ready names); False when it
+    was already seen (a redelivery).
 
     The insert is the test: of two racing copies of one delivery the second meets the
     primary key (once the first commits) and is told it is a duplicate."""
     try:
         with transaction.atomic():
             RelayDelivery.objects.create(delivery_id=delivery_id, received_at=now,
-                                         card_id=card_id)
+                                         board_id=board_id, card_id=card_id)
     except IntegrityError:
         return False
     return True

@@ -273,11 +273,12 @@ class RelayOutcome(models.TextChoices):
 class RelayDelivery(models.Model):
     """A delivery id the event relay sent, kept a day so a redelivery is known and answered
     once; the primary key makes two racing copies of one delivery insert only once. A
-    `card.ready`'s row names the card and, once its pass has run, what became of it (blank
-    until then: a blank row a pass should have reached is a lost delivery)."""
+    `card.ready`'s row names its board and card and, once its pass has run, what became of it
+    (blank until then: a row left blank, its task lost with Redis, say, is sent again)."""
 
     delivery_id = models.CharField(max_length=200, primary_key=True)
     received_at = models.DateTimeField(db_index=True)
+    board_id = models.CharField(max_length=128, blank=True, default="")
     card_id = models.CharField(max_length=128, blank=True, default="")
     outcome = models.CharField(max_length=8, blank=True, default="", choices=RelayOutcome.choices)
 

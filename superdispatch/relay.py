@@ -136,8 +136,10 @@ class RelayEvents(APIView):
         # is accepted: while Redis (the task queue, the cache) cannot be reached, 503.
         try:
             with transaction.atomic():
-                card_id = event["cardId"] if event["type"] == "card.ready" else ""
-                if not actions.do_note_delivery(delivery, timezone.now(), card_id[:128]):
+                ready = event["type"] == "card.ready"
+                if not actions.do_note_delivery(delivery, timezone.now(),
+                                                event["cardId"][:128] if ready else "",
+                                                event["boardId"][:128] if ready else ""):
                     return Response({"ok": True, "duplicate": True})
                 answer = accept(event, delivery)
         except QUEUE_DOWN as err:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from learning import store as learning_store
 from records import actions, retention
-from records.models import Board, RelayOutcome
+from records.models import Board, RelayDelivery, RelayOutcome
 from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one
 from superdispatch.loop.context import utc_now
@@ -36,6 +36,10 @@ LEASED_RETRIES = 40
 STORE_DOWN = (OperationalError, InterfaceError)
 STORE_RETRY_S = 1.0
 STORE_RETRIES = 30
+# A relayed card's task that never reported (lost with Redis) is sent again by a sweep.
+RESEND_AFTER = timedelta(minutes=2)
+RESEND_WITHIN = timedelta(minutes=10)
+RESEND_MOST = 100
 
 
 def loop() -> Loop:
@@ -48,11 +52,31 @@ def loop() -> Loop:
 
 @shared_task(name="superdispatch.sweep", ignore_result=True)
 def sweep_task() -> None:
-    """Beat's sweep: in this worker, or fanned out in shards over every worker of the queue."""
+    """Beat's sweep: in this worker, or fanned out in shards over every worker of the queue;
+    and the relayed cards whose tasks were lost, sent again."""
+    send_lost_cards_again(loop().clock())
     summary = start_sweep(loop(), _send_shard)
     if summary is None or (summary.backoff_until is not None and not summary.boards):
         return
     log.info("loop: sweep: %s", summary.line())
+
+
+def send_lost_cards_again(now: datetime) -> int:
+    """A card.ready the webhook took whose pass never said what became of it, two minutes
+    on (its task lost with Redis, or with a worker that died): its task is sent again, for
+    the deliveries of the last ten minutes, at most a hundred a sweep. A second pass over a
+    card placed since only finds it not due."""
+    lost = (RelayDelivery.objects.filter(outcome="", received_at__lt=now - RESEND_AFTER,
+                                         received_at__gte=now - RESEND_WITHIN)
+            .exclude(card_id="").order_by("received_at")
+            .values_list("delivery_id", "board_id", "card_id")[:RESEND_MOST])
+    sent = 0
+    for delivery_id, board_id, card_id in lost:
+        place_card_task.delay(board_id, card_id, None, delivery_id)
+        sent += 1
+    if sent:
+        log.warning("loop: %d relayed cards whose tasks were lost sent again", sent)
+    return sent
 
 
 def _send_shard(sweep_id: str, index: int) -> None:

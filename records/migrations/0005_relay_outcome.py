@@ -1,4 +1,4 @@
-# What became of a relayed card.ready: the card its delivery named, and the outcome of its pass.
+# What became of a relayed card.ready: the board and card its delivery named, and its pass's outcome.
 
 from django.db import migrations, models
 
@@ -10,6 +10,11 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddField(
+            model_name='relaydelivery',
+            name='board_id',
+            field=models.CharField(blank=True, default='', max_length=128),
+        ),
         migrations.AddField(
             model_name='relaydelivery',
             name='card_id',

@@ -141,3 +141,18 @@ def test_an_outcome_noted_before_the_webhook_commits_its_row_is_kept():
         thread.join(10)
     row = RelayDelivery.objects.get(pk="dlv_race")
     assert (row.card_id, row.outcome) == ("card_7", "placed")
+
+
+def test_a_relayed_card_whose_task_was_lost_is_sent_again_by_a_sweep(world, monkeypatch):
+    """Redis restarted with the card's task queued in it: the delivery's row stays blank, and
+    the next sweep two minutes on sends the task again (a card placed since is only not due)."""
+    sent = []
+    monkeypatch.setattr(tasks.place_card_task, "delay", lambda *args: sent.append(args))
+    for delivery, age_s, outcome in (("dlv_lost", 150, ""), ("dlv_fresh", 30, ""),
+                                      ("dlv_old", 900, ""), ("dlv_done", 150, "placed")):
+        actions.do_note_delivery(delivery, world.now - timedelta(seconds=age_s), "card_9", "brd_a")
+        if outcome:
+            actions.do_note_relay_outcome(delivery, outcome)
+    actions.do_note_delivery("dlv_look", world.now - timedelta(seconds=150))  # not a card.ready
+    assert tasks.sweep_task.apply().successful()
+    assert sent == [("brd_a", "card_9", None, "dlv_lost")]

@@ -49,8 +49,9 @@ def test_a_signed_card_ready_places_that_card_at_once(client, board, enqueued):
     response = deliver(client, READY)
     assert response.status_code == 202
     assert enqueued == [("place", ("brd_a", "card_7", None, "dlv_1"))]
-    row = RelayDelivery.objects.get()  # named for its card; its pass says what became of it
-    assert (row.delivery_id, row.card_id, row.outcome) == ("dlv_1", "card_7", "")
+    row = RelayDelivery.objects.get()  # names its card; its pass says what became of it
+    assert (row.delivery_id, row.board_id, row.card_id, row.outcome) == (
+        "dlv_1", "brd_a", "card_7", "")
 
 
 def test_a_bad_signature_is_401_and_does_nothing(client, board, enqueued):
