@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -36,7 +37,9 @@ _first_sweep_done = False
 
 
 def lease_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """A name for one pass: its host and process, and a token of its own, so that two passes in
+    one process (a worker's threads) never take each other's lease for their own."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 @dataclass

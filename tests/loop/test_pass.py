@@ -6,7 +6,7 @@ import pytest
 from records import actions
 from records.models import Board, LoopState
 from records.signals import sweep_finished
-from superdispatch.loop.passes import run_pass
+from superdispatch.loop.passes import lease_owner, run_pass
 from tests.support.factories import make_decision
 from tests.support.world import filters_of, lane, make_world, stations_lane
 
@@ -352,3 +352,14 @@ def test_a_relayed_card_is_not_held_for_an_agent_at_work_since_the_roster_was_ca
     assert d.chosen is not None and d.chosen != held.chosen
     at_work = d.candidates.get(agent_id=held.chosen)
     assert not at_work.eligible and "not-idle" in {f["reason"] for f in at_work.filters if not f["passed"]}
+
+
+def test_a_pass_in_the_same_process_never_takes_another_pass_s_lease(world):
+    """Two passes at once in one worker process (its threads) are two owners: the second skips
+    the board rather than passing it beside the first."""
+    first = lease_owner()
+    assert actions.do_take_lease("brd_a", first, world.now, world.now + timedelta(minutes=3))
+    world.suite.pipeline.add_card("brd_a")
+    summary = run_pass(world.loop, ["brd_a"], world.now)
+    assert summary.skipped == 1 and world.decisions() == []
+    assert Board.objects.get(board_id="brd_a").lease_owner == first
