@@ -96,6 +96,7 @@ STORM_CARDS, STORM_REDELIVERED, STORM_S = 900, 100, 10.0
 SWEEP_S, SHARD_BOARDS, LEASE_S = 5, 4, 30
 HEALTH_EVERY_S, HEALTH_TIMEOUT_S = 0.1, 2.0
 RECOVER_S = 90
+RESENT_S = 150  # a sweep sends a relayed card's lost task again two minutes on
 PG_VERSION = (os.listdir("/etc/postgresql") or ["15"])[0] if os.path.isdir("/etc/postgresql") else "15"
 REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
                "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis",
@@ -432,7 +433,8 @@ class Faults:
             # Deliveries taken before the clean sweep began: acted on, by it if not before.
             by = clean[-1] if recovered is not None else now() - timedelta(seconds=10)
             window = {a.delivery_id for a in stand.ledger.answers[answers_before:]}
-            waited(lambda: not window & set(stand.check(by).lost_events), 30, every=1.0)
+            # A relayed card's task lost with Redis is sent again by a sweep two minutes on.
+            waited(lambda: not window & set(stand.check(by).lost_events), RESENT_S, every=1.0)
         found = stand.check(by)
         answers = stand.ledger.answers[answers_before:]
         window = {a.delivery_id for a in answers}
@@ -703,8 +705,14 @@ def run_faults(only: list[str], database: str, redis_url: str) -> None:
                 faults.product(product, fault)
         last = now()
         waited(lambda: clean_sweep_after(last), RECOVER_S, every=0.2)
+        waited(lambda: not stand.check(last).lost_events, RESENT_S, every=2.0)
         found = stand.check(last)
         print(f"after every fault: {found.line()}; processes' log {stand.log.name}", flush=True)
+        lost = set(found.lost_events)
+        for answer in [a for a in stand.ledger.answers if a.delivery_id in lost][:5]:
+            print(f"    lost: {answer.delivery_id} {answer.event.get('type')} "
+                  f"{answer.event.get('boardId')} {answer.event.get('cardId')}, answered "
+                  f"{answer.status} at {answer.at.isoformat()}", flush=True)
         survived = sum(1 for o in faults.outcomes if o.survived)
         print(f"faults={len(faults.outcomes)} survived={survived} "
               f"double_holds={len(found.double_holds)} "
