@@ -30,16 +30,18 @@ injected while a sweep is under way (its shards written and a board leased):
 - two sweeps sent at once, besides beat's own.
 
 After each: a sweep that starts after the fault is cleared must read every board (within
-90 s), and the invariants of tests/support/invariants.py must hold over everything recorded
-so far: no decision without its candidates, no card held twice at once, no hold recorded that
-SuperPipeline did not grant, every card.ready the webhook took placed, or its delivery's row
-saying why not (waiting for a free agent, not due, unread, left to the next sweep, ignored). Throughout each fault `/healthz` is asked
-every 100 ms, timeout 2 s: it answers when it says 200 within that, or 503 with Retry-After
-while PostgreSQL is really down (from the restart command until the server is ready again,
-plus a second); a 500, another status, a refused connection or a timeout is a failure. The
-webhook likewise must never answer a 5xx other than 503 (the relay delivers a 503 again). A
-fault is survived when the service recovered, the invariants hold, and neither /healthz nor
-the webhook failed.
+90 s), the deliveries taken before it must have been acted on (within 150 s: a relayed card's
+task lost with Redis is sent again by a sweep two minutes on), and the invariants of
+tests/support/invariants.py must hold over everything recorded so far: no decision without
+its candidates, no card held twice at once, no hold recorded that SuperPipeline did not
+grant, every card.ready the webhook took placed, or its delivery's row saying why not
+(waiting for a free agent, not due, unread, left to the next sweep, ignored). Throughout each
+fault `/healthz` is asked every 100 ms, timeout 2 s: it answers when it says 200 within that,
+or 503 with Retry-After while PostgreSQL is really down (from the restart command until the
+server is ready again, plus a second); a 500, another status, a refused connection or a
+timeout is a failure. The webhook likewise must never answer a 5xx other than 503 (the relay
+delivers a 503 again). A fault is survived when the service recovered, the invariants hold,
+and neither /healthz nor the webhook failed.
 
 Last line: `faults=N survived=N double_holds=0 orphan_decisions=0 lost_events=0`.
 
