@@ -16,7 +16,8 @@ from django.db.models.functions import Cast
 
 from learning.core.labels import CLAIMED
 from learning.core.rows import SCHEMA, rows
-from records.models import Candidate, Decision
+from records import marks
+from records.models import Candidate, Decision, Roll
 from records.serializers import CANDIDATE_READS, DECISION_READS, DecisionSerializer
 
 MAX_DECISIONS = 100_000  # a read's cap, as documented
@@ -27,12 +28,14 @@ CHUNK = 500  # decisions per query: large enough to amortise a round trip, small
 # of the export together. The rows carry the columns the record's serializers read, by the
 # models' own names, and a decision row its candidates.
 DECISION_FIELDS = tuple(dict.fromkeys(attr for attr, _ in DECISION_READS))
+STORED_AS = ("roll_id", "roll_marks")  # how the decision keeps its candidates off the set
 CANDIDATE_FIELDS = ("decision_id", *dict.fromkeys(attr for attr, _ in CANDIDATE_READS))
 # Filter verdicts and capabilities repeat across the log: decode each distinct text once.
 REPEATING = ("requires", "filters")
 MEMO_SIZE = 4096
 
-DecisionRow = namedtuple("DecisionRow", (*DECISION_FIELDS, "candidates"), defaults=((),))
+DecisionRow = namedtuple("DecisionRow", (*DECISION_FIELDS, *STORED_AS, "candidates"),
+                         defaults=((),))
 CandidateRow = namedtuple("CandidateRow", CANDIDATE_FIELDS)
 AGENT_ID = CANDIDATE_FIELDS.index("agent_id")
 _present = DecisionSerializer(many=True).to_representation
@@ -113,12 +116,14 @@ def record_chunks(since: datetime | None, *, newest_first: bool = False,
         if last is not None:
             page = page.filter(_after(last, newest_first))
         size = min(chunk, limit - read)
-        decisions = [DecisionRow(*_decoded(Decision, values, DECISION_FIELDS, decode))
-                     for values in page.values_list(*_columns(Decision, DECISION_FIELDS))[:size]]
+        decisions = [DecisionRow(*_decoded(Decision, values, DECISION_FIELDS + STORED_AS, decode))
+                     for values in page.values_list(*_columns(Decision, DECISION_FIELDS), *STORED_AS)[:size]]
         if decisions:
             detailed = {d.id: (d.chosen, d.outcome_by) for d in decisions} if for_training else None
             candidates = _candidates([d.id for d in decisions], decode, detailed)
-            yield _present([d._replace(candidates=candidates.get(d.id, ())) for d in decisions])
+            yield _present([d._replace(candidates=marks.merged(
+                d.id, candidates.get(d.id, ()), Roll.agents_of(d.roll_id), d.roll_marks, _marked_row))
+                for d in decisions])
         if len(decisions) < size:
             return  # a short chunk was the last
         read += size
@@ -140,6 +145,10 @@ def _candidates(decision_ids: list[str], decode,
         c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, lean if brief else decode))
         found.setdefault(c.decision_id, []).append(c)
     return found
+
+
+def _marked_row(**columns: Any) -> CandidateRow:
+    return CandidateRow._make(columns[f] for f in CANDIDATE_FIELDS)
 
 
 def _decoder_without(decode, fields: frozenset[str]) -> Callable[[str, str | None], Any]:

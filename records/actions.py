@@ -4,17 +4,17 @@ Views, admin actions, commands and tasks all call these, so a rule lives in one 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 
 from placement.facts import Station
-from records import outbox, serializers
+from records import marks, outbox, serializers
 from records.models import (
-    Board, Candidate, Decision, LoopState, OutcomeStatus, RegistryRead, RelayDelivery, Suggestion,
-    SweepShard,
+    Board, Candidate, Decision, LoopState, OutcomeStatus, RegistryRead, RelayDelivery, Roll,
+    Suggestion, SweepShard,
 )
 from records.registry import KEY as REGISTRY_KEY
 from records.registry import station_json
@@ -72,24 +72,42 @@ def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
 
 @transaction.atomic
 def do_record_decision(placed, now: datetime, learned: dict | None = None) -> Decision:
-    """Write a placement decision and every candidate in one transaction."""
-    record = placed.to_record()
+    """Write a placement decision and every candidate in one transaction: a row for each
+    candidate but those outside the set that a mark against the roll stands for (`roll`)."""
+    kept = marks.split(placed.candidates)
+    full = placed.to_record() if outbox.events_on() else None
+    record = full or replace(placed, candidates=()).to_record()
     decision = Decision.objects.create(**serializers.decision_columns(record),
                                        ladder_ready_at=placed.card.ready_at, learned=learned,
-                                       created_at=now)
+                                       roll_id=_stored_roll(kept.agents, now) if kept.marks else None,
+                                       roll_marks=kept.marks, created_at=now)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
     rows = []
-    for position, (c, rec) in enumerate(zip(placed.candidates, record["candidates"])):
+    for position in kept.rows:
+        c = placed.candidates[position]
+        rec = c.to_record()
         key = id(c.filters)
         if key not in encoded:
             encoded[key] = serializers.encode_verdicts(rec["filters"])
         rows.append(serializers.candidate_row(decision.id, position, rec, in_set=c.in_set,
                                               eligible=c.eligible, verdicts=encoded[key]))
     _insert_candidates(rows)
-    if outbox.events_on():
-        outbox.write_decision_recorded(decision, record, now)
+    if full is not None:
+        outbox.write_decision_recorded(decision, full, now)
     return decision
+
+
+def _stored_roll(agents: list[list[str | None]], now: datetime) -> str:
+    """The digest of the roll of these agents, stored by now, in the decision's transaction.
+
+    Whether it is stored is asked of the store each time: a roll this process has seen may
+    since have been pruned, or rolled back with the transaction that wrote it."""
+    digest = marks.digest(agents)
+    if not Roll.objects.filter(digest=digest).exists():
+        Roll.objects.bulk_create([Roll(digest=digest, agents=agents, created_at=now)],
+                                 ignore_conflicts=True)  # another worker may store it first
+    return digest
 
 
 def _insert_candidates(rows: list[tuple]) -> None:
@@ -111,8 +129,8 @@ def _insert_candidates(rows: list[tuple]) -> None:
                 for row in rows:
                     copy.write_row(row)
         else:
-            marks = ", ".join(["%s"] * len(serializers.CANDIDATE_STORED))
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+            params = ", ".join(["%s"] * len(serializers.CANDIDATE_STORED))
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({params})", rows)
 
 
 def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
@@ -345,17 +363,30 @@ def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
     """
     if not decision_ids:
         return 0, 0
-    marks = ", ".join(["%s"] * len(decision_ids))
+    params = ", ".join(["%s"] * len(decision_ids))
     quote = connection.ops.quote_name
+    settled = Decision.objects.filter(id__in=decision_ids, outcome_status__isnull=False)
+    marked = settled.aggregate(n=Sum(marks.marked_count()))["n"] or 0
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {quote(Candidate._meta.db_table)} WHERE {quote('decision_id')} IN "
             f"(SELECT {quote('id')} FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} "
-            f"IN ({marks}) AND {quote('outcome_status')} IS NOT NULL)", decision_ids)
+            f"IN ({params}) AND {quote('outcome_status')} IS NOT NULL)", decision_ids)
         candidates = cursor.rowcount
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"DELETE FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({marks}) "
+            f"DELETE FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
             f"AND {quote('outcome_status')} IS NOT NULL", decision_ids)
         decisions = cursor.rowcount
-    return candidates, decisions
+    return candidates + marked, decisions
+
+
+def do_prune_rolls(before: datetime) -> int:
+    """Forget the rolls stored before `before` that no decision names any more; returns how many.
+
+    A pass that takes up such a roll again in the moment it goes fails its decision's write
+    on the foreign key, whole, and the next pass stores the roll again."""
+    deleted, _ = (Roll.objects.filter(created_at__lt=before)
+                  .exclude(digest__in=Decision.objects.filter(roll__isnull=False).values("roll_id"))
+                  .delete())
+    return deleted

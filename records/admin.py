@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -73,8 +73,11 @@ class TurnedAwayFilter(admin.SimpleListFilter):
         code = self.value()
         if code not in tables().codes:
             return queryset
-        return queryset.filter(Exists(Candidate.objects.filter(
-            decision=OuterRef("pk"), reasons__contains=f",{code},")))
+        rows = Q(Exists(Candidate.objects.filter(decision=OuterRef("pk"),
+                                                 reasons__contains=f",{code},")))
+        if code == tables().identity.rejected.reason:  # and every candidate a mark stands for
+            return queryset.filter(rows | ~Q(roll_marks=""))
+        return queryset.filter(rows)
 
 
 @admin.register(Decision)
@@ -139,7 +142,7 @@ def candidate_rows(d: Decision) -> list[dict]:
 
     Read through the record's serializer, so the page shows what the API answers."""
     rows = []
-    for c in CandidateSerializer(d.candidates.order_by("position"), many=True).data:
+    for c in CandidateSerializer(d.candidates, many=True).data:
         who, verdicts, score = c["candidate"], c["filters"], c["score"] or {}
         failed = [f for f in verdicts if not f.get("passed")]
         rows.append({

@@ -1,18 +1,21 @@
 """One agent's story, read from the store: the decisions that weighed it and what each said.
 
-Every read starts from the `candidate_agent` index (the agent's candidate rows) or from the
-decisions it was chosen in, and counts in the database.
+Every read starts from the `candidate_agent` index (the agent's candidate rows), from the
+decisions that weighed it off their candidate set (its place in each roll, `roll`), or from
+the decisions it was chosen in, and counts in the database.
 """
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 from django.db.models import Count, Q, QuerySet, TextField
-from django.db.models.functions import Cast, Trunc
+from django.db.models.functions import Cast, Substr, Trunc
 
 from placement.filters import LIMIT_PREFIX, tables
+from records import marks
 from records.dashboard import LAPSED, Range, bar_index, bar_starts, in_range
-from records.models import Candidate, Decision, Suggestion
+from records.models import Candidate, Decision, Roll, Suggestion
 
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one
 
@@ -23,8 +26,32 @@ def candidate_rows(agent_id: str) -> QuerySet:
 
 
 def decisions_considering(agent_id: str) -> QuerySet:
-    """The decisions that considered the agent, through its candidate rows."""
-    return Decision.objects.filter(id__in=candidate_rows(agent_id).values("decision_id"))
+    """The decisions that considered the agent: through its candidate rows, or its marks."""
+    return Decision.objects.filter(Q(id__in=candidate_rows(agent_id).values("decision_id"))
+                                   | Q(id__in=decisions_marking(agent_id).values("id")))
+
+
+def decisions_marking(agent_id: str) -> QuerySet:
+    """The decisions that weighed the agent off their candidate set, by its marks: in each roll
+    that holds it, the decisions whose mark at its place stands for a candidate."""
+    matched = Q(pk__in=[])
+    for digest, index in _places(agent_id):
+        ids = (Decision.objects.filter(roll_id=digest)
+               .annotate(mark=Substr("roll_marks", index + 1, 1))
+               .filter(mark__in=marks.OFF_SET).values("id"))
+        matched |= Q(id__in=ids)
+    return Decision.objects.filter(matched)
+
+
+def _places(agent_id: str) -> list[tuple[str, int]]:
+    """Every roll that holds the agent, and its place in each."""
+    found = []
+    digests = (Roll.objects.annotate(text=Cast("agents", TextField()))
+               .filter(text__contains=json.dumps(agent_id)).values_list("digest", flat=True))
+    for digest in digests:
+        found += [(digest, i) for i, (agent, _) in enumerate(Roll.agents_of(digest))
+                  if agent == agent_id]
+    return found
 
 
 def verdict(candidate: Candidate, chosen: str | None) -> dict:
@@ -45,6 +72,8 @@ def tallies(agent_id: str, rng: Range, now: datetime) -> dict:
     considered = candidate_rows(agent_id).filter(decision__created_at__gt=now - rng.span,
                                                  decision__created_at__lte=now)
     out = considered.aggregate(considered=Count("id"), eligible=Count("id", filter=Q(eligible=True)))
+    out["considered"] += in_range(rng, now).filter(
+        id__in=decisions_marking(agent_id).values("id")).count()
     out.update(in_range(rng, now).filter(chosen=agent_id).aggregate(
         chosen=Count("id"), held=Count("id", filter=Q(reserved_until__isnull=False)),
         claimed=Count("id", filter=Q(outcome_status="claimed")),
@@ -69,6 +98,16 @@ def rejections_over_time(agent_id: str, rng: Range, now: datetime) -> dict:
         if i is not None:
             for code in counts:
                 series[code][i] += row[_alias(code)]
+    # Off the candidate set and marked, the agent was turned away by the identity filter alone.
+    off_set = tables().identity.rejected.reason
+    marked = (decisions_marking(agent_id)
+              .filter(created_at__gt=now - rng.span, created_at__lte=now)
+              .annotate(t=Trunc("created_at", rng.trunc, tzinfo=timezone.utc))
+              .values("t").annotate(n=Count("id")))
+    for row in marked:
+        i = bar_index(row["t"], starts, rng.step)
+        if i is not None:
+            series[off_set][i] += row["n"]
     return {"starts": starts, "series": {code: values for code, values in series.items()
                                          if any(values)}}
 
@@ -78,6 +117,10 @@ def recent(agent_id: str, limit: int = 20) -> list[tuple[Decision, Candidate]]:
     decisions = list(decisions_considering(agent_id).order_by("-created_at", "-id")[:limit])
     rows = {c.decision_id: c for c in candidate_rows(agent_id).filter(
         decision_id__in=[d.id for d in decisions])}
+    for d in decisions:
+        marked = marks.marked_at(d.id, Roll.agents_of(d.roll_id), d.roll_marks, agent_id, Candidate)
+        if d.id not in rows and marked is not None:
+            rows[d.id] = marked  # weighed off the set: its mark stands for the row
     return [(d, rows[d.id]) for d in decisions if d.id in rows]
 
 

@@ -88,7 +88,7 @@ def _with_agent(d: Decision, agent_id: str) -> dict:
     """The decision, and `agent`: what it made of that agent (chosen, eligible or rejected,
     with the reason codes) and the agent's candidate record as `candidates` lists it."""
     record = ExplainedDecisionSerializer(d).data
-    candidate = next(c for c in d.candidates.all() if c.agent_id == agent_id)
+    candidate = next(c for c in d.candidates if c.agent_id == agent_id)
     record["agent"] = {"agentId": agent_id, **agents.verdict(candidate, d.chosen),
                        "record": CandidateSerializer(candidate).data}
     return record
@@ -96,7 +96,7 @@ def _with_agent(d: Decision, agent_id: str) -> dict:
 
 def _with_candidates(decisions):
     return decisions.prefetch_related(
-        Prefetch("candidates", queryset=Candidate.objects.order_by("position")))
+        Prefetch("candidate_rows", queryset=Candidate.objects.order_by("position")))
 
 
 class Decisions(OperatorView):
@@ -111,7 +111,7 @@ class Decisions(OperatorView):
             decisions = decisions.filter(card_id=params["card"])
         if "agent" in params:
             decisions = decisions.filter(
-                id__in=agents.candidate_rows(params["agent"]).values("decision_id"))
+                id__in=agents.decisions_considering(params["agent"]).values("id"))
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
         page = _with_candidates(decisions)[: params["limit"]]

@@ -1,11 +1,14 @@
 """SuperDispatch's own store: the boards opted in, the decisions, and the suggestions."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
 from placement import ladder, why_nobody
+from records import marks
 from records.ids import new_decision_id, new_event_id, new_suggestion_id
 
 # The words a decision and a suggestion are recorded with. Each label is its value, so the
@@ -120,6 +123,11 @@ class Decision(models.Model):
     run_mark = models.FloatField(null=True, blank=True)  # the run's verdict as a pass mark
     run_ended_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
+    # Candidates outside the candidate set with no bridge row are kept as one mark each
+    # against a roll of the agents, not as rows (records/marks.py): `candidates` merges both.
+    roll = models.ForeignKey("Roll", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="+")
+    roll_marks = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -151,11 +159,46 @@ class Decision(models.Model):
     def __str__(self) -> str:
         return self.id
 
+    @property
+    def candidates(self) -> list[Candidate]:
+        """Every candidate, in record order: its rows, and those its marks stand for."""
+        return marks.merged(self.id, self.candidate_rows.all(), Roll.agents_of(self.roll_id),
+                            self.roll_marks, Candidate)
+
+    def candidate(self, agent_id: str) -> Candidate | None:
+        """The record of one considered agent, if it was considered."""
+        return next((c for c in self.candidates if c.agent_id == agent_id), None)
+
+
+class Roll(models.Model):
+    """The agents a decision's candidates name, in record order, stored once for every
+    decision that names the same ones, and named by its digest."""
+
+    digest = models.CharField(max_length=64, primary_key=True)  # marks.digest(agents)
+    agents = models.JSONField()  # [[agentId, principalId], ...]
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.digest
+
+    @staticmethod
+    def agents_of(digest: str | None) -> tuple:
+        """A roll's agents (none for no roll). A roll never changes once stored, so each one
+        is read once a process."""
+        return _roll_agents(digest) if digest else ()
+
+
+@lru_cache(maxsize=32)
+def _roll_agents(digest: str) -> tuple[tuple[str, str | None], ...]:
+    return tuple(map(tuple, Roll.objects.values_list("agents", flat=True).get(digest=digest)))
+
 
 class Candidate(models.Model):
     """One agent considered for a decision, with every filter's verdict and its score."""
 
-    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="candidates")
+    # No index of its own: the unique (decision, position) serves every read by decision.
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="candidate_rows",
+                                 db_index=False)
     position = models.IntegerField()
     agent_id = models.CharField(max_length=128)
     principal_id = models.CharField(max_length=128, null=True, blank=True)

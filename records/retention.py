@@ -1,4 +1,5 @@
-"""Retention: settled decisions older than SUPERDISPATCH_RETAIN_DAYS go, with their candidates.
+"""Retention: settled decisions older than SUPERDISPATCH_RETAIN_DAYS go, with their candidates,
+and then the rolls of agents (`roll`) that no decision names any more.
 
 A prune walks the settled decisions oldest first by keyset (created_at, id) on the
 `decision_settled_time` index and deletes them in batches through
@@ -37,8 +38,9 @@ BATCH = 500  # decisions per batch: ~5,000 candidate rows at ten a decision
 @dataclass
 class PruneSummary:
     decisions: int = 0
-    candidates: int = 0
+    candidates: int = 0  # rows and marks alike
     batches: int = 0
+    rolls: int = 0  # rolls no decision names any more, stored before the retained days
     more: bool = False  # stopped on its time budget with prunable decisions left
 
 
@@ -70,6 +72,7 @@ def prune(now: datetime, retain_days: int, *, keep_model: str | None = None,
             return summary
         rows = prunable(before, keep_model, after, batch)
         if not rows:
+            summary.rolls = actions.do_prune_rolls(before)
             return summary
         after = rows[-1]
         candidates, decisions = actions.do_prune_decisions([id_ for _, id_ in rows])

@@ -19,6 +19,9 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from records.columns import (  # noqa: F401  (the record's readers find them here too)
+    has_reason, has_reason_sql, only_reasons_sql, reasons_column, reasons_of,
+)
 from records.explain import explain
 from records.models import Candidate, Decision
 
@@ -333,36 +336,6 @@ def candidate_columns(record: Mapping[str, Any]) -> dict[str, Any]:
 def encode_verdicts(filters: list[dict]) -> tuple[str, str]:
     """A candidate's filter verdicts as stored, and its rejections (`reasons_of`)."""
     return json.dumps(filters), reasons_of(filters)
-
-
-def reasons_of(filters: list[dict]) -> str:
-    """A candidate's rejections as the `reasons` column keeps them (`reasons_column`)."""
-    return reasons_column(f["reason"] for f in filters if not f.get("passed") and f.get("reason"))
-
-
-def reasons_column(codes: Iterable[str]) -> str:
-    """Reason codes as the `reasons` column keeps them, `,code,code,`, so a query finds one
-    with `LIKE '%,code,%'` (`has_reason_sql`); no rejection is the empty string."""
-    codes = list(codes)
-    return ("," + ",".join(codes) + ",") if codes else ""
-
-
-def has_reason(reasons: str, code: str) -> bool:
-    """Whether a `reasons` column holds this reason code."""
-    return f",{code}," in reasons
-
-
-def has_reason_sql(column: str, code: str) -> str:
-    """SQL true when a `reasons` column holds this reason code (for a %-formatted query)."""
-    return f"{column} LIKE '%%,{code},%%'"
-
-
-def only_reasons_sql(column: str, codes: Iterable[str]) -> str:
-    """SQL true when a `reasons` column holds at least one code, and only these."""
-    rest = column
-    for code in codes:
-        rest = f"REPLACE({rest}, ',{code}', '')"
-    return f"({column} <> '' AND {rest} = ',')"
 
 
 def stored_verdicts(value: str | list[dict]) -> list[dict]:

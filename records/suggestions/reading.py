@@ -17,7 +17,8 @@ from django.db import connection
 
 from placement import filters
 from placement.filters import Tables, Tag, tables
-from records.models import Board, Candidate, Decision, DecisionReason
+from records import marks
+from records.models import Board, Candidate, Decision, DecisionReason, Roll
 from records.serializers import (
     has_reason, has_reason_sql, only_reasons_sql, reasons_column, stored_verdicts,
 )
@@ -131,14 +132,22 @@ def _fence() -> str:
     return "OFFSET 0" if connection.vendor == "postgresql" else "LIMIT -1 OFFSET 0"
 
 
+def _counted(name: str) -> str:
+    """A decision's count of its candidates of one kind: its rows, and its marks."""
+    if name == "capable_off_roster":
+        return f"COALESCE(t.{name}, 0) + {marks.capable_sql('d.roll_marks')}"
+    return f"COALESCE(t.{name}, 0)"
+
+
 def decisions_sql() -> str:
     """Each decision of the window on an enabled board, with its candidates counted by kind.
 
-    Each candidate's counts are worked out once, then summed per decision.
+    Each candidate row's counts are worked out once, then summed per decision; a decision's
+    marks count only towards `capable_off_roster`, as the rows they stand for would.
     """
     return f"""
 SELECT d.board_id, d.stage_key, d.card_id, {_epoch("d.ladder_ready_at")}, {_epoch("d.created_at")},
-       d.id, d.chosen, d.reason, {", ".join(f"COALESCE(t.{name}, 0)" for name in COUNTS)}
+       d.id, d.chosen, d.reason, {", ".join(_counted(name) for name in COUNTS)}
 FROM {D} d
 JOIN {B} b ON b.board_id = d.board_id
 LEFT JOIN (
@@ -384,12 +393,22 @@ class CandidateRow(NamedTuple):
 
 def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, list[CandidateRow]]]:
     """The `requires` and the candidates, in order, of a few decisions (each lane's newest)."""
-    requires = dict(Decision.objects.filter(id__in=decision_ids).values_list("id", "requires"))
-    candidates: dict[str, list[CandidateRow]] = {pid: [] for pid in decision_ids}
-    rows = Candidate.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "position")
-    for row in rows.values_list(*CandidateRow._fields):
-        candidates[row[0]].append(CandidateRow(*row))
+    decisions = Decision.objects.filter(id__in=decision_ids).values_list(
+        "id", "requires", "roll_id", "roll_marks")
+    requires, stored_as = {}, {}
+    for pid, required, digest, marked in decisions:
+        requires[pid], stored_as[pid] = required, (Roll.agents_of(digest), marked)
+    rows: dict[str, list[CandidateRow]] = {pid: [] for pid in decision_ids}
+    found = Candidate.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "position")
+    for row in found.values_list(*CandidateRow._fields):
+        rows[row[0]].append(CandidateRow(*row))
+    candidates = {pid: marks.merged(pid, rows[pid], *stored_as.get(pid, ((), "")), _marked_row)
+                  for pid in decision_ids}
     return requires, candidates
+
+
+def _marked_row(**columns: Any) -> CandidateRow:
+    return CandidateRow._make(columns[f] for f in CandidateRow._fields)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ def test_a_relayed_card_is_held_within_its_placement_window_and_claimed_by_the_h
         card_id = stand.ready_card()
         [decision] = stand.decision_count(card_id, 1)
         card = stand.suite.pipeline.card(card_id)
-        assert decision.chosen == "agt_a" and decision.candidates.count() == 3
+        assert decision.chosen == "agt_a" and len(decision.candidates) == 3
         window = timedelta(seconds=stand.suite.pipeline.board(BOARD).placement_window_seconds)
         assert decision.created_at < card.ready_at + window  # placed by the relay path, no sweep ran
         assert card.reservation.agent_id == "agt_a"
@@ -67,7 +67,7 @@ def test_an_agentpod_without_the_registry_leaves_station_needs_unchecked(live_se
         card_id = stand.ready_card()
         [decision] = stand.decision_count(card_id, 1)
         assert decision.chosen == "agt_a" and decision.reserved_until is not None
-        for candidate in decision.candidates.all():
+        for candidate in decision.candidates:
             stations = [f for f in candidate.filters if f["filter"] in filters.STATION_FILTERS]
             assert stations == [{"filter": name, "passed": True, "unchecked": True}
                                 for name in filters.STATION_FILTERS]
@@ -79,7 +79,7 @@ def test_superwitness_down_leaves_the_history_out_for_everyone(live_server):
         card_id = stand.ready_card()
         [decision] = stand.decision_count(card_id, 1)
         assert decision.chosen == "agt_a"
-        for candidate in decision.candidates.all():
+        for candidate in decision.candidates:
             assert candidate.stage_history is None
             assert "stageRecord" not in candidate.score["terms"]
 
@@ -89,7 +89,7 @@ def test_superwitness_up_weighs_the_history_it_reads(live_server):
         seed_history(stand.suite)
         [decision] = stand.decision_count(stand.ready_card(), 1)
         assert all(c.stage_history is not None and "stageRecord" in c.score["terms"]
-                   for c in decision.candidates.all())
+                   for c in decision.candidates)
 
 
 def test_accounts_down_with_the_policy_on_fails_closed(live_server):
@@ -100,6 +100,6 @@ def test_accounts_down_with_the_policy_on_fails_closed(live_server):
         card_id = stand.ready_card()
         [decision] = stand.decision_count(card_id, 1)
         assert decision.chosen is None and decision.reserved_until is None
-        for candidate in decision.candidates.all():
+        for candidate in decision.candidates:
             assert {"filter": "policy", "passed": False, "reason": "policy-unread"} in candidate.filters
         assert stand.suite.pipeline.card(card_id).reservation is None

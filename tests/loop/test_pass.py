@@ -27,8 +27,8 @@ def test_a_sweep_holds_a_ready_card_for_the_best_candidate(world):
     assert (d.chosen, d.tier_name, d.tier_step, d.reason) == ("agt_a", "winner", 1, None)
     assert d.reserved_until == world.now + timedelta(seconds=60)
     assert world.suite.pipeline.card(card.id).reservation.agent_id == "agt_a"
-    assert d.candidates.count() == 3 and summary.holds == 1
-    assert sorted(c.score["total"] for c in d.candidates.all()) == [1, 2, 3]
+    assert len(d.candidates) == 3 and summary.holds == 1
+    assert sorted(c.score["total"] for c in d.candidates) == [1, 2, 3]
 
 
 def test_opting_in_sets_the_placement_window_on_the_first_sweep(world):
@@ -59,7 +59,7 @@ def test_a_lapsed_winner_is_passed_over_on_the_next_step(world):
     assert first.outcome_status == "expired"
     assert (second.tier_name, second.tier_step, second.chosen) == ("runner-up", 2, "agt_b")
     assert second.reserved_until == world.now + timedelta(seconds=30)
-    a = second.candidates.get(agent_id="agt_a")
+    a = second.candidate("agt_a")
     assert {"filter": "passedOver", "passed": False, "reason": "passed-over"} in a.filters
 
 
@@ -139,7 +139,7 @@ def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
     card = world.suite.pipeline.add_card("brd_a")
     world.sweep()
     [d] = world.decisions(card_id=card.id)
-    a = d.candidates.get(agent_id="agt_a")
+    a = d.candidate("agt_a")
     assert {"filter": "noShow", "passed": False, "reason": "recently-no-show"} in a.filters
     assert d.chosen == "agt_b"
 
@@ -195,7 +195,7 @@ def test_a_lane_nobody_on_the_roster_can_work_is_an_empty_lane_and_waits_five_mi
     w.sweep()
     [d] = w.decisions()
     assert (d.chosen, d.reason, d.reserved_until) == (None, "empty-lane", None)
-    assert [c.agent_id for c in d.candidates.all() if c.capable] == ["agt_z"]
+    assert [c.agent_id for c in d.candidates if c.capable] == ["agt_z"]
     w.advance(240)
     w.sweep()
     assert len(w.decisions()) == 1  # chose nobody: not decided again for five minutes
@@ -350,7 +350,7 @@ def test_a_relayed_card_is_not_held_for_an_agent_at_work_since_the_roster_was_ca
     w.place(board, second.id)
     [d] = w.decisions(card_id=second.id)
     assert d.chosen is not None and d.chosen != held.chosen
-    at_work = d.candidates.get(agent_id=held.chosen)
+    at_work = d.candidate(held.chosen)
     assert not at_work.eligible and "not-idle" in {f["reason"] for f in at_work.filters if not f["passed"]}
 
 

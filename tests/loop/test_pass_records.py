@@ -43,7 +43,7 @@ def test_every_candidate_is_stored_as_the_decision_recorded_it(monkeypatch):
     world.sweep()
 
     [placed] = recorded
-    stored = list(Decision.objects.get().candidates.order_by("position"))
+    stored = list(Decision.objects.get().candidates)
     wanted = placed.to_record()["candidates"]
     assert len(stored) == len(wanted) == 5
     for row, rec, cand in zip(stored, wanted, placed.candidates):

@@ -94,14 +94,14 @@ def test_history_is_read_per_board_stage_and_weighs_in_the_ranking():
     w.sweep()
     [d] = w.decisions()
     assert d.chosen == "agt_c"
-    c = d.candidates.get(agent_id="agt_c")
+    c = d.candidate("agt_c")
     assert c.stage_history["runs"] == 4 and c.score["terms"]["stageRecord"] > 0.5
 
 
 def test_superwitness_down_leaves_history_out_for_everyone():
     d = one_card_decided(make_world(lane()), superwitness_up=False)
     assert d.chosen == "agt_a"
-    for c in d.candidates.all():
+    for c in d.candidates:
         assert c.stage_history is None and "stageRecord" not in c.score["terms"]
 
 
@@ -133,7 +133,7 @@ def test_the_policy_denies_an_agent_and_is_recorded():
     denied = {"agentId": "agt_a", "effect": "deny", "reason": "not-this-one"}
     d = one_card_decided(make_world(policy_lane(rules=[denied]), policy="on"))
     assert filters_of(d, "agt_a")["policy"]["reason"] == "policy-denied"
-    assert d.candidates.get(agent_id="agt_a").policy["allow"] is False
+    assert d.candidate("agt_a").policy["allow"] is False
     assert d.chosen == "agt_b"
 
 
@@ -191,5 +191,5 @@ def test_candidates_all_considers_agents_reporting_load_outside_the_roster():
     scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"],
                                "boards": [{"board": "brd_a", "bridge": False}]})
     d = one_card_decided(make_world(scenario, candidates="all"))
-    z = d.candidates.get(agent_id="agt_z")
+    z = d.candidate("agt_z")
     assert z.source == "direct" and z.in_set

@@ -60,8 +60,11 @@ def test_a_decision_nobody_was_held_for_reads_back_with_nothing_added(api):
 def test_the_write_keeps_the_columns_the_store_queries_by():
     placed = every_kind_decided()
     decision = actions.do_record_decision(placed, NOW)
-    rows = {c.agent_id: c for c in Candidate.objects.filter(decision=decision)}
+    rows = {c.agent_id: c for c in Decision.objects.get(pk=decision.pk).candidates}
     assert [c.position for c in sorted(rows.values(), key=lambda c: c.agent_id)] == [0, 1, 2]
+    # The agent off the set is a mark against the roll, not a row.
+    assert set(Candidate.objects.filter(decision=decision).values_list("agent_id", flat=True)) == {
+        "agt_ada", "agt_bob"}
     assert (rows["agt_ada"].in_set, rows["agt_ada"].eligible, rows["agt_ada"].reasons) == (
         True, True, "")
     assert (rows["agt_bob"].in_set, rows["agt_bob"].eligible, rows["agt_bob"].reasons) == (
@@ -74,9 +77,10 @@ def test_every_stored_column_is_a_field_of_the_record_or_worked_out_by_the_write
     read = {attr for attr, _ in CANDIDATE_READS}
     assert read | set(CANDIDATE_DERIVED) == {f.attname for f in CANDIDATE_STORED}
     assert not read & set(CANDIDATE_DERIVED)
-    # A decision's ladder is the one column the API does not answer.
+    # A decision's ladder is the one column the API does not answer, besides how it keeps
+    # its candidates off the set.
     assert {f.attname for f in Decision._meta.concrete_fields} - {
-        attr for attr, _ in DECISION_READS} == {"ladder_ready_at"}
+        attr for attr, _ in DECISION_READS} == {"ladder_ready_at", "roll_id", "roll_marks"}
 
 
 def test_the_write_maps_a_candidate_to_columns_as_the_serializer_reads_it():

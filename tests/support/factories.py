@@ -4,7 +4,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from placement.filters import Tag, tables
-from records.models import Candidate, Decision
+from records import marks
+from records.models import Candidate, Decision, Roll
 from tests.conftest import T0
 
 REQUIRES = {"all": ["code-review"], "any": []}
@@ -34,30 +35,43 @@ def filters(failing: dict[str, str] | None = None, only_roster: bool = False,
 
 def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, reason=None,
                   tier=("winner", 1), created_at: datetime = T0, candidates=(),
-                  ready_at: datetime | None = None, requires=REQUIRES, **fields):
+                  ready_at: datetime | None = None, requires=REQUIRES, marked: bool = True,
+                  **fields):
     """A decision with candidates given as dicts {agent, failing?, lacking?, off_roster?,
-    in_set?, total?, ...}; `ready_at` (the card's readyAt) defaults to `created_at`."""
-    decision = Decision.objects.create(
+    in_set?, total?, ...}; `ready_at` (the card's readyAt) defaults to `created_at`. An agent
+    off the roster with no station is a mark against the roll, as the loop writes it, unless
+    `marked` is False (a row, as every candidate was kept before marks)."""
+    decision = Decision(
         board_id=board, card_id=card, stage_key=stage, policy="idle-stage-success-lru@3",
         chosen=chosen, reason=reason, tier_name=tier[0] if tier else None,
         tier_step=tier[1] if tier else None, requires=requires,
         ladder_ready_at=ready_at or created_at, created_at=created_at, **fields)
-    rows = []
+    rows, roll, kept = [], [], []
     for position, c in enumerate(candidates):
         off = c.get("off_roster", False) or c.get("in_set") is False  # outside the candidate set
+        principal = c.get("principal", "prn_" + c["agent"][4:])
+        source = c.get("source", "direct" if off else "roster")
+        roll.append([c["agent"], principal])
+        if marked and off and source == "direct" and c.get("station") is None:
+            kept.append(marks.CAPABLE if c.get("capable", True) else marks.INCAPABLE)
+            continue
+        kept.append(marks.ROW)
         verdicts = filters({"roster": "not-on-roster"} if off else c.get("failing"), only_roster=off,
                            lacking=c.get("lacking"))
         eligible = all(f["passed"] for f in verdicts)
         reasons = [f["reason"] for f in verdicts if not f["passed"]]
         rows.append(Candidate(
-            decision=decision, position=position, agent_id=c["agent"],
-            principal_id=c.get("principal", "prn_" + c["agent"][4:]),
-            station_id=c.get("station"), source=c.get("source", "direct" if off else "roster"),
-            filters=verdicts,
+            decision=decision, position=position, agent_id=c["agent"], principal_id=principal,
+            station_id=c.get("station"), source=source, filters=verdicts,
             score={"total": c.get("total", 1.0), "terms": c.get("terms", {})} if eligible else None,
             capable=c.get("capable", True) if off else None,
             stage_history=c.get("history"), policy=c.get("policy"),
             in_set=not off, eligible=eligible and not off,
             reasons="," + ",".join(reasons) + "," if reasons else ""))
+    if marks.ROW * len(kept) != "".join(kept):
+        decision.roll, _ = Roll.objects.get_or_create(
+            digest=marks.digest(roll), defaults={"agents": roll, "created_at": created_at})
+        decision.roll_marks = "".join(kept)
+    decision.save(force_insert=True)
     Candidate.objects.bulk_create(rows)
     return decision

@@ -4,7 +4,7 @@ The short fault check (tests/loop/test_faults.py, on a real worker) and the faul
 (bench/faults.py, real processes over HTTP) share these checks:
 
 - **No decision without its candidates**: a decision other than `no-candidates` has its
-  candidate rows (they are written in the decision's transaction).
+  candidate rows or its marks (both are written in the decision's transaction).
 - **No card held twice at once**: of our decisions that hold a card, no two hold it over
   the same moment. A hold lasts from when SuperPipeline granted it (its own ledger,
   `Pipeline.holds_granted`) to the earlier of its `reserved_until` and its settlement.
@@ -148,8 +148,8 @@ def check(pipeline, lock=None, ledger: RelayLedger | None = None,
     found = Findings()
     found.decisions = Decision.objects.count()
     found.orphan_decisions = list(
-        Decision.objects.exclude(reason="no-candidates").annotate(n=Count("candidates"))
-        .filter(n=0).values_list("id", flat=True))
+        Decision.objects.exclude(reason="no-candidates").filter(roll_marks="")
+        .annotate(n=Count("candidate_rows")).filter(n=0).values_list("id", flat=True))
     held = list(Decision.objects.exclude(reserved_until=None).values_list(
         "id", "card_id", "chosen", "reserved_until", "outcome_at", "created_at"))
     # The grants are taken after our holds: a hold is recorded only once granted, so every

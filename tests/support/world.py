@@ -111,7 +111,7 @@ def lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",), **extra):
 
 
 def filters_of(decision, agent_id) -> dict:
-    c = decision.candidates.get(agent_id=agent_id)
+    c = decision.candidate(agent_id)
     return {f["filter"]: f for f in c.filters}
 
 
