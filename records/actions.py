@@ -79,7 +79,7 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
     record = full or replace(placed, candidates=()).to_record()
     decision = Decision.objects.create(**serializers.decision_columns(record),
                                        ladder_ready_at=placed.card.ready_at, learned=learned,
-                                       roll_id=_stored_roll(kept.agents, now) if kept.marks else None,
+                                       roll_id=_stored_roll(kept, now) if kept.marks else None,
                                        roll_marks=kept.marks, created_at=now)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
@@ -98,14 +98,14 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
     return decision
 
 
-def _stored_roll(agents: list[list[str | None]], now: datetime) -> str:
-    """The digest of the roll of these agents, stored by now, in the decision's transaction.
+def _stored_roll(kept: marks.Split, now: datetime) -> str:
+    """The digest of the decision's roll, stored by now, in the decision's transaction.
 
     Whether it is stored is asked of the store each time: a roll this process has seen may
     since have been pruned, or rolled back with the transaction that wrote it."""
-    digest = marks.digest(agents)
+    digest = kept.digest
     if not Roll.objects.filter(digest=digest).exists():
-        Roll.objects.bulk_create([Roll(digest=digest, agents=agents, created_at=now)],
+        Roll.objects.bulk_create([Roll(digest=digest, agents=kept.roll, created_at=now)],
                                  ignore_conflicts=True)  # another worker may store it first
     return digest
 

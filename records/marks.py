@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 
@@ -46,8 +45,19 @@ class Split(NamedTuple):
     """How one decision's candidates are stored."""
 
     rows: list[int]  # the positions that get a Candidate row
-    agents: list[list[str | None]]  # the roll: [agentId, principalId] per position ([] for none)
+    agents: list[str]  # the roll's agent ids, by position ([] when every candidate has a row)
+    principals: list[str | None]  # ... and their principal ids
     marks: str  # one mark per position ("" when every candidate has a row)
+
+    @property
+    def digest(self) -> str:
+        """The name the roll is stored under: the digest of its agents."""
+        return hashlib.sha256(json.dumps([self.agents, self.principals]).encode()).hexdigest()
+
+    @property
+    def roll(self) -> list[list[str | None]]:
+        """The roll as stored: [agentId, principalId] per position."""
+        return [list(pair) for pair in zip(self.agents, self.principals)]
 
 
 def split(candidates: Sequence[Any]) -> Split:
@@ -67,27 +77,9 @@ def split(candidates: Sequence[Any]) -> Split:
             rows.append(position)
             marks.append(ROW)
     if len(rows) == len(candidates):
-        return Split(rows, [], "")
-    return Split(rows, [[c.agent_id, c.principal_id] for c in candidates], "".join(marks))
-
-
-_DIGESTS: OrderedDict[tuple, str] = OrderedDict()  # a roll's agents -> its digest, newest last
-_DIGESTS_KEPT = 64
-
-
-def digest(agents: Agents) -> str:
-    """The name a roll is stored under: the digest of its agents. Worked out once a process
-    for each of the rolls seen last, as every card of a workspace gives the same one."""
-    key = tuple(map(tuple, agents))
-    found = _DIGESTS.get(key)
-    if found is not None:
-        _DIGESTS.move_to_end(key)
-        return found
-    found = hashlib.sha256(json.dumps(agents, separators=(",", ":")).encode()).hexdigest()
-    _DIGESTS[key] = found
-    if len(_DIGESTS) > _DIGESTS_KEPT:
-        _DIGESTS.popitem(last=False)
-    return found
+        return Split(rows, [], [], "")
+    return Split(rows, [c.agent_id for c in candidates], [c.principal_id for c in candidates],
+                 "".join(marks))
 
 
 @lru_cache(maxsize=1)

@@ -46,16 +46,16 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
         chosen=chosen, reason=reason, tier_name=tier[0] if tier else None,
         tier_step=tier[1] if tier else None, requires=requires,
         ladder_ready_at=ready_at or created_at, created_at=created_at, **fields)
-    rows, roll, kept = [], [], []
+    rows, roll, signs = [], [], []
     for position, c in enumerate(candidates):
         off = c.get("off_roster", False) or c.get("in_set") is False  # outside the candidate set
         principal = c.get("principal", "prn_" + c["agent"][4:])
         source = c.get("source", "direct" if off else "roster")
         roll.append([c["agent"], principal])
         if marked and off and source == "direct" and c.get("station") is None:
-            kept.append(marks.CAPABLE if c.get("capable", True) else marks.INCAPABLE)
+            signs.append(marks.CAPABLE if c.get("capable", True) else marks.INCAPABLE)
             continue
-        kept.append(marks.ROW)
+        signs.append(marks.ROW)
         verdicts = filters({"roster": "not-on-roster"} if off else c.get("failing"), only_roster=off,
                            lacking=c.get("lacking"))
         eligible = all(f["passed"] for f in verdicts)
@@ -68,10 +68,11 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
             stage_history=c.get("history"), policy=c.get("policy"),
             in_set=not off, eligible=eligible and not off,
             reasons="," + ",".join(reasons) + "," if reasons else ""))
-    if marks.ROW * len(kept) != "".join(kept):
+    if marks.ROW * len(signs) != "".join(signs):
+        kept = marks.Split([], [a for a, _ in roll], [p for _, p in roll], "".join(signs))
         decision.roll, _ = Roll.objects.get_or_create(
-            digest=marks.digest(roll), defaults={"agents": roll, "created_at": created_at})
-        decision.roll_marks = "".join(kept)
+            digest=kept.digest, defaults={"agents": kept.roll, "created_at": created_at})
+        decision.roll_marks = kept.marks
     decision.save(force_insert=True)
     Candidate.objects.bulk_create(rows)
     return decision
