@@ -1,7 +1,7 @@
 """One agent's story, read from the store: the decisions that weighed it and what each said.
 
 Every read starts from the `candidate_agent` index (the agent's candidate rows), from the
-decisions that weighed it off their candidate set (its place in each roll, `roll`), or from
+decisions that weighed it off their candidate set (its place in each roll: `marks`), or from
 the decisions it was chosen in, and counts in the database.
 """
 from __future__ import annotations
@@ -118,9 +118,10 @@ def recent(agent_id: str, limit: int = 20) -> list[tuple[Decision, Candidate]]:
     rows = {c.decision_id: c for c in candidate_rows(agent_id).filter(
         decision_id__in=[d.id for d in decisions])}
     for d in decisions:
-        marked = marks.marked_at(d.id, Roll.agents_of(d.roll_id), d.roll_marks, agent_id, Candidate)
-        if d.id not in rows and marked is not None:
-            rows[d.id] = marked  # weighed off the set: its mark stands for the row
+        if d.id not in rows:  # weighed off the set: its mark stands for the row
+            marked = marks.marked_at(d.id, Roll.agents_of(d.roll_id), d.roll_marks, agent_id, Candidate)
+            if marked is not None:
+                rows[d.id] = marked
     return [(d, rows[d.id]) for d in decisions if d.id in rows]
 
 
