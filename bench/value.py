@@ -48,6 +48,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from common import config  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
@@ -86,6 +87,7 @@ def fresh_store() -> None:
 
 
 BASE_SETTINGS: dict[str, str] = {}  # --set: settings every placed arm runs under
+PREFIX = "SUPERDISPATCH_"
 
 
 def placed_world(scenario: Scenario, **settings) -> tuple[World, object]:
@@ -346,13 +348,18 @@ def main() -> None:
     parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
                                                       "(comma-separated seconds) and print the table")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a setting for every placed arm, as SUPERDISPATCH_NAME (e.g. backlog_bound=on)")
+                        help="a setting for every placed arm: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
+                             "without the prefix (e.g. backlog_bound=on)")
     args = parser.parse_args()
+    known = {env for env, _, _ in config.declared()}
     for pair in args.set:
         name, _, value = pair.partition("=")
         if not name or not value:
             parser.error(f"--set takes NAME=VALUE, not {pair!r}")
-        BASE_SETTINGS[name.lower()] = value
+        env = name.upper() if name.upper().startswith(PREFIX) else PREFIX + name.upper()
+        if env not in known:
+            parser.error(f"--set: {name} is not a setting of SuperDispatch (see the README's Settings)")
+        BASE_SETTINGS[env.removeprefix(PREFIX).lower()] = value
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in ARM_RUNNERS]
     if unknown or "pull" not in arms:
