@@ -485,7 +485,7 @@ class Faults:
             def leased_by_a_sweeper() -> bool:
                 for board_id, owner, until in Board.objects.exclude(lease_owner="").values_list(
                         "board_id", "lease_owner", "lease_until"):
-                    pid = int(owner.rsplit(":", 1)[1])
+                    pid = int(owner.rsplit(":", 2)[1])  # host:pid:pass
                     for name in sweepers:
                         main = stand.processes[name].pid
                         if pid == main or pid in children(main):
