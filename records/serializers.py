@@ -13,7 +13,7 @@ import re
 from datetime import datetime, timezone
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from django.db import models
 from drf_spectacular.utils import extend_schema_field
