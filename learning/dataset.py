@@ -38,6 +38,7 @@ DecisionRow = namedtuple("DecisionRow", (*DECISION_FIELDS, *STORED_AS, "candidat
                          defaults=((),))
 CandidateRow = namedtuple("CandidateRow", CANDIDATE_FIELDS)
 AGENT_ID = CANDIDATE_FIELDS.index("agent_id")
+_MARKED = marks.as_row(CandidateRow)
 _present = DecisionSerializer(many=True).to_representation
 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
@@ -122,7 +123,7 @@ def record_chunks(since: datetime | None, *, newest_first: bool = False,
             detailed = {d.id: (d.chosen, d.outcome_by) for d in decisions} if for_training else None
             candidates = _candidates([d.id for d in decisions], decode, detailed)
             yield _present([d._replace(candidates=marks.merged(
-                d.id, candidates.get(d.id, ()), Roll.agents_of(d.roll_id), d.roll_marks, _marked_row))
+                d.id, candidates.get(d.id, ()), Roll.agents_of(d.roll_id), d.roll_marks, _MARKED))
                 for d in decisions])
         if len(decisions) < size:
             return  # a short chunk was the last
@@ -145,10 +146,6 @@ def _candidates(decision_ids: list[str], decode,
         c = CandidateRow._make(_decoded(Candidate, values, CANDIDATE_FIELDS, lean if brief else decode))
         found.setdefault(c.decision_id, []).append(c)
     return found
-
-
-def _marked_row(**columns: Any) -> CandidateRow:
-    return CandidateRow._make(columns[f] for f in CANDIDATE_FIELDS)
 
 
 def _decoder_without(decode, fields: frozenset[str]) -> Callable[[str, str | None], Any]:

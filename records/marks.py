@@ -116,6 +116,12 @@ def merged(decision_id: str, rows: Iterable[T], agents: Agents, marks: str,
     return out
 
 
+def as_row(row_type: Callable[..., T]) -> Callable[..., T]:
+    """For `merged`: a marked candidate as a named tuple of some of its columns (its fields)."""
+    fields = row_type._fields  # type: ignore[attr-defined]
+    return lambda **columns: row_type._make(columns[f] for f in fields)  # type: ignore[attr-defined]
+
+
 def marked_at(decision_id: str, agents: Agents, marks: str, agent_id: str,
               off_set: Callable[..., T]) -> T | None:
     """The agent's candidate in the decision, when a mark stands for it."""

@@ -402,13 +402,11 @@ def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, lis
     found = Candidate.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "position")
     for row in found.values_list(*CandidateRow._fields):
         rows[row[0]].append(CandidateRow(*row))
-    candidates = {pid: marks.merged(pid, rows[pid], *stored_as.get(pid, ((), "")), _marked_row)
+    candidates = {pid: marks.merged(pid, rows[pid], *stored_as.get(pid, ((), "")),
+                                   marks.as_row(CandidateRow))
                   for pid in decision_ids}
     return requires, candidates
 
-
-def _marked_row(**columns: Any) -> CandidateRow:
-    return CandidateRow._make(columns[f] for f in CandidateRow._fields)
 
 
 @dataclass(frozen=True)
