@@ -41,7 +41,10 @@ or 503 with Retry-After while PostgreSQL is really down (from the restart comman
 server is ready again, plus a second); a 500, another status, a refused connection or a
 timeout is a failure. The webhook likewise must never answer a 5xx other than 503 (the relay
 delivers a 503 again). A fault is survived when the service recovered, the invariants hold,
-and neither /healthz nor the webhook failed.
+neither /healthz nor the webhook failed, and none of the service's processes ended (nothing
+here restarts one but the SIGKILL fault, which starts its worker again as a supervisor would).
+For each delivery found lost, the store's story of it is printed: its row, and its card's
+decisions.
 
 Last line: `faults=N survived=N double_holds=0 orphan_decisions=0 lost_events=0`.
 
@@ -255,6 +258,12 @@ class Stand:
         stop(list(self.processes.values()), self.servers, "postgres", self.database, wait_s=30)
 
     # Watching
+    def exited(self) -> list[str]:
+        """The service's processes that have ended (a crash: none is stopped on purpose but
+        by SIGKILL, which starts its worker again), each with its exit status."""
+        return [f"{name} (exit {process.returncode})" for name, process in self.processes.items()
+                if process.poll() is not None]
+
     def healthz(self) -> tuple[int, dict]:
         answer = requests.get(self.base + "/healthz", timeout=HEALTH_TIMEOUT_S)
         return answer.status_code, dict(answer.headers)
@@ -400,6 +409,24 @@ def clean_sweep_after(moment: datetime) -> datetime | None:
     return db(read)
 
 
+def story(delivery_id: str, card_id: str | None) -> str:
+    """What the store says of a lost delivery: its row, and the card's decisions."""
+    from records.models import Decision, RelayDelivery
+
+    def read() -> str:
+        row = RelayDelivery.objects.filter(pk=delivery_id).values_list(
+            "received_at", "outcome").first()
+        said = (f"row received {row[0].isoformat()} outcome {row[1] or '(none)'}" if row
+                else "no delivery row")
+        decisions = [f"{at.isoformat()} ready {ready.isoformat() if ready else None} {reason}"
+                     for at, ready, reason in Decision.objects.filter(card_id=card_id or "")
+                     .order_by("created_at").values_list("created_at", "ladder_ready_at",
+                                                         "reason")]
+        return f"{said}; decisions: {', '.join(decisions) or 'none'}"
+
+    return db(read)
+
+
 # --- One fault ----------------------------------------------------------------------------------
 
 @dataclass
@@ -414,6 +441,7 @@ class Faults:
         self.stand = stand
         self.last = stand.check()
         self.outcomes: list[Outcome] = []
+        self.exited: list[str] = []  # processes found ended, each judged once
 
     def run(self, name: str, inject, clear=lambda: None, hold=None) -> None:
         """Inject mid-sweep, hold (by default until the sweep under way has ended), clear,
@@ -445,8 +473,10 @@ class Faults:
                "orphan decisions": len(found.orphan_decisions) - len(self.last.orphan_decisions),
                "holds not granted": len(found.ungranted_holds) - len(self.last.ungranted_holds),
                "lost events": len(window & set(found.lost_events))}
+        exited = [e for e in stand.exited() if e not in self.exited]
+        self.exited += exited
         survived = (recovered is not None and not any(n > 0 for n in new.values())
-                    and health.tally.failed == 0 and not failed)
+                    and health.tally.failed == 0 and not failed and not exited)
         tally = health.tally
         fails = ", ".join(f"{n} {k}" for k, n in sorted(tally.failures.items())) or "none failed"
         line = (f"  {name}: {'survived' if survived else 'NOT SURVIVED'}; injected with "
@@ -457,6 +487,7 @@ class Faults:
                 f"the store was down, {fails}; webhook {len(answers)} answers, "
                 f"{sum(1 for a in answers if a.status == 503)} 503, {len(failed)} failed"
                 + "".join(f"; {n} new {k}" for k, n in new.items() if n > 0)
+                + (f"; ended: {', '.join(exited)}" if exited else "")
                 + f" ({(now() - started_at).total_seconds():.0f} s)")
         print(line, flush=True)
         lost = window & set(found.lost_events)
@@ -464,7 +495,8 @@ class Faults:
             event = answer.event
             print(f"    lost: {answer.delivery_id} {event.get('type')} {event.get('boardId')} "
                   f"{event.get('cardId')} ts {event.get('ts')}, answered {answer.status} at "
-                  f"{answer.at.isoformat()}", flush=True)
+                  f"{answer.at.isoformat()}; {story(answer.delivery_id, event.get('cardId'))}",
+                  flush=True)
         self.outcomes.append(Outcome(name, survived, line))
         self.last = found
 
@@ -714,7 +746,8 @@ def run_faults(only: list[str], database: str, redis_url: str) -> None:
         for answer in [a for a in stand.ledger.answers if a.delivery_id in lost][:5]:
             print(f"    lost: {answer.delivery_id} {answer.event.get('type')} "
                   f"{answer.event.get('boardId')} {answer.event.get('cardId')}, answered "
-                  f"{answer.status} at {answer.at.isoformat()}", flush=True)
+                  f"{answer.status} at {answer.at.isoformat()}; "
+                  f"{story(answer.delivery_id, answer.event.get('cardId'))}", flush=True)
         survived = sum(1 for o in faults.outcomes if o.survived)
         print(f"faults={len(faults.outcomes)} survived={survived} "
               f"double_holds={len(found.double_holds)} "

@@ -1,8 +1,19 @@
-"""The embedded broker: kombu's filesystem transport, with each message written atomically.
+"""The brokers' transports: kombu's own, each with one flaw of it mended.
 
-kombu creates a message's file and then writes it, so a worker listing the folder at that
-moment can take the file while it is still empty and stop on the unreadable message. Here a
-message is written under a name no reader takes, then renamed into the queue in one step.
+The embedded broker (no REDIS_URL) is kombu's filesystem transport, with each message
+written atomically. kombu creates a message's file and then writes it, so a worker listing
+the folder at that moment can take the file while it is still empty and stop on the
+unreadable message. Here a message is written under a name no reader takes, then renamed
+into the queue in one step.
+
+With Redis, a worker that loses the broker while it holds unacknowledged messages (one
+reserved beside the task it runs) must not stop. Celery 5.7 first collects the lost
+connection, which detaches the transport from its connection's parameters, and then closes
+it, which closes the channel again and restores those messages through a new client built
+from the parameters that are gone: the worker ends on an AttributeError ("Unrecoverable
+error"). Here a channel keeps the parameters it was opened with, so the restore is tried
+(and fails quietly while Redis is still down: the broker redelivers after the visibility
+timeout) and the worker goes on to reconnect.
 """
 from __future__ import annotations
 
@@ -11,7 +22,7 @@ import uuid
 from time import monotonic
 
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
+from kombu.transport import filesystem, redis
 from kombu.utils.encoding import str_to_bytes
 from kombu.utils.json import dumps
 
@@ -32,3 +43,17 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+
+class RedisChannel(redis.Channel):
+    def _connparams(self, asynchronous=False):
+        # First read when the channel opens (its client pings), while the transport still
+        # knows its connection; after that, the same parameters however the connection fares.
+        known = self.__dict__.setdefault("_known_connparams", {})
+        if asynchronous not in known:
+            known[asynchronous] = super()._connparams(asynchronous=asynchronous)
+        return dict(known[asynchronous])
+
+
+class RedisTransport(redis.Transport):
+    Channel = RedisChannel

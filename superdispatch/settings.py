@@ -200,6 +200,7 @@ SPECTACULAR_SETTINGS = {
 # needs no server. Task payloads are JSON ids only; task state lives in our tables.
 if SUPERDISPATCH.redis_url:
     CELERY_BROKER_URL = SUPERDISPATCH.redis_url
+    CELERY_BROKER_TRANSPORT = "superdispatch.broker:RedisTransport"  # survives a lost broker
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 else:
     _broker = DATA_DIR / "broker"

@@ -41,3 +41,34 @@ def test_the_app_uses_the_atomic_transport_without_redis(settings):
     if settings.SUPERDISPATCH.redis_url:
         pytest.skip("Redis is the broker here")
     assert type(app.connection_for_write().transport) is broker.Transport
+
+
+@pytest.mark.celery
+def test_a_worker_that_loses_redis_holding_a_message_closes_and_the_message_comes_back(settings):
+    """What Celery 5.7 does to a worker's connection when the broker goes away: it collects
+    the connection (the transport forgets it) and then closes it, with a message reserved and
+    not yet acknowledged. kombu's own channel then fails on an AttributeError, the worker's
+    "Unrecoverable error"; ours closes, and the message is restored to its queue."""
+    if not settings.SUPERDISPATCH.redis_url:
+        pytest.skip("needs Redis (REDIS_URL)")
+    queue = "superdispatch-test-lost-broker"
+    url = settings.SUPERDISPATCH.redis_url
+    with Connection(url, transport="superdispatch.broker:RedisTransport") as conn:
+        reserved = conn.SimpleQueue(queue)
+        reserved.put({"card": "card_1"})
+        assert reserved.get(timeout=5).payload == {"card": "card_1"}  # taken, not acknowledged
+        conn._do_close_transport()  # what Connection.collect() leaves behind
+        conn.close()
+    with Connection(url) as conn:
+        again = conn.SimpleQueue(queue)
+        try:
+            assert again.get(timeout=5).payload == {"card": "card_1"}
+        finally:
+            again.clear()
+            again.close()
+
+
+def test_the_app_uses_the_mended_redis_transport_with_redis(settings):
+    if not settings.SUPERDISPATCH.redis_url:
+        pytest.skip("no Redis here")
+    assert type(app.connection_for_write().transport) is broker.RedisTransport
