@@ -313,6 +313,16 @@ class RelayOutcome(models.TextChoices):
     IGNORED = "ignored", "ignored"  # its board is not opted in
 
 
+class RelayDeliveryQuerySet(models.QuerySet):
+    def unreported(self) -> "RelayDeliveryQuerySet":
+        """The taken `card.ready` deliveries whose pass has not said what became of the card:
+        in flight, or its task lost (with Redis, or a worker that ended)."""
+        return self.filter(UNREPORTED)
+
+
+UNREPORTED = Q(outcome="") & ~Q(card_id="")
+
+
 class RelayDelivery(models.Model):
     """A delivery id the event relay sent, kept a day so a redelivery is known and answered
     once; the primary key makes two racing copies of one delivery insert only once. A
@@ -325,9 +335,15 @@ class RelayDelivery(models.Model):
     card_id = models.CharField(max_length=128, blank=True, default="")
     outcome = models.CharField(max_length=8, blank=True, default="", choices=RelayOutcome.choices)
 
+    objects = RelayDeliveryQuerySet.as_manager()
+
     class Meta:
         verbose_name = "relay delivery"
         verbose_name_plural = "relay deliveries"
+        # The few rows still waiting for their pass, for the sweep's resend and the metrics,
+        # without a scan of a day's deliveries.
+        indexes = [models.Index(fields=["received_at"], condition=UNREPORTED,
+                                name="relay_unreported")]
 
 
 class OutboxEvent(models.Model):

@@ -32,7 +32,8 @@ import socket
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Min
+from django.utils import timezone
 
 # The multiprocess directory must be named before the first metric exists; prometheus_client
 # reads it from the environment when a value is created.
@@ -51,7 +52,7 @@ from rest_framework.negotiation import BaseContentNegotiation  # noqa: E402
 
 from common.views import OperatorView  # noqa: E402
 from records.models import (  # noqa: E402
-    SUGGESTION_KINDS, Board, LoopState, OutboxEvent, Suggestion,
+    SUGGESTION_KINDS, Board, LoopState, OutboxEvent, RelayDelivery, Suggestion,
 )
 
 _HOST = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
@@ -203,6 +204,23 @@ class StoreCollector:
                                     "When the last sweep ran (unix seconds)",
                                     value=state.last_sweep_at.timestamp())
         yield from _outbox_gauges()
+        yield from _relay_gauges()
+
+
+def _relay_gauges():
+    """A relayed card's pass reports within a second or so. One still unreported minutes on
+    lost its task (the sweep sends it again two minutes on), or no worker serves the
+    placement queue (one that ended): alert on the oldest's age."""
+    unreported = RelayDelivery.objects.unreported().aggregate(n=Count("pk"),
+                                                              oldest=Min("received_at"))
+    yield GaugeMetricFamily("superdispatch_relay_unreported",
+                            "card.ready deliveries taken whose pass has not said what became "
+                            "of the card", value=unreported["n"])
+    oldest = unreported["oldest"]
+    yield GaugeMetricFamily("superdispatch_relay_unreported_oldest_seconds",
+                            "How long the oldest of them has waited (0 when none)",
+                            value=max(0.0, (timezone.now() - oldest).total_seconds())
+                            if oldest else 0.0)
 
 
 def _outbox_gauges():

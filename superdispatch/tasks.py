@@ -66,10 +66,10 @@ def send_lost_cards_again(now: datetime) -> int:
     on (its task lost with Redis, or with a worker that died): its task is sent again, for
     the deliveries of the last ten minutes, at most a hundred a sweep. A second pass over a
     card placed since only finds it not due."""
-    lost = (RelayDelivery.objects.filter(outcome="", received_at__lt=now - RESEND_AFTER,
-                                         received_at__gte=now - RESEND_WITHIN)
-            .exclude(card_id="").order_by("received_at")
-            .values_list("delivery_id", "board_id", "card_id")[:RESEND_MOST])
+    lost = (RelayDelivery.objects.unreported()
+            .filter(received_at__lt=now - RESEND_AFTER, received_at__gte=now - RESEND_WITHIN)
+            .order_by("received_at").values_list("delivery_id", "board_id", "card_id")
+            [:RESEND_MOST])
     sent = 0
     for delivery_id, board_id, card_id in lost:
         place_card_task.delay(board_id, card_id, None, delivery_id)

@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from records import actions
-from records.models import Board, LoopState, Suggestion
+from records.models import Board, LoopState, RelayOutcome, Suggestion
 from sandbox.clock import rfc3339
 from superdispatch import tasks
 from tests.conftest import T0
@@ -36,6 +37,8 @@ FAMILIES = {
     "superdispatch_board_unread": ("gauge", {"board"}),
     "superdispatch_sweep_backoff_factor": ("gauge", set()),
     "superdispatch_outbox_events": ("gauge", {"channel", "state"}),
+    "superdispatch_relay_unreported": ("gauge", set()),
+    "superdispatch_relay_unreported_oldest_seconds": ("gauge", set()),
 }
 
 
@@ -175,3 +178,22 @@ def test_store_gauges_read_suggestions_boards_and_backoff_at_scrape_time(api):
     assert "brd_b" not in {s.labels.get("board") for s in
                            scrape.families["superdispatch_board_unread"].samples}
     assert scrape.value("superdispatch_sweep_backoff_factor") == 1
+
+
+def test_relay_gauges_count_the_taken_cards_whose_pass_never_reported(api):
+    """A card.ready's task lost (or no worker serving its queue) shows as an unreported
+    delivery growing old; one reported, and any other event's row, are not counted."""
+    now = timezone.now()
+    actions.do_note_delivery("dlv_lost", now - timedelta(seconds=300), "card_1", "brd_a")
+    actions.do_note_delivery("dlv_in_flight", now - timedelta(seconds=1), "card_2", "brd_a")
+    actions.do_note_delivery("dlv_placed", now - timedelta(seconds=900), "card_3", "brd_a")
+    actions.do_note_relay_outcome("dlv_placed", RelayOutcome.PLACED)
+    actions.do_note_delivery("dlv_claimed_event", now - timedelta(seconds=900))  # not a card.ready
+    scrape = Scrape(api)
+    assert scrape.value("superdispatch_relay_unreported") == 2
+    assert 300 <= scrape.value("superdispatch_relay_unreported_oldest_seconds") < 360
+    actions.do_note_relay_outcome("dlv_lost", RelayOutcome.LEFT)
+    actions.do_note_relay_outcome("dlv_in_flight", RelayOutcome.WAITING)
+    scrape = Scrape(api)
+    assert scrape.value("superdispatch_relay_unreported") == 0
+    assert scrape.value("superdispatch_relay_unreported_oldest_seconds") == 0
