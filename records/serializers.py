@@ -404,5 +404,7 @@ def candidate_row(decision_id: str, position: int, record: Mapping[str, Any], *,
 
 
 def stored_row(model: type[models.Model], values: Mapping[str, Any]) -> tuple:
-    """A row of a model's concrete columns from values by attribute, JSON encoded as stored."""
-    return tuple(_stored(f, values.get(f.attname)) for f in model._meta.concrete_fields)
+    """A row of a model's concrete columns from values by attribute, JSON encoded as stored;
+    a column not among them takes its field's default, as the ORM would write it."""
+    return tuple(_stored(f, values[f.attname] if f.attname in values else f.get_default())
+                 for f in model._meta.concrete_fields)
