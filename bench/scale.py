@@ -49,6 +49,7 @@ OPERATOR_TOKEN = "bench-operator-token"
 SHARD_CARDS = 100  # the most ready cards one shard's task passes (see the docstring)
 SWEEP_S = 3600  # the sweep interval, so the pass's budget: longer than any whole sweep here
 RELAY_EVERY_S = 0.2
+SWEEP_NICE: list[str] = []  # `nice -n N` before the sweeps worker's command (--sweep-nice)
 
 
 def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
@@ -153,7 +154,7 @@ def run(workers: int, size: dict) -> dict:
     log = open(os.path.join(data_dir, "processes.log"), "w")
     started = [
         subprocess.Popen(manage + ["serve"], env=env, cwd=ROOT, stdout=log, stderr=log),
-        subprocess.Popen(celery + ["-Q", "celery", f"--concurrency={workers}",
+        subprocess.Popen(SWEEP_NICE + celery + ["-Q", "celery", f"--concurrency={workers}",
                                    "-n", f"scale-sweep-{os.getpid()}@%h"],
                          env=env, cwd=ROOT, stdout=log, stderr=log),
         subprocess.Popen(celery + ["-Q", "placement", "--concurrency=1",
@@ -227,7 +228,12 @@ def main() -> None:
     parser.add_argument("--roster", type=int, default=100)
     parser.add_argument("--cards", type=int, default=5)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--sweep-nice", type=int, default=0, metavar="N",
+                        help="start the sweeps worker under `nice -n N` (the placement worker "
+                             "and the rest at the usual priority)")
     args = parser.parse_args()
+    if args.sweep_nice:
+        SWEEP_NICE[:] = ["nice", "-n", str(args.sweep_nice)]
     size = {"boards": args.boards, "agents": args.agents, "roster": args.roster,
             "cards": args.cards}
     if args.run:
@@ -238,6 +244,7 @@ def main() -> None:
     figures = {}
     for workers in [int(w) for w in args.workers.split(",")]:
         done = subprocess.run([PYTHON, __file__, "--run", str(workers),
+                               f"--sweep-nice={args.sweep_nice}",
                                *(f"--{k}={v}" for k, v in size.items())],
                               stdout=subprocess.PIPE, text=True)
         if done.returncode:
