@@ -289,7 +289,9 @@ def pass_budget(loop: Loop) -> Budget:
 def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
              from_cache: bool = False, budget: Budget | None = None,
              read_first: list[str] | None = None, concurrent: bool = False) -> SweepSummary:
-    """Lease, read and settle each board, then place their ready cards fairly, then release.
+    """Lease, read and settle each board, then place their ready cards fairly, letting each
+    board go as soon as its last card is placed: a relayed card for a board this pass is done
+    with waits for no other board's cards.
 
     With a budget, the pass reads no further board, and then places no further card, once the
     loop's clock says that part is spent; the boards and cards left wait for the next sweep,
@@ -310,6 +312,18 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     with transaction.atomic():  # each lease is its own compare-and-set; one commit for all
         leased = [b for b in board_ids if actions.do_take_lease(b, owner, taken, until)]
     summary.skipped = len(board_ids) - len(leased)
+    released: set[str] = set()
+
+    def done_with(board_id: str) -> None:
+        """Join the board's runs (a relayed card.ready places its card and nothing more) and
+        let the board go: another pass may take it from now on."""
+        if not from_cache and board_id in works:
+            summary.runs += join_runs(reads, board_id, works[board_id].roster)
+        with transaction.atomic():
+            actions.do_release_lease(board_id, owner)
+        released.add(board_id)
+        reads.concurrent = True  # so look again at agents another pass may hold since
+
     try:
         works: dict[str, BoardWork] = {}
         first = [b for b in read_first or () if b in leased]
@@ -329,6 +343,9 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
         queued = [(b, card) for b in board_ids if b in works
                   for card in _due_cards(works[b], now, only_card)]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
+        last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
+        for board_id in [b for b in leased if b not in last_card]:  # unread, or nothing due
+            done_with(board_id)
         backlog = Backlog()
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
@@ -337,20 +354,21 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
             work = works[board_id]
             if loop.cfg.backlog_bound == "off":
                 place_card(reads, work, card, summary)
-                continue
-            ladder = work.ladders[card.card_id].ladder
-            if backlog.admits(board_id, card.stage_key, ladder, loop.rules,
-                              lambda: _holdable(reads, work)):
-                came_to = place_card(reads, work, card, summary)
-                backlog.weighed(board_id, card.stage_key, ladder, loop.rules, came_to)
+            else:
+                ladder = work.ladders[card.card_id].ladder
+                if backlog.admits(board_id, card.stage_key, ladder, loop.rules,
+                                  lambda: _holdable(reads, work)):
+                    came_to = place_card(reads, work, card, summary)
+                    backlog.weighed(board_id, card.stage_key, ladder, loop.rules, came_to)
+            if last_card[board_id] == index:
+                done_with(board_id)
         summary.held_back = backlog.held_back
         reads.remember_registry()
-        if not from_cache:  # a relayed card.ready places its card and nothing more
-            for board_id, work in works.items():
-                summary.runs += join_runs(reads, board_id, work.roster)
+        for board_id in [b for b in works if b not in released]:  # the budget ran out first
+            done_with(board_id)
     finally:
         with transaction.atomic():
-            for board_id in leased:
+            for board_id in [b for b in leased if b not in released]:
                 actions.do_release_lease(board_id, owner)
         outbox.kick_if_written()  # events out are sent by a worker, after the pass
     return summary

@@ -269,6 +269,34 @@ def test_a_pass_leases_each_board_for_the_lease_seconds_from_when_it_takes_it(wo
     assert seen == [(world.now, world.now + timedelta(seconds=180))]
 
 
+def test_a_pass_lets_each_board_go_once_its_last_card_is_placed(monkeypatch):
+    """A relayed card for a board the sweep is done with waits for no other board's cards:
+    while the pass weighs brd_b's later cards, brd_a (one card, weighed first) is free, and a
+    board with nothing due (brd_c) was let go once read."""
+    w = make_world(lane(agents=tuple(f"agt_{c}" for c in "abcdef"),
+                        boards=("brd_a", "brd_b", "brd_c")))
+    w.opt_in("brd_a", "brd_b", "brd_c")
+    w.sweep()
+    w.suite.pipeline.add_card("brd_a")
+    for _ in range(3):
+        w.suite.pipeline.add_card("brd_b")
+    leases = []
+    read = w.loop.clients.superpipeline.eligibility
+
+    def eligibility(board_id, card_id):
+        leases.append((board_id, {b: bool(owner) for b, owner in
+                                  Board.objects.values_list("board_id", "lease_owner")}))
+        return read(board_id, card_id)
+
+    monkeypatch.setattr(w.loop.clients.superpipeline, "eligibility", eligibility)
+    summary = w.sweep()
+    assert summary.decisions == 4
+    assert [board for board, _ in leases] == ["brd_a", "brd_b", "brd_b", "brd_b"]
+    assert leases[0][1] == {"brd_a": True, "brd_b": True, "brd_c": False}
+    assert leases[-1][1] == {"brd_a": False, "brd_b": True, "brd_c": False}
+    assert not Board.objects.exclude(lease_owner="").exists()  # and the last, once done
+
+
 def test_the_passes_tasks_stop_before_their_lease_lapses():
     from django.conf import settings
 
