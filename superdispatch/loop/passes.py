@@ -344,7 +344,7 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
                   for card in _due_cards(works[b], now, only_card)]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
         last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
-        for board_id in [b for b in leased if b not in last_card]:  # unread, or nothing due
+        for board_id in [b for b in leased if b not in last_card]:  # unread, left, nothing due
             done_with(board_id)
         backlog = Backlog()
         for index, (board_id, card) in enumerate(ordered):
