@@ -28,6 +28,7 @@ Run: .venv/bin/python bench/scale.py [--boards N] [--agents N] [--roster N] [--c
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -151,6 +152,10 @@ def run(workers: int, size: dict) -> dict:
     loop = Loop.from_settings()
     ensure_windows(loop, now)
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
+    # The stand-in's workspace is millions of objects that live as long as the run: leave
+    # them out of garbage collection, as the workers leave their start-up objects, or each
+    # full collection in this process walks them all while it answers the reads.
+    gc.freeze()
     log = open(os.path.join(data_dir, "processes.log"), "w")
     started = [
         subprocess.Popen(manage + ["serve"], env=env, cwd=ROOT, stdout=log, stderr=log),

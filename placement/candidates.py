@@ -28,7 +28,7 @@ class Pool:
     loads: dict[str, LoadShape]  # every in-set agent's load shape
     unhealthy: frozenset[str]  # in-set agents whose load shape is not healthy
     full: frozenset[str]  # in-set agents whose load shape is not idle
-    principals: dict[str, str]  # from the bridge row, else the eligibility read, else the load read
+    principals: dict[str, str]  # in the set or on the roster: the bridge row's, else the eligibility read's, else the load read's
     stations: dict[str, str]  # from the bridge row, else the registry station it occupies
 
     def principal(self, agent_id: str) -> str | None:
@@ -83,7 +83,11 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         if direct and facts.registry:
             occupied = occupied_stations(facts.registry)
             stations = {agent_id: occupied[agent_id] for agent_id in direct if agent_id in occupied}
-    principals.update({agent_id: v.principal_id for agent_id, v in verdicts.items() if v.principal_id})
+    # Of the thousands of agents the eligibility read judges, only those in the set or on the
+    # roster are looked at one by one; the rest are `Candidates`' business.
+    named = verdicts.keys() & (loads.keys() | rows.keys())
+    principals.update({agent_id: verdicts[agent_id].principal_id for agent_id in named
+                       if verdicts[agent_id].principal_id})
     principals.update(roster.principals)
     stations.update(roster.stations)
     ids = [*verdicts, *(rows.keys() - verdicts.keys())]
@@ -94,8 +98,8 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         rows=rows,
         verdicts=verdicts,
         objections={
-            agent_id: verdict for agent_id, verdict in verdicts.items()
-            if (verdict.reasons or not verdict.eligible) and agent_id in loads
+            agent_id: verdict for agent_id in sorted(loads.keys() & verdicts.keys())
+            if (verdict := verdicts[agent_id]).reasons or not verdict.eligible
         },
         loads=loads,
         unhealthy=unhealthy,

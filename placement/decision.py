@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from .candidates import Pool, pool_for
-from .facts import Card, Facts, Requires
+from .facts import AgentVerdict, Card, Facts, Requires
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
 from .filters import POLICY as POLICY_FILTER  # the filter; scoring's POLICY names the ranking
 from .history import StageHistory, histories
@@ -61,6 +61,71 @@ class CandidateRecord(NamedTuple):
         return record
 
 
+# What each position of `Candidates.kinds` says of its agent.
+OWN_RECORD = "."  # a record of its own: in the candidate set, on the roster, or at a station
+OFF_CAPABLE = "c"  # off the candidate set and nothing more, with the stage's capability
+OFF_INCAPABLE = "x"  # ... and without it
+
+
+class Candidates(Sequence[CandidateRecord]):
+    """Every considered agent's record, in agent id order.
+
+    SuperPipeline's eligibility read judges every agent of the workspace, so a card on a board
+    of 100 in a workspace of 10,000 considers 10,000 agents, and 9,900 of them are off the
+    candidate set with nothing to their name but a principal and whether they have the stage's
+    capability. Those are kept as a column (`kinds`, one character an agent) and made into
+    records only when read; every other agent's record is made as it is decided (`own`).
+    """
+
+    __slots__ = ("ids", "kinds", "own", "_verdicts", "_off_filters")
+
+    def __init__(self, ids: tuple[str, ...], kinds: str, own: dict[int, CandidateRecord],
+                 verdicts: Mapping[str, AgentVerdict], off_filters: tuple[FilterResult, ...]):
+        self.ids = ids
+        self.kinds = kinds
+        self.own = own  # by position
+        self._verdicts = verdicts  # the eligibility read, which names every agent off the set
+        self._off_filters = off_filters
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, position):  # type: ignore[override]
+        if isinstance(position, slice):
+            return tuple(self)[position]
+        kind = self.kinds[position]
+        if kind == OWN_RECORD:
+            return self.own[position % len(self.ids)]
+        return self._off_set(self.ids[position], kind)
+
+    def __iter__(self) -> Iterator[CandidateRecord]:
+        own, off_set = self.own, self._off_set
+        for position, (agent_id, kind) in enumerate(zip(self.ids, self.kinds)):
+            yield own[position] if kind == OWN_RECORD else off_set(agent_id, kind)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"Candidates({len(self.ids)} agents, {len(self.own)} with records of their own)"
+
+    def principals(self) -> list[str | None]:
+        """Every agent's principal, by position."""
+        verdicts = self._verdicts
+        principals = [None if kind == OWN_RECORD else verdicts[agent_id].principal_id
+                      for agent_id, kind in zip(self.ids, self.kinds)]
+        for position, record in self.own.items():
+            principals[position] = record.principal_id
+        return principals
+
+    def _off_set(self, agent_id: str, kind: str) -> CandidateRecord:
+        return CandidateRecord(agent_id, self._verdicts[agent_id].principal_id, None, DIRECT, False, False,
+                               self._off_filters, None, kind == OFF_CAPABLE, None, None, None)
+
+
 @dataclass(frozen=True, slots=True)
 class Hold:
     """The hold to ask SuperPipeline for: this agent, this long."""
@@ -79,7 +144,7 @@ class Decision:
     reason: str | None  # why nobody was chosen, when nobody was
     tier: Tier
     requires: Requires
-    candidates: tuple[CandidateRecord, ...]  # in agent id order
+    candidates: Sequence[CandidateRecord]  # in agent id order (`Candidates` when decided)
     hold: Hold | None
     record: bool
     waiting: Waiting | None = None  # wait-for-better@2 only: the chosen agent is busy
@@ -182,30 +247,43 @@ def _terms(
 def _candidates(
     pool: Pool, ground: Ground, verdicts: dict[str, tuple[FilterResult, ...]], scores: dict[str, Score],
     stage: dict[str | None, StageHistory] | None,
-) -> tuple[CandidateRecord, ...]:
-    """Every considered agent's record, in agent id order."""
+) -> Candidates:
+    """Every considered agent's record, in agent id order: a record of its own for each agent
+    in the set, on the roster or at a station, and a kind for each of the rest."""
     rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
     answers = ground.read_of(POLICY_FILTER)
     policy = answers.records if answers is not None else {}
-    records = []
-    for agent_id, filters in verdicts.items():
+    ids, of = pool.ids, pool.verdicts.get
+    named = in_set | rows.keys() | stations.keys()
+    kinds = "".join([
+        OWN_RECORD if agent_id in named
+        else OFF_INCAPABLE if CAPABILITY_MISMATCH in of(agent_id).reasons  # type: ignore[union-attr]
+        else OFF_CAPABLE
+        for agent_id in ids
+    ])
+    own = {}
+    position = kinds.find(OWN_RECORD)
+    while position >= 0:
+        agent_id = ids[position]
         principal_id = principals.get(agent_id)
         station_id = stations.get(agent_id)
         source = ROSTER if agent_id in rows else DIRECT
         if agent_id in in_set:
             score = scores.get(agent_id)
-            records.append(CandidateRecord(
-                agent_id, principal_id, station_id, source, True, score is not None, filters, score, None,
-                stage[principal_id] if stage is not None and score is not None else None,
+            own[position] = CandidateRecord(
+                agent_id, principal_id, station_id, source, True, score is not None, verdicts[agent_id], score,
+                None, stage[principal_id] if stage is not None and score is not None else None,
                 policy.get(agent_id), loads[agent_id],
-            ))
+            )
         else:
-            verdict = pool.verdicts.get(agent_id)
+            verdict = of(agent_id)
             capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
-            records.append(CandidateRecord(
-                agent_id, principal_id, station_id, source, False, False, filters, None, capable, None, None, None,
-            ))
-    return tuple(records)
+            own[position] = CandidateRecord(
+                agent_id, principal_id, station_id, source, False, False, ground.off_the_set, None, capable,
+                None, None, None,
+            )
+        position = kinds.find(OWN_RECORD, position + 1)
+    return Candidates(ids, kinds, own, pool.verdicts, ground.off_the_set)
 
 
 def _decision(

@@ -311,15 +311,16 @@ def ground_for(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> Ground:
 
 
 class Filtered(NamedTuple):
-    """Every considered agent's verdicts in filter order, and who passed them all."""
+    """Every in-set agent's verdicts in filter order, and who passed them all. An agent outside
+    the candidate set has the identity filter's rejection alone (`Ground.off_the_set`)."""
 
-    verdicts: dict[str, tuple[FilterResult, ...]]  # in agent id order
+    verdicts: dict[str, tuple[FilterResult, ...]]  # the in-set agents, in agent id order
     eligible: list[str]  # in agent id order
 
 
 def run_filters(pool: Pool, ground: Ground) -> Filtered:
-    """Run every filter in order; an agent outside the candidate set goes through the identity
-    filter alone.
+    """Run every filter in order over the candidate set; an agent outside it goes through the
+    identity filter alone, and is not visited here (a workspace has thousands of them).
 
     Each verdict a filter gives is one bit, so an agent's verdicts are the bits it gathers,
     and agents singled out alike share one tuple of verdicts.
@@ -348,12 +349,8 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
             gathered[agent_id] = bits_of(agent_id, 0) | bits
     alike: dict[int, tuple[FilterResult, ...]] = {0: passing}
     verdicts: dict[str, tuple[FilterResult, ...]] = {}
-    off_the_set = ground.off_the_set
     eligible = []
-    for agent_id in pool.ids:
-        if agent_id not in in_set:
-            verdicts[agent_id] = off_the_set
-            continue
+    for agent_id in sorted(in_set):
         bits = gathered.get(agent_id, 0)
         results = alike.get(bits)
         if results is None:

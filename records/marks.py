@@ -28,13 +28,15 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 from django.db.models import Value
 from django.db.models.functions import Length, Replace
 
+from placement.decision import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD, Candidates
 from placement.filters import Tables, tables
 from placement.load import DIRECT
 from records.columns import reasons_column
 
-ROW = "."  # the candidate has its own Candidate row
-CAPABLE = "c"  # off the candidate set, no bridge row, has the stage's capability
-INCAPABLE = "x"  # ... and lacks it
+# The marks are placement's kinds (`Candidates.kinds`) as they are.
+ROW = OWN_RECORD  # the candidate has its own Candidate row
+CAPABLE = OFF_CAPABLE  # off the candidate set, no bridge row, has the stage's capability
+INCAPABLE = OFF_INCAPABLE  # ... and lacks it
 OFF_SET = (CAPABLE, INCAPABLE)
 
 T = TypeVar("T")
@@ -52,12 +54,19 @@ class Split(NamedTuple):
     @property
     def digest(self) -> str:
         """The name the roll is stored under: the digest of its agents."""
-        return hashlib.sha256(json.dumps([self.agents, self.principals]).encode()).hexdigest()
+        return _digest((tuple(self.agents), tuple(self.principals)))
 
     @property
     def roll(self) -> list[list[str | None]]:
         """The roll as stored: [agentId, principalId] per position."""
         return [list(pair) for pair in zip(self.agents, self.principals)]
+
+
+@lru_cache(maxsize=64)
+def _digest(roll: tuple[tuple[str, ...], tuple[str | None, ...]]) -> str:
+    """Every card of a workspace names the same agents, thousands of them: the digest is
+    worked out once per roll, not once per decision (a tuple of them hashes far faster)."""
+    return hashlib.sha256(json.dumps([list(roll[0]), list(roll[1])]).encode()).hexdigest()
 
 
 def split(candidates: Sequence[Any]) -> Split:
@@ -66,6 +75,8 @@ def split(candidates: Sequence[Any]) -> Split:
     A candidate is marked only when its record is the plain one `off_set_columns` gives back:
     outside the set, no bridge row, no station, the identity filter's rejection alone.
     """
+    if isinstance(candidates, Candidates):
+        return _split_kinds(candidates)
     off = tables().off_the_set
     rows, marks = [], []
     for position, c in enumerate(candidates):
@@ -80,6 +91,14 @@ def split(candidates: Sequence[Any]) -> Split:
         return Split(rows, [], [], "")
     return Split(rows, [c.agent_id for c in candidates], [c.principal_id for c in candidates],
                  "".join(marks))
+
+
+def _split_kinds(candidates: Candidates) -> Split:
+    """`split` of a decision as placement made it: its kinds are the marks already."""
+    rows = sorted(candidates.own)
+    if len(rows) == len(candidates):
+        return Split(rows, [], [], "")
+    return Split(rows, list(candidates.ids), candidates.principals(), candidates.kinds)
 
 
 @lru_cache(maxsize=1)

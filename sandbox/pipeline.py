@@ -120,6 +120,9 @@ class Pipeline:
         self._cards: dict[str, Card] = {}
         self._working: dict[str, set[str]] = {}  # agent id -> ids of the cards it works
         self._by_id: list[WorkspaceAgent] | None = None  # the agents in id order, once asked
+        # What every agent's verdict says before this card's own state is looked at, by board
+        # and stage requirement (see `eligibility_json`), for the agents in id order as they are.
+        self._judged: dict[tuple, tuple[list[WorkspaceAgent], list[dict], dict[str, int]]] = {}
         self._card_seq = 1000
         self._event_seq = 0
         # Every hold granted, in order: what a check judges SuperDispatch's records by.
@@ -428,10 +431,10 @@ class Pipeline:
         card = board.cards.get(card_id) or board.finished.get(card_id)
         if card is None:
             raise Refused(404, "card_not_found", f"no card {card_id} on {board_id}")
-        # `judged` for every agent of the workspace, with what is the same for each of them
-        # (the card's lane, its hold, the stage's needs) worked out once: a workspace has
-        # thousands of agents and every card's read judges them all.
-        not_ready = not self.in_lane(card)
+        # `judged` for every agent of the workspace. A workspace has thousands of agents and
+        # every card's read judges them all, so what depends only on the agent, the board and
+        # the stage (capability, grants) is worked out once, and each card changes only the
+        # verdicts of the agents its own state touches: those at their concurrency here.
         requires = stage_requires(board.stage(card.stage_key))
         held = self.live_reservation(card)
         working_here: dict[str, int] = {}
@@ -439,25 +442,51 @@ class Pipeline:
             count = sum(1 for c in card_ids if self._cards[c].board_id == board_id)
             if count:
                 working_here[agent_id] = count
-        capable: dict[frozenset[str], bool] = {}
-        verdicts = []
-        for agent in self.agents_by_id():
-            reasons = ["card_not_ready"] if not_ready else []
-            able = capable.get(agent.capabilities)
-            if able is None:
-                able = capable[agent.capabilities] = has_capability(agent.capabilities, requires)
-            if not able:
-                reasons.append("capability_mismatch")
-            if agent.grants is not None and board_id not in agent.grants:
-                reasons.append("grant_denied")
-            if working_here.get(agent.id, 0) >= agent.concurrency:
-                reasons.append("concurrency_reached")
-            if held is not None and held.agent_id != agent.id:
-                reasons.append("card_reserved")
-            verdicts.append(
-                {"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons, "reasons": reasons}
-            )
+        not_ready = not self.in_lane(card)
+        if not_ready or held is not None:
+            verdicts = [{"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons,
+                         "reasons": reasons}
+                        for agent in self.agents_by_id()
+                        for reasons in [self._reasons(agent, board_id, requires, not_ready, held, working_here)]]
+        else:
+            agents, verdicts, at = self._judged_here(board_id, requires)
+            verdicts = list(verdicts)
+            for agent_id, count in working_here.items():
+                if agent_id in at and count >= agents[at[agent_id]].concurrency:
+                    plain = verdicts[at[agent_id]]
+                    reasons = [*plain["reasons"], "concurrency_reached"]
+                    verdicts[at[agent_id]] = {**plain, "eligible": False, "reasons": reasons}
         return {"cardId": card.id, "stageKey": card.stage_key, "requires": requires, "agents": verdicts}
+
+    def _judged_here(self, board_id: str, requires: dict) -> tuple[list[WorkspaceAgent], list[dict], dict[str, int]]:
+        """Every agent's verdict on a ready, unheld card of this board and stage requirement
+        with nobody working it: its capability and grants alone (which an agent has from the
+        moment it joins). Worked out again when the workspace gains an agent."""
+        agents = self.agents_by_id()
+        key = (board_id, tuple(requires["all"]), tuple(requires["any"]))
+        kept = self._judged.get(key)
+        if kept is None or kept[0] is not agents:
+            verdicts = [{"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons,
+                         "reasons": reasons}
+                        for agent in agents for reasons in [self._reasons(agent, board_id, requires)]]
+            kept = self._judged[key] = (agents, verdicts, {agent.id: i for i, agent in enumerate(agents)})
+        return kept
+
+    @staticmethod
+    def _reasons(agent: WorkspaceAgent, board_id: str, requires: dict, not_ready: bool = False,
+                 held: Reservation | None = None, working_here: dict[str, int] | None = None) -> list[str]:
+        """The reasons `judged` gives, from the card's parts; by default those of a ready,
+        unheld card that nobody works."""
+        reasons = ["card_not_ready"] if not_ready else []
+        if not has_capability(agent.capabilities, requires):
+            reasons.append("capability_mismatch")
+        if agent.grants is not None and board_id not in agent.grants:
+            reasons.append("grant_denied")
+        if working_here is not None and working_here.get(agent.id, 0) >= agent.concurrency:
+            reasons.append("concurrency_reached")
+        if held is not None and held.agent_id != agent.id:
+            reasons.append("card_reserved")
+        return reasons
 
     def load_json(self) -> dict:
         now = self.clock()

@@ -1,9 +1,10 @@
 """What a product answers: a status and a JSON body, and the suite's error shapes."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,9 @@ class Reply:
         """The reply as a transport sends it."""
         if isinstance(self.body, bytes):
             return self.status, {"Content-Type": "text/plain", **self.headers}, self.body
-        data = json.dumps(self.body, separators=(",", ":")).encode()
+        # msgspec, not json: an eligibility answer judges every agent of the workspace, and
+        # the stand-in shares its machine with what it stands in for.
+        data = msgspec.json.encode(self.body)
         return self.status, {"Content-Type": "application/json", **self.headers}, data
 
 

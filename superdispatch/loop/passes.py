@@ -198,10 +198,11 @@ def _askable(roster, eligibility: tuple[AgentVerdict, ...], load) -> list[tuple[
         in_set |= {a.agent_id for a in load if a.agent_id not in rostered}
         principals.update({a.agent_id: a.principal_id for a in load if a.agent_id not in principals})
     out = []
-    for verdict in eligibility:
-        principal = verdict.principal_id or principals.get(verdict.agent_id)
-        if verdict.agent_id in in_set and principal and "grant_denied" not in verdict.reasons:
-            out.append((verdict.agent_id, principal))
+    for verdict in eligibility:  # the whole workspace: the set is asked of first
+        if verdict.agent_id in in_set and "grant_denied" not in verdict.reasons:
+            principal = verdict.principal_id or principals.get(verdict.agent_id)
+            if principal:
+                out.append((verdict.agent_id, principal))
     return sorted(out)
 
 

@@ -6,7 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placement import Rules, decide
+from placement.decision import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD, Candidates
 from placement.facts import Facts, Ladder, OwnHistory, StationNeeds
+from placement.filters import tables
+from placement.load import DIRECT, ROSTER
 
 from tests.support.placement import NOW, ago, card, load_row, roster_row, run, station, verdict
 
@@ -88,3 +91,28 @@ def test_decision_is_identical_whatever_order_the_rows_arrive_in(facts, rules, r
     )
     assert decide(reordered, rules, NOW) == decide(facts, rules, NOW)
     assert decide(reordered, rules, NOW).to_record() == decide(facts, rules, NOW).to_record()
+
+
+@settings(max_examples=200, deadline=None)
+@given(facts(), RULES)
+def test_agents_off_the_set_kept_as_kinds_read_back_as_the_records_they_stand_for(facts, rules):
+    decision = decide(facts, rules, NOW)
+    candidates = decision.candidates
+    if not isinstance(candidates, Candidates):  # a ladder already open considers nobody
+        assert candidates == ()
+        return
+    records = list(candidates)
+    assert records == [candidates[i] for i in range(len(candidates))] == list(candidates[:])
+    assert [c.agent_id for c in records] == sorted(c.agent_id for c in records) == list(candidates.ids)
+    assert candidates.principals() == [c.principal_id for c in records]
+    verdicts = {v.agent_id: v for v in facts.eligibility}
+    for c, kind in zip(records, candidates.kinds):
+        named = c.in_set or c.source == ROSTER or c.station_id is not None
+        assert (kind == OWN_RECORD) == named
+        if not named:
+            assert kind == (OFF_INCAPABLE if "capability_mismatch" in verdicts[c.agent_id].reasons
+                            else OFF_CAPABLE)
+            assert (c.source, c.eligible, c.score, c.policy, c.capable) == (
+                DIRECT, False, None, None, kind == OFF_CAPABLE)
+            assert c.principal_id == verdicts[c.agent_id].principal_id
+            assert c.filters == tables().off_the_set

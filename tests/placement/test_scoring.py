@@ -92,5 +92,5 @@ def test_history_read_gives_every_eligible_candidate_a_record_even_without_runs(
 def test_agent_without_a_principal_has_no_runs_to_join():
     facts = with_rows(replace(board(), history={"prn_ada": (run("prn_ada"),) * 3}),
                       roster=[roster_row("agt_ada", principal_id=None)])
-    facts = replace(facts, eligibility=tuple(replace(v, principal_id=None) for v in facts.eligibility))
+    facts = replace(facts, eligibility=tuple(v._replace(principal_id=None) for v in facts.eligibility))
     assert decided(facts).candidate("agt_ada").stage_history.runs == 0

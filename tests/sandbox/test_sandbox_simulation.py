@@ -232,3 +232,26 @@ def test_a_scenario_file_that_is_not_json_names_the_file(tmp_path):
         load_scenario(bad)
     with pytest.raises(ScenarioError, match="no such scenario"):
         load_scenario("no-such-scenario")
+
+
+@pytest.mark.parametrize("name", ["demo", "large", "one-agent-lane", "busy-quiet"])
+def test_every_eligibility_read_gives_each_agent_the_reasons_a_claim_would_meet(name):
+    """The read works out once what depends only on the agent, board and stage: every card
+    of a running scenario (claimed, held, finished, waiting) must still read as `judged`
+    says of each agent, one by one."""
+    suite = Suite.from_scenario(name)
+    simulation = Simulation(suite)
+    pipeline = suite.pipeline
+    checked = 0
+    for _ in range(6):
+        simulation.run(300)
+        for board in pipeline.boards.values():
+            cards = [*board.cards.values(), *board.finished.values()]
+            for card in cards[:8]:
+                answer = pipeline.eligibility_json(board.id, card.id)["agents"]
+                expected = [{"agentId": a.id, "principalId": a.principal_id,
+                             "eligible": not pipeline.judged(a, card), "reasons": pipeline.judged(a, card)}
+                            for a in pipeline.agents_by_id()]
+                assert answer == expected
+                checked += 1
+    assert checked > 20

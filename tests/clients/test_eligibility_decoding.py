@@ -1,0 +1,91 @@
+"""The eligibility read's two decoders agree: the C one takes only what the Python one takes.
+
+`_plain_eligibility` reads a 2xx body's bytes with msgspec and gives up (None) on anything
+out of the ordinary; the body then goes the usual way (`_error_code`, `_eligibility`), which
+names what is wrong. So whatever the fast one returns must be exactly what the usual way
+would have returned, and on the answers SuperPipeline really sends it must not give up.
+"""
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from superdispatch.clients.http import _error_code
+from superdispatch.clients.shape import ShapeError
+from superdispatch.clients.superpipeline import _eligibility, _plain_eligibility
+
+from . import bodies
+
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(""), st.text(max_size=3),
+                st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=2),
+                st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+REASONS = st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "", "x"]), max_size=3)
+
+
+def verdicts(odd: bool):
+    usual = st.fixed_dictionaries(
+        {"agentId": st.from_regex(r"agt_[a-z0-9]{1,4}", fullmatch=True),
+         "eligible": st.booleans()},
+        optional={"principalId": st.one_of(st.none(), st.from_regex(r"prn_[a-z]{1,3}", fullmatch=True)),
+                  "reasons": REASONS if odd else REASONS.filter(lambda r: "" not in r),
+                  "extra": ODD})
+    if not odd:
+        return usual
+    broken = st.dictionaries(st.sampled_from(["agentId", "principalId", "eligible", "reasons"]), ODD)
+    return st.one_of(usual, broken, ODD)
+
+
+def answers(odd: bool):
+    top = {"cardId": st.just("card_1"), "stageKey": st.just("review")}
+    agents = st.lists(verdicts(odd), max_size=6)
+    if odd:
+        return st.one_of(
+            st.fixed_dictionaries({**top, "agents": agents},
+                                  optional={"error": ODD, "requires": ODD}),
+            st.fixed_dictionaries(top, optional={"agents": ODD, "error": ODD}),
+            ODD)
+    return st.fixed_dictionaries({**top, "agents": agents})
+
+
+def the_usual_way(body):
+    """What the client makes of a 2xx body without the fast decoder: verdicts, or None for
+    an answer it refuses (an error body or a bad shape)."""
+    if _error_code(body) is not None:
+        return None
+    try:
+        return _eligibility(body)
+    except ShapeError:
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(answers(odd=True))
+def test_the_fast_decoder_returns_only_what_the_usual_way_returns(body):
+    fast = _plain_eligibility(json.dumps(body).encode())
+    if fast is not None:
+        assert fast == the_usual_way(body)
+        assert all(type(v.reasons) is tuple for v in fast)
+
+
+@settings(max_examples=200, deadline=None)
+@given(answers(odd=False))
+def test_the_fast_decoder_takes_every_well_formed_answer(body):
+    fast = _plain_eligibility(json.dumps(body).encode())
+    assert fast is not None
+    assert fast == the_usual_way(body)
+
+
+def test_the_contracts_example_is_taken_by_the_fast_decoder():
+    assert _plain_eligibility(json.dumps(bodies.eligibility()).encode()) == _eligibility(
+        bodies.eligibility())
+
+
+def test_a_refusal_or_a_bad_shape_in_a_200_is_left_to_the_usual_way():
+    for body in ({"error": {"code": "forbidden"}, "agents": []}, {"agents": None},
+                 {"agents": [{"agentId": "", "eligible": True}]},
+                 {"agents": [{"agentId": "agt_a", "eligible": True, "reasons": None}]}, b"[]"):
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        assert _plain_eligibility(raw) is None
+    assert _plain_eligibility(b"not json") is None
