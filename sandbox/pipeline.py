@@ -123,6 +123,7 @@ class Pipeline:
         # What every agent's verdict says before this card's own state is looked at, by board
         # and stage requirement (see `eligibility_json`), for the agents in id order as they are.
         self._judged: dict[tuple, tuple[list[WorkspaceAgent], list[dict], dict[str, int]]] = {}
+        self._granted: tuple[list[WorkspaceAgent] | None, bool] = (None, False)
         self._card_seq = 1000
         self._event_seq = 0
         # Every hold granted, in order: what a check judges SuperDispatch's records by.
@@ -463,7 +464,10 @@ class Pipeline:
         with nobody working it: its capability and grants alone (which an agent has from the
         moment it joins). Worked out again when the workspace gains an agent."""
         agents = self.agents_by_id()
-        key = (board_id, tuple(requires["all"]), tuple(requires["any"]))
+        if self._granted[0] is not agents:  # does any agent have grants? Else the board is no matter
+            self._granted = (agents, any(agent.grants is not None for agent in agents))
+        granted = self._granted[1]
+        key = (board_id if granted else None, tuple(requires["all"]), tuple(requires["any"]))
         kept = self._judged.get(key)
         if kept is None or kept[0] is not agents:
             verdicts = [{"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons,

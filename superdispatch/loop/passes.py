@@ -117,7 +117,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         load=load,
         registry=reads.registry(card),
         history=reads.history(card.board_id, card.stage_key),
-        policy=reads.policy(card, _askable(work.roster, eligibility, load)),
+        policy=reads.policy(card, lambda: _askable(work.roster, eligibility, load)),
         own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id),
                        lapses={a: tuple(t) for a, t in reads.holds.lapses.items()},
                        settled=work.settled),

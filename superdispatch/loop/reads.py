@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Mapping
+from typing import Callable, Mapping
 
 from django.core.cache import cache
 
@@ -138,12 +138,13 @@ class PassReads:
                 self._history[key] = {p: tuple(r) for p, r in by_principal.items()}
         return self._history[key]
 
-    def policy(self, card: Card, askable: list[tuple[str, str]]) -> PolicyFacts | None:
-        """The dispatch policy's verdicts on (agent, principal) pairs, once per agent and stage."""
+    def policy(self, card: Card, askable: Callable[[], list[tuple[str, str]]]) -> PolicyFacts | None:
+        """The dispatch policy's verdicts on the `askable()` (agent, principal) pairs, once per
+        agent and stage; `askable` is not called with the policy off."""
         if self.loop.cfg.policy != "on":
             return None
         verdicts = {}
-        for agent_id, principal_id in askable:
+        for agent_id, principal_id in askable():
             key = (agent_id, card.board_id, card.stage_key, card.requires)
             if key not in self._verdicts:
                 self._verdicts[key] = self._ask(card, agent_id, principal_id)
