@@ -287,7 +287,7 @@ def _candidates(
 
 
 def _decision(
-    facts: Facts, tier: Tier, candidates: tuple[CandidateRecord, ...], chosen: str | None,
+    facts: Facts, tier: Tier, candidates: Sequence[CandidateRecord], chosen: str | None,
     reason: str | None, rules: Rules, record: bool = True, waiting: Waiting | None = None,
 ) -> Decision:
     return Decision(
