@@ -100,6 +100,11 @@ def stage_requires(stage: StageSpec) -> dict:
     return {"all": [stage.owner], "any": []}
 
 
+def _verdict_json(agent: WorkspaceAgent, reasons: list[str]) -> dict:
+    """One agent's verdict in the eligibility answer."""
+    return {"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons, "reasons": reasons}
+
+
 def has_capability(capabilities: frozenset[str], requires: dict) -> bool:
     return all(c in capabilities for c in requires["all"]) and (
         not requires["any"] or any(c in capabilities for c in requires["any"])
@@ -194,20 +199,9 @@ class Pipeline:
 
     def judged(self, agent: WorkspaceAgent, card: Card) -> list[str]:
         """SuperPipeline's reasons the agent may not claim the card, as eligibility gives them."""
-        reasons = []
-        if not self.in_lane(card):
-            reasons.append("card_not_ready")
-        stage = self.boards[card.board_id].stage(card.stage_key)
-        if not has_capability(agent.capabilities, stage_requires(stage)):
-            reasons.append("capability_mismatch")
-        if agent.grants is not None and card.board_id not in agent.grants:
-            reasons.append("grant_denied")
-        if self._working_count(agent.id, card.board_id) >= agent.concurrency:
-            reasons.append("concurrency_reached")
-        held = self.live_reservation(card)
-        if held is not None and held.agent_id != agent.id:
-            reasons.append("card_reserved")
-        return reasons
+        return self._reasons(agent, card.board_id, stage_requires(self.boards[card.board_id].stage(card.stage_key)),
+                             not self.in_lane(card), self.live_reservation(card),
+                             {agent.id: self._working_count(agent.id, card.board_id)})
 
     def refusal(self, agent_id: str, card: Card) -> str | None:
         """Why a claim by this agent would be refused now, or None when it would succeed."""
@@ -445,10 +439,8 @@ class Pipeline:
                 working_here[agent_id] = count
         not_ready = not self.in_lane(card)
         if not_ready or held is not None:
-            verdicts = [{"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons,
-                         "reasons": reasons}
-                        for agent in self.agents_by_id()
-                        for reasons in [self._reasons(agent, board_id, requires, not_ready, held, working_here)]]
+            verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires, not_ready, held, working_here))
+                        for agent in self.agents_by_id()]
         else:
             agents, verdicts, at = self._judged_here(board_id, requires)
             verdicts = list(verdicts)
@@ -470,9 +462,7 @@ class Pipeline:
         key = (board_id if granted else None, tuple(requires["all"]), tuple(requires["any"]))
         kept = self._judged.get(key)
         if kept is None or kept[0] is not agents:
-            verdicts = [{"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons,
-                         "reasons": reasons}
-                        for agent in agents for reasons in [self._reasons(agent, board_id, requires)]]
+            verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires)) for agent in agents]
             kept = self._judged[key] = (agents, verdicts, {agent.id: i for i, agent in enumerate(agents)})
         return kept
 
