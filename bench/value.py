@@ -5,7 +5,7 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 
 - pull: no SuperDispatch at all;
 - formula: the documented `idle-stage-success-lru@3`, default settings;
-- waiting: the opt-in `wait-for-better@2`, which may hold a card for a busy, better agent;
+- waiting: the opt-in `wait-for-better@3`, which may hold a card for a busy, better agent;
 - tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds;
 - learned: the formula with learned routing, target `succeeded`: the formula places the run's
   first third, a model is trained on it (`learning.actions.do_train`), watches the second third
@@ -132,7 +132,7 @@ def run_tuned(scenario: Scenario, seconds: int) -> Run:
 
 
 def run_waiting(scenario: Scenario, seconds: int) -> Run:
-    return run_placed(scenario, seconds, formula="wait-for-better@2")
+    return run_placed(scenario, seconds, formula="wait-for-better@3")
 
 
 def _gate_line(model, cfg) -> str:

@@ -170,7 +170,7 @@ class Config:
     min_proof: str = one_of("SUPERDISPATCH_MIN_PROOF", "probed", "installed", "declared",
                             default="declared")
     policy: str = one_of("SUPERDISPATCH_POLICY", "off", "on", default="off")
-    formula: str = one_of("SUPERDISPATCH_FORMULA", "idle-stage-success-lru@3", "wait-for-better@2",
+    formula: str = one_of("SUPERDISPATCH_FORMULA", "idle-stage-success-lru@3", "wait-for-better@3",
                           default="idle-stage-success-lru@3")
     backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "on", "off", default="on")
     # History

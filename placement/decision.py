@@ -147,7 +147,7 @@ class Decision:
     candidates: Sequence[CandidateRecord]  # in agent id order (`Candidates` when decided)
     hold: Hold | None
     record: bool
-    waiting: Waiting | None = None  # wait-for-better@2 only: the chosen agent is busy
+    waiting: Waiting | None = None  # wait-for-better@3 only: the chosen agent is busy
 
     def candidate(self, agent_id: str) -> CandidateRecord | None:
         """The record of one considered agent, if it was considered."""

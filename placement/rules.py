@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from .facts import PROOF_ORDER
 
 CANDIDATE_SETS = ("roster", "all")
-FORMULAS = ("idle-stage-success-lru@3", "wait-for-better@2")
+FORMULAS = ("idle-stage-success-lru@3", "wait-for-better@3")
 
 
 @dataclass(frozen=True)

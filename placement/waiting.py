@@ -1,4 +1,4 @@
-"""`wait-for-better@2`: the opt-in ranking that may hold a card for a busy, better agent.
+"""`wait-for-better@3`: the opt-in ranking that may hold a card for a busy, better agent.
 
 Delay scheduling, as Hadoop's fair scheduler does it for locality: a card may wait a little for
 the agent it is best placed with, when that agent is busy now but likely free soon. Here the
@@ -13,11 +13,12 @@ a failure costs a retry (the best agent's (claim latency + run time) / success r
 comes back and is placed again), and the expected wait is what is left of its run, by its
 current run's age and its recent run times.
 
-Idle agents whose outcome rates are within `rules.wait_margin` of the best idle one's are equals
-on success, and rank by claim latency plus run time alone (their rates' differences are noise
-at that size), so of two equal agents the one that claims in 3 s comes before the one that
-claims in 15 s; the rest follow in the formula's order. At the winner step
-a busy agent takes the card instead when
+Idle agents keep the formula's order (the most successful first), less those whose expected
+lead is more than `LEAD_SLACK` over the quickest idle agent's: they follow, in the formula's
+order. Better outcomes for a little more lead, never much more: of two agents that succeed
+alike, the one that claims in 3 s and runs in a minute comes before one that claims in 15 s and
+runs in two; and a stronger agent is not passed over for a weak fast one unless its own lead is
+the longer by more than the slack. At the winner step a busy agent takes the card instead when
 
 - it is busy and nothing else (it fails only `at-capacity` or `not-idle`: no other hold, no
   recent no-shows, not passed over on this ladder);
@@ -27,11 +28,13 @@ a busy agent takes the card instead when
 - its expected wait plus claim latency fits in the hold (`rules.reservation_seconds`);
 - the card may wait: its priority is 0 or lower, and it became ready within the placement
   window (a card that has waited past it has waited enough);
-- and its expected lead is shorter than the idle agent's.
+- and its expected lead is shorter than the first idle agent's.
 
 A hold for it that lapses walks the ladder as any other: runner-ups are never waited for.
-Version 2: version 1 ranked every idle agent by lead alone (a weak agent that runs fast came
-first) and waited on records of a run or two.
+Version 3. Version 2 took idle agents within `rules.wait_margin` (0.15) of the best idle one's
+outcome rate as equals and ranked them by claim latency plus run time, so an agent at 60% came
+before one at 70% that was a little slower; version 1 ranked every idle agent by lead alone (a
+weak agent that runs fast came first) and waited on records of a run or two.
 """
 from __future__ import annotations
 
@@ -47,10 +50,11 @@ from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
 
-WAITING_POLICY = "wait-for-better@2"
+WAITING_POLICY = "wait-for-better@3"
 LOAD_ONLY = frozenset({"capacity", "idle"})
 OVERDUE_SHARE = 0.25  # a run past all its recent ones is expected to need this share of its usual
 MIN_RATE = 0.05
+LEAD_SLACK = 0.05  # how much longer than the quickest idle agent's an expected lead may be
 RUN_PRIOR = 20  # runs' worth of weight the fleet's typical run time carries in each estimate
 
 
@@ -134,17 +138,13 @@ def _median(values: Iterable[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def by_lead(ranking: list[tuple[str, Score]], leads: Leads, margin: float) -> list[tuple[str, Score]]:
-    """The idle agents whose outcome rate is within `margin` of the best idle one's, the
-    quickest to claim and finish first (equals on success: their rates' differences are left
-    out); then the rest, in the formula's order. Totals re-counted."""
-    best = max(leads.rates[agent_id] for agent_id, _ in ranking)
+def by_lead(ranking: list[tuple[str, Score]], leads: Leads) -> list[tuple[str, Score]]:
+    """The idle agents in the formula's order, less those whose expected lead is more than
+    `LEAD_SLACK` over the quickest one's: they follow, in the formula's order. Totals re-counted."""
+    quickest = min(leads.lead(agent_id) for agent_id, _ in ranking)
 
     def key(i: int) -> tuple:
-        agent_id = ranking[i][0]
-        if leads.rates[agent_id] >= best - margin:
-            return (0, leads.latency(agent_id) + leads.run(agent_id), i)
-        return (1, 0.0, i)
+        return (leads.lead(ranking[i][0]) > quickest * (1 + LEAD_SLACK), i)
 
     order = sorted(range(len(ranking)), key=key)
     n = len(ranking)
@@ -174,7 +174,7 @@ def rank(facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tu
     if any(agent_id not in rates for agent_id, _ in ranking):
         return ranking, None
     leads = Leads(timing, rates, now)
-    ranking = by_lead(ranking, leads, rules.wait_margin)
+    ranking = by_lead(ranking, leads)
     if not may_wait(facts, tier, rules, now):
         return ranking, None
     if any(stage[agent_id].runs < rules.history_min_sample for agent_id, _ in ranking):

@@ -152,7 +152,7 @@ def row(agent_id: str, enabled=True, ready=True, busy=False) -> RosterRow:
 def test_who_counts_as_able_to_take_a_hold_now():
     roster = (row("a"), row("b", busy=True), row("c", ready=False), row("d", enabled=False),
               row("e"))
-    documented, waiting = "idle-stage-success-lru@3", "wait-for-better@2"
+    documented, waiting = "idle-stage-success-lru@3", "wait-for-better@3"
     assert holdable(roster, frozenset(), None, documented) == 2  # a and e
     assert holdable(roster, frozenset({"e"}), None, documented) == 1  # e holds a card of ours
     assert holdable(roster, frozenset(), None, waiting) == 3  # the busy b may be waited for

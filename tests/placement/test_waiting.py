@@ -1,4 +1,4 @@
-"""wait-for-better@2: when it holds a card for a busy, better agent, what it records, and its bounds."""
+"""wait-for-better@3: when it holds a card for a busy, better agent, what it records, and its bounds."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,7 +9,7 @@ from placement import Rules, decide
 from placement.facts import Facts, Ladder, Timing
 from tests.support.placement import NOW, ago, card, roster_row, run, verdict
 
-WAITING = "wait-for-better@2"
+WAITING = "wait-for-better@3"
 
 
 def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2, timing=True,
@@ -91,7 +91,7 @@ def test_idle_agents_of_equal_record_rank_by_claim_latency():
 
 
 def test_a_weak_idle_agent_that_runs_fast_does_not_outrank_a_strong_one():
-    """Only agents within the margin of the best idle record are equals ranked by lead."""
+    """A weak agent whose run is shorter is not quicker to a success: its failures come back."""
     history = {"prn_fastweak": tuple(run("prn_fastweak", i < 5, age_days=0.01) for i in range(10)),
                "prn_slowstrong": tuple(run("prn_slowstrong", True, age_days=0.01) for _ in range(10))}
     facts = Facts(
@@ -103,6 +103,34 @@ def test_a_weak_idle_agent_that_runs_fast_does_not_outrank_a_strong_one():
                       run_s={"agt_fastweak": (30.0,) * 20, "agt_slowstrong": (60.0,) * 20}),
     )
     assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_slowstrong"
+
+
+def _two_idle(a: tuple[int, float, float], b: tuple[int, float, float]) -> Facts:
+    """Two idle agents, each (runs succeeded of 20, claim latency, run time)."""
+    (a_won, a_claim, a_run), (b_won, b_claim, b_run) = a, b
+    return Facts(
+        card=card(ready_at=ago(2)),
+        roster=(roster_row("agt_a"), roster_row("agt_b")),
+        eligibility=(verdict("agt_a"), verdict("agt_b")),
+        history={"prn_a": _runs("prn_a", a_won, 20), "prn_b": _runs("prn_b", b_won, 20)},
+        timing=Timing(claim_latency_s={"agt_a": a_claim, "agt_b": b_claim},
+                      run_s={"agt_a": (a_run,) * 20, "agt_b": (b_run,) * 20}),
+    )
+
+
+def test_a_stronger_idle_agent_a_little_slower_comes_first():
+    """60% against 70%, 5 s apart on claim and run: the stronger one's lead is within the
+    slack, so the formula's order stands (version 2 took them as equals and chose the 60%)."""
+    facts = _two_idle((12, 2.0, 50.0), (14, 3.0, 54.0))
+    assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_b"
+
+
+def test_a_stronger_idle_agent_much_slower_comes_after_a_quick_one():
+    """80% against 90%, but the 90% claims in 15 s and runs four times as long: its expected
+    lead is far past the slack, so the quick one comes first (the formula would take the 90%)."""
+    facts = _two_idle((16, 1.0, 30.0), (18, 15.0, 120.0))
+    assert decide(facts, Rules(), NOW).chosen == "agt_b"
+    assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_a"
 
 
 def _runs(principal: str, succeeded: int, of: int):
