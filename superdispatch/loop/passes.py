@@ -306,47 +306,52 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     def spent(part: str) -> bool:
         return budget is not None and loop.clock() >= now + getattr(budget, part)
 
-    # A lease runs for SUPERDISPATCH_LEASE_SECONDS from when it is taken (a late shard's `now`
-    # is its sweep's start), and the task's time limit, counted from its start, ends first.
-    taken = loop.clock()
-    until = taken + timedelta(seconds=loop.cfg.lease_seconds)
-    with transaction.atomic():  # each lease is its own compare-and-set; one commit for all
-        leased = [b for b in board_ids if actions.do_take_lease(b, owner, taken, until)]
-    summary.skipped = len(board_ids) - len(leased)
+    # A board is leased as it is read, not before, and let go at once when it has nothing to
+    # place, so a relayed card for it waits on no other board's read. A lease runs for
+    # SUPERDISPATCH_LEASE_SECONDS from when it is taken (a late shard's `now` is its sweep's
+    # start), and the task's time limit, counted from its start, ends first.
+    lease = timedelta(seconds=loop.cfg.lease_seconds)
+    leased: list[str] = []
     released: set[str] = set()
+    reads = PassReads(loop, now, from_cache=from_cache)
+    reads.concurrent = concurrent
 
     def done_with(board_id: str) -> None:
         """Join the board's runs (a relayed card.ready places its card and nothing more) and
         let the board go: another pass may take it from now on."""
         if not from_cache and board_id in works:
             summary.runs += join_runs(reads, board_id, works[board_id].roster)
-        with transaction.atomic():
-            actions.do_release_lease(board_id, owner)
+        actions.do_release_lease(board_id, owner)
         released.add(board_id)
         reads.concurrent = True  # so look again at agents another pass may hold since
 
     try:
         works: dict[str, BoardWork] = {}
-        first = [b for b in read_first or () if b in leased]
-        rest = [b for b in leased if b not in first]  # `first` holds a few boards at most
-        reading = first + rest
+        due: dict[str, list[Card]] = {}
+        opted = set(board_ids)
+        first = [b for b in read_first or () if b in opted]  # `first` holds a few boards at most
+        reading = first + [b for b in board_ids if b not in first]
         for index, board_id in enumerate(reading):
             if spent("read"):
                 summary.left = reading[index:]
                 summary.deferred = len(summary.left)
                 break
+            taken = loop.clock()
+            if not actions.do_take_lease(board_id, owner, taken, taken + lease):
+                summary.skipped += 1  # another pass holds it
+                continue
+            leased.append(board_id)
             work = _open_board(loop, board_id, now, summary, from_cache)
             if work is not None:
                 works[board_id] = work
-        reads = PassReads(loop, now, from_cache=from_cache)
-        reads.concurrent = concurrent
+                due[board_id] = _due_cards(work, now, only_card)
+            if not due.get(board_id):  # unread, or nothing due
+                done_with(board_id)
+        reads.read_holds()  # as the boards read have settled them, before any card is decided
         # Cards are queued in the boards' own order, whichever order they were read in.
-        queued = [(b, card) for b in board_ids if b in works
-                  for card in _due_cards(works[b], now, only_card)]
+        queued = [(b, card) for b in board_ids if b in due for card in due[b]]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
         last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
-        for board_id in [b for b in leased if b not in last_card]:  # unread, left, nothing due
-            done_with(board_id)
         backlog = Backlog()
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
@@ -368,9 +373,8 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
         for board_id in [b for b in works if b not in released]:  # the budget ran out first
             done_with(board_id)
     finally:
-        with transaction.atomic():
-            for board_id in [b for b in leased if b not in released]:
-                actions.do_release_lease(board_id, owner)
+        for board_id in [b for b in leased if b not in released]:
+            actions.do_release_lease(board_id, owner)
         outbox.kick_if_written()  # events out are sent by a worker, after the pass
     return summary
 

@@ -62,7 +62,7 @@ class PassReads:
         # registry the last pass read, as it takes the roster, rather than read it again.
         self.from_cache = from_cache
         self._registry_read_now = False
-        self.holds = history.holds(now, loop.rules)
+        self._holds: history.Holds | None = None
         self.concurrent = False  # other passes run at once: look at agents again per card
         self._load = _UNREAD
         self._registry = _UNREAD
@@ -71,6 +71,16 @@ class PassReads:
         self._policy_down = False  # a policy read failed for want of Accounts: ask no more
         self._no_policy: bool | None = None
         self._timings: tuple[dict, dict] | None = None
+
+    def read_holds(self) -> None:
+        """Read every live hold and recent lapse: once the pass has settled the boards it read."""
+        self._holds = history.holds(self.now, self.loop.rules)
+
+    @property
+    def holds(self) -> history.Holds:
+        if self._holds is None:
+            self.read_holds()
+        return self._holds  # type: ignore[return-value]
 
     def load(self) -> tuple[AgentLoad, ...] | None:
         """Every workspace agent's load, read once a pass and only with candidates=all."""

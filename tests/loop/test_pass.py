@@ -297,6 +297,31 @@ def test_a_pass_lets_each_board_go_once_its_last_card_is_placed(monkeypatch):
     assert not Board.objects.exclude(lease_owner="").exists()  # and the last, once done
 
 
+def test_a_pass_leases_a_board_only_from_its_read_and_lets_one_with_nothing_due_go_at_once(
+        monkeypatch):
+    """A relayed card waits on no other board's read: while the pass reads brd_b, brd_a (read
+    first, nothing due) is free again and brd_c (read next) is not leased yet."""
+    w = make_world(lane(boards=("brd_a", "brd_b", "brd_c")))
+    w.opt_in("brd_a", "brd_b", "brd_c")
+    w.suite.pipeline.add_card("brd_c")
+    leases = []
+    read = w.loop.clients.superpipeline.board
+
+    def board(board_id):
+        leases.append((board_id, {b: bool(owner) for b, owner in
+                                  Board.objects.values_list("board_id", "lease_owner")}))
+        return read(board_id)
+
+    monkeypatch.setattr(w.loop.clients.superpipeline, "board", board)
+    assert w.sweep().decisions == 1
+    assert leases == [
+        ("brd_a", {"brd_a": True, "brd_b": False, "brd_c": False}),
+        ("brd_b", {"brd_a": False, "brd_b": True, "brd_c": False}),
+        ("brd_c", {"brd_a": False, "brd_b": False, "brd_c": True}),
+    ]
+    assert not Board.objects.exclude(lease_owner="").exists()
+
+
 def test_the_passes_tasks_stop_before_their_lease_lapses():
     from django.conf import settings
 
