@@ -119,7 +119,7 @@ def _two_idle(a: tuple[int, float, float], b: tuple[int, float, float]) -> Facts
 
 
 def test_a_stronger_idle_agent_a_little_slower_comes_first():
-    """60% against 70%, 5 s apart on claim and run: the stronger one's lead is within the
+    """60% against 70%, the 70% 5 s slower to claim and run: its expected lead is within the
     slack, so the formula's order stands (version 2 took them as equals and chose the 60%)."""
     facts = _two_idle((12, 2.0, 50.0), (14, 3.0, 54.0))
     assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_b"
