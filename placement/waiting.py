@@ -141,12 +141,9 @@ def _median(values: Iterable[float]) -> float:
 def by_lead(ranking: list[tuple[str, Score]], leads: Leads) -> list[tuple[str, Score]]:
     """The idle agents in the formula's order, less those whose expected lead is more than
     `LEAD_SLACK` over the quickest one's: they follow, in the formula's order. Totals re-counted."""
-    quickest = min(leads.lead(agent_id) for agent_id, _ in ranking)
-
-    def key(i: int) -> tuple:
-        return (leads.lead(ranking[i][0]) > quickest * (1 + LEAD_SLACK), i)
-
-    order = sorted(range(len(ranking)), key=key)
+    lead = [leads.lead(agent_id) for agent_id, _ in ranking]
+    slowest_allowed = min(lead) * (1 + LEAD_SLACK)
+    order = sorted(range(len(ranking)), key=lambda i: (lead[i] > slowest_allowed, i))
     n = len(ranking)
     return [(ranking[i][0], Score(n - place, ranking[i][1].terms)) for place, i in enumerate(order)]
 
