@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, NamedTuple, Sequence, TypeVar
 
-from .facts import AgentLoad, AgentVerdict, Facts, RosterRow
+from .facts import AgentLoad, Facts, RosterRow, Verdict
 from .load import LoadShape, direct_load, roster_load
 from .memo import IdentityMemo
 from .rules import Rules
@@ -13,7 +13,7 @@ from .stations import occupied_stations
 
 CAPABILITY_MISMATCH = "capability_mismatch"  # SuperPipeline's word for capability-missing
 
-Row = TypeVar("Row", RosterRow, AgentVerdict, AgentLoad)
+Row = TypeVar("Row", RosterRow, Verdict, AgentLoad)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,8 +23,8 @@ class Pool:
     ids: tuple[str, ...]  # every considered agent, in agent id order
     in_set: frozenset[str]
     rows: dict[str, RosterRow]  # bridge rows on the board
-    verdicts: dict[str, AgentVerdict]  # SuperPipeline's eligibility read
-    objections: dict[str, AgentVerdict]  # in-set verdicts that are not a plain "eligible"
+    verdicts: dict[str, Verdict]  # SuperPipeline's eligibility read
+    objections: dict[str, Verdict]  # in-set verdicts that are not a plain "eligible"
     loads: dict[str, LoadShape]  # every in-set agent's load shape
     unhealthy: frozenset[str]  # in-set agents whose load shape is not healthy
     full: frozenset[str]  # in-set agents whose load shape is not idle

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from .candidates import Pool, pool_for
-from .facts import AgentVerdict, Card, Facts, Requires
+from .facts import Card, Facts, Requires, Verdict
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
 from .filters import POLICY as POLICY_FILTER  # the filter; scoring's POLICY names the ranking
 from .history import StageHistory, histories
@@ -80,7 +80,7 @@ class Candidates(Sequence[CandidateRecord]):
     __slots__ = ("ids", "kinds", "own", "_verdicts", "_off_filters")
 
     def __init__(self, ids: tuple[str, ...], kinds: str, own: dict[int, CandidateRecord],
-                 verdicts: Mapping[str, AgentVerdict], off_filters: tuple[FilterResult, ...]):
+                 verdicts: Mapping[str, Verdict], off_filters: tuple[FilterResult, ...]):
         self.ids = ids
         self.kinds = kinds
         self.own = own  # by position

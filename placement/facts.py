@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Mapping, NamedTuple
+from typing import Mapping, NamedTuple, Protocol
 
 ISOLATION_ORDER = ("host", "container", "sandbox")
 PROOF_ORDER = ("declared", "installed", "probed")
@@ -62,12 +62,33 @@ class RosterRow:
     key: str = ""
 
 
-class AgentVerdict(NamedTuple):
-    """SuperPipeline's eligibility verdict on one agent of the workspace for the card.
+class Verdict(Protocol):
+    """SuperPipeline's eligibility verdict on one agent of the workspace for the card: what
+    placement reads of it.
 
-    A named tuple, not a frozen dataclass like its neighbours: every card's read brings one
-    for each agent of the workspace, thousands of them, and a tuple is made several times
-    faster."""
+    Every card's read brings one for each agent of the workspace, thousands of them, so
+    placement takes any value with these fields as it comes: the client hands on the ones
+    its decoder made, rather than copy each into an `AgentVerdict` first (that copy took
+    longer than the whole decode)."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def principal_id(self) -> str | None: ...
+
+    @property
+    def eligible(self) -> bool: ...
+
+    @property
+    def reasons(self) -> tuple[str, ...]: ...
+
+
+class AgentVerdict(NamedTuple):
+    """A `Verdict` made in Python (replayed facts, tests, benches).
+
+    A named tuple, not a frozen dataclass like its neighbours: thousands are made a card,
+    and a tuple is made several times faster."""
 
     agent_id: str
     principal_id: str | None
@@ -172,7 +193,7 @@ class Facts:
 
     card: Card
     roster: tuple[RosterRow, ...]
-    eligibility: tuple[AgentVerdict, ...]
+    eligibility: tuple[Verdict, ...]
     load: tuple[AgentLoad, ...] | None = None  # read only with candidates=all
     registry: tuple[Station, ...] | None = None  # None: unread (or station filters off)
     history: Mapping[str, tuple[Run, ...]] | None = None  # by principal; None: unread

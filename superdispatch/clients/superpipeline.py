@@ -11,7 +11,7 @@ import msgspec
 import requests
 
 from placement.facts import (
-    ISOLATION_ORDER, AgentLoad, AgentVerdict, Card, Requires, StationNeeds,
+    ISOLATION_ORDER, AgentLoad, Card, Requires, StationNeeds,
 )
 
 from . import shape
@@ -131,7 +131,7 @@ class SuperPipeline:
     def board(self, board_id: str) -> BoardRead:
         return self._http.call("GET", f"/v1/boards/{segment(board_id)}", _board, read=True)
 
-    def eligibility(self, board_id: str, card_id: str) -> tuple[AgentVerdict, ...]:
+    def eligibility(self, board_id: str, card_id: str) -> tuple[EligibilityVerdict, ...]:
         """SuperPipeline's verdict on every agent of the workspace for the card."""
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
         return self._http.call("GET", path, _eligibility, read=True, fast=_plain_eligibility)
@@ -243,22 +243,27 @@ def _hold(value: Any, where: str) -> Reservation:
 _Text = Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class _Verdict(msgspec.Struct, frozen=True, rename="camel", gc=False):
+class EligibilityVerdict(msgspec.Struct, frozen=True, rename="camel", gc=False, kw_only=True):
+    """One agent's verdict as the client reads it: a `placement.facts.Verdict`.
+
+    The decoder makes these in C, thousands a read, and placement takes them as they are;
+    a body read the long way gives the same type, so a read is alike whichever way it went."""
+
     agent_id: _Text
-    eligible: bool
     principal_id: _Text | None = None
+    eligible: bool
     reasons: tuple[_Text, ...] = ()
 
 
 class _Eligibility(msgspec.Struct, gc=False):
-    agents: list[_Verdict]
+    agents: list[EligibilityVerdict]
     error: Any = msgspec.UNSET  # a refusal in a 200 goes the usual way, to its Refused
 
 
 _ELIGIBILITY = msgspec.json.Decoder(_Eligibility)
 
 
-def _plain_eligibility(content: bytes) -> tuple[AgentVerdict, ...] | None:
+def _plain_eligibility(content: bytes) -> tuple[EligibilityVerdict, ...] | None:
     """Every agent's verdict from a well-formed answer, decoded and checked in C; None for
     any other body, which `_eligibility` then reads and names what is wrong with.
 
@@ -271,14 +276,10 @@ def _plain_eligibility(content: bytes) -> tuple[AgentVerdict, ...] | None:
         return None
     if body.error is not msgspec.UNSET:
         return None
-    # A named tuple made the way its `_make` makes it, without the generated `__new__` in
-    # between: at thousands a read, that call was most of the read's cost.
-    make = tuple.__new__
-    return tuple([make(AgentVerdict, (v.agent_id, v.principal_id, v.eligible, v.reasons))
-                  for v in body.agents])
+    return tuple(body.agents)
 
 
-def _eligibility(body: Any) -> tuple[AgentVerdict, ...]:
+def _eligibility(body: Any) -> tuple[EligibilityVerdict, ...]:
     """Every agent's verdict, from a body `_plain_eligibility` did not take. Each verdict of
     the usual shape is checked in one go, and only one that is not goes the long way, to the
     same ShapeError `required_items` would raise."""
@@ -294,7 +295,7 @@ def _eligibility(body: Any) -> tuple[AgentVerdict, ...]:
     return tuple(out)
 
 
-def _plain_verdict(agent: Any) -> AgentVerdict | None:
+def _plain_verdict(agent: Any) -> EligibilityVerdict | None:
     """`_agent_verdict` of a well-formed verdict, or None to read it the long way."""
     if type(agent) is not dict:
         return None
@@ -304,18 +305,19 @@ def _plain_verdict(agent: Any) -> AgentVerdict | None:
             or not (principal_id is None or (type(principal_id) is str and principal_id)):
         return None
     if reasons is None or reasons == []:
-        return AgentVerdict(agent_id, principal_id, eligible, ())
+        return EligibilityVerdict(agent_id=agent_id, principal_id=principal_id, eligible=eligible)
     if type(reasons) is list and all(type(r) is str and r for r in reasons):
-        return AgentVerdict(agent_id, principal_id, eligible, tuple(reasons))
+        return EligibilityVerdict(agent_id=agent_id, principal_id=principal_id, eligible=eligible,
+                                  reasons=tuple(reasons))
     return None
 
 
-def _agent_verdict(value: Any, where: str) -> AgentVerdict:
+def _agent_verdict(value: Any, where: str) -> EligibilityVerdict:
     agent = shape.mapping(value, where)
-    return AgentVerdict(agent_id=shape.text(agent, "agentId", where),
-                        principal_id=shape.opt_text(agent, "principalId", where),
-                        eligible=shape.boolean(agent, "eligible", where),
-                        reasons=shape.texts(agent, "reasons", where))
+    return EligibilityVerdict(agent_id=shape.text(agent, "agentId", where),
+                              principal_id=shape.opt_text(agent, "principalId", where),
+                              eligible=shape.boolean(agent, "eligible", where),
+                              reasons=shape.texts(agent, "reasons", where))
 
 
 def _load(body: Any) -> tuple[AgentLoad, ...]:

@@ -12,7 +12,7 @@ from django.db import transaction
 
 import placement
 from learning import runtime as learned_runtime
-from placement.facts import AgentVerdict, Card, Facts, OwnHistory, RosterRow
+from placement.facts import Card, Facts, OwnHistory, RosterRow, Verdict
 from placement.learned import consider
 from records import actions, history
 from records.models import Board, LoopState
@@ -188,7 +188,7 @@ def _with_learned_model(loop: Loop, decided: placement.Decision,
     return decided, view.to_record() if view is not None else None
 
 
-def _askable(roster, eligibility: tuple[AgentVerdict, ...], load) -> list[tuple[str, str]]:
+def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, str]]:
     """Agents the policy may be asked about: in the candidate set, with a principal, and not
     already refused on the card's grant (a policy only narrows)."""
     in_set = {row.agent_id for row in roster if row.enabled}

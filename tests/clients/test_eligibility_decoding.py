@@ -12,9 +12,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from placement import Rules, decide
+from placement.facts import AgentVerdict
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ShapeError
 from superdispatch.clients.superpipeline import _eligibility, _plain_eligibility
+
+from tests.support.placement import NOW, board, roster_row
 
 from . import bodies
 
@@ -89,3 +93,22 @@ def test_a_refusal_or_a_bad_shape_in_a_200_is_left_to_the_usual_way():
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         assert _plain_eligibility(raw) is None
     assert _plain_eligibility(b"not json") is None
+
+
+def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
+    """The client hands placement the decoder's structs as they are, not `AgentVerdict`s:
+    a decision made from them is the one made from the same verdicts as named tuples."""
+    agents = [{"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": not reasons,
+               "reasons": reasons}
+              for n, reasons in [("ada", []), ("bob", []), ("cyd", ["concurrency_reached"]),
+                                 ("dan", ["grant_denied"]), ("eve", ["capability_mismatch"]),
+                                 ("fay", []), ("gus", ["capability_mismatch"])]]
+    decoded = _plain_eligibility(json.dumps({**bodies.eligibility(), "agents": agents}).encode())
+    assert decoded is not None and not any(isinstance(v, AgentVerdict) for v in decoded)
+    own = tuple(AgentVerdict(v.agent_id, v.principal_id, v.eligible, v.reasons) for v in decoded)
+    roster = tuple(roster_row(a) for a in ("agt_ada", "agt_bob", "agt_cyd", "agt_dan"))
+    made = [decide(board(roster=roster, eligibility=verdicts), Rules(), NOW).to_record()
+            for verdicts in (decoded, own)]
+    assert made[0] == made[1]
+    assert made[0]["chosen"] in ("agt_ada", "agt_bob")
+    assert len(made[0]["candidates"]) == len(agents)

@@ -5,10 +5,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from placement.facts import AgentLoad, AgentVerdict, Card, Requires, StationNeeds
+from placement.facts import AgentLoad, Card, Requires, StationNeeds
 from superdispatch.clients import (
     Accounts, BadShape, Refusal, Refused, Reservation, SuperPipeline, Unavailable,
 )
+from superdispatch.clients.superpipeline import EligibilityVerdict
 
 from . import bodies
 from .conftest import CREDENTIAL
@@ -121,9 +122,11 @@ def test_eligibility_judges_every_agent(suite, pipeline):
     path = "/v1/boards/brd_1/cards/card_1042/eligibility"
     suite.route("GET", path, Reply(200, bodies.eligibility()))
     assert pipeline.eligibility("brd_1", "card_1042") == (
-        AgentVerdict("agt_ada", "prn_ada", True, ()),
-        AgentVerdict("agt_cyd", "prn_cyd", False, ("concurrency_reached",)),
-        AgentVerdict("agt_eli", None, False, ("capability_mismatch", "grant_denied")))
+        EligibilityVerdict(agent_id="agt_ada", principal_id="prn_ada", eligible=True),
+        EligibilityVerdict(agent_id="agt_cyd", principal_id="prn_cyd", eligible=False,
+                           reasons=("concurrency_reached",)),
+        EligibilityVerdict(agent_id="agt_eli", eligible=False,
+                           reasons=("capability_mismatch", "grant_denied")))
 
 
 def test_eligibility_without_its_agents_is_bad_shape(suite, pipeline):
