@@ -71,16 +71,20 @@ def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
 # --- Decisions: recorded before the hold is asked for, settled on a later pass ------------
 
 @transaction.atomic
-def do_record_decision(placed, now: datetime, learned: dict | None = None) -> Decision:
+def do_record_decision(placed, now: datetime, learned: dict | None = None,
+                       stored_rolls: set[str] | None = None) -> Decision:
     """Write a placement decision and every candidate in one transaction: a row for each
-    candidate but those outside the set that a mark against the roll stands for (`roll`)."""
+    candidate but those outside the set that a mark against the roll stands for (`roll`).
+
+    `stored_rolls` is the caller's note of the rolls its own earlier decisions named once
+    they were committed (a pass keeps one): those need not be asked for again."""
     kept = marks.split(placed.candidates)
     full = placed.to_record() if outbox.events_on() else None
     record = full or replace(placed, candidates=()).to_record()
+    roll_id = _stored_roll(kept, now, stored_rolls) if kept.marks else None
     decision = Decision.objects.create(**serializers.decision_columns(record),
                                        ladder_ready_at=placed.card.ready_at, learned=learned,
-                                       roll_id=_stored_roll(kept, now) if kept.marks else None,
-                                       roll_marks=kept.marks, created_at=now)
+                                       roll_id=roll_id, roll_marks=kept.marks, created_at=now)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
     rows = []
@@ -98,15 +102,22 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None) -> De
     return decision
 
 
-def _stored_roll(kept: marks.Split, now: datetime) -> str:
+def _stored_roll(kept: marks.Split, now: datetime, stored: set[str] | None) -> str:
     """The digest of the decision's roll, stored by now, in the decision's transaction.
 
-    Whether it is stored is asked of the store each time: a roll this process has seen may
-    since have been pruned, or rolled back with the transaction that wrote it."""
+    Whether it is stored is asked of the store unless a committed decision in `stored`'s
+    keeping names it. Any other roll may since have been pruned, or rolled back with the
+    transaction that wrote it; one a committed decision names stays, for the prune spares
+    every roll a decision names and keeps every decision for days (`do_prune_rolls`). Every
+    card of a workspace names the same roll, so a pass asks once, not once a card."""
     digest = kept.digest
+    if stored is not None and digest in stored:
+        return digest
     if not Roll.objects.filter(digest=digest).exists():
         Roll.objects.bulk_create([Roll(digest=digest, agents=kept.roll, created_at=now)],
                                  ignore_conflicts=True)  # another worker may store it first
+    if stored is not None:
+        transaction.on_commit(lambda: stored.add(digest))
     return digest
 
 

@@ -129,7 +129,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         summary.waits += 1
         return WAITING
     decided, learned = _with_learned_model(loop, decided, now)
-    row = actions.do_record_decision(decided, now, learned=learned)
+    row = actions.do_record_decision(decided, now, learned=learned, stored_rolls=reads.rolls)
     summary.decisions += 1
     metrics.decision_recorded(card.board_id, decided.tier.name, decided.reason)
     tier = f"{decided.tier.name} step {decided.tier.step}"

@@ -71,6 +71,7 @@ class PassReads:
         self._policy_down = False  # a policy read failed for want of Accounts: ask no more
         self._no_policy: bool | None = None
         self._timings: tuple[dict, dict] | None = None
+        self.rolls: set[str] = set()  # rolls this pass's committed decisions name: stored
 
     def read_holds(self) -> None:
         """Read every live hold and recent lapse: once the pass has settled the boards it read."""

@@ -33,9 +33,9 @@ def test_every_candidate_is_stored_as_the_decision_recorded_it(monkeypatch):
     world.opt_in("brd_a")
     recorded = []
 
-    def record(placed, now, learned=None):
+    def record(placed, now, **kwargs):
         recorded.append(placed)
-        return real(placed, now, learned)
+        return real(placed, now, **kwargs)
 
     real = actions.do_record_decision
     monkeypatch.setattr(actions, "do_record_decision", record)

@@ -7,6 +7,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from learning import dataset
 from records import actions, agents, retention
@@ -58,6 +60,34 @@ def test_only_the_candidate_set_and_the_out_of_the_ordinary_get_rows_and_one_rol
     for placed, d in ((first, d1), (second, d2)):
         assert len(placed.candidates) == 15
         assert _answered(api, d.id)["candidates"] == _record(placed)["candidates"]
+
+
+def _roll_queries(queries) -> int:
+    return sum(Roll._meta.db_table in q["sql"] for q in queries)
+
+
+def test_a_pass_asks_for_its_roll_once_its_first_decision_is_committed(
+        django_capture_on_commit_callbacks):
+    stored: set[str] = set()
+    with CaptureQueriesContext(connection) as first, \
+            django_capture_on_commit_callbacks(execute=True):
+        d1 = actions.do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
+    assert stored == {d1.roll_id} and _roll_queries(first.captured_queries) == 2  # asked, stored
+    with CaptureQueriesContext(connection) as second:
+        d2 = actions.do_record_decision(workspace_decided("card_2"), NOW, stored_rolls=stored)
+    assert d2.roll_id == d1.roll_id and _roll_queries(second.captured_queries) == 0
+    assert Roll.objects.count() == 1
+
+
+def test_a_roll_whose_decision_was_rolled_back_is_asked_for_again(django_capture_on_commit_callbacks):
+    stored: set[str] = set()
+    with pytest.raises(RuntimeError), django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            actions.do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
+            raise RuntimeError("the pass fails before it commits")
+    assert stored == set() and Roll.objects.count() == 0
+    d = actions.do_record_decision(workspace_decided("card_2"), NOW, stored_rolls=stored)
+    assert Roll.objects.filter(digest=d.roll_id).exists()
 
 
 def test_a_decision_with_nobody_off_the_set_keeps_rows_alone(api):
