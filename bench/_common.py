@@ -1,10 +1,13 @@
 """What the loop's benchmarks share: a synthetic workspace, a database of their own, and figures."""
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 import tempfile
+
+from sandbox.scenario import Scenario, ScenarioError, load_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
@@ -109,6 +112,20 @@ def stop(processes, servers, kind: str, database: str, wait_s: float = 20) -> No
     connection.close()
     servers.stop()
     drop_database(kind, database)
+
+
+def scenario_arg(parser: argparse.ArgumentParser, name_or_path: str) -> Scenario:
+    """The scenario `--scenario` names (a shipped one, or any file by its path); or the
+    parser's error, naming what is wrong with it, for one that cannot be used or that has
+    nothing to place."""
+    try:
+        scenario = load_scenario(name_or_path)
+    except ScenarioError as err:
+        parser.error(f"--scenario: {err}")
+    if not scenario.boards or not scenario.agents:
+        parser.error(f"--scenario: {scenario.name} has no {'boards' if not scenario.boards else 'agents'}: "
+                     "nothing to place, and nothing to measure")
+    return scenario
 
 
 def count_arg(default: int) -> int:

@@ -36,6 +36,8 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from bench._common import scenario_arg  # noqa: E402
+
 SWEEP_EVERY_S = 30
 
 
@@ -80,6 +82,7 @@ def main() -> None:
     parser.add_argument("--scenario", default="large")
     parser.add_argument("--decisions", type=int, default=3000)
     args = parser.parse_args()
+    scenario_arg(parser, args.scenario)  # a bad one is named before any work starts
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
     setup_test_environment()
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)

@@ -27,17 +27,19 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from bench._common import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
+from sandbox.scenario import Scenario  # noqa: E402
 
 SWEEP_EVERY_S = 30
 
 
-def pulled(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
+def pulled(scenario: Scenario, seconds: int) -> tuple[Suite, Metrics]:
     suite = Suite.from_scenario(scenario)
     return suite, Simulation(suite).run(seconds)
 
 
-def placed(scenario: str, seconds: int) -> tuple[Suite, Metrics]:
+def placed(scenario: Scenario, seconds: int) -> tuple[Suite, Metrics]:
     """The same run with SuperDispatch's loop in-process: relayed card.ready placed at once, sweeps on a beat."""
     # Imported here, after django.setup() in this process: the project's modules load models.
     from tests.support.world import make_world
@@ -91,14 +93,15 @@ def main() -> None:
     parser.add_argument("--busy", default="brd_busy")
     parser.add_argument("--quiet", default="brd_quiet")
     args = parser.parse_args()
+    scenario = scenario_arg(parser, args.scenario)
     seconds = args.minutes * 60
 
     logging.getLogger("superdispatch").setLevel(logging.WARNING)  # one line per decision otherwise
     setup_test_environment()
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
-        pull = figures(*pulled(args.scenario, seconds), args.busy, args.quiet)
-        place = figures(*placed(args.scenario, seconds), args.busy, args.quiet)
+        pull = figures(*pulled(scenario, seconds), args.busy, args.quiet)
+        place = figures(*placed(scenario, seconds), args.busy, args.quiet)
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

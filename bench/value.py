@@ -51,8 +51,9 @@ from django.test.utils import setup_test_environment  # noqa: E402
 from common import config  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
+from bench._common import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
-from sandbox.scenario import Scenario, load_scenario  # noqa: E402
+from sandbox.scenario import Scenario  # noqa: E402
 from records import tuning  # noqa: E402
 from records.models import Decision  # noqa: E402
 from tests.support.world import World, make_world  # noqa: E402
@@ -366,7 +367,7 @@ def main() -> None:
         parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(ARM_RUNNERS)}")
     if args.seeds < 1 or args.minutes < 1:
         parser.error("--seeds and --minutes must be at least 1")
-    scenario = load_scenario(args.scenario)
+    scenario = scenario_arg(parser, args.scenario)
     seconds = args.minutes * 60
 
     logging.getLogger("superdispatch").setLevel(logging.WARNING)  # a line per decision otherwise

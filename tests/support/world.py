@@ -12,7 +12,7 @@ from common import config
 from records import actions
 from records.models import Decision
 from sandbox import Simulation, Suite, sandbox_session
-from sandbox.scenario import parse_scenario
+from sandbox.scenario import Scenario, parse_scenario
 from superdispatch.clients import build_clients
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
 from superdispatch.relay import LOOK_DELAY_S
@@ -76,7 +76,7 @@ class World:
         return list(Decision.objects.filter(**filters).order_by("created_at", "id"))
 
 
-def make_world(scenario: str | dict = "demo", arrivals: bool = False, **settings) -> World:
+def make_world(scenario: str | dict | Scenario = "demo", arrivals: bool = False, **settings) -> World:
     if isinstance(scenario, dict):
         scenario = parse_scenario(scenario)
     suite = Suite.from_scenario(scenario)
