@@ -17,10 +17,11 @@ whole sweep, however long it takes.
 While the sweep runs, a card.ready for a board of its own (20 agents of its own) is posted,
 signed, to the webhook every 200 ms; its latency is from just before the POST to the stand-in
 receiving the hold. One such card is relayed before the sweep and not counted, so the web
-app and the placement worker have opened their connections. `per_card_ms` is the mean time, in the sweep with the fewest processes
-(one by default), from a card's eligibility read to its hold request; `per_board_ms` is the
-rest of that sweep's process-time (its time on each of its processes) per board (reads,
-roster, settling, leases, and any process idle at the sweep's end).
+app and the placement worker have opened their connections. `per_card_ms` is the mean time,
+in the sweep with the fewest processes (one by default), from a card's eligibility read to
+its hold request; `per_board_ms` is the rest of that sweep's process-time (its time on each
+of its processes) per board (reads, roster, settling, leases, and any process idle at the
+sweep's end).
 
 Each worker count runs in a fresh process with a fresh store. Goals on a two-core machine:
 `sweep_s_w2 < 30`, `relay_p99_during_sweep_ms < 250`.
