@@ -1,13 +1,10 @@
 """What the loop's benchmarks share: a synthetic workspace, a database of their own, and figures."""
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
 import tempfile
-
-from sandbox.scenario import Scenario, ScenarioError, load_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
@@ -114,23 +111,21 @@ def stop(processes, servers, kind: str, database: str, wait_s: float = 20) -> No
     drop_database(kind, database)
 
 
-def scenario_arg(parser: argparse.ArgumentParser, name_or_path: str) -> Scenario:
-    """The scenario `--scenario` names (a shipped one, or any file by its path); or the
-    parser's error, naming what is wrong with it, for one that cannot be used or that has
-    nothing to place."""
-    try:
-        scenario = load_scenario(name_or_path)
-    except ScenarioError as err:
-        parser.error(f"--scenario: {err}")
-    if not scenario.boards or not scenario.agents:
-        parser.error(f"--scenario: {scenario.name} has no {'boards' if not scenario.boards else 'agents'}: "
-                     "nothing to place, and nothing to measure")
-    return scenario
-
-
 def count_arg(default: int) -> int:
-    """The bench's first argument, how many rows to make (`default` when none is given)."""
-    return int(sys.argv[1]) if len(sys.argv) > 1 else default
+    """The bench's first argument, how many rows to make (`default` when none is given); a
+    usage error (exit 2) for anything but a whole number of at least 1."""
+    if len(sys.argv) < 2:
+        return default
+    try:
+        count = int(sys.argv[1])
+    except ValueError:
+        count = 0
+    if count < 1:
+        print(f"{os.path.basename(sys.argv[0])}: error: the one argument is how many to make, "
+              f"a whole number of at least 1 ({default} when left out), not {sys.argv[1]!r}",
+              file=sys.stderr)
+        sys.exit(2)
+    return count
 
 
 def temp_dir(prefix: str) -> str:

@@ -36,7 +36,7 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from bench._common import scenario_arg  # noqa: E402
+from bench._lab import scenario_arg  # noqa: E402
 
 SWEEP_EVERY_S = 30
 
@@ -82,6 +82,8 @@ def main() -> None:
     parser.add_argument("--scenario", default="large")
     parser.add_argument("--decisions", type=int, default=3000)
     args = parser.parse_args()
+    if args.decisions < 1:
+        parser.error("--decisions must be at least 1")
     scenario_arg(parser, args.scenario)  # a bad one is named before any work starts
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
     setup_test_environment()

@@ -27,7 +27,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from bench._common import scenario_arg  # noqa: E402
+from bench._lab import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -93,6 +93,8 @@ def main() -> None:
     parser.add_argument("--busy", default="brd_busy")
     parser.add_argument("--quiet", default="brd_quiet")
     args = parser.parse_args()
+    if args.minutes < 1:
+        parser.error("--minutes must be at least 1")
     scenario = scenario_arg(parser, args.scenario)
     seconds = args.minutes * 60
 

@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, fresh_database, percentile, stop,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, count_arg, fresh_database, percentile, stop,
     temp_dir, workspace,
 )
 from sandbox import SandboxServers, Suite  # noqa: E402
@@ -213,7 +213,7 @@ def main() -> None:
         broker, deliveries, warmup = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         print(json.dumps(run(broker, deliveries, warmup)))
         return
-    deliveries = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    deliveries = count_arg(200)
     print(f"card.ready to hold: {AGENTS} agents on the board, sequential deliveries")
     figures = {}
     # The filesystem broker's worker polls once a second: fewer deliveries say enough there.

@@ -244,6 +244,16 @@ def main() -> None:
                         help="start the sweeps worker under `nice -n N` (the placement worker "
                              "and the rest at the usual priority)")
     args = parser.parse_args()
+    if min(args.boards, args.agents, args.roster, args.cards) < 1:
+        parser.error("--boards, --agents, --roster and --cards must each be at least 1")
+    if args.roster > args.agents:
+        parser.error(f"--roster {args.roster}: a board cannot roster more than the {args.agents} agents")
+    try:
+        counts = [int(w) for w in args.workers.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        parser.error(f"--workers takes worker process counts, comma-separated (1,2,4), not {args.workers!r}")
     if args.sweep_nice:
         SWEEP_NICE[:] = ["nice", "-n", str(args.sweep_nice)]
     size = {"boards": args.boards, "agents": args.agents, "roster": args.roster,
@@ -254,7 +264,7 @@ def main() -> None:
     print(f"one sweep: {args.boards} boards x {args.cards} ready cards, {args.agents} agents, "
           f"{args.roster} on each board's roster; PostgreSQL and Redis, real HTTP")
     figures = {}
-    for workers in [int(w) for w in args.workers.split(",")]:
+    for workers in counts:
         done = subprocess.run([PYTHON, __file__, "--run", str(workers),
                                f"--sweep-nice={args.sweep_nice}",
                                *(f"--{k}={v}" for k, v in size.items())],

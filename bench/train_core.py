@@ -13,6 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._common import count_arg  # noqa: E402
 from learning.core.train import train  # noqa: E402
 from placement.learned import FEATURES  # noqa: E402
 
@@ -42,7 +43,7 @@ def synthetic(rows: int, seed: int = 11) -> list[tuple[str, tuple[float, ...], i
 
 
 def main() -> None:
-    rows = int(sys.argv[1]) if len(sys.argv) > 1 else 500_000
+    rows = count_arg(500_000)
     data = synthetic(rows)
     started = time.perf_counter()
     result = train(data, seed=1)

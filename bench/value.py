@@ -51,7 +51,7 @@ from django.test.utils import setup_test_environment  # noqa: E402
 from common import config  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
-from bench._common import scenario_arg  # noqa: E402
+from bench._lab import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 from records import tuning  # noqa: E402
