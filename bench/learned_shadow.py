@@ -37,11 +37,13 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench._lab import scenario_arg  # noqa: E402
+from learning.core.train import TrainingError  # noqa: E402
+from sandbox.scenario import Scenario  # noqa: E402
 
 SWEEP_EVERY_S = 30
 
 
-def run(scenario: str, wanted: int) -> dict:
+def run(scenario: Scenario, wanted: int) -> dict:
     from django.contrib.auth import get_user_model
 
     # Imported here, after django.setup() in this process: the project's modules load models.
@@ -84,12 +86,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.decisions < 1:
         parser.error("--decisions must be at least 1")
-    scenario_arg(parser, args.scenario)  # a bad one is named before any work starts
+    scenario = scenario_arg(parser, args.scenario)  # a bad one is named before any work starts
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
     setup_test_environment()
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
-        out = run(args.scenario, args.decisions)
+        out = run(scenario, args.decisions)
+    except TrainingError as err:
+        sys.exit(f"learned_shadow.py: no model from {args.decisions} settled decisions: {err}; "
+                 "ask for more with --decisions")
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     m, r = out["metrics"], out["report"]
