@@ -26,30 +26,62 @@ class Holds:
     live: dict[str, set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
     lapses: dict[str, list[datetime]] = field(default_factory=lambda: defaultdict(list))
 
-    def holding_other_than(self, board_id: str, card_id: str) -> frozenset[str]:
-        """Agents that hold a card other than this one."""
-        return frozenset(agent for agent, cards in self.live.items()
-                         if cards - {(board_id, card_id)})
+    def holding_other_than(self, board_id: str, card_id: str,
+                           among: Iterable[str] | None = None) -> frozenset[str]:
+        """Agents that hold a card other than this one: of `among` alone, when named."""
+        live, this = self.live, {(board_id, card_id)}
+        return frozenset(agent for agent in (live.keys() if among is None else among)
+                         if (cards := live.get(agent)) and cards - this)
+
+    def holding(self, among: Iterable[str] | None = None) -> frozenset[str]:
+        """Agents that hold any card: of `among` alone, when named."""
+        live = self.live
+        return frozenset(agent for agent in (live.keys() if among is None else among)
+                         if live.get(agent))
+
+    def lapses_of(self, among: Iterable[str] | None = None) -> dict[str, tuple[datetime, ...]]:
+        """Each agent's recent lapses: of `among` alone, when named."""
+        lapses = self.lapses
+        if among is None:
+            return {agent: tuple(times) for agent, times in lapses.items()}
+        return {agent: tuple(lapses[agent]) for agent in among if lapses.get(agent)}
 
     def add(self, agent_id: str, board_id: str, card_id: str) -> None:
         self.live[agent_id].add((board_id, card_id))
 
 
-def holds(now: datetime, rules: Rules) -> Holds:
-    """Every live hold, and every unclaimed lapse within the rules' no-show window, by agent."""
+IN_CHUNK = 500  # agent ids one query names at most (SQLite takes 999 parameters at most)
+
+
+def holds(now: datetime, rules: Rules, agents: Iterable[str] | None = None) -> Holds:
+    """Every live hold, and every unclaimed lapse within the rules' no-show window, by agent:
+    of `agents` alone, when named (a pass needs only those of the agents it may hold for)."""
     out = Holds()
     live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
                                    reserved_until__gt=now)
-    for agent, board, card in live.values_list("chosen", "board_id", "card_id"):
-        out.add(agent, board, card)
     lapsed = Decision.objects.filter(
         chosen__isnull=False, reserved_until__gt=now - timedelta(seconds=rules.no_show_window_s),
         reserved_until__lte=now,
     ).filter(Q(outcome_status=OutcomeStatus.EXPIRED)
              | Q(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, outcome_at__gt=F("reserved_until")))
-    for agent, until in lapsed.values_list("chosen", "reserved_until"):
-        out.lapses[agent].append(until)
+    for of_agents in _by_agents(agents):
+        for agent, board, card in of_agents(live).values_list("chosen", "board_id", "card_id"):
+            out.add(agent, board, card)
+        for agent, until in of_agents(lapsed).values_list("chosen", "reserved_until"):
+            out.lapses[agent].append(until)
     return out
+
+
+def _by_agents(agents: Iterable[str] | None):
+    """Filters that narrow a query of decisions to their chosen agent among `agents`, a
+    chunk at a time; one that narrows nothing when no agents are named."""
+    if agents is None:
+        yield lambda decisions: decisions
+        return
+    ids = sorted(set(agents))
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start:start + IN_CHUNK]
+        yield lambda decisions, chunk=chunk: decisions.filter(chosen__in=chunk)
 
 
 MAX_HOLD = timedelta(seconds=300)  # the longest window SuperPipeline grants a hold

@@ -7,6 +7,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Iterable
 
 from django.db import transaction
 
@@ -14,6 +15,7 @@ import placement
 from learning import runtime as learned_runtime
 from placement.facts import Card, Facts, OwnHistory, RosterRow, Verdict
 from placement.learned import consider
+from placement.rules import Rules
 from records import actions, history
 from records.models import Board, LoopState
 from records.signals import sweep_finished
@@ -83,6 +85,11 @@ class BoardWork:
     settled: dict[str, tuple[int, int]]
     ladders: dict[str, history.LadderState] = field(default_factory=dict)
 
+    def considered(self, rules: Rules) -> frozenset[str] | None:
+        """The agents a card of this board may be held for: its roster's, or, with
+        candidates=all, anybody's (None)."""
+        return None if rules.candidates == "all" else frozenset(row.agent_id for row in self.roster)
+
     @property
     def working(self) -> dict[str, datetime]:
         """Agents at work on a card of this board, and since when they claimed it."""
@@ -109,6 +116,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
             if (board_id, card_id) != (card.board_id, card.card_id):
                 reads.holds.add(agent, board_id, card_id)
     ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
+    considered = work.considered(loop.rules)  # whose holds and lapses the card's filters read
     load = reads.load()
     facts = Facts(
         card=card,
@@ -118,8 +126,8 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         registry=reads.registry(card),
         history=reads.history(card.board_id, card.stage_key),
         policy=reads.policy(card, lambda: _askable(work.roster, eligibility, load)),
-        own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id),
-                       lapses={a: tuple(t) for a, t in reads.holds.lapses.items()},
+        own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
+                       lapses=reads.holds.lapses_of(considered),
                        settled=work.settled),
         ladder=ladder.ladder,
         timing=reads.timing(work.roster, work.working) if loop.rules.formula != placement.POLICY else None,
@@ -252,9 +260,20 @@ def at_work(roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> tupl
                  for row in roster)
 
 
+def _considered(loop: Loop, works: Iterable[BoardWork]) -> set[str] | None:
+    """Every agent the cards of these boards may be held for; None: anybody."""
+    agents: set[str] = set()
+    for work in works:
+        considered = work.considered(loop.rules)
+        if considered is None:
+            return None
+        agents |= considered
+    return agents
+
+
 def _holdable(reads: PassReads, work: BoardWork) -> int:
     """How many of the board's cards could be held now (see loop/backlog.py)."""
-    holding = frozenset(agent for agent, cards in reads.holds.live.items() if cards)
+    holding = reads.holds.holding(work.considered(reads.loop.rules))
     return holdable(work.roster, holding, reads.load(), reads.loop.rules.formula)
 
 
@@ -347,7 +366,9 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
                 due[board_id] = _due_cards(work, now, only_card)
             if not due.get(board_id):  # unread, or nothing due
                 done_with(board_id)
-        reads.read_holds()  # as the boards read have settled them, before any card is decided
+        # As the boards read have settled them, before any card is decided; of the agents
+        # their cards may be held for, not the whole workspace's.
+        reads.read_holds(_considered(loop, works.values()))
         # Cards are queued in the boards' own order, whichever order they were read in.
         queued = [(b, card) for b in board_ids if b in due for card in due[b]]
         ordered = placement.order_cards(queued, loop.cfg.fairness)

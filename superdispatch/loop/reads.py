@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from django.core.cache import cache
 
@@ -73,9 +73,10 @@ class PassReads:
         self._timings: tuple[dict, dict] | None = None
         self.rolls: set[str] = set()  # rolls this pass's committed decisions name: stored
 
-    def read_holds(self) -> None:
-        """Read every live hold and recent lapse: once the pass has settled the boards it read."""
-        self._holds = history.holds(self.now, self.loop.rules)
+    def read_holds(self, agents: Iterable[str] | None = None) -> None:
+        """Read the live holds and recent lapses: once the pass has settled the boards it read.
+        Of `agents` alone when named (the agents the pass may hold for), else of everybody."""
+        self._holds = history.holds(self.now, self.loop.rules, agents)
 
     @property
     def holds(self) -> history.Holds:

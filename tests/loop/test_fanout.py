@@ -151,8 +151,8 @@ def test_an_agent_another_pass_is_holding_right_now_is_not_held_again():
     card = world.suite.pipeline.add_card("brd_a")
     real = passes.history.holds
 
-    def then_another_pass_decides(now, rules):
-        holds = real(now, rules)  # this pass's snapshot: nobody held
+    def then_another_pass_decides(now, rules, agents=None):
+        holds = real(now, rules, agents)  # this pass's snapshot: nobody held
         # ...and meanwhile another shard records a decision for agt_a on another board.
         make_decision(board="brd_z", card="card_z", chosen="agt_a", created_at=world.now)
         return holds
@@ -173,8 +173,8 @@ def test_a_shard_takes_the_holds_other_shards_made_since_it_started_and_picks_an
     world.suite.pipeline.add_card("brd_a")
     real = passes.history.holds
 
-    def then_another_shard_holds(now, rules):
-        holds = real(now, rules)
+    def then_another_shard_holds(now, rules, agents=None):
+        holds = real(now, rules, agents)
         make_decision(board="brd_z", card="card_z", chosen="agt_a", created_at=world.now,
                       reserved_until=world.now + timedelta(seconds=60))
         return holds

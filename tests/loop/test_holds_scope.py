@@ -1,0 +1,89 @@
+"""A pass reads the holds and lapses of the agents its cards may be held for, not the
+workspace's: at a thousand boards every relayed card read every live hold of the sweep."""
+from datetime import timedelta
+
+import pytest
+
+from placement import Rules
+from records import history
+from records.models import OutcomeStatus
+from tests.conftest import at
+from tests.support.factories import make_decision
+from tests.support.world import lane, make_world
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+NOW = at(3600)
+
+
+def live(agent: str, card: str, board: str = "brd_x") -> None:
+    make_decision(board=board, card=card, chosen=agent, created_at=NOW - timedelta(seconds=10),
+                  reserved_until=NOW + timedelta(seconds=50))
+
+
+def lapsed(agent: str, card: str, minutes_ago: float = 5, board: str = "brd_x") -> None:
+    until = NOW - timedelta(minutes=minutes_ago)
+    make_decision(board=board, card=card, chosen=agent, created_at=until - timedelta(seconds=60),
+                  reserved_until=until, outcome_status=OutcomeStatus.EXPIRED, outcome_at=until)
+
+
+@pytest.fixture
+def holds():
+    live("agt_ada", "card_1")
+    live("agt_bob", "card_2")
+    live("agt_cyd", "card_3")
+    lapsed("agt_bob", "card_4")
+    lapsed("agt_cyd", "card_5")
+
+
+def test_holds_of_named_agents_are_theirs_alone(holds):
+    found = history.holds(NOW, Rules(), ["agt_ada", "agt_bob", "agt_eve"])
+    assert dict(found.live) == {"agt_ada": {("brd_x", "card_1")}, "agt_bob": {("brd_x", "card_2")}}
+    assert dict(found.lapses) == {"agt_bob": [NOW - timedelta(minutes=5)]}
+
+
+def test_unnamed_agents_read_every_hold(holds):
+    found = history.holds(NOW, Rules())
+    assert set(found.live) == {"agt_ada", "agt_bob", "agt_cyd"}
+    assert set(found.lapses) == {"agt_bob", "agt_cyd"}
+
+
+def test_many_named_agents_are_read_a_chunk_at_a_time_to_the_same_answer(holds, monkeypatch):
+    named = ["agt_ada", "agt_bob", "agt_cyd", "agt_dan", "agt_eve"]
+    whole = history.holds(NOW, Rules(), named)
+    monkeypatch.setattr(history, "IN_CHUNK", 2)
+    chunked = history.holds(NOW, Rules(), named)
+    assert dict(chunked.live) == dict(whole.live) and dict(chunked.lapses) == dict(whole.lapses)
+    assert set(chunked.live) == {"agt_ada", "agt_bob", "agt_cyd"}
+
+
+def test_what_the_filters_read_of_the_holds_is_of_the_agents_asked_about(holds):
+    found = history.holds(NOW, Rules())
+    assert found.holding_other_than("brd_x", "card_1") == {"agt_bob", "agt_cyd"}
+    assert found.holding_other_than("brd_x", "card_1", ["agt_ada", "agt_bob", "agt_eve"]) == {"agt_bob"}
+    assert found.holding(["agt_ada", "agt_eve"]) == {"agt_ada"}
+    assert found.lapses_of(["agt_bob", "agt_ada"]) == {"agt_bob": (NOW - timedelta(minutes=5),)}
+    assert set(found.lapses_of()) == {"agt_bob", "agt_cyd"}
+    assert "agt_eve" not in found.live  # asking leaves no empty entry behind
+
+
+def test_a_relayed_card_still_sees_its_roster_agents_holds_and_lapses_on_other_boards():
+    """Scoped to the roster, the read keeps what matters: a roster agent's hold or lapses on
+    any board, read for a relayed card placed alone."""
+    w = make_world(lane(agents=("agt_a", "agt_b", "agt_c")))
+    w.opt_in("brd_a")
+    w.sweep()  # caches the roster
+    make_decision(board="brd_elsewhere", card="card_held", chosen="agt_a",
+                  created_at=w.now - timedelta(seconds=5), reserved_until=w.now + timedelta(seconds=55))
+    for ago in (10, 20):
+        until = w.now - timedelta(minutes=ago)
+        make_decision(board="brd_elsewhere", card=f"card_{ago}", chosen="agt_b",
+                      created_at=until - timedelta(seconds=60), reserved_until=until,
+                      outcome_status=OutcomeStatus.EXPIRED, outcome_at=until)
+    card = w.suite.pipeline.add_card("brd_a")
+    w.place("brd_a", card.id)
+    [d] = w.decisions(card_id=card.id)
+    reasons = {agent: {f["reason"] for f in d.candidate(agent).filters if not f["passed"]}
+               for agent in ("agt_a", "agt_b")}
+    assert reasons == {"agt_a": {"holding-another"}, "agt_b": {"recently-no-show"}}
+    assert d.chosen == "agt_c"
