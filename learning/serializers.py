@@ -28,12 +28,15 @@ class ModelSerializer(serializers.Serializer):
     learningRate = serializers.FloatField()
     l2 = serializers.FloatField()
     metrics = serializers.DictField(help_text="the holdout's metrics and calibration")
+    target = serializers.ChoiceField(["claimed", "succeeded"],
+                                     help_text="what it learned and is judged on")
 
 
 class ExcludedSerializer(serializers.Serializer):
     modelPlaced = serializers.IntegerField()
     noChance = serializers.IntegerField()
     noChoice = serializers.IntegerField()
+    runUnknown = serializers.IntegerField(help_text="target succeeded: a held claim whose run is not known yet")
 
 
 class GateTestSerializer(serializers.Serializer):
@@ -60,11 +63,15 @@ class ShadowReportSerializer(serializers.Serializer):
     model = serializers.CharField()
     version = serializers.IntegerField()
     latest = serializers.BooleanField()
+    target = serializers.ChoiceField(["claimed", "succeeded"],
+                                     help_text="what a hit is: a claim, or a claim whose run succeeded")
     decisions = serializers.IntegerField()
     agree = serializers.IntegerField()
     disagree = serializers.IntegerField()
     formulaClaims = serializers.IntegerField()
     modelClaims = serializers.IntegerField()
+    formulaSucceeded = serializers.IntegerField(help_text="the formula's claims whose run succeeded")
+    modelSucceeded = serializers.IntegerField(help_text="the model's claims whose run succeeded")
     modelClaimedAnyway = serializers.IntegerField()
     formulaRate = serializers.FloatField(allow_null=True)
     modelRate = serializers.FloatField(allow_null=True)

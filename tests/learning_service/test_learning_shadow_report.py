@@ -1,4 +1,5 @@
 import pytest
+from drf_spectacular.generators import SchemaGenerator
 
 from tests.support.learning_factories import learned_settings, shadow, stored_model
 
@@ -95,3 +96,24 @@ def test_a_model_trained_on_too_few_rows_fails_the_first_test(api, settings):
     shadow(model, 1, formula="agt_ada", choice="agt_bob", status="claimed-by-other", by="agt_bob")
     gate = read(api, model)["gate"]
     assert gate["failing"] == "min-rows" and "600 rows" in gate["tests"][0]["message"]
+
+
+def test_the_schema_names_every_key_the_learning_answers_carry(api):
+    """What the model and its shadow report answer is what the OpenAPI schema documents, key
+    for key, nested objects included: a field added to an answer and not to its serializer
+    fails here."""
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+
+    def keys_match(body: dict, name: str, where: str) -> None:
+        properties = components[name]["properties"]
+        assert set(body) == set(properties), (where, set(body) ^ set(properties))
+        for key, value in body.items():
+            ref = properties[key].get("$ref") or next(
+                (s["$ref"] for s in properties[key].get("allOf", ()) if "$ref" in s), None)
+            if isinstance(value, dict) and ref:
+                keys_match(value, ref.rsplit("/", 1)[-1], f"{where}.{key}")
+
+    model = stored_model()
+    shadow(model, 1, formula="agt_ada", choice="agt_ada", status="claimed", by="agt_ada")
+    keys_match(api.get(f"/v1/models/{model.id}").json()["model"], "Model", "model")
+    keys_match(read(api, model), "ShadowReport", "shadowReport")
