@@ -21,7 +21,8 @@ NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReaso
 
 @dataclass
 class Holds:
-    """Live holds and recent lapses across every board, kept current through one pass."""
+    """Live holds and recent lapses across every board (of the agents a pass read them for),
+    kept current through one pass."""
 
     live: dict[str, set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
     lapses: dict[str, list[datetime]] = field(default_factory=lambda: defaultdict(list))
