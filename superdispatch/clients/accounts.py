@@ -1,9 +1,10 @@
 """Accounts (the organization plane): service tokens per audience, and the dispatch policy."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import requests
@@ -11,11 +12,13 @@ import requests
 from placement.facts import PolicyVerdict, Requires
 
 from . import shape
-from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http
+from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, BadShape, Http, Unavailable
 
+log = logging.getLogger("superdispatch.clients")
 TOKEN_PATH = "/api/token/service"
 DECIDE_PATH = "/api/policy/decide"
 REFRESH_BEFORE_EXPIRY = 30.0  # seconds: a token this close to expiry is asked for again
+RENEW_AGAIN_S = 5.0  # seconds: a good token whose renewal failed is used this long before asking again
 NO_POLICY = "no-policy"
 
 
@@ -23,6 +26,7 @@ NO_POLICY = "no-policy"
 class _Token:
     value: str
     expires_at: float  # on the `now` clock
+    renew_at: float  # when to ask for its successor
 
 
 class Accounts:
@@ -49,17 +53,33 @@ class Accounts:
         self._lock = threading.Lock()
 
     def token(self, audience: str) -> str:
-        """A bearer token for `audience` (a product's URL, no trailing slash)."""
+        """A bearer token for `audience` (a product's URL, no trailing slash).
+
+        A token is renewed thirty seconds before it expires. When Accounts cannot mint its
+        successor then (down, slow, or answering garbage), the token in hand is still good: it
+        is used until it expires, and its renewal asked for again every few seconds meanwhile.
+        A refusal is not waited out: it says the credential itself is refused."""
         audience = audience.rstrip("/")
         with self._lock:
             held = self._tokens.get(audience)
-            if held is not None and self._now() < held.expires_at - REFRESH_BEFORE_EXPIRY:
-                return held.value
             asked_at = self._now()
-            value, lifetime = self._http.call(
-                "POST", TOKEN_PATH, _token, body={"audience": audience},
-                headers=self._credential_header(), read=True)
-            self._tokens[audience] = _Token(value, asked_at + lifetime)
+            if held is not None and asked_at < held.renew_at:
+                return held.value
+            try:
+                value, lifetime = self._http.call(
+                    "POST", TOKEN_PATH, _token, body={"audience": audience},
+                    headers=self._credential_header(), read=True)
+            except (Unavailable, BadShape) as err:
+                if held is None or self._now() >= held.expires_at:
+                    raise
+                left = held.expires_at - self._now()
+                log.warning("accounts: the token for %s was not renewed (%s); the one in hand "
+                            "is good for %.0f s more", audience, err.code, left)
+                self._tokens[audience] = replace(
+                    held, renew_at=min(self._now() + RENEW_AGAIN_S, held.expires_at))
+                return held.value
+            expires_at = asked_at + lifetime
+            self._tokens[audience] = _Token(value, expires_at, expires_at - REFRESH_BEFORE_EXPIRY)
             return value
 
     def forget(self, audience: str) -> None:

@@ -49,6 +49,41 @@ def test_token_is_cached_until_thirty_seconds_before_expiry(suite, timed, clock)
     assert len(suite.hits("POST", TOKEN)) == 2
 
 
+def test_a_good_token_is_used_while_accounts_cannot_renew_it(suite, mint, timed, clock):
+    """Accounts down in a token's last thirty seconds costs nothing until the token expires:
+    it is used meanwhile, and its renewal asked for again every few seconds, not every call."""
+    first = timed.token("http://pipeline.example")
+    clock.now += 275
+    suite.route("POST", TOKEN, Reply(503))
+    assert timed.token("http://pipeline.example") == first  # three tries, then the one in hand
+    clock.now += 4
+    assert timed.token("http://pipeline.example") == first  # not asked again yet
+    assert len(suite.hits("POST", TOKEN)) == 1 + 3
+    clock.now += 1
+    suite.route("POST", TOKEN, mint)
+    assert timed.token("http://pipeline.example") != first  # five seconds on: asked, and renewed
+    assert len(suite.hits("POST", TOKEN)) == 1 + 3 + 1
+
+
+@pytest.mark.parametrize("answer", [Reply(503), Reply(200, ["tok-SECRET"])])
+def test_an_expired_token_is_not_used_when_accounts_cannot_renew_it(suite, timed, clock, answer):
+    timed.token("http://pipeline.example")
+    clock.now += 275
+    suite.route("POST", TOKEN, answer)
+    timed.token("http://pipeline.example")  # kept for now
+    clock.now += 25  # 300 s: expired
+    with pytest.raises((Unavailable, BadShape)):
+        timed.token("http://pipeline.example")
+
+
+def test_a_refused_renewal_is_not_waited_out(suite, timed, clock):
+    timed.token("http://pipeline.example")
+    clock.now += 275
+    suite.route("POST", TOKEN, Reply(401, {"error": {"code": "credential_revoked", "message": "no"}}))
+    with pytest.raises(Refused):
+        timed.token("http://pipeline.example")
+
+
 def test_tokens_are_cached_per_audience(suite, timed):
     pipeline = timed.token("http://pipeline.example")
     hub = timed.token("http://hub.example")

@@ -11,6 +11,7 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 
 from records.models import Decision, LoopState, RelayDelivery, SweepShard
+from sandbox import accounts as sandbox_accounts
 from sandbox.suite import FAULTS, PRODUCTS
 from superdispatch import tasks
 from superdispatch.celery import app
@@ -34,7 +35,11 @@ def check_invariants(world, ledger: RelayLedger | None = None):
 
 
 @pytest.fixture
-def world(transactional_db):
+def world(transactional_db, monkeypatch):
+    # Tokens that outlive the test: each fault's expectation is what that fault costs, and a
+    # token expiring while Accounts fails would cost the reads of whichever shard asked first
+    # for its successor (tests/clients/test_accounts.py has that case).
+    monkeypatch.setattr(sandbox_accounts, "TOKEN_SECONDS", 24 * 3600)
     w = make_world(lane(agents=AGENTS, boards=BOARDS), sweep_shard_boards=2, policy="on")
     w.opt_in(*BOARDS)
     for board in BOARDS:
