@@ -1,0 +1,137 @@
+"""Time a relayed card's pass as the store's live holds grow.
+
+A relayed card.ready is placed alone (`place_one`): one board's read, its settling, its cards'
+ladders, the holds its filters read, the card's eligibility read of every workspace agent,
+the decision and its record, and the hold. This times that pass on bench/scale.py's
+workspace (10,000 agents, 100 on each board's roster) at 20 boards, with H live holds of other
+cards already in the store: what a sweep under way has held by the time the card comes
+(bench/scale.py's full size holds 5,000 in one sweep; ten times its boards, 50,000). Nothing
+else runs, so the figures move little from run to run.
+
+Each H runs in a fresh process on a fresh PostgreSQL database, with the stand-in suite in
+process (`sandbox_session`, no sockets) on a clock that stands still. Each pass places a new
+card on the relay board, whose held agent then claims and finishes it, as pull would. Printed:
+each H's mean wall time and process CPU time a pass, and the store's queries a pass.
+
+Run: .venv/bin/python bench/relay_pass.py [passes]      (default 100 each, after 20 warm-up)
+Last line: relay_pass_ms_h0=… relay_pass_ms_h5000=… relay_pass_ms_h50000=…
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench._common import (  # noqa: E402
+    PYTHON, REDIS_DB_URL, base_env, count_arg, drop_database, fresh_database, temp_dir,
+)
+from bench.scale import RELAY_BOARD, scenario  # noqa: E402
+from sandbox import Suite, sandbox_session  # noqa: E402
+from sandbox.clock import parse_rfc3339  # noqa: E402
+from sandbox.scenario import parse_scenario  # noqa: E402
+
+BENCH_DB = "superdispatch_bench_relay_pass"
+HOLDS = (0, 5000, 50000)
+BOARDS, AGENTS, ROSTER = 20, 10000, 100
+WARMUP = 20
+
+
+def run(holds: int, passes: int) -> dict:
+    """In a fresh process: the workspace, `holds` live holds, then `passes` relayed cards timed."""
+    spec = scenario(BOARDS, AGENTS, ROSTER, 0)
+    suite = Suite.from_scenario(parse_scenario(spec))
+    os.environ.update(suite.dispatch_config().as_env())
+    import django
+
+    django.setup()
+    # After django.setup(): these need the app registry.
+    import gc
+    import logging
+
+    from django.conf import settings
+    from django.core.cache import cache
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from records import actions
+    from records.models import Decision
+    from records.signals import board_changed
+    from superdispatch.clients import build_clients
+    from superdispatch.loop import Loop, look_at_board, place_one
+    from superdispatch.loop.windows import ensure_windows
+
+    call_command("migrate", verbosity=0)
+    cache.clear()
+    logging.getLogger("superdispatch").setLevel(logging.WARNING)  # a line a hold, else
+    board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
+    now = parse_rfc3339(spec["start"])
+    for board in spec["boards"]:
+        actions.do_opt_in(board["id"], now)
+    loop = Loop(build_clients(settings.SUPERDISPATCH, session=sandbox_session(suite), now=now.timestamp),
+                settings.SUPERDISPATCH, clock=lambda: now)
+    ensure_windows(loop, now)
+    look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
+    # Live holds of the workspace's agents on other boards' cards, as a sweep makes them.
+    Decision.objects.bulk_create([
+        Decision(id=f"pld_{i:024x}", board_id=f"brd_{i % BOARDS:04d}", card_id=f"card_held_{i}",
+                 stage_key="review", policy=loop.rules.formula, chosen=f"agt_{i % AGENTS:05d}",
+                 tier_name="winner", tier_step=1, requires={"all": ["code-review"], "any": []},
+                 ladder_ready_at=now, created_at=now, reserved_until=now + timedelta(seconds=60),
+                 roll_marks="")
+        for i in range(holds)], batch_size=2000)
+    gc.freeze()  # the stand-in's workspace lives as long as the run
+
+    def relay_one() -> None:
+        with suite.lock:
+            card = suite.pipeline.add_card(RELAY_BOARD)
+        place_one(loop, RELAY_BOARD, card.id)
+        with suite.lock:  # the held agent takes and finishes it, as pull would
+            reservation = suite.pipeline.card(card.id).reservation
+            if reservation is not None:
+                suite.pipeline.claim(reservation.agent_id, card.id)
+                suite.pipeline.finish(reservation.agent_id, card.id, True)
+
+    for _ in range(WARMUP):
+        relay_one()
+    started, cpu = time.perf_counter(), time.process_time()
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(passes):
+            relay_one()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall_ms": wall / passes * 1000, "cpu_ms": cpu / passes * 1000,
+            "queries": len(queries) / passes}
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--run"]:
+        print(json.dumps(run(int(sys.argv[2]), int(sys.argv[3]))))
+        return
+    passes = count_arg(100)
+    print(f"a relayed card's pass: {AGENTS} agents, {ROSTER} on each board's roster, "
+          f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process")
+    figures = {}
+    for holds in HOLDS:
+        data_dir = temp_dir("relay-pass")
+        env = base_env({}, data_dir, fresh_database("postgres", BENCH_DB, data_dir), REDIS_DB_URL)
+        try:
+            done = subprocess.run([PYTHON, __file__, "--run", str(holds), str(passes)], env=env,
+                                  stdout=subprocess.PIPE, text=True)
+        finally:
+            drop_database("postgres", BENCH_DB)
+        if done.returncode:
+            sys.exit(f"the run with {holds} live holds failed (exit {done.returncode})")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        figures[holds] = result
+        print(f"  {holds:6} live holds: {result['wall_ms']:6.1f} ms a pass "
+              f"({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries")
+    print(" ".join(f"relay_pass_ms_h{holds}={figures[holds]['wall_ms']:.1f}" for holds in HOLDS))
+
+
+if __name__ == "__main__":
+    main()
