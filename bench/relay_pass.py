@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, base_env, count_arg, drop_database, fresh_database, temp_dir,
 )
-from bench.scale import RELAY_BOARD, scenario  # noqa: E402
+from bench.scale import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from sandbox import Suite, sandbox_session  # noqa: E402
 from sandbox.clock import parse_rfc3339  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
@@ -91,11 +91,7 @@ def run(holds: int, passes: int) -> dict:
         with suite.lock:
             card = suite.pipeline.add_card(RELAY_BOARD)
         place_one(loop, RELAY_BOARD, card.id)
-        with suite.lock:  # the held agent takes and finishes it, as pull would
-            reservation = suite.pipeline.card(card.id).reservation
-            if reservation is not None:
-                suite.pipeline.claim(reservation.agent_id, card.id)
-                suite.pipeline.finish(reservation.agent_id, card.id, True)
+        held_agent_runs_it(suite, card.id)
 
     for _ in range(WARMUP):
         relay_one()

@@ -75,6 +75,16 @@ def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
     }
 
 
+def held_agent_runs_it(suite, card_id: str) -> None:
+    """The agent a relayed card was held for takes and finishes it, as pull would, so the
+    next relayed card finds it free again."""
+    with suite.lock:
+        reservation = suite.pipeline.card(card_id).reservation
+        if reservation is not None:
+            suite.pipeline.claim(reservation.agent_id, card_id)
+            suite.pipeline.finish(reservation.agent_id, card_id, True)
+
+
 class Watch:
     """Wraps the stand-in: when each card's eligibility was read and its hold asked for."""
 
@@ -190,11 +200,7 @@ def run(workers: int, size: dict) -> dict:
             sent = time.monotonic()
             http.post(base + "/v1/relay/events", data=delivery.body, headers=headers, timeout=10)
             held = watch.hold(card.id, 10.0)
-            with suite.lock:  # the held agent takes and finishes it, as pull would
-                reservation = suite.pipeline.card(card.id).reservation
-                if reservation is not None:
-                    suite.pipeline.claim(reservation.agent_id, card.id)
-                    suite.pipeline.finish(reservation.agent_id, card.id, True)
+            held_agent_runs_it(suite, card.id)
             return None if held is None else (held - sent) * 1000
 
         done = threading.Event()

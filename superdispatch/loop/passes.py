@@ -7,6 +7,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Iterable
 
 from django.db import transaction
@@ -88,7 +89,12 @@ class BoardWork:
     def considered(self, rules: Rules) -> frozenset[str] | None:
         """The agents a card of this board may be held for: its roster's, or, with
         candidates=all, anybody's (None)."""
-        return None if rules.candidates == "all" else frozenset(row.agent_id for row in self.roster)
+        return None if rules.candidates == "all" else self._rostered
+
+    @cached_property
+    def _rostered(self) -> frozenset[str]:
+        # Worked out once: the roster is final once the board is opened (`_open_board`).
+        return frozenset(row.agent_id for row in self.roster)
 
     @property
     def working(self) -> dict[str, datetime]:
