@@ -1,20 +1,23 @@
-"""Time a relayed card's pass as the store's live holds grow.
+"""Time a relayed card's pass as the store's live holds, and its board's history, grow.
 
 A relayed card.ready is placed alone (`place_one`): one board's read, its settling, its cards'
 ladders, the holds its filters read, the card's eligibility read of every workspace agent,
 the decision and its record, and the hold. This times that pass on bench/scale.py's
 workspace (10,000 agents, 100 on each board's roster) at 20 boards, with H live holds of other
 cards already in the store: what a sweep under way has held by the time the card comes
-(bench/scale.py's full size holds 5,000 in one sweep; ten times its boards, 50,000). Nothing
+(bench/scale.py's full size holds 5,000 in one sweep; ten times its boards, 50,000), and then
+with none live but S holds settled on the relay board itself, claimed or lapsed, spread over
+its agents: a busy board's history (1,100 holds a day for the 90 days kept by default). Nothing
 else runs, so the figures move little from run to run.
 
-Each H runs in a fresh process on a fresh PostgreSQL database, with the stand-in suite in
+Each run runs in a fresh process on a fresh PostgreSQL database, with the stand-in suite in
 process (`sandbox_session`, no sockets) on a clock that stands still. Each pass places a new
 card on the relay board, whose held agent then claims and finishes it, as pull would. Printed:
-each H's mean wall time and process CPU time a pass, and the store's queries a pass.
+each run's mean wall time and process CPU time a pass, and the store's queries a pass.
 
 Run: .venv/bin/python bench/relay_pass.py [passes]      (default 100 each, after 20 warm-up)
 Last line: relay_pass_ms_h0=… relay_pass_ms_h5000=… relay_pass_ms_h50000=…
+           relay_pass_ms_settled100000=…
 """
 from __future__ import annotations
 
@@ -36,13 +39,15 @@ from sandbox.clock import parse_rfc3339  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_relay_pass"
-HOLDS = (0, 5000, 50000)
+HOLDS = (0, 5000, 50000)  # live holds of other cards
+SETTLED = 100_000  # holds settled on the relay board, in the last run
 BOARDS, AGENTS, ROSTER = 20, 10000, 100
 WARMUP = 20
 
 
-def run(holds: int, passes: int) -> dict:
-    """In a fresh process: the workspace, `holds` live holds, then `passes` relayed cards timed."""
+def run(holds: int, settled: int, passes: int) -> dict:
+    """In a fresh process: the workspace, `holds` live holds and `settled` settled holds on the
+    relay board, then `passes` relayed cards timed."""
     spec = scenario(BOARDS, AGENTS, ROSTER, 0)
     suite = Suite.from_scenario(parse_scenario(spec))
     os.environ.update(suite.dispatch_config().as_env())
@@ -60,7 +65,7 @@ def run(holds: int, passes: int) -> dict:
     from django.test.utils import CaptureQueriesContext
 
     from records import actions
-    from records.models import Decision
+    from records.models import Decision, HoldTally, OutcomeStatus
     from records.signals import board_changed
     from superdispatch.clients import build_clients
     from superdispatch.loop import Loop, look_at_board, place_one
@@ -85,6 +90,28 @@ def run(holds: int, passes: int) -> dict:
                  ladder_ready_at=now, created_at=now, reserved_until=now + timedelta(seconds=60),
                  roll_marks="")
         for i in range(holds)], batch_size=2000)
+    # The relay board's history, and its agents' tallies of it, as its settlements left them.
+    agents = [f"agt_r{a:02d}" for a in range(20)]
+    tallies = {agent: [0, 0] for agent in agents}
+    history = []
+    for i in range(settled):
+        agent, claimed = agents[i % len(agents)], i % 5 != 0
+        tallies[agent][0] += claimed
+        tallies[agent][1] += 1
+        at = now - timedelta(days=90) + timedelta(seconds=i * 77)
+        history.append(Decision(
+            id=f"pld_{holds + i:024x}", board_id=RELAY_BOARD, card_id=f"card_past_{i}",
+            stage_key="review", policy=loop.rules.formula, chosen=agent, tier_name="winner",
+            tier_step=1, requires={"all": ["code-review"], "any": []}, ladder_ready_at=at,
+            created_at=at, reserved_until=at + timedelta(seconds=60), roll_marks="",
+            outcome_status=OutcomeStatus.CLAIMED if claimed else OutcomeStatus.EXPIRED,
+            outcome_by=agent if claimed else None, outcome_at=at + timedelta(seconds=20)))
+    Decision.objects.bulk_create(history, batch_size=2000)
+    if settled:
+        HoldTally.objects.bulk_create([HoldTally(board_id=RELAY_BOARD, agent_id=agent,
+                                                 claimed=claimed, settled=count)
+                                       for agent, (claimed, count) in tallies.items()])
+    del history
     gc.freeze()  # the stand-in's workspace lives as long as the run
 
     def relay_one() -> None:
@@ -106,28 +133,27 @@ def run(holds: int, passes: int) -> dict:
 
 def main() -> None:
     if sys.argv[1:2] == ["--run"]:
-        print(json.dumps(run(int(sys.argv[2]), int(sys.argv[3]))))
+        print(json.dumps(run(*(int(arg) for arg in sys.argv[2:5]))))
         return
     passes = count_arg(100)
     print(f"a relayed card's pass: {AGENTS} agents, {ROSTER} on each board's roster, "
           f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process")
     figures = {}
-    for holds in HOLDS:
+    for name, holds, settled in [*((f"h{h}", h, 0) for h in HOLDS), (f"settled{SETTLED}", 0, SETTLED)]:
         data_dir = temp_dir("relay-pass")
         env = base_env({}, data_dir, fresh_database("postgres", BENCH_DB, data_dir), REDIS_DB_URL)
         try:
-            done = subprocess.run([PYTHON, __file__, "--run", str(holds), str(passes)], env=env,
-                                  stdout=subprocess.PIPE, text=True)
+            done = subprocess.run([PYTHON, __file__, "--run", str(holds), str(settled), str(passes)],
+                                  env=env, stdout=subprocess.PIPE, text=True)
         finally:
             drop_database("postgres", BENCH_DB)
         if done.returncode:
-            sys.exit(f"the run with {holds} live holds failed (exit {done.returncode})")
+            sys.exit(f"the run {name} failed (exit {done.returncode})")
         result = json.loads(done.stdout.strip().splitlines()[-1])
-        figures[holds] = result
-        print(f"  {holds:6} live holds: {result['wall_ms']:6.1f} ms a pass "
-              f"({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries")
-    print(" ".join(f"relay_pass_ms_h{holds}={figures[holds]['wall_ms']:.1f}" for holds in HOLDS))
-
+        figures[name] = result
+        print(f"  {holds:6} live holds, {settled:6} settled on the board: {result['wall_ms']:6.1f} ms "
+              f"a pass ({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries")
+    print(" ".join(f"relay_pass_ms_{name}={figure['wall_ms']:.1f}" for name, figure in figures.items()))
 
 if __name__ == "__main__":
     main()

@@ -13,8 +13,8 @@ from django.db.models import Q, Sum
 from placement.facts import Station
 from records import marks, outbox, serializers
 from records.models import (
-    Board, Candidate, Decision, LoopState, OutcomeStatus, RegistryRead, RelayDelivery, Roll,
-    Suggestion, SweepShard,
+    SETTLED_HOLDS, Board, Candidate, Decision, HoldTally, LoopState, OutcomeStatus, RegistryRead,
+    RelayDelivery, Roll, Suggestion, SweepShard,
 )
 from records.registry import KEY as REGISTRY_KEY
 from records.registry import station_json
@@ -167,9 +167,25 @@ def do_settle(decision_id: str, status: str, by: str | None, at: datetime,
     stamps the settlement's event."""
     settled = Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
         outcome_status=status, outcome_by=by, outcome_at=at) == 1
+    if settled and status in SETTLED_HOLDS:
+        _count_settled_hold(decision_id, status == OutcomeStatus.CLAIMED)
     if settled and outbox.events_on():
         outbox.write_decision_settled(decision_id, status, by, at, now or at)
     return settled
+
+
+def _count_settled_hold(decision_id: str, claimed: bool) -> None:
+    """Add a hold that has just settled to its agent's tally on its board (`HoldTally`)."""
+    quote = connection.ops.quote_name
+    tally, decision = quote(HoldTally._meta.db_table), quote(Decision._meta.db_table)
+    with connection.cursor() as cursor:
+        # One statement, so two passes settling holds of one agent at once both count.
+        cursor.execute(
+            f"INSERT INTO {tally} (board_id, agent_id, settled, claimed) "
+            f"SELECT board_id, chosen, 1, %s FROM {decision} WHERE id = %s AND chosen IS NOT NULL "
+            f"ON CONFLICT (board_id, agent_id) DO UPDATE SET "
+            f"settled = {tally}.settled + excluded.settled, "
+            f"claimed = {tally}.claimed + excluded.claimed", [int(claimed), decision_id])
 
 
 def do_record_run(decision_id: str, status: str, mark: float | None, ended_at: datetime) -> bool:
@@ -387,9 +403,35 @@ def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
-            f"AND {quote('outcome_status')} IS NOT NULL", decision_ids)
-        decisions = cursor.rowcount
-    return candidates + marked, decisions
+            f"AND {quote('outcome_status')} IS NOT NULL "
+            f"RETURNING {quote('board_id')}, {quote('chosen')}, {quote('outcome_status')}",
+            decision_ids)
+        deleted = cursor.fetchall()
+        _uncount_settled_holds(deleted)
+    return candidates + marked, len(deleted)
+
+
+def _uncount_settled_holds(deleted: list[tuple[str, str | None, str]]) -> None:
+    """Take pruned holds off their agents' tallies: the rows a DELETE gave back (board, chosen,
+    outcome), so a decision two prunes both asked for is taken off once."""
+    off: dict[tuple[str, str], list[int]] = {}
+    for board_id, chosen, status in deleted:
+        if chosen is not None and status in SETTLED_HOLDS:
+            counts = off.setdefault((board_id, chosen), [0, 0])
+            counts[0] += 1
+            counts[1] += status == OutcomeStatus.CLAIMED
+    if not off:
+        return
+    quote = connection.ops.quote_name
+    tally = quote(HoldTally._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {tally} SET settled = CASE WHEN settled > %s THEN settled - %s ELSE 0 END, "
+            f"claimed = CASE WHEN claimed > %s THEN claimed - %s ELSE 0 END "
+            f"WHERE board_id = %s AND agent_id = %s",
+            [(settled, settled, claimed, claimed, board_id, agent_id)
+             for (board_id, agent_id), (settled, claimed) in off.items()])
+        cursor.execute(f"DELETE FROM {tally} WHERE settled = 0")
 
 
 def do_prune_rolls(before: datetime) -> int:

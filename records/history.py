@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable
 
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 
 from placement.facts import Ladder
 from placement.rules import Rules
-from records.models import Decision, DecisionReason, OutcomeStatus, TierName
+from records.models import (
+    Decision, DecisionReason, HoldTally, OutcomeStatus, TierName,
+)
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
-SETTLED_HOLDS = (OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER, OutcomeStatus.EXPIRED)
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
           DecisionReason.NONE_ELIGIBLE)
 
@@ -132,12 +133,10 @@ def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,
 
 
 def settled_on_board(board_id: str) -> dict[str, tuple[int, int]]:
-    """(claimed, settled) holds per agent on one board, for its success rate."""
-    rows = (Decision.objects.filter(board_id=board_id, chosen__isnull=False,
-                                    outcome_status__in=SETTLED_HOLDS)
-            .values("chosen")
-            .annotate(settled=Count("id"), claimed=Count("id", filter=Q(outcome_status=OutcomeStatus.CLAIMED))))
-    return {r["chosen"]: (r["claimed"], r["settled"]) for r in rows}
+    """(claimed, settled) holds per agent on one board, for its success rate: its tallies, a
+    row an agent held there, however long the board's history."""
+    return {agent: (claimed, settled) for agent, claimed, settled in
+            HoldTally.objects.filter(board_id=board_id).values_list("agent_id", "claimed", "settled")}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,9 @@ class OutcomeStatus(models.TextChoices):
     NOT_RESERVED = "not-reserved", "not-reserved"
 
 
+# A hold that settled one way or the other: what an agent's success rate on a board counts.
+SETTLED_HOLDS = (OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER, OutcomeStatus.EXPIRED)
+
 class TierName(models.TextChoices):
     """The ladder's tier a hold was made in."""
 
@@ -168,6 +171,25 @@ class Decision(models.Model):
     def candidate(self, agent_id: str) -> Candidate | None:
         """The record of one considered agent, if it was considered."""
         return next((c for c in self.candidates if c.agent_id == agent_id), None)
+
+
+class HoldTally(models.Model):
+    """An agent's settled holds on one board, and how many of them it claimed: the counts of
+    its success rate there. Counted as each hold settles (`actions.do_settle`) and taken off
+    as retention prunes it (`actions.do_prune_decisions`), so a pass reads a row an agent,
+    not the board's whole history (`history.settled_on_board`)."""
+
+    board_id = models.CharField(max_length=128)
+    agent_id = models.CharField(max_length=128)
+    settled = models.IntegerField(default=0)
+    claimed = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["board_id", "agent_id"],
+                                               name="hold_tally_board_agent")]
+
+    def __str__(self) -> str:
+        return f"{self.board_id} {self.agent_id}: {self.claimed}/{self.settled}"
 
 
 class Roll(models.Model):

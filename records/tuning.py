@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable
 
-from records.models import Decision
+from records.models import SETTLED_HOLDS, Decision
 
 WINDOWS = (10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300)  # the settings' range, 10 to 300
 MIN_HOLDS = 30  # fewer settled holds than this (of a tier) are too few to judge
 MISSED_SHARE = 0.02  # the share of eventual claims a window may turn into lapses
-SETTLED_HOLDS = ("claimed", "claimed-by-other", "expired")
 
 
 @dataclass(frozen=True)

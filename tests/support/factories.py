@@ -4,8 +4,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from placement.filters import Tag, tables
-from records import marks
-from records.models import Candidate, Decision, Roll
+from records import actions, marks
+from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
 from tests.conftest import T0
 
 REQUIRES = {"all": ["code-review"], "any": []}
@@ -40,7 +40,8 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
     """A decision with candidates given as dicts {agent, failing?, lacking?, off_roster?,
     in_set?, total?, ...}; `ready_at` (the card's readyAt) defaults to `created_at`. An agent
     off the roster with no station is a mark against the roll, as the loop writes it, unless
-    `marked` is False (a row, as every candidate was kept before marks)."""
+    `marked` is False (a row, as every candidate was kept before marks). A settled hold is
+    counted in its agent's tally on the board, as `actions.do_settle` counts it."""
     decision = Decision(
         board_id=board, card_id=card, stage_key=stage, policy="idle-stage-success-lru@3",
         chosen=chosen, reason=reason, tier_name=tier[0] if tier else None,
@@ -75,4 +76,6 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
         decision.roll_marks = kept.marks
     decision.save(force_insert=True)
     Candidate.objects.bulk_create(rows)
+    if decision.outcome_status in SETTLED_HOLDS:
+        actions._count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
     return decision
