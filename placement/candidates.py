@@ -1,6 +1,7 @@
 """Who is considered for a card, who of them is in the candidate set, and what each read says."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, NamedTuple, Sequence, TypeVar
@@ -12,6 +13,11 @@ from .rules import Rules
 from .stations import occupied_stations
 
 CAPABILITY_MISMATCH = "capability_mismatch"  # SuperPipeline's word for capability-missing
+
+# What each agent's position in a card's `kinds` says of it (the decision's `Candidates`).
+OWN_RECORD = "."  # a record of its own: in the candidate set, on the roster, or at a station
+OFF_CAPABLE = "c"  # off the candidate set and nothing more, with the stage's capability
+OFF_INCAPABLE = "x"  # ... and without it
 
 Row = TypeVar("Row", RosterRow, Verdict, AgentLoad)
 
@@ -30,6 +36,8 @@ class Pool:
     full: frozenset[str]  # in-set agents whose load shape is not idle
     principals: dict[str, str]  # in the set or on the roster: the bridge row's, else the eligibility read's, else the load read's
     stations: dict[str, str]  # from the bridge row, else the registry station it occupies
+    kinds: str  # by position in `ids`: OWN_RECORD for the agents above, else off the set, capable or not
+    roll: list[str | None]  # by position in `ids`: every agent's principal as its record gives it
 
     def principal(self, agent_id: str) -> str | None:
         return self.principals.get(agent_id)
@@ -67,7 +75,8 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
     """
     roster = _shared(_rosters, facts.roster, (), lambda: _roster_reads(facts.roster))
     rows = roster.rows
-    verdicts = _by_agent(facts.eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
+    read = _shared(_judgements, facts.eligibility, (), lambda: _judged(facts.eligibility))
+    verdicts = read.verdicts
     loads = dict(roster.loads)
     unhealthy, full = roster.unhealthy, roster.full
     principals: dict[str, str] = {}
@@ -90,10 +99,11 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
                        if verdicts[agent_id].principal_id})
     principals.update(roster.principals)
     stations.update(roster.stations)
-    ids = [*verdicts, *(rows.keys() - verdicts.keys())]
-    ids.sort()  # quick: the eligibility read comes in agent id order or near it
+    unjudged = rows.keys() - verdicts.keys()  # on the roster, but not in the read: rare
+    ids = tuple(sorted([*read.ids, *unjudged])) if unjudged else read.ids
+    kinds, roll = _own_records(read, ids, loads.keys() | rows.keys() | stations.keys(), principals)
     return Pool(
-        ids=tuple(ids),
+        ids=ids,
         in_set=frozenset(loads),
         rows=rows,
         verdicts=verdicts,
@@ -106,12 +116,68 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         full=full,
         principals=principals,
         stations=stations,
+        kinds=kinds,
+        roll=roll,
     )
+
+
+class Judged(NamedTuple):
+    """What one eligibility read says of each agent it judges, whatever the card's board."""
+
+    verdicts: dict[str, Verdict]  # by agent id
+    ids: tuple[str, ...]  # in agent id order
+    kinds: str  # by position: each agent as if it had no record of its own (capable or not)
+    principals: tuple[str | None, ...]  # by position: the read's principal of each
+
+
+def _judged(eligibility: Sequence[Verdict]) -> Judged:
+    verdicts = _by_agent(eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
+    ids = tuple(sorted(verdicts))  # quick: the read comes in agent id order or near it
+    return Judged(
+        verdicts, ids,
+        "".join([OFF_INCAPABLE if CAPABILITY_MISMATCH in verdicts[agent_id].reasons else OFF_CAPABLE
+                 for agent_id in ids]),
+        tuple([verdicts[agent_id].principal_id for agent_id in ids]),
+    )
+
+
+def _own_records(read: Judged, ids: tuple[str, ...], own: set[str],
+                 principals: dict[str, str]) -> tuple[str, list[str | None]]:
+    """The card's kinds and roll: the read's, but for the agents with records of their own,
+    whose principal is the one their record gives. Those are a roster's worth, found by
+    bisection, so a read of thousands is walked once (`_judged`), not once a card."""
+    if ids is read.ids:
+        kinds = bytearray(read.kinds, "ascii")
+        roll = list(read.principals)
+        mark = ord(OWN_RECORD)
+        for agent_id in own:
+            position = bisect_left(ids, agent_id)
+            if position == len(ids) or ids[position] != agent_id:
+                break  # not among the read's agents: the long way below places it
+            kinds[position] = mark
+            roll[position] = principals.get(agent_id)
+        else:
+            return kinds.decode("ascii"), roll
+    # Roster agents the read does not judge take places of their own among its agents.
+    of = read.verdicts.get
+    kinds_of, roll = [], []
+    for agent_id in ids:
+        verdict = of(agent_id)
+        if agent_id in own or verdict is None:
+            kinds_of.append(OWN_RECORD)
+            roll.append(principals.get(agent_id))
+        else:
+            kinds_of.append(OFF_INCAPABLE if CAPABILITY_MISMATCH in verdict.reasons else OFF_CAPABLE)
+            roll.append(verdict.principal_id)
+    return "".join(kinds_of), roll
 
 
 # The loop hands every card of a board the very same roster, and every card of a pass the
 # very same load read, so what they say of each agent is worked out once a pass.
 _rosters: IdentityMemo[Reported] = IdentityMemo(1024)  # a pass: one roster per board
+# Every card whose eligibility read was alike is handed the very same tuple (the client keeps
+# its last few reads), so each read is indexed once however many cards and boards share it.
+_judgements: IdentityMemo[Judged] = IdentityMemo(4)
 _load_reads: IdentityMemo[Reported] = IdentityMemo(4)
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
-from .candidates import Pool, pool_for
+from .candidates import OFF_CAPABLE, OWN_RECORD, Pool, pool_for
 from .facts import Card, Facts, Requires, Verdict
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
 from .filters import POLICY as POLICY_FILTER  # the filter; scoring's POLICY names the ranking
@@ -61,12 +61,6 @@ class CandidateRecord(NamedTuple):
         return record
 
 
-# What each position of `Candidates.kinds` says of its agent.
-OWN_RECORD = "."  # a record of its own: in the candidate set, on the roster, or at a station
-OFF_CAPABLE = "c"  # off the candidate set and nothing more, with the stage's capability
-OFF_INCAPABLE = "x"  # ... and without it
-
-
 class Candidates(Sequence[CandidateRecord]):
     """Every considered agent's record, in agent id order.
 
@@ -77,15 +71,17 @@ class Candidates(Sequence[CandidateRecord]):
     records only when read; every other agent's record is made as it is decided (`own`).
     """
 
-    __slots__ = ("ids", "kinds", "own", "_verdicts", "_off_filters")
+    __slots__ = ("ids", "kinds", "own", "_verdicts", "_off_filters", "_principals")
 
     def __init__(self, ids: tuple[str, ...], kinds: str, own: dict[int, CandidateRecord],
-                 verdicts: Mapping[str, Verdict], off_filters: tuple[FilterResult, ...]):
+                 verdicts: Mapping[str, Verdict], off_filters: tuple[FilterResult, ...],
+                 principals: list[str | None]):
         self.ids = ids
-        self.kinds = kinds
+        self.kinds = kinds  # by position: OWN_RECORD, OFF_CAPABLE or OFF_INCAPABLE
         self.own = own  # by position
         self._verdicts = verdicts  # the eligibility read, which names every agent off the set
         self._off_filters = off_filters
+        self._principals = principals  # by position (`Pool.roll`)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -114,12 +110,7 @@ class Candidates(Sequence[CandidateRecord]):
 
     def principals(self) -> list[str | None]:
         """Every agent's principal, by position."""
-        verdicts = self._verdicts
-        principals = [None if kind == OWN_RECORD else verdicts[agent_id].principal_id
-                      for agent_id, kind in zip(self.ids, self.kinds)]
-        for position, record in self.own.items():
-            principals[position] = record.principal_id
-        return principals
+        return self._principals
 
     def _off_set(self, agent_id: str, kind: str) -> CandidateRecord:
         return CandidateRecord(agent_id, self._verdicts[agent_id].principal_id, None, DIRECT, False, False,
@@ -253,14 +244,7 @@ def _candidates(
     rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
     answers = ground.read_of(POLICY_FILTER)
     policy = answers.records if answers is not None else {}
-    ids, of = pool.ids, pool.verdicts.get
-    named = in_set | rows.keys() | stations.keys()
-    kinds = "".join([
-        OWN_RECORD if agent_id in named
-        else OFF_INCAPABLE if CAPABILITY_MISMATCH in of(agent_id).reasons  # type: ignore[union-attr]
-        else OFF_CAPABLE
-        for agent_id in ids
-    ])
+    ids, of, kinds = pool.ids, pool.verdicts.get, pool.kinds
     own = {}
     position = kinds.find(OWN_RECORD)
     while position >= 0:
@@ -283,7 +267,7 @@ def _candidates(
                 None, None, None,
             )
         position = kinds.find(OWN_RECORD, position + 1)
-    return Candidates(ids, kinds, own, pool.verdicts, ground.off_the_set)
+    return Candidates(ids, kinds, own, pool.verdicts, ground.off_the_set, pool.roll)
 
 
 def _decision(

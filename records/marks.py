@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 from django.db.models import Value
 from django.db.models.functions import Length, Replace
 
-from placement.decision import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD, Candidates
+from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
+from placement.decision import Candidates
 from placement.filters import Tables, tables
 from placement.load import DIRECT
 from records.columns import reasons_column

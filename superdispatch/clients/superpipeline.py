@@ -127,6 +127,7 @@ class SuperPipeline:
         self._http = Http("superpipeline", base_url, session=session, tokens=accounts,
                           audience=base_url, timeout=timeout, retries=retries,
                           backoff=backoff, sleep=sleep)
+        self._alike = AlikeReads()
 
     def board(self, board_id: str) -> BoardRead:
         return self._http.call("GET", f"/v1/boards/{segment(board_id)}", _board, read=True)
@@ -134,7 +135,7 @@ class SuperPipeline:
     def eligibility(self, board_id: str, card_id: str) -> tuple[EligibilityVerdict, ...]:
         """SuperPipeline's verdict on every agent of the workspace for the card."""
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
-        return self._http.call("GET", path, _eligibility, read=True, fast=_plain_eligibility)
+        return self._http.call("GET", path, _eligibility, read=True, fast=self._alike.verdicts)
 
     def agents_load(self) -> tuple[AgentLoad, ...]:
         return self._http.call("GET", "/v1/agents/load", _load, read=True)
@@ -256,31 +257,66 @@ class EligibilityVerdict(msgspec.Struct, frozen=True, rename="camel", gc=False, 
 
 
 class _Eligibility(msgspec.Struct, gc=False):
-    agents: list[EligibilityVerdict]
+    agents: msgspec.Raw  # the verdicts' bytes, decoded once for every answer alike (AlikeReads)
     error: Any = msgspec.UNSET  # a refusal in a 200 goes the usual way, to its Refused
 
 
 _ELIGIBILITY = msgspec.json.Decoder(_Eligibility)
+_VERDICTS = msgspec.json.Decoder(tuple[EligibilityVerdict, ...])
 
 
-def _plain_eligibility(content: bytes) -> tuple[EligibilityVerdict, ...] | None:
-    """Every agent's verdict from a well-formed answer, decoded and checked in C; None for
-    any other body, which `_eligibility` then reads and names what is wrong with.
-
-    The read judges every agent of the workspace, thousands a card, and decoding it into
-    Python's objects and checking each took longer than everything placement does with it.
-    This accepts exactly the verdicts `_agent_verdict` accepts, but a null `reasons`."""
+def _plain_agents(content: bytes) -> msgspec.Raw | None:
+    """The bytes of a well-formed answer's verdicts, not yet decoded; None for any other body."""
     try:
         body = _ELIGIBILITY.decode(content)
     except msgspec.MsgspecError:
         return None
-    if body.error is not msgspec.UNSET:
+    return body.agents if body.error is msgspec.UNSET else None
+
+
+def _plain_verdicts(agents: bytes) -> tuple[EligibilityVerdict, ...] | None:
+    """The read judges every agent of the workspace, thousands a card, and decoding it into
+    Python's objects and checking each took longer than everything placement does with it.
+    This accepts exactly the verdicts `_agent_verdict` accepts, but a null `reasons`."""
+    try:
+        return _VERDICTS.decode(agents)
+    except msgspec.MsgspecError:
         return None
-    return tuple(body.agents)
+
+
+class AlikeReads:
+    """The verdicts of the last few eligibility answers, by their bytes.
+
+    Every card of a stage is read the same verdicts until an agent's state or grants change:
+    on a workspace whose agents may work every board, every card of a sweep is. An answer
+    whose verdicts are byte for byte a recent one's gives back that one's very tuple, not
+    decoded again; and placement, handed the same tuple, works out what it says of each agent
+    once (`placement.candidates`). Verdicts are frozen, so sharing them changes nothing."""
+
+    def __init__(self, size: int = 4):
+        self.size = size  # reads kept: about 3 MB each on a workspace of 10,000 agents
+        self._recent: list[tuple[bytes, tuple[EligibilityVerdict, ...]]] = []
+
+    def verdicts(self, content: bytes) -> tuple[EligibilityVerdict, ...] | None:
+        """Every agent's verdict from a well-formed answer, decoded and checked in C (or a recent
+        answer's, when its verdicts' bytes are alike); None for any other body, which
+        `_eligibility` then reads and names what is wrong with."""
+        raw = _plain_agents(content)
+        if raw is None:
+            return None
+        agents = bytes(raw)  # a copy: the Raw keeps the whole body alive
+        recent = self._recent
+        for seen, verdicts in recent:
+            if seen == agents:
+                return verdicts
+        verdicts = _plain_verdicts(agents)
+        if verdicts is not None:
+            self._recent = [(agents, verdicts), *recent[:self.size - 1]]
+        return verdicts
 
 
 def _eligibility(body: Any) -> tuple[EligibilityVerdict, ...]:
-    """Every agent's verdict, from a body `_plain_eligibility` did not take. Each verdict of
+    """Every agent's verdict, from a body `AlikeReads.verdicts` did not take. Each verdict of
     the usual shape is checked in one go, and only one that is not goes the long way, to the
     same ShapeError `required_items` would raise."""
     body = shape.mapping(body, "eligibility")

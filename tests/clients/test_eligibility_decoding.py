@@ -1,6 +1,6 @@
 """The eligibility read's two decoders agree: the C one takes only what the Python one takes.
 
-`_plain_eligibility` reads a 2xx body's bytes with msgspec and gives up (None) on anything
+`AlikeReads.verdicts` reads a 2xx body's bytes with msgspec and gives up (None) on anything
 out of the ordinary; the body then goes the usual way (`_error_code`, `_eligibility`), which
 names what is wrong. So whatever the fast one returns must be exactly what the usual way
 would have returned, and on the answers SuperPipeline really sends it must not give up.
@@ -16,7 +16,7 @@ from placement import Rules, decide
 from placement.facts import AgentVerdict
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ShapeError
-from superdispatch.clients.superpipeline import _eligibility, _plain_eligibility
+from superdispatch.clients.superpipeline import AlikeReads, _eligibility
 
 from tests.support.placement import NOW, board, roster_row
 
@@ -25,6 +25,13 @@ from . import bodies
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(""), st.text(max_size=3),
                 st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=2),
                 st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+
+
+def _plain_eligibility(content: bytes):
+    """The fast decoder of a client that has read nothing before."""
+    return AlikeReads().verdicts(content)
+
+
 REASONS = st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "", "x"]), max_size=3)
 
 
@@ -112,3 +119,40 @@ def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
     assert made[0] == made[1]
     assert made[0]["chosen"] in ("agt_ada", "agt_bob")
     assert len(made[0]["candidates"]) == len(agents)
+
+
+def _answer(card_id: str, agents: list[dict]) -> bytes:
+    return json.dumps({**bodies.eligibility(), "cardId": card_id, "agents": agents}).encode()
+
+
+AGENTS = [{"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": True, "reasons": []}
+          for n in ("ada", "bob", "cyd")]
+
+
+def test_an_answer_whose_verdicts_are_alike_gives_back_the_very_same_tuple():
+    """Placement indexes a read once a tuple, so every card read alike must share it."""
+    reads = AlikeReads()
+    first = reads.verdicts(_answer("card_1", AGENTS))
+    assert reads.verdicts(_answer("card_2", AGENTS)) is first  # another card, alike verdicts
+    busy = [*AGENTS[:2], {**AGENTS[2], "eligible": False, "reasons": ["concurrency_reached"]}]
+    changed = reads.verdicts(_answer("card_3", busy))
+    assert changed is not first and changed == _eligibility(json.loads(_answer("card_3", busy)))
+    assert reads.verdicts(_answer("card_4", AGENTS)) is first  # still among the recent
+
+
+def test_only_the_last_few_reads_are_kept():
+    reads = AlikeReads(size=2)
+    answers = [_answer("card_1", AGENTS[:n]) for n in (1, 2, 3)]
+    first, *_ = [reads.verdicts(a) for a in answers]
+    again = reads.verdicts(answers[0])
+    assert again == first and again is not first  # pushed out by the two after it
+
+
+def test_a_bad_answer_is_never_kept_nor_mistaken_for_a_good_one():
+    reads = AlikeReads()
+    bad = [{"agentId": "", "eligible": True}]
+    assert reads.verdicts(_answer("card_1", bad)) is None
+    assert reads.verdicts(_answer("card_2", bad)) is None  # not remembered as if decoded
+    good = reads.verdicts(_answer("card_3", AGENTS))
+    assert reads.verdicts(json.dumps({"error": {"code": "forbidden"}, "agents": AGENTS}).encode()) is None
+    assert reads.verdicts(_answer("card_4", AGENTS)) is good

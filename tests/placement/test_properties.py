@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placement import Rules, decide
-from placement.decision import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD, Candidates
+from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
+from placement.decision import Candidates
 from placement.facts import Facts, Ladder, OwnHistory, StationNeeds
 from placement.filters import tables
 from placement.load import DIRECT, ROSTER
@@ -116,3 +117,21 @@ def test_agents_off_the_set_kept_as_kinds_read_back_as_the_records_they_stand_fo
                 DIRECT, False, None, None, kind == OFF_CAPABLE)
             assert c.principal_id == verdicts[c.agent_id].principal_id
             assert c.filters == tables().off_the_set
+
+
+@settings(max_examples=200, deadline=None)
+@given(facts(), facts(), RULES)
+def test_cards_handed_one_read_decide_as_if_each_had_its_own(first, second, rules):
+    """The client hands every card read alike the very same verdicts, and placement indexes
+    them once; two boards' cards sharing a read decide as they would on copies of it."""
+    second = replace(second, eligibility=first.eligibility)  # one tuple: its index is shared
+
+    def alone(facts):  # a copy of the read: nothing remembered of it
+        return replace(facts, eligibility=tuple(list(facts.eligibility)))
+
+    for facts in (first, second, first):
+        shared, own = decide(facts, rules, NOW), decide(alone(facts), rules, NOW)
+        assert shared.to_record() == own.to_record()
+        if isinstance(own.candidates, Candidates):
+            assert shared.candidates.kinds == own.candidates.kinds
+            assert shared.candidates.principals() == own.candidates.principals()
