@@ -294,7 +294,7 @@ class AlikeReads:
     once (`placement.candidates`). Verdicts are frozen, so sharing them changes nothing."""
 
     def __init__(self, size: int = 4):
-        self.size = size  # reads kept: about 3 MB each on a workspace of 10,000 agents
+        self.size = size  # reads kept: about 4 MB each on a workspace of 10,000 agents
         self._recent: list[tuple[bytes, tuple[EligibilityVerdict, ...]]] = []
 
     def verdicts(self, content: bytes) -> tuple[EligibilityVerdict, ...] | None:
