@@ -23,20 +23,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, base_env, count_arg, drop_database, fresh_database, temp_dir,
-)
+from bench._common import count_arg  # noqa: E402
+from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench.scale import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
-from sandbox import Suite, sandbox_session  # noqa: E402
-from sandbox.clock import parse_rfc3339  # noqa: E402
-from sandbox.scenario import parse_scenario  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_relay_pass"
 HOLDS = (0, 5000, 50000)  # live holds of other cards
@@ -48,39 +43,17 @@ WARMUP = 20
 def run(holds: int, settled: int, passes: int) -> dict:
     """In a fresh process: the workspace, `holds` live holds and `settled` settled holds on the
     relay board, then `passes` relayed cards timed."""
-    spec = scenario(BOARDS, AGENTS, ROSTER, 0)
-    suite = Suite.from_scenario(parse_scenario(spec))
-    os.environ.update(suite.dispatch_config().as_env())
-    import django
-
-    django.setup()
-    # After django.setup(): these need the app registry.
+    standing = stand_up(scenario(BOARDS, AGENTS, ROSTER, 0))
+    suite, loop, now = standing.suite, standing.loop, standing.now
+    # After stand_up (django.setup()): these need the app registry.
     import gc
-    import logging
 
-    from django.conf import settings
-    from django.core.cache import cache
-    from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from records import actions
     from records.models import Decision, HoldTally, OutcomeStatus
-    from records.signals import board_changed
-    from superdispatch.clients import build_clients
-    from superdispatch.loop import Loop, look_at_board, place_one
-    from superdispatch.loop.windows import ensure_windows
+    from superdispatch.loop import look_at_board, place_one
 
-    call_command("migrate", verbosity=0)
-    cache.clear()
-    logging.getLogger("superdispatch").setLevel(logging.WARNING)  # a line a hold, else
-    board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
-    now = parse_rfc3339(spec["start"])
-    for board in spec["boards"]:
-        actions.do_opt_in(board["id"], now)
-    loop = Loop(build_clients(settings.SUPERDISPATCH, session=sandbox_session(suite), now=now.timestamp),
-                settings.SUPERDISPATCH, clock=lambda: now)
-    ensure_windows(loop, now)
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
     # Live holds of the workspace's agents on other boards' cards, as a sweep makes them.
     Decision.objects.bulk_create([
@@ -140,17 +113,7 @@ def main() -> None:
           f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process")
     figures = {}
     for name, holds, settled in [*((f"h{h}", h, 0) for h in HOLDS), (f"settled{SETTLED}", 0, SETTLED)]:
-        data_dir = temp_dir("relay-pass")
-        env = base_env({}, data_dir, fresh_database("postgres", BENCH_DB, data_dir), REDIS_DB_URL)
-        try:
-            done = subprocess.run([PYTHON, __file__, "--run", str(holds), str(settled), str(passes)],
-                                  env=env, stdout=subprocess.PIPE, text=True)
-        finally:
-            drop_database("postgres", BENCH_DB)
-        if done.returncode:
-            sys.exit(f"the run {name} failed (exit {done.returncode})")
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        figures[name] = result
+        result = figures[name] = run_fresh(__file__, BENCH_DB, str(holds), str(settled), str(passes))
         print(f"  {holds:6} live holds, {settled:6} settled on the board: {result['wall_ms']:6.1f} ms "
               f"a pass ({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries")
     print(" ".join(f"relay_pass_ms_{name}={figure['wall_ms']:.1f}" for name, figure in figures.items()))

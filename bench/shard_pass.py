@@ -24,19 +24,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, base_env, drop_database, fresh_database, temp_dir,
-)
+from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench.scale import scenario  # noqa: E402
-from sandbox import Suite, sandbox_session  # noqa: E402
-from sandbox.clock import parse_rfc3339  # noqa: E402
-from sandbox.scenario import parse_scenario  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_shard_pass"
 SHARD_BOARDS, SHARDS, AGENTS, ROSTER, CARDS = 20, 4, 10000, 100, 5
@@ -49,38 +43,16 @@ def run(workspace: str) -> dict:
     if workspace == "own_grants":
         for agent in spec["agents"]:
             agent["grants"] = list(agent["boards"])
-    suite = Suite.from_scenario(parse_scenario(spec))
-    os.environ.update(suite.dispatch_config().as_env())
-    import django
-
-    django.setup()
-    # After django.setup(): these need the app registry.
+    standing = stand_up(spec)
+    loop, now = standing.loop, standing.now
+    # After stand_up (django.setup()): these need the app registry.
     import gc
-    import logging
 
-    from django.conf import settings
-    from django.core.cache import cache
-    from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from records import actions
-    from records.signals import board_changed
-    from superdispatch.clients import build_clients
-    from superdispatch.loop import Loop
     from superdispatch.loop.passes import run_pass
-    from superdispatch.loop.windows import ensure_windows
 
-    call_command("migrate", verbosity=0)
-    cache.clear()
-    logging.getLogger("superdispatch").setLevel(logging.WARNING)  # a line a hold, else
-    board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
-    now = parse_rfc3339(spec["start"])
-    for board in spec["boards"]:
-        actions.do_opt_in(board["id"], now)
-    loop = Loop(build_clients(settings.SUPERDISPATCH, session=sandbox_session(suite), now=now.timestamp),
-                settings.SUPERDISPATCH, clock=lambda: now)
-    ensure_windows(loop, now)
     gc.freeze()  # the stand-in's workspace lives as long as the run
     boards = [b["id"] for b in spec["boards"] if b["initialCards"]]
     shards = [boards[i:i + SHARD_BOARDS] for i in range(0, len(boards), SHARD_BOARDS)]
@@ -104,17 +76,7 @@ def main() -> None:
           f"on each board's roster; {SHARDS} shards timed after 1; PostgreSQL, the stand-in in process")
     figures = {}
     for workspace in WORKSPACES:
-        data_dir = temp_dir("shard-pass")
-        env = base_env({}, data_dir, fresh_database("postgres", BENCH_DB, data_dir), REDIS_DB_URL)
-        try:
-            done = subprocess.run([PYTHON, __file__, "--run", workspace], env=env,
-                                  stdout=subprocess.PIPE, text=True)
-        finally:
-            drop_database("postgres", BENCH_DB)
-        if done.returncode:
-            sys.exit(f"the {workspace} run failed (exit {done.returncode})")
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        figures[workspace] = result
+        result = figures[workspace] = run_fresh(__file__, BENCH_DB, workspace)
         print(f"  {workspace:10}: {result['wall_ms']:5.1f} ms a card ({result['cpu_ms']:5.1f} ms CPU), "
               f"{result['queries']:.1f} queries a card, {result['holds']} of {result['cards']} held")
     print(" ".join(f"shard_card_ms_{w}={figures[w]['wall_ms']:.1f} shard_card_cpu_ms_{w}={figures[w]['cpu_ms']:.1f}"
