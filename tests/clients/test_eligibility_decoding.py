@@ -27,7 +27,7 @@ ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(""), st.te
                 st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
 
 
-def _plain_eligibility(content: bytes):
+def decoded_fast(content: bytes):
     """The fast decoder of a client that has read nothing before."""
     return AlikeReads().verdicts(content)
 
@@ -74,7 +74,7 @@ def the_usual_way(body):
 @settings(max_examples=400, deadline=None)
 @given(answers(odd=True))
 def test_the_fast_decoder_returns_only_what_the_usual_way_returns(body):
-    fast = _plain_eligibility(json.dumps(body).encode())
+    fast = decoded_fast(json.dumps(body).encode())
     if fast is not None:
         assert fast == the_usual_way(body)
         assert all(type(v.reasons) is tuple for v in fast)
@@ -83,13 +83,13 @@ def test_the_fast_decoder_returns_only_what_the_usual_way_returns(body):
 @settings(max_examples=200, deadline=None)
 @given(answers(odd=False))
 def test_the_fast_decoder_takes_every_well_formed_answer(body):
-    fast = _plain_eligibility(json.dumps(body).encode())
+    fast = decoded_fast(json.dumps(body).encode())
     assert fast is not None
     assert fast == the_usual_way(body)
 
 
 def test_the_contracts_example_is_taken_by_the_fast_decoder():
-    assert _plain_eligibility(json.dumps(bodies.eligibility()).encode()) == _eligibility(
+    assert decoded_fast(json.dumps(bodies.eligibility()).encode()) == _eligibility(
         bodies.eligibility())
 
 
@@ -98,8 +98,8 @@ def test_a_refusal_or_a_bad_shape_in_a_200_is_left_to_the_usual_way():
                  {"agents": [{"agentId": "", "eligible": True}]},
                  {"agents": [{"agentId": "agt_a", "eligible": True, "reasons": None}]}, b"[]"):
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        assert _plain_eligibility(raw) is None
-    assert _plain_eligibility(b"not json") is None
+        assert decoded_fast(raw) is None
+    assert decoded_fast(b"not json") is None
 
 
 def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
@@ -110,7 +110,7 @@ def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
               for n, reasons in [("ada", []), ("bob", []), ("cyd", ["concurrency_reached"]),
                                  ("dan", ["grant_denied"]), ("eve", ["capability_mismatch"]),
                                  ("fay", []), ("gus", ["capability_mismatch"])]]
-    decoded = _plain_eligibility(json.dumps({**bodies.eligibility(), "agents": agents}).encode())
+    decoded = decoded_fast(json.dumps({**bodies.eligibility(), "agents": agents}).encode())
     assert decoded is not None and not any(isinstance(v, AgentVerdict) for v in decoded)
     own = tuple(AgentVerdict(v.agent_id, v.principal_id, v.eligible, v.reasons) for v in decoded)
     roster = tuple(roster_row(a) for a in ("agt_ada", "agt_bob", "agt_cyd", "agt_dan"))
