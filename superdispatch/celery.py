@@ -3,6 +3,7 @@ import gc
 import os
 
 from celery import Celery, signals
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings")
 
@@ -32,3 +33,15 @@ def _freeze_startup_objects(**_) -> None:
     walks every object in the process, about 40 ms with Django, Celery and the loop loaded,
     and one falling inside a relayed card's pass makes that card's tail."""
     gc.freeze()
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _close_old_connections(task=None, **_) -> None:
+    """A task starts and ends as a request does: a connection past CONN_MAX_AGE, or one that
+    failed, is closed, and a kept one is checked before its first query (CONN_HEALTH_CHECKS).
+    Only on PostgreSQL does a worker keep it (`CELERY_DB_REUSE_MAX`); an eager task runs in
+    its caller's transaction, which is left alone."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    close_old_connections()

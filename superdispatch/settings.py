@@ -115,6 +115,12 @@ else:
     # A kept connection is checked before a request uses it, so one the server dropped (a
     # restart) is opened again rather than failing the request.
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    # Workers keep their connection from task to task, as the web app keeps it from request to
+    # request: Celery's Django fixup would otherwise close it after every task, and each relayed
+    # card would open one, a new PostgreSQL backend, before its pass. Each task starts and ends
+    # as a request does (`close_old_connections`, superdispatch/celery.py), so CONN_MAX_AGE and
+    # the health check still hold; the fixup itself closes them every 1,000 tasks.
+    CELERY_DB_REUSE_MAX = 1000
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if SUPERDISPATCH.redis_url:
