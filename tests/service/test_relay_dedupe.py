@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from celery.signals import beat_init
+from django.db import connections
 from django.test import Client
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
@@ -79,7 +80,10 @@ def test_two_racing_copies_of_one_delivery_start_exactly_one_task(placed, monkey
     answers = []
 
     def copy():
-        answers.append(deliver(Client(), READY, delivery="dlv_race"))
+        try:
+            answers.append(deliver(Client(), READY, delivery="dlv_race"))
+        finally:
+            connections.close_all()  # this thread's own, kept past the request on PostgreSQL
 
     threads = [threading.Thread(target=copy) for _ in range(2)]
     for thread in threads:
