@@ -400,13 +400,18 @@ def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
             f"(SELECT {quote('id')} FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} "
             f"IN ({params}) AND {quote('outcome_status')} IS NOT NULL)", decision_ids)
         candidates = cursor.rowcount
+    decisions_of = (f"FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
+                    f"AND {quote('outcome_status')} IS NOT NULL")
+    held = f"{quote('board_id')}, {quote('chosen')}, {quote('outcome_status')}"
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
-            f"AND {quote('outcome_status')} IS NOT NULL "
-            f"RETURNING {quote('board_id')}, {quote('chosen')}, {quote('outcome_status')}",
-            decision_ids)
-        deleted = cursor.fetchall()
+        if connection.features.can_return_columns_from_insert:  # PostgreSQL, SQLite 3.35 on
+            cursor.execute(f"DELETE {decisions_of} RETURNING {held}", decision_ids)
+            deleted = cursor.fetchall()
+        else:  # an older SQLite, whose one writer holds this transaction: the rows read are
+            # the rows deleted
+            cursor.execute(f"SELECT {held} {decisions_of}", decision_ids)
+            deleted = cursor.fetchall()
+            cursor.execute(f"DELETE {decisions_of}", decision_ids)
         _uncount_settled_holds(deleted)
     return candidates + marked, len(deleted)
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.apps import apps
+from django.db import connection
 from django.db.models import Count, Q
 
 from records import actions, history, retention
@@ -64,7 +65,10 @@ def test_each_settled_hold_counts_once_and_only_where_it_was_held():
     assert history.settled_on_board("brd_b") == {"agt_a": (1, 1)}
 
 
-def test_a_prune_takes_off_exactly_the_holds_it_deletes():
+@pytest.mark.parametrize("returning", [True, False], ids=["delete-returning", "select-then-delete"])
+def test_a_prune_takes_off_exactly_the_holds_it_deletes(monkeypatch, returning):
+    """With RETURNING (PostgreSQL, SQLite 3.35 on) or without it (an older SQLite)."""
+    monkeypatch.setattr(connection.features, "can_return_columns_from_insert", returning)
     now = T0 + timedelta(days=200)
     old, recent = now - timedelta(days=91), now - timedelta(days=1)
     for i, (agent, status, at) in enumerate([
