@@ -394,14 +394,13 @@ def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
     quote = connection.ops.quote_name
     settled = Decision.objects.filter(id__in=decision_ids, outcome_status__isnull=False)
     marked = settled.aggregate(n=Sum(marks.marked_count()))["n"] or 0
+    decisions_of = (f"FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
+                    f"AND {quote('outcome_status')} IS NOT NULL")  # these, settled
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {quote(Candidate._meta.db_table)} WHERE {quote('decision_id')} IN "
-            f"(SELECT {quote('id')} FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} "
-            f"IN ({params}) AND {quote('outcome_status')} IS NOT NULL)", decision_ids)
+            f"(SELECT {quote('id')} {decisions_of})", decision_ids)
         candidates = cursor.rowcount
-    decisions_of = (f"FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
-                    f"AND {quote('outcome_status')} IS NOT NULL")
     held = f"{quote('board_id')}, {quote('chosen')}, {quote('outcome_status')}"
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.features.can_return_columns_from_insert:  # PostgreSQL, SQLite 3.35 on
@@ -429,14 +428,15 @@ def _uncount_settled_holds(deleted: list[tuple[str, str | None, str]]) -> None:
         return
     quote = connection.ops.quote_name
     tally = quote(HoldTally._meta.db_table)
+    pair = "board_id = %s AND agent_id = %s"
     with connection.cursor() as cursor:
         cursor.executemany(
             f"UPDATE {tally} SET settled = CASE WHEN settled > %s THEN settled - %s ELSE 0 END, "
-            f"claimed = CASE WHEN claimed > %s THEN claimed - %s ELSE 0 END "
-            f"WHERE board_id = %s AND agent_id = %s",
-            [(settled, settled, claimed, claimed, board_id, agent_id)
-             for (board_id, agent_id), (settled, claimed) in off.items()])
-        cursor.execute(f"DELETE FROM {tally} WHERE settled = 0")
+            f"claimed = CASE WHEN claimed > %s THEN claimed - %s ELSE 0 END WHERE {pair}",
+            [(settled, settled, claimed, claimed, *key) for key, (settled, claimed) in off.items()])
+        # An agent with no hold left on the board has no tally there: of the pairs just
+        # changed, not a walk of the whole table each batch.
+        cursor.executemany(f"DELETE FROM {tally} WHERE {pair} AND settled = 0", list(off))
 
 
 def do_prune_rolls(before: datetime) -> int:
