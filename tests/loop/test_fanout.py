@@ -7,10 +7,12 @@ from datetime import timedelta
 
 import pytest
 
+from records import history
 from records.models import Board, Decision, LoopState, SweepShard
 from records.signals import sweep_finished
 from superdispatch.loop import fanout, passes
 from superdispatch.loop.fanout import run_shard, split, start_sweep
+from tests.conftest import T0
 from tests.support.factories import make_decision
 from tests.support.world import lane
 from tests.support.world import make_world
@@ -187,3 +189,35 @@ def test_a_shard_takes_the_holds_other_shards_made_since_it_started_and_picks_an
     [d] = world.decisions(board_id="brd_a")
     assert d.chosen == "agt_b" and d.reserved_until is not None  # the next best, held
     assert (summary.holds, summary.refused) == (1, 0)
+
+
+def test_the_looks_at_other_passes_see_live_holds_and_unanswered_decisions_only():
+    """`holding_now` and `held_elsewhere` (plain SQL): a live hold, or a decision not yet
+    answered within the last minute; not a lapsed, refused, settled or stale one, and never
+    the asking decision or its own card."""
+    now = T0 + timedelta(hours=1)
+    later = now + timedelta(seconds=30)
+    make_decision(board="brd_1", card="c_live", chosen="agt_live", created_at=now,
+                  reserved_until=later)
+    make_decision(board="brd_1", card="c_asking", chosen="agt_asking",
+                  created_at=now - timedelta(seconds=59))
+    make_decision(board="brd_1", card="c_lapsed", chosen="agt_lapsed", created_at=now,
+                  reserved_until=now)
+    make_decision(board="brd_1", card="c_refused", chosen="agt_refused", created_at=now,
+                  reservation_refused="card-not-ready")
+    make_decision(board="brd_1", card="c_settled", chosen="agt_settled", created_at=now,
+                  reserved_until=later, outcome_status="claimed", outcome_at=now)
+    make_decision(board="brd_1", card="c_stale", chosen="agt_stale",
+                  created_at=now - timedelta(seconds=61))
+    agents = ["agt_live", "agt_asking", "agt_lapsed", "agt_refused", "agt_settled", "agt_stale",
+              "agt_nobody"]
+    assert sorted(history.holding_now(agents, now)) == [
+        ("agt_asking", "brd_1", "c_asking"), ("agt_live", "brd_1", "c_live")]
+    assert history.holding_now([], now) == []
+    assert [a for a in agents if history.held_elsewhere(a, "brd_2", "c_other", now, "dec_x")] == [
+        "agt_live", "agt_asking"]
+    # The asking pass's own decision, and its own card, are not "elsewhere".
+    own = make_decision(board="brd_2", card="c_mine", chosen="agt_mine", created_at=now)
+    assert not history.held_elsewhere("agt_mine", "brd_2", "c_mine", now, own.id)
+    assert not history.held_elsewhere("agt_live", "brd_1", "c_live", now, "dec_x")
+    assert history.held_elsewhere("agt_mine", "brd_3", "c_theirs", now, "dec_x")
