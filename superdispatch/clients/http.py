@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.exceptions import MaxRetryError, NewConnectionError
+from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
 from urllib3.exceptions import TimeoutError as TransportTimeout
 from urllib3.util.retry import Retry
 
@@ -195,7 +195,7 @@ class Http:
             headers["Authorization"] = f"Bearer {self.tokens.token(self.audience)}"
         try:
             response = self._send(self.read_session if read else self.session,
-                                  method, path, what, params, body, headers)
+                                  method, path, what, params, body, headers, whole=fast is not None)
             if fast is not None and 200 <= response.status_code < 300:
                 value = fast(response.content)
                 if value is not None:
@@ -216,14 +216,18 @@ class Http:
             raise
 
     def _send(self, session: requests.Session, method: str, path: str, what: str, params, body,
-              headers) -> requests.Response:
+              headers, *, whole: bool = False) -> requests.Response:
+        """The answer, its body read. `whole` reads a large body in one call (`_read_whole`)."""
         try:
             response = session.request(
                 method, self.base_url + path, params=params, json=body, headers=headers,
-                timeout=self.timeout, allow_redirects=False, proxies=self.proxies, verify=self.verify)
-        except requests.RequestException as err:
+                timeout=self.timeout, allow_redirects=False, proxies=self.proxies, verify=self.verify,
+                stream=whole)
+            if whole:
+                _read_whole(response)
+        except (requests.RequestException, HTTPError, OSError) as err:
             # Only the kind of failure is kept: the exception text names the URL and socket error.
-            cause = err.args[0] if err.args else None
+            cause = err.args[0] if isinstance(err, requests.RequestException) and err.args else err
             # urllib3 gives up with MaxRetryError only once a read's budget is spent.
             used_up = self.retries if session is self.read_session else 0
             attempts = 1 + used_up if isinstance(cause, MaxRetryError) else 1
@@ -247,6 +251,24 @@ class Http:
         if not readable:
             raise BadShape(self.product, what, status, "bad-shape", "body is not JSON")
         return payload, status
+
+
+def _read_whole(response: requests.Response) -> None:
+    """Read a streamed answer's body in one call, as requests would have read it.
+
+    requests reads a body 10 KB at a time: for an eligibility answer of a 10,000-agent
+    workspace (about 790 KB) that costs some 1.9 ms of CPU, against 0.8 ms in one read. A
+    transport that has the body already (the sandbox's in-process one) is left as it is. A
+    failure mid-body (a timeout, a dropped connection) closes the connection and is raised."""
+    if response._content is not False or response.raw is None:
+        return
+    try:
+        response._content = response.raw.read(decode_content=True)
+    except BaseException:
+        response.close()  # the connection, half read, is not given back to the pool
+        raise
+    response._content_consumed = True
+    response.close()  # read to its end: gives the connection back to the pool
 
 
 def _failure_code(err: Exception | None) -> str:

@@ -25,6 +25,7 @@ class Reply:
     raw: bytes | None = None  # sent as is instead of `body` as JSON
     hold: bool = False  # answer only once the server's gate opens (for read timeouts)
     headers: tuple[tuple[str, str], ...] = ()  # sent besides Content-Type and Content-Length
+    cut_at: int | None = None  # send only this many bytes of the body (then `hold`), then hang up
 
 
 Handler = Callable[[Request], Reply]
@@ -92,7 +93,7 @@ class SuiteServer:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=json.loads(raw) if raw else None)
                 reply = server._answer(request)
-                if reply.hold:
+                if reply.hold and reply.cut_at is None:
                     server.gate.wait(10)
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
                 try:
@@ -102,7 +103,12 @@ class SuiteServer:
                     for name, value in reply.headers:
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    self.wfile.write(payload if reply.cut_at is None else payload[:reply.cut_at])
+                    if reply.cut_at is not None:
+                        if reply.hold:  # a body that stalls part way
+                            self.wfile.flush()
+                            server.gate.wait(10)
+                        self.close_connection = True
                 except OSError:
                     pass  # the client gave up (a timeout test); nothing to answer
 

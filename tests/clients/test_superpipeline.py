@@ -136,6 +136,32 @@ def test_eligibility_without_its_agents_is_bad_shape(suite, pipeline):
         pipeline.eligibility("brd_1", "card_1042")
 
 
+def test_a_large_eligibility_answer_is_read_whole_and_the_connection_kept_for_the_next(
+        suite, pipeline):
+    """A workspace's answer (here 10,000 agents, about 790 KB) is read in one call."""
+    path = "/v1/boards/brd_1/cards/card_1042/eligibility"
+    agents = [{"agentId": f"agt_{i:05d}", "principalId": f"prn_{i:05d}", "eligible": i % 3 > 0,
+               "reasons": [] if i % 3 else ["grant_denied"]} for i in range(10_000)]
+    suite.route("GET", path, Reply(200, {**bodies.eligibility(), "agents": agents}))
+    first = pipeline.eligibility("brd_1", "card_1042")
+    assert len(first) == 10_000 and first[1].eligible and first[3].reasons == ("grant_denied",)
+    assert pipeline.eligibility("brd_1", "card_1042") == first
+
+
+@pytest.mark.parametrize("stalls, code", [(False, "unreachable"), (True, "timeout")])
+def test_an_eligibility_answer_cut_short_or_stalled_part_way_is_unavailable_and_the_next_is_read(
+        suite, pipeline, stalls, code):
+    path = "/v1/boards/brd_1/cards/card_1042/eligibility"
+    suite.route("GET", path, Reply(200, bodies.eligibility(), cut_at=40, hold=stalls),
+                Reply(200, bodies.eligibility()))
+    with pytest.raises(Unavailable) as failed:
+        pipeline.eligibility("brd_1", "card_1042")
+    assert failed.value.code == code
+    suite.gate.set()
+    assert [v.agent_id for v in pipeline.eligibility("brd_1", "card_1042")] == [
+        "agt_ada", "agt_cyd", "agt_eli"]
+
+
 def test_agents_load_is_read(suite, pipeline):
     suite.route("GET", "/v1/agents/load", Reply(200, bodies.load()))
     assert pipeline.agents_load() == (
