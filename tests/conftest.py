@@ -65,3 +65,19 @@ def fresh_learned_reading():
     runtime.reset_cache()
     yield
     runtime.reset_cache()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and then, on PostgreSQL, the test database's sessions that other threads
+    left open (in-process Celery workers, live servers) ended before it is dropped: Django keeps
+    a connection per thread, and one whose thread has ended cannot be closed from this one, so
+    the drop would fail and leave the database behind. Their threads are done by now."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
