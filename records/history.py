@@ -128,16 +128,18 @@ def holding_now(agent_ids: Iterable[str], now: datetime) -> list[tuple[str, str,
     not yet answered: what passes running at once (a sweep's shards) have taken since this
     pass read its holds."""
     agents = list(agent_ids)
-    if not agents:
-        return []
     if connection.vendor == "postgresql":  # one array, however many agents
-        named, params = "chosen = ANY(%s)", [agents]
-    else:
-        named, params = f"chosen IN ({', '.join(['%s'] * len(agents))})", agents
+        asks = [("chosen = ANY(%s)", [agents])] if agents else []
+    else:  # a list, IN_CHUNK agents at a time
+        asks = [(f"chosen IN ({', '.join(['%s'] * len(chunk))})", chunk)
+                for chunk in (agents[i:i + IN_CHUNK] for i in range(0, len(agents), IN_CHUNK))]
+    found: list[tuple[str, str, str]] = []
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT chosen, board_id, card_id FROM {_DECISIONS} "
-                       f"WHERE {named} AND {_LIVE_OR_ASKING}", [*params, *_live_params(now)])
-        return [tuple(row) for row in cursor.fetchall()]
+        for named, params in asks:
+            cursor.execute(f"SELECT chosen, board_id, card_id FROM {_DECISIONS} "
+                           f"WHERE {named} AND {_LIVE_OR_ASKING}", [*params, *_live_params(now)])
+            found.extend(tuple(row) for row in cursor.fetchall())
+    return found
 
 
 def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,

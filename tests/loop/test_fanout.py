@@ -214,6 +214,8 @@ def test_the_looks_at_other_passes_see_live_holds_and_unanswered_decisions_only(
     assert sorted(history.holding_now(agents, now)) == [
         ("agt_asking", "brd_1", "c_asking"), ("agt_live", "brd_1", "c_live")]
     assert history.holding_now([], now) == []
+    many = [f"agt_{i:04d}" for i in range(history.IN_CHUNK * 2 + 1)] + ["agt_live"]
+    assert history.holding_now(many, now) == [("agt_live", "brd_1", "c_live")]  # past SQLite's 999
     assert [a for a in agents if history.held_elsewhere(a, "brd_2", "c_other", now, "dec_x")] == [
         "agt_live", "agt_asking"]
     # The asking pass's own decision, and its own card, are not "elsewhere".
