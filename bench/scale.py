@@ -23,6 +23,11 @@ its hold request; `per_board_ms` is the rest of that sweep's process-time (its t
 of its processes) per board (reads, roster, settling, leases, and any process idle at the
 sweep's end).
 
+Each run also prints the CPU seconds each part spent during the sweep (`CpuShares`, from
+/proc): the sweeps workers, PostgreSQL, this process, the placement worker and the web app,
+against the core-seconds the machine had; so where a sweep's time goes is read off each run,
+not guessed. Run nothing else on the machine meanwhile (every `postgres` process is counted).
+
 Each worker count runs in a fresh process with a fresh store. Goals on a two-core machine:
 `sweep_s_w2 < 30`, `relay_p99_during_sweep_ms < 250`.
 
@@ -110,6 +115,70 @@ class Watch:
         with self._changed:
             self._changed.wait_for(lambda: card_id in self.held, timeout)
             return self.held.get(card_id)
+
+
+class CpuShares:
+    """CPU seconds each part of the run spends from `start` to `stop`, read from /proc (Linux)
+    about once a second: the sweeps worker, the placement worker and the web app (each a
+    process tree), PostgreSQL (every `postgres` process of the machine: run nothing else on it
+    meanwhile) and this process (the stand-in suite over HTTP, the relay's client). A process
+    that starts and ends between two looks is missed."""
+
+    TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def __init__(self, trees: dict[str, int]) -> None:
+        self.trees = trees  # part -> the pid its tree starts at
+        self.first: dict[int, float] = {}
+        self.last: dict[int, tuple[str, float]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def start(self) -> None:
+        self.first = {pid: cpu for pid, (_, cpu) in self._look().items()}
+        self._thread.start()
+
+    def stop(self) -> dict[str, float]:
+        self._done.set()
+        self._thread.join(timeout=10)
+        self._record(self._look())
+        shares: dict[str, float] = {}
+        for pid, (part, cpu) in self.last.items():
+            shares[part] = shares.get(part, 0.0) + cpu - self.first.get(pid, 0.0)
+        return shares
+
+    def _sample(self) -> None:
+        while not self._done.wait(1.0):
+            self._record(self._look())
+
+    def _record(self, seen: dict[int, tuple[str, float]]) -> None:
+        self.last.update(seen)
+
+    def _look(self) -> dict[int, tuple[str, float]]:
+        stats: dict[int, tuple[str, int, float]] = {}  # pid -> (comm, ppid, cpu seconds)
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+            stats[int(entry)] = (comm, int(rest[1]), (int(rest[11]) + int(rest[12])) / self.TICKS)
+        roots = {pid: part for part, pid in self.trees.items()}
+        seen: dict[int, tuple[str, float]] = {}
+        for pid, (comm, _, cpu) in stats.items():
+            part, up = None, pid
+            for _ in range(8):  # up the tree to a part's root, if any
+                if up in roots:
+                    part = roots[up]
+                    break
+                up = stats[up][1] if up in stats else 0
+            if part is None and comm == "postgres":
+                part = "postgres"
+            if part is not None:
+                seen[pid] = (part, cpu)
+        return seen
 
 
 def run(workers: int, size: dict) -> dict:
@@ -215,6 +284,9 @@ def run(workers: int, size: dict) -> dict:
         # worker's first request open their connections (the store, the broker, the
         # suite's tokens), a quarter second once, which is start-up and not the sweep's.
         relay_one()
+        cpu = CpuShares({"sweeps": started[1].pid, "placement": started[2].pid,
+                         "web": started[0].pid, "bench": os.getpid()})
+        cpu.start()
         sweep_started = time.monotonic()
         app.send_task("superdispatch.sweep")
         relay_thread = threading.Thread(target=relaying, daemon=True)
@@ -222,6 +294,7 @@ def run(workers: int, size: dict) -> dict:
         wait_until(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists(),
                    SWEEP_S, "the sweep summing up", every=0.05)
         sweep_s = time.monotonic() - sweep_started
+        cpu_s = cpu.stop()
         done.set()
         relay_thread.join(timeout=15)
         state = LoopState.objects.get()
@@ -229,7 +302,7 @@ def run(workers: int, size: dict) -> dict:
         card_ms = [(watch.held[c] - watch.read[c]) * 1000 for c in watch.held if c in watch.read]
         latencies = [r for r in relays if r is not None]
         return {"sweep_s": sweep_s, "relay_ms": latencies, "relay_missed": len(relays) - len(latencies),
-                "card_ms": card_ms, "reads": len(watch.read), "holds": len(card_ms),
+                "card_ms": card_ms, "reads": len(watch.read), "holds": len(card_ms), "cpu_s": cpu_s,
                 "deferred": len(state.deferred_boards or []), "failed": state.failed_sweeps,
                 "unplaced": sum(int((shard.summary or {}).get("unplaced", 0))
                                 for shard in SweepShard.objects.all()),
@@ -284,6 +357,12 @@ def main() -> None:
               f"{result['deferred']} boards and {result['unplaced']} cards left; relay during it: {len(relay)} held, "
               f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
               f"p99 {percentile(relay, 99):.0f} ms")
+        cpu = result["cpu_s"]
+        print(f"    CPU during it: sweeps workers {cpu.get('sweeps', 0):.1f} s, PostgreSQL "
+              f"{cpu.get('postgres', 0):.1f} s, this process (the stand-in, the relay) "
+              f"{cpu.get('bench', 0):.1f} s, placement worker {cpu.get('placement', 0):.1f} s, "
+              f"web {cpu.get('web', 0):.1f} s: {sum(cpu.values()):.0f} of the "
+              f"{result['sweep_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had")
     fewest = min(figures)
     one = figures[fewest]
     per_card = sum(one["card_ms"]) / max(1, len(one["card_ms"]))
