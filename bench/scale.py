@@ -155,6 +155,8 @@ class CpuShares:
 
     def _look(self) -> dict[int, tuple[str, float]]:
         stats: dict[int, tuple[str, int, float]] = {}  # pid -> (comm, ppid, cpu seconds)
+        if not os.path.isdir("/proc"):
+            return {}  # not Linux: nothing is read, and the CPU line says 0 of everything
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
                 continue
