@@ -128,6 +128,22 @@ def count_arg(default: int) -> int:
     return count
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def proc_stat(pid: int) -> tuple[str, int, float] | None:
+    """A process's name, parent and CPU seconds (user and system) from /proc (Linux); None when
+    it is gone or there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (stat[stat.index("(") + 1:stat.rindex(")")], int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / _TICKS)
+
+
 def temp_dir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=f"superdispatch-bench-{prefix}-")
 

@@ -48,7 +48,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, fresh_database, percentile, stop, temp_dir,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, fresh_database, percentile, proc_stat, stop, temp_dir,
 )
 from bench.relay_latency import free_port, signed_headers, wait_until  # noqa: E402
 
@@ -124,8 +124,6 @@ class CpuShares:
     meanwhile) and this process (the stand-in suite over HTTP, the relay's client). A process
     that starts and ends between two looks is missed."""
 
-    TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
     def __init__(self, trees: dict[str, int]) -> None:
         self.trees = trees  # part -> the pid its tree starts at
         self.first: dict[int, float] = {}
@@ -154,19 +152,10 @@ class CpuShares:
         self.last.update(seen)
 
     def _look(self) -> dict[int, tuple[str, float]]:
-        stats: dict[int, tuple[str, int, float]] = {}  # pid -> (comm, ppid, cpu seconds)
         if not os.path.isdir("/proc"):
             return {}  # not Linux: nothing is read, and the CPU line says 0 of everything
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-            stats[int(entry)] = (comm, int(rest[1]), (int(rest[11]) + int(rest[12])) / self.TICKS)
+        stats = {int(entry): stat for entry in os.listdir("/proc")  # pid -> (comm, ppid, cpu s)
+                 if entry.isdigit() and (stat := proc_stat(int(entry))) is not None}
         roots = {pid: part for part, pid in self.trees.items()}
         seen: dict[int, tuple[str, float]] = {}
         for pid, (comm, _, cpu) in stats.items():

@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._common import proc_stat  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench.scale import scenario  # noqa: E402
 
@@ -75,17 +76,8 @@ def store_backend(connection):
     /proc: the same machine, Linux); one that reads 0 elsewhere."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
-        stat = f"/proc/{cursor.fetchone()[0]}/stat"
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    def cpu_s() -> float:
-        try:
-            with open(stat) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / ticks
-    return cpu_s
+        pid = cursor.fetchone()[0]
+    return lambda: (proc_stat(pid) or ("", 0, 0.0))[2]
 
 
 def main() -> None:
