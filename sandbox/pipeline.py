@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable
 
+import msgspec
+
 from .clock import Clock, rfc3339
 from .replies import Refused
 from .scenario import AgentSpec, BoardSpec, StageSpec
@@ -128,6 +130,8 @@ class Pipeline:
         # What every agent's verdict says before this card's own state is looked at, by board
         # and stage requirement (see `eligibility_json`), for the agents in id order as they are.
         self._judged: dict[tuple, tuple[list[WorkspaceAgent], list[dict], dict[str, int]]] = {}
+        # Each kept verdict list (by its id) with its JSON, encoded once: see `encoded_verdicts`.
+        self._encoded: dict[int, tuple[list[dict], msgspec.Raw]] = {}
         self._granted: tuple[list[WorkspaceAgent] | None, bool] = (None, False)
         self._card_seq = 1000
         self._event_seq = 0
@@ -443,13 +447,27 @@ class Pipeline:
                         for agent in self.agents_by_id()]
         else:
             agents, verdicts, at = self._judged_here(board_id, requires)
-            verdicts = list(verdicts)
-            for agent_id, count in working_here.items():
-                if agent_id in at and count >= agents[at[agent_id]].concurrency:
-                    plain = verdicts[at[agent_id]]
-                    reasons = [*plain["reasons"], "concurrency_reached"]
-                    verdicts[at[agent_id]] = {**plain, "eligible": False, "reasons": reasons}
+            at_capacity = [at[agent_id] for agent_id, count in working_here.items()
+                           if agent_id in at and count >= agents[at[agent_id]].concurrency]
+            if at_capacity:  # else the kept list itself, which nobody changes
+                verdicts = list(verdicts)
+                for i in at_capacity:
+                    plain = verdicts[i]
+                    verdicts[i] = {**plain, "eligible": False, "reasons": [*plain["reasons"], "concurrency_reached"]}
         return {"cardId": card.id, "stageKey": card.stage_key, "requires": requires, "agents": verdicts}
+
+    def encoded_verdicts(self, verdicts: list[dict]) -> list[dict] | msgspec.Raw:
+        """An eligibility answer's verdicts as the route sends them: a kept list (a ready,
+        unheld card that nobody works, see `_judged_here`) as its JSON, encoded once, for it is
+        the same ten thousand verdicts card after card; any other list as it is."""
+        kept = self._encoded.get(id(verdicts))
+        if kept is not None and kept[0] is verdicts:
+            return kept[1]
+        if any(verdicts is judged[1] for judged in self._judged.values()):
+            raw = msgspec.Raw(msgspec.json.encode(verdicts))
+            self._encoded[id(verdicts)] = (verdicts, raw)
+            return raw
+        return verdicts
 
     def _judged_here(self, board_id: str, requires: dict) -> tuple[list[WorkspaceAgent], list[dict], dict[str, int]]:
         """Every agent's verdict on a ready, unheld card of this board and stage requirement
@@ -462,6 +480,8 @@ class Pipeline:
         key = (board_id if granted else None, tuple(requires["all"]), tuple(requires["any"]))
         kept = self._judged.get(key)
         if kept is None or kept[0] is not agents:
+            if kept is not None:
+                self._encoded.pop(id(kept[1]), None)
             verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires)) for agent in agents]
             kept = self._judged[key] = (agents, verdicts, {agent.id: i for i, agent in enumerate(agents)})
         return kept

@@ -51,7 +51,8 @@ def board_read(suite: Suite, request: Request) -> Reply:
 
 def eligibility(suite: Suite, request: Request) -> Reply:
     suite.accounts.authorize(request.headers, suite.urls.audience("superpipeline"), "dispatch:read")
-    return ok(suite.pipeline.eligibility_json(request.params["board"], request.params["card"]))
+    answer = suite.pipeline.eligibility_json(request.params["board"], request.params["card"])
+    return ok({**answer, "agents": suite.pipeline.encoded_verdicts(answer["agents"])})
 
 
 def reservation(suite: Suite, request: Request) -> Reply:

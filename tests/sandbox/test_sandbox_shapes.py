@@ -1,6 +1,8 @@
 """Every route answers in exactly the shapes of contracts.md, and each failure toggle as the real product would."""
 import pytest
 
+from sandbox.scenario import AgentSpec
+
 CARD_KEYS = {"id", "title", "currentStageKey", "state", "delegateAgentId", "priority", "readyAt", "claimedAt",
              "archivedAt", "reservation", "createdAt", "updatedAt", "attemptCount"}
 
@@ -64,6 +66,27 @@ def test_eligibility_judges_every_agent_of_the_workspace_with_reasons(world):
     assert verdicts["agt_cyd"]["eligible"] is True
     assert verdicts["agt_eli"] == {"agentId": "agt_eli", "principalId": None, "eligible": False,
                                    "reasons": ["capability_mismatch", "grant_denied"]}
+
+
+def test_eligibility_answers_what_the_workspace_says_now_card_after_card(world):
+    # The route sends a ready card's plain verdicts as JSON encoded once; what it sends must
+    # still follow each change: an agent at its concurrency, a hold, an agent that joins.
+    def answered(card):
+        status, answer = world.call("GET", "superpipeline", f"/v1/boards/brd_r/cards/{card.id}/eligibility")
+        assert status == 200
+        assert answer == world.pipeline.eligibility_json("brd_r", card.id)
+        return {a["agentId"]: a["reasons"] for a in answer["agents"]}
+
+    first, second, third = world.card(), world.card(), world.card()
+    assert answered(first)["agt_bob"] == [] and answered(second)["agt_bob"] == []
+    world.pipeline.claim("agt_bob", third.id)
+    assert answered(first)["agt_bob"] == ["concurrency_reached"]
+    world.pipeline.reserve("brd_r", second.id, "agt_ada", 60)
+    assert answered(second)["agt_cyd"] == ["card_reserved"]
+    world.pipeline.finish("agt_bob", third.id, succeeded=True)
+    assert answered(first)["agt_bob"] == []
+    world.pipeline.add_agent(AgentSpec("agt_new", "prn_new", ("code-review",), None, ()))
+    assert answered(first)["agt_new"] == [] and answered(world.card())["agt_new"] == []
 
 
 def test_eligibility_of_a_card_held_for_another_names_the_hold(world):
