@@ -139,7 +139,11 @@ class Decision(models.Model):
             models.Index(fields=["-created_at"], name="decision_time"),
             models.Index(fields=["board_id", "card_id", "stage_key", "created_at"],
                          name="decision_ladder"),
-            # An agent's live holds: chosen, unsettled, reserved until later than now.
+            # An agent's live holds: chosen, unsettled, reserved until later than now. The only
+            # partial index of unsettled decisions, and it leads with the agent: PostgreSQL
+            # takes a partial index whose statistics are stale for nearly empty, and one of all
+            # unsettled decisions by board (until 0009) was scanned whole for one agent's holds,
+            # twice a card, by the looks at other passes' holds (`records.history`).
             models.Index(fields=["chosen", "reserved_until"], name="decision_live_hold",
                          condition=Q(outcome_status__isnull=True)),
             # An agent's lapses: chosen, settled expired/claimed-by-other, by when it lapsed.
@@ -148,9 +152,6 @@ class Decision(models.Model):
             # Settled holds per agent per board, for its success rate.
             models.Index(fields=["board_id", "chosen", "outcome_status"],
                          name="decision_board_agent"),
-            # Holds still to settle, per board.
-            models.Index(fields=["board_id", "reserved_until"], name="decision_unsettled",
-                         condition=Q(outcome_status__isnull=True, chosen__isnull=False)),
             # The dataset: settled decisions by (created_at, id), oldest or newest first.
             models.Index(fields=["created_at", "id"], name="decision_settled_time",
                          condition=Q(outcome_status__isnull=False)),

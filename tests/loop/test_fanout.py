@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from records import history
 from records.models import Board, Decision, LoopState, SweepShard
@@ -223,3 +225,27 @@ def test_the_looks_at_other_passes_see_live_holds_and_unanswered_decisions_only(
     assert not history.held_elsewhere("agt_mine", "brd_2", "c_mine", now, own.id)
     assert not history.held_elsewhere("agt_live", "brd_1", "c_live", now, "dec_x")
     assert history.held_elsewhere("agt_mine", "brd_3", "c_theirs", now, "dec_x")
+
+
+def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_statistics():
+    """On PostgreSQL, with the store's statistics as a new store has them (never analyzed, or
+    stale while a sweep adds thousands of holds), each look reads only the named agents' live
+    holds on `decision_live_hold`: it neither scans the table nor a partial index of every
+    unsettled decision (2.4 ms a look at 5,000 holds, against 0.3 ms)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the plans are PostgreSQL's (SQLite names its agents in IN lists)")
+    now = T0 + timedelta(hours=1)
+    Decision.objects.bulk_create(
+        Decision(board_id=f"brd_{i // 5}", card_id=f"card_{i}", stage_key="review", policy="p",
+                 chosen=f"agt_{i * 37 % 3000:04d}", created_at=now, ladder_ready_at=now,
+                 reserved_until=now + timedelta(seconds=60))
+        for i in range(3000))
+    roster = [f"agt_{i:04d}" for i in range(100, 200)]
+    with CaptureQueriesContext(connection) as looks:
+        history.holding_now(roster, now)
+        history.held_elsewhere("agt_0042", "brd_x", "card_x", now, "pld_x")
+    with connection.cursor() as cursor:
+        for look in looks.captured_queries:
+            cursor.execute("EXPLAIN " + look["sql"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            assert "decision_live_hold" in plan and "Seq Scan on records_decision" not in plan, plan
