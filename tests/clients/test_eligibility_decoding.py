@@ -156,3 +156,46 @@ def test_a_bad_answer_is_never_kept_nor_mistaken_for_a_good_one():
     good = reads.verdicts(_answer("card_3", AGENTS))
     assert reads.verdicts(json.dumps({"error": {"code": "forbidden"}, "agents": AGENTS}).encode()) is None
     assert reads.verdicts(_answer("card_4", AGENTS)) is good
+
+
+def test_an_answer_alike_is_known_by_its_last_bytes_only_when_they_are_its_agents():
+    """A recent read's verdicts at the end of a body are taken as its `agents` only when the
+    rest of the body says so; anything else goes the long way, to what it would have said."""
+    seen = json.dumps(AGENTS)
+    reads = AlikeReads()
+    first = reads.verdicts(_answer("card_1", AGENTS))
+    assert reads.verdicts(f'{{"cardId": "card_2", "agents": {seen}}}\n'.encode()) is first
+    assert reads.verdicts(f'{{"agents": [], "agents":{seen}}}'.encode()) is first  # the last, as json reads it
+    for body in (f'{{"cardId": "card_2", "other": {seen}}}',  # not the agents
+                 f'{{"agents": [], "other": {seen}}}',
+                 f'{{"agents": 0, "other": {seen}}}',
+                 f'{{"agents": 1, "other": {seen}}}',
+                 f'{{"agents":-{seen}}}', f'{{"agents":1{seen}}}', f'{{"agents":"{seen}}}',
+                 f'{{"error": "forbidden", "agents": {seen}}}',
+                 f'["agents", {seen}}}', f'{seen}}}', f'{{"agents": {seen}}}}}'):
+        got = reads.verdicts(body.encode())
+        assert got is not first and got == read_the_usual_way(body), body
+
+
+def read_the_usual_way(text: str):
+    try:
+        return the_usual_way(json.loads(text))
+    except ValueError:
+        return None
+
+
+HEAD_PIECES = st.sampled_from(['{', '}', '[', ']', ',', ':', ' ', '"agents"', '"error"', '"cardId"',
+                               '"x"', '0', '1', '-', 'null', '"', '{"agents": ', ', "agents": ',
+                               '"agents":', '{"cardId": "card_1", "agents": '])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(HEAD_PIECES, max_size=8).map("".join))
+def test_a_body_ending_in_a_recent_reads_verdicts_is_read_as_the_usual_way_reads_it(head):
+    reads = AlikeReads()
+    first = reads.verdicts(_answer("card_1", AGENTS))
+    body = f"{head}{json.dumps(AGENTS)}}}"
+    fast = reads.verdicts(body.encode())
+    assert fast == read_the_usual_way(body)
+    if fast == first:
+        assert fast is first  # a body alike is never decoded again
