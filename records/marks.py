@@ -48,19 +48,33 @@ class Split(NamedTuple):
     """How one decision's candidates are stored."""
 
     rows: list[int]  # the positions that get a Candidate row
-    agents: list[str]  # the roll's agent ids, by position ([] when every candidate has a row)
+    agents: tuple[str, ...]  # the roll's agent ids, by position (() when every candidate has a row)
     principals: list[str | None]  # ... and their principal ids
     marks: str  # one mark per position ("" when every candidate has a row)
 
     @property
     def digest(self) -> str:
-        """The name the roll is stored under: the digest of its agents."""
-        return _digest((tuple(self.agents), tuple(self.principals)))
+        """The name the roll is stored under: the digest of its agents.
+
+        Every card read alike hands on the very same tuple of agent ids, and their principals
+        are nearly always the last card's too: that is checked by identity and one comparison,
+        not by hashing ten thousand ids again a card."""
+        global _last_roll
+        agents, principals = self.agents, self.principals
+        last_agents, last_principals, last_digest = _last_roll
+        if agents is last_agents and principals == last_principals:
+            return last_digest
+        digest = _digest((tuple(agents), tuple(principals)))
+        _last_roll = (agents, list(principals), digest)
+        return digest
 
     @property
     def roll(self) -> list[list[str | None]]:
         """The roll as stored: [agentId, principalId] per position."""
         return [list(pair) for pair in zip(self.agents, self.principals)]
+
+
+_last_roll: tuple[tuple[str, ...] | None, list[str | None], str] = (None, [], "")
 
 
 @lru_cache(maxsize=64)
@@ -89,8 +103,8 @@ def split(candidates: Sequence[Any]) -> Split:
             rows.append(position)
             marks.append(ROW)
     if len(rows) == len(candidates):
-        return Split(rows, [], [], "")
-    return Split(rows, [c.agent_id for c in candidates], [c.principal_id for c in candidates],
+        return Split(rows, (), [], "")
+    return Split(rows, tuple(c.agent_id for c in candidates), [c.principal_id for c in candidates],
                  "".join(marks))
 
 
@@ -98,8 +112,8 @@ def _split_kinds(candidates: Candidates) -> Split:
     """`split` of a decision as placement made it: its kinds are the marks already."""
     rows = sorted(candidates.own)
     if len(rows) == len(candidates):
-        return Split(rows, [], [], "")
-    return Split(rows, list(candidates.ids), candidates.principals(), candidates.kinds)
+        return Split(rows, (), [], "")
+    return Split(rows, candidates.ids, candidates.principals(), candidates.kinds)
 
 
 @lru_cache(maxsize=1)

@@ -339,7 +339,7 @@ def _ends_with_agents(content: bytes, agents: bytes) -> bool:
     twice is read at its last, as `_plain_agents` reads it)."""
     end = len(content) - 1
     start = end - len(agents)
-    if start <= 0 or content[end] != 0x7D or content[start:end] != agents:  # 0x7D: "}"
+    if start <= 0 or content[end] != 0x7D or not content.startswith(agents, start):  # 0x7D: "}"
         return False
     head = content[:start]
     try:

@@ -70,7 +70,7 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
             in_set=not off, eligible=eligible and not off,
             reasons="," + ",".join(reasons) + "," if reasons else ""))
     if marks.ROW * len(signs) != "".join(signs):
-        kept = marks.Split([], [a for a, _ in roll], [p for _, p in roll], "".join(signs))
+        kept = marks.Split([], tuple(a for a, _ in roll), [p for _, p in roll], "".join(signs))
         decision.roll, _ = Roll.objects.get_or_create(
             digest=kept.digest, defaults={"agents": kept.roll, "created_at": created_at})
         decision.roll_marks = kept.marks
