@@ -99,7 +99,9 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
                        if verdicts[agent_id].principal_id})
     principals.update(roster.principals)
     stations.update(roster.stations)
-    unjudged = rows.keys() - verdicts.keys()  # on the roster, but not in the read: rare
+    # On the roster, but not in the read: rare. (Asked agent by agent of the roster: a set
+    # difference with the read's keys would walk all of its thousands.)
+    unjudged = {agent_id for agent_id in rows if agent_id not in verdicts}
     ids = tuple(sorted([*read.ids, *unjudged])) if unjudged else read.ids
     kinds, roll = _own_records(read, ids, loads.keys() | rows.keys() | stations.keys(), principals)
     return Pool(
