@@ -42,7 +42,9 @@ class CandidateRecord(NamedTuple):
         """Every filter it failed, in order."""
         return tuple(result for result in self.filters if not result.passed)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self, *, filters: bool = True) -> dict[str, Any]:
+        """The candidate as records-decisions names it; without its `filters` when the caller
+        has them already (a decision's candidates that passed every filter share one tuple)."""
         record: dict[str, Any] = {
             "candidate": {
                 "agentId": self.agent_id,
@@ -50,7 +52,7 @@ class CandidateRecord(NamedTuple):
                 "stationId": self.station_id,
                 "source": self.source,
             },
-            "filters": [result.to_record() for result in self.filters],
+            "filters": [result.to_record() for result in self.filters] if filters else None,
             "score": self.score.to_record() if self.score is not None else None,
             "stageHistory": self.stage_history.to_record() if self.stage_history is not None else None,
         }

@@ -91,9 +91,11 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None,
     rows = []
     for position in kept.rows:
         c = placed.candidates[position]
-        rec = c.to_record()
         key = id(c.filters)
-        if key not in encoded:
+        if key in encoded:
+            rec = c.to_record(filters=False)
+        else:
+            rec = c.to_record()
             encoded[key] = serializers.encode_verdicts(rec["filters"])
         rows.append(serializers.candidate_row(decision.id, position, rec, in_set=c.in_set,
                                               eligible=c.eligible, verdicts=encoded[key]))

@@ -255,3 +255,37 @@ def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mi
         http.call("GET", witness_path, dict, params=[("stage", "secret-ish")], read=True)
     assert [r.getMessage() for r in caplog.records] == [
         "superwitness GET /v1/runs: http-503; retrying (1 of 2)"]
+
+
+@pytest.mark.parametrize("method, path, params, body, headers", [
+    ("GET", "/v1/boards/brd%2F1/cards", None, None, {}),
+    ("GET", "/v1/runs", [("status", "succeeded"), ("status", "failed"), ("scope", "a b&c=d")], None,
+     {"Authorization": "Bearer t0k.en"}),
+    ("POST", "/v1/boards/brd_1/cards/crd_1/reservation", None, {"agentId": "agt_é", "seconds": 60},
+     {"Authorization": "Bearer x"}),
+    ("PUT", "/v1/boards/brd_1/scheduling", None, {"placementWindowSeconds": 10}, {}),
+    ("DELETE", "/v1/boards/brd_1/cards/crd_1/reservation", None, None, {}),
+])
+def test_a_call_is_sent_as_requests_would_prepare_it(method, path, params, body, headers):
+    import json
+
+    import requests
+
+    http = Http("superpipeline", "http://pipeline.test:8080/")
+    session = requests.Session()
+    ours = http._prepared(session, method, path, params, body, headers)
+    theirs = session.prepare_request(requests.Request(
+        method, http.base_url + path, params=params, json=body, headers=headers))
+    assert (ours.method, ours.url) == (theirs.method, theirs.url)
+    # The same JSON, though not byte for byte: each body's length is its own.
+    length = ours.headers.pop("Content-Length", None)
+    assert length == (str(len(ours.body)) if ours.body else (None if method == "GET" else "0"))
+    theirs.headers.pop("Content-Length", None)
+    assert dict(ours.headers) == dict(theirs.headers)
+    assert (json.loads(ours.body) if ours.body else None) == (json.loads(theirs.body) if theirs.body else None)
+
+
+def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(suite, naps):
+    http = Http("superpipeline", "http://127.0.0.1:9/")
+    with pytest.raises(Unavailable):
+        http.call("GET", "/v1/x", lambda body: body, headers={"X-Note": "a\r\nInjected: 1"})
