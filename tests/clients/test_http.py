@@ -286,6 +286,9 @@ def test_a_call_is_sent_as_requests_would_prepare_it(method, path, params, body,
 
 
 def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(suite, naps):
-    http = Http("superpipeline", "http://127.0.0.1:9/")
+    suite.route("GET", "/v1/x", Reply(200, {}))
+    http = Http("superpipeline", suite.url, sleep=naps.append)
     with pytest.raises(Unavailable):
-        http.call("GET", "/v1/x", lambda body: body, headers={"X-Note": "a\r\nInjected: 1"})
+        http.call("GET", "/v1/x", dict, headers={"X-Note": "a\r\nInjected: 1"})
+    assert suite.hits("GET", "/v1/x") == []
+    assert http.call("GET", "/v1/x", dict, headers={"X-Note": "plain"}) == {}
