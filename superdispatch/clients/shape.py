@@ -60,13 +60,17 @@ def boolean(obj: dict, key: str, where: str) -> bool:
 
 def time(obj: dict, key: str, where: str) -> datetime:
     """An RFC 3339 time with an offset, returned in UTC."""
-    value = obj.get(key)
+    return parse_time(obj.get(key), f"{where}.{key}")
+
+
+def parse_time(value: Any, where: str) -> datetime:
+    """`time` of a value already in hand."""
     try:
         parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
     except ValueError:
         parsed = None
     if parsed is None or parsed.tzinfo is None:
-        raise ShapeError(f"{where}.{key}: expected an RFC 3339 time")
+        raise ShapeError(f"{where}: expected an RFC 3339 time")
     return parsed.astimezone(timezone.utc)
 
 
