@@ -259,5 +259,5 @@ def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...
 def unsettled_on_board(board_id: str) -> list[Decision]:
     """Recorded decisions on a board still waiting for what became of their card."""
     return list(Decision.objects.filter(board_id=board_id, outcome_status__isnull=True)
-                .only("id", "card_id", "stage_key", "ladder_ready_at", "chosen",
+                .only("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "chosen",
                       "reserved_until", "created_at", "reason", "tier_name"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Annotated, Any, Callable
 
 import msgspec
@@ -91,7 +92,13 @@ class BoardRead:
 
     def card(self, card_id: str) -> BoardCard | None:
         """The card, or None when it has left the board (archived or deleted)."""
-        return next((c for c in self.cards if c.card_id == card_id), None)
+        return self._by_id.get(card_id)
+
+    @cached_property
+    def _by_id(self) -> dict[str, BoardCard]:
+        # Settling asks for the card of each unsettled decision on the board: not a walk of
+        # every card each time, on a board of hundreds.
+        return {c.card_id: c for c in reversed(self.cards)}
 
     def is_ready(self, card: BoardCard, now: datetime) -> bool:
         """Submitted, in a capability lane, not archived, and with no live hold."""

@@ -416,3 +416,23 @@ def test_a_pass_in_the_same_process_never_takes_another_pass_s_lease(world):
     summary = run_pass(world.loop, ["brd_a"], world.now)
     assert summary.skipped == 1 and world.decisions() == []
     assert Board.objects.get(board_id="brd_a").lease_owner == first
+
+
+def test_settling_a_board_reads_its_unsettled_decisions_once_however_many_settle(world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from superdispatch.loop.settle import settle_board
+
+    cards = [world.suite.pipeline.add_card("brd_a") for _ in range(3)]
+    world.sweep()
+    world.advance(5)
+    for card, agent in zip(cards, ("agt_a", "agt_b", "agt_c")):
+        world.suite.pipeline.claim(agent, card.id)
+    read = world.loop.clients.superpipeline.board("brd_a")
+    with CaptureQueriesContext(connection) as queries:
+        assert settle_board(read, world.now) == 3
+    decision_table = '"records_decision"'
+    reads = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")
+             and decision_table in q["sql"]]
+    assert len(reads) == 1, reads  # no decision's field loaded again one by one
