@@ -295,8 +295,9 @@ def _plain_board(content: bytes) -> BoardRead | None:
 
     A board keeps its finished cards until they are archived, and it is read once a board a
     sweep and once a relayed card: at a few hundred cards, json and `_card`'s checks of each
-    took more of a relayed card's pass than deciding it. This accepts exactly the cards
-    `_card` accepts, with the same values: the times are parsed by the same function."""
+    took more of a relayed card's pass than deciding it. What this accepts, `_card` accepts
+    too, with the same values (the times are parsed by the same function); a board of the
+    contract's usual shape it never gives up on."""
     try:
         body = _BOARD.decode(content)
     except msgspec.MsgspecError:
