@@ -314,17 +314,17 @@ def _plain_board(content: bytes) -> BoardRead | None:
 
 
 def _card_of(card: _CardWire) -> BoardCard:
-    hold, time = card.reservation, shape.parse_time
+    hold, at = card.reservation, shape.parse_time
     return BoardCard(
         card_id=card.id, title=card.title, stage_key=card.current_stage_key, state=card.state,
         delegate_agent_id=card.delegate_agent_id, priority=card.priority,
-        ready_at=time(card.ready_at, "readyAt"),
-        claimed_at=None if card.claimed_at is None else time(card.claimed_at, "claimedAt"),
-        archived_at=None if card.archived_at is None else time(card.archived_at, "archivedAt"),
+        ready_at=at(card.ready_at, "readyAt"),
+        claimed_at=None if card.claimed_at is None else at(card.claimed_at, "claimedAt"),
+        archived_at=None if card.archived_at is None else at(card.archived_at, "archivedAt"),
         reservation=None if hold is None else Reservation(
-            agent_id=hold.agent_id, reserved_until=time(hold.reserved_until, "reservedUntil")),
-        created_at=time(card.created_at, "createdAt"),
-        updated_at=time(card.updated_at, "updatedAt"),
+            agent_id=hold.agent_id, reserved_until=at(hold.reserved_until, "reservedUntil")),
+        created_at=at(card.created_at, "createdAt"),
+        updated_at=at(card.updated_at, "updatedAt"),
         attempt_count=card.attempt_count,
     )
 
