@@ -12,7 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q, Sum
 
 from placement.facts import Station
-from records import marks, outbox, serializers
+from records import marks, outbox, prepared, serializers
 from records.models import (
     SETTLED_HOLDS, Board, Candidate, Decision, HoldTally, LoopState, OutcomeStatus, RegistryRead,
     RelayDelivery, Roll, Suggestion, SweepShard,
@@ -112,7 +112,7 @@ def _insert(row: Decision) -> None:
     it; a decision is made for nearly every ready card of a sweep."""
     fields, sql = _insert_statement(type(row))
     values = [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute(sql, values)
     row._state.adding, row._state.db = False, connection.alias
 
@@ -172,7 +172,7 @@ def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
     """SuperPipeline granted the hold. One plain UPDATE: it follows nearly every decision."""
     decision.reserved_until = reserved_until
     field = Decision._meta.get_field("reserved_until")
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute(f"UPDATE {connection.ops.quote_name(Decision._meta.db_table)} "
                        f"SET {connection.ops.quote_name(field.column)} = %s WHERE id = %s",
                        [field.get_db_prep_save(reserved_until, connection), decision.pk])

@@ -13,6 +13,7 @@ from django.db.models import F, Q
 
 from placement.facts import Ladder
 from placement.rules import Rules
+from records import prepared
 from records.models import (
     Decision, DecisionReason, HoldTally, OutcomeStatus, TierName,
 )
@@ -135,7 +136,7 @@ def holding_now(agent_ids: Iterable[str], now: datetime) -> list[tuple[str, str,
     found: list[tuple[str, str, str]] = []
     if not agents:
         return found
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         if connection.vendor == "postgresql":
             # One list, and a look of its own for each agent on `decision_live_hold`: OFFSET 0
             # keeps the planner from folding the looks into one scan of the table, which it
@@ -164,7 +165,7 @@ def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,
     a decision for it recorded within the last minute whose hold is not yet answered. Passes
     running at once (a sweep's shards) each record their decision before asking this, so of
     two racing for one agent at least one sees the other."""
-    with connection.cursor() as cursor:
+    with prepared.cursor() as cursor:
         cursor.execute(f"SELECT 1 FROM {_DECISIONS} WHERE chosen = %s AND id <> %s "
                        f"AND NOT (board_id = %s AND card_id = %s) AND {_LIVE_OR_ASKING} LIMIT 1",
                        [agent_id, decision_id, board_id, card_id, *_live_params(now)])

@@ -238,7 +238,7 @@ class Candidate(models.Model):
 
     # No index of its own: the unique (decision, position) serves every read by decision.
     decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="candidate_rows",
-                                 db_index=False)
+                                 db_index=False, db_constraint=False)
     position = models.IntegerField()
     agent_id = models.CharField(max_length=128)
     principal_id = models.CharField(max_length=128, null=True, blank=True)

@@ -3,6 +3,7 @@ its own task; the last shard to finish sums the sweep up once. Here the shards' 
 by the test, in any order, as workers would (test_celery.py runs them on a real worker)."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -249,3 +250,31 @@ def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_sta
             cursor.execute("EXPLAIN " + look["sql"])
             plan = "\n".join(row[0] for row in cursor.fetchall())
             assert "decision_live_hold" in plan and "Seq Scan on records_decision" not in plan, plan
+    # The looks are prepared once a connection (records/prepared.py), and PostgreSQL may run a
+    # prepared statement on one generic plan, made without the values: that plan too.
+    plans = []
+
+    def explained(execute, sql, params, many, context):
+        if params is None:  # this wrapper's own statements
+            return execute(sql, params, many, context)
+        numbers = iter(range(1, len(params) + 1))
+        with connection.cursor() as cursor:
+            cursor.execute("PREPARE look AS " + re.sub("%s", lambda _: f"${next(numbers)}", sql))
+            cursor.execute(connection.ops.compose_sql(
+                f"EXPLAIN EXECUTE look({', '.join(['%s'] * len(params))})", params))
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+            cursor.execute("DEALLOCATE look")
+        return execute(sql, params, many, context)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        with connection.execute_wrapper(explained):
+            history.holding_now(roster, now)
+            history.held_elsewhere("agt_0042", "brd_x", "card_x", now, "pld_x")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET plan_cache_mode")
+    assert len(plans) == 2 and all("$2" in plan for plan in plans), plans  # generic plans
+    for plan in plans:
+        assert "decision_live_hold" in plan and "Seq Scan on records_decision" not in plan, plan
