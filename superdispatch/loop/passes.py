@@ -325,6 +325,14 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     the same ones unread sweep after sweep. `concurrent`: other passes (a sweep's shards) run
     at the same time, so each card's agents are looked at again in our store before it is
     decided."""
+    with actions.pass_commits():
+        return _run_pass(loop, board_ids, now, only_card=only_card, from_cache=from_cache,
+                         budget=budget, read_first=read_first, concurrent=concurrent)
+
+
+def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None,
+              from_cache: bool, budget: Budget | None, read_first: list[str] | None,
+              concurrent: bool) -> SweepSummary:
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
 
