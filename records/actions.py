@@ -78,9 +78,9 @@ def pass_commits() -> Iterator[None]:
     """A pass's commits, but for its decisions', return before PostgreSQL has flushed them.
 
     A commit waits for PostgreSQL to write its log to disk (synchronous_commit), and a pass
-    commits some five times a card: a quarter or so of a sweep's time went on those waits
-    (bench/scale.py on this machine: with no commit waiting, the cores were 94% busy, not
-    81%). Within this block, on PostgreSQL, only a decision's commit waits
+    commits a few times a card (its decision, its hold) and a board (its lease taken and let
+    go, its read and settling): in bench/scale.py the two cores stood idle a fifth of the
+    sweep on those waits (with no commit waiting, 94% busy, not 81%). Within this block, on PostgreSQL, only a decision's commit waits
     (`do_record_decision`): a decision and its candidates are on disk before its hold is
     asked for. A crash of PostgreSQL itself (not a restart, which writes everything out) may
     lose the last moment's other writes (three times `wal_writer_delay`, 0.6 s by default),
