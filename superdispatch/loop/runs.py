@@ -63,7 +63,11 @@ def match_runs(pending: list[Claim], known: list[Claim], principals: Mapping[str
 
 
 def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) -> int:
-    """Join the board's claimed decisions to their runs where SuperWitness has them; returns how many."""
+    """Join the board's claimed decisions to their runs where SuperWitness has them; returns how many.
+    Without SuperWitness (`SUPERWITNESS_URL` unset, the default) there is nothing to join them
+    to, and the store is not asked."""
+    if reads.loop.clients.superwitness is None:
+        return 0
     pending = history.claims_without_run(board_id, reads.now)
     if not pending:
         return 0

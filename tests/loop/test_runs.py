@@ -1,7 +1,10 @@
 """Each claimed decision joined to its SuperWitness run: on time, late, and with SuperWitness down."""
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from placement.facts import Run
 from superdispatch.loop.runs import Claim, match_runs
@@ -63,3 +66,19 @@ def test_the_loop_joins_runs_late_and_after_superwitness_comes_back():
     d.refresh_from_db()
     assert d.run_status == "succeeded" and d.run_ended_at is not None
     assert d.run_ended_at > d.outcome_at
+
+
+@pytest.mark.django_db
+def test_without_superwitness_a_pass_does_not_look_for_claims_to_join():
+    scenario = lane()
+    world = make_world(scenario)
+    world.opt_in("brd_a")
+    world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    world.sim.run(10)  # agt_a claims the card it is held for
+    world.loop = replace(world.loop, clients=replace(world.loop.clients, superwitness=None))
+    with CaptureQueriesContext(connection) as queries:
+        world.sweep()
+    [d] = world.decisions()
+    assert d.outcome_status == "claimed" and d.run_status is None
+    assert not [q for q in queries.captured_queries if '"run_status" IS NULL' in q["sql"]]
