@@ -16,6 +16,7 @@ A connection pooler between the workers and PostgreSQL must keep prepared statem
 """
 from __future__ import annotations
 
+import psycopg
 from django.db import connection
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
@@ -24,8 +25,6 @@ def cursor() -> CursorWrapper:
     """A cursor whose statements are prepared once a connection (on PostgreSQL)."""
     if connection.vendor != "postgresql":
         return connection.cursor()
-    import psycopg  # only with PostgreSQL's backend
-
     connection.ensure_connection()
     raw = psycopg.Cursor(connection.connection)
     return _Logged(raw, connection) if connection.queries_logged else connection.make_cursor(raw)
