@@ -1,8 +1,9 @@
 """The lab's reference points: what a fixed order of a scenario's agents reaches.
 
 `bench/value.py` measures rankings that learn who is good as the runs come in. This measures
-what no ranking of idle agents can beat by much: the formula with its order fixed from the first
-card, as if it knew the scenario's ground truth. Each `--order` replaces the formula's ranking of
+what a ranking that knew the fleet from the first card would reach: the formula with its order
+fixed, as if it knew the scenario's ground truth, so a goal the lab misses can be told apart
+into the cost of learning and the cost of holding at all. Each `--order` replaces the formula's ranking of
 the idle, eligible agents with that order (the ladder, the filters, the holds and their windows
 are the formula's own); `truth` is the scenario's true success rates, best first. It runs pull and
 the formula beside them, on the same seeds, and prints `bench/value.py`'s table and frontier.
