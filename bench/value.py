@@ -19,7 +19,11 @@ same choice of agents without the luck of the draw, so it moves less from seed t
 successful completion of the board's last agent stage, retries included, over the cards that
 completed. Each is the mean over seeds with a 95% interval (Student's t); `success-pull` and
 `lead-pull_s` are each arm's difference from pull, seed by seed, with its interval. `best` is the arm with
-the highest success whose p95 wait is at most pull's plus 60 s.
+the highest success whose p95 wait is at most pull's plus 60 s. Before the last line, a `goal:`
+line for each goal the lab is read against says whether it is met on this scenario: the formula's
+success and lead against pull's, every arm's p95 wait, and, where two agents' true success rates
+at one stage differ by 0.3 or more and pull's agents are busy under 60% of the time, the best
+arm's gain within 1.05x of pull's lead.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
      [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...]
@@ -53,6 +57,7 @@ from learning import actions as learning_actions, runtime as learning_runtime, s
 from learning.core.train import TrainingError  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
+from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 from records import tuning  # noqa: E402
 from records.models import Decision  # noqa: E402
@@ -61,6 +66,9 @@ from tests.support.world import World, make_world  # noqa: E402
 SWEEP_EVERY_S = 30
 ARMS = ("pull", "formula", "waiting", "tuned", "learned")
 WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot be best
+# The goals the lab is read against: the formula anywhere, and where skill differs by SPREAD or
+# more at under LOAD, the best arm too.
+SUCCESS_SLACK, LEAD_BOUND, SPREAD, LOAD, BEST_GAIN = 0.01, 1.05, 0.3, 0.6, 0.05
 # Student's t at 97.5% for 1..30 degrees of freedom; beyond, the normal's 1.96.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
@@ -270,6 +278,66 @@ def best_arm(means: dict[str, dict[str, float]]) -> str:
     return max(fits, key=lambda arm: (means[arm]["success"], -means[arm]["lead_mean_s"]))
 
 
+def skill_spread(scenario: Scenario) -> float:
+    """The widest gap between two agents' true success rates at one board stage both may work."""
+    widest = 0.0
+    for board in scenario.boards:
+        members = [a for a in scenario.agents if any(m.board_id == board.id and m.enabled for m in a.memberships)]
+        for stage in board.stages:
+            if stage.owner_kind != "capability":
+                continue
+            requires = stage_requires(stage)
+            rates = [dict(a.stage_success).get(stage.key, a.success_rate) for a in members
+                     if has_capability(frozenset(a.capabilities), requires)]
+            if len(rates) >= 2:
+                widest = max(widest, max(rates) - min(rates))
+    return widest
+
+
+def busy_share(run: Run, seconds: float) -> float:
+    """The share of the agents' time spent working a card: the fleet's load, read on pull's run.
+    An agent works one card at a time, so its k-th run ends what its k-th claim began; a claim
+    still being worked counts to the end."""
+    agents = run.suite.scenario.agents
+    if not agents or seconds <= 0:
+        return math.nan
+    end = run.suite.clock()
+    busy = 0.0
+    for agent in agents:
+        began = sorted(c.at for c in run.metrics.claims if c.agent_id == agent.id)
+        ended = sorted(r.at for r in run.metrics.runs if r.agent_id == agent.id)
+        ended += [end] * (len(began) - len(ended))
+        busy += sum((b - a).total_seconds() for a, b in zip(began, ended))
+    return busy / (len(agents) * seconds)
+
+
+def goal_lines(means: dict[str, dict[str, float]], spread: float, load: float) -> list[str]:
+    """Each goal of the lab on this scenario's means: met, missed, or why it does not apply."""
+    pull, formula = means["pull"], means.get("formula")
+    verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
+    lines = []
+    if formula is not None:
+        gain, ratio = formula["success"] - pull["success"], formula["lead_mean_s"] / pull["lead_mean_s"]
+        lines.append(f"the formula's success at least pull's less {SUCCESS_SLACK}: {gain:+.3f}, "
+                     f"{verdict(gain >= -SUCCESS_SLACK)}")
+        lines.append(f"the formula's mean lead at most {LEAD_BOUND}x pull's: {ratio:.3f}x, {verdict(ratio <= LEAD_BOUND)}")
+    worst = max((arm for arm in means if arm != "pull"), key=lambda arm: means[arm]["wait_p95_s"], default=None)
+    if worst is not None:
+        over = means[worst]["wait_p95_s"] - pull["wait_p95_s"]
+        lines.append(f"no arm's p95 wait more than pull's plus {WAIT_SLACK_S} s: {worst} {over:+.1f} s, "
+                     f"{verdict(over <= WAIT_SLACK_S)}")
+    if spread >= SPREAD and load < LOAD:
+        best = means[best_arm(means)]
+        gain, ratio = best["success"] - pull["success"], best["lead_mean_s"] / pull["lead_mean_s"]
+        lines.append(f"skill differs by {spread:.2f} at {load:.0%} load, so the best arm's success at least "
+                     f"pull's plus {BEST_GAIN} within {LEAD_BOUND}x its lead: {best_arm(means)} {gain:+.3f} at "
+                     f"{ratio:.3f}x, {verdict(gain >= BEST_GAIN and ratio <= LEAD_BOUND)}")
+    else:
+        lines.append(f"skill differs by {spread:.2f} at {load:.0%} load: the best arm's goal asks for {SPREAD} "
+                     f"or more at under {LOAD:.0%} (the share of the time pull's agents are busy): it does not apply")
+    return lines
+
+
 def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
     means: dict[str, dict[str, float]] = {}
     arms = list(results)
@@ -376,12 +444,15 @@ def main() -> None:
     results: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     shares: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     notes: dict[str, list[str]] = {arm: [] for arm in arms}
+    loads: list[float] = []
     try:
         for k in range(args.seeds):
             run_scenario = seeded(scenario, k)
             for arm in arms:
                 run = ARM_RUNNERS[arm](run_scenario, seconds)
                 results[arm].append(figures(run))
+                if arm == "pull":
+                    loads.append(busy_share(run, seconds))
                 shares[arm].append(agent_shares(run))
                 notes[arm].extend(f"seed {run_scenario.seed}: {n}" for n in run.notes)
         if args.windows:
@@ -405,6 +476,8 @@ def main() -> None:
     print("success against mean lead (the frontier an operator chooses on): "
           + ", ".join(f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s"
                       + (" [on the frontier]" if arm in on else "") for arm in arms))
+    for line in goal_lines(means, skill_spread(scenario), statistics.fmean(loads)):
+        print("goal: " + line)
     best = best_arm({arm: means[arm] for arm in arms})
     pull, formula = means["pull"], means.get("formula", means["pull"])
     b = means[best]

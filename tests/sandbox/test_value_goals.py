@@ -1,0 +1,63 @@
+"""bench/value.py says, for any scenario it is given, which of the lab's goals apply and whether
+each is met: the figures it judges by are read from the scenario and the runs, not assumed."""
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+
+from bench import value
+from sandbox.metrics import ClaimRecord, RunRecord
+from sandbox.scenario import load_scenario, parse_scenario
+from tests.support.world import lane
+
+T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
+
+
+def test_skill_spread_is_the_widest_gap_at_one_stage_among_agents_who_may_work_it():
+    assert round(value.skill_spread(load_scenario("skill-gradient")), 2) == 0.45
+    assert value.skill_spread(load_scenario("skill-flat")) == 0.0
+    scenario = lane(agents=("agt_a", "agt_b"))
+    scenario["agents"][0]["successRate"] = 0.9
+    scenario["agents"][1]["successRate"] = 0.5
+    assert round(value.skill_spread(parse_scenario(scenario)), 2) == 0.4
+    scenario["agents"][1]["successByStage"] = {"review": 0.8}  # its own rate where it works
+    assert round(value.skill_spread(parse_scenario(scenario)), 2) == 0.1
+    scenario["agents"][1]["capabilities"] = ["shipping"]  # cannot work the review stage
+    assert value.skill_spread(parse_scenario(scenario)) == 0.0
+
+
+def _claim(agent_id, at):
+    return ClaimRecord(T0 + timedelta(seconds=at), "brd_a", f"card_{at}", "review", agent_id, 0.0, False, 0)
+
+
+def _run(agent_id, at):
+    return RunRecord(T0 + timedelta(seconds=at), "brd_a", "card", "review", agent_id, "succeeded", None)
+
+
+def test_busy_share_counts_each_claim_to_its_run_and_a_claim_in_hand_to_the_end():
+    scenario = parse_scenario(lane(agents=("agt_a", "agt_b")))
+    metrics = SimpleNamespace(claims=[_claim("agt_a", 0), _claim("agt_a", 50), _claim("agt_b", 80)],
+                              runs=[_run("agt_a", 30)])
+    run = SimpleNamespace(suite=SimpleNamespace(scenario=scenario, clock=lambda: T0 + timedelta(seconds=100)),
+                          metrics=metrics)
+    # agt_a: 0-30 and 50-100 (still working); agt_b: 80-100; over two agents x 100 s
+    assert value.busy_share(run, 100) == (30 + 50 + 20) / 200
+
+
+def _means(**arms):
+    return {arm: {"success": s, "lead_mean_s": lead, "wait_p95_s": wait} for arm, (s, lead, wait) in arms.items()}
+
+
+def test_each_goal_reads_met_or_missed_from_the_means():
+    means = _means(pull=(0.70, 100.0, 20.0), formula=(0.80, 106.0, 30.0), waiting=(0.78, 104.0, 85.0))
+    lines = value.goal_lines(means, spread=0.45, load=0.4)
+    assert lines[0].endswith("+0.100, met")
+    assert lines[1].endswith("1.060x, MISSED")
+    assert lines[2].endswith("waiting +65.0 s, MISSED")
+    # the waiting arm's p95 wait puts it out of `best`: the formula is best, and over the bound
+    assert "formula +0.100 at 1.060x, MISSED" in lines[3]
+
+
+def test_the_best_arms_goal_applies_only_where_skill_differs_at_under_the_load():
+    means = _means(pull=(0.70, 100.0, 20.0), formula=(0.76, 104.0, 30.0))
+    assert value.goal_lines(means, spread=0.45, load=0.4)[-1].endswith("formula +0.060 at 1.040x, met")
+    assert value.goal_lines(means, spread=0.2, load=0.4)[-1].endswith("it does not apply")
+    assert value.goal_lines(means, spread=0.45, load=0.7)[-1].endswith("it does not apply")
