@@ -327,10 +327,11 @@ def goal_lines(means: dict[str, dict[str, float]], spread: float, load: float) -
         lines.append(f"no arm's p95 wait more than pull's plus {WAIT_SLACK_S} s: {worst} {over:+.1f} s, "
                      f"{verdict(over <= WAIT_SLACK_S)}")
     if spread >= SPREAD and load < LOAD:
-        best = means[best_arm(means)]
+        name = best_arm(means)
+        best = means[name]
         gain, ratio = best["success"] - pull["success"], best["lead_mean_s"] / pull["lead_mean_s"]
         lines.append(f"skill differs by {spread:.2f} at {load:.0%} load, so the best arm's success at least "
-                     f"pull's plus {BEST_GAIN} within {LEAD_BOUND}x its lead: {best_arm(means)} {gain:+.3f} at "
+                     f"pull's plus {BEST_GAIN} within {LEAD_BOUND}x its lead: {name} {gain:+.3f} at "
                      f"{ratio:.3f}x, {verdict(gain >= BEST_GAIN and ratio <= LEAD_BOUND)}")
     else:
         lines.append(f"skill differs by {spread:.2f} at {load:.0%} load: the best arm's goal asks for {SPREAD} "
