@@ -393,7 +393,7 @@ def sweep_over(sweep_id: str) -> bool:
 
 def clean_sweep_after(moment: datetime) -> datetime | None:
     """The start of a sweep started after `moment` that has ended, every shard reporting and
-    no board unread; None while there is none."""
+    no board unread, nor read without its roster; None while there is none."""
     from records.models import SweepShard
 
     def read() -> datetime | None:
@@ -402,7 +402,8 @@ def clean_sweep_after(moment: datetime) -> datetime | None:
                 "started_at").values_list("sweep_id", "started_at"):
             summaries = list(SweepShard.objects.filter(sweep_id=sweep_id)
                              .values_list("summary", flat=True))
-            if all(s is not None for s in summaries) and sum(s["unread"] for s in summaries) == 0:
+            unread = sum(s["unread"] + s.get("unrostered", 0) for s in summaries if s)
+            if all(s is not None for s in summaries) and unread == 0:
                 return started
         return None
 

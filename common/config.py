@@ -127,9 +127,10 @@ class Config:
     # Required
     superpipeline_url: str = setting("SUPERPIPELINE_URL", _url, "an http(s) URL")
     org_plane_url: str = setting("ORG_PLANE_URL", _url, "an http(s) URL")
+    # Its hex in either case, as Accounts' "20 hex" allows; sent as given, never re-cased.
     org_plane_service_credential: str = setting(
-        "ORG_PLANE_SERVICE_CREDENTIAL", _matching(r"svc_[0-9a-f]{20}:\S+"),
-        "svc_<20 hex>:<secret>")
+        "ORG_PLANE_SERVICE_CREDENTIAL", _matching(r"svc_[0-9a-fA-F]{20}:\S+"),
+        "svc_<20 hex, either case>:<secret>")
     agentpod_url: str = setting("AGENTPOD_URL", _url, "an http(s) URL")
     relay_secret: str = setting(
         "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),

@@ -32,7 +32,7 @@ class CandidateRecord(NamedTuple):
     eligible: bool  # in the candidate set and passed every filter
     filters: tuple[FilterResult, ...]
     score: Score | None  # only when eligible
-    capable: bool | None  # only outside the candidate set, by SuperPipeline's verdict
+    capable: bool | None  # only for an agent off the roster (`direct`), by SuperPipeline's verdict
     stage_history: StageHistory | None  # only when eligible and history was read
     policy: PolicyRecord | None  # only when the dispatch policy was asked and answered
     load: LoadShape | None  # what health and idle read (in the set only); not part of the record
@@ -56,7 +56,7 @@ class CandidateRecord(NamedTuple):
             "score": self.score.to_record() if self.score is not None else None,
             "stageHistory": self.stage_history.to_record() if self.stage_history is not None else None,
         }
-        if not self.in_set:
+        if self.source == DIRECT:
             record["capable"] = self.capable
         if self.policy is not None:
             record["policy"] = self.policy.to_record()
@@ -242,7 +242,9 @@ def _candidates(
     stage: dict[str | None, StageHistory] | None,
 ) -> Candidates:
     """Every considered agent's record, in agent id order: a record of its own for each agent
-    in the set, on the roster or at a station, and a kind for each of the rest."""
+    in the set, on the roster or at a station, and a kind for each of the rest. `capable`
+    follows the roster, not the set: a direct agent has it, in the set (`all`) or not, and a
+    rostered agent never does, a disabled row's included."""
     rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
     answers = ground.read_of(POLICY_FILTER)
     policy = answers.records if answers is not None else {}
@@ -254,16 +256,18 @@ def _candidates(
         principal_id = principals.get(agent_id)
         station_id = stations.get(agent_id)
         source = ROSTER if agent_id in rows else DIRECT
+        capable = None
+        if source == DIRECT:
+            verdict = of(agent_id)
+            capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
         if agent_id in in_set:
             score = scores.get(agent_id)
             own[position] = CandidateRecord(
                 agent_id, principal_id, station_id, source, True, score is not None, verdicts[agent_id], score,
-                None, stage[principal_id] if stage is not None and score is not None else None,
+                capable, stage[principal_id] if stage is not None and score is not None else None,
                 policy.get(agent_id), loads[agent_id],
             )
         else:
-            verdict = of(agent_id)
-            capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
             own[position] = CandidateRecord(
                 agent_id, principal_id, station_id, source, False, False, ground.off_the_set, None, capable,
                 None, None, None,

@@ -62,7 +62,7 @@ class FilterResult(NamedTuple):
     passed: bool
     reason: str | None = None
     missing: tuple[str, ...] | None = None  # a station filter's: what the station lacks
-    unchecked: bool = False  # passed because the fact could not be read, not because it held
+    unchecked: bool = False  # passed unjudged: its fact was unread, or (policy) never asked for
 
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {"filter": self.filter, "passed": self.passed}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placement.filters import LIMIT_PREFIX
+from placement.filters import LIMIT_PREFIX, ROSTER
 
 # Each reason code as a person would say it, after the agent's name.
 REASON_WORDS = {
@@ -65,6 +65,14 @@ def reason_words(failed: dict[str, Any], detail: bool = True) -> str:
     return REASON_WORDS.get(code, code)
 
 
+def in_set(candidate: dict[str, Any]) -> bool:
+    """Whether the candidate was in the candidate set: the identity filter (`roster`) passed it.
+    Not whether it carries `capable`, which marks an agent off the roster: under `all` a direct
+    agent in the set carries it, and a rostered agent whose row is disabled is off the set."""
+    return any(f.get("filter") == ROSTER.name and f.get("passed")
+               for f in candidate.get("filters") or ())
+
+
 def near_misses(candidates: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Agents in the candidate set that failed exactly one filter, with that filter's verdict.
 
@@ -73,7 +81,7 @@ def near_misses(candidates: list[dict[str, Any]]) -> list[tuple[str, dict[str, A
     """
     out = []
     for c in candidates:
-        if "capable" in c:
+        if not in_set(c):
             continue
         failed = [f for f in c.get("filters") or [] if not f.get("passed")]
         if len(failed) == 1:
@@ -169,18 +177,18 @@ def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
         return (f"Nobody was held: the card's ladder has used its holds{step}, so it is open "
                 "to any match and pull decides.")
     if reason == "none-eligible":
-        in_set = [c for c in candidates if "capable" not in c]
-        if not in_set:
+        in_the_set = [c for c in candidates if in_set(c)]
+        if not in_the_set:
             return (f"Nobody was held: none of the {len(candidates)} agents considered is "
                     "on the roster.")
         counts: dict[str, int] = {}
-        for c in in_set:
+        for c in in_the_set:
             for words in dict.fromkeys(reason_words(f, detail=False) for f in c.get("filters") or []
                                        if not f.get("passed")):
                 counts[words] = counts.get(words, 0) + 1
         common = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
-        every = "both" if len(in_set) == 2 else f"all {len(in_set)}"
-        if len(in_set) == 1:
+        every = "both" if len(in_the_set) == 2 else f"all {len(in_the_set)}"
+        if len(in_the_set) == 1:
             every = "the one"
         return (f"Nobody was held: {every} in the candidate set failed a filter, most often "
                 + _joined(f"{words} ({n})" for words, n in common) + ".")

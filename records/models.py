@@ -348,7 +348,7 @@ class RelayOutcome(models.TextChoices):
     PLACED = "placed", "placed"  # a decision was recorded for the card
     WAITING = "waiting", "waiting"  # weighed, and left to wait for an agent to free up
     NOT_DUE = "not-due", "not-due"  # the card was no longer waiting to be placed (held, claimed, moved)
-    UNREAD = "unread", "unread"  # its board or eligibility could not be read: left to the next sweep
+    UNREAD = "unread", "unread"  # its board, roster or eligibility could not be read: left to the next sweep
     LEFT = "left", "left"  # left to the next sweep: its board stayed leased, or its pass ran out of time
     IGNORED = "ignored", "ignored"  # its board is not opted in
 

@@ -123,7 +123,8 @@ class FilterVerdictSerializer(serializers.Serializer):
     missing = serializers.ListField(child=serializers.CharField(), required=False,
                                     help_text="what a station filter found its station lacked")
     unchecked = serializers.BooleanField(
-        required=False, help_text="passed because the fact could not be read")
+        required=False, help_text="passed without being judged: the station registry could not "
+        "be read, or (policy) an agent refused on the grant was never asked about")
 
 
 @extend_schema_field(FilterVerdictSerializer(many=True))

@@ -68,7 +68,7 @@ values.ValueClass = values.MultiProcessValue(process_identifier=_process_identif
 
 TIERS = ("winner", "runner-up", "any-match")
 RELAY_RESULTS = ("accepted", "duplicate", "ignored", "refused", "error")
-BOARD_RESULTS = ("read", "unread", "skipped", "deferred")
+BOARD_RESULTS = ("read", "unrostered", "unread", "skipped", "deferred")
 NO_REASON = "none"  # a decision that chose somebody records no reason
 
 # --- What happens, counted where it happens ---------------------------------------------
@@ -90,8 +90,9 @@ SWEEP_SECONDS = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120))
 SWEEP_BOARDS = Counter(
     "superdispatch_sweep_boards",
-    "Boards in sweeps: read, unread (the read failed), skipped (leased elsewhere), deferred "
-    "(left to the next sweep when the budget was spent)", ["result"])
+    "Boards in sweeps: read, unrostered (read and settled, its roster unread: nothing placed), "
+    "unread (the read failed), skipped (leased elsewhere), deferred (left to the next sweep "
+    "when the budget was spent)", ["result"])
 RELAY_DELIVERIES = Counter("superdispatch_relay_deliveries", "The event relay's deliveries",
                            ["result"])
 RELAY_LAG = Histogram(
@@ -136,9 +137,10 @@ def settled(tier: str | None, status: str, held_for: str | None, claim_after_s: 
         NO_SHOWS.labels(held_for).inc()
 
 
-def sweep_done(seconds: float, read: int, unread: int, skipped: int, deferred: int) -> None:
+def sweep_done(seconds: float, read: int, unrostered: int, unread: int, skipped: int,
+               deferred: int) -> None:
     SWEEP_SECONDS.observe(max(0.0, seconds))
-    for result, n in zip(BOARD_RESULTS, (read, unread, skipped, deferred)):
+    for result, n in zip(BOARD_RESULTS, (read, unrostered, unread, skipped, deferred)):
         if n:
             SWEEP_BOARDS.labels(result).inc(n)
 
@@ -178,7 +180,8 @@ class StoreCollector:
 
         unread = GaugeMetricFamily(
             "superdispatch_board_unread",
-            "1 when an opted-in board's last read failed, 0 when it was read", labels=["board"])
+            "1 when an opted-in board's last read failed, or its roster's did, 0 when both were "
+            "read", labels=["board"])
         states = {"read": 0, "unread": 0, "never-read": 0}
         for board_id, read_at, error in Board.objects.filter(enabled=True).values_list(
                 "board_id", "last_read_at", "last_read_error"):

@@ -139,7 +139,7 @@ def relay_outcome(summary) -> str:
         return RelayOutcome.IGNORED  # opted out since the delivery was taken
     if summary.decisions:
         return RelayOutcome.PLACED
-    if summary.unread or summary.unweighed:
+    if summary.unread or summary.unrostered or summary.unweighed:
         return RelayOutcome.UNREAD
     if summary.waits or summary.held_back:
         return RelayOutcome.WAITING

@@ -15,7 +15,8 @@ Where the docs leave things open, this is what is meant:
   `source: roster` in the candidate set (an enabled bridge row) that `capability` did not
   turn away. **An agent off the roster with the capability** is a `direct` candidate with
   `capable: true`, or a `direct` one in the candidate set (`candidates=all`) that passed
-  `capability`. A disabled bridge row counts as neither.
+  `capability` (decisions recorded before `capable` followed the roster gave such an agent
+  none). A disabled bridge row counts as neither.
 - **empty-lane**: the lane's newest decision has no agent on the roster with the capability
   and at least one off it (whatever reason it was recorded under: `empty-lane`, or
   `one-candidate` before decisions told the two apart). Its evidence: the window's decisions

@@ -49,6 +49,7 @@ def lease_owner() -> str:
 class SweepSummary:
     boards: int = 0
     unread: int = 0
+    unrostered: int = 0  # read and settled, but its roster unread: nothing placed on it
     skipped: int = 0  # leased by another pass, or the sweep is backing off
     deferred: int = 0  # not read: the pass's budget was spent first
     unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
@@ -65,12 +66,15 @@ class SweepSummary:
 
     @property
     def read(self) -> int:
+        """Boards read and settled, with their roster or without (`unrostered`)."""
         return self.boards - self.unread - self.skipped - self.deferred
 
     def line(self) -> str:
         line = (f"{self.boards} boards ({self.unread} unread, {self.skipped} skipped), "
                 f"{self.settled} settled, {self.decisions} decisions, {self.holds} holds, "
                 f"{self.refused} refused, {self.waits} waiting")
+        if self.unrostered:
+            line += f"; {self.unrostered} boards read without their roster, nothing placed"
         if self.deferred or self.unplaced:
             line += (f"; budget spent, left to the next sweep: {self.deferred} boards, "
                      f"{self.unplaced} cards")
@@ -224,7 +228,9 @@ def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, 
 
 def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
                 from_cache: bool) -> BoardWork | None:
-    """Read a leased board and settle what it held; None when it cannot be read."""
+    """Read a leased board and settle what it held; None when it cannot be read, or its roster
+    cannot. A board read and settled counts as read either way (the sweep does not back off
+    for AgentPod alone); without its roster it places nothing, and the board's row says why."""
     try:
         read = loop.clients.superpipeline.board(board_id)
     except ClientError as err:
@@ -236,13 +242,16 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     with transaction.atomic():  # one commit for the read and every settlement it brings
         actions.do_note_read(board_id, now)
         summary.settled += settle_board(read, now)
-    if from_cache:
-        cached = cached_roster(loop, board_id, now)
-        roster, read_at = cached if cached is not None else (None, now)
-    else:
-        roster, read_at = read_roster(loop, board_id, now), now
-    if roster is None:
-        summary.unread += 1
+    try:
+        if from_cache:
+            roster, read_at = cached_roster(loop, board_id, now)
+        else:
+            roster, read_at = read_roster(loop, board_id, now), now
+    except ClientError as err:
+        log.warning("loop: %s roster unread, nothing placed: %s", board_id, err.code,
+                    extra={"board": board_id})
+        actions.do_note_read(board_id, now, f"roster: {err.code}")
+        summary.unrostered += 1
         return None
     work = BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
     claims = history.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
@@ -457,14 +466,15 @@ def finish_sweep(loop: Loop, summary: SweepSummary, now: datetime) -> None:
     _back_off_or_reset(state, summary, loop.cfg.sweep_seconds, now)
     _after_sweep(now)
     outbox.kick_if_written()  # chat posts for the suggestions the sync opened
-    metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read, summary.unread,
-                       summary.skipped, summary.deferred)
+    metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read - summary.unrostered,
+                       summary.unrostered, summary.unread, summary.skipped, summary.deferred)
 
 
 def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
                        now: datetime) -> None:
-    """A sweep in which every board failed waits twice as long, up to 8x; any read resets it.
-    A board left unread for want of budget was not tried, so it says nothing either way."""
+    """A sweep in which every board failed waits twice as long, up to 8x; any read resets it,
+    a board read and settled without its roster too (AgentPod down is no reason to settle
+    late). A board left unread for want of budget was not tried, so it says nothing either way."""
     read_any = summary.read > 0
     failed, next_sweep_at = 0, None
     if summary.boards and summary.unread and not read_any and not summary.skipped \

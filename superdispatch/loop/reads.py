@@ -30,26 +30,22 @@ def roster_key(board_id: str) -> str:
     return f"superdispatch:roster:v2:{board_id}"  # v2: (read at, rows)
 
 
-def read_roster(loop: Loop, board_id: str, now: datetime) -> tuple[RosterRow, ...] | None:
-    """The board's roster from AgentPod, cached for the relay path (its read is slow)."""
-    try:
-        rows = loop.clients.agentpod.roster(board_id)
-    except ClientError as err:
-        log.warning("loop: %s roster unread: %s", board_id, err.code, extra={"board": board_id})
-        return None
+def read_roster(loop: Loop, board_id: str, now: datetime) -> tuple[RosterRow, ...]:
+    """The board's roster from AgentPod, cached for the relay path (its read is slow). Raises
+    the client's error: the pass says what a board without its roster comes to."""
+    rows = loop.clients.agentpod.roster(board_id)
     cache.set(roster_key(board_id), (now, rows), ROSTER_CACHE_S)
     return rows
 
 
 def cached_roster(loop: Loop, board_id: str,
-                  now: datetime) -> tuple[tuple[RosterRow, ...], datetime] | None:
+                  now: datetime) -> tuple[tuple[RosterRow, ...], datetime]:
     """The roster the last sweep read and when it read it, or a fresh read when none is cached."""
     cached = cache.get(roster_key(board_id))
     if cached is not None:
         read_at, rows = cached
         return rows, read_at
-    rows = read_roster(loop, board_id, now)
-    return None if rows is None else (rows, now)
+    return read_roster(loop, board_id, now), now
 
 
 class PassReads:

@@ -61,7 +61,8 @@ def sweep_summed(world):
     assert wait_for(lambda: SweepShard.objects.exclude(sweep_id__in=before)
                     .filter(finished_at__isnull=False).exists())
     shards = SweepShard.objects.exclude(sweep_id__in=before)
-    return {k: sum(s.summary[k] for s in shards) for k in ("unread", "decisions", "refused")}
+    return {k: sum(s.summary.get(k, 0) for s in shards)
+            for k in ("unread", "unrostered", "decisions", "refused")}
 
 
 @pytest.fixture
@@ -93,16 +94,19 @@ def fail_during_shard(monkeypatch):
 def test_a_product_failing_mid_sweep_costs_that_shard_its_reads_and_the_next_recovers(
         world, fail_during_shard):
     """Every product, every way a product fails, while one shard of the three runs, a
-    different one each time: only that shard's boards go unread (where a board needs the
-    product), so the last fault's boards are read again at once; the invariants stand
-    after each, and a last sweep reads every board."""
+    different one each time: only that shard's boards go unread where a board needs the
+    product (read and settled but placed on by nobody, when it is AgentPod and its roster),
+    so the last fault's boards are read again at once; the invariants stand after each, and
+    a last sweep reads every board."""
     with start_worker(app, pool="solo", perform_ping_check=False, loglevel="ERROR"):
         faults = [(product, fault) for product in PRODUCTS for fault in FAULTS]
         for n, (product, fault) in enumerate(faults):
             fail_during_shard(world, n % 3, product, fault)
             during = sweep_summed(world)
-            needed = product in ("superpipeline", "agentpod")  # a board read needs both
-            assert during["unread"] == (2 if needed else 0), (product, fault, during)
+            unread = 2 if product == "superpipeline" else 0
+            unrostered = 2 if product == "agentpod" else 0
+            assert (during["unread"], during["unrostered"]) == (unread, unrostered), (
+                product, fault, during)
             assert LoopState.objects.get().failed_sweeps == 0
             check_invariants(world)
             world.advance(world.loop.cfg.reservation_seconds + 1)  # holds lapse
@@ -110,7 +114,7 @@ def test_a_product_failing_mid_sweep_costs_that_shard_its_reads_and_the_next_rec
                 world.suite.pipeline.add_card(board)
         fail_during_shard(world, None, None, None)
         after = sweep_summed(world)
-    assert after["unread"] == 0 and after["decisions"] > 0
+    assert after["unread"] == after["unrostered"] == 0 and after["decisions"] > 0
     check_invariants(world)
 
 

@@ -436,3 +436,34 @@ def test_settling_a_board_reads_its_unsettled_decisions_once_however_many_settle
     reads = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")
              and decision_table in q["sql"]]
     assert len(reads) == 1, reads  # no decision's field loaded again one by one
+
+
+def test_agentpod_down_keeps_the_sweep_at_its_interval_and_its_holds_settled_on_time(caplog):
+    """A board read and settled counts as read, though its roster is not: it places nothing
+    and says so, and the sweep does not back off, so a claim is settled at the next interval."""
+    w = make_world(lane(boards=("brd_a", "brd_b")))
+    w.opt_in("brd_a", "brd_b")
+    card = w.suite.pipeline.add_card("brd_a")
+    w.sweep()  # held for agt_a
+    w.suite.toggles.faults["agentpod"] = "down"
+    w.suite.pipeline.add_card("brd_b")
+    caplog.set_level("INFO", logger="superdispatch.loop")
+    w.advance(30)
+    first = w.sweep()
+    assert first.backoff_until is None and LoopState.objects.get().next_sweep_at is None
+    assert LoopState.objects.get().failed_sweeps == 0
+    assert (first.unread, first.unrostered, first.read, first.decisions) == (0, 2, 2, 0)
+    assert "loop: brd_b roster unread, nothing placed: unavailable" in caplog.text
+    assert w.decisions(board_id="brd_b") == []  # nothing placed without its roster
+    assert Board.objects.get(board_id="brd_b").last_read_at == w.now
+    assert Board.objects.get(board_id="brd_b").last_read_error == "roster: unavailable"
+    w.advance(5)
+    w.suite.pipeline.claim("agt_a", card.id)
+    w.advance(25)
+    second = w.sweep()  # one interval on, not two
+    assert (second.boards, second.settled) == (2, 1)
+    assert w.decisions(board_id="brd_a")[0].outcome_status == "claimed"
+    w.suite.toggles.faults.clear()
+    w.advance(30)
+    assert w.sweep().decisions == 1  # brd_b's card, once AgentPod is back
+    assert Board.objects.get(board_id="brd_b").last_read_error == ""

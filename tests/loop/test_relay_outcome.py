@@ -80,6 +80,17 @@ def test_a_card_whose_board_cannot_be_read_is_unread(world):
     assert relayed(world, card.id) == "unread"
 
 
+def test_a_card_whose_roster_cannot_be_read_is_unread(world):
+    from django.core.cache import cache
+    from superdispatch.loop.reads import roster_key
+
+    cache.delete(roster_key("brd_a"))  # no roster cached: the relayed card reads AgentPod's
+    card = world.suite.pipeline.add_card("brd_a")
+    world.suite.toggles.faults["agentpod"] = "down"
+    assert relayed(world, card.id) == "unread"
+    assert world.decisions() == []
+
+
 def test_a_card_of_a_board_opted_out_since_is_ignored(world):
     card = world.suite.pipeline.add_card("brd_a")
     actions.do_opt_out("brd_a", world.now)

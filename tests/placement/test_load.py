@@ -90,6 +90,25 @@ def test_off_roster_agent_is_capable_unless_its_verdict_says_capability_mismatch
     assert decision.candidate("agt_ada").capable is None
 
 
+def test_capable_follows_the_roster_not_the_candidate_set():
+    """`capable` is only for an agent off the roster: a direct agent in the set under `all` has
+    one, and a rostered agent whose row is disabled (outside the set) has none."""
+    facts = with_rows(
+        board("agt_ada", "agt_bob"),
+        roster=[roster_row("agt_bob", enabled=False)],
+        eligibility=[verdict("agt_eli"), verdict("agt_fay", "capability_mismatch")],
+    )
+    facts = replace(facts, load=(load_row("agt_eli"), load_row("agt_fay")))
+    decision = decided(facts, candidates="all")
+    eli, fay, bob = (decision.candidate(a) for a in ("agt_eli", "agt_fay", "agt_bob"))
+    assert (eli.in_set, eli.source, eli.capable) == (True, "direct", True)
+    assert (fay.in_set, fay.source, fay.capable) == (True, "direct", False)
+    assert (bob.in_set, bob.source, bob.capable) == (False, "roster", None)
+    records = {c["candidate"]["agentId"]: c for c in decision.to_record()["candidates"]}
+    assert records["agt_eli"]["capable"] is True and records["agt_fay"]["capable"] is False
+    assert "capable" not in records["agt_bob"] and "capable" not in records["agt_ada"]
+
+
 def test_principal_comes_from_the_roster_row_then_the_eligibility_read():
     facts = with_rows(board(), roster=[roster_row("agt_ada", principal_id=None)],
                       eligibility=[verdict("agt_ada", principal_id="prn_from_read")])

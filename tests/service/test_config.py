@@ -60,6 +60,20 @@ def test_a_malformed_setting_is_named_with_its_rule_and_never_its_value(name, va
     assert str(err.value) == f"{name} must be {rule}"
 
 
+@pytest.mark.parametrize("credential", ["svc_0123456789ABCDEF0123:s3cret-value",
+                                        "svc_0123456789abcDEF0123:S3CRET"])
+def test_the_service_credential_takes_its_hex_in_either_case_and_is_sent_as_given(credential):
+    assert config.load({**GOOD, "ORG_PLANE_SERVICE_CREDENTIAL": credential}) \
+        .org_plane_service_credential == credential
+
+
+@pytest.mark.parametrize("credential", ["svc_0123456789abcdef012:s", "svc_0123456789abcdeg0123:s",
+                                        "SVC_0123456789abcdef0123:s", "svc_0123456789abcdef0123:"])
+def test_the_service_credential_still_refuses_what_is_not_svc_20_hex_and_a_secret(credential):
+    with pytest.raises(config.ConfigError):
+        config.load({**GOOD, "ORG_PLANE_SERVICE_CREDENTIAL": credential})
+
+
 def test_every_missing_required_setting_is_named():
     with pytest.raises(config.ConfigError) as err:
         config.load({})

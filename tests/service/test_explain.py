@@ -171,6 +171,22 @@ def test_only_off_roster_agents_considered():
     assert text == "Nobody was held: none of the 1 agents considered is on the roster."
 
 
+def test_the_candidate_set_is_read_from_the_roster_filter_not_from_capable():
+    """Under `candidates=all` a direct agent in the set carries `capable` (it is off the
+    roster) and goes through every filter; a rostered agent whose row is disabled is off the
+    set and carries none."""
+    direct = cand("agt_dan", failing={"idle": "not-idle"})
+    direct["candidate"]["source"], direct["capable"] = "direct", True
+    disabled = cand("agt_dis", off_roster=True)
+    disabled["candidate"]["source"] = "roster"
+    del disabled["capable"]
+    candidates = [cand("agt_ada", failing={"idle": "not-idle", "capacity": "at-capacity"}),
+                  direct, disabled]
+    assert [a for a, _ in near_misses(candidates)] == ["agt_dan"]
+    assert explain(decision(reason="none-eligible", candidates=candidates)).startswith(
+        "Nobody was held: both in the candidate set failed a filter")
+
+
 def test_reason_words_for_an_unknown_code_is_the_code():
     assert reason_words({"filter": "new", "passed": False, "reason": "brand-new"}) == "brand-new"
 

@@ -125,6 +125,24 @@ def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_d
     assert delta("superdispatch_sweep_boards_total", result="read") == 3
 
 
+def test_a_board_read_without_its_roster_counts_as_unrostered_and_shows_unread(api):
+    before = Scrape(api)
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    world.suite.toggles.faults["agentpod"] = "down"
+    world.sweep()
+    after = Scrape(api)
+
+    def delta(sample, **labels):
+        return after.value(sample, **labels) - before.value(sample, **labels)
+
+    assert delta("superdispatch_sweep_boards_total", result="unrostered") == 1
+    assert delta("superdispatch_sweep_boards_total", result="read") == 0
+    assert delta("superdispatch_sweep_boards_total", result="unread") == 0
+    assert after.value("superdispatch_board_unread", board="brd_a") == 1  # nothing placed
+    assert after.value("superdispatch_sweep_backoff_factor") == 1
+
+
 def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypatch):
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
     actions.do_opt_in("brd_a", T0)

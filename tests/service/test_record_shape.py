@@ -57,6 +57,24 @@ def test_a_decision_nobody_was_held_for_reads_back_with_nothing_added(api):
     assert "learned" not in body and "capable" not in body["candidates"][0]
 
 
+def test_capable_reads_back_for_the_agents_off_the_roster_alone(api):
+    """Under `all`: a direct agent in the set has `capable`, a disabled bridge row has none."""
+    from dataclasses import replace
+
+    from tests.support.placement import load_row, roster_row, verdict, with_rows
+
+    facts = with_rows(board("agt_ada", "agt_bob"), roster=[roster_row("agt_bob", enabled=False)],
+                      eligibility=[verdict("agt_eli", "capability_mismatch")])
+    placed = decided(replace(facts, load=(load_row("agt_eli"),)), candidates="all")
+    decision = actions.do_record_decision(placed, NOW)
+
+    body = _answered(api, decision.id)
+
+    capable = {c["candidate"]["agentId"]: c.get("capable", "absent") for c in body["candidates"]}
+    assert capable == {"agt_ada": "absent", "agt_bob": "absent", "agt_eli": False}
+    assert body["candidates"] == json.loads(json.dumps(placed.to_record()))["candidates"]
+
+
 def test_the_write_keeps_the_columns_the_store_queries_by():
     placed = every_kind_decided()
     decision = actions.do_record_decision(placed, NOW)

@@ -1,0 +1,65 @@
+"""Every key the API's record carries beyond the docs' shape is listed in the README, with what
+it means; and `unchecked`, the one a filter's verdict may carry, is where the README says."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from placement.facts import PolicyFacts, PolicyVerdict, StationNeeds
+from placement.filters import tables
+from records.serializers import CandidateSerializer, ExplainedDecisionSerializer, FilterVerdictSerializer
+from tests.support.placement import board, card, decided, station, verdict, with_rows
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+# The docs' shapes (records-decisions): a decision, a candidate, a filter's verdict.
+DOCS = {
+    "decision": {"id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier",
+                 "requires", "candidates", "reservation", "reservationRefused", "outcome",
+                 "createdAt"},
+    "candidate": {"candidate", "filters", "score", "capable", "stageHistory", "policy"},
+    "filter": {"filter", "passed", "reason", "missing"},
+}
+SERIALIZERS = {"decision": ExplainedDecisionSerializer, "candidate": CandidateSerializer,
+               "filter": FilterVerdictSerializer}
+
+
+def beyond_the_docs() -> str:
+    """The README's paragraph on the record beyond the docs, and its list."""
+    text = README.read_text()
+    start = text.index("**The record beyond the docs.**")
+    return text[start:text.index("\n\n", text.index("\n- ", start))]
+
+
+def test_every_key_the_record_adds_to_the_docs_shape_is_listed_in_the_readme():
+    listed = set(re.findall(r"`([A-Za-z]+)[`:]", beyond_the_docs()))
+    for level, serializer in SERIALIZERS.items():
+        added = set(serializer().fields) - DOCS[level]
+        assert added <= listed, (level, added - listed)
+    assert "unchecked" in listed
+
+
+def _unchecked(decision) -> set[tuple[str, str]]:
+    return {(c.agent_id, f.filter) for c in decision.candidates for f in c.filters if f.unchecked}
+
+
+def test_unchecked_marks_a_pass_without_judgement_and_only_where_the_readme_says():
+    needs = card(needs=StationNeeds(tools=("git",)))
+    stations = tables().station_filters
+    # AgentPod's registry unread: each station filter passes every candidate, unchecked.
+    unread = decided(board("agt_ada", "agt_bob", card=needs, registry=None))
+    assert _unchecked(unread) == {(a, f) for a in ("agt_ada", "agt_bob") for f in stations}
+    assert all(f.passed for c in unread.candidates for f in c.filters if f.unchecked)
+    assert {"filter": "tools", "passed": True, "unchecked": True} in \
+        unread.to_record()["candidates"][0]["filters"]
+    # Read: judged, so nothing is unchecked.
+    read = decided(board("agt_ada", "agt_bob", card=needs,
+                         registry=(station("stn_ada"), station("stn_bob", tools=()))))
+    assert _unchecked(read) == set()
+    # The policy on: an agent refused on the grant is never asked, so its policy is unchecked;
+    # every other is judged.
+    asked = with_rows(board("agt_ada", "agt_bob"), eligibility=[verdict("agt_bob", "grant_denied")])
+    asked = replace(asked, policy=PolicyFacts({"agt_ada": PolicyVerdict(True, ("allow",))}))
+    policy = decided(asked)
+    assert _unchecked(policy) == {("agt_bob", "policy")}
+    assert [f.reason for f in policy.candidate("agt_bob").filters if not f.passed] == ["grant-denied"]
