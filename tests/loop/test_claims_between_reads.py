@@ -154,14 +154,15 @@ def test_another_agents_run_at_the_stage_names_nobody():
     assert settled(decision)["status"] == "superseded"
 
 
-def test_with_the_relay_a_claim_passed_on_is_claimed_by_its_event():
-    # No SuperWitness; the relay delivers as the webhook would, and places the card's next
-    # stage at once (card.ready), before any sweep reads the board.
-    world = world_of(witness=False)
+@pytest.mark.parametrize("witness", [True, False], ids=["superwitness", "no-superwitness"])
+def test_with_the_relay_a_claim_passed_on_is_claimed_by_its_event(witness):
+    # The relay delivers as the webhook would, and places the card's next stage at once
+    # (card.ready), before any sweep reads the board.
+    world = world_of(witness=witness)
     card, decision = held_card(world)
     world.drive(sweep_every_s=10 ** 6)
     world.advance(5)
-    run(world, decision.chosen, card.id, succeeded=True, witness=False)
+    run(world, decision.chosen, card.id, succeeded=True, witness=witness)
     world.suite.relay.flush()  # card.claimed, card.advanced, card.ready at the next stage
     stored = Decision.objects.get(pk=decision.pk)
     assert (stored.outcome_status, stored.outcome_by) == ("claimed", decision.chosen)
