@@ -17,7 +17,7 @@ from placement.facts import Station
 from records import marks, outbox, prepared, serializers
 from records.models import (
     SETTLED_HOLDS, Board, Candidate, Decision, HoldTally, LoopState, OutcomeStatus, RegistryRead,
-    RelayDelivery, Roll, Suggestion, SweepShard,
+    RelayClaim, RelayDelivery, Roll, Suggestion, SweepShard,
 )
 from records.registry import KEY as REGISTRY_KEY
 from records.registry import station_json
@@ -106,12 +106,14 @@ def pass_commits() -> Iterator[None]:
 
 @transaction.atomic
 def do_record_decision(placed, now: datetime, learned: dict | None = None,
-                       stored_rolls: set[str] | None = None) -> Decision:
+                       stored_rolls: set[str] | None = None,
+                       attempt_count: int | None = None) -> Decision:
     """Write a placement decision and every candidate in one transaction: a row for each
     candidate but those outside the set that a mark against the roll stands for (`roll`).
 
     `stored_rolls` is the caller's note of the rolls its own earlier decisions named once
-    they were committed (a pass keeps one): those need not be asked for again."""
+    they were committed (a pass keeps one): those need not be asked for again.
+    `attempt_count` is the card's attemptCount as the board read showed it."""
     if connection.vendor == "postgresql":  # on disk before the hold is asked (`pass_commits`)
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO on")
@@ -120,7 +122,8 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None,
     record = full or replace(placed, candidates=()).to_record()
     roll_id = _stored_roll(kept, now, stored_rolls) if kept.marks else None
     decision = Decision(**serializers.decision_columns(record), ladder_ready_at=placed.card.ready_at,
-                        learned=learned, roll_id=roll_id, roll_marks=kept.marks, created_at=now)
+                        attempt_count=attempt_count, learned=learned, roll_id=roll_id,
+                        roll_marks=kept.marks, created_at=now)
     _insert(decision)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
@@ -214,6 +217,38 @@ def do_record_hold(decision: Decision, reserved_until: datetime) -> None:
                        [field.get_db_prep_save(reserved_until, connection), decision.pk])
 
 
+def do_record_unknown_hold(decision: Decision, code: str, latest_until: datetime) -> None:
+    """The hold was asked for and no clear answer came (`code`, a timeout): it may exist,
+    until `latest_until` at the latest. Its agent counts as holding the card meanwhile (a live
+    hold, as the holds read it), and the next read of the board says which it was
+    (`do_settle_unknown_hold`)."""
+    decision.reserved_until, decision.reservation_unknown = latest_until, code
+    Decision.objects.filter(pk=decision.pk).update(reserved_until=latest_until,
+                                                   reservation_unknown=code)
+
+
+@transaction.atomic
+def do_settle_unknown_hold(decision: Decision, reserved_until: datetime | None,
+                           now: datetime) -> None:
+    """What a read of the board says of an unknown hold: the hold it shows (`reserved_until`,
+    SuperPipeline's own), or none, and then nothing was held: `not-reserved`, as a refused
+    hold is, from when it was asked for, with the unanswered call's code as the reason."""
+    code = decision.reservation_unknown
+    unsettled = Decision.objects.filter(pk=decision.pk, outcome_status__isnull=True)
+    decision.reservation_unknown = None
+    if reserved_until is not None:
+        decision.reserved_until = reserved_until
+        unsettled.update(reserved_until=reserved_until, reservation_unknown=None)
+        return
+    at = decision.created_at
+    decision.reserved_until, decision.reservation_refused = None, code
+    decision.outcome_status, decision.outcome_at = OutcomeStatus.NOT_RESERVED, at
+    if unsettled.update(reserved_until=None, reservation_unknown=None, reservation_refused=code,
+                        outcome_status=OutcomeStatus.NOT_RESERVED, outcome_at=at) \
+            and outbox.events_on():
+        outbox.write_decision_settled(decision.pk, OutcomeStatus.NOT_RESERVED, None, at, now)
+
+
 @transaction.atomic
 def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
     """SuperPipeline refused the hold: nothing was held, and the decision settles at once."""
@@ -227,11 +262,14 @@ def do_record_refusal(decision: Decision, code: str, now: datetime) -> None:
 
 @transaction.atomic
 def do_settle(decision_id: str, status: str, by: str | None, at: datetime,
-              now: datetime | None = None) -> bool:
+              now: datetime | None = None, run_over_by: datetime | None = None) -> bool:
     """Record what became of a decision's card; a decision settles once. `now` (default: `at`)
-    stamps the settlement's event."""
+    stamps the settlement's event. `run_over_by`: for a claim whose run the board read shows
+    already over (the card came back, or moved on), when it was over at the latest; the run's
+    status and end stay SuperWitness's to say (`do_record_run`)."""
+    run = {} if run_over_by is None else {"run_ended_at": run_over_by}
     settled = Decision.objects.filter(pk=decision_id, outcome_status__isnull=True).update(
-        outcome_status=status, outcome_by=by, outcome_at=at) == 1
+        outcome_status=status, outcome_by=by, outcome_at=at, **run) == 1
     if settled and status in SETTLED_HOLDS:
         _count_settled_hold(decision_id, status == OutcomeStatus.CLAIMED)
     if settled and outbox.events_on():
@@ -438,8 +476,17 @@ def do_note_relay_outcome(delivery_id: str, outcome: str, card_id: str = "",
         RelayDelivery.objects.filter(pk=delivery_id).update(outcome=outcome)
 
 
+def do_note_relay_claim(board_id: str, card_id: str, stage_key: str, agent_id: str, kind: str,
+                        at: datetime, now: datetime) -> None:
+    """Keep a claim the relay told of (`card.claimed`, `card.advanced`), for settling."""
+    RelayClaim.objects.create(board_id=board_id, card_id=card_id, stage_key=stage_key,
+                              agent_id=agent_id, kind=kind, at=at, received_at=now)
+
+
 def do_prune_deliveries(before: datetime) -> int:
-    """Forget the delivery ids received before `before`; returns how many."""
+    """Forget the delivery ids, and the claims the relay told of, received before `before`;
+    returns how many delivery ids."""
+    RelayClaim.objects.filter(received_at__lt=before).delete()
     deleted, _ = RelayDelivery.objects.filter(received_at__lt=before).delete()
     return deleted
 

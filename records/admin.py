@@ -93,7 +93,8 @@ class DecisionAdmin(ReadOnlyAdmin):
         ("In words", {"fields": ("in_words",)}),
         (None, {"fields": ("id", "board_id", "card_id", "stage_key", "created_at", "policy")}),
         ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
-        ("Hold and outcome", {"fields": ("reserved_until", "reservation_refused",
+        ("Hold and outcome", {"fields": ("attempt_count", "reserved_until", "reservation_refused",
+                                         "reservation_unknown",
                                          "outcome_status", "outcome_by", "outcome_at",
                                          "run_status", "run_mark", "run_ended_at", "waiting",
                                          "ladder_link")}),
@@ -101,8 +102,9 @@ class DecisionAdmin(ReadOnlyAdmin):
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
     )
     readonly_fields = ("in_words", "id", "board_id", "card_id", "stage_key", "created_at", "policy",
-                       "chosen", "reason", "tier_label", "requires_label", "reserved_until",
-                       "reservation_refused", "outcome_status", "outcome_by", "outcome_at",
+                       "chosen", "reason", "tier_label", "requires_label", "attempt_count",
+                       "reserved_until", "reservation_refused", "reservation_unknown",
+                       "outcome_status", "outcome_by", "outcome_at",
                        "run_status", "run_mark", "run_ended_at", "waiting",
                        "ladder_link", "candidates_table", "learned")
 

@@ -97,11 +97,22 @@ def _tier_words(tier: dict | None) -> str:
     return f" as a {tier.get('name')} (step {tier.get('step')} of the card's ladder)"
 
 
+# A hold's call that got no answer; recorded as not reserved once a read showed no hold.
+UNANSWERED = ("timeout", "unreachable", "bad-shape", "http-502", "http-504")
+
+
 def _choice(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     chosen = decision["chosen"]
     tier = _tier_words(decision.get("tier"))
     if decision.get("reservation"):
         head = f"Held for {chosen}{tier}."
+    elif decision.get("reservationUnknown"):
+        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+                f"({decision['reservationUnknown']}), and the next read of the board says "
+                f"whether it holds the card.")
+    elif decision.get("reservationRefused") in UNANSWERED:
+        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+                f"({decision['reservationRefused']}), and no hold is known to have been made.")
     elif decision.get("reservationRefused"):
         head = (f"Chose {chosen}{tier}, but SuperPipeline refused the hold "
                 f"({decision['reservationRefused']}).")

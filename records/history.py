@@ -246,15 +246,18 @@ TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median 
 
 def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...]]]:
     """Each agent's typical seconds from our hold to its claim (the median), and the seconds from
-    its claim to its run's end, over its newest claimed holds within the look-back."""
+    its claim to its run's end, over its newest claimed holds within the look-back. A run's
+    end counts once SuperWitness gave it: a claim settled after its run was over has only
+    the latest it can have ended by (`actions.do_settle`), no duration."""
     rows = (Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
-            .order_by("-outcome_at").values_list("chosen", "created_at", "outcome_at", "run_ended_at"))
+            .order_by("-outcome_at").values_list("chosen", "created_at", "outcome_at",
+                                                 "run_ended_at", "run_status"))
     latency: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, list[float]] = defaultdict(list)
-    for agent, held_at, claimed_at, ended_at in rows:
+    for agent, held_at, claimed_at, ended_at, run_status in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
-        if ended_at is not None and len(runs[agent]) < TIMING_SAMPLE:
+        if run_status is not None and len(runs[agent]) < TIMING_SAMPLE:
             runs[agent].append(max((ended_at - claimed_at).total_seconds(), 0.0))
     return ({a: statistics.median(v) for a, v in latency.items() if v},
             {a: tuple(v) for a, v in runs.items() if v})
@@ -264,4 +267,5 @@ def unsettled_on_board(board_id: str) -> list[Decision]:
     """Recorded decisions on a board still waiting for what became of their card."""
     return list(Decision.objects.filter(board_id=board_id, outcome_status__isnull=True)
                 .only("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "chosen",
-                      "reserved_until", "created_at", "reason", "tier_name"))
+                      "attempt_count", "reserved_until", "reservation_unknown", "created_at",
+                      "reason", "tier_name"))

@@ -128,8 +128,15 @@ class Decision(models.Model):
     tier_name = models.CharField(max_length=16, null=True, blank=True, choices=TierName.choices)
     tier_step = models.IntegerField(null=True, blank=True)
     requires = models.JSONField(null=True, blank=True)
+    # The card's attemptCount as the decision's read showed it: a count risen in the same
+    # stage says a claim came and went between two reads (null on decisions made before).
+    attempt_count = models.IntegerField(null=True, blank=True)
+    # When SuperPipeline's hold ends; while `reservation_unknown`, the latest it could end.
     reserved_until = models.DateTimeField(null=True, blank=True)
     reservation_refused = models.CharField(max_length=80, null=True, blank=True)
+    # The hold was asked for and no clear answer came (the failure's code, `timeout`): it may
+    # or may not exist until the next read of the board says, and its agent counts as holding.
+    reservation_unknown = models.CharField(max_length=80, null=True, blank=True)
     outcome_status = models.CharField(max_length=20, null=True, blank=True,
                                       choices=OutcomeStatus.choices)
     outcome_by = models.CharField(max_length=128, null=True, blank=True)
@@ -141,6 +148,8 @@ class Decision(models.Model):
     # What became of a claim: its SuperWitness run, joined once known (null: not known yet).
     run_status = models.CharField(max_length=12, null=True, blank=True)  # succeeded | failed
     run_mark = models.FloatField(null=True, blank=True)  # the run's verdict as a pass mark
+    # Before SuperWitness has the run, the latest it was over by, where the board read shows a
+    # claim's run already over (the card came back, or moved on).
     run_ended_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     # Candidates outside the candidate set with no bridge row are kept as one mark each
@@ -340,6 +349,27 @@ class RegistryRead(models.Model):
 
     class Meta:
         verbose_name = "registry read"
+
+
+class RelayClaim(models.Model):
+    """A claim the event relay told of (`card.claimed`, or `card.advanced` at the end of the
+    run): who took a card at a stage, and when. Settling reads it for a claim that came and
+    went between two reads of its board; kept as long as the delivery ids."""
+
+    board_id = models.CharField(max_length=128)
+    card_id = models.CharField(max_length=128)
+    stage_key = models.CharField(max_length=128)
+    agent_id = models.CharField(max_length=128)
+    kind = models.CharField(max_length=16)  # card.claimed | card.advanced
+    at = models.DateTimeField()  # the event's time
+    received_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["board_id", "card_id", "at"], name="relay_claim_card"),
+                   models.Index(fields=["received_at"], name="relay_claim_received")]
+
+    def __str__(self) -> str:
+        return f"{self.card_id}@{self.stage_key}: {self.agent_id}"
 
 
 class RelayOutcome(models.TextChoices):

@@ -188,6 +188,12 @@ class ReservationSerializer(Columns):
 
     present = "reserved_until"
 
+    def get_attribute(self, instance):
+        # An unknown hold's `reserved_until` is only the latest it could end: no hold yet.
+        if getattr(instance, "reservation_unknown", None) is not None:
+            return None
+        return super().get_attribute(instance)
+
 
 class OutcomeSerializer(Columns):
     status = serializers.CharField(source="outcome_status")
@@ -220,6 +226,10 @@ class DecisionSerializer(Row):
     candidates = CandidateSerializer(many=True)
     reservation = ReservationSerializer(source="*", allow_null=True)
     reservationRefused = serializers.CharField(source="reservation_refused", allow_null=True)
+    reservationUnknown = serializers.CharField(
+        source="reservation_unknown", required=False, allow_null=True,
+        help_text="the hold was asked for and no answer came (why: `timeout`); the next read "
+                  "of the board says whether it was held")
     outcome = OutcomeSerializer(source="*", allow_null=True)
     createdAt = Time(source="created_at")
     learned = serializers.JSONField(required=False, allow_null=True)
@@ -228,7 +238,7 @@ class DecisionSerializer(Row):
     run = RunSerializer(source="*", required=False, allow_null=True,
                         help_text="the claim's run, once SuperWitness has it")
 
-    omit_when_null = ("learned", "waiting", "run")
+    omit_when_null = ("reservationUnknown", "learned", "waiting", "run")
 
 
 class ExplainedDecisionSerializer(DecisionSerializer):

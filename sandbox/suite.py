@@ -69,6 +69,9 @@ class Toggles:
     # product -> one of FAULTS: the whole product fails that way, on every route.
     faults: dict[str, str] = field(default_factory=dict)
     slow_seconds: float = 8.0  # how long a product under the `slow` fault takes to answer
+    # A hold's PUT that times out: "made" holds the card and answers too late, "lost" times
+    # out before anything is done; "" answers as usual.
+    hold_timeout: str = ""
 
 
 @dataclass(frozen=True)
@@ -163,9 +166,23 @@ class Suite:
         delay = self._slowness(product, method, split.path)
         if delay:
             self.wait(delay)
+        hold = product == "superpipeline" and method.upper() == "PUT" \
+            and split.path.rstrip("/").endswith("/reservation")
+        if hold and self.toggles.hold_timeout == "lost":
+            self._answer_late(product, timeout)
         with self.lock:
             reply = dispatch(self, product, method, split.path or "/", merged, dict(headers or {}), body or b"")
+        if hold and self.toggles.hold_timeout == "made":
+            self._answer_late(product, timeout)
         return reply.encoded()
+
+    def _answer_late(self, product: str, timeout: float | None) -> None:
+        """Answer past the caller's timeout: TimedOut once it has passed (in-process), or the
+        `slow` fault's delay before answering (over HTTP the caller's socket gives up first)."""
+        if timeout is not None:
+            self.wait(timeout)
+            raise TimedOut(f"{product} did not answer within {timeout} s")
+        self.wait(self.toggles.slow_seconds)
 
     def _slowness(self, product: str, method: str, path: str) -> float:
         """How long a board read takes under the `slow` toggle (0: no longer than usual)."""

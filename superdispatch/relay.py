@@ -6,6 +6,7 @@ import hmac
 import json
 import logging
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
@@ -24,6 +25,7 @@ from common.errors import ApiError, bad_request, unavailable
 from common.schema import error
 from records import actions
 from records.models import Board, RelayOutcome
+from records.serializers import parse_time
 from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")
@@ -32,6 +34,7 @@ QUEUE_DOWN = (KombuOperationalError, RedisError)
 MAX_SKEW_S = 300
 MAX_BODY = 64 * 1024
 LOOK_DELAY_S = 2  # other events: look at the board this much later, once for a burst
+CLAIM_EVENTS = ("card.claimed", "card.advanced")  # each names the agent that took the card
 
 
 def signature_valid(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
@@ -74,13 +77,37 @@ def _event(body: bytes) -> dict:
     return event
 
 
+def note_claim(event: dict, now: datetime | None = None) -> bool:
+    """Keep who took a card as a `card.claimed` or `card.advanced` says (its card, stage,
+    agent and time), for settling a hold whose claim came and went before the board was read
+    again; returns whether it was kept. An event short of any of those is not kept: the look
+    at its board still happens."""
+    if event.get("type") not in CLAIM_EVENTS:
+        return False
+    data = event.get("data")
+    agent_id = data.get("agentId") if isinstance(data, dict) else None
+    card_id, stage_key = event.get("cardId"), event.get("stageKey")
+    if not all(isinstance(v, str) and 0 < len(v) <= 128 for v in (agent_id, card_id, stage_key)):
+        return False
+    now = now or timezone.now()
+    try:
+        at = parse_time(event["ts"]) if isinstance(event.get("ts"), str) else now
+    except ValueError:
+        at = now
+    actions.do_note_relay_claim(event["boardId"], card_id, stage_key, agent_id, event["type"],
+                                at, now)
+    return True
+
+
 def accept(event: dict, delivery: str) -> dict:
-    """Hand an event to the workers: place a ready card at once, else look at its board soon."""
+    """Hand an event to the workers: place a ready card at once, else look at its board soon
+    (a claim's event is kept first, `note_claim`)."""
     board_id = event["boardId"]
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
         if event["type"] == "card.ready":
             actions.do_note_relay_outcome(delivery, RelayOutcome.IGNORED)
         return {"ok": True, "ignored": True}
+    note_claim(event)
     if event["type"] == "card.ready":
         ts = event.get("ts")
         tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None,

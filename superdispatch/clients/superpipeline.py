@@ -33,16 +33,24 @@ class Reservation:
     reserved_until: datetime
 
 
+# Answers a gateway gives for SuperPipeline when its own did not come back in time, or whole.
+GATEWAY_STATUSES = (502, 504)
+
+
 @dataclass(frozen=True)
 class Refusal:
-    """A hold SuperPipeline did not make. `code` is the error body's code or `http-<status>`
-    (`timeout`, `unreachable`, `bad-shape`, or `token-…` when no token could be had).
-    `transient` is True when the answer was no clear refusal: the hold may or may not exist
-    (it lapses on its own) and asking again later may succeed."""
+    """A hold SuperPipeline did not make, or did not say it made. `code` is the error body's
+    code or `http-<status>` (`timeout`, `unreachable`, `bad-shape`, or `token-…` when no token
+    could be had). `transient` is True when the answer was no clear refusal and asking again
+    later may succeed. `unknown` is True when the PUT went out and SuperPipeline's own answer
+    never came back readable (no answer at all, a 2xx not in the contract's shape, or a
+    gateway's 502/504): the hold may exist (it lapses on its own), and only a read of the
+    board can tell."""
 
     code: str
     status: int | None = None
     transient: bool = False
+    unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,8 +160,9 @@ class SuperPipeline:
 
     def reserve(self, board_id: str, card_id: str, agent_id: str,
                 seconds: int) -> Reservation | Refusal:
-        """Hold the card for the agent. Sent once; any failure comes back as a Refusal value,
-        since the loop records a refused hold as `not-reserved` either way."""
+        """Hold the card for the agent. Sent once; any failure comes back as a Refusal value:
+        the loop records a refused hold as `not-reserved`, and one whose answer never came
+        (`Refusal.unknown`) as unknown until the board's next read."""
         if not 1 <= seconds <= MAX_HOLD_SECONDS:
             raise ValueError(f"a hold lasts 1 to {MAX_HOLD_SECONDS} seconds")
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/reservation"
@@ -161,8 +170,12 @@ class SuperPipeline:
             return self._http.call("PUT", path, _reservation,
                                    body={"agentId": agent_id, "seconds": seconds})
         except ClientError as err:
-            code = f"token-{err.code}" if err.product != "superpipeline" else err.code
-            return Refusal(code=code, status=err.status, transient=not isinstance(err, Refused))
+            sent = err.product == "superpipeline"  # else no token: the PUT never went out
+            code = err.code if sent else f"token-{err.code}"
+            unanswered = err.status is None or 200 <= err.status < 300 \
+                or err.status in GATEWAY_STATUSES
+            return Refusal(code=code, status=err.status, transient=not isinstance(err, Refused),
+                           unknown=sent and not isinstance(err, Refused) and unanswered)
 
     def set_placement_window(self, board_id: str, seconds: int) -> int:
         """Set the board's placement window (0 sets none); returns the window now set."""

@@ -23,6 +23,7 @@ from records.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
 from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
+from superdispatch.loop.claimants import Claimants
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.runs import join_runs
@@ -59,6 +60,7 @@ class SweepSummary:
     decisions: int = 0
     holds: int = 0
     refused: int = 0
+    unanswered: int = 0  # holds asked for whose answer never came: known at the next read
     waits: int = 0
     runs: int = 0  # claims joined to their run this pass
     backoff_until: datetime | None = None
@@ -147,7 +149,9 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         summary.waits += 1
         return WAITING
     decided, learned = _with_learned_model(loop, decided, now)
-    row = actions.do_record_decision(decided, now, learned=learned, stored_rolls=reads.rolls)
+    seen = work.read.card(card.card_id)
+    row = actions.do_record_decision(decided, now, learned=learned, stored_rolls=reads.rolls,
+                                     attempt_count=seen.attempt_count if seen else None)
     summary.decisions += 1
     metrics.decision_recorded(card.board_id, decided.tier.name, decided.reason)
     tier = f"{decided.tier.name} step {decided.tier.step}"
@@ -181,6 +185,19 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
                  tier, decided.hold.agent_id, answer.reserved_until.isoformat(),
                  extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
                         "agent": decided.hold.agent_id})
+    elif answer.unknown:
+        # Perhaps held: the next read of the board says. Meanwhile the agent counts as holding
+        # the card, until the latest the hold could last.
+        latest = loop.clock() + timedelta(seconds=decided.hold.seconds)
+        actions.do_record_unknown_hold(row, answer.code, latest)
+        reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
+        summary.unanswered += 1
+        came_to = HELD
+        log.warning("loop: %s %s %s %s hold for %s unanswered (%s): held or not, the board's "
+                    "next read says", card.board_id, card.card_id, row.id, tier,
+                    decided.hold.agent_id, answer.code,
+                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
+                           "agent": decided.hold.agent_id})
     else:
         came_to = None
         actions.do_record_refusal(row, answer.code, now)
@@ -227,7 +244,7 @@ def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, 
 # --- One pass -------------------------------------------------------------------------------
 
 def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
-                from_cache: bool) -> BoardWork | None:
+                from_cache: bool, claimants: Claimants) -> BoardWork | None:
     """Read a leased board and settle what it held; None when it cannot be read, or its roster
     cannot. A board read and settled counts as read either way (the sweep does not back off
     for AgentPod alone); without its roster it places nothing, and the board's row says why."""
@@ -241,7 +258,7 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
         return None
     with transaction.atomic():  # one commit for the read and every settlement it brings
         actions.do_note_read(board_id, now)
-        summary.settled += settle_board(read, now)
+        summary.settled += settle_board(read, now, claimants)
     try:
         if from_cache:
             roster, read_at = cached_roster(loop, board_id, now)
@@ -357,6 +374,8 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
     released: set[str] = set()
     reads = PassReads(loop, now, from_cache=from_cache)
     reads.concurrent = concurrent
+    # Who made a claim the board read no longer shows (`loop/claimants.py`).
+    claimants = Claimants(reads.history if loop.clients.superwitness is not None else None)
 
     def done_with(board_id: str) -> None:
         """Join the board's runs (a relayed card.ready places its card and nothing more) and
@@ -383,7 +402,7 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
                 summary.skipped += 1  # another pass holds it
                 continue
             leased.append(board_id)
-            work = _open_board(loop, board_id, now, summary, from_cache)
+            work = _open_board(loop, board_id, now, summary, from_cache, claimants)
             if work is not None:
                 works[board_id] = work
                 due[board_id] = _due_cards(work, now, only_card)

@@ -5,10 +5,12 @@ import logging
 from datetime import datetime
 from typing import NamedTuple
 
+from placement.facts import Run
 from records import actions, history
 from records.models import Decision, OutcomeStatus
 from superdispatch import metrics
 from superdispatch.clients import BoardCard, BoardRead
+from superdispatch.loop.claimants import Claimants, Found
 
 log = logging.getLogger("superdispatch.loop")
 
@@ -17,32 +19,97 @@ class Outcome(NamedTuple):
     status: str
     by: str | None
     at: datetime
+    exact: bool = True  # False: `at` is only the latest the claim can have been
+    run_over_by: datetime | None = None  # a claim whose run the read shows over, by when
+    run: Run | None = None  # the claim's run, where SuperWitness named the claimant by it
 
 
-def outcome(decision: Decision, card: BoardCard | None, now: datetime) -> Outcome | None:
+def outcome(decision: Decision, card: BoardCard | None, now: datetime,
+            claimants: Claimants | None = None) -> Outcome | None:
     """What became of a decision's card, or None while it is still undecided.
 
     Judged from the card's own times, not from when this pass happens to run:
-    - a claim in the decision's ladder settles it by whoever claimed, even after the hold
-      lapsed (a winner that claims late is `claimed`, not a no-show);
-    - a hold that lapsed before the card left its ladder unclaimed is `expired`;
-    - a card that left its ladder (moved, archived, gone) while held, or while nobody was
-      held, was moved by a person: `superseded`;
+    - a claim the read shows in the decision's ladder settles it by whoever claimed, even
+      after the hold lapsed (a winner that claims late is `claimed`, not a no-show);
+    - a hold that lapsed while the card still waits in its ladder is `expired`;
+    - a held card that left its ladder with no claim shown may have been claimed and its run
+      ended between two reads (`_left_held`): never a lapse unless nobody claimed it;
+    - a card that left its ladder while nobody was held for it: `superseded`;
     - otherwise the card still waits: a live hold, or a decision that held nobody.
     """
     ladder_start = decision.ladder_ready_at or decision.created_at
-    if card is not None and card.claimed_at is not None and card.claimed_at >= ladder_start:
+    if _claim_shown(decision, card, ladder_start):
         by = card.delegate_agent_id
-        status = (OutcomeStatus.CLAIMED if by is not None and by == decision.chosen
-                  else OutcomeStatus.CLAIMED_BY_OTHER)
-        return Outcome(status, by, card.claimed_at)
+        return Outcome(_claim_status(decision, by), by, card.claimed_at)
     left_at = _left_ladder_at(decision, card, now)
     lapsed = decision.reserved_until
-    if lapsed is not None and lapsed <= (left_at or now):
-        return Outcome(OutcomeStatus.EXPIRED, None, lapsed)
-    if left_at is not None:
+    if left_at is None:
+        return Outcome(OutcomeStatus.EXPIRED, None, lapsed) if lapsed is not None \
+            and lapsed <= now else None
+    if lapsed is None:
         return Outcome(OutcomeStatus.SUPERSEDED, None, left_at)
-    return None
+    return _left_held(decision, card, left_at, claimants or Claimants())
+
+
+def _left_held(decision: Decision, card: BoardCard | None, left_at: datetime,
+               claimants: Claimants) -> Outcome | None:
+    """A held card that left its ladder with no claim shown. The card's attemptCount, back in
+    the decision's stage, says whether anybody claimed it since: nobody, and the hold lapsed
+    or the card was moved; somebody, and back while the hold was live, then the held agent
+    (no other could claim), from whatever names it. Otherwise (risen but back after the hold
+    lapsed, or another stage, where the count starts again) the relay or SuperWitness may name
+    the claimant; with nothing to name one it is `superseded`, never a lapse."""
+    lapsed = decision.reserved_until
+    claimed = _claimed_since(decision, card)
+    if claimed is False:
+        if lapsed <= left_at:
+            return Outcome(OutcomeStatus.EXPIRED, None, lapsed)
+        return Outcome(OutcomeStatus.SUPERSEDED, None, left_at)
+    came_back = card is not None and decision.ladder_ready_at is not None \
+        and card.ready_at != decision.ladder_ready_at
+    over_by = card.ready_at if came_back else left_at
+    if claimed and came_back and card.ready_at <= lapsed:
+        found = claimants.of(decision, card.ready_at)
+        if found is None:
+            return Outcome(OutcomeStatus.CLAIMED, decision.chosen, card.ready_at, False, over_by)
+        return _found(decision, found, over_by)
+    found = claimants.of(decision, left_at)
+    if found is not None:
+        return _found(decision, found, over_by)
+    return Outcome(OutcomeStatus.SUPERSEDED, None, left_at)
+
+
+def _found(decision: Decision, found: Found, over_by: datetime) -> Outcome:
+    return Outcome(_claim_status(decision, found.agent_id), found.agent_id, found.at,
+                   found.exact, over_by, found.run)
+
+
+def _claim_status(decision: Decision, by: str | None) -> str:
+    return (OutcomeStatus.CLAIMED if by is not None and by == decision.chosen
+            else OutcomeStatus.CLAIMED_BY_OTHER)
+
+
+def _claim_shown(decision: Decision, card: BoardCard | None, ladder_start: datetime) -> bool:
+    """Whether the read shows a claim made in the decision's ladder: the card still in that
+    ladder and claimed since it began, or claimed before it became ready again (a claim made
+    in a later ladder is no claim of this one)."""
+    if card is None or card.claimed_at is None or card.claimed_at < ladder_start:
+        return False
+    same_ladder = card.stage_key == decision.stage_key and (
+        decision.ladder_ready_at is None or card.ready_at == decision.ladder_ready_at)
+    return same_ladder or card.claimed_at < card.ready_at
+
+
+def _claimed_since(decision: Decision, card: BoardCard | None) -> bool | None:
+    """Whether the card was claimed since the decision, by its attemptCount: risen in the
+    decision's stage, yes; the same, no. None when the count cannot say: the card is gone or
+    at another stage, the count is lower (it started again at another stage meanwhile), or
+    the decision kept none (made before it did)."""
+    if card is None or decision.attempt_count is None or card.stage_key != decision.stage_key:
+        return None
+    if card.attempt_count == decision.attempt_count:
+        return False
+    return True if card.attempt_count > decision.attempt_count else None
 
 
 def _left_ladder_at(decision: Decision, card: BoardCard | None, now: datetime) -> datetime | None:
@@ -56,13 +123,25 @@ def _left_ladder_at(decision: Decision, card: BoardCard | None, now: datetime) -
     return None
 
 
-def settle_board(read: BoardRead, now: datetime) -> int:
-    """Settle every unsettled decision on the board; returns how many settled."""
+def settle_board(read: BoardRead, now: datetime, claimants: Claimants | None = None) -> int:
+    """Settle every unsettled decision on the board; returns how many settled. A hold whose
+    answer never came is first known from the read (`_know_hold`)."""
+    claimants = claimants or Claimants()
     settled = 0
     for decision in history.unsettled_on_board(read.board_id):
-        result = outcome(decision, read.card(decision.card_id), now)
-        if result is None or not actions.do_settle(decision.id, *result, now=now):
+        card = read.card(decision.card_id)
+        if decision.reservation_unknown is not None and not _know_hold(decision, card, now):
+            settled += 1
             continue
+        result = outcome(decision, card, now, claimants)
+        if result is None or not actions.do_settle(decision.id, result.status, result.by,
+                                                   result.at, now=now,
+                                                   run_over_by=result.run_over_by):
+            continue
+        if result.run is not None:
+            run = result.run
+            actions.do_record_run(decision.id, "succeeded" if run.succeeded else "failed",
+                                  run.mark, run.ended_at)
         settled += 1
         _count(decision, result)
         by = f" by {result.by}" if result.by else ""
@@ -74,12 +153,35 @@ def settle_board(read: BoardRead, now: datetime) -> int:
     return settled
 
 
+def _know_hold(decision: Decision, card: BoardCard | None, now: datetime) -> bool:
+    """An unknown hold, as the read shows it: the card held for the decision's agent, and it
+    was held, until when SuperPipeline says (True: settle it on as any hold); no such hold,
+    and nothing was held: `not-reserved` (False)."""
+    held = card.reservation if card is not None else None
+    fields = {"board": decision.board_id, "card": decision.card_id, "decision": decision.id,
+              "agent": decision.chosen}
+    if held is not None and held.agent_id == decision.chosen:
+        actions.do_settle_unknown_hold(decision, held.reserved_until, now)
+        metrics.hold_made(decision.tier_name)
+        log.info("loop: %s %s %s hold unanswered, then read: held for %s until %s",
+                 decision.board_id, decision.card_id, decision.id, decision.chosen,
+                 held.reserved_until.isoformat(), extra=fields)
+        return True
+    code = decision.reservation_unknown
+    actions.do_settle_unknown_hold(decision, None, now)
+    metrics.hold_refused(decision.tier_name)
+    log.info("loop: %s %s %s hold unanswered (%s), then read: not held, settled not-reserved",
+             decision.board_id, decision.card_id, decision.id, code, extra=fields)
+    return False
+
+
 def _count(decision: Decision, result: Outcome) -> None:
-    """The settlement's metrics: its outcome by tier, the held agent's time to claim, and a
-    no-show when the hold lapsed unclaimed (as the no-show filter reads lapses)."""
+    """The settlement's metrics: its outcome by tier, the held agent's time to claim (where
+    the claim's own time is known), and a no-show when the hold lapsed unclaimed (as the
+    no-show filter reads lapses)."""
     held = decision.chosen if decision.reserved_until is not None else None
     claim_after = None
-    if held is not None and result.status == "claimed":
+    if held is not None and result.status == "claimed" and result.exact:
         claim_after = (result.at - decision.created_at).total_seconds()
     no_show = held is not None and (
         result.status == "expired"

@@ -193,7 +193,9 @@ def test_hold_is_asked_once_and_read(suite, pipeline):
      Refusal("card-claimed", 200, transient=False)),
     (Reply(409, {"error": "agent-at-capacity"}), Refusal("agent-at-capacity", 409, False)),
     (Reply(503), Refusal("http-503", 503, transient=True)),
-    (Reply(200, {"reservation": None}), Refusal("bad-shape", 200, transient=True)),
+    # SuperPipeline's own answer never came back readable: the hold may exist.
+    (Reply(504), Refusal("http-504", 504, transient=True, unknown=True)),
+    (Reply(200, {"reservation": None}), Refusal("bad-shape", 200, transient=True, unknown=True)),
 ])
 def test_refused_hold_is_a_refusal_value_sent_once(suite, pipeline, reply, refusal):
     suite.route("PUT", HOLD, reply, Reply(200, bodies.reservation()))
@@ -201,12 +203,12 @@ def test_refused_hold_is_a_refusal_value_sent_once(suite, pipeline, reply, refus
     assert len(suite.hits("PUT", HOLD)) == 1
 
 
-def test_hold_that_times_out_is_a_transient_refusal(suite, mint, naps):
+def test_hold_that_times_out_is_unknown_not_refused(suite, mint, naps):
     accounts = Accounts(suite.url, CREDENTIAL, sleep=naps.append)
     quick = SuperPipeline(suite.url, accounts, timeout=(1.0, 0.1), sleep=naps.append)
     suite.route("PUT", HOLD, Reply(200, bodies.reservation(), hold=True))
     assert quick.reserve("brd_1", "card_1042", "agt_ada", 60) == Refusal(
-        "timeout", None, transient=True)
+        "timeout", None, transient=True, unknown=True)
     assert len(suite.hits("PUT", HOLD)) == 1
 
 
@@ -215,6 +217,14 @@ def test_hold_without_a_token_is_a_refusal_naming_the_token(suite, naps):
     pipeline = SuperPipeline(suite.url, Accounts(suite.url, CREDENTIAL, sleep=naps.append))
     assert pipeline.reserve("brd_1", "card_1042", "agt_ada", 60) == Refusal(
         "token-http-403", 403, transient=False)
+    assert suite.hits("PUT", HOLD) == []
+
+
+def test_hold_without_a_token_for_an_outage_was_never_asked_so_is_not_unknown(suite, naps):
+    suite.route("POST", "/api/token/service", Reply(503), Reply(503), Reply(503))
+    pipeline = SuperPipeline(suite.url, Accounts(suite.url, CREDENTIAL, sleep=naps.append))
+    refusal = pipeline.reserve("brd_1", "card_1042", "agt_ada", 60)
+    assert (refusal.code, refusal.transient, refusal.unknown) == ("token-http-503", True, False)
     assert suite.hits("PUT", HOLD) == []
 
 

@@ -29,6 +29,35 @@ def test_a_relayed_card_is_held_within_its_placement_window_and_claimed_by_the_h
         assert stand.outcome(decision) == "claimed" and decision.outcome_by == "agt_a"
 
 
+def test_a_held_claim_that_failed_back_before_a_sweep_is_claimed_by_the_held_agent(live_server):
+    # Two agents rostered, a hold for one; it claims, its run fails back to ready, a sweep
+    # (the relay's events for the claim are never delivered: sweeps alone).
+    with running_stand(live_server.url, scenario(agents=("agt_a", "agt_b"))) as stand:
+        card_id = stand.ready_card()
+        [decision] = stand.decision_count(card_id, 1)
+        with stand.suite.lock:
+            stand.suite.pipeline.claim(decision.chosen, card_id)
+            stand.advance(3)
+            stand.suite.pipeline.finish(decision.chosen, card_id, succeeded=False)
+        stand.advance(10)
+        stand.sweep()
+        assert stand.outcome(decision) == "claimed"
+        outcome = stand.api("GET", f"/v1/decisions/{decision.id}").json()["decision"]["outcome"]
+        assert (outcome["status"], outcome["by"]) == ("claimed", decision.chosen)
+
+
+def test_a_held_claim_passed_on_before_a_read_is_claimed_by_the_relays_event(live_server):
+    with running_stand(live_server.url, scenario(), toggles={"superwitness_up": False}) as stand:
+        card_id = stand.ready_card()
+        [decision] = stand.decision_count(card_id, 1)
+        with stand.suite.lock:
+            stand.suite.pipeline.claim(decision.chosen, card_id)
+            stand.advance(3)
+            stand.suite.pipeline.finish(decision.chosen, card_id, succeeded=True)
+        assert set(stand.deliver()) == {202}  # card.claimed, card.advanced, card.ready at ship
+        assert stand.outcome(decision) == "claimed" and decision.outcome_by == decision.chosen
+
+
 def test_a_no_show_walks_the_ladder_to_a_runner_up_and_then_any_match(live_server):
     with running_stand(live_server.url, scenario()) as stand:
         card_id = stand.ready_card()

@@ -153,3 +153,19 @@ def test_a_claim_is_relayed_as_card_claimed(world):
     world.pipeline.claim("agt_ada", card.id)
     [event] = world.events("card.claimed")
     assert event["data"] == {"agentId": "agt_ada", "reserved": True}
+
+
+def test_the_attempt_count_rises_with_each_claim_and_starts_again_at_a_new_stage(world):
+    card = world.card()
+    counts = []
+    for succeeded in (False, False, True):  # two failed runs back to review, then on to qa
+        world.pipeline.claim("agt_ada", card.id)
+        counts.append(card.attempt_count)
+        world.pipeline.finish("agt_ada", card.id, succeeded=succeeded)
+        counts.append((card.stage_key, card.attempt_count))
+    assert counts == [1, ("review", 1), 2, ("review", 2), 3, ("qa", 0)]
+    world.pipeline.claim("agt_ada", card.id)
+    world.pipeline.move_card(card.id, "qa")  # a person puts it back in its stage: kept
+    assert card.attempt_count == 1
+    world.pipeline.move_card(card.id, "review")  # another stage: a new count
+    assert card.attempt_count == 0

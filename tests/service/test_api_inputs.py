@@ -76,7 +76,8 @@ def test_the_schema_takes_parameters_and_answers_from_the_serializers():
                                                             "limit"}
     assert set(schema["components"]["schemas"]["ExplainedDecision"]["properties"]) == {
         "id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier", "requires",
-        "candidates", "reservation", "reservationRefused", "outcome", "createdAt", "learned",
+        "candidates", "reservation", "reservationRefused", "reservationUnknown", "outcome",
+        "createdAt", "learned",
         "waiting", "run", "explanation"}
     assert set(schema["components"]["schemas"]["Candidate"]["properties"]) == {
         "candidate", "filters", "score", "capable", "stageHistory", "policy"}

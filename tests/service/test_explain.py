@@ -102,6 +102,19 @@ def test_a_runner_up_step_and_a_refused_hold_are_said():
                            "SuperPipeline refused the hold (http-409).")
 
 
+def test_a_hold_whose_answer_never_came_is_said_unknown_not_refused():
+    unknown = {**decision("agt_bob", held=False, candidates=[cand("agt_bob", total=1)]),
+               "reservationUnknown": "timeout"}
+    assert explain(unknown).startswith(
+        "Chose agt_bob as the winner; SuperPipeline's answer to the hold never came (timeout), "
+        "and the next read of the board says whether it holds the card.")
+    none_read = decision("agt_bob", held=False, refused="timeout",
+                         candidates=[cand("agt_bob", total=1)])
+    assert explain(none_read).startswith(
+        "Chose agt_bob as the winner; SuperPipeline's answer to the hold never came (timeout), "
+        "and no hold is known to have been made.")
+
+
 def test_a_learned_choice_that_is_not_the_formulas_first_says_who_was():
     text = explain(decision("agt_bob", policy="idle-stage-success-lru@3+learned:4", candidates=[
         cand("agt_ada", total=2), cand("agt_bob", total=1)]))

@@ -95,10 +95,11 @@ def test_every_stored_column_is_a_field_of_the_record_or_worked_out_by_the_write
     read = {attr for attr, _ in CANDIDATE_READS}
     assert read | set(CANDIDATE_DERIVED) == {f.attname for f in CANDIDATE_STORED}
     assert not read & set(CANDIDATE_DERIVED)
-    # A decision's ladder is the one column the API does not answer, besides how it keeps
-    # its candidates off the set.
+    # A decision's ladder (the card's readyAt and attemptCount as its read showed them) is
+    # what the API does not answer, besides how it keeps its candidates off the set.
     assert {f.attname for f in Decision._meta.concrete_fields} - {
-        attr for attr, _ in DECISION_READS} == {"ladder_ready_at", "roll_id", "roll_marks"}
+        attr for attr, _ in DECISION_READS} == {"ladder_ready_at", "attempt_count", "roll_id",
+                                                "roll_marks"}
 
 
 def test_the_write_maps_a_candidate_to_columns_as_the_serializer_reads_it():

@@ -3,13 +3,15 @@ import hashlib
 import hmac
 import json
 import time
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from records import actions
-from records.models import RelayDelivery
+from records.models import RelayClaim, RelayDelivery
 from superdispatch import relay, tasks
 from tests.conftest import T0
 
@@ -87,6 +89,40 @@ def test_other_events_look_at_the_board_two_seconds_later_once_per_burst(client,
     for i in range(3):
         deliver(client, {**READY, "type": "card.claimed"}, delivery=f"dlv_{i}")
     assert enqueued == [("look", ("brd_a",), 2)]
+
+
+CLAIMED = {**READY, "id": "evt_2", "type": "card.claimed", "ts": "2026-11-13T10:00:05.250Z",
+           "data": {"agentId": "agt_ada", "reserved": True}}
+
+
+def test_a_claims_event_keeps_who_took_the_card_at_its_stage_for_settling(client, board, enqueued):
+    assert deliver(client, CLAIMED).status_code == 202
+    advanced = {**CLAIMED, "type": "card.advanced", "ts": "2026-11-13T10:00:09.000Z",
+                "data": {"agentId": "agt_ada", "toStageKey": "ship"}}
+    assert deliver(client, advanced, delivery="dlv_2").status_code == 202
+    assert deliver(client, CLAIMED).json()["duplicate"] is True  # kept once
+    assert [(c.board_id, c.card_id, c.stage_key, c.agent_id, c.kind, c.at) for c in
+            RelayClaim.objects.order_by("at")] == [
+        ("brd_a", "card_7", "review", "agt_ada", "card.claimed", T0 + timedelta(seconds=5.25)),
+        ("brd_a", "card_7", "review", "agt_ada", "card.advanced", T0 + timedelta(seconds=9))]
+    assert enqueued == [("look", ("brd_a",), 2)]
+    actions.do_prune_deliveries(timezone.now() + timedelta(seconds=1))
+    assert not RelayClaim.objects.exists()  # forgotten with the delivery ids
+
+
+@pytest.mark.parametrize("event", [
+    {**CLAIMED, "data": {}}, {**CLAIMED, "data": None}, {**CLAIMED, "stageKey": None},
+    {**CLAIMED, "data": {"agentId": "agt_" + "x" * 200}},
+])
+def test_a_claims_event_short_of_its_agent_card_or_stage_is_only_a_look(client, board, enqueued,
+                                                                         event):
+    assert deliver(client, event).status_code == 202
+    assert not RelayClaim.objects.exists() and enqueued == [("look", ("brd_a",), 2)]
+
+
+def test_a_claims_event_for_a_board_not_opted_in_keeps_nothing(client, enqueued):
+    assert deliver(client, CLAIMED).json() == {"ok": True, "ignored": True}
+    assert not RelayClaim.objects.exists()
 
 
 @pytest.mark.parametrize("body", [b"{nope", b"[]", b'{"type": "card.ready", "boardId": "brd_a"}',

@@ -9,7 +9,9 @@ The short fault check (tests/loop/test_faults.py, on a real worker) and the faul
   the same moment. A hold lasts from when SuperPipeline granted it (its own ledger,
   `Pipeline.holds_granted`) to the earlier of its `reserved_until` and its settlement.
 - **No hold recorded that SuperPipeline did not grant**: each decision with a
-  `reserved_until` matches a grant of that card to that agent until that moment.
+  `reserved_until` matches a grant of that card to that agent until that moment (but a hold
+  still unknown, asked for with no answer: its `reserved_until` is only the latest it could
+  end, until a read of the board says).
 - **Every accepted relay event placed or explicitly ignored**: the webhook took a delivery
   when it answered `202` (or `200 duplicate`: an earlier copy was taken); it ignored it, and
   said so, with `200 ignored` (the board is not opted in). A taken `card.ready` is placed
@@ -150,7 +152,8 @@ def check(pipeline, lock=None, ledger: RelayLedger | None = None,
     found.orphan_decisions = list(
         Decision.objects.exclude(reason="no-candidates").filter(roll_marks="")
         .annotate(n=Count("candidate_rows")).filter(n=0).values_list("id", flat=True))
-    held = list(Decision.objects.exclude(reserved_until=None).values_list(
+    held = list(Decision.objects.exclude(reserved_until=None).filter(
+        reservation_unknown=None).values_list(
         "id", "card_id", "chosen", "reserved_until", "outcome_at", "created_at"))
     # The grants are taken after our holds: a hold is recorded only once granted, so every
     # hold read above has its grant in the ledger by now.

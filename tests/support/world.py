@@ -15,7 +15,7 @@ from sandbox import Simulation, Suite, sandbox_session
 from sandbox.scenario import Scenario, parse_scenario
 from superdispatch.clients import build_clients
 from superdispatch.loop import Loop, look_at_board, place_one, sweep
-from superdispatch.relay import LOOK_DELAY_S
+from superdispatch.relay import LOOK_DELAY_S, note_claim
 
 
 @dataclass
@@ -48,8 +48,8 @@ class World:
         """Deliver the suite's relay events as the webhook and its tasks would, in-process.
 
         A card.ready is placed at once; any other event looks at its board two seconds later,
-        once for a burst; a sweep runs every `sweep_every_s`. Returns the `on_tick` to hand
-        `Simulation.run`.
+        once for a burst, a claim's event kept first (`note_claim`); a sweep runs every
+        `sweep_every_s`. Returns the `on_tick` to hand `Simulation.run`.
         """
         looks: dict[str, datetime] = {}
 
@@ -58,6 +58,7 @@ class World:
             if event["type"] == "card.ready":
                 self.place(event["boardId"], event["cardId"])
             else:
+                note_claim(event, self.now)
                 looks.setdefault(event["boardId"], self.now + timedelta(seconds=LOOK_DELAY_S))
             return 202
 
