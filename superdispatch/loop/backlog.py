@@ -79,12 +79,33 @@ class Backlog:
     """Per group (`group_of`), what the reads of its cards that waited or were held this pass
     said; how many cards were read and left undecided for it."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: placement.Rules, no_policy: Callable[[], bool | None]) -> None:
+        self.rules = rules
+        self.no_policy = no_policy  # what the policy's last answer said (None: policy off)
         self._waited: dict[Hashable, list[Hashable]] = {}
         self._held: dict[Hashable, list[Hashable]] = {}
         self._full: set[str] = set()  # boards with nobody left who could be held now
         self._whole: list[Sequence[Verdict]] = []  # the whole reads remembered
         self.held_back = 0
+
+    def weigh(self, card: Card, ladder: Ladder, eligibility: Sequence[Verdict],
+              considered: frozenset[str] | None, holdable_now: Callable[[], int],
+              decide: Callable[[], str | None]) -> None:
+        """Decide the card (`decide`, which says what it came to) unless its read says it
+        waits; `considered`: the agents its filters read (None: anybody); `holdable_now`: who
+        could be held, after the holds this pass has made so far."""
+        group = group_of(card, ladder, self.rules, self.no_policy())
+        if group is None:
+            decide()
+            return
+        said = self.said(eligibility, considered)
+        if self._waits(group, said, card.board_id, holdable_now):
+            self.held_back += 1
+            return
+        came_to = decide()
+        # The group as the card's facts read it: deciding may have asked the policy.
+        self._weighed(group_of(card, ladder, self.rules, self.no_policy()), said, came_to,
+                      whole=considered is None)
 
     @staticmethod
     def said(eligibility: Sequence[Verdict], considered: frozenset[str] | None) -> Hashable:
@@ -95,30 +116,23 @@ class Backlog:
         by_agent = verdicts_by_agent(eligibility)
         return tuple([by_agent.get(agent_id) for agent_id in sorted(considered)])
 
-    def waits(self, group: Hashable | None, said: Hashable, board_id: str,
-              holdable_now: Callable[[], int]) -> bool:
-        """Whether the card is known to wait without deciding it (`holdable_now`: who could
-        be held, after the holds this pass has made so far)."""
-        if group is None:
-            return False
+    def _waits(self, group: Hashable, said: Hashable, board_id: str,
+               holdable_now: Callable[[], int]) -> bool:
         if _among(said, self._waited.get(group, ())):
-            self.held_back += 1
             return True
-        if _among(said, self._held.get(group, ())):
-            if board_id not in self._full:
-                if holdable_now() > 0:
-                    return False
-                self._full.add(board_id)  # holds only add up during a pass
-            self.held_back += 1
-            return True
-        return False
+        if not _among(said, self._held.get(group, ())):
+            return False
+        if board_id not in self._full:
+            if holdable_now() > 0:
+                return False
+            self._full.add(board_id)  # holds only add up during a pass
+        return True
 
-    def weighed(self, group: Hashable | None, said: Hashable, came_to: str | None,
-                whole: bool) -> None:
-        """What deciding the card came to: HELD, WAITING, or anything else (recorded, unheld).
-        `whole`: `said` is a whole read, of which a pass keeps a few (a read is a megabyte on a
-        workspace of 10,000 agents; alike reads are one tuple, so a few are enough)."""
-        if group is None or came_to not in (HELD, WAITING):
+    def _weighed(self, group: Hashable, said: Hashable, came_to: str | None, whole: bool) -> None:
+        """Remember what a card that waited or was held read. `whole`: `said` is a whole read,
+        of which a pass keeps a few (a read is a megabyte on a workspace of 10,000 agents;
+        alike reads are one tuple, so a few are enough)."""
+        if came_to not in (HELD, WAITING):
             return
         kept = (self._waited if came_to == WAITING else self._held).setdefault(group, [])
         if len(kept) >= KEEP or _among(said, kept):

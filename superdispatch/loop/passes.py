@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Hashable, Iterable
+from typing import Iterable
 
 from django.db import transaction
 
@@ -22,7 +22,7 @@ from records.models import Board, LoopState
 from records.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
-from superdispatch.loop.backlog import HELD, WAITING, Backlog, group_of, holdable
+from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.runs import join_runs
@@ -122,20 +122,15 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         summary.unweighed += 1
         return
     ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
+
+    def decide() -> str | None:
+        return _decide_card(reads, work, card, eligibility, ladder.ladder, summary)
+
     if backlog is None:
-        _decide_card(reads, work, card, eligibility, ladder.ladder, summary)
-        return
-    considered = work.considered(loop.rules)
-
-    def group() -> Hashable | None:  # the policy's last answer as the card's facts read it
-        return group_of(card, ladder.ladder, loop.rules,
-                        reads.no_policy() if loop.cfg.policy == "on" else None)
-
-    before = group()
-    said = backlog.said(eligibility, considered) if before is not None else None
-    if not backlog.waits(before, said, card.board_id, lambda: _holdable(reads, work)):
-        came_to = _decide_card(reads, work, card, eligibility, ladder.ladder, summary)
-        backlog.weighed(group(), said, came_to, whole=considered is None)
+        decide()
+    else:
+        backlog.weigh(card, ladder.ladder, eligibility, work.considered(loop.rules),
+                      lambda: _holdable(reads, work), decide)
 
 
 def _decide_card(reads: PassReads, work: BoardWork, card: Card, eligibility: tuple[Verdict, ...],
@@ -418,7 +413,9 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         queued = [(b, card) for b in board_ids if b in due for card in due[b]]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
         last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
-        backlog = Backlog() if loop.cfg.backlog_bound == "on" else None
+        backlog = None
+        if loop.cfg.backlog_bound == "on":  # a policy verdict left unread passes on its last answer
+            backlog = Backlog(loop.rules, lambda: reads.no_policy() if loop.cfg.policy == "on" else None)
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
                 summary.unplaced = len(ordered) - index

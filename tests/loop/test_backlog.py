@@ -199,3 +199,32 @@ def test_who_counts_as_able_to_take_a_hold_now():
             AgentLoad("z", "prn_z", 0, 1, None),  # never heard from: not healthy
             AgentLoad("d", "prn_d", 0, 1, heard))  # disabled on this board's roster
     assert holdable(roster, frozenset(), load, documented) == 3  # a, e and x
+
+
+def test_what_a_read_says_is_of_the_agents_the_filters_read():
+    """With candidates=roster, a read that differs only off the roster says what another
+    said; one that differs on the roster does not. With candidates=all the whole read counts."""
+    from placement import Rules
+    from placement.facts import AgentVerdict, Card, Ladder, Requires
+    from superdispatch.loop.backlog import WAITING, Backlog
+
+    card = Card("brd_a", "card_1", "review", Requires(("code-review",)), None, datetime(2026, 11, 13, tzinfo=timezone.utc))
+    plain = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", True))
+    off_roster = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", False, ("grant_denied",)))
+    on_roster = (AgentVerdict("agt_a", "prn_a", False, ("grant_denied",)), AgentVerdict("agt_x", "prn_x", True))
+
+    def decided(considered, reads) -> list[int]:
+        backlog, made = Backlog(Rules(), lambda: None), []
+        for index, read in enumerate(reads):
+            backlog.weigh(card, Ladder(), read, considered, lambda: 0,
+                          lambda: made.append(index) or WAITING)
+        return made
+
+    assert decided(frozenset({"agt_a"}), [plain, off_roster, plain, on_roster]) == [0, 3]
+    assert decided(None, [plain, off_roster, plain, on_roster]) == [0, 1, 3]
+    assert decided(frozenset({"agt_a"}), [plain, plain]) == [0]
+    # Past the winner step every card is decided.
+    backlog, made = Backlog(Rules(), lambda: None), []
+    for _ in range(2):
+        backlog.weigh(card, Ladder(step=1), plain, None, lambda: 0, lambda: made.append(1) or WAITING)
+    assert made == [1, 1]
