@@ -86,6 +86,7 @@ class Backlog:
         self._held: dict[Hashable, list[Hashable]] = {}
         self._full: set[str] = set()  # boards with nobody left who could be held now
         self._whole: list[Sequence[Verdict]] = []  # the whole reads remembered
+        self._last: tuple[Sequence[Verdict], frozenset[str], Hashable] | None = None
         self.held_back = 0
 
     def weigh(self, card: Card, ladder: Ladder, eligibility: Sequence[Verdict],
@@ -107,14 +108,19 @@ class Backlog:
         self._weighed(group_of(card, ladder, self.rules, self.no_policy()), said, came_to,
                       whole=considered is None)
 
-    @staticmethod
-    def said(eligibility: Sequence[Verdict], considered: frozenset[str] | None) -> Hashable:
+    def said(self, eligibility: Sequence[Verdict], considered: frozenset[str] | None) -> Hashable:
         """What a card's read says of the agents its filters read: the verdicts of `considered`
-        (the roster's agents), or with candidates=all (None) the whole read."""
+        (the roster's agents), or with candidates=all (None) the whole read. Reads alike are
+        handed on as the very same tuple, so the last one's is kept."""
         if considered is None:
             return eligibility
+        last = self._last
+        if last is not None and last[0] is eligibility and last[1] is considered:
+            return last[2]
         by_agent = verdicts_by_agent(eligibility)
-        return tuple([by_agent.get(agent_id) for agent_id in sorted(considered)])
+        said = tuple(map(by_agent.get, sorted(considered)))
+        self._last = (eligibility, considered, said)
+        return said
 
     def _waits(self, group: Hashable, said: Hashable, board_id: str,
                holdable_now: Callable[[], int]) -> bool:
