@@ -90,12 +90,18 @@ def run(bound: str, cards: int, agents: int, roster: int, free: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--run")
+    parser.add_argument("--run", choices=("on", "off"))
     parser.add_argument("--cards", type=int, default=5000)
     parser.add_argument("--agents", type=int, default=10000)
     parser.add_argument("--roster", type=int, default=100)
     parser.add_argument("--free", type=int, default=3)
     args = parser.parse_args()
+    if min(args.cards, args.agents, args.roster) < 1:
+        parser.error("--cards, --agents and --roster must each be at least 1")
+    if args.roster > args.agents:
+        parser.error(f"--roster {args.roster}: a board cannot roster more than the {args.agents} agents")
+    if not 0 <= args.free <= args.roster:
+        parser.error(f"--free {args.free}: from 0 to the {args.roster} agents on the roster")
     size = (args.cards, args.agents, args.roster, args.free)
     if args.run:
         print(json.dumps(run(args.run, *size)))
