@@ -1,5 +1,6 @@
 """The backlog bound changes no decision, whatever the board: on generated boards (cards of
-their own grants, priorities and stages; agents busy, idle, unready, off the roster) a run
+their own grants, priorities and stages; agents busy, idle, unready, off the roster; a
+dispatch policy that refuses or limits some of them, or none) a run
 of passes with SUPERDISPATCH_BACKLOG_BOUND=on makes the decisions and holds a run with it
 off makes, each at most one pass later, and leaves nothing unrecorded that `off` records."""
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Board:
     candidates: str
     formula: str
     top_k: int
+    policy: tuple[tuple[str, ...], tuple[str, ...]] | None = None  # (denied, limited to one hold)
 
 
 def subset(of):
@@ -93,7 +95,8 @@ def boards(draw) -> Board:
                   for _ in range(draw(st.integers(1, 4))))
     return Board(agents=agents, cards=cards, busy=draw(subset(ids)), heard=draw(subset(ids)),
                  steps=steps, candidates=draw(st.sampled_from(["roster", "all"])),
-                 formula=draw(st.sampled_from(FORMULAS)), top_k=draw(st.integers(1, 3)))
+                 formula=draw(st.sampled_from(FORMULAS)), top_k=draw(st.integers(1, 3)),
+                 policy=draw(st.none() | st.tuples(subset(ids), subset(ids))))
 
 
 def scenario(board: Board) -> dict:
@@ -106,6 +109,11 @@ def scenario(board: Board) -> dict:
                     "ready": a.ready, "concurrency": 2,
                     **({"grants": list(a.grants)} if a.grants is not None else {})}
                    for a in board.agents],
+        **({"policy": {"version": "pol_1",
+                       "rules": [{"agentId": a, "effect": "deny"} for a in board.policy[0]],
+                       "limits": [{"agentId": a, "maxRuns": 1, "windowHours": 1}
+                                  for a in board.policy[1]]}}
+           if board.policy is not None else {}),
     }
 
 
@@ -120,7 +128,8 @@ def passes(board: Board, bound: str) -> list[tuple[int, tuple]]:
     try:
         with transaction.atomic():
             world = make_world(scenario(board), backlog_bound=bound, candidates=board.candidates,
-                               formula=board.formula, top_k=board.top_k)
+                               formula=board.formula, top_k=board.top_k,
+                               policy="on" if board.policy is not None else "off")
             pipeline = world.suite.pipeline
             working: dict[str, str] = {}
 
