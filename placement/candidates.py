@@ -132,6 +132,13 @@ class Judged(NamedTuple):
     principals: tuple[str | None, ...]  # by position: the read's principal of each
 
 
+def verdicts_by_agent(eligibility: Sequence[Verdict]) -> dict[str, Verdict]:
+    """The read's verdicts by agent id, as a decision reads them (of two for one agent, the
+    same one wins); worked out once for a read handed to several cards, and shared with the
+    decision made from it."""
+    return _shared(_judgements, eligibility, (), lambda: _judged(eligibility)).verdicts  # type: ignore
+
+
 def _judged(eligibility: Sequence[Verdict]) -> Judged:
     verdicts = _by_agent(eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
     ids = tuple(sorted(verdicts))  # quick: the read comes in agent id order or near it

@@ -1,6 +1,8 @@
 """SuperPipeline: boards, stages and cards, the workspace's agents, and the claim rules.
 
-A claim takes the highest-priority, then oldest-ready card an agent may claim, except that a
+An agent may claim a card only where its grants admit it: the agent's own (the boards it may
+claim on) and, where the card has one, the card's own grant (the agents it admits); either
+refusing is `grant_denied`. A claim takes the highest-priority, then oldest-ready card an agent may claim, except that a
 card held for the agent comes first. A hold lapses on its own; a board's placement window
 keeps a newly ready card from pull (but not from its held agent) for that many seconds.
 """
@@ -53,6 +55,7 @@ class Card:
     archived_at: datetime | None = None
     reservation: Reservation | None = None  # kept after it lapses, until a claim or move
     attempt_count: int = 0
+    grants: frozenset[str] | None = None  # the agents its own grant admits; None: no grant of its own
 
 
 @dataclass
@@ -205,7 +208,7 @@ class Pipeline:
         """SuperPipeline's reasons the agent may not claim the card, as eligibility gives them."""
         return self._reasons(agent, card.board_id, stage_requires(self.boards[card.board_id].stage(card.stage_key)),
                              not self.in_lane(card), self.live_reservation(card),
-                             {agent.id: self._working_count(agent.id, card.board_id)})
+                             {agent.id: self._working_count(agent.id, card.board_id)}, card.grants)
 
     def refusal(self, agent_id: str, card: Card) -> str | None:
         """Why a claim by this agent would be refused now, or None when it would succeed."""
@@ -245,8 +248,10 @@ class Pipeline:
 
     # -- changes --------------------------------------------------------------------------
 
-    def add_card(self, board_id: str, title: str | None = None, priority: int = 0, stage_key: str | None = None) -> Card:
-        """A new card, ready in its stage (the board's first stage unless named)."""
+    def add_card(self, board_id: str, title: str | None = None, priority: int = 0, stage_key: str | None = None,
+                 grants: Iterable[str] | None = None) -> Card:
+        """A new card, ready in its stage (the board's first stage unless named); `grants`: the
+        agents its own grant admits (None: no grant of its own)."""
         board = self.board(board_id)
         stage = board.stage(stage_key) if stage_key else board.stages[0]
         if stage is None:
@@ -264,6 +269,7 @@ class Pipeline:
             ready_at=now,
             created_at=now,
             updated_at=now,
+            grants=frozenset(grants) if grants is not None else None,
         )
         board.cards[card.id] = card
         self._cards[card.id] = card
@@ -442,8 +448,9 @@ class Pipeline:
             if count:
                 working_here[agent_id] = count
         not_ready = not self.in_lane(card)
-        if not_ready or held is not None:
-            verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires, not_ready, held, working_here))
+        if not_ready or held is not None or card.grants is not None:
+            verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires, not_ready, held, working_here,
+                                                           card.grants))
                         for agent in self.agents_by_id()]
         else:
             agents, verdicts, at = self._judged_here(board_id, requires)
@@ -488,13 +495,15 @@ class Pipeline:
 
     @staticmethod
     def _reasons(agent: WorkspaceAgent, board_id: str, requires: dict, not_ready: bool = False,
-                 held: Reservation | None = None, working_here: dict[str, int] | None = None) -> list[str]:
+                 held: Reservation | None = None, working_here: dict[str, int] | None = None,
+                 card_grants: frozenset[str] | None = None) -> list[str]:
         """The reasons `judged` gives, from the card's parts; by default those of a ready,
-        unheld card that nobody works."""
+        unheld card that nobody works, with no grant of its own."""
         reasons = ["card_not_ready"] if not_ready else []
         if not has_capability(agent.capabilities, requires):
             reasons.append("capability_mismatch")
-        if agent.grants is not None and board_id not in agent.grants:
+        if (agent.grants is not None and board_id not in agent.grants) or \
+                (card_grants is not None and agent.id not in card_grants):
             reasons.append("grant_denied")
         if working_here is not None and working_here.get(agent.id, 0) >= agent.concurrency:
             reasons.append("concurrency_reached")

@@ -1,30 +1,39 @@
-"""How many of a board's ready cards a pass may weigh: no more than could be held now.
+"""Which of a board's ready cards a pass need not decide: those its own read shows would wait.
 
-Each card weighed costs an eligibility read from SuperPipeline. A board with thousands of
-ready cards and three idle agents can hold three of them this pass; the rest would only come
-out `waiting-on-holds` or `waiting-on-load`, which are not recorded. So a pass weighs, in the
-fair order, as many of a board's cards as it has agents that could take a hold now, and the
-rest wait for the next pass without a read each.
+A board with thousands of ready cards and three free agents can hold three of them this
+pass; the rest come out `waiting-on-holds` or `waiting-on-load`, which are not recorded.
+With the bound on, a pass still reads every card's eligibility, and leaves undecided a card
+at the winner step whose own read says, of every agent its filters read (the candidate set:
+the roster's, or with candidates=all the whole workspace's), what the read of a card of the
+same board and stage said, this pass, when that card
+* came out waiting: every other fact of this card is that card's (the roster, the load, the
+  registry, SuperWitness's runs, the policy's verdicts, our lapses and settled holds, a fresh
+  ladder, the stage's needs and requirement) but our holds, which have only grown since, and
+  a hold only adds a load failure; so this card waits too; or
+* was held, and nobody could be held now: the held agent now fails only for that hold, and
+  every agent who could pass every filter holds a card already (`holdable`), so this card
+  waits on holds.
+So the bound changes no decision: any card whose read differs is decided, and every decision
+the docs record (`none-eligible`, `one-candidate`, `empty-lane`, a runner-up step with
+nobody left, a spent ladder) is made and recorded as it is with the bound off.
 
-Only cards whose decision is known to be a waiting one are left unread, so the bound changes
-no decision: a card that nobody could take may still be recorded (`none-eligible` at the
-winner step, `one-candidate`, `empty-lane`, a runner-up step with nobody left, a spent
-ladder), and the docs say those are recorded. A card at the winner step is left unread when,
-this pass, a card of the same board and stage at the winner step
-* came out waiting: this card's facts are that card's (the same roster, load, capability
-  and policy, and the same holds or more), so it waits too; or
-* was held, and nobody could be held now: that card's agent now fails only for its hold,
-  and every agent that could take this one holds a card already.
-Until one of those is so, the card is weighed: a board with three idle agents and thousands
-of ready cards costs three reads, and one whose agents are all busy costs one. Runner-up
-steps and spent ladders are always weighed; they are the few cards whose holds lapsed.
+Why every card is read. Eligibility is SuperPipeline's verdict on one card, and each card
+has its own grant: card B's may admit an idle agent card A's excludes (B is held), or refuse
+the busy agent A waits for (B is `none-eligible`, recorded). Nothing else says what a card's
+grant is: the board read names none, the contract ties grants to no board, stage or
+principal, and the reason comes only as `grant_denied` in that card's own read. A card left
+unread could be either, so no card is left unread; what the bound saves is deciding the cards
+whose reads agree (on a workspace whose agents may work every board, every card of a stage
+is read the very same verdicts), not their reads. The figures: README.md, Benchmarks
+(`bench/backlog.py`).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Hashable, Sequence
 
 import placement
-from placement.facts import AgentLoad, Ladder, RosterRow
+from placement.candidates import verdicts_by_agent
+from placement.facts import AgentLoad, Card, Ladder, RosterRow, Verdict
 from placement.ladder import WINNER, next_tier
 
 HELD, WAITING = "held", "waiting"  # what weighing a card came to, as the bound reads it
@@ -36,6 +45,8 @@ def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
 
     The waiting formula may hold a card for a busy agent, so under it a busy agent counts too.
     With candidates=all (`load` read), every idle workspace agent off the roster counts as well.
+    Every agent that could pass every filter is counted (more may be: that only means fewer
+    cards left undecided).
     """
     waits_for_busy = formula != placement.POLICY
     agents = {row.agent_id for row in roster
@@ -49,39 +60,95 @@ def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
     return len(agents - holding)
 
 
-class Backlog:
-    """Per board stage, what its cards at the winner step came to this pass, and which cards
-    were left unread for it."""
+def group_of(card: Card, ladder: Ladder, rules: placement.Rules,
+             no_policy: bool | None) -> Hashable | None:
+    """What a card at the winner step shares, in one pass, with the cards it may be judged by:
+    its board and stage, the stage's requirement and needs, its (fresh) ladder, and what the
+    policy's last answer said (a policy verdict left unread passes on it); None for a card at
+    any other step, which is always decided."""
+    if next_tier(ladder, rules.top_k).name != WINNER:
+        return None
+    return (card.board_id, card.stage_key, card.requires, card.needs, ladder, no_policy)
 
-    def __init__(self) -> None:
-        self._waited: set[tuple[str, str]] = set()  # (board, stage): a card came out waiting
-        self._held: set[tuple[str, str]] = set()  # ... a card was held
+
+KEEP = 2  # reads remembered per group, of those that waited and of those held: alike reads need one
+WHOLE = 8  # distinct whole reads (candidates=all) remembered a pass: each names every agent
+
+
+class Backlog:
+    """Per group (`group_of`), what the reads of its cards that waited or were held this pass
+    said; how many cards were read and left undecided for it."""
+
+    def __init__(self, rules: placement.Rules, no_policy: Callable[[], bool | None]) -> None:
+        self.rules = rules
+        self.no_policy = no_policy  # what the policy's last answer said (None: policy off)
+        self._waited: dict[Hashable, list[Hashable]] = {}
+        self._held: dict[Hashable, list[Hashable]] = {}
         self._full: set[str] = set()  # boards with nobody left who could be held now
+        self._whole: list[Sequence[Verdict]] = []  # the whole reads remembered
+        self._last: tuple[Sequence[Verdict], frozenset[str], Hashable] | None = None
         self.held_back = 0
 
-    def admits(self, board_id: str, stage_key: str, ladder: Ladder, rules: placement.Rules,
-               holdable_now: Callable[[], int]) -> bool:
-        """Whether the card may be weighed (`holdable_now`: who could be held, after the holds
-        this pass has made so far)."""
-        group = (board_id, stage_key)
-        if next_tier(ladder, rules.top_k).name != WINNER:
-            return True
-        if group not in self._waited:
-            if group not in self._held:
-                return True
-            if board_id not in self._full:
-                if holdable_now() > 0:
-                    return True
-                self._full.add(board_id)  # holds only add up during a pass
-        self.held_back += 1
-        return False
-
-    def weighed(self, board_id: str, stage_key: str, ladder: Ladder, rules: placement.Rules,
-                came_to: str | None) -> None:
-        """What weighing the card came to: HELD, WAITING, or anything else (recorded, unread)."""
-        if next_tier(ladder, rules.top_k).name != WINNER:
+    def weigh(self, card: Card, ladder: Ladder, eligibility: Sequence[Verdict],
+              considered: frozenset[str] | None, holdable_now: Callable[[], int],
+              decide: Callable[[], str | None]) -> None:
+        """Decide the card (`decide`, which says what it came to) unless its read says it
+        waits; `considered`: the agents its filters read (None: anybody); `holdable_now`: who
+        could be held, after the holds this pass has made so far."""
+        group = group_of(card, ladder, self.rules, self.no_policy())
+        if group is None:
+            decide()
             return
-        if came_to == WAITING:
-            self._waited.add((board_id, stage_key))
-        elif came_to == HELD:
-            self._held.add((board_id, stage_key))
+        said = self.said(eligibility, considered)
+        if self._waits(group, said, card.board_id, holdable_now):
+            self.held_back += 1
+            return
+        came_to = decide()
+        # The group as the card's facts read it: deciding may have asked the policy.
+        self._weighed(group_of(card, ladder, self.rules, self.no_policy()), said, came_to,
+                      whole=considered is None)
+
+    def said(self, eligibility: Sequence[Verdict], considered: frozenset[str] | None) -> Hashable:
+        """What a card's read says of the agents its filters read: the verdicts of `considered`
+        (the roster's agents), or with candidates=all (None) the whole read. Reads alike are
+        handed on as the very same tuple, so the last one's is kept."""
+        if considered is None:
+            return eligibility
+        last = self._last
+        if last is not None and last[0] is eligibility and last[1] is considered:
+            return last[2]
+        by_agent = verdicts_by_agent(eligibility)
+        said = tuple(map(by_agent.get, sorted(considered)))
+        self._last = (eligibility, considered, said)
+        return said
+
+    def _waits(self, group: Hashable, said: Hashable, board_id: str,
+               holdable_now: Callable[[], int]) -> bool:
+        if _among(said, self._waited.get(group, ())):
+            return True
+        if not _among(said, self._held.get(group, ())):
+            return False
+        if board_id not in self._full:
+            if holdable_now() > 0:
+                return False
+            self._full.add(board_id)  # holds only add up during a pass
+        return True
+
+    def _weighed(self, group: Hashable, said: Hashable, came_to: str | None, whole: bool) -> None:
+        """Remember what a card that waited or was held read. `whole`: `said` is a whole read,
+        of which a pass keeps a few (a read is a megabyte on a workspace of 10,000 agents;
+        alike reads are one tuple, so a few are enough)."""
+        if came_to not in (HELD, WAITING):
+            return
+        kept = (self._waited if came_to == WAITING else self._held).setdefault(group, [])
+        if len(kept) >= KEEP or _among(said, kept):
+            return
+        if whole and not any(said is read for read in self._whole):
+            if len(self._whole) >= WHOLE:
+                return
+            self._whole.append(said)  # type: ignore[arg-type]
+        kept.append(said)
+
+
+def _among(said: Hashable, kept: Sequence[Hashable]) -> bool:
+    return any(said is other or said == other for other in kept)

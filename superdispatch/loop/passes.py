@@ -54,7 +54,7 @@ class SweepSummary:
     skipped: int = 0  # leased by another pass, or the sweep is backing off
     deferred: int = 0  # not read: the pass's budget was spent first
     unplaced: int = 0  # ready cards not placed: the pass's budget was spent first
-    held_back: int = 0  # ready cards not weighed: more than the board's free agents could take
+    held_back: int = 0  # ready cards read, not decided: their reads say they wait (loop/backlog.py)
     unweighed: int = 0  # ready cards whose eligibility could not be read
     settled: int = 0
     decisions: int = 0
@@ -111,10 +111,11 @@ class BoardWork:
 
 # --- Placing one card ---------------------------------------------------------------------
 
-def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary) -> str | None:
-    """Gather the card's facts, decide, record, then ask for the hold. Returns HELD when the
-    card was held, WAITING when its decision was a waiting one (not recorded)."""
-    loop, now = reads.loop, reads.now
+def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary,
+               backlog: Backlog | None = None) -> None:
+    """Read the card's eligibility; unless the backlog bound knows from it that the card waits,
+    gather the rest of its facts, decide, record, then ask for the hold."""
+    loop = reads.loop
     try:
         eligibility = loop.clients.superpipeline.eligibility(card.board_id, card.card_id)
     except ClientError as err:
@@ -122,12 +123,28 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
                     extra={"board": card.board_id, "card": card.card_id})
         summary.unweighed += 1
         return
+    ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
+
+    def decide() -> str | None:
+        return _decide_card(reads, work, card, eligibility, ladder.ladder, summary)
+
+    if backlog is None:
+        decide()
+    else:
+        backlog.weigh(card, ladder.ladder, eligibility, work.considered(loop.rules),
+                      lambda: _holdable(reads, work), decide)
+
+
+def _decide_card(reads: PassReads, work: BoardWork, card: Card, eligibility: tuple[Verdict, ...],
+                 ladder: placement.facts.Ladder, summary: SweepSummary) -> str | None:
+    """Gather the card's other facts, decide, record, then ask for the hold. Returns HELD when
+    the card was held, WAITING when its decision was a waiting one (not recorded)."""
+    loop, now = reads.loop, reads.now
     if reads.concurrent:  # other shards of this sweep run now: take what they have held since
         for agent, board_id, card_id in history.holding_now(
                 [row.agent_id for row in work.roster], now):
             if (board_id, card_id) != (card.board_id, card.card_id):
                 reads.holds.add(agent, board_id, card_id)
-    ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
     considered = work.considered(loop.rules)  # whose holds and lapses the card's filters read
     load = reads.load()
     facts = Facts(
@@ -141,7 +158,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
                        lapses=reads.holds.lapses_of(considered),
                        settled=work.settled),
-        ladder=ladder.ladder,
+        ladder=ladder,
         timing=reads.timing(work.roster, work.working) if loop.rules.formula != placement.POLICY else None,
     )
     decided = placement.decide(facts, loop.rules, now)
@@ -415,23 +432,17 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         queued = [(b, card) for b in board_ids if b in due for card in due[b]]
         ordered = placement.order_cards(queued, loop.cfg.fairness)
         last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
-        backlog = Backlog()
+        backlog = None
+        if loop.cfg.backlog_bound == "on":  # a policy verdict left unread passes on its last answer
+            backlog = Backlog(loop.rules, lambda: reads.no_policy() if loop.cfg.policy == "on" else None)
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
                 summary.unplaced = len(ordered) - index
                 break
-            work = works[board_id]
-            if loop.cfg.backlog_bound == "off":
-                place_card(reads, work, card, summary)
-            else:
-                ladder = work.ladders[card.card_id].ladder
-                if backlog.admits(board_id, card.stage_key, ladder, loop.rules,
-                                  lambda: _holdable(reads, work)):
-                    came_to = place_card(reads, work, card, summary)
-                    backlog.weighed(board_id, card.stage_key, ladder, loop.rules, came_to)
+            place_card(reads, works[board_id], card, summary, backlog)
             if last_card[board_id] == index:
                 done_with(board_id)
-        summary.held_back = backlog.held_back
+        summary.held_back = backlog.held_back if backlog is not None else 0
         reads.remember_registry()
         for board_id in [b for b in works if b not in released]:  # the budget ran out first
             done_with(board_id)

@@ -97,6 +97,23 @@ def test_an_agent_without_the_grant_cannot_claim(world):
     assert world.pipeline.refusal("agt_eli", other) == "grant_denied"
 
 
+def test_a_card_of_its_own_grant_admits_only_the_agents_it_names(world):
+    """Two cards of one stage are judged apart: the second admits agt_bob alone."""
+    plain = world.card()
+    granted = world.pipeline.add_card("brd_r", grants=["agt_bob"])
+    verdicts = {v["agentId"]: v for v in world.pipeline.eligibility_json("brd_r", granted.id)["agents"]}
+    assert verdicts["agt_bob"]["eligible"] and verdicts["agt_bob"]["reasons"] == []
+    assert (verdicts["agt_ada"]["eligible"], verdicts["agt_ada"]["reasons"]) == (False, ["grant_denied"])
+    plain_verdicts = {v["agentId"]: v for v in world.pipeline.eligibility_json("brd_r", plain.id)["agents"]}
+    assert plain_verdicts["agt_ada"]["eligible"]
+    assert world.pipeline.refusal("agt_ada", granted) == "grant_denied"
+    assert world.pipeline.next_card_for("agt_ada", ["brd_r"]) is plain
+    with pytest.raises(Refused) as refused:
+        world.pipeline.reserve("brd_r", granted.id, "agt_ada", 30)
+    assert refused.value.code == "agent_not_eligible"
+    assert world.pipeline.claim("agt_bob", granted.id).card is granted
+
+
 def test_completing_advances_to_the_next_stage_with_a_new_ladder(world):
     card = world.card()
     first_ready = card.ready_at
