@@ -16,6 +16,8 @@ from tests.support.world import lane, make_world
 
 CHANGE = "superdispatch.board_changed"
 
+pytestmark = [pytest.mark.storage]
+
 
 @pytest.fixture
 def world(transactional_db):
