@@ -25,39 +25,65 @@ from records.signals import board_changed
 from records.suggestions.found import BLANK, Found
 
 
+# An announced change whose task has not started by then is taken as lost (with the broker, or
+# with a process that died before sending it): the next change is announced again. Until then
+# the sweep sets the board's window and passes it anyway.
+CHANGE_PENDING_AT_MOST = timedelta(minutes=2)
+
+
 @transaction.atomic
 def do_opt_in(board_id: str, now: datetime) -> Board:
-    """Add a board to every sweep, or enable it again; the row is created on first opt-in."""
+    """Add a board to every sweep, or enable it again; the row is created on first opt-in.
+    Enabling an enabled board writes and announces nothing."""
     board, created = Board.objects.select_for_update().get_or_create(
-        board_id=board_id, defaults={"enabled": True, "created_at": now, "updated_at": now})
-    if not created:
+        board_id=board_id, defaults={"enabled": True, "created_at": now, "updated_at": now,
+                                     "change_pending_until": now + CHANGE_PENDING_AT_MOST})
+    if created:
+        _announce(board)
+    elif not board.enabled:
         _set_enabled(board, True, now)
-    _after_commit(board_id, True)
     return board
 
 
 @transaction.atomic
 def do_opt_out(board_id: str, now: datetime) -> Board | None:
-    """Take a board out of the sweeps; its row and decisions stay."""
+    """Take a board out of the sweeps; its row and decisions stay. Disabling a disabled board
+    writes and announces nothing."""
     board = Board.objects.select_for_update().filter(board_id=board_id).first()
     if board is None:
         return None
-    _set_enabled(board, False, now)
-    _after_commit(board_id, False)
+    if board.enabled:
+        _set_enabled(board, False, now)
     return board
 
 
+def do_take_board_change(board_id: str) -> None:
+    """The task acting on a board's changes has started (it reads the board after this), or
+    was never sent: the next change is announced again."""
+    Board.objects.filter(board_id=board_id).update(change_pending_until=None)
+
+
 def _set_enabled(board: Board, enabled: bool, now: datetime) -> None:
-    """Turn a board on or off; a change asks for its placement window afresh."""
-    if board.enabled != enabled:
-        board.enabled = enabled
-        board.updated_at = now
-        board.window_retry_at = None
-        board.save(update_fields=["enabled", "updated_at", "window_retry_at"])
+    """Turn a board on or off; a change asks for its placement window afresh. It is announced
+    unless a change announced before is still waiting for its task, which reads the board as
+    it is when it starts, and so acts on this change too."""
+    board.enabled = enabled
+    board.updated_at = now
+    board.window_retry_at = None
+    fields = ["enabled", "updated_at", "window_retry_at"]
+    announce = board.change_pending_until is None or board.change_pending_until <= now
+    if announce:
+        board.change_pending_until = now + CHANGE_PENDING_AT_MOST
+        fields.append("change_pending_until")
+    board.save(update_fields=fields)
+    if announce:
+        _announce(board)
 
 
-def _after_commit(board_id: str, enabled: bool) -> None:
-    transaction.on_commit(lambda: board_changed.send_robust(Board, board_id=board_id, enabled=enabled))
+def _announce(board: Board) -> None:
+    board_id, enabled = board.board_id, board.enabled
+    transaction.on_commit(lambda: board_changed.send_robust(Board, board_id=board_id,
+                                                            enabled=enabled))
 
 
 def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:

@@ -104,6 +104,9 @@ class Board(models.Model):
     lease_owner = models.CharField(max_length=64, blank=True, default="")
     last_read_at = models.DateTimeField(null=True, blank=True)
     last_read_error = models.CharField(max_length=200, blank=True, default="")
+    # An opt-in or opt-out announced and not yet taken up (its task not started): the changes
+    # after it ride on it until then. It lapses, so a lost task never holds the next one back.
+    change_pending_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["board_id"]

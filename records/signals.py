@@ -5,8 +5,9 @@ Each is sent with `send_robust`, so a listener that fails is logged (by Django, 
 """
 from django.dispatch import Signal
 
-# After an opt-in or opt-out has committed: `board_id`, `enabled`. The service sets the
-# board's placement window and looks at it.
+# After an opt-in or opt-out that changed the board has committed: `board_id`, `enabled`. The
+# service sets the board's placement window and looks at it. A change made while one announced
+# before still waits for its task is not announced (records.actions.do_opt_in).
 board_changed = Signal()
 
 # After each sweep: `now`. The advice (roster suggestions, supply proposals) syncs from our

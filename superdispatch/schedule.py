@@ -7,6 +7,7 @@ from celery.signals import beat_init
 from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
+from records import actions
 from superdispatch.tasks import board_changed_task
 
 log = logging.getLogger("superdispatch.loop")
@@ -72,5 +73,11 @@ def _on_beat_init(**kwargs) -> None:
 
 
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:
-    """After an opt-in or opt-out commits: set its window, and look at it at once."""
-    board_changed_task.delay(board_id)
+    """After an opt-in or opt-out changed a board and committed: set its window, and look at it
+    at once. A task the broker refused leaves no change pending, so the next write sends one;
+    meanwhile the sweep sets the window and passes the board."""
+    try:
+        board_changed_task.delay(board_id)
+    except Exception:
+        actions.do_take_board_change(board_id)
+        raise

@@ -226,14 +226,17 @@ else:
         "store_processed": False,
     }
 # Two queues, each served by its own workers (Procfile, docker-compose.yml): `placement` takes
-# the relay's cards and board looks, `celery` the sweeps and the rest, so a relayed card never
-# waits behind a sweep for a worker slot. A worker started without -Q serves both.
+# what callers send (the relay's cards, board looks, opt-ins and opt-outs), `celery` beat's
+# sweeps, their shards and housekeeping. So a relayed card never waits behind a sweep for a
+# worker slot, and no burst of calls queues anything ahead of a sweep. A worker started
+# without -Q serves both.
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 PLACEMENT_QUEUE = "placement"
 CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(PLACEMENT_QUEUE))
 CELERY_TASK_ROUTES = {
     "superdispatch.place_card": {"queue": PLACEMENT_QUEUE},
     "superdispatch.look_at_board": {"queue": PLACEMENT_QUEUE},
+    "superdispatch.board_changed": {"queue": PLACEMENT_QUEUE},
 }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None

@@ -177,7 +177,10 @@ def look_at_board_task(self, board_id: str) -> None:
 
 @shared_task(name="superdispatch.board_changed", ignore_result=True)
 def board_changed_task(board_id: str) -> None:
-    """After an opt-in or opt-out: set the placement window, and look at an opted-in board."""
+    """After opt-ins and opt-outs: set the placement window, and look at an opted-in board.
+    One task acts on every change made to the board before it starts (it reads the board
+    after taking them), so the changes that came while it waited queued nothing more."""
+    actions.do_take_board_change(board_id)
     board = Board.objects.filter(board_id=board_id).first()
     if board is None:
         return

@@ -130,3 +130,46 @@ def test_a_sweep_of_more_boards_than_a_shard_fans_out_over_the_worker(transactio
         assert SweepShard.objects.filter(summary__isnull=True).count() == 0
     finally:
         tasks._loop = None
+
+
+def test_after_500_toggles_a_worker_of_the_sweeps_queue_starts_the_next_sweep_first(
+        api, transactional_db):
+    """Five boards opted in and out 500 times through the API, then beat's sweep: the worker
+    serving the sweeps' queue (Procfile's `worker -Q celery`) starts the sweep first, and runs
+    it rather than dropping it as expired. The placement worker then acts on each board's
+    last write once."""
+    from celery.signals import task_prerun
+
+    from tests.support.queues import BOARDS, empty_queues, send_the_sweep_as_beat_does, toggle
+
+    world = make_world(lane(boards=BOARDS))
+    tasks._loop = world.loop
+    empty_queues()
+    started = []
+
+    def on_start(task=None, **_):
+        started.append(task.name)
+
+    task_prerun.connect(on_start)
+    try:
+        for i in range(500):
+            toggle(api, BOARDS[i % len(BOARDS)], (i // len(BOARDS)) % 2 == 0)  # ends out
+        send_the_sweep_as_beat_does()
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                          queues=["celery"]):
+            assert wait_for(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists())
+        assert started[0] == "superdispatch.sweep"
+        assert "superdispatch.board_changed" not in started
+        for board in BOARDS:
+            world.suite.pipeline.boards[board].placement_window_seconds = 10
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
+                          queues=["placement"]):
+            assert wait_for(lambda: all(world.suite.pipeline.boards[b].placement_window_seconds
+                                        == 0 for b in BOARDS))
+        assert started.count("superdispatch.board_changed") == len(BOARDS)
+    finally:
+        task_prerun.disconnect(on_start)
+        tasks._loop = None
+        for queue in app.conf.task_queues:
+            app.amqp.queues.select_add(queue.name)
+        empty_queues()

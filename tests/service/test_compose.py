@@ -105,11 +105,16 @@ def procfile(name: str) -> dict[str, list[str]]:
     return {line.split(":", 1)[0]: shlex.split(line.split(":", 1)[1]) for line in lines if line}
 
 
-def test_relayed_cards_and_board_looks_have_a_queue_of_their_own():
+def test_relayed_cards_board_looks_and_board_changes_have_a_queue_of_their_own():
+    """What callers send (the relay, the operator's opt-ins and opt-outs) goes to `placement`;
+    the sweeps' queue carries only beat's periodic work and the sweeps' shards, so no burst of
+    calls can hold a sweep up."""
     router = app.amqp.router
-    for task in ("superdispatch.place_card", "superdispatch.look_at_board"):
+    for task in ("superdispatch.place_card", "superdispatch.look_at_board",
+                 "superdispatch.board_changed"):
         assert router.route({}, task)["queue"].name == "placement"
-    for task in ("superdispatch.sweep", "superdispatch.board_changed", "superdispatch.prune"):
+    for task in ("superdispatch.sweep", "superdispatch.sweep_shard", "superdispatch.prune",
+                 "superdispatch.prune_deliveries", "superdispatch.deliver_outbox"):
         assert router.route({}, task)["queue"].name == "celery"
 
 
