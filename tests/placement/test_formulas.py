@@ -1,7 +1,9 @@
 """The formulas are declared once; `Rules` and `decide` take everything about one from its declaration."""
 from __future__ import annotations
 
+import re
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +12,9 @@ from placement.facts import Facts
 from placement.formulas import BY_LEAD, BY_RECORD, Formula, May, Need
 
 from tests.support.placement import board
+
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
@@ -86,3 +91,14 @@ def test_the_default_formula_cannot_be_withdrawn():
         formulas.withdraw(formulas.DEFAULT)
     assert formulas.named(formulas.DEFAULT.recorded) is formulas.DEFAULT
 
+
+def test_no_module_but_the_declarations_spells_a_formulas_name():
+    """Code, comments and docstrings alike: every reader asks the declarations instead."""
+    names = re.compile("|".join(re.escape(f.name) for f in formulas.every()))
+    declarations = ROOT / "placement" / "formulas.py"
+    spelled = [f"{path.relative_to(ROOT)}:{n}"
+               for package in ("common", "placement", "records", "learning", "superdispatch", "sandbox", "bench")
+               for path in sorted((ROOT / package).rglob("*.py")) if path != declarations
+               and "migrations" not in path.parts
+               for n, line in enumerate(path.read_text().splitlines(), 1) if names.search(line)]
+    assert spelled == []
