@@ -76,13 +76,13 @@ def main() -> None:
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
     value.setup_test_environment()
     old_name = value.connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    arms = ["pull", "formula"] + [f"order{k}" for k in range(1, len(orders) + 1)]
+    arms = ["pull", value.FORMULA] + [f"order{k}" for k in range(1, len(orders) + 1)]
     results: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     try:
         for k in range(args.seeds):
             seeded = value.seeded(scenario, k)
             results["pull"].append(value.figures(value.run_pull(seeded, seconds)))
-            results["formula"].append(value.figures(value.run_placed(seeded, seconds)))
+            results[value.FORMULA].append(value.figures(value.run_placed(seeded, seconds)))
             for arm, order in zip(arms[2:], orders):
                 with mock.patch.object(decision, "ranked", fixed_ranking(order)):
                     results[arm].append(value.figures(value.run_placed(seeded, seconds)))

@@ -24,7 +24,7 @@ from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
-from placement import filters  # noqa: E402
+from placement import filters, formulas  # noqa: E402
 from placement.filters import Tag, tables  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_suggestions"
@@ -95,7 +95,7 @@ def rows(decisions: int):
             agents = [f"agt_{(index * 7 + k) % 400:04d}" for k in range(CANDIDATES)]
             record = {
                 "id": f"pld_{n:024x}", "boardId": board, "cardId": f"card_{index}_{i // per_card}",
-                "stageKey": stage, "policy": "idle-stage-success-lru@3",
+                "stageKey": stage, "policy": formulas.DEFAULT.recorded,
                 "chosen": agents[0] if placed else None, "reason": None if placed else reason,
                 "tier": {"name": "winner", "step": 1}, "requires": REQUIRES,
             }

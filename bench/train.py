@@ -31,7 +31,7 @@ from _common import OFFLINE_ENV, ROOT, count_arg, postgres  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
-from placement import filters  # noqa: E402
+from placement import filters, formulas  # noqa: E402
 from placement.filters import Tag, tables  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_train"
@@ -124,7 +124,7 @@ def synthetic_decision(n: int, rng):
     status, by = outcome(ranked, rng)
     # The record as placement writes it, then the hold and the outcome as the loop settles them.
     record = {"id": decision_id, "boardId": f"brd_{n % 10}", "cardId": f"card_{n}",
-              "stageKey": "review", "policy": "idle-stage-success-lru@3", "chosen": chosen,
+              "stageKey": "review", "policy": formulas.DEFAULT.recorded, "chosen": chosen,
               "reason": None, "tier": {"name": "winner", "step": 1},
               "requires": {"all": ["code-review"], "any": []}}
     decision = Decision(

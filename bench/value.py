@@ -4,8 +4,9 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 (relayed card.ready placed at once, a sweep every 30 s), seed after seed:
 
 - pull: no SuperDispatch at all;
-- formula: the documented `idle-stage-success-lru@3`, default settings;
-- waiting: the opt-in `wait-for-better@3`, which may hold a card for a busy, better agent;
+- one arm for each formula `placement/formulas.py` declares, named by its label: `formula` (the
+  documented one, the default, under default settings) and `waiting` (the opt-in one that may
+  hold a card for a busy, better agent);
 - tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds;
 - learned: the formula with learned routing, target `succeeded`: the formula places the run's
   first third, a model is trained on it (`learning.actions.do_train`), watches the second third
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -39,6 +41,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings_test")
@@ -53,6 +56,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from common import config  # noqa: E402
+from placement import formulas  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
@@ -64,7 +68,8 @@ from records.models import Decision  # noqa: E402
 from tests.support.world import World, make_world  # noqa: E402
 
 SWEEP_EVERY_S = 30
-ARMS = ("pull", "formula", "waiting", "tuned", "learned")
+LAB_ARMS = ("pull", "tuned", "learned")  # the lab's own arms; each declared formula adds one
+FORMULA = formulas.DEFAULT.label  # the default formula's arm, which the lab's goals are read against
 WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot be best
 # The goals the lab is read against: the formula anywhere, and where skill differs by SPREAD or
 # more at under LOAD, the best arm too.
@@ -121,6 +126,7 @@ _formula_holds: dict[int, list[tuning.Hold]] = {}  # by seed: the formula arm's 
 
 
 def run_formula(scenario: Scenario, seconds: int) -> Run:
+    """The default formula, under whatever `--set` says (FORMULA too)."""
     run = run_placed(scenario, seconds)
     _formula_holds[scenario.seed] = tuning.settled_holds()
     return run
@@ -138,10 +144,6 @@ def run_tuned(scenario: Scenario, seconds: int) -> Run:
     run.notes.append(f"tune-holds picked {reservation} s / {runner_up} s"
                      + ("" if winner.enough else " (too few holds: defaults kept)"))
     return run
-
-
-def run_waiting(scenario: Scenario, seconds: int) -> Run:
-    return run_placed(scenario, seconds, formula="wait-for-better@3")
 
 
 def _gate_line(model, cfg) -> str:
@@ -186,8 +188,20 @@ def run_learned(scenario: Scenario, seconds: int) -> Run:
     return Run(world.suite, world.sim.metrics, notes)
 
 
-ARM_RUNNERS = {"pull": run_pull, "formula": run_formula, "waiting": run_waiting, "tuned": run_tuned,
-               "learned": run_learned}
+def arm_runners() -> dict[str, Callable[[Scenario, int], Run]]:
+    """Every arm the lab runs, in order: pull, each declared formula by its label, then the tuned
+    holds and learned routing (both on the default formula)."""
+    runners: dict[str, Callable[[Scenario, int], Run]] = {"pull": run_pull}
+    for formula in formulas.every():
+        if formula.label in LAB_ARMS:
+            raise ValueError(f"formula {formula.recorded}: the lab's arm {formula.label} is its own")
+        runners[formula.label] = (run_formula if formula is formulas.DEFAULT
+                                  else functools.partial(_run_formula, formula=formula.recorded))
+    return {**runners, "tuned": run_tuned, "learned": run_learned}
+
+
+def _run_formula(scenario: Scenario, seconds: int, formula: str) -> Run:
+    return run_placed(scenario, seconds, formula=formula)
 
 
 # --- Figures --------------------------------------------------------------------------------
@@ -313,7 +327,7 @@ def busy_share(run: Run, seconds: float) -> float:
 
 def goal_lines(means: dict[str, dict[str, float]], spread: float, load: float) -> list[str]:
     """Each goal of the lab on this scenario's means: met, missed, or why it does not apply."""
-    pull, formula = means["pull"], means.get("formula")
+    pull, formula = means["pull"], means.get(FORMULA)
     verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
     lines = []
     if formula is not None:
@@ -413,7 +427,8 @@ def main() -> None:
     parser.add_argument("--scenario", default="skill-spread", help="a shipped scenario's name, or a file's path")
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated, from " + ", ".join(ARMS))
+    runners = arm_runners()
+    parser.add_argument("--arms", default=",".join(runners), help="comma-separated, from " + ", ".join(runners))
     parser.add_argument("--agents", action="store_true", help="also print each arm's share of claims per agent")
     parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
                                                       "(comma-separated seconds) and print the table")
@@ -431,9 +446,9 @@ def main() -> None:
             parser.error(f"--set: {name} is not a setting of SuperDispatch (see the README's Settings)")
         BASE_SETTINGS[env.removeprefix(PREFIX).lower()] = value
     arms = [a for a in args.arms.split(",") if a]
-    unknown = [a for a in arms if a not in ARM_RUNNERS]
+    unknown = [a for a in arms if a not in runners]
     if unknown or "pull" not in arms:
-        parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(ARM_RUNNERS)}")
+        parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(runners)}")
     if args.seeds < 1 or args.minutes < 1:
         parser.error("--seeds and --minutes must be at least 1")
     scenario = scenario_arg(parser, args.scenario)
@@ -450,7 +465,7 @@ def main() -> None:
         for k in range(args.seeds):
             run_scenario = seeded(scenario, k)
             for arm in arms:
-                run = ARM_RUNNERS[arm](run_scenario, seconds)
+                run = runners[arm](run_scenario, seconds)
                 results[arm].append(figures(run))
                 if arm == "pull":
                     loads.append(busy_share(run, seconds))
@@ -480,13 +495,13 @@ def main() -> None:
     for line in goal_lines(means, skill_spread(scenario), statistics.fmean(loads)):
         print("goal: " + line)
     best = best_arm({arm: means[arm] for arm in arms})
-    pull, formula = means["pull"], means.get("formula", means["pull"])
+    pull, formula = means["pull"], means.get(FORMULA, means["pull"])
     b = means[best]
-    print(f"success_pull={pull['success']:.3f} success_formula={formula['success']:.3f} "
+    print(f"success_pull={pull['success']:.3f} success_{FORMULA}={formula['success']:.3f} "
           f"success_best={b['success']:.3f} best_arm={best} "
           f"wait_p50_pull_s={pull['wait_p50_s']:.1f} wait_p50_best_s={b['wait_p50_s']:.1f} "
           f"wait_p95_pull_s={pull['wait_p95_s']:.1f} wait_p95_best_s={b['wait_p95_s']:.1f} "
-          f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_formula_s={formula['lead_mean_s']:.1f} "
+          f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_{FORMULA}_s={formula['lead_mean_s']:.1f} "
           f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
           f"lead_p95_best_s={b['lead_p95_s']:.1f}")
 

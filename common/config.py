@@ -9,11 +9,16 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import urlsplit
 
 import environ
+
+# SUPERDISPATCH_FORMULA is validated here, against the formulas placement declares: the layers
+# (.importlinter) put `common` just above `placement` for it. Placement is pure and imports
+# nothing of ours, so reading the settings still does no I/O and loads no other layer.
+from placement import formulas
 
 
 class ConfigError(Exception):
@@ -107,9 +112,24 @@ def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple]:
     return parse_all
 
 
-def setting(env: str, parse: Callable[[str], Any], rule: str, default: str | None = None) -> Any:
-    """Declare one setting: the variable, its parser, its rule in words, its default."""
+def _formula(raw: str) -> str:
+    """A formula's recorded name, as `placement/formulas.py` declares it."""
+    if formulas.named(raw) is None:
+        raise ValueError
+    return raw
+
+
+def setting(env: str, parse: Callable[[str], Any], rule: str | Callable[[], str],
+            default: str | None = None) -> Any:
+    """Declare one setting: the variable, its parser, its rule in words (or what words it out when
+    read, for a rule that follows declarations made elsewhere), its default."""
     return field(metadata={"env": env, "parse": parse, "rule": rule, "default": default})
+
+
+def _words(allowed: Iterable[str]) -> str:
+    """`a, b or c`."""
+    allowed = list(allowed)
+    return allowed[0] if len(allowed) == 1 else ", ".join(allowed[:-1]) + " or " + allowed[-1]
 
 
 def ranged(env: str, lo: int, hi: int, default: str | None = None) -> Any:
@@ -119,7 +139,7 @@ def ranged(env: str, lo: int, hi: int, default: str | None = None) -> Any:
 
 def one_of(env: str, *allowed: str, default: str | None = None) -> Any:
     """A setting that is one of a few words."""
-    return setting(env, _choice(*allowed), ", ".join(allowed[:-1]) + " or " + allowed[-1], default)
+    return setting(env, _choice(*allowed), _words(allowed), default)
 
 
 @dataclass(frozen=True)
@@ -171,8 +191,9 @@ class Config:
     min_proof: str = one_of("SUPERDISPATCH_MIN_PROOF", "probed", "installed", "declared",
                             default="declared")
     policy: str = one_of("SUPERDISPATCH_POLICY", "off", "on", default="off")
-    formula: str = one_of("SUPERDISPATCH_FORMULA", "idle-stage-success-lru@3", "wait-for-better@3",
-                          default="idle-stage-success-lru@3")
+    # Validated against the formulas as declared when the settings are read.
+    formula: str = setting("SUPERDISPATCH_FORMULA", _formula, lambda: _words(formulas.recorded_names()),
+                           default=formulas.DEFAULT.recorded)
     backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "on", "off", default="on")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
@@ -225,7 +246,12 @@ class Config:
 
 def declared() -> list[tuple[str, str | None, str]]:
     """(variable, default, rule) for every setting, in declaration order; default None: required."""
-    return [(f.metadata["env"], f.metadata["default"], f.metadata["rule"]) for f in fields(Config)]
+    return [(f.metadata["env"], f.metadata["default"], _rule(f)) for f in fields(Config)]
+
+
+def _rule(f: Field) -> str:
+    rule = f.metadata["rule"]
+    return rule() if callable(rule) else rule
 
 
 def load(env: Mapping[str, str] = os.environ) -> Config:
@@ -233,7 +259,8 @@ def load(env: Mapping[str, str] = os.environ) -> Config:
     values: dict[str, Any] = {}
     problems: list[str] = []
     for f in fields(Config):
-        name, parse, rule, default = (f.metadata[k] for k in ("env", "parse", "rule", "default"))
+        name, parse, default = (f.metadata[k] for k in ("env", "parse", "default"))
+        rule = _rule(f)
         raw = env.get(name, "")
         if raw == "":
             if default is None:

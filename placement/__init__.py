@@ -1,5 +1,5 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
-from . import filters
+from . import filters, formulas
 from .decision import CandidateRecord, Decision, Hold, decide
 from .fairness import BOARD_ORDER, ROUND_ROBIN, order_cards
 from .filters import FilterResult, PolicyRecord
@@ -7,7 +7,7 @@ from .history import StageHistory, stage_history, verdict_mark
 from .ladder import ANY_MATCH, RUNNER_UP, WINNER, Tier
 from .load import LoadShape
 from .rules import Rules
-from .scoring import POLICY, Score, ScoreTerms
+from .scoring import Score, ScoreTerms
 from .why_nobody import (
     EMPTY_LANE,
     NO_CANDIDATES,
@@ -20,7 +20,7 @@ from .why_nobody import (
 
 __all__ = [
     "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "EMPTY_LANE", "FilterResult", "Hold",
-    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "POLICY", "PolicyRecord", "REASON_CODES",
+    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "PolicyRecord", "REASON_CODES",
     "ROUND_ROBIN", "RUNNER_UP", "Rules", "Score", "ScoreTerms", "StageHistory", "Tier",
     "WAITING_ON_HOLDS", "WAITING_ON_LOAD", "WHY_NOBODY", "WINNER", "decide", "order_cards",
     "stage_history", "verdict_mark",

@@ -3,18 +3,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 from .candidates import OFF_CAPABLE, OWN_RECORD, Pool, pool_for
 from .facts import Card, Facts, Requires, Verdict
 from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
-from .filters import POLICY as POLICY_FILTER  # the filter; scoring's POLICY names the ranking
+from .filters import POLICY  # the dispatch policy's filter
+from .formulas import BY_LEAD, BY_RECORD, Step
 from .history import StageHistory, histories
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
-from .waiting import WAITING_POLICY, Waiting
+from .waiting import Waiting
 from .waiting import rank as rank_waiting
 from .why_nobody import (
     EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason,
@@ -132,7 +133,7 @@ class Decision:
     """What `decide` concluded for one card. `record` is False when the loop should do nothing."""
 
     card: Card
-    policy: str
+    policy: str  # the formula's recorded name: the record's `policy`
     chosen: str | None
     reason: str | None  # why nobody was chosen, when nobody was
     tier: Tier
@@ -140,7 +141,7 @@ class Decision:
     candidates: Sequence[CandidateRecord]  # in agent id order (`Candidates` when decided)
     hold: Hold | None
     record: bool
-    waiting: Waiting | None = None  # wait-for-better@3 only: the chosen agent is busy
+    waiting: Waiting | None = None  # a formula that may hold a busy agent did: the chosen is busy
 
     def candidate(self, agent_id: str) -> CandidateRecord | None:
         """The record of one considered agent, if it was considered."""
@@ -179,10 +180,10 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     if facts.history is not None:
         stage = histories((pool.principals.get(agent_id) for agent_id in eligible), facts.history, now,
                           rules.history_min_sample, rules.history_half_life_days)
-    ranking = ranked(_terms(eligible, pool, stage, facts, now))
+    ranking: Ranking = []
     waiting = None
-    if rules.formula == WAITING_POLICY and pool.ids and pool.rostered_capable >= 2:
-        ranking, waiting = _waiting(facts, rules, tier, now, ranking, pool, verdicts, stage)
+    for step in rules.declared_formula.steps:
+        ranking, waiting = STEPS[step](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
     candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:
@@ -205,11 +206,45 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     return _decision(facts, tier, candidates, None, waiting_reason(in_set) or NONE_ELIGIBLE, rules)
 
 
+Ranking = list[tuple[str, Score]]  # agents best first, each with its score
+Verdicts = dict[str, tuple[FilterResult, ...]]
+Stage = dict[str | None, StageHistory] | None  # the eligible's stage histories; None: runs unread
+# A step: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
+# ranking and busy agent so far, to the ranking and busy agent after it. Its arguments come one by
+# one, not in an object, so that running a formula costs a decision no more than calling it.
+StepRun = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
+                   tuple[Ranking, Waiting | None]]
+
+
+def _by_record(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
+               eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
+               ) -> tuple[Ranking, Waiting | None]:
+    """Every eligible agent by its terms (`scoring.py`)."""
+    return ranked(_terms(eligible, pool, stage, facts, now)), waiting
+
+
+def _by_lead(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
+             eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
+             ) -> tuple[Ranking, Waiting | None]:
+    """The idle by expected lead, and a busy, better agent to hold for instead (`waiting.py`);
+    only where there is a choice to make."""
+    if not pool.ids or pool.rostered_capable < 2:
+        return ranking, waiting
+    return _waiting(facts, rules, tier, now, ranking, pool, verdicts, stage)
+
+
+# Each step a formula may list (`formulas.py`), and what runs it.
+STEPS: Mapping[Step, StepRun] = {
+    BY_RECORD: _by_record,
+    BY_LEAD: _by_lead,
+}
+
+
 def _waiting(
     facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tuple[str, Score]], pool: Pool,
     verdicts: dict[str, tuple[FilterResult, ...]], stage: dict[str | None, StageHistory] | None,
 ) -> tuple[list[tuple[str, Score]], Waiting | None]:
-    """The waiting formula's order of the idle, and the busy agent it holds for instead, if any."""
+    """The idle re-ranked by expected lead, and the busy agent to hold for instead, if any."""
     if stage is None or facts.history is None:
         return ranking, None
     principals = pool.principals
@@ -246,7 +281,7 @@ def _candidates(
     follows the roster, not the set: a direct agent has it, in the set (`all`) or not, and a
     rostered agent never does, a disabled row's included."""
     rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
-    answers = ground.read_of(POLICY_FILTER)
+    answers = ground.read_of(POLICY)
     policy = answers.records if answers is not None else {}
     ids, of, kinds = pool.ids, pool.verdicts.get, pool.kinds
     own = {}
@@ -282,7 +317,7 @@ def _decision(
 ) -> Decision:
     return Decision(
         card=facts.card,
-        policy=rules.formula,
+        policy=rules.declared_formula.recorded,
         chosen=chosen,
         reason=reason,
         tier=tier,

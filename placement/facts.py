@@ -171,7 +171,8 @@ class OwnHistory:
 @dataclass(frozen=True)
 class Timing:
     """How soon agents claim and how long they work, as our own settled holds and their runs
-    show, and when each agent's current run began. Read only for the waiting formula."""
+    show, and when each agent's current run began. Read only for a formula that needs it
+    (`formulas.Need.TIMING`)."""
 
     claim_latency_s: Mapping[str, float] = field(default_factory=dict)  # typical hold-to-claim
     run_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # recent claim-to-run-end
@@ -200,4 +201,4 @@ class Facts:
     policy: PolicyFacts | None = None  # None: policy off
     own: OwnHistory = field(default_factory=OwnHistory)
     ladder: Ladder = field(default_factory=Ladder)
-    timing: Timing | None = None  # None: unread (the documented formula reads none of it)
+    timing: Timing | None = None  # None: unread (the default formula needs none of it)

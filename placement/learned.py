@@ -251,8 +251,8 @@ class LearnedView:
         }
 
 
-def learned_policy(formula: str, model: LearnedModel) -> str:
-    """The policy name a model-placed decision is recorded under."""
+def learned_formula(formula: str, model: LearnedModel) -> str:
+    """The formula a model-placed decision is recorded under (in the record's `policy`)."""
     return f"{formula}+learned:{model.version}"
 
 
@@ -261,8 +261,8 @@ def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
     """The model's view of a decision that holds someone, and the decision to carry out.
 
     In shadow (or short of the gate) the formula's decision is returned unchanged. With the
-    model on and past the gate, the model's choice is held instead, under its own policy
-    name. A decision that holds nobody is the ladder's business, not the model's.
+    model on and past the gate, the model's choice is held instead, under a formula name of its
+    own. A decision that holds nobody is the ladder's business, not the model's.
     """
     from dataclasses import replace
 
@@ -280,5 +280,5 @@ def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
                        {agent_id: round(p, 6) for agent_id, p in ranking})
     if placed:
         decided = replace(decided, chosen=choice, hold=replace(decided.hold, agent_id=choice),
-                          policy=learned_policy(decided.policy, model))
+                          policy=learned_formula(decided.policy, model))
     return decided, view

@@ -1,12 +1,13 @@
 """The settings one placement decision is made under."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from . import formulas
 from .facts import PROOF_ORDER
+from .formulas import Formula
 
 CANDIDATE_SETS = ("roster", "all")
-FORMULAS = ("idle-stage-success-lru@3", "wait-for-better@3")
 
 
 @dataclass(frozen=True)
@@ -23,17 +24,21 @@ class Rules:
     history_half_life_days: float = 7.0
     no_show_window_s: int = 1800
     no_show_count: int = 2
-    formula: str = FORMULAS[0]
+    formula: str = formulas.DEFAULT.recorded  # a declared formula's recorded name
     wait_margin: float = 0.15  # how far a busy agent's success record must beat the idle's
     placement_window_s: int = 10  # a card waits for a busy agent only within its window
+    # `formula`'s declaration, looked up once here rather than once a decision.
+    declared_formula: Formula = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
             raise ValueError("top_k must be at least 1")
         if self.candidates not in CANDIDATE_SETS:
             raise ValueError(f"candidates must be one of {CANDIDATE_SETS}")
-        if self.formula not in FORMULAS:
-            raise ValueError(f"formula must be one of {FORMULAS}")
+        declared = formulas.named(self.formula)
+        if declared is None:
+            raise ValueError(f"formula must be one of {formulas.recorded_names()}")
+        object.__setattr__(self, "declared_formula", declared)
         if self.min_proof not in PROOF_ORDER:
             raise ValueError(f"min_proof must be one of {PROOF_ORDER}")
         if self.history_half_life_days <= 0:

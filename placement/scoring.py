@@ -1,11 +1,10 @@
-"""The ranking `idle-stage-success-lru@3`: stage record, success on the board, least recently used."""
+"""The documented formula's ranking (the step `formulas.BY_RECORD`): stage record, success on the
+board, least recently used."""
 from __future__ import annotations
 
 import math
 from datetime import datetime
 from typing import Any, NamedTuple
-
-POLICY = "idle-stage-success-lru@3"
 
 
 class ScoreTerms(NamedTuple):

@@ -1,4 +1,4 @@
-"""`wait-for-better@3`: the opt-in ranking that may hold a card for a busy, better agent.
+"""The step `formulas.BY_LEAD`: the opt-in ranking that may hold a card for a busy, better agent.
 
 Delay scheduling, as Hadoop's fair scheduler does it for locality: a card may wait a little for
 the agent it is best placed with, when that agent is busy now but likely free soon. Here the
@@ -30,11 +30,8 @@ the longer by more than the slack. At the winner step a busy agent takes the car
   window (a card that has waited past it has waited enough);
 - and its expected lead is shorter than the first idle agent's.
 
-A hold for it that lapses walks the ladder as any other: runner-ups are never waited for.
-Version 3. Version 2 took idle agents within `rules.wait_margin` (0.15) of the best idle one's
-outcome rate as equals and ranked them by claim latency plus run time, so an agent at 60% came
-before one at 70% that was a little slower; version 1 ranked every idle agent by lead alone (a
-weak agent that runs fast came first) and waited on records of a run or two.
+A hold for it that lapses walks the ladder as any other: runner-ups are never waited for. The
+formula that runs this step, and its versions, are declared in `formulas.py`.
 """
 from __future__ import annotations
 
@@ -50,7 +47,6 @@ from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
 
-WAITING_POLICY = "wait-for-better@3"
 LOAD_ONLY = frozenset({"capacity", "idle"})
 OVERDUE_SHARE = 0.25  # a run past all its recent ones is expected to need this share of its usual
 MIN_RATE = 0.05

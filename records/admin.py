@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from placement import formulas
 from placement.filters import tables
 from records import actions, outbox
 from records.explain import explain
@@ -80,11 +81,28 @@ class TurnedAwayFilter(admin.SimpleListFilter):
         return queryset.filter(rows)
 
 
+class FormulaFilter(admin.SimpleListFilter):
+    """Decisions placed by a formula, as the formulas are declared: by it alone, or by a learned
+    model in its place (recorded as the formula's name with `+learned:v`)."""
+
+    title = "formula"
+    parameter_name = "formula"
+
+    def lookups(self, request, model_admin):
+        return [(name, name) for name in formulas.recorded_names()]
+
+    def queryset(self, request, queryset):
+        name = self.value()
+        if formulas.named(name or "") is None:
+            return queryset
+        return queryset.filter(Q(policy=name) | Q(policy__startswith=f"{name}+learned:"))
+
+
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("id", "created_at", "board_id", "card_id", "stage_key", "tier_label",
                     "chosen", "reason", "outcome_status", "reserved_until")
-    list_filter = ("board_id", "stage_key", "tier_name", "reason", TurnedAwayFilter,
+    list_filter = ("board_id", "stage_key", "tier_name", "reason", TurnedAwayFilter, FormulaFilter,
                    "outcome_status", "run_status", "chosen", "created_at")
     search_fields = ("card_id", "=id")
     date_hierarchy = "created_at"

@@ -4,7 +4,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("records", "0011_candidate_unconstrained")]
+    dependencies = [("records", "0012_decision_attempts_and_relay_claims")]
 
     operations = [
         migrations.AddField(

@@ -43,12 +43,12 @@ def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
              load: tuple[AgentLoad, ...] | None, formula: str) -> int:
     """Agents that could take a hold now: enabled, ready, idle and holding nothing of ours.
 
-    The waiting formula may hold a card for a busy agent, so under it a busy agent counts too.
+    Under a formula that may hold a card for a busy agent, a busy agent counts too.
     With candidates=all (`load` read), every idle workspace agent off the roster counts as well.
     Every agent that could pass every filter is counted (more may be: that only means fewer
     cards left undecided).
     """
-    waits_for_busy = formula != placement.POLICY
+    waits_for_busy = placement.formulas.named(formula).holds_busy
     agents = {row.agent_id for row in roster
               if row.enabled and row.ready and (waits_for_busy or not row.busy)}
     disabled = {row.agent_id for row in roster if not row.enabled}

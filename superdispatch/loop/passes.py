@@ -15,6 +15,7 @@ from django.db import transaction
 import placement
 from learning import runtime as learned_runtime
 from placement.facts import Card, Facts, OwnHistory, RosterRow, Verdict
+from placement.formulas import Need
 from placement.learned import consider
 from placement.rules import Rules
 from records import actions, history
@@ -147,19 +148,20 @@ def _decide_card(reads: PassReads, work: BoardWork, card: Card, eligibility: tup
                 reads.holds.add(agent, board_id, card_id)
     considered = work.considered(loop.rules)  # whose holds and lapses the card's filters read
     load = reads.load()
+    needs = loop.rules.declared_formula.needs  # the facts read only for a formula that needs them
     facts = Facts(
         card=card,
         roster=work.roster,
         eligibility=eligibility,
         load=load,
         registry=reads.registry(card),
-        history=reads.history(card.board_id, card.stage_key),
+        history=reads.history(card.board_id, card.stage_key) if Need.RUNS in needs else None,
         policy=reads.policy(card, lambda: _askable(work.roster, eligibility, load)),
         own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
                        lapses=reads.holds.lapses_of(considered),
                        settled=work.settled),
         ladder=ladder,
-        timing=reads.timing(work.roster, work.working) if loop.rules.formula != placement.POLICY else None,
+        timing=reads.timing(work.roster, work.working) if Need.TIMING in needs else None,
     )
     decided = placement.decide(facts, loop.rules, now)
     if not decided.record:

@@ -14,7 +14,6 @@ from typing import Callable, Iterable, Mapping
 from django.core.cache import cache
 
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
-from placement.waiting import WAITING_POLICY
 from records import actions, history
 from records.models import LoopState
 from superdispatch.clients import ClientError, says_no_policy
@@ -186,12 +185,10 @@ class PassReads:
                 holds_in_window=history.holds_since(agent_id, since))
         return verdict
 
-    def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> Timing | None:
+    def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> Timing:
         """Claim latencies and run times from our store (once a pass), and when each agent's
         current run began: the board read's claim where it shows one, else the roster's last
-        took work of a busy row. Only the waiting formula reads it."""
-        if self.loop.cfg.formula != WAITING_POLICY:
-            return None
+        took work of a busy row."""
         if self._timings is None:
             self._timings = history.timings(self.now)
         since = {row.agent_id: row.last_took_work_at for row in roster

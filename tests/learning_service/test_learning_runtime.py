@@ -2,7 +2,7 @@ import logging
 
 import pytest
 
-from placement.learned import LearnedView, learned_policy
+from placement.learned import LearnedView, learned_formula
 
 from learning import runtime
 from learning.runtime import ModelCache, PlacementModel
@@ -64,7 +64,7 @@ def test_on_past_the_gate_places_under_the_models_version(settings):
     beating_the_formula(model)
     reading = runtime.placement_model(at(0))
     assert reading.places is True and reading.gate_reason is None
-    assert learned_policy("idle-stage-success-lru@3", reading.model) == \
+    assert learned_formula("idle-stage-success-lru@3", reading.model) == \
         "idle-stage-success-lru@3+learned:4"
 
 

@@ -1,0 +1,181 @@
+"""Every formula placement ranks by, each declared once.
+
+A formula ranks the candidates that pass every filter, and each decision records it by name and
+version (the record's `policy`). As a kube-scheduler profile lists the score plugins it runs, a
+formula lists its steps, each a small named unit that `decision.py` runs in order; it says what
+it may do beyond holding the agent it ranks first, and which facts it needs the loop to read.
+
+Everything that names, lists or asks about a formula derives it from here: `Rules` (which looks
+the declaration up once), the `SUPERDISPATCH_FORMULA` setting's rule (`common/config.py`), the
+loop's reads and its backlog bound, the record, the admin's formula filter and the lab's arms
+(`bench/value.py`). Adding a formula is one declaration, plus its step if it runs one that no
+formula runs yet.
+
+This module is pure data and imports nothing of ours, so that `Rules` and the settings can read
+it while the steps themselves (`scoring.py`, `waiting.py`) import `Rules`.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Iterator
+
+
+class Need(StrEnum):
+    """A fact the loop reads for a decision only when its formula needs it; each names the
+    `Facts` field it fills (None there: unread)."""
+
+    RUNS = "history"  # SuperWitness's finished runs at the card's stage, by principal
+    TIMING = "timing"  # claim latencies and run times from our settled holds; current runs' starts
+
+
+class May(StrEnum):
+    """What a formula may do beyond holding the agent it ranks first."""
+
+    HOLD_BUSY = "hold-busy"  # hold a card for an agent busy now: the backlog bound counts busy agents
+    STEP_ASIDE = "step-aside"  # hold nobody where pull is expected to do as well
+    SIZE_HOLD = "size-hold"  # set a hold's length by its agent rather than by the configured window
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """One score plugin: a small named unit of ranking, the facts it reads and what it may do.
+    `decision.STEPS` runs each."""
+
+    name: str
+    needs: frozenset[Need] = frozenset()
+    may: frozenset[May] = frozenset()
+
+    def __repr__(self) -> str:
+        return f"Step({self.name!r})"
+
+
+# Every eligible agent by its stage record, then its success on the board, then the longest since
+# it last took work (`scoring.py`); the terms each candidate's `score` records.
+BY_RECORD = Step("record-success-lru", frozenset({Need.RUNS}))
+# The idle re-ranked by expected lead to a success, and a busy agent that is clearly better held for
+# instead when the card may wait (`waiting.py`).
+BY_LEAD = Step("expected-lead", frozenset({Need.RUNS, Need.TIMING}), frozenset({May.HOLD_BUSY}))
+
+
+@dataclass(frozen=True, eq=False)
+class Formula:
+    """One formula, declared once: a profile of steps, what it may do and the facts it needs."""
+
+    name: str  # kebab-case
+    version: int  # a new version is a change of what it decides, on the same facts
+    label: str  # one short word for it: the lab's arm, and that arm's keys in the lab's figures
+    steps: tuple[Step, ...]  # run in order; the first makes the ranking, the rest may re-rank it
+    needs: frozenset[Need]  # at least every fact its steps read
+    may: frozenset[May] = frozenset()  # at least whatever its steps may do
+    recorded: str = field(init=False)  # `name@version`: each decision's `policy`, and the setting's value
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "needs", frozenset(Need(need) for need in self.needs))
+        object.__setattr__(self, "may", frozenset(May(what) for what in self.may))
+        object.__setattr__(self, "recorded", f"{self.name}@{self.version}")
+
+    @property
+    def holds_busy(self) -> bool:
+        """Whether it may hold a card for an agent that is busy now."""
+        return May.HOLD_BUSY in self.may
+
+    def __repr__(self) -> str:
+        return f"Formula({self.recorded!r})"
+
+
+# --- The declarations, and what is derived from them ----------------------------------------
+
+_declared: dict[str, Formula] = {}  # by recorded name, in the order declared
+
+# A name is recorded and matched as is, and `+learned:v` is added to it when a model places a card:
+# keep it plain, and short enough for the record's column (80) with that suffix.
+_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+_LABEL = re.compile(r"[a-z][a-z0-9]*")
+MAX_RECORDED = 60
+
+
+def declare(formula: Formula) -> Formula:
+    """Add a formula, once its declaration is one every reader can use."""
+    _check(formula)
+    _declared[formula.recorded] = formula
+    return formula
+
+
+def _check(formula: Formula) -> None:
+    recorded = formula.recorded
+    if recorded in _declared:
+        raise ValueError(f"formula {recorded} is already declared")
+    if not _NAME.fullmatch(formula.name):
+        raise ValueError(f"formula name {formula.name!r} is not kebab-case letters and digits")
+    if not isinstance(formula.version, int) or formula.version < 1:
+        raise ValueError(f"formula {formula.name}: version {formula.version!r} is not a whole number from 1")
+    if len(recorded) > MAX_RECORDED:
+        raise ValueError(f"formula {recorded}: a recorded name is at most {MAX_RECORDED} characters")
+    if not _LABEL.fullmatch(formula.label):
+        raise ValueError(f"formula {recorded}: label {formula.label!r} is not one lowercase word")
+    taken = next((f for f in _declared.values() if f.label == formula.label), None)
+    if taken is not None:
+        raise ValueError(f"formulas {taken.recorded} and {recorded} share label {formula.label}")
+    if not formula.steps:
+        raise ValueError(f"formula {recorded} lists no step")
+    for step in formula.steps:
+        unsaid = [f"needs {need.value}" for need in sorted(step.needs - formula.needs)]
+        unsaid += [f"may {what.value}" for what in sorted(step.may - formula.may)]
+        if unsaid:
+            raise ValueError(f"formula {recorded}: its step {step.name} {' and '.join(unsaid)}; "
+                             "the formula must say so too")
+
+
+def withdraw(formula: Formula) -> None:
+    """Remove a declared formula (a test's own, when the test is done)."""
+    if formula is DEFAULT:
+        raise ValueError(f"formula {formula.recorded} is the default and stays declared")
+    if _declared.get(formula.recorded) is not formula:
+        raise ValueError(f"formula {formula.recorded} is not declared")
+    del _declared[formula.recorded]
+
+
+@contextmanager
+def declared(*formulas: Formula) -> Iterator[tuple[Formula, ...]]:
+    """These formulas declared for the length of the block, as if they were declared here."""
+    added: list[Formula] = []
+    try:
+        for each in formulas:
+            added.append(declare(each))
+        yield formulas
+    finally:
+        for each in reversed(added):
+            withdraw(each)
+
+
+def named(recorded: str) -> Formula | None:
+    """The formula declared under this recorded name (`name@version`), if any."""
+    return _declared.get(recorded)
+
+
+def every() -> tuple[Formula, ...]:
+    """Every declared formula, in the order declared."""
+    return tuple(_declared.values())
+
+
+def recorded_names() -> tuple[str, ...]:
+    """Every declared formula's recorded name, in the order declared."""
+    return tuple(_declared)
+
+
+# The documented formula: the default, and the ranking the docs describe.
+DEFAULT = declare(Formula("idle-stage-success-lru", 3, "formula", (BY_RECORD,), needs={Need.RUNS}))
+
+# Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`).
+# Version 3 keeps the documented order among the idle and moves back only those whose expected
+# lead is well over the quickest one's. Version 2 took idle agents within `rules.wait_margin`
+# (0.15) of the best idle one's outcome rate as equals and ranked them by claim latency plus run
+# time, so an agent at 60% came before one at 70% that was a little slower; version 1 ranked
+# every idle agent by lead alone (a weak agent that runs fast came first) and waited on records
+# of a run or two.
+WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, BY_LEAD),
+                                  needs={Need.RUNS, Need.TIMING}, may={May.HOLD_BUSY}))

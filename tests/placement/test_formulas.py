@@ -1,0 +1,104 @@
+"""The formulas are declared once; `Rules` and `decide` take everything about one from its declaration."""
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from placement import Rules, decide, decision, formulas
+from placement.facts import Facts
+from placement.formulas import BY_LEAD, BY_RECORD, Formula, May, Need
+
+from tests.support.placement import board
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
+    assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3")
+    assert formulas.DEFAULT is formulas.named("idle-stage-success-lru@3")
+    assert Rules().formula == formulas.DEFAULT.recorded and Rules().declared_formula is formulas.DEFAULT
+    documented, waiting = formulas.every()
+    assert (documented.label, documented.steps, documented.needs, documented.may) == (
+        "formula", (BY_RECORD,), {Need.RUNS}, frozenset())
+    assert (waiting.label, waiting.steps, waiting.needs, waiting.may) == (
+        "waiting", (BY_RECORD, BY_LEAD), {Need.RUNS, Need.TIMING}, {May.HOLD_BUSY})
+    assert not documented.holds_busy and waiting.holds_busy
+
+
+def test_every_step_a_formula_lists_is_run_by_the_decision():
+    listed = {step for formula in formulas.every() for step in formula.steps}
+    assert listed == {BY_RECORD, BY_LEAD} and set(decision.STEPS) == listed
+
+
+def test_each_need_names_a_fact_the_loop_may_leave_unread():
+    unread = {f.name for f in fields(Facts) if f.default is None}
+    assert {need.value for need in Need} == {"history", "timing"} and {need.value for need in Need} <= unread
+
+
+def test_rules_look_the_declaration_up_once_and_refuse_a_formula_nobody_declared():
+    waiting = Rules(formula="wait-for-better@3")
+    assert waiting.declared_formula is formulas.named("wait-for-better@3")
+    assert waiting == Rules(formula="wait-for-better@3") and waiting != Rules()
+    with pytest.raises(ValueError, match=r"formula must be one of \('idle-stage-success-lru@3', "
+                                         r"'wait-for-better@3'\)"):
+        Rules(formula="wait-for-better@2")
+
+
+def test_a_formula_declared_in_a_test_places_and_is_recorded_under_its_own_name():
+    plain = Formula("plain-record", 1, "plain", (BY_RECORD,), needs={Need.RUNS})
+    facts = board()
+    with formulas.declared(plain):
+        assert formulas.recorded_names()[-1] == "plain-record@1"
+        decided = decide(facts, Rules(formula="plain-record@1"), facts.card.ready_at)
+    documented = decide(facts, Rules(), facts.card.ready_at)
+    assert decided.policy == "plain-record@1" and decided.to_record()["policy"] == "plain-record@1"
+    assert {**decided.to_record(), "policy": None} == {**documented.to_record(), "policy": None}
+    assert formulas.named("plain-record@1") is None
+    with pytest.raises(ValueError, match="formula must be one of"):
+        Rules(formula="plain-record@1")
+
+
+def _formula(**fields) -> Formula:
+    declared = dict(name="extra", version=1, label="extra", steps=(BY_RECORD,), needs={Need.RUNS})
+    return Formula(**{**declared, **fields})
+
+
+@pytest.mark.parametrize("declaration, complaint", [
+    (_formula(name="idle-stage-success-lru", version=3), "already declared"),
+    (_formula(label="waiting"), "label waiting"),
+    (_formula(name="Bad Name"), "kebab-case"),
+    (_formula(name="plus+sign"), "kebab-case"),
+    (_formula(version=0), "version"),
+    (_formula(label="Two words"), "label"),
+    (_formula(steps=()), "no step"),
+    (_formula(needs=()), "needs history"),
+    (_formula(steps=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
+    (_formula(name="x" * 70), "at most"),
+])
+def test_a_declaration_the_service_could_not_read_plainly_is_refused(declaration, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        with formulas.declared(declaration):
+            pass
+    assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3")
+
+
+def test_the_default_formula_cannot_be_withdrawn():
+    with pytest.raises(ValueError, match="default"):
+        formulas.withdraw(formulas.DEFAULT)
+    assert formulas.named(formulas.DEFAULT.recorded) is formulas.DEFAULT
+
+
+def test_no_module_but_the_declarations_spells_a_formulas_name():
+    """Code, comments and docstrings alike: every reader asks the declarations instead."""
+    names = re.compile("|".join(re.escape(f.name) for f in formulas.every()))
+    declarations = ROOT / "placement" / "formulas.py"
+    spelled = [f"{path.relative_to(ROOT)}:{n}"
+               for package in ("common", "placement", "records", "learning", "superdispatch", "sandbox", "bench")
+               for path in sorted((ROOT / package).rglob("*.py")) if path != declarations
+               and "migrations" not in path.parts
+               for n, line in enumerate(path.read_text().splitlines(), 1) if names.search(line)]
+    assert spelled == []
