@@ -1,4 +1,4 @@
-"""Faults, measured: each fault of issue 14 injected mid-sweep into real processes, and the
+"""Faults, measured: each fault injected mid-sweep into real processes, and the
 invariants checked after each; or, with `--soak N`, the demo's scenario for N seconds.
 
 Everything is real and local: the stand-in suite over HTTP on 127.0.0.1 (`SandboxServers`, in

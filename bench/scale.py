@@ -1,6 +1,6 @@
 """Time one full sweep fanned out over 1, 2 and 4 worker processes, and relay latency meanwhile.
 
-The workspace (defaults, as issue 14 sets them): 1,000 boards and 10,000 agents, each board
+The workspace (defaults, the size the goal is set at): 1,000 boards and 10,000 agents, each board
 rostering 100 of them (an agent is on ten boards), 5 ready cards a board. Everything is real
 and local: the stand-in suite over HTTP on 127.0.0.1 (`SandboxServers`, in the run's process,
 on the wall clock), the web app (`manage.py serve`), a sweeps worker (`worker -Q celery

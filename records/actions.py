@@ -105,8 +105,8 @@ def pass_commits() -> Iterator[None]:
 
     A commit waits for PostgreSQL to write its log to disk (synchronous_commit), and a pass
     commits a few times a card (its decision, its hold) and a board (its lease taken and let
-    go, its read and settling): in bench/scale.py the two cores stood idle a fifth of the
-    sweep on those waits (with no commit waiting, 94% busy, not 81%). Within this block, on
+    go, its read and settling), and a sweep's cores stood idle on those waits
+    (docs/performance.md). Within this block, on
     PostgreSQL, only a decision's commit waits (`do_record_decision`): a decision and its
     candidates are on disk before its hold is asked for. A crash of PostgreSQL itself (not a restart, which writes everything out) may
     lose the last moment's other writes (three times `wal_writer_delay`, 0.6 s by default),

@@ -117,7 +117,7 @@ _DECISIONS = Decision._meta.db_table
 # An agent's live holds, and its decisions whose hold is not yet answered: the two looks a pass
 # takes at other passes' work before each card (`holding_now`, `held_elsewhere`). Plain SQL on
 # the `decision_live_hold` index: these sit on every card's path, and the ORM spent several
-# times the query's own time building them (about 1 ms of Python each, a hundred agents named).
+# times the query's own time building them (docs/performance.md).
 _LIVE_OR_ASKING = (
     "outcome_status IS NULL AND (reserved_until > %s OR (reserved_until IS NULL"
     " AND reservation_refused IS NULL AND created_at >= %s))")
@@ -141,7 +141,8 @@ def holding_now(agent_ids: Iterable[str], now: datetime) -> list[tuple[str, str,
             # One list, and a look of its own for each agent on `decision_live_hold`: OFFSET 0
             # keeps the planner from folding the looks into one scan of the table, which it
             # takes whenever its statistics call the table small (a new store's, or one
-            # autovacuum has not yet analyzed): 2.4 ms a card against 0.3 ms at 5,000 holds.
+            # autovacuum has not yet analyzed), at several times the probes' cost
+            # (docs/performance.md).
             # The list goes as one JSON text: psycopg quotes a text[] element by element in
             # Python, twice the whole query's time for a roster of a hundred.
             cursor.execute(f"SELECT d.chosen, d.board_id, d.card_id "

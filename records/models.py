@@ -19,9 +19,9 @@ from records.ids import new_decision_id, new_event_id, new_suggestion_id
 class JSONText(models.JSONField):
     """JSON kept as its text, for columns written whole and read whole, never queried inside.
 
-    PostgreSQL takes text as it comes, where `jsonb` parses and rebuilds every value: for a
-    decision's hundred candidate rows, 1.7 ms of its CPU a card less (COPY, measured on this
-    machine: 4.4 ms with jsonb, 2.6 ms with text). Reads decode it as a JSONField does."""
+    PostgreSQL takes text as it comes, where `jsonb` parses and rebuilds every value: a
+    decision's candidate rows cost the store's CPU much less (docs/performance.md). Reads
+    decode it as a JSONField does."""
 
     def get_internal_type(self) -> str:
         return "TextField"

@@ -3,11 +3,10 @@
 Django sends every statement with its values written in (client-side binding), so PostgreSQL
 parses and plans each one afresh: for the few a sweep runs once a card (its decision's insert,
 the hold's update, the two looks at other passes' holds) planning cost more than running, the
-decision table having ten indexes and more to weigh (0.08 ms planned against 0.01 ms run for
-the look at one agent, in `pg_stat_statements` during `bench/scale.py`). A cursor from here binds its
-values on the server instead, and psycopg prepares its statement the first time a connection
-runs it (`prepare_threshold` 0 in the settings, which reaches no other cursor: Django's own
-bind on the client, and psycopg never prepares those). It is Django's cursor wrapper all the
+decision table having ten indexes and more to weigh (docs/performance.md). A cursor from here
+binds its values on the server instead, and psycopg prepares its statement the first time a
+connection runs it (`prepare_threshold` 0 in the settings, which reaches no other cursor:
+Django's own bind on the client, and psycopg never prepares those). It is Django's cursor wrapper all the
 same, so its queries are logged and counted as any other. Elsewhere (SQLite) it is the plain
 cursor.
 

@@ -30,8 +30,8 @@ def _refuse_a_newer_database(**_) -> None:
 @signals.worker_ready.connect  # the worker itself (the solo and thread pools run tasks there)
 def _freeze_startup_objects(**_) -> None:
     """Leave what the worker loaded at start-up out of garbage collection. A full collection
-    walks every object in the process, about 40 ms with Django, Celery and the loop loaded,
-    and one falling inside a relayed card's pass makes that card's tail."""
+    walks every object in the process, Django, Celery and the loop included, and one falling
+    inside a relayed card's pass makes that card's tail (docs/performance.md)."""
     gc.freeze()
 
 

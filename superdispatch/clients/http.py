@@ -241,8 +241,8 @@ class Http:
         """The request as `session.request` would prepare it for a suite call, made directly.
 
         `session.request` merges the session's cookies, auth, hooks and settings into each
-        request and parses the URL it was handed back apart: about 0.3 ms of CPU a call here,
-        a third of the client's own cost of a card's eligibility read. A suite call sets
+        request and parses the URL it was handed back apart: a third of the client's own cost
+        of a card's eligibility read (docs/performance.md). A suite call sets
         none of them: its path is escaped segment by segment (`segment`), its query is
         `params`, its headers are the session's with the call's over them, and its body is
         JSON. Each header is checked as requests checks it, so a token that would split a
@@ -286,8 +286,8 @@ class Http:
 def _read_whole(response: requests.Response) -> None:
     """Read a streamed answer's body in one call, as requests would have read it.
 
-    requests reads a body 10 KB at a time: for an eligibility answer of a 10,000-agent
-    workspace (about 790 KB) that costs some 1.9 ms of CPU, against 0.8 ms in one read. A
+    requests reads a body 10 KB at a time, which for a large workspace's eligibility answer
+    costs twice the CPU of one read (docs/performance.md). A
     transport that has the body already (the sandbox's in-process one) is left as it is. A
     failure mid-body (a timeout, a dropped connection) closes the connection and is raised."""
     if response._content is not False or response.raw is None:

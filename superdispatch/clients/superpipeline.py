@@ -398,7 +398,7 @@ class AlikeReads:
     decoded whole."""
 
     def __init__(self, size: int = 4):
-        self.size = size  # reads kept: about 4 MB each on a workspace of 10,000 agents
+        self.size = size  # reads kept; what each holds in memory: docs/performance.md
         self._recent: list[tuple[bytes, tuple[EligibilityVerdict, ...]]] = []
 
     def verdicts(self, content: bytes) -> tuple[EligibilityVerdict, ...] | None:
