@@ -38,7 +38,9 @@ LENGTH = re.compile(r"[0-9]{1,15}")
 
 
 def _refuse(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse(error_body(code, message), status=status)
+    response = JsonResponse(error_body(code, message), status=status)
+    response["Content-Length"] = str(len(response.content))  # answered ahead of CommonMiddleware
+    return response
 
 
 def _too_large(limit: int) -> JsonResponse:
@@ -63,7 +65,12 @@ def read_body(request) -> JsonResponse | None:
     if not meta.get("wsgi.input_terminated"):
         return _refuse(411, "length-required",
                        "this server reads no chunked body: send it with a Content-Length")
-    body = meta["wsgi.input"].read(limit + 1)
+    try:
+        body = meta["wsgi.input"].read(limit + 1)
+    except Exception as err:  # noqa: BLE001  the server's reader refusing the chunks
+        # (gunicorn's InvalidChunkSize and its kin, each a class of its own), or the client gone
+        return _refuse(400, "bad-chunked-body",
+                       f"the chunked body could not be read: {str(err)[:200] or type(err).__name__}")
     if len(body) > limit:
         return _too_large(limit)
     # The body, read, in the place Django's request reads it from: the request was made
