@@ -61,7 +61,9 @@ def verified_body(request, now_s: float) -> bytes:
         raise ApiError(413, "too-large", f"a delivery is at most {MAX_BODY} bytes")
     timestamp = request.headers.get("X-Treaty-Timestamp", "")
     signature = request.headers.get("X-Treaty-Signature", "")
-    body = request.body
+    body = request.body  # a chunked one too, read at the edge up to the API's limit
+    if len(body) > MAX_BODY:
+        raise ApiError(413, "too-large", f"a delivery is at most {MAX_BODY} bytes")
     if not TIMESTAMP.fullmatch(timestamp) or abs(now_s - int(timestamp)) > MAX_SKEW_S:
         raise ApiError(401, "stale-or-missing-timestamp",
                        "the delivery's timestamp is missing, not Unix seconds, or more than "

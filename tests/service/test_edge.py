@@ -176,7 +176,10 @@ def test_a_relay_body_refused_for_its_size_is_counted(api):
     for size in (70 * 1024, BODY_LIMIT + 1):
         response = api.post("/v1/relay/events", data=b"x" * size, content_type="application/json")
         assert_error(response, 413, "too-large")
-    assert relayed(api, "refused") == before + 2
+        body = b"x" * size
+        assert_error(chunked(api, "POST", "/v1/relay/events", body, **signed(body)), 413,
+                     "too-large")
+    assert relayed(api, "refused") == before + 4
 
 
 # --- Times out of range -----------------------------------------------------------------------
