@@ -1,5 +1,7 @@
 """The edge: what every request passes before a view reads it, and every answer on its way out.
 
+- A NUL character in the path or the query string is a 400: no route takes one, and
+  PostgreSQL stores none (the admin's filters and pages would otherwise fail on it).
 - A body's size: a Content-Length that is not a number is a 400, one over the limit
   (DATA_UPLOAD_MAX_MEMORY_SIZE) a 413 that says the limit, before the body is read.
 - A chunked body (`Transfer-Encoding`, no Content-Length) is read, up to the limit, where the
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import io
 import re
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
@@ -47,6 +50,13 @@ def _too_large(limit: int) -> JsonResponse:
     return _refuse(413, "too-large", f"a request body is at most {limit} bytes")
 
 
+def nul_refused(request) -> JsonResponse | None:
+    """A 400 when the path or the query string holds a NUL character, else None."""
+    if "\x00" in request.path_info or "\x00" in unquote_plus(request.META.get("QUERY_STRING", "")):
+        return _refuse(400, "bad-request", "the path and the query string hold no NUL character")
+    return None
+
+
 def read_body(request) -> JsonResponse | None:
     """A refusal of the request's body, or None once the body can be read as any other:
     a chunked one read here and given its Content-Length."""
@@ -69,8 +79,8 @@ def read_body(request) -> JsonResponse | None:
         body = meta["wsgi.input"].read(limit + 1)
     except Exception as err:  # noqa: BLE001  the server's reader refusing the chunks
         # (gunicorn's InvalidChunkSize and its kin, each a class of its own), or the client gone
-        return _refuse(400, "bad-chunked-body",
-                       f"the chunked body could not be read: {str(err)[:200] or type(err).__name__}")
+        reason = str(err)[:200] or type(err).__name__
+        return _refuse(400, "bad-chunked-body", f"the chunked body could not be read: {reason}")
     if len(body) > limit:
         return _too_large(limit)
     # The body, read, in the place Django's request reads it from: the request was made
@@ -81,13 +91,14 @@ def read_body(request) -> JsonResponse | None:
 
 
 class Edge:
-    """Bodies checked (and chunked ones read) before any view; headers on every answer."""
+    """NUL refused and bodies checked (chunked ones read) before any view; headers on every
+    answer."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        response = read_body(request) or self.get_response(request)
+        response = nul_refused(request) or read_body(request) or self.get_response(request)
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response

@@ -92,7 +92,7 @@ class Docs(ErrorsAsJson, CredentialFirst, SpectacularSwaggerSplitView):
     script; and the page keeps the opener policy of every other page (same-origin):
     drf-spectacular's `unsafe-none` serves OAuth2 sign-in pop-ups, which these docs have none of."""
 
-    metadata_class = None  # OPTIONS: a page has no fields to describe (a 405, not a template-less 500)
+    metadata_class = None  # OPTIONS: a 405, as a page has no fields to describe (not a 500)
 
     @extend_schema(exclude=True)  # a page for people, not a route of the API
     def get(self, request, *args, **kwargs):

@@ -306,3 +306,14 @@ def test_the_relay_answers_json_whatever_it_is_asked(client, accept):
     response = client.post("/v1/relay/events", data=b"{}", content_type="application/json",
                            HTTP_ACCEPT=accept)
     assert_error(response, 401)
+
+
+# --- NUL ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/admin/records/decision/?board_id=%00",
+                                  "/admin/records/decision/pld_%00/change/",
+                                  "/admin/records/board/?q=a%00b", "/v1/decisions?board=brd_a%00",
+                                  "/v1/boards/brd_%00", "/v1/decisions?%00=1"])
+def test_a_nul_in_the_path_or_query_is_a_400_wherever_it_is_sent(staff, path, logged):
+    assert_error(staff.get(path), 400, "bad-request")
+    assert errors(logged) == []

@@ -251,7 +251,8 @@ events = st.fixed_dictionaries(
                   "data": json_values}).map(lambda d: json.dumps(d).encode())
 good_events = st.builds(
     lambda kind, card: json.dumps({"type": kind, "boardId": "brd_a", "cardId": card}).encode(),
-    st.sampled_from(["card.ready", "card.claimed"]), st.from_regex(r"card_[0-9]{1,4}", fullmatch=True))
+    st.sampled_from(["card.ready", "card.claimed"]),
+    st.from_regex(r"card_[0-9]{1,4}", fullmatch=True))
 relay_bodies = st.one_of(good_events, events, bodies)
 deliveries = st.one_of(st.from_regex(r"dlv_[0-9]{1,6}", fullmatch=True), latin1)
 
