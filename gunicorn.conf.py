@@ -6,3 +6,6 @@ by a newer build then stops gunicorn itself (exit 2), rather than each worker in
 the master starts another.
 """
 preload_app = True
+# gunicorn's threaded worker, whose own refusals (a request line too long, a malformed
+# request) are answered in the API's error shape, as `manage.py serve` runs it.
+worker_class = "superdispatch.gunicorn_worker.Worker"

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication
@@ -58,12 +62,44 @@ class NoRoute(OperatorView):
     get = post = put = patch = delete = head = options = trace = _no_such_route
 
 
-class Schema(CredentialFirst, SpectacularAPIView):
+class FirstRenderer(BaseContentNegotiation):
+    """Answers in the view's first renderer whatever the request's Accept header asks (the
+    relay's webhook, which answers JSON; Prometheus, which asks for its own text formats)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class ErrorsAsJson:
+    # A page that is not JSON (the schema's YAML, the docs' HTML) answers its errors in the
+    # API's error shape all the same, rather than as YAML or an HTML error page.
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer, request.accepted_media_type = (JSONRenderer(),
+                                                                      "application/json")
+            response.template_name = None
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class Schema(ErrorsAsJson, CredentialFirst, SpectacularAPIView):
     """The OpenAPI schema; who may read it is SPECTACULAR_SETTINGS' SERVE_AUTHENTICATION."""
 
 
-class Docs(CredentialFirst, SpectacularSwaggerView):
-    """Swagger UI over the schema, for the same readers."""
+class Docs(ErrorsAsJson, CredentialFirst, SpectacularSwaggerSplitView):
+    """Swagger UI over the schema, for the same readers. Its script is a file of its own
+    (`?script`), not inline, so the Content-Security-Policy (common.edge) allows no inline
+    script; and the page keeps the opener policy of every other page (same-origin):
+    drf-spectacular's `unsafe-none` serves OAuth2 sign-in pop-ups, which these docs have none of."""
+
+    metadata_class = None  # OPTIONS: a 405, as a page has no fields to describe (not a 500)
+
+    @extend_schema(exclude=True)  # a page for people, not a route of the API
+    def get(self, request, *args, **kwargs):
+        response = super().get(request, *args, **kwargs)
+        if "Cross-Origin-Opener-Policy" in response:
+            del response["Cross-Origin-Opener-Policy"]
+        return response
 
 
 class OperatorTokenScheme(OpenApiAuthenticationExtension):

@@ -38,13 +38,19 @@ def iso(moment: datetime | None) -> str | None:
 
 
 def parse_time(value: str) -> datetime:
-    """An RFC 3339 time or a plain date (UTC); raises ValueError otherwise."""
+    """An RFC 3339 time or a plain date (UTC); raises ValueError otherwise, and for a time
+    whose UTC falls outside years 1 to 9999 (9999-12-31T23:59:59-14:00), which the store
+    could not compare with its own."""
     text = value.strip()
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
         text += "T00:00:00+00:00"
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        moment.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("the time is out of range in UTC") from None
     return moment
 
 

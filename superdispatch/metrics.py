@@ -33,6 +33,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Count, Min
+from django.urls import reverse
 from django.utils import timezone
 
 # The multiprocess directory must be named before the first metric exists; prometheus_client
@@ -48,9 +49,8 @@ from prometheus_client.core import GaugeMetricFamily  # noqa: E402
 from prometheus_client.django import PrometheusDjangoView  # noqa: E402
 from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
 from drf_spectacular.utils import extend_schema  # noqa: E402
-from rest_framework.negotiation import BaseContentNegotiation  # noqa: E402
 
-from common.views import OperatorView  # noqa: E402
+from common.views import FirstRenderer, OperatorView  # noqa: E402
 from records.models import (  # noqa: E402
     SUGGESTION_KINDS, Board, LoopState, OutboxEvent, RelayDelivery, Suggestion,
 )
@@ -67,7 +67,10 @@ def _process_identifier() -> str:
 values.ValueClass = values.MultiProcessValue(process_identifier=_process_identifier)
 
 TIERS = ("winner", "runner-up", "any-match")
-RELAY_RESULTS = ("accepted", "duplicate", "ignored", "refused", "error")
+# `unreadable`: signed, but its body holds no event (not JSON, too deep, not an event object);
+# `refused`: any other 4xx (unsigned, stale, too large).
+RELAY_RESULTS = ("accepted", "duplicate", "ignored", "refused", "unreadable", "error")
+UNREADABLE_CODES = ("bad-json", "bad-event")
 BOARD_RESULTS = ("read", "unrostered", "unread", "skipped", "deferred")
 NO_REASON = "none"  # a decision that chose somebody records no reason
 
@@ -246,19 +249,13 @@ def scrape_registry() -> CollectorRegistry:
     return registry
 
 
-class AnyAccept(BaseContentNegotiation):
-    """Prometheus asks for its own text formats; prometheus_client answers the one it asked."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
-
-
 @extend_schema(exclude=True)  # Prometheus's text format, not the JSON API
 class MetricsView(OperatorView):
     """prometheus_client's own view over our registry, behind the operator token (checked
     first, as on every /v1 route: common.views)."""
 
-    content_negotiation_class = AnyAccept
+    # Prometheus asks for its own text formats; prometheus_client answers the one it asked.
+    content_negotiation_class = FirstRenderer
     registry = scrape_registry()
 
     def get(self, request):
@@ -271,6 +268,9 @@ def relay_result(response) -> str:
     data = getattr(response, "data", None) or {}
     if status >= 500:
         return "error"
+    code = data.get("error", {}).get("code") if isinstance(data, dict) else None
+    if status == 400 and code in UNREADABLE_CODES:
+        return "unreadable"
     if status >= 300:
         return "refused"
     if isinstance(data, dict) and data.get("duplicate"):
@@ -280,13 +280,19 @@ def relay_result(response) -> str:
     return "accepted"
 
 
-def counted_relay(view):
-    """The relay webhook, each answer counted by its result; the view itself is unchanged."""
+class CountRelayAnswers:
+    """Counts every answer to the relay webhook by its result: the first middleware, so it
+    sees each one, a 500 and a refusal of the middleware after it (a body too large) too."""
 
-    @functools.wraps(view)  # keeps the view's csrf_exempt: the relay signs its deliveries
-    def counted(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
-        relay_answered(relay_result(response))
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    @functools.cached_property
+    def path(self) -> str:
+        return reverse("relay-events")
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.path_info == self.path:
+            relay_answered(relay_result(response))
         return response
-
-    return counted

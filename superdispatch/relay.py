@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
+import re
 import time
 from datetime import datetime
 
@@ -18,12 +18,16 @@ from redis.exceptions import RedisError
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from common.errors import ApiError, bad_request, unavailable
+from common import parsers
+from common.errors import ApiError, bad_request, error_body, unavailable
 from common.schema import error
+from common.views import FirstRenderer
 from records import actions
+from records.query import BOARD_ID, CARD_ID
 from records.models import Board, RelayOutcome
 from records.serializers import parse_time
 from superdispatch import tasks
@@ -35,10 +39,17 @@ MAX_SKEW_S = 300
 MAX_BODY = 64 * 1024
 LOOK_DELAY_S = 2  # other events: look at the board this much later, once for a burst
 CLAIM_EVENTS = ("card.claimed", "card.advanced")  # each names the agent that took the card
+# Unix seconds in ASCII digits, of a sane length: `str.isdigit` would take `²` and a number
+# of 400 digits, which `int()` refuses or the clock cannot compare with.
+TIMESTAMP = re.compile(r"[0-9]{1,12}")
+DELIVERY = re.compile(r"[!-~]{1,200}")  # visible ASCII: an id to store and log as it came
+MAX_TS = 64  # an event's own `ts` (the lag's start) longer than this is not a time
 
 
 def signature_valid(secret: str, timestamp: str, body: bytes, signature: str) -> bool:
     """Whether `sha256=<hex>` is the HMAC-SHA256 of `<timestamp>.<body>`, in constant time."""
+    if not signature.isascii():  # compare_digest compares ASCII strings only
+        return False
     expected = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
     return hmac.compare_digest("sha256=" + expected.hexdigest(), signature)
 
@@ -53,27 +64,33 @@ def verified_body(request, now_s: float) -> bytes:
         raise ApiError(413, "too-large", f"a delivery is at most {MAX_BODY} bytes")
     timestamp = request.headers.get("X-Treaty-Timestamp", "")
     signature = request.headers.get("X-Treaty-Signature", "")
-    body = request.body
-    if not timestamp.isdigit() or abs(now_s - int(timestamp)) > MAX_SKEW_S:
+    body = request.body  # a chunked one too, read at the edge up to the API's limit
+    if len(body) > MAX_BODY:
+        raise ApiError(413, "too-large", f"a delivery is at most {MAX_BODY} bytes")
+    if not TIMESTAMP.fullmatch(timestamp) or abs(now_s - int(timestamp)) > MAX_SKEW_S:
         raise ApiError(401, "stale-or-missing-timestamp",
-                       "the delivery's timestamp is missing or more than 300 s from now")
+                       "the delivery's timestamp is missing, not Unix seconds, or more than "
+                       "300 s from now")
     if not signature_valid(settings.SUPERDISPATCH.relay_secret, timestamp, body, signature):
         raise ApiError(401, "bad-signature", "the delivery's signature does not verify")
     return body
 
 
 def _event(body: bytes) -> dict:
+    """The event a signed body holds; a 400 (`bad-json`, `bad-event`) when it holds none."""
     try:
-        event = json.loads(body)
-    except ValueError:
-        raise bad_request("bad-json", "the delivery's body is not JSON")
+        event = parsers.loads(body)
+    except parsers.UnreadableJson as err:
+        raise bad_request("bad-json", f"the delivery's body is not JSON: {err}") from None
     if not isinstance(event, dict):
         raise bad_request("bad-event", "the delivery's body is not an event object")
-    for name in ("type", "boardId"):
-        if not isinstance(event.get(name), str) or not event[name]:
-            raise bad_request("bad-event", f"the event has no {name}")
-    if event["type"] == "card.ready" and not isinstance(event.get("cardId"), str):
-        raise bad_request("bad-event", "a card.ready event names its cardId")
+    if not isinstance(event.get("type"), str) or not event["type"]:
+        raise bad_request("bad-event", "the event has no type")
+    if not isinstance(event.get("boardId"), str) or not BOARD_ID.fullmatch(event["boardId"]):
+        raise bad_request("bad-event", "the event's boardId is not a board id (brd_…)")
+    if event["type"] == "card.ready" and not (isinstance(event.get("cardId"), str)
+                                              and CARD_ID.fullmatch(event["cardId"])):
+        raise bad_request("bad-event", "a card.ready event names its cardId (card_…)")
     return event
 
 
@@ -87,16 +104,29 @@ def note_claim(event: dict, now: datetime | None = None) -> bool:
     data = event.get("data")
     agent_id = data.get("agentId") if isinstance(data, dict) else None
     card_id, stage_key = event.get("cardId"), event.get("stageKey")
-    if not all(isinstance(v, str) and 0 < len(v) <= 128 for v in (agent_id, card_id, stage_key)):
+    if not all(isinstance(v, str) and 0 < len(v) <= 128 and "\x00" not in v
+               for v in (agent_id, card_id, stage_key)):
         return False
     now = now or timezone.now()
+    ts = event.get("ts")
     try:
-        at = parse_time(event["ts"]) if isinstance(event.get("ts"), str) else now
-    except ValueError:
+        at = parse_time(ts) if isinstance(ts, str) and len(ts) <= MAX_TS else now
+    except (ValueError, OverflowError):  # not a time, or one past the calendar's ends
         at = now
     actions.do_note_relay_claim(event["boardId"], card_id, stage_key, agent_id, event["type"],
                                 at, now)
     return True
+
+
+def unreadable(delivery: str, refusal: ApiError) -> Response:
+    """The 400 of a signed delivery whose body holds no event. A relay would deliver it again
+    and again, so it is logged, once a delivery: this line, with no traceback, and not
+    Django's own line for a 4xx as well."""
+    log.warning("relay: delivery %s answered 400, its body holds no event: %s", delivery,
+                refusal.detail)
+    response = Response(error_body(refusal.code, str(refusal.detail)), status=400)
+    response._has_been_logged = True  # read by django.utils.log.log_response
+    return response
 
 
 def accept(event: dict, delivery: str) -> dict:
@@ -110,7 +140,8 @@ def accept(event: dict, delivery: str) -> dict:
     note_claim(event)
     if event["type"] == "card.ready":
         ts = event.get("ts")
-        tasks.place_card_task.delay(board_id, event["cardId"], ts if isinstance(ts, str) else None,
+        tasks.place_card_task.delay(board_id, event["cardId"],
+                                    ts if isinstance(ts, str) and len(ts) <= MAX_TS else None,
                                     delivery)
     elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
         tasks.look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
@@ -138,6 +169,8 @@ RELAY_HEADERS = [
 class RelayEvents(APIView):
     authentication_classes = []  # the relay signs its deliveries; verified_body checks them
     permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer]  # whatever the relay's Accept says
+    content_negotiation_class = FirstRenderer
 
     @extend_schema(
         summary="The event relay's deliveries (signed; no operator token)", auth=[],
@@ -155,9 +188,13 @@ class RelayEvents(APIView):
     def post(self, request):
         body = verified_body(request, time.time())
         delivery = request.headers.get("X-Treaty-Delivery", "")
-        if not delivery or len(delivery) > 200:
-            raise bad_request("bad-delivery", "X-Treaty-Delivery names the delivery")
-        event = _event(body)
+        if not DELIVERY.fullmatch(delivery):
+            raise bad_request("bad-delivery", "X-Treaty-Delivery names the delivery: 1 to 200 "
+                                              "visible ASCII characters")
+        try:
+            event = _event(body)
+        except ApiError as refusal:
+            return unreadable(delivery, refusal)
         # One transaction for the id and the hand-off: a copy racing this one waits on the id
         # and is a duplicate, and a hand-off that fails forgets the id so the relay's retry
         # is accepted: while Redis (the task queue, the cache) cannot be reached, 503.

@@ -56,7 +56,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "superdispatch.metrics.CountRelayAnswers",  # first: it counts every answer the relay gets
     "django.middleware.security.SecurityMiddleware",
+    "common.edge.Edge",  # bodies checked and chunked ones read; no-store and the CSP on answers
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -168,7 +170,8 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True  # serve admin and Swagger assets without collectstatic
 
-# Bodies: the API takes small JSON; anything larger is refused before it is parsed.
+# Bodies: the API takes small JSON; anything larger is refused (413) before it is read,
+# chunked bodies too (common.edge).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
@@ -182,9 +185,9 @@ REST_FRAMEWORK = {
     # JSON unless the request asks for `text/html` (a browser): then DRF's browsable API.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
                                  "common.renderers.BrowsableAPI"],
-    # JSON, whatever content type it comes with (`curl -d` sends a form's): common.parsers
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser",
-                               "common.parsers.AnyTypeJSONParser"],
+    # JSON, whatever content type it comes with (`curl -d` sends a form's), nested at most
+    # common.parsers.MAX_DEPTH deep.
+    "DEFAULT_PARSER_CLASSES": ["common.parsers.JSONParser", "common.parsers.AnyTypeJSONParser"],
     "EXCEPTION_HANDLER": "common.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "superdispatch.schema.AutoSchema",
     "URL_FORMAT_OVERRIDE": None,  # `format` is the dataset's own parameter

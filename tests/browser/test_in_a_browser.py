@@ -68,6 +68,11 @@ def shot(page, name: str) -> None:
 def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     page = browser_page
     call_command("create_operator", "--username", USER, "--password", PASSWORD)
+    # What the Content-Security-Policy blocked, were it to block anything the pages need:
+    # Chromium reports each refusal on the console.
+    refused = []
+    page.on("console", lambda message: refused.append(message.text)
+            if "Content Security Policy" in message.text else None)
 
     # Sign in through the admin's own form.
     page.goto(f"{live_server.url}/admin/")
@@ -150,3 +155,15 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     shot(page, "browsable-dismissed")
     other.refresh_from_db()
     assert other.dismissed_at is not None
+
+    # The API's docs: Swagger UI, its script a file of its own, over the schema it fetches.
+    page.goto(f"{live_server.url}/v1/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("SuperDispatch operator API")
+    expect(page.locator(".opblock-summary-path").filter(has_text="/v1/decisions").first).to_be_visible()
+    page.locator(".opblock-summary-path", has_text="/v1/boards").first.click()
+    page.get_by_role("button", name="Try it out").first.click()
+    page.get_by_role("button", name="Execute").first.click()  # as the signed-in operator
+    expect(page.locator(".live-responses-table tbody .response-col_status").first).to_have_text("200")
+    shot(page, "docs")
+
+    assert refused == [], refused  # the admin, the browsable API and the docs all within the policy

@@ -10,6 +10,8 @@ from gunicorn.app.base import BaseApplication
 
 from superdispatch.store_version import refuse_a_newer_database
 
+WORKER = "superdispatch.gunicorn_worker.Worker"  # gunicorn's own refusals in the error shape
+
 
 class _Gunicorn(BaseApplication):
     def __init__(self, options: dict, start_line: str):
@@ -39,5 +41,5 @@ class Command(BaseCommand):
         cfg = settings.SUPERDISPATCH
         refuse_a_newer_database()  # here, before gunicorn forks its workers
         _Gunicorn({"bind": f"{host}:{cfg.port}", "workers": workers, "threads": 4,
-                   "accesslog": None, "errorlog": "-", "loglevel": "warning",
-                   "timeout": 60}, cfg.start_line).run()
+                   "worker_class": WORKER, "accesslog": None, "errorlog": "-",
+                   "loglevel": "warning", "timeout": 60}, cfg.start_line).run()
