@@ -1,7 +1,10 @@
-"""Operator authentication: a bearer token whose SHA-256 is the configured digest.
+"""Operator authentication: a bearer token whose SHA-256 is the configured digest, or a
+signed-in staff user of the admin. (Named tokens, rows of the store, are `access.auth`'s.)
 
 DRF's authentication classes, named in the REST_FRAMEWORK setting. This module imports no
 view: DRF loads the classes named there while `rest_framework.views` is being imported.
+Each answers the request's user and its `Credential` (common.scopes): who it is, as the audit
+trail names it, and what it may do.
 """
 from __future__ import annotations
 
@@ -10,6 +13,11 @@ import hmac
 
 from django.conf import settings
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+
+from common.scopes import ALL, Credential, user_credential
+
+# The configured digest's token, as the audit trail names whoever holds it. It has every scope.
+OPERATOR_TOKEN_NAME = "operator-token"
 
 
 def token_matches(header: str, expected_sha256: tuple[str, ...]) -> bool:
@@ -39,6 +47,7 @@ class Operator:
 
 
 OPERATOR = Operator()
+OPERATOR_CREDENTIAL = Credential(name=OPERATOR_TOKEN_NAME, kind="token", scopes=ALL)
 
 
 class OperatorTokenAuthentication(BaseAuthentication):
@@ -51,7 +60,7 @@ class OperatorTokenAuthentication(BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not token_matches(header, settings.SUPERDISPATCH.operator_token_sha256):
             return None
-        return OPERATOR, None
+        return OPERATOR, OPERATOR_CREDENTIAL
 
     def authenticate_header(self, request) -> str:
         # DRF answers 401 only when the first authenticator names a scheme (else 403). The
@@ -60,10 +69,12 @@ class OperatorTokenAuthentication(BaseAuthentication):
 
 
 class StaffSessionAuthentication(SessionAuthentication):
-    """A signed-in, active staff user of the admin: for the pages people read."""
+    """A signed-in, active staff user of the admin: for the pages people read. Their scopes are
+    their role's (common.scopes)."""
 
     def authenticate(self, request):
         user = getattr(request._request, "user", None)  # as SessionAuthentication reads it
         if not user or not user.is_staff:
             return None
-        return super().authenticate(request)
+        found = super().authenticate(request)
+        return None if found is None else (found[0], user_credential(found[0]))

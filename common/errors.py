@@ -1,4 +1,5 @@
-"""One error shape for the whole API: {"error": {"code", "message"}}."""
+"""One error shape for the whole API: {"error": {"code", "message"}}; a 403 for a missing
+scope also names it (`scope`: common.scopes.MissingScope)."""
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,8 @@ def not_found(what: str) -> ApiError:
     return ApiError(status.HTTP_404_NOT_FOUND, "not-found", f"no {what}")
 
 
-def error_body(code: str, message: str) -> dict:
-    return {"error": {"code": code, "message": message}}
+def error_body(code: str, message: str, **extra: str) -> dict:
+    return {"error": {"code": code, "message": message, **extra}}
 
 
 _CODES = {
@@ -58,6 +59,11 @@ def exception_handler(exc, context):
     A refused credential is the bare 401."""
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         return Refusal()
+    if isinstance(exc, exceptions.PermissionDenied) and hasattr(exc, "scope"):
+        # A credential without the route's scope (common.scopes): JSON on every route, as the
+        # 401 is bare on every route (the schema's page would render YAML, the docs' HTML).
+        return JsonResponse(error_body("forbidden", str(exc.detail), scope=exc.scope),
+                            status=403)
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, str(exc.detail)), status=exc.status_code)
     if isinstance(exc, (OperationalError, InterfaceError)):

@@ -1,8 +1,9 @@
 """The operator API's base view, its schema and docs pages, and its unknown paths.
 
 Every view under /v1 checks the operator's credential (the REST_FRAMEWORK setting's
-authentication and permission) before it reads anything else of the request; only /healthz
-and the relay's webhook opt out, on their own views.
+authentication and permissions: the credential, then the scope its method needs, common.scopes)
+before it reads anything else of the request; only /healthz and the relay's webhook opt out,
+on their own views.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from rest_framework.views import APIView
 from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication
 from common.errors import Refusal, json_404
 from common.renderers import NO_ROUTE
+from common.scopes import NONE_NEEDED, READ
 
 
 # The two classes below carry comments, not docstrings: drf-spectacular would print a base
@@ -42,7 +44,9 @@ class CredentialFirst:
 
 
 class OperatorView(CredentialFirst, APIView):
-    pass  # a route of the operator API: the operator token, or a bare 401
+    # A route of the operator API: a credential, or a bare 401; then the scope each method
+    # needs, declared by the route in `scopes` ({"GET": READ, …}), or a 403 naming it.
+    scopes: dict[str, str | None] = {}
 
 
 class NoRoute(OperatorView):
@@ -51,6 +55,8 @@ class NoRoute(OperatorView):
 
     schema = None  # not a route of the API
     name = NO_ROUTE  # the browsable API leaves it out of its breadcrumbs
+    # Any credential is answered the 404 of a path with no route.
+    scopes = {m: NONE_NEEDED for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE")}
 
     @property
     def default_response_headers(self) -> dict:
@@ -85,6 +91,8 @@ class ErrorsAsJson:
 class Schema(ErrorsAsJson, CredentialFirst, SpectacularAPIView):
     """The OpenAPI schema; who may read it is SPECTACULAR_SETTINGS' SERVE_AUTHENTICATION."""
 
+    scopes = {"GET": READ}
+
 
 class Docs(ErrorsAsJson, CredentialFirst, SpectacularSwaggerSplitView):
     """Swagger UI over the schema, for the same readers. Its script is a file of its own
@@ -100,6 +108,8 @@ class Docs(ErrorsAsJson, CredentialFirst, SpectacularSwaggerSplitView):
         if "Cross-Origin-Opener-Policy" in response:
             del response["Cross-Origin-Opener-Policy"]
         return response
+
+    scopes = {"GET": READ}
 
 
 class OperatorTokenScheme(OpenApiAuthenticationExtension):

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from access.actions import do_record
+from access.audit import SERVICE, Actor, iso
 from learning import store
 from learning.core.train import train
 from learning.models import LearnedModel
@@ -19,9 +21,11 @@ _VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the los
 
 
 def do_train(since: datetime | None, seed: int, *, now: datetime,
-             progress: Progress | None = None, target: str | None = None) -> LearnedModel:
+             progress: Progress | None = None, target: str | None = None,
+             by: Actor = SERVICE) -> LearnedModel:
     """Fit a model on the newest settled decisions since `since` and store it as the next version,
     its targets under `target` (`claimed` or `succeeded`; SUPERDISPATCH_LEARNED_TARGET when None).
+    The model stored is in the audit trail, by `by`.
 
     Raises learning.core.train.TrainingError when the rows cannot support a model. Places nothing.
     """
@@ -36,10 +40,10 @@ def do_train(since: datetime | None, seed: int, *, now: datetime,
         weights=list(trained.weights), bias=trained.bias, iterations=trained.iterations,
         learning_rate=trained.learning_rate, l2=trained.l2, metrics=trained.metrics,
     )
-    return do_store_model(fields)
+    return do_store_model(fields, by=by)
 
 
-def do_store_model(fields: dict[str, Any]) -> LearnedModel:
+def do_store_model(fields: dict[str, Any], *, by: Actor = SERVICE) -> LearnedModel:
     """Store a fitted model as the next version; a training that races another for a version
     takes the one after."""
     attempts = 0
@@ -47,7 +51,11 @@ def do_store_model(fields: dict[str, Any]) -> LearnedModel:
         try:
             with transaction.atomic():
                 version = (LearnedModel.objects.aggregate(v=Max("version"))["v"] or 0) + 1
-                return LearnedModel.objects.create(version=version, **fields)
+                model = LearnedModel.objects.create(version=version, **fields)
+                do_record(by, "model.train", model.id, None, {
+                    "version": version, "target": model.target, "since": iso(model.since),
+                    "seed": model.seed, "decisions": model.decisions}, fields["created_at"])
+                return model
         except IntegrityError:
             attempts += 1
             if attempts == _VERSION_ATTEMPTS:

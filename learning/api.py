@@ -10,6 +10,8 @@ from rest_framework.response import Response
 
 from common.errors import ApiError
 from common.schema import error
+from access.audit import of_request
+from common.scopes import READ, TRAIN
 from common.views import OperatorView
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
@@ -43,6 +45,8 @@ class TrainBody(Body):
 
 
 class Dataset(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="The labelled rows, oldest first", parameters=[DatasetQuery],
                    responses={
                        (200, "application/x-ndjson"): OpenApiResponse(
@@ -62,6 +66,8 @@ class Dataset(OperatorView):
 
 
 class Train(OperatorView):
+    scopes = {"POST": TRAIN}
+
     @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody,
                    responses={201: ONE_MODEL, 422: error(
                        "training refused: too few labelled rows (too-few-rows, "
@@ -71,13 +77,16 @@ class Train(OperatorView):
         body = TrainBody.read(request.data if request.body else {})
         try:
             model = actions.do_train(body.get("since"), body["seed"], now=timezone.now(),
-                                     target=settings.SUPERDISPATCH.learned_target)
+                                     target=settings.SUPERDISPATCH.learned_target,
+                                     by=of_request(request))
         except TrainingError as err:
             raise ApiError(422, err.code, err.message) from None
         return Response({"model": store.model_json(model)}, status=201)
 
 
 class Models(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="Every stored model, newest version first",
                    responses=inline_serializer("ModelsAnswer",
                                                {"models": ModelSerializer(many=True)}))
@@ -87,6 +96,8 @@ class Models(OperatorView):
 
 
 class ModelDetail(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="One model, with its metrics", responses=ONE_MODEL)
     def get(self, request, model_id: str):
         NoQuery.read(request.query_params)
@@ -94,6 +105,8 @@ class ModelDetail(OperatorView):
 
 
 class ShadowReport(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="The model against the formula, in shadow",
                    responses=inline_serializer("ShadowReportAnswer",
                                                {"shadowReport": ShadowReportSerializer()}))

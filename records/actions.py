@@ -1,6 +1,9 @@
 """Every write to SuperDispatch's store goes through a named function here.
 
-Views, admin actions, commands and tasks all call these, so a rule lives in one place.
+Views, admin actions, commands and tasks all call these, so a rule lives in one place. Those
+a person or a script asks for take `by`, who asked (access.audit.Actor: a token's name, a
+user, a command's OS user; the loop itself when not given), and record the change in the
+audit trail in their own transaction.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from typing import Iterator
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q, Sum
 
+from access.actions import do_record
+from access.audit import SERVICE, Actor, iso
 from placement.facts import Station
 from records import marks, outbox, prepared, serializers
 from records.models import (
@@ -32,28 +37,29 @@ CHANGE_PENDING_AT_MOST = timedelta(minutes=2)
 
 
 @transaction.atomic
-def do_opt_in(board_id: str, now: datetime) -> Board:
+def do_opt_in(board_id: str, now: datetime, *, by: Actor = SERVICE) -> Board:
     """Add a board to every sweep, or enable it again; the row is created on first opt-in.
-    Enabling an enabled board writes and announces nothing."""
+    Enabling an enabled board writes, records and announces nothing."""
     board, created = Board.objects.select_for_update().get_or_create(
         board_id=board_id, defaults={"enabled": True, "created_at": now, "updated_at": now,
                                      "change_pending_until": now + CHANGE_PENDING_AT_MOST})
     if created:
+        do_record(by, "board.opt-in", board_id, None, {"enabled": True}, now)
         _announce(board)
     elif not board.enabled:
-        _set_enabled(board, True, now)
+        _set_enabled(board, True, now, by)
     return board
 
 
 @transaction.atomic
-def do_opt_out(board_id: str, now: datetime) -> Board | None:
+def do_opt_out(board_id: str, now: datetime, *, by: Actor = SERVICE) -> Board | None:
     """Take a board out of the sweeps; its row and decisions stay. Disabling a disabled board
-    writes and announces nothing."""
+    writes, records and announces nothing."""
     board = Board.objects.select_for_update().filter(board_id=board_id).first()
     if board is None:
         return None
     if board.enabled:
-        _set_enabled(board, False, now)
+        _set_enabled(board, False, now, by)
     return board
 
 
@@ -63,10 +69,10 @@ def do_take_board_change(board_id: str) -> None:
     Board.objects.filter(board_id=board_id).update(change_pending_until=None)
 
 
-def _set_enabled(board: Board, enabled: bool, now: datetime) -> None:
-    """Turn a board on or off; a change asks for its placement window afresh. It is announced
-    unless a change announced before is still waiting for its task, which reads the board as
-    it is when it starts, and so acts on this change too."""
+def _set_enabled(board: Board, enabled: bool, now: datetime, by: Actor) -> None:
+    """Turn a board on or off, in the audit trail; a change asks for its placement window
+    afresh. It is announced unless a change announced before is still waiting for its task,
+    which reads the board as it is when it starts, and so acts on this change too."""
     board.enabled = enabled
     board.updated_at = now
     board.window_retry_at = None
@@ -76,6 +82,8 @@ def _set_enabled(board: Board, enabled: bool, now: datetime) -> None:
         board.change_pending_until = now + CHANGE_PENDING_AT_MOST
         fields.append("change_pending_until")
     board.save(update_fields=fields)
+    do_record(by, "board.opt-in" if enabled else "board.opt-out", board.board_id,
+              {"enabled": not enabled}, {"enabled": enabled}, now)
     if announce:
         _announce(board)
 
@@ -86,10 +94,15 @@ def _announce(board: Board) -> None:
                                                             enabled=enabled))
 
 
-def do_dismiss_suggestion(suggestion: Suggestion, now: datetime) -> Suggestion:
-    """Dismiss a suggestion; dismissing again changes nothing."""
-    updated = Suggestion.objects.filter(pk=suggestion.pk, dismissed_at__isnull=True).update(
-        dismissed_at=now)
+def do_dismiss_suggestion(suggestion: Suggestion, now: datetime, *,
+                          by: Actor = SERVICE) -> Suggestion:
+    """Dismiss a suggestion; dismissing again changes nothing (and records nothing)."""
+    with transaction.atomic():
+        updated = Suggestion.objects.filter(pk=suggestion.pk, dismissed_at__isnull=True).update(
+            dismissed_at=now)
+        if updated:
+            do_record(by, "suggestion.dismiss", suggestion.pk, {"dismissedAt": None},
+                      {"dismissedAt": iso(now)}, now)
     if updated:
         suggestion.dismissed_at = now
     else:
@@ -344,12 +357,22 @@ def do_note_read(board_id: str, now: datetime, error: str = "") -> None:
     Board.objects.filter(board_id=board_id).update(**fields)
 
 
-def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None) -> None:
-    """The window SuperPipeline accepted (None: refused) and when to ask again."""
+def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None,
+                   now: datetime | None = None, *, by: Actor = SERVICE) -> None:
+    """The window SuperPipeline accepted (None: refused) and when to ask again. A window
+    that changed is in the audit trail, by whoever opted the board in or out (the loop itself when
+    a sweep sets it again)."""
     fields: dict = {"window_retry_at": retry_at}
-    if seconds is not None:
-        fields["window_seconds"] = seconds
-    Board.objects.filter(board_id=board_id).update(**fields)
+    if seconds is None:
+        Board.objects.filter(board_id=board_id).update(**fields)
+        return
+    fields["window_seconds"] = seconds
+    with transaction.atomic():
+        before = (Board.objects.select_for_update().filter(board_id=board_id)
+                  .values_list("window_seconds", flat=True).first())
+        if Board.objects.filter(board_id=board_id).update(**fields) and before != seconds:
+            do_record(by, "board.window", board_id, {"windowSeconds": before},
+                      {"windowSeconds": seconds}, now or datetime.now(timezone.utc))
 
 
 # --- The loop's own bookkeeping -------------------------------------------------------------

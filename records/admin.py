@@ -1,4 +1,8 @@
-"""The admin console: browse boards, decisions and suggestions; opt in and dismiss."""
+"""The admin console: browse boards, decisions and suggestions; opt in and dismiss.
+
+Who may do which is their role's (access/roles.py): each action names the permission it needs,
+so a viewer is not offered one, and a POST of it is a 403 (access.site). Each action passes
+who asked to the named action, which records it in the audit trail."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -9,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from access.audit import of_request
 from placement import formulas
 from placement.filters import tables
 from records import actions, outbox
@@ -32,31 +37,41 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    def save_model(self, request, obj, form, change):
+        pass  # no field is editable here: a row saved whole would undo the loop's writes
+
+
+class ActionsOnlyAdmin(ReadOnlyAdmin):
+    """Read only, but for its actions, offered to those with the model's change permission
+    (an operator); the change page of a row stays read only for them too."""
+
+    def has_change_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_change_permission(self, request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields or [f.name for f in self.model._meta.fields]
+
 
 @admin.register(Board)
-class BoardAdmin(ReadOnlyAdmin):
+class BoardAdmin(ActionsOnlyAdmin):
     list_display = ("board_id", "enabled", "window_seconds", "last_read_at", "last_read_error",
                     "updated_at")
     list_filter = ("enabled",)
     search_fields = ("board_id",)
     actions = ["opt_in", "opt_out"]
 
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_staff  # the actions below are the only changes offered
-
-    def get_readonly_fields(self, request, obj=None):
-        return [f.name for f in Board._meta.fields]
-
-    @admin.action(description="Opt the selected boards in")
+    @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):
+        by = of_request(request)
         for board in queryset:
-            actions.do_opt_in(board.board_id, timezone.now())
+            actions.do_opt_in(board.board_id, timezone.now(), by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
 
-    @admin.action(description="Opt the selected boards out")
+    @admin.action(description="Opt the selected boards out", permissions=["change"])
     def opt_out(self, request, queryset):
+        by = of_request(request)
         for board in queryset:
-            actions.do_opt_out(board.board_id, timezone.now())
+            actions.do_opt_out(board.board_id, timezone.now(), by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
 
 
@@ -201,7 +216,7 @@ class StateFilter(admin.SimpleListFilter):
 
 
 @admin.register(Suggestion)
-class SuggestionAdmin(ReadOnlyAdmin):
+class SuggestionAdmin(ActionsOnlyAdmin):
     list_display = ("id", "kind", "board_id", "stage_key", "state", "evidence_count",
                     "first_seen_at", "last_seen_at")
     list_filter = ("kind", StateFilter, "board_id")
@@ -214,9 +229,6 @@ class SuggestionAdmin(ReadOnlyAdmin):
                        "dismissed_at")
     exclude = ("evidence",)
 
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_staff  # dismissing is the one change offered
-
     @admin.display(description="evidence")
     def evidence_links(self, s: Suggestion) -> str:
         return format_html_join(
@@ -225,11 +237,11 @@ class SuggestionAdmin(ReadOnlyAdmin):
             ((reverse("admin:records_decision_change", args=[quote(pid)]), pid) for pid in s.evidence),
         ) or "—"
 
-    @admin.action(description="Dismiss the selected suggestions")
+    @admin.action(description="Dismiss the selected suggestions", permissions=["change"])
     def dismiss(self, request, queryset):
-        now = timezone.now()
+        now, by = timezone.now(), of_request(request)
         for suggestion in queryset:
-            actions.do_dismiss_suggestion(suggestion, now)
+            actions.do_dismiss_suggestion(suggestion, now, by=by)
         self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
                           messages.SUCCESS)
 
@@ -240,7 +252,7 @@ class LoopStateAdmin(ReadOnlyAdmin):
 
 
 @admin.register(OutboxEvent)
-class OutboxEventAdmin(ReadOnlyAdmin):
+class OutboxEventAdmin(ActionsOnlyAdmin):
     """Events and chat posts on their way out; a dead one can be sent again."""
 
     list_display = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
@@ -251,12 +263,10 @@ class OutboxEventAdmin(ReadOnlyAdmin):
     readonly_fields = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
                        "last_error", "created_at", "delivered_at", "body")
 
-    def has_change_permission(self, request, obj=None):
-        return request.user.is_staff  # redelivering is the one change offered
-
-    @admin.action(description="Redeliver the selected dead events")
+    @admin.action(description="Redeliver the selected dead events", permissions=["change"])
     def redeliver(self, request, queryset):
-        count = outbox.do_redeliver(timezone.now(), queryset.values_list("id", flat=True))
+        count = outbox.do_redeliver(timezone.now(), queryset.values_list("id", flat=True),
+                                    by=of_request(request))
         self.message_user(request, f"{count} event(s) queued again; the worker sends them "
                                    "within 15 seconds.", messages.SUCCESS)
 

@@ -1,4 +1,5 @@
-"""The operator API: boards, decisions and suggestions. Auth is done before any view runs."""
+"""The operator API: boards, decisions and suggestions. Auth is done before any view runs, and
+each view names the scope each of its methods needs (`scopes`, common.scopes)."""
 from __future__ import annotations
 
 from django.db import connection
@@ -10,7 +11,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access.audit import of_request
 from common.errors import bad_request, not_found
+from common.scopes import BOARDS, READ, SUGGESTIONS
 from common.views import OperatorView
 from records import actions, agents, query
 from records.models import Board, Candidate, Decision, Suggestion
@@ -48,6 +51,8 @@ class Health(APIView):
 
 
 class Boards(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="Every board opted in, enabled or not",
                    responses=_answer("boards", BoardSerializer(many=True)))
     def get(self, request):
@@ -56,6 +61,8 @@ class Boards(OperatorView):
 
 
 class BoardDetail(OperatorView):
+    scopes = {"GET": READ, "PUT": BOARDS, "DELETE": BOARDS}
+
     @extend_schema(summary="One board", responses=ONE_BOARD)
     def get(self, request, board_id: str):
         _no_query(request)
@@ -71,14 +78,15 @@ class BoardDetail(OperatorView):
         board_id = query.board_id(board_id)
         if request.body:
             raise bad_request("unexpected-body", "opting a board in takes no body")
-        board = actions.do_opt_in(board_id, timezone.now())
+        board = actions.do_opt_in(board_id, timezone.now(), by=of_request(request))
         return Response({"board": BoardSerializer(board).data})
 
     @extend_schema(summary="Opt a board out; its row and decisions stay",
                    responses={200: ONE_BOARD})
     def delete(self, request, board_id: str):
         _no_query(request)
-        board = actions.do_opt_out(query.board_id(board_id), timezone.now())
+        board = actions.do_opt_out(query.board_id(board_id), timezone.now(),
+                                   by=of_request(request))
         if board is None:
             raise not_found(f"board {board_id}")
         return Response({"board": BoardSerializer(board).data})
@@ -100,6 +108,8 @@ def _with_candidates(decisions):
 
 
 class Decisions(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="Decisions, newest first", parameters=[DecisionsQuery],
                    responses=_answer("decisions", ExplainedDecisionSerializer(many=True)))
     def get(self, request):
@@ -121,6 +131,8 @@ class Decisions(OperatorView):
 
 
 class DecisionDetail(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="One decision (pld_…)", responses=ONE_DECISION)
     def get(self, request, decision_id: str):
         _no_query(request)
@@ -130,6 +142,8 @@ class DecisionDetail(OperatorView):
 
 
 class Suggestions(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="Roster suggestions and supply proposals",
                    parameters=[SuggestionsQuery],
                    responses=_answer("suggestions", SuggestionSerializer(many=True)))
@@ -155,6 +169,8 @@ def _suggestion(suggestion_id: str) -> Suggestion:
 
 
 class SuggestionDetail(OperatorView):
+    scopes = {"GET": READ}
+
     @extend_schema(summary="One suggestion or proposal (sug_…)", responses=ONE_SUGGESTION)
     def get(self, request, suggestion_id: str):
         _no_query(request)
@@ -162,9 +178,12 @@ class SuggestionDetail(OperatorView):
 
 
 class SuggestionDismiss(OperatorView):
+    scopes = {"POST": SUGGESTIONS}
+
     @extend_schema(summary="Dismiss it; it stays dismissed while it is found again", request=None,
                    responses=ONE_SUGGESTION)
     def post(self, request, suggestion_id: str):
         _no_query(request)
-        suggestion = actions.do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now())
+        suggestion = actions.do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now(),
+                                                   by=of_request(request))
         return Response({"suggestion": SuggestionSerializer(suggestion).data})

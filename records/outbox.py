@@ -21,6 +21,8 @@ from django.contrib.admin.utils import quote
 from django.db import transaction
 from django.urls import reverse
 
+from access.actions import do_record_many
+from access.audit import SERVICE, Actor
 from records.ids import new_event_id
 from records.models import Decision, OutboxEvent, Suggestion
 from records.serializers import iso
@@ -142,12 +144,20 @@ def do_mark_failed(event: OutboxEvent, error: str, retry_at: datetime | None) ->
     return state
 
 
-def do_redeliver(now: datetime, ids: Iterable[str] | None = None) -> int:
-    """Dead rows (all, or these) back to pending, due now, with their attempts counted afresh."""
-    dead = OutboxEvent.objects.filter(state="dead")
+@transaction.atomic
+def do_redeliver(now: datetime, ids: Iterable[str] | None = None, *, by: Actor = SERVICE) -> int:
+    """Dead rows (all, or these) back to pending, due now, with their attempts counted afresh;
+    each in the audit trail, by `by`."""
+    dead = OutboxEvent.objects.select_for_update().filter(state="dead")
     if ids is not None:
         dead = dead.filter(pk__in=list(ids))
-    count = dead.update(state="pending", attempts=0, next_attempt_at=now, last_error="")
+    was = list(dead.values_list("id", "attempts", "last_error"))
+    count = OutboxEvent.objects.filter(pk__in=[id_ for id_, _, _ in was], state="dead").update(
+        state="pending", attempts=0, next_attempt_at=now, last_error="")
     if count:
+        do_record_many(by, "event.redeliver", (
+            (id_, {"state": "dead", "attempts": attempts, "lastError": error},
+             {"state": "pending", "attempts": 0, "lastError": ""})
+            for id_, attempts, error in was), now)
         transaction.on_commit(_note_written)
     return count

@@ -1,7 +1,8 @@
 """The admin's own pages beyond the models: the dashboard and one agent's story.
 
 Both are admin views (staff only, under the admin's chrome) for a range of the last hour, day
-or week; any other range is a 400 naming the parameter.
+or week; any other range is a 400 naming the parameter. Every role reads them: a staff user
+with none (no permission to read decisions) is refused, 403.
 """
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from datetime import datetime
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
+from common.scopes import READ, SCOPES
 from records import agents, charts, dashboard, query
 from records.dashboard import DEFAULT_RANGE, RANGES, Range
 
@@ -54,7 +57,16 @@ def _context(request: HttpRequest, title: str, rng: Range) -> dict:
             "ranges": list(RANGES)}
 
 
+PAGES_PERMISSION = SCOPES[READ].permission  # what a viewer has: reading decisions
+
+
+def _may_read(request: HttpRequest) -> None:
+    if not request.user.has_perm(PAGES_PERMISSION):
+        raise PermissionDenied
+
+
 def dashboard_view(request: HttpRequest) -> HttpResponse:
+    _may_read(request)
     return dashboard_page(request, clock())
 
 
@@ -97,6 +109,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
 
 
 def agent_view(request: HttpRequest, agent_id: str) -> HttpResponse:
+    _may_read(request)
     return agent_page(request, agent_id, clock())
 
 

@@ -1,5 +1,6 @@
 """Retention: settled decisions older than SUPERDISPATCH_RETAIN_DAYS go, with their candidates,
-and then the rolls of agents (`roll`) that no decision names any more.
+and then the rolls of agents (`roll`) that no decision names any more, and the audit trail's
+entries older than the same days (never sooner: an entry is kept as long as a decision).
 
 A prune walks the settled decisions oldest first by keyset (created_at, id) on the
 `decision_settled_time` index and deletes them in batches through
@@ -29,6 +30,7 @@ from typing import Callable
 
 from django.db.models import Q
 
+from access import actions as access_actions
 from records import actions
 from records.models import Decision
 
@@ -41,6 +43,7 @@ class PruneSummary:
     candidates: int = 0  # rows and marks alike
     batches: int = 0
     rolls: int = 0  # rolls no decision names any more, stored before the retained days
+    audit: int = 0  # audit entries older than the retained days
     more: bool = False  # stopped on its time budget with prunable decisions left
 
 
@@ -73,6 +76,7 @@ def prune(now: datetime, retain_days: int, *, keep_model: str | None = None,
         rows = prunable(before, keep_model, after, batch)
         if not rows:
             summary.rolls = actions.do_prune_rolls(before)
+            summary.audit = access_actions.do_prune_audit(before)
             return summary
         after = rows[-1]
         candidates, decisions = actions.do_prune_decisions([id_ for _, id_ in rows])

@@ -50,6 +50,7 @@ from prometheus_client.django import PrometheusDjangoView  # noqa: E402
 from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
 from drf_spectacular.utils import extend_schema  # noqa: E402
 
+from common.scopes import READ  # noqa: E402
 from common.views import FirstRenderer, OperatorView  # noqa: E402
 from records.models import (  # noqa: E402
     SUGGESTION_KINDS, Board, LoopState, OutboxEvent, RelayDelivery, Suggestion,
@@ -257,6 +258,7 @@ class MetricsView(OperatorView):
     # Prometheus asks for its own text formats; prometheus_client answers the one it asked.
     content_negotiation_class = FirstRenderer
     registry = scrape_registry()
+    scopes = {"GET": READ}
 
     def get(self, request):
         return PrometheusDjangoView(registry=self.registry).get(request._request)

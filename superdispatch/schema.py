@@ -19,7 +19,9 @@ complete (schemathesis checks it, `--checks all`, in tests/contract):
   and 404 where its path has an id; an operator route also for 400 (a query or body it
   cannot read);
 - a route that takes the operator token answers a refusal as a bare 401, with no body, and
-  a write by a staff session without its CSRF token (the browsable API) a 403.
+  a 403 (the error body with `scope`) to a credential without the scope the route needs,
+  or to a write by a staff session without its CSRF token (the browsable API); its
+  description names that scope.
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from drf_spectacular import openapi
 from drf_spectacular.types import OpenApiTypes
 from rest_framework.generics import GenericAPIView
 
-from common.schema import REFUSED, error
+from common.schema import FORBIDDEN, REFUSED, error
+from common.scopes import needed_scope
 from records import query
 from records.ids import id_pattern
 
@@ -87,10 +90,13 @@ class AutoSchema(openapi.AutoSchema):
             errors["400"] = error("a parameter, the query or the body is malformed or "
                                   "unknown; the message names it")
             errors["401"] = REFUSED
-            if self.method not in ("GET", "HEAD", "OPTIONS"):
-                errors["403"] = error("a write by a signed-in staff session (the browsable "
-                                      "API) without its CSRF token; the token needs none")
+            errors["403"] = FORBIDDEN
         return errors
+
+    def get_description(self) -> str:
+        scope = needed_scope(self.view, self.method)
+        needs = f"Needs the scope `{scope}`." if scope else ""
+        return "\n\n".join(part for part in (super().get_description(), needs) if part)
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)

@@ -37,7 +37,7 @@ DEBUG = False
 ALLOWED_HOSTS = list(SUPERDISPATCH.allowed_hosts)
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "access.apps.AuditedAdminConfig",  # Django's admin, its writes in the audit trail
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "superdispatch",
     "records",
     "learning",
+    "access",  # named API tokens, the admin's roles and the audit trail: after the apps it
+    # gives permissions on
     # The stand-in suite, for `manage.py sandbox` (the demo); nothing in the service imports it.
     "sandbox",
 ]
@@ -176,11 +178,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 REST_FRAMEWORK = {
     # The operator token on every route; /healthz and the relay's webhook opt out on their views.
-    # A staff user signed in to the admin browses the same routes (CSRF checked on writes);
-    # the token is tried first, so scripts are answered as before.
+    # The configured digest is tried first (no read of the store), then a named token, then a
+    # staff user signed in to the admin, who browses the same routes (CSRF checked on writes).
+    # Each route then checks the scope its method needs (common.scopes), before anything else.
     "DEFAULT_AUTHENTICATION_CLASSES": ["common.auth.OperatorTokenAuthentication",
+                                       "access.auth.NamedTokenAuthentication",
                                        "common.auth.StaffSessionAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "common.scopes.ScopeRequired"],
     "UNAUTHENTICATED_USER": None,
     # JSON unless the request asks for `text/html` (a browser): then DRF's browsable API.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
@@ -205,8 +210,10 @@ SPECTACULAR_SETTINGS = {
     # (common.views.OperatorTokenScheme). The schema and the docs are pages for
     # people too: a signed-in staff session of the admin is accepted beside the token.
     "SERVE_AUTHENTICATION": ["common.auth.OperatorTokenAuthentication",
+                             "access.auth.NamedTokenAuthentication",
                              "common.auth.StaffSessionAuthentication"],
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated",
+                          "common.scopes.ScopeRequired"],
 }
 
 # Celery: Redis when REDIS_URL is set, else a broker on the local disk so one machine

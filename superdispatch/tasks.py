@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from access.actions import last_actor
+from access.audit import SERVICE
 from learning import store as learning_store
 from records import actions, retention
 from records.models import Board, RelayDelivery, RelayOutcome
@@ -179,13 +181,16 @@ def look_at_board_task(self, board_id: str) -> None:
 def board_changed_task(board_id: str) -> None:
     """After opt-ins and opt-outs: set the placement window, and look at an opted-in board.
     One task acts on every change made to the board before it starts (it reads the board
-    after taking them), so the changes that came while it waited queued nothing more."""
+    after taking them), so the changes that came while it waited queued nothing more. The
+    window is in the audit trail under whoever made the board's last change, as the trail
+    has it (each change is recorded in its own transaction, before it is announced)."""
     actions.do_take_board_change(board_id)
     board = Board.objects.filter(board_id=board_id).first()
     if board is None:
         return
     the_loop = loop()
-    set_window(the_loop, board, the_loop.clock())
+    changed_by = last_actor(board_id, ("board.opt-in", "board.opt-out")) or SERVICE
+    set_window(the_loop, board, the_loop.clock(), changed_by)
     if board.enabled:
         look_at_board_task.delay(board_id)
 

@@ -3,7 +3,7 @@ from django.urls import path, re_path
 
 from common import views
 from learning import api as learning_api
-from records import api, pages
+from records import api, pages, trail
 from superdispatch import metrics, relay
 
 handler400 = "common.errors.json_400"
@@ -26,6 +26,7 @@ urlpatterns = [
     path("v1/models", learning_api.Models.as_view()),
     path("v1/models/<str:model_id>", learning_api.ModelDetail.as_view()),
     path("v1/models/<str:model_id>/shadow-report", learning_api.ShadowReport.as_view()),
+    path("v1/audit", trail.Audit.as_view()),
     path("v1/schema", views.Schema.as_view(), name="schema"),
     path("v1/docs", views.Docs.as_view(url_name="schema")),
     path("metrics", metrics.MetricsView.as_view()),

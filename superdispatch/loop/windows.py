@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
+from access.audit import SERVICE, Actor
 from records import actions
 from records.models import Board
 from superdispatch.clients import ClientError
@@ -19,8 +20,9 @@ def wanted_window(board: Board, loop: Loop) -> int:
     return loop.cfg.placement_window_seconds if board.enabled else 0
 
 
-def set_window(loop: Loop, board: Board, now: datetime) -> bool:
-    """Ask SuperPipeline for the board's window; a refusal is retried after five minutes."""
+def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE) -> bool:
+    """Ask SuperPipeline for the board's window; a refusal is retried after five minutes.
+    `by` is who opted the board in or out, for the audit trail."""
     seconds = wanted_window(board, loop)
     try:
         accepted = loop.clients.superpipeline.set_placement_window(board.board_id, seconds)
@@ -29,7 +31,7 @@ def set_window(loop: Loop, board: Board, now: datetime) -> bool:
                     board.board_id, err.code, extra={"board": board.board_id})
         actions.do_note_window(board.board_id, None, now + RETRY_AFTER)
         return False
-    actions.do_note_window(board.board_id, accepted, None)
+    actions.do_note_window(board.board_id, accepted, None, now, by=by)
     log.info("loop: %s placement window %ds", board.board_id, accepted,
              extra={"board": board.board_id})
     return True

@@ -7,6 +7,7 @@ for it, JSON otherwise, CSRF checked on writes); a session without staff opens n
 """
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import get_resolver
 from rest_framework.permissions import IsAuthenticated
@@ -21,6 +22,8 @@ from common.renderers import BrowsableAPI
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import T0
 from common.views import CredentialFirst
+from access.auth import NamedTokenAuthentication
+from common.scopes import ScopeRequired
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -90,9 +93,11 @@ def test_health_and_the_relay_take_no_token(client):
     assert unsigned.json()["error"]["code"] == "stale-or-missing-timestamp"
 
 
-def sign_in(is_staff: bool) -> Client:
+def sign_in(is_staff: bool, role: str = "admin") -> Client:
+    """A signed-in user; a staff one with a role of the admin (every scope: an admin's)."""
     user = get_user_model().objects.create_user("someone", password="pw-for-tests-1",
                                                 is_staff=is_staff)
+    user.groups.set([Group.objects.get(name=role)])
     client = Client()
     client.force_login(user)
     return client
@@ -141,6 +146,7 @@ def test_a_staff_session_writes_only_with_its_csrf_token():
     suggestion = _dismissable()
     user = get_user_model().objects.create_user("someone", password="pw-for-tests-1",
                                                 is_staff=True)
+    user.groups.set([Group.objects.get(name="operator")])  # one that may dismiss
     staff = Client(enforce_csrf_checks=True)  # as a browser is checked
     staff.force_login(user)
     url = f"/v1/suggestions/{suggestion.id}/dismiss"
@@ -164,9 +170,9 @@ def test_scripts_write_with_the_token_and_no_csrf_token(client):
 
 
 def test_the_token_then_a_staff_session_and_the_permission_are_the_rest_framework_defaults():
-    assert api_settings.DEFAULT_AUTHENTICATION_CLASSES == [OperatorTokenAuthentication,
-                                                           StaffSessionAuthentication]
-    assert api_settings.DEFAULT_PERMISSION_CLASSES == [IsAuthenticated]
+    assert api_settings.DEFAULT_AUTHENTICATION_CLASSES == [
+        OperatorTokenAuthentication, NamedTokenAuthentication, StaffSessionAuthentication]
+    assert api_settings.DEFAULT_PERMISSION_CLASSES == [IsAuthenticated, ScopeRequired]
     assert api_settings.DEFAULT_RENDERER_CLASSES == [JSONRenderer, BrowsableAPI]
 
 
@@ -188,6 +194,7 @@ def test_every_v1_view_but_the_relay_checks_the_credential_first():
             continue
         assert issubclass(view, CredentialFirst), route
         assert IsAuthenticated in view.permission_classes, route
+        assert ScopeRequired in view.permission_classes, route
 
 
 def test_the_digest_is_compared_in_constant_time_even_when_the_scheme_is_wrong(monkeypatch):

@@ -28,18 +28,19 @@ def test_every_operator_route_documents_its_errors_and_the_bare_401(schema):
             continue
         seen += 1
         assert "content" not in answers["401"], (method, path)  # bare: no body
-        for code in ("400", "406") + (("404",) if "{" in path else ()) + (
-                ("403",) if method != "get" else ()):
+        for code in ("400", "403", "406") + (("404",) if "{" in path else ()):
             assert answers[code]["content"]["application/json"]["schema"] == ERROR, (
                 method, path, code)
-    assert seen == 14
+        assert "Needs the scope `" in operation["description"], (method, path)
+    assert seen == 15
 
 
 def test_the_error_body_is_the_one_shape(schema):
     error = schema["components"]["schemas"]["Error"]
     assert error["required"] == ["error"]
     detail = schema["components"]["schemas"]["ErrorDetail"]
-    assert set(detail["properties"]) == {"code", "message"}
+    assert set(detail["properties"]) == {"code", "message", "scope"}  # scope: a 403's alone
+    assert detail["required"] == ["code", "message"]
 
 
 @pytest.mark.parametrize("path,name,pattern", [

@@ -2,7 +2,8 @@
 
 import-linter (`.importlinter`, run by `make test`) holds the layers. These hold two rules it
 does not check: no import of a project package hides inside a function, and every write to
-SuperDispatch's tables goes through a named action (`records/actions.py`, `learning/actions.py`).
+SuperDispatch's tables goes through a named action (`records/actions.py`, `learning/actions.py`,
+`access/actions.py`).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICE = ("common", "placement", "records", "learning", "superdispatch")
+SERVICE = ("common", "placement", "records", "learning", "superdispatch", "access")
 OURS = {*SERVICE, "sandbox", "tests", "bench"}
 
 # Functions that import a project package on purpose, and why.
@@ -23,11 +24,11 @@ FUNCTION_IMPORTS_ALLOWED = {
 
 WRITE_VERBS = {"save", "delete", "create", "get_or_create", "update_or_create", "bulk_create",
                "bulk_update", "update"}
-# Writes to tables that are not ours (Django's users, django-celery-beat's schedule), and the
-# outbox's own: its rows are written inside the actions' transactions (an event goes out with
-# the decision that it tells of, or not at all), and its worker's marks are named do_ functions.
-WRITES_ALLOWED = {"records/management/commands/create_operator.py", "superdispatch/schedule.py",
-                  "records/outbox.py"}
+# Writes to tables that are not ours (django-celery-beat's schedule, Django's groups of the
+# roles), and the outbox's own: its
+# rows are written inside the actions' transactions (an event goes out with the decision that it
+# tells of, or not at all), and its worker's marks are named do_ functions.
+WRITES_ALLOWED = {"superdispatch/schedule.py", "records/outbox.py", "access/roles.py"}
 
 
 def _service_files():

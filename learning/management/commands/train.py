@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from access.audit import of_command
 from learning import actions
 from learning.core.train import TrainingError
 from records.serializers import parse_time
@@ -39,7 +40,8 @@ class Command(BaseCommand):
             self.stderr.flush()
 
         try:
-            model = actions.do_train(since, seed, now=timezone.now(), progress=progress)
+            model = actions.do_train(since, seed, now=timezone.now(), progress=progress,
+                                     by=of_command("train"))
         except TrainingError as err:
             raise CommandError(f"{err.code}: {err.message}") from None
         m = model.metrics

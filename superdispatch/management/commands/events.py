@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django.db.models import Count
 
+from access.audit import of_command
 from records import outbox as records_outbox
 from records.models import OutboxEvent
 from superdispatch import outbox
@@ -22,7 +23,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, redeliver: list[str] | None, deliver: bool, **options):
         if redeliver is not None:
-            count = records_outbox.do_redeliver(utc_now(), redeliver or None)
+            count = records_outbox.do_redeliver(utc_now(), redeliver or None,
+                                                by=of_command("events --redeliver"))
             self.stdout.write(f"events: {count} dead event(s) queued again")
             if count and not deliver:
                 outbox.kick_if_written()

@@ -1,0 +1,87 @@
+"""The audit trail on the operator API: `GET /v1/audit`, newest first, paged as decisions are,
+for a credential with the scope `admin`. (The entries are access.models.AuditEntry, written by
+the named actions; the admin shows them too.)"""
+from __future__ import annotations
+
+import re
+
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from access.models import AuditEntry
+from common.errors import bad_request
+from common.scopes import ADMIN
+from common.views import OperatorView
+from records.query import Integer, Matching, Query
+from records.serializers import Time, parse_time
+
+WHO = re.compile(r"[A-Za-z0-9_.@+-]{1,150}")  # a token's name, a username, an OS user
+TARGET = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+ACTION = re.compile(r"[a-z][a-z0-9.-]{0,59}")
+ENTRY_ID = re.compile(r"aud_[0-9a-f]{24}")
+
+
+class Before(serializers.CharField):
+    """A time, or an entry's id: the page then goes on exactly from that entry."""
+
+    def __init__(self, **kwargs):
+        super().__init__(help_text=f"{parse_time.rule}, or an entry id (aud_…) to go on from "
+                                   "exactly after it", trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and ENTRY_ID.fullmatch(data):
+            return data
+        try:
+            return parse_time(data)
+        except (ValueError, TypeError, AttributeError):
+            self.fail("invalid")
+
+
+class AuditQuery(Query):
+    actor = Matching(WHO, required=False, help_text="who: a token's name, a user, an OS user")
+    action = Matching(ACTION, required=False, help_text="what: board.opt-out, token.create, …")
+    target = Matching(TARGET, required=False, help_text="the target: a board id, a token's name, …")
+    before = Before(required=False)
+    limit = Integer(min_value=1, max_value=200, default=50)
+
+
+class AuditEntrySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    at = Time()
+    actor = serializers.CharField(help_text="a token's name, a user, a command's OS user, or "
+                                            "superdispatch")
+    actorKind = serializers.CharField(source="actor_kind",
+                                      help_text="token, user, command or service")
+    user = serializers.CharField(help_text="the person a token speaks for, or empty")
+    via = serializers.CharField(help_text="api, admin, manage.py <command> or loop")
+    action = serializers.CharField()
+    target = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+
+class Audit(OperatorView):
+    scopes = {"GET": ADMIN}
+
+    @extend_schema(summary="The audit trail: every write, who made it and what it changed; "
+                           "newest first", parameters=[AuditQuery],
+                   responses=inline_serializer("AuditAnswer", {
+                       "audit": AuditEntrySerializer(many=True)}))
+    def get(self, request):
+        params = AuditQuery.read(request.query_params)
+        entries = AuditEntry.objects.order_by("-at", "-id")
+        for name in ("actor", "action", "target"):
+            if name in params:
+                entries = entries.filter(**{name: params[name]})
+        before = params.get("before")
+        if isinstance(before, str):
+            after = AuditEntry.objects.filter(pk=before).values_list("at", flat=True).first()
+            if after is None:
+                raise bad_request("bad-parameter", f"before names no entry: {before}")
+            entries = entries.filter(Q(at__lt=after) | Q(at=after, id__lt=before))
+        elif before is not None:
+            entries = entries.filter(at__lt=before)
+        page = entries[: params["limit"]]
+        return Response({"audit": AuditEntrySerializer(page, many=True).data})
