@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from access import roles
 from access.audit import Actor, changes, iso, snapshot
-from access.models import ApiToken, AuditEntry
+from access.models import ApiToken, AuditEntry, new_audit_id
 from common.scopes import SCOPES, read_scopes
 
 SECRET_PREFIX = "sdt_"
@@ -34,7 +34,7 @@ class TokenError(ValueError):
 def do_record(by: Actor, action: str, target: str, before: dict | None, after: dict | None,
               now: datetime) -> AuditEntry:
     """One entry of the audit trail, in the caller's transaction."""
-    return AuditEntry.objects.create(at=now, actor=by.name, actor_kind=by.kind, user=by.user,
+    return AuditEntry.objects.create(id=new_audit_id(now), at=now, actor=by.name, actor_kind=by.kind, user=by.user,
                                      via=by.via, action=action, target=target,
                                      before=before, after=after)
 
@@ -42,7 +42,7 @@ def do_record(by: Actor, action: str, target: str, before: dict | None, after: d
 def do_record_many(by: Actor, action: str, entries: Iterable[tuple[str, dict | None, dict | None]],
                    now: datetime) -> int:
     """Entries of one write that touched several targets: (target, before, after) each."""
-    rows = [AuditEntry(at=now, actor=by.name, actor_kind=by.kind, user=by.user, via=by.via,
+    rows = [AuditEntry(id=new_audit_id(now), at=now, actor=by.name, actor_kind=by.kind, user=by.user, via=by.via,
                        action=action, target=target, before=before, after=after)
             for target, before, after in entries]
     AuditEntry.objects.bulk_create(rows)

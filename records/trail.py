@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import re
 
-from django.db.models import Q
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from access.models import AuditEntry
-from common.errors import bad_request
 from common.scopes import ADMIN
 from common.views import OperatorView
 from records.query import Integer, Matching, Query
@@ -23,6 +21,8 @@ ACTION = re.compile(r"[a-z][a-z0-9.-]{0,59}")
 ENTRY_ID = re.compile(r"aud_[0-9a-f]{24}")
 
 
+@extend_schema_field({"anyOf": [{"type": "string", "format": "date-time"},
+                               {"type": "string", "pattern": f"^{ENTRY_ID.pattern}$"}]})
 class Before(serializers.CharField):
     """A time, or an entry's id: the page then goes on exactly from that entry."""
 
@@ -71,16 +71,13 @@ class Audit(OperatorView):
                        "audit": AuditEntrySerializer(many=True)}))
     def get(self, request):
         params = AuditQuery.read(request.query_params)
-        entries = AuditEntry.objects.order_by("-at", "-id")
+        entries = AuditEntry.objects.order_by("-id")  # as by time, ties in a fixed order
         for name in ("actor", "action", "target"):
             if name in params:
                 entries = entries.filter(**{name: params[name]})
         before = params.get("before")
-        if isinstance(before, str):
-            after = AuditEntry.objects.filter(pk=before).values_list("at", flat=True).first()
-            if after is None:
-                raise bad_request("bad-parameter", f"before names no entry: {before}")
-            entries = entries.filter(Q(at__lt=after) | Q(at=after, id__lt=before))
+        if isinstance(before, str):  # an entry's id: ids sort as their times (new_audit_id)
+            entries = entries.filter(id__lt=before)
         elif before is not None:
             entries = entries.filter(at__lt=before)
         page = entries[: params["limit"]]

@@ -3,7 +3,8 @@ server over a recorded sandbox run (the demo and a one-agent lane, placed by the
 on a virtual clock).
 
 One walk, as a person would take it: sign in, open the dashboard (light and dark), a decision,
-its chosen agent's page, and dismiss a suggestion. Screenshots go to `.data/screenshots/`.
+its chosen agent's page, and dismiss a suggestion; and a viewer's shorter one, offered no
+change. Screenshots go to `.data/screenshots/`.
 Without /usr/bin/chromium the walk is skipped, and pytest says so (`apt-get install chromium`).
 """
 from __future__ import annotations
@@ -16,9 +17,10 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect, sync_playwright
 
-from records import pages
+from records import actions, pages
 from records.models import Decision, Suggestion
 from tests.support.admin_pages import change_url
+from tests.support.factories import make_decision
 from tests.support.world import make_world
 
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's; Playwright's own download is not used
@@ -167,3 +169,38 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     shot(page, "docs")
 
     assert refused == [], refused  # the admin, the browsable API and the docs all within the policy
+
+
+def test_a_viewer_reads_the_dashboard_and_is_offered_no_opt_out(live_server, browser_page):
+    """A viewer signs in, reads the dashboard and the boards, and is offered none of the
+    boards list's actions (opting out is an operator's); the operator is."""
+    page = browser_page
+    for role in ("viewer", "operator"):
+        call_command("create_operator", "--username", role, "--password", PASSWORD,
+                     "--role", role)
+    actions.do_opt_in("brd_review", pages.clock())
+    make_decision(board="brd_review", card="card_1", chosen="agt_ada",
+                  created_at=pages.clock(), candidates=[{"agent": "agt_ada", "total": 1.0}])
+
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", "viewer")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.get_by_role("link", name="Dashboard").click()
+    expect(page).to_have_url(re.compile(r"/admin/dashboard/$"))
+    expect(page.locator("#sd-boards")).to_contain_text("brd_review")
+    shot(page, "viewer-dashboard")
+
+    page.goto(f"{live_server.url}/admin/records/board/")
+    expect(page.locator("#result_list")).to_contain_text("brd_review")
+    expect(page.locator("select[name=action]")).to_have_count(0)
+    expect(page.locator("option[value=opt_out]")).to_have_count(0)
+    shot(page, "viewer-boards")
+
+    page.context.clear_cookies()  # signed out; the operator, for contrast
+    page.goto(f"{live_server.url}/admin/")
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.goto(f"{live_server.url}/admin/records/board/")
+    expect(page.locator("option[value=opt_out]")).to_have_count(1)

@@ -1,7 +1,8 @@
 """The operator API against its own OpenAPI schema: schemathesis, `--checks all`, every operation
 (the relay's webhook included), over a live server with a store that holds a board, settled
-decisions, a suggestion and a trained model, so that the stateful phase follows real ids and
-every answer's schema is checked against a real answer. It must end with no failure.
+decisions, a suggestion, a trained model and entries of the audit trail, so that the stateful
+phase follows real ids and every answer's schema is checked against a real answer. It calls
+with a named token that has every scope. It must end with no failure.
 
 Its exceptions are in schemathesis.toml and hooks.py beside this file, each with its reason.
 The number of examples is bounded (CONTRACT_EXAMPLES, 25 by default) and the seed fixed
@@ -17,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from access import actions as access_actions
+from access.audit import SERVICE
+from common.scopes import SCOPES
 from learning import actions as learning_actions
 from records import actions
 from records.models import Suggestion
-from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
 
@@ -39,6 +42,8 @@ def stocked():
                               first_seen_at=T0, last_seen_at=T0)
     trainable(40)
     learning_actions.do_train(None, 1, now=T0)
+    _, secret = access_actions.do_create_token("contract", list(SCOPES), by=SERVICE, now=T0)
+    return secret
 
 
 def test_the_api_keeps_its_contract(stocked, live_server):
@@ -46,7 +51,7 @@ def test_the_api_keeps_its_contract(stocked, live_server):
         sys.executable, "-m", "schemathesis.cli",
         "--config-file", str(HERE / "schemathesis.toml"),
         "run", f"{live_server.url}/v1/schema",
-        "--header", f"Authorization: Bearer {TEST_OPERATOR_TOKEN}",
+        "--header", f"Authorization: Bearer {stocked}",
         "--checks", "all",
         "--max-examples", os.environ.get("CONTRACT_EXAMPLES", "25"),
         "--seed", os.environ.get("CONTRACT_SEED", "13"),
@@ -58,6 +63,6 @@ def test_the_api_keeps_its_contract(stocked, live_server):
                          timeout=900)
     report = run.stdout + run.stderr
     assert run.returncode == 0, report
-    assert "Operations:       16 selected / 16 total" in report, report
+    assert "Operations:       17 selected / 17 total" in report, report
     summary = re.search(r"(\d+) generated, (\d+) passed", report)
     assert summary and summary[1] == summary[2] and int(summary[1]) > 500, report  # no failure

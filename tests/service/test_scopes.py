@@ -272,5 +272,20 @@ def test_the_audit_trail_is_paged_like_decisions_and_filtered(client, store):
         == ["brd_0"]
     mine = client.get("/v1/audit?actor=superdispatch&action=token.create", **admin).json()
     assert {e["target"] for e in mine["audit"]} == {f"only-{s}" for s in SCOPES}
-    for bad in ("limit=0", "before=aud_" + "0" * 24, "colour=red", "actor=a%20b"):
+    for bad in ("limit=0", "before=aud_x", "before=yesterday", "colour=red", "actor=a%20b"):
         assert client.get(f"/v1/audit?{bad}", **admin).status_code == 400, bad
+
+
+def test_paging_the_trail_by_id_misses_none_of_the_entries_written_at_one_time(client, store):
+    _, secrets = store
+    admin = {"HTTP_AUTHORIZATION": f"Bearer {secrets[ADMIN]}"}
+    actions.do_record_many(SERVICE, "event.redeliver",
+                           [(f"evt_{i}", None, None) for i in range(7)], T0)  # one moment
+    seen, before = [], ""
+    while True:
+        page = client.get(f"/v1/audit?action=event.redeliver&limit=3{before}", **admin).json()
+        if not page["audit"]:
+            break
+        seen += [e["target"] for e in page["audit"]]
+        before = f"&before={page['audit'][-1]['id']}"
+    assert sorted(seen) == [f"evt_{i}" for i in range(7)] and len(set(seen)) == 7
