@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -289,3 +291,40 @@ def test_paging_the_trail_by_id_misses_none_of_the_entries_written_at_one_time(c
         seen += [e["target"] for e in page["audit"]]
         before = f"&before={page['audit'][-1]['id']}"
     assert sorted(seen) == [f"evt_{i}" for i in range(7)] and len(set(seen)) == 7
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+ACCESS_DOC = Path(__file__).resolve().parents[2] / "docs" / "access.md"
+
+
+def _shape(path: str) -> str:
+    """A path with its parameters blanked, as the README writes it (`:id`) or the URL conf
+    (`<str:model_id>`)."""
+    return re.sub(r":\w+|<str:\w+>", "{}", "/" + path.lstrip("/"))
+
+
+def readme_scopes() -> dict[tuple[str, str], str]:
+    """(method, path) -> scope, from the Operator API's table of routes."""
+    table = README.read_text().split("| Method | Path | Scope | What it does |", 1)[1]
+    found = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        method, paths, scope = (cell.strip() for cell in line.strip("|").split("|")[:3])
+        for path in re.findall(r"`(/[^`]*)`", paths):
+            found[(method.strip("`"), _shape(path))] = scope.strip("`")
+    return found
+
+
+def test_the_readme_lists_each_routes_scope_as_the_views_declare_it():
+    listed = readme_scopes()
+    declared = {(method, _shape(route)): view.scopes[method] for route, view, method in ROUTES}
+    declared |= {("GET", "/healthz"): "none", ("POST", "/v1/relay/events"): "none"}
+    assert listed == declared
+
+
+def test_the_docs_say_what_each_scope_opens_as_the_scopes_declare_it():
+    table = ACCESS_DOC.read_text().split("| Scope | What it opens |", 1)[1].splitlines()[2:]
+    rows = [line.strip("|").split("|") for line in table[:len(SCOPES)]]
+    assert {name.strip().strip("`"): grants.strip() for name, grants in rows} == {
+        s.name: s.grants for s in SCOPES.values()}
