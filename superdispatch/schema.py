@@ -94,7 +94,7 @@ class AutoSchema(openapi.AutoSchema):
         return errors
 
     def get_description(self) -> str:
-        scope = needed_scope(self.view, self.method)
+        scope = needed_scope(self.view, self.method) if self.view.get_authenticators() else None
         needs = f"Needs the scope `{scope}`." if scope else ""
         return "\n\n".join(part for part in (super().get_description(), needs) if part)
 
