@@ -72,7 +72,7 @@ class Credential:
 
 def person_allows(user, scope: str) -> bool:
     """Whether a Django user's role gives them the scope (superusers have every scope)."""
-    if not (user.is_active and user.is_staff):
+    if not user.is_active:
         return False
     return user.has_perm(SCOPES[scope].permission) or user.has_perm(SCOPES[ADMIN].permission)
 

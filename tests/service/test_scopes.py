@@ -253,6 +253,12 @@ def test_a_token_made_for_a_user_does_no_more_than_their_role(client):
     viewer.is_active = False
     viewer.save()
     assert_bare_401(client.get("/v1/boards", **token))
+    # A script's own login, an operator that never signs in to the admin, may opt out.
+    script = get_user_model().objects.create_user("relabel-bot", is_staff=False)
+    script.groups.set([Group.objects.get(name="operator")])
+    _, secret = actions.do_create_token("relabel", [BOARDS], by=SERVICE, now=T0, user=script)
+    assert client.delete("/v1/boards/brd_a", HTTP_AUTHORIZATION=f"Bearer {secret}"
+                         ).status_code == 200
 
 
 def test_the_audit_trail_is_paged_like_decisions_and_filtered(client, store):
