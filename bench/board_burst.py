@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,8 +34,9 @@ from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, ROOT, base_env, count_arg, fresh_database, temp_dir, workspace,
+    PYTHON, ROOT, base_env, count_arg, fresh_database, free_port, temp_dir, workspace,
 )
 from sandbox import SandboxServers, Suite  # noqa: E402
 from sandbox.clock import system_clock  # noqa: E402
@@ -50,18 +50,8 @@ WAIT_S = 600.0
 BENCH_DB = "superdispatch_bench_burst"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_until(ready, timeout: float, what: str, every: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"board burst: {what} did not happen within {timeout:.0f} s")
-        time.sleep(every)
+    _common.wait_until(ready, timeout, what, every, "board burst")
 
 
 def queued(data_dir: str) -> Counter:

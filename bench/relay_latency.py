@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -31,9 +30,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, count_arg, fresh_database, percentile, stop,
-    temp_dir, workspace,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, count_arg, fresh_database, free_port, percentile,
+    stop, temp_dir, workspace,
 )
 from sandbox import SandboxServers, Suite  # noqa: E402
 from sandbox.clock import system_clock  # noqa: E402
@@ -87,18 +87,8 @@ def signed_headers(suite, delivery) -> dict[str, str]:
             "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_until(ready, timeout: float, what: str, every: float = 0.005) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"relay bench: {what} did not happen within {timeout:.0f} s")
-        time.sleep(every)
+    _common.wait_until(ready, timeout, what, every, "relay bench")
 
 
 def run(broker: str, deliveries: int, warmup: int) -> dict:

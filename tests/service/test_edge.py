@@ -18,7 +18,7 @@ from records.models import Board, RelayDelivery
 from superdispatch import relay, tasks
 from tests.conftest import T0
 from tests.service.test_metrics import Scrape
-from tests.service.test_relay import READY, deliver
+from tests.service.test_relay import READY, deliver, enqueued  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -49,15 +49,6 @@ def logged():
 
 def errors(records) -> list[str]:
     return [r.getMessage() for r in records if r.levelno >= logging.ERROR]
-
-
-@pytest.fixture
-def enqueued(monkeypatch):
-    calls = []
-    monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: calls.append(("place", a)))
-    monkeypatch.setattr(tasks.look_at_board_task, "apply_async",
-                        lambda args, countdown: calls.append(("look", args, countdown)))
-    return calls
 
 
 def signed(body: bytes, delivery: str = "dlv_chunked") -> dict:
