@@ -8,6 +8,8 @@ import sys
 import tempfile
 import time
 
+import requests
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
 POSTGRES_ADMIN = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
@@ -171,3 +173,11 @@ def wait_until(ready, timeout: float, what: str, every: float, bench: str) -> No
         if time.monotonic() > deadline:
             raise SystemExit(f"{bench}: {what} did not happen within {timeout:.0f} s")
         time.sleep(every)
+
+
+def answers(http, base: str, path: str) -> bool:
+    """Whether the service at `base` answers `path` with a 200 within a second."""
+    try:
+        return http.get(base + path, timeout=1).status_code == 200
+    except requests.RequestException:
+        return False

@@ -94,10 +94,7 @@ def main() -> None:
         from records.models import LoopState
 
         def answers(path: str) -> bool:
-            try:
-                return http.get(base + path, timeout=1).status_code == 200
-            except requests.RequestException:
-                return False
+            return _common.answers(http, base, path)
 
         def last_sweep() -> datetime | None:
             return LoopState.objects.filter(pk="loop").values_list(

@@ -132,10 +132,7 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
         from records.models import Board
 
         def answers(path: str) -> bool:
-            try:
-                return http.get(base + path, timeout=1).status_code == 200
-            except requests.RequestException:
-                return False
+            return _common.answers(http, base, path)
 
         wait_until(lambda: answers("/healthz"), 30, "the web app starting")
         opted = http.put(f"{base}/v1/boards/{BOARD}", timeout=5,
