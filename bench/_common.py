@@ -1,6 +1,7 @@
 """What the loop's benchmarks share: a synthetic workspace, a database of their own, and figures."""
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
@@ -153,8 +154,12 @@ def temp_dir(prefix: str) -> str:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0-100) by nearest rank."""
+    """The q-th percentile (0-100) by nearest rank: the smallest value with at least q% of the
+    values at or below it (at n = 100, p95 is the 95th smallest). NaN for no values. Every bench
+    reads its percentiles here, so a p95 means the same in every table."""
     ordered = sorted(values)
+    if not ordered:
+        return math.nan
     rank = max(1, -(-len(ordered) * q // 100))
     return ordered[int(rank) - 1]
 
@@ -166,13 +171,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until(ready, timeout: float, what: str, every: float, bench: str) -> None:
-    """Poll `ready` every `every` seconds; a bench whose `what` never happens stops, saying so."""
-    deadline = time.monotonic() + timeout
+def wait_until(ready, timeout: float, what: str, every: float = 0.05, bench: str = "bench") -> float:
+    """Poll `ready` every `every` seconds and return the seconds it took; a bench whose `what`
+    never happens stops, saying so."""
+    started = time.monotonic()
     while not ready():
-        if time.monotonic() > deadline:
+        if time.monotonic() - started > timeout:
             raise SystemExit(f"{bench}: {what} did not happen within {timeout:.0f} s")
         time.sleep(every)
+    return time.monotonic() - started
+
+
+def signed_headers(suite, delivery) -> dict[str, str]:
+    """The headers the relay sends a delivery with, signed now with the suite's secret."""
+    from sandbox.relay import signature
+
+    stamp = int(time.time())
+    return {"Content-Type": "application/json", "X-Treaty-Delivery": delivery.delivery_id,
+            "X-Treaty-Timestamp": str(stamp),
+            "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
 
 
 def answers(http, base: str, path: str) -> bool:

@@ -78,10 +78,10 @@ import requests
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, ROOT, base_env, fresh_database, percentile, stop, temp_dir,
+    PYTHON, ROOT, base_env, free_port, fresh_database, percentile, signed_headers, stop, temp_dir,
 )
-from bench.relay_latency import free_port, signed_headers  # noqa: E402
 from sandbox import (  # noqa: E402
     RealtimeDriver, Receiver, ReceiverServer, SandboxServers, Simulation, Suite,
 )
@@ -315,13 +315,7 @@ def children(pid: int) -> list[int]:
 
 
 def wait_until(ready, timeout: float, what: str, every: float = 0.05) -> float:
-    """Wait for `ready()`; the seconds it took. Stops the bench when it does not happen."""
-    started = time.monotonic()
-    while not ready():
-        if time.monotonic() - started > timeout:
-            raise SystemExit(f"faults bench: {what} did not happen within {timeout:.0f} s")
-        time.sleep(every)
-    return time.monotonic() - started
+    return _common.wait_until(ready, timeout, what, every, "faults bench")
 
 
 def waited(ready, timeout: float, every: float = 0.05) -> float | None:

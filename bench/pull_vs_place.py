@@ -27,6 +27,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
+from bench._common import percentile  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
@@ -52,11 +53,6 @@ def placed(scenario: Scenario, seconds: int) -> tuple[Suite, Metrics]:
     return world.suite, world.sim.run(seconds, on_tick=on_tick)
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
-
-
 def best_agent_share(suite: Suite, metrics: Metrics) -> float:
     """Share of claims taken by an agent with the best true success rate among those idle then."""
     rate = {a.id: a.success_rate for a in suite.scenario.agents}
@@ -78,10 +74,10 @@ def figures(suite: Suite, metrics: Metrics, busy: str, quiet: str) -> dict[str, 
         "best agent share": best_agent_share(suite, metrics),
         "claimed under a hold": sum(c.reserved for c in metrics.claims) / max(1, len(metrics.claims)),
         "success rate": sum(r.status == "succeeded" for r in runs) / max(1, len(runs)),
-        "wait p50 s": percentile(waits, 0.5),
-        "wait p95 s": percentile(waits, 0.95),
-        f"{busy} wait p95 s": percentile([c.wait_seconds for c in metrics.claims if c.board_id == busy], 0.95),
-        f"{quiet} wait p95 s": percentile([c.wait_seconds for c in metrics.claims if c.board_id == quiet], 0.95),
+        "wait p50 s": percentile(waits, 50),
+        "wait p95 s": percentile(waits, 95),
+        f"{busy} wait p95 s": percentile([c.wait_seconds for c in metrics.claims if c.board_id == busy], 95),
+        f"{quiet} wait p95 s": percentile([c.wait_seconds for c in metrics.claims if c.board_id == quiet], 95),
         "no-shows": len(metrics.no_shows),
     }
 

@@ -32,12 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, count_arg, fresh_database, free_port, percentile,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, count_arg, fresh_database, free_port, percentile, signed_headers,
     stop, temp_dir, workspace,
 )
 from sandbox import SandboxServers, Suite  # noqa: E402
 from sandbox.clock import system_clock  # noqa: E402
-from sandbox.relay import signature  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
 
 AGENTS = 200
@@ -77,14 +76,6 @@ class Arrivals:
 
     def board_read_after(self, since: float) -> float | None:
         return next((t for t in self.board_reads if t >= since), None)
-
-
-def signed_headers(suite, delivery) -> dict[str, str]:
-    """The headers the relay sends a delivery with, signed now with the suite's secret."""
-    stamp = int(time.time())
-    return {"Content-Type": "application/json", "X-Treaty-Delivery": delivery.delivery_id,
-            "X-Treaty-Timestamp": str(stamp),
-            "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
 
 
 def wait_until(ready, timeout: float, what: str, every: float = 0.005) -> None:

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import count_arg  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
-from bench.scale import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
+from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_relay_pass"
 HOLDS = (0, 5000, 50000)  # live holds of other cards

@@ -47,47 +47,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, fresh_database, percentile, proc_stat, stop, temp_dir,
+    PYTHON, REDIS_DB_URL, ROOT, base_env, free_port, fresh_database, percentile, proc_stat, signed_headers, stop,
+    temp_dir, wait_until,
 )
-from bench.relay_latency import free_port, signed_headers, wait_until  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_scale"
-RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
 OPERATOR_TOKEN = "bench-operator-token"
 SHARD_CARDS = 100  # the most ready cards one shard's task passes (see the docstring)
 SWEEP_S = 3600  # the sweep interval, so the pass's budget: longer than any whole sweep here
 RELAY_EVERY_S = 0.2
 SWEEP_NICE: list[str] = []  # `nice -n N` before the sweeps worker's command (--sweep-nice)
-
-
-def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
-    board_ids = [f"brd_{b:04d}" for b in range(boards)]
-    on: dict[int, list[str]] = {a: [] for a in range(agents)}
-    for b, board in enumerate(board_ids):
-        for k in range(roster):
-            on[(b * roster + k) % agents].append(board)
-    stages = [{"key": "review", "owner": "code-review"},
-              {"key": "ship", "ownerKind": "human", "owner": "release"}]
-    return {
-        "name": "scale", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "initialCards": cards, "stages": stages} for b in board_ids]
-        + [{"id": RELAY_BOARD, "initialCards": 0, "stages": stages}],
-        "agents": [{"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": on[a]}
-                   for a in range(agents) if on[a]]
-        + [{"id": f"agt_r{a:02d}", "capabilities": ["code-review"], "boards": [RELAY_BOARD]}
-           for a in range(RELAY_AGENTS)],
-    }
-
-
-def held_agent_runs_it(suite, card_id: str) -> None:
-    """The agent a relayed card was held for takes and finishes it, as pull would, so the
-    next relayed card finds it free again."""
-    with suite.lock:
-        reservation = suite.pipeline.card(card_id).reservation
-        if reservation is not None:
-            suite.pipeline.claim(reservation.agent_id, card_id)
-            suite.pipeline.finish(reservation.agent_id, card_id, True)
 
 
 class Watch:

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import proc_stat  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
-from bench.scale import scenario  # noqa: E402
+from bench._fleet import scenario  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_shard_pass"
 SHARD_BOARDS, SHARDS, AGENTS, ROSTER, CARDS = 20, 4, 10000, 100, 5

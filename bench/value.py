@@ -59,6 +59,7 @@ from common import config  # noqa: E402
 from placement import formulas  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
+from bench._common import percentile  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
@@ -206,11 +207,6 @@ def _run_formula(scenario: Scenario, seconds: int, formula: str) -> Run:
 
 # --- Figures --------------------------------------------------------------------------------
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else math.nan
-
-
 def leads(suite: Suite, metrics: Metrics) -> list[float]:
     """Seconds from each card's arrival to its success at its board's last agent stage."""
     last_stage = {}
@@ -237,11 +233,11 @@ def figures(run: Run) -> dict[str, float]:
     return {
         "success": sum(r.status == "succeeded" for r in finished) / len(finished) if finished else math.nan,
         "skill": statistics.fmean(true_rates) if true_rates else math.nan,
-        "wait_p50_s": percentile(waits, 0.5),
-        "wait_p95_s": percentile(waits, 0.95),
+        "wait_p50_s": percentile(waits, 50),
+        "wait_p95_s": percentile(waits, 95),
         "lead_mean_s": statistics.fmean(lead) if lead else math.nan,
-        "lead_p50_s": percentile(lead, 0.5),
-        "lead_p95_s": percentile(lead, 0.95),
+        "lead_p50_s": percentile(lead, 50),
+        "lead_p95_s": percentile(lead, 95),
         "completed": float(len(lead)),
         "claims": float(len(metrics.claims)),
         "no_shows": float(len(metrics.no_shows)),

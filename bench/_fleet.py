@@ -1,0 +1,34 @@
+"""The fleet bench/scale.py, relay_pass.py and shard_pass.py share: many boards, each rostering
+a slice of a large pool of agents, and one quiet board the relay's cards go to."""
+from __future__ import annotations
+
+RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
+
+
+def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
+    board_ids = [f"brd_{b:04d}" for b in range(boards)]
+    on: dict[int, list[str]] = {a: [] for a in range(agents)}
+    for b, board in enumerate(board_ids):
+        for k in range(roster):
+            on[(b * roster + k) % agents].append(board)
+    stages = [{"key": "review", "owner": "code-review"},
+              {"key": "ship", "ownerKind": "human", "owner": "release"}]
+    return {
+        "name": "scale", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "boards": [{"id": b, "initialCards": cards, "stages": stages} for b in board_ids]
+        + [{"id": RELAY_BOARD, "initialCards": 0, "stages": stages}],
+        "agents": [{"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": on[a]}
+                   for a in range(agents) if on[a]]
+        + [{"id": f"agt_r{a:02d}", "capabilities": ["code-review"], "boards": [RELAY_BOARD]}
+           for a in range(RELAY_AGENTS)],
+    }
+
+
+def held_agent_runs_it(suite, card_id: str) -> None:
+    """The agent a relayed card was held for takes and finishes it, as pull would, so the
+    next relayed card finds it free again."""
+    with suite.lock:
+        reservation = suite.pipeline.card(card_id).reservation
+        if reservation is not None:
+            suite.pipeline.claim(reservation.agent_id, card_id)
+            suite.pipeline.finish(reservation.agent_id, card_id, True)
