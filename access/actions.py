@@ -15,9 +15,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from access import roles
-from access.audit import Actor, changes, iso, snapshot
+from access.audit import Actor, changes, snapshot
 from access.models import ApiToken, AuditEntry, new_audit_id
 from common.scopes import SCOPES, read_scopes
+from common.times import iso
 
 SECRET_PREFIX = "sdt_"
 TOKEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")

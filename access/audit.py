@@ -12,13 +12,14 @@ import getpass
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from common.scopes import Credential
+from common.times import iso
 
 HIDDEN = frozenset({"password", "digest"})  # kept out of the trail: only "(changed)" is said
 SEEN, CHANGED = "(hidden)", "(changed)"
@@ -68,14 +69,6 @@ def os_user() -> str:
 
 def of_command(command: str) -> Actor:
     return Actor(os_user(), "command", f"manage.py {command}")
-
-
-def iso(moment: datetime | None) -> str | None:
-    """RFC 3339 UTC with milliseconds, as the API writes times."""
-    if moment is None:
-        return None
-    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
 
 
 def _plain(value: Any) -> Any:

@@ -10,12 +10,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from access.actions import do_record
-from access.audit import SERVICE, Actor, iso
+from access.audit import SERVICE, Actor
+from common.times import iso, parse_time
 from learning import store
 from learning.core.train import train
 from learning.models import LearnedModel
 from learning.store import Progress
-from records.serializers import parse_time
 
 _VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the loser takes the one after
 

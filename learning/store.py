@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any, Callable, Iterator
 
 from common.config import Config
+from common.times import iso, parse_time
 from learning import dataset
 from learning.core import labels
 from learning.core.shadow import GateReading, ShadowDecision, gate, report
@@ -12,7 +13,6 @@ from learning.core.train import Example
 from learning.models import LearnedModel
 from placement import learned
 from records.models import Decision
-from records.serializers import iso, parse_time
 
 # progress(stage, done, total): stage "read" counts decisions, "fit" counts iterations.
 Progress = Callable[[str, int, int], None]

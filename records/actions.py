@@ -17,7 +17,8 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q, Sum
 
 from access.actions import do_record
-from access.audit import SERVICE, Actor, iso
+from access.audit import SERVICE, Actor
+from common.times import iso
 from placement.facts import Station
 from records import marks, outbox, prepared, serializers
 from records.models import (

@@ -23,9 +23,9 @@ from django.urls import reverse
 
 from access.actions import do_record_many
 from access.audit import SERVICE, Actor
+from common.times import iso
 from records.ids import new_event_id
 from records.models import Decision, OutboxEvent, Suggestion
-from records.serializers import iso
 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 _written = False  # set after a commit that wrote a row; the loop then asks for a delivery run

@@ -11,9 +11,10 @@ from rest_framework.response import Response
 
 from access.models import AuditEntry
 from common.scopes import ADMIN
+from common.times import parse_time
 from common.views import OperatorView
 from records.query import Integer, Matching, Query
-from records.serializers import Time, parse_time
+from records.serializers import Time
 
 WHO = re.compile(r"[A-Za-z0-9_.@+-]{1,150}")  # a token's name, a username, an OS user
 TARGET = re.compile(r"[^\x00-\x1f\x7f]{1,200}")

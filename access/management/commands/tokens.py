@@ -13,9 +13,10 @@ from django.utils import timezone
 
 from access import actions
 from access.admin import MAX_DAYS
-from access.audit import iso, of_command
+from access.audit import of_command
 from access.models import ApiToken
 from common.scopes import SCOPES
+from common.times import iso
 
 
 class Command(BaseCommand):

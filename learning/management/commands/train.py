@@ -5,9 +5,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from access.audit import of_command
+from common.times import parse_time
 from learning import actions
 from learning.core.train import TrainingError
-from records.serializers import parse_time
 
 BAR_WIDTH = 30
 

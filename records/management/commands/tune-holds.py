@@ -6,8 +6,8 @@ from collections import defaultdict
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.times import parse_time
 from records import tuning
-from records.serializers import parse_time
 
 
 def _s(value: float | None) -> str:
