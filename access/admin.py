@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from access import actions
 from access.audit import of_request
 from access.models import ApiToken, AuditEntry
+from access.site import ReadOnlyAdmin
 from common.scopes import SCOPES
 
 MAX_DAYS = 3650
@@ -110,7 +111,7 @@ def _json(value) -> str:
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin):
     """Read only, for everyone: an entry is never edited or deleted here."""
 
     audit_writes = False
@@ -131,12 +132,3 @@ class AuditEntryAdmin(admin.ModelAdmin):
     @admin.display(description="after")
     def values_after(self, entry: AuditEntry) -> str:
         return _json(entry.after)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

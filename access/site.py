@@ -87,6 +87,23 @@ class Audited:
         return super().changelist_view(request, extra_context)
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A page of rows written elsewhere (by the loop, or through named actions): people read
+    them here, and nothing is added, changed or deleted on it."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        pass  # no field is editable here: a row saved whole would undo the writes made elsewhere
+
+
 class AuditedSite(admin.AdminSite):
     def register(self, model_or_iterable, admin_class=None, **options):
         admin_class = admin_class or admin.ModelAdmin

@@ -7,9 +7,9 @@ from django.conf import settings
 from django.contrib import admin
 from django.template.loader import render_to_string
 
+from access.site import ReadOnlyAdmin
 from learning import store
 from learning.models import LearnedModel
-from records.admin import ReadOnlyAdmin
 
 CHART = 240  # the calibration chart's plot area, in pixels a side
 MARGIN = 36  # room for the axes' labels

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from access.audit import of_request
+from access.site import ReadOnlyAdmin
 from placement import formulas
 from placement.filters import tables
 from records import actions, outbox
@@ -23,22 +24,6 @@ from records.models import (
 )
 from records.pages import agent_url
 from records.serializers import CandidateSerializer, DecisionSerializer
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Records are written by the loop; people read them here."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def save_model(self, request, obj, form, change):
-        pass  # no field is editable here: a row saved whole would undo the loop's writes
 
 
 class ActionsOnlyAdmin(ReadOnlyAdmin):
