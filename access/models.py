@@ -14,7 +14,7 @@ from common.scopes import SCOPES
 def new_audit_id(at: datetime | None = None) -> str:
     """`aud_` and 24 hex digits: the entry's time in microseconds (14 digits, good until the
     year 2284), then 10 random ones. Ids sort as their times do, so a page of the trail goes
-    on from an id exactly, ties and all (records.trail)."""
+    on from an id exactly, ties and all (records.api.trail)."""
     moment = at or datetime.now(timezone.utc)
     return f"aud_{int(moment.timestamp() * 1_000_000):014x}{secrets.token_hex(5)}"
 

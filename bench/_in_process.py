@@ -39,8 +39,8 @@ def stand_up(spec: dict) -> Standing:
     from django.core.cache import cache
     from django.core.management import call_command
 
-    from records import actions
-    from records.signals import board_changed
+    from records.store import actions
+    from records.store.signals import board_changed
     from superdispatch.clients import build_clients
     from superdispatch.loop import Loop
     from superdispatch.loop.windows import ensure_windows

@@ -74,7 +74,7 @@ def main() -> None:
     from django.test import RequestFactory
 
     # Imported here, after django.setup() in this process: the project's modules load models.
-    from records import pages
+    from records.console import pages
     from records.models import Candidate
 
     try:

@@ -7,7 +7,7 @@ default 90 retained days. Sweeps run in this process against the in-process stan
 the last one is claimed and finished and four new cards arrive on each board, so each sweep
 settles the last one's holds and places new cards. Sweeps alone (the baseline: half before
 the prune, half after, as the shared machine's load moves), and sweeps while a separate
-process (as a worker would) runs `records.retention.prune` to the end. Goal: at least 20,000 candidate rows/s, and the sweep's p99 during the prune no more
+process (as a worker would) runs `records.store.retention.prune` to the end. Goal: at least 20,000 candidate rows/s, and the sweep's p99 during the prune no more
 than 1.5x its p99 alone.
 
 Run: .venv/bin/python bench/retention.py
@@ -66,8 +66,8 @@ class SweepRig:
         from django.conf import settings
 
         # Imported here, after django.setup() in this process: the project's modules load models.
-        from records import actions
-        from records.signals import board_changed
+        from records.store import actions
+        from records.store.signals import board_changed
         from superdispatch.clients import build_clients
         from superdispatch.loop import Loop
         from superdispatch.loop.windows import ensure_windows
@@ -109,7 +109,7 @@ def prune_in_this_process(now_iso: str) -> None:
 
     django.setup()
     # Imported here, after django.setup() in this process: the project's modules load models.
-    from records.retention import prune
+    from records.store.retention import prune
 
     started = time.perf_counter()
     summary = prune(datetime.fromisoformat(now_iso), 90, budget_s=float("inf"))

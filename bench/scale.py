@@ -181,9 +181,9 @@ def run(workers: int, size: dict) -> dict:
 
     from django.utils import timezone
 
-    from records import actions
     from records.models import LoopState, SweepShard
-    from records.signals import board_changed
+    from records.store import actions
+    from records.store.signals import board_changed
     from superdispatch.celery import app
     from superdispatch.loop import Loop, look_at_board
     from superdispatch.loop.windows import ensure_windows

@@ -61,8 +61,8 @@ def run(transport: str, profile: bool) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from records import actions
-    from records.signals import board_changed
+    from records.store import actions
+    from records.store.signals import board_changed
     from superdispatch.clients import build_clients
     from superdispatch.loop import Loop, sweep
     from superdispatch.loop.windows import ensure_windows

@@ -64,7 +64,7 @@ from bench._lab import scenario_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
-from records import tuning  # noqa: E402
+from records.store import tuning  # noqa: E402
 from records.models import Decision  # noqa: E402
 from tests.support.world import World, make_world  # noqa: E402
 

@@ -1,5 +1,6 @@
-"""Every write to the model store goes through a named function here (as `records.actions` for
-the rest of the store), so the API, the admin and the commands share one rule."""
+"""Every write to the model store goes through a named function here (as
+`records.store.actions` for the rest of the store), so the API, the admin and the commands
+share one rule."""
 from __future__ import annotations
 
 from datetime import datetime

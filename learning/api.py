@@ -8,17 +8,17 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework.response import Response
 
+from access.audit import of_request
 from common.errors import ApiError
 from common.schema import error
-from access.audit import of_request
 from common.scopes import READ, TRAIN
 from common.views import OperatorView
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
 from learning.serializers import ModelSerializer, ShadowReportSerializer
-from records import query
-from records.query import Body, JsonInteger, NoQuery, OneOf, Query
+from records.api import query
+from records.api.query import Body, JsonInteger, NoQuery, OneOf, Query
 from records.serializers import Time
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from records.signals import sweep_finished
+from records.store.signals import sweep_finished
 
 
 class RecordsConfig(AppConfig):

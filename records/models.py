@@ -9,8 +9,8 @@ from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
 from placement import ladder, why_nobody
-from records import marks
 from records.ids import new_decision_id, new_event_id, new_suggestion_id
+from records.store import marks
 
 # The words a decision and a suggestion are recorded with. Each label is its value, so the
 # admin shows the same word the API answers with. Tiers and reasons are placement's words.
@@ -156,7 +156,7 @@ class Decision(models.Model):
     run_ended_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     # Candidates outside the candidate set with no bridge row are kept as one mark each
-    # against a roll of the agents, not as rows (records/marks.py): `candidates` merges both.
+    # against a roll of the agents, not as rows (records/store/marks.py): `candidates` merges both.
     roll = models.ForeignKey("Roll", null=True, blank=True, on_delete=models.PROTECT,
                              related_name="+")
     roll_marks = models.TextField(blank=True, default="")
@@ -172,7 +172,7 @@ class Decision(models.Model):
             # partial index of unsettled decisions, and it leads with the agent: PostgreSQL
             # takes a partial index whose statistics are stale for nearly empty, and one of all
             # unsettled decisions by board (until 0009) was scanned whole for one agent's holds,
-            # twice a card, by the looks at other passes' holds (`records.history`).
+            # twice a card, by the looks at other passes' holds (`records.store.holds`).
             models.Index(fields=["chosen", "reserved_until"], name="decision_live_hold",
                          condition=Q(outcome_status__isnull=True)),
             # An agent's lapses: chosen, settled expired/claimed-by-other, by when it lapsed.
@@ -207,7 +207,7 @@ class HoldTally(models.Model):
     """An agent's settled holds on one board, and how many of them it claimed: the counts of
     its success rate there. Counted as each hold settles (`actions.do_settle`) and taken off
     as retention prunes it (`actions.do_prune_decisions`), so a pass reads a row an agent,
-    not the board's whole history (`history.settled_on_board`)."""
+    not every hold the board ever settled (`holds.settled_on_board`)."""
 
     board_id = models.CharField(max_length=128)
     agent_id = models.CharField(max_length=128)

@@ -20,11 +20,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from common.times import iso, parse_time
-from records.columns import (  # noqa: F401  (the record's readers find them here too)
+from records.api.explain import explain
+from records.models import Candidate, Decision
+from records.store.columns import (  # noqa: F401  (the record's readers find them here too)
     has_reason, has_reason_sql, only_reasons_sql, reasons_column, reasons_of,
 )
-from records.explain import explain
-from records.models import Candidate, Decision
 
 # --- Times: answered and read as common.times writes and reads them ---------------------
 

@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
-from records.signals import board_changed
+from records.store.signals import board_changed
 
 
 class SuperDispatchConfig(AppConfig):

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from common.config import Config
-from records import outbox
+from records.store import outbox
 from superdispatch import metrics
 from superdispatch.clients.receivers import PostFailed, Receiver
 

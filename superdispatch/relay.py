@@ -27,9 +27,9 @@ from common.errors import ApiError, bad_request, error_body, unavailable
 from common.schema import error
 from common.times import parse_time
 from common.views import FirstRenderer
-from records import actions
-from records.query import BOARD_ID, CARD_ID
+from records.api.query import BOARD_ID, CARD_ID
 from records.models import Board, RelayOutcome
+from records.store import actions
 from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")

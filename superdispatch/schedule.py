@@ -7,7 +7,7 @@ from celery.signals import beat_init
 from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from records import actions
+from records.store import actions
 from superdispatch.tasks import board_changed_task
 
 log = logging.getLogger("superdispatch.loop")

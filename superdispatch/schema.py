@@ -31,7 +31,7 @@ from rest_framework.generics import GenericAPIView
 
 from common.schema import FORBIDDEN, REFUSED, error
 from common.scopes import needed_scope
-from records import query
+from records.api import query
 from records.ids import id_pattern
 
 PATH_PATTERNS = {  # anchored: an OpenAPI pattern matches anywhere unless told otherwise

@@ -126,7 +126,7 @@ else:
     # the health check still hold; the fixup itself closes them every 1,000 tasks.
     CELERY_DB_REUSE_MAX = 1000
     # The few statements a pass runs once a card are prepared once a connection
-    # (records/prepared.py): only the cursors made there bind on the server, and psycopg
+    # (records/store/prepared.py): only the cursors made there bind on the server, and psycopg
     # prepares nothing a client-binding cursor (all of Django's own) sends.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -13,8 +13,8 @@ from django.utils import timezone
 from access.actions import last_actor
 from access.audit import SERVICE
 from learning import store as learning_store
-from records import actions, retention
 from records.models import Board, RelayDelivery, RelayOutcome
+from records.store import actions, retention
 from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one
 from superdispatch.loop.context import utc_now
@@ -204,7 +204,7 @@ def prune_deliveries_task() -> None:
 @shared_task(name="superdispatch.prune", ignore_result=True)
 def prune_task() -> None:
     """Retention: delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, keeping the
-    latest model's shadow decisions (records/retention.py says what else stays)."""
+    latest model's shadow decisions (records/store/retention.py says what else stays)."""
     latest = learning_store.latest()
     summary = retention.prune(utc_now(), settings.SUPERDISPATCH.retain_days,
                               keep_model=latest.id if latest else None, budget_s=PRUNE_BUDGET_S,

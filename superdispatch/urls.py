@@ -3,7 +3,8 @@ from django.urls import path, re_path
 
 from common import views
 from learning import api as learning_api
-from records import api, pages, trail
+from records.api import trail, views as api
+from records.console import pages
 from superdispatch import metrics, relay
 
 handler400 = "common.errors.json_400"

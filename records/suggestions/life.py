@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from records import actions
 from records.models import LoopState
-from records.registry import last_registry
+from records.store import actions
+from records.store.registry import last_registry
 from records.suggestions.found import Found
 from records.suggestions.reading import (
     MODEL, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
@@ -55,5 +55,5 @@ def found_suggestions(now: datetime) -> list[Found]:
 
 
 def sync_after_sweep(sender, now: datetime, **kwargs) -> None:
-    """Listens for `records.signals.sweep_finished`: the suggestions follow every sweep."""
+    """Listens for `records.store.signals.sweep_finished`: the suggestions follow every sweep."""
     sync_if_due(now)

@@ -17,11 +17,11 @@ from django.db import connection
 
 from placement import filters
 from placement.filters import Tables, Tag, tables
-from records import marks
 from records.models import Board, Candidate, Decision, DecisionReason, Roll
 from records.serializers import (
     has_reason, has_reason_sql, only_reasons_sql, reasons_column, stored_verdicts,
 )
+from records.store import marks
 
 # What a decision bears out; a decision may bear several.
 ONE = 1 << 0  # exactly one agent on the roster with the capability

@@ -19,8 +19,8 @@ from dataclasses import asdict, fields
 from datetime import datetime, timedelta
 from typing import Callable
 
-from records import actions
 from records.models import SweepShard
+from records.store import actions
 from superdispatch.loop.context import Loop
 from superdispatch.loop.passes import (
     SweepSummary, backing_off, finish_sweep, opted_in, pass_budget, run_pass, sweep,

@@ -18,9 +18,9 @@ from placement.facts import Card, Facts, OwnHistory, RosterRow, Verdict
 from placement.formulas import Need
 from placement.learned import consider
 from placement.rules import Rules
-from records import actions, history
 from records.models import Board, LoopState
-from records.signals import sweep_finished
+from records.store import actions, holds
+from records.store.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
 from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
@@ -91,7 +91,7 @@ class BoardWork:
     read: BoardRead
     roster: tuple[RosterRow, ...]
     settled: dict[str, tuple[int, int]]
-    ladders: dict[str, history.LadderState] = field(default_factory=dict)
+    ladders: dict[str, holds.LadderState] = field(default_factory=dict)
 
     def considered(self, rules: Rules) -> frozenset[str] | None:
         """The agents a card of this board may be held for: its roster's, or, with
@@ -124,7 +124,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
                     extra={"board": card.board_id, "card": card.card_id})
         summary.unweighed += 1
         return
-    ladder = work.ladders.get(card.card_id) or history.LadderState(placement.facts.Ladder(), None)
+    ladder = work.ladders.get(card.card_id) or holds.LadderState(placement.facts.Ladder(), None)
 
     def decide() -> str | None:
         return _decide_card(reads, work, card, eligibility, ladder.ladder, summary)
@@ -142,7 +142,7 @@ def _decide_card(reads: PassReads, work: BoardWork, card: Card, eligibility: tup
     the card was held, WAITING when its decision was a waiting one (not recorded)."""
     loop, now = reads.loop, reads.now
     if reads.concurrent:  # other shards of this sweep run now: take what they have held since
-        for agent, board_id, card_id in history.holding_now(
+        for agent, board_id, card_id in holds.holding_now(
                 [row.agent_id for row in work.roster], now):
             if (board_id, card_id) != (card.board_id, card.card_id):
                 reads.holds.add(agent, board_id, card_id)
@@ -183,7 +183,7 @@ def _decide_card(reads: PassReads, work: BoardWork, card: Card, eligibility: tup
                  tier, decided.reason,
                  extra={"board": card.board_id, "card": card.card_id, "decision": row.id})
         return
-    if history.held_elsewhere(decided.hold.agent_id, card.board_id, card.card_id, now, row.id):
+    if holds.held_elsewhere(decided.hold.agent_id, card.board_id, card.card_id, now, row.id):
         # Another pass running now (another shard) holds the agent for another card.
         actions.do_record_refusal(row, HELD_ELSEWHERE, now)
         summary.refused += 1
@@ -289,8 +289,8 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
         actions.do_note_read(board_id, now, f"roster: {err.code}")
         summary.unrostered += 1
         return None
-    work = BoardWork(read=read, roster=roster, settled=history.settled_on_board(board_id))
-    claims = history.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
+    work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id))
+    claims = holds.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
     work.roster = at_work(roster, {**claims, **work.working})
     return work
 
@@ -331,7 +331,7 @@ def _holdable(reads: PassReads, work: BoardWork) -> int:
 def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[Card]:
     """The board's ready cards, less those whose ladder waits or is open to any match."""
     cards = [c for c in work.read.placement_cards(now) if only is None or c.card_id == only]
-    work.ladders = history.ladders(work.read.board_id,
+    work.ladders = holds.ladders(work.read.board_id,
                                    [(c.card_id, c.stage_key, c.ready_at) for c in cards])
     due = []
     for card in cards:

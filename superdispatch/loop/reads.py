@@ -14,8 +14,8 @@ from typing import Callable, Iterable, Mapping
 from django.core.cache import cache
 
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
-from records import actions, history
 from records.models import LoopState
+from records.store import actions, holds
 from superdispatch.clients import ClientError, says_no_policy
 from superdispatch.loop.context import Loop
 
@@ -57,7 +57,7 @@ class PassReads:
         # registry the last pass read, as it takes the roster, rather than read it again.
         self.from_cache = from_cache
         self._registry_read_now = False
-        self._holds: history.Holds | None = None
+        self._holds: holds.Holds | None = None
         self.concurrent = False  # other passes run at once: look at agents again per card
         self._load = _UNREAD
         self._registry = _UNREAD
@@ -71,10 +71,10 @@ class PassReads:
     def read_holds(self, agents: Iterable[str] | None = None) -> None:
         """Read the live holds and recent lapses: once the pass has settled the boards it read.
         Of `agents` alone when named (the agents the pass may hold for), else of everybody."""
-        self._holds = history.holds(self.now, self.loop.rules, agents)
+        self._holds = holds.holds(self.now, self.loop.rules, agents)
 
     @property
-    def holds(self) -> history.Holds:
+    def holds(self) -> holds.Holds:
         if self._holds is None:
             self.read_holds()
         return self._holds  # type: ignore[return-value]
@@ -182,7 +182,7 @@ class PassReads:
                 allow=verdict.allow, reasons=verdict.reasons,
                 policy_version=verdict.policy_version, limit_max_runs=verdict.limit_max_runs,
                 limit_window_hours=verdict.limit_window_hours,
-                holds_in_window=history.holds_since(agent_id, since))
+                holds_in_window=holds.holds_since(agent_id, since))
         return verdict
 
     def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> Timing:
@@ -190,7 +190,7 @@ class PassReads:
         current run began: the board read's claim where it shows one, else the roster's last
         took work of a busy row."""
         if self._timings is None:
-            self._timings = history.timings(self.now)
+            self._timings = holds.timings(self.now)
         since = {row.agent_id: row.last_took_work_at for row in roster
                  if row.busy and row.last_took_work_at is not None}
         since.update(working)

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Mapping, NamedTuple
 
 from placement.facts import RosterRow, Run
-from records import actions, history
 from records.models import Candidate
+from records.store import actions, holds
 from superdispatch.loop.reads import PassReads
 
 log = logging.getLogger("superdispatch.loop")
@@ -68,7 +68,7 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
     to, and the store is not asked."""
     if reads.loop.clients.superwitness is None:
         return 0
-    pending = history.claims_without_run(board_id, reads.now)
+    pending = holds.claims_without_run(board_id, reads.now)
     if not pending:
         return 0
     principals = {row.agent_id: row.principal_id for row in roster if row.principal_id}
@@ -88,7 +88,7 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
             continue  # SuperWitness unread (or not configured): known later, or never
         agents = {c.agent_id for c in claims}
         known = [Claim("", agent, stage, at)
-                 for agent, stage, at in history.claims_of(board_id, agents, claims[0].at)
+                 for agent, stage, at in holds.claims_of(board_id, agents, claims[0].at)
                  if stage == stage_key]
         for decision_id, run in match_runs(claims, known, principals, runs).items():
             status = "succeeded" if run.succeeded else "failed"

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import NamedTuple
 
 from placement.facts import Run
-from records import actions, history
 from records.models import Decision, OutcomeStatus
+from records.store import actions, holds
 from superdispatch import metrics
 from superdispatch.clients import BoardCard, BoardRead
 from superdispatch.loop.claimants import Claimants, Found
@@ -128,7 +128,7 @@ def settle_board(read: BoardRead, now: datetime, claimants: Claimants | None = N
     answer never came is first known from the read (`_know_hold`)."""
     claimants = claimants or Claimants()
     settled = 0
-    for decision in history.unsettled_on_board(read.board_id):
+    for decision in holds.unsettled_on_board(read.board_id):
         card = read.card(decision.card_id)
         if decision.reservation_unknown is not None and not _know_hold(decision, card, now):
             settled += 1

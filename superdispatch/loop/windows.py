@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from access.audit import SERVICE, Actor
-from records import actions
 from records.models import Board
+from records.store import actions
 from superdispatch.clients import ClientError
 from superdispatch.loop.context import Loop
 

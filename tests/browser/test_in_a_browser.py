@@ -17,8 +17,9 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect, sync_playwright
 
-from records import actions, pages
+from records.console import pages
 from records.models import Decision, Suggestion
+from records.store import actions
 from tests.support.admin_pages import change_url
 from tests.support.factories import make_decision
 from tests.support.world import make_world

@@ -22,8 +22,8 @@ from access import actions as access_actions
 from access.audit import SERVICE
 from common.scopes import SCOPES
 from learning import actions as learning_actions
-from records import actions
 from records.models import Suggestion
+from records.store import actions
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
 

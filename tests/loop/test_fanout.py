@@ -10,9 +10,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from records import history
 from records.models import Board, Decision, LoopState, SweepShard
-from records.signals import sweep_finished
+from records.store import holds
+from records.store.signals import sweep_finished
 from superdispatch.loop import fanout, passes
 from superdispatch.loop.fanout import run_shard, split, start_sweep
 from tests.conftest import T0
@@ -154,7 +154,7 @@ def test_an_agent_another_pass_is_holding_right_now_is_not_held_again():
     world = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_a",)))
     world.opt_in("brd_a")
     card = world.suite.pipeline.add_card("brd_a")
-    real = passes.history.holds
+    real = passes.holds.holds
 
     def then_another_pass_decides(now, rules, agents=None):
         holds = real(now, rules, agents)  # this pass's snapshot: nobody held
@@ -162,11 +162,11 @@ def test_an_agent_another_pass_is_holding_right_now_is_not_held_again():
         make_decision(board="brd_z", card="card_z", chosen="agt_a", created_at=world.now)
         return holds
 
-    passes.history.holds = then_another_pass_decides
+    passes.holds.holds = then_another_pass_decides
     try:
         summary = world.sweep()
     finally:
-        passes.history.holds = real
+        passes.holds.holds = real
     [d] = world.decisions(board_id="brd_a")
     assert (d.chosen, d.reservation_refused, summary.refused) == ("agt_a", "agent-held-elsewhere", 1)
     assert world.suite.pipeline.card(card.id).reservation is None
@@ -176,7 +176,7 @@ def test_a_shard_takes_the_holds_other_shards_made_since_it_started_and_picks_an
     world = make_world(lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",)))
     world.opt_in("brd_a")
     world.suite.pipeline.add_card("brd_a")
-    real = passes.history.holds
+    real = passes.holds.holds
 
     def then_another_shard_holds(now, rules, agents=None):
         holds = real(now, rules, agents)
@@ -184,11 +184,11 @@ def test_a_shard_takes_the_holds_other_shards_made_since_it_started_and_picks_an
                       reserved_until=world.now + timedelta(seconds=60))
         return holds
 
-    passes.history.holds = then_another_shard_holds
+    passes.holds.holds = then_another_shard_holds
     try:
         summary = passes.run_pass(world.loop, ["brd_a"], world.now, concurrent=True)
     finally:
-        passes.history.holds = real
+        passes.holds.holds = real
     [d] = world.decisions(board_id="brd_a")
     assert d.chosen == "agt_b" and d.reserved_until is not None  # the next best, held
     assert (summary.holds, summary.refused) == (1, 0)
@@ -214,18 +214,18 @@ def test_the_looks_at_other_passes_see_live_holds_and_unanswered_decisions_only(
                   created_at=now - timedelta(seconds=61))
     agents = ["agt_live", "agt_asking", "agt_lapsed", "agt_refused", "agt_settled", "agt_stale",
               "agt_nobody"]
-    assert sorted(history.holding_now(agents, now)) == [
+    assert sorted(holds.holding_now(agents, now)) == [
         ("agt_asking", "brd_1", "c_asking"), ("agt_live", "brd_1", "c_live")]
-    assert history.holding_now([], now) == []
-    many = [f"agt_{i:04d}" for i in range(history.IN_CHUNK * 2 + 1)] + ["agt_live"]
-    assert history.holding_now(many, now) == [("agt_live", "brd_1", "c_live")]  # past SQLite's 999
-    assert [a for a in agents if history.held_elsewhere(a, "brd_2", "c_other", now, "dec_x")] == [
+    assert holds.holding_now([], now) == []
+    many = [f"agt_{i:04d}" for i in range(holds.IN_CHUNK * 2 + 1)] + ["agt_live"]
+    assert holds.holding_now(many, now) == [("agt_live", "brd_1", "c_live")]  # past SQLite's 999
+    assert [a for a in agents if holds.held_elsewhere(a, "brd_2", "c_other", now, "dec_x")] == [
         "agt_live", "agt_asking"]
     # The asking pass's own decision, and its own card, are not "elsewhere".
     own = make_decision(board="brd_2", card="c_mine", chosen="agt_mine", created_at=now)
-    assert not history.held_elsewhere("agt_mine", "brd_2", "c_mine", now, own.id)
-    assert not history.held_elsewhere("agt_live", "brd_1", "c_live", now, "dec_x")
-    assert history.held_elsewhere("agt_mine", "brd_3", "c_theirs", now, "dec_x")
+    assert not holds.held_elsewhere("agt_mine", "brd_2", "c_mine", now, own.id)
+    assert not holds.held_elsewhere("agt_live", "brd_1", "c_live", now, "dec_x")
+    assert holds.held_elsewhere("agt_mine", "brd_3", "c_theirs", now, "dec_x")
 
 
 def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_statistics():
@@ -243,14 +243,14 @@ def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_sta
         for i in range(3000))
     roster = [f"agt_{i:04d}" for i in range(100, 200)]
     with CaptureQueriesContext(connection) as looks:
-        history.holding_now(roster, now)
-        history.held_elsewhere("agt_0042", "brd_x", "card_x", now, "pld_x")
+        holds.holding_now(roster, now)
+        holds.held_elsewhere("agt_0042", "brd_x", "card_x", now, "pld_x")
     with connection.cursor() as cursor:
         for look in looks.captured_queries:
             cursor.execute("EXPLAIN " + look["sql"])
             plan = "\n".join(row[0] for row in cursor.fetchall())
             assert "decision_live_hold" in plan and "Seq Scan on records_decision" not in plan, plan
-    # The looks are prepared once a connection (records/prepared.py), and PostgreSQL may run a
+    # The looks are prepared once a connection (records/store/prepared.py), and PostgreSQL may run a
     # prepared statement on one generic plan, made without the values: that plan too.
     plans = []
 
@@ -270,8 +270,8 @@ def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_sta
         cursor.execute("SET plan_cache_mode = force_generic_plan")
     try:
         with connection.execute_wrapper(explained):
-            history.holding_now(roster, now)
-            history.held_elsewhere("agt_0042", "brd_x", "card_x", now, "pld_x")
+            holds.holding_now(roster, now)
+            holds.held_elsewhere("agt_0042", "brd_x", "card_x", now, "pld_x")
     finally:
         with connection.cursor() as cursor:
             cursor.execute("RESET plan_cache_mode")

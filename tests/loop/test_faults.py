@@ -133,7 +133,7 @@ def test_two_sweeps_sent_at_once_hold_no_card_twice(world):
         tasks.sweep_task.delay()
         assert wait_for(swept(2))
     assert Decision.objects.exclude(reserved_until=None).exists()
-    # Agents are re-checked before a hold (records.history.held_elsewhere); that no agent is
+    # Agents are re-checked before a hold (records.store.holds.held_elsewhere); that no agent is
     # held twice is not asserted here, where the store may be SQLite (README: Scaling out).
     check_invariants(world)
 

@@ -11,8 +11,8 @@ from django.apps import apps
 from django.db import connection
 from django.db.models import Count, Q
 
-from records import actions, history, retention
 from records.models import SETTLED_HOLDS, Decision, HoldTally
+from records.store import actions, holds, retention
 from tests.conftest import T0
 from tests.support.factories import make_decision
 from tests.support.world import make_world
@@ -44,7 +44,7 @@ def test_a_living_fleet_leaves_each_agents_tally_equal_to_its_kept_holds():
     boards = set(Decision.objects.values_list("board_id", flat=True))
     assert sum(s for b in boards for _, s in counted(b).values()) >= 20
     for board_id in boards:
-        assert history.settled_on_board(board_id) == counted(board_id), board_id
+        assert holds.settled_on_board(board_id) == counted(board_id), board_id
 
 
 def test_each_settled_hold_counts_once_and_only_where_it_was_held():
@@ -61,8 +61,8 @@ def test_each_settled_hold_counts_once_and_only_where_it_was_held():
     actions.do_record_refusal(Decision.objects.get(pk=refused), "card-not-ready", T0)
     actions.do_settle(superseded, "superseded", None, T0)
     actions.do_settle(nobody, "expired", None, T0)
-    assert history.settled_on_board("brd_a") == {"agt_a": (1, 3)} == counted("brd_a")
-    assert history.settled_on_board("brd_b") == {"agt_a": (1, 1)}
+    assert holds.settled_on_board("brd_a") == {"agt_a": (1, 3)} == counted("brd_a")
+    assert holds.settled_on_board("brd_b") == {"agt_a": (1, 1)}
 
 
 @pytest.mark.parametrize("returning", [True, False], ids=["delete-returning", "select-then-delete"])
@@ -76,14 +76,14 @@ def test_a_prune_takes_off_exactly_the_holds_it_deletes(monkeypatch, returning):
             ("agt_a", "claimed", recent), ("agt_b", "claimed-by-other", recent)]):
         d = unsettled(agent, f"card_{i}", at=at)
         actions.do_settle(d, status, "agt_x" if status == "claimed-by-other" else agent, at)
-    assert history.settled_on_board("brd_a") == {"agt_a": (2, 3), "agt_b": (1, 2)}
+    assert holds.settled_on_board("brd_a") == {"agt_a": (2, 3), "agt_b": (1, 2)}
     pruned = list(Decision.objects.filter(created_at=old).values_list("id", flat=True))
     summary = retention.prune(now, 90)
     assert summary.decisions == len(pruned) == 3
-    assert history.settled_on_board("brd_a") == {"agt_a": (1, 1), "agt_b": (0, 1)} == counted("brd_a")
+    assert holds.settled_on_board("brd_a") == {"agt_a": (1, 1), "agt_b": (0, 1)} == counted("brd_a")
     # Asked again for what it deleted: gone already, so nothing is taken off twice.
     assert actions.do_prune_decisions(pruned) == (0, 0)
-    assert history.settled_on_board("brd_a") == counted("brd_a")
+    assert holds.settled_on_board("brd_a") == counted("brd_a")
 
 
 def test_an_agent_whose_holds_are_all_pruned_has_no_tally_left():
@@ -104,5 +104,5 @@ def test_the_migration_counts_the_holds_settled_before_it():
     HoldTally.objects.all().delete()
     migration = importlib.import_module("records.migrations.0008_hold_tally")
     migration.count_settled_holds(apps, None)
-    assert {b: history.settled_on_board(b) for b in expected} == expected
+    assert {b: holds.settled_on_board(b) for b in expected} == expected
     assert expected == {"brd_a": {"agt_a": (2, 3)}, "brd_b": {"agt_b": (0, 1)}}

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 
 from placement import Rules
-from records import history
 from records.models import OutcomeStatus
+from records.store import holds
 from tests.conftest import at
 from tests.support.factories import make_decision
 from tests.support.world import lane, make_world
@@ -28,7 +28,7 @@ def lapsed(agent: str, card: str, minutes_ago: float = 5, board: str = "brd_x") 
 
 
 @pytest.fixture
-def holds():
+def live_and_lapsed():
     live("agt_ada", "card_1")
     live("agt_bob", "card_2")
     live("agt_cyd", "card_3")
@@ -36,29 +36,29 @@ def holds():
     lapsed("agt_cyd", "card_5")
 
 
-def test_holds_of_named_agents_are_theirs_alone(holds):
-    found = history.holds(NOW, Rules(), ["agt_ada", "agt_bob", "agt_eve"])
+def test_holds_of_named_agents_are_theirs_alone(live_and_lapsed):
+    found = holds.holds(NOW, Rules(), ["agt_ada", "agt_bob", "agt_eve"])
     assert dict(found.live) == {"agt_ada": {("brd_x", "card_1")}, "agt_bob": {("brd_x", "card_2")}}
     assert dict(found.lapses) == {"agt_bob": [NOW - timedelta(minutes=5)]}
 
 
-def test_unnamed_agents_read_every_hold(holds):
-    found = history.holds(NOW, Rules())
+def test_unnamed_agents_read_every_hold(live_and_lapsed):
+    found = holds.holds(NOW, Rules())
     assert set(found.live) == {"agt_ada", "agt_bob", "agt_cyd"}
     assert set(found.lapses) == {"agt_bob", "agt_cyd"}
 
 
-def test_many_named_agents_are_read_a_chunk_at_a_time_to_the_same_answer(holds, monkeypatch):
+def test_many_named_agents_are_read_a_chunk_at_a_time_to_the_same_answer(live_and_lapsed, monkeypatch):
     named = ["agt_ada", "agt_bob", "agt_cyd", "agt_dan", "agt_eve"]
-    whole = history.holds(NOW, Rules(), named)
-    monkeypatch.setattr(history, "IN_CHUNK", 2)
-    chunked = history.holds(NOW, Rules(), named)
+    whole = holds.holds(NOW, Rules(), named)
+    monkeypatch.setattr(holds, "IN_CHUNK", 2)
+    chunked = holds.holds(NOW, Rules(), named)
     assert dict(chunked.live) == dict(whole.live) and dict(chunked.lapses) == dict(whole.lapses)
     assert set(chunked.live) == {"agt_ada", "agt_bob", "agt_cyd"}
 
 
-def test_what_the_filters_read_of_the_holds_is_of_the_agents_asked_about(holds):
-    found = history.holds(NOW, Rules())
+def test_what_the_filters_read_of_the_holds_is_of_the_agents_asked_about(live_and_lapsed):
+    found = holds.holds(NOW, Rules())
     assert found.holding_other_than("brd_x", "card_1") == {"agt_bob", "agt_cyd"}
     assert found.holding_other_than("brd_x", "card_1", ["agt_ada", "agt_bob", "agt_eve"]) == {"agt_bob"}
     assert found.holding(["agt_ada", "agt_eve"]) == {"agt_ada"}

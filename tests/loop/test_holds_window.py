@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from placement import Rules
-from records import history
 from records.models import OutcomeStatus
+from records.store import holds
 from superdispatch.loop.reads import PassReads
 from tests.conftest import at
 from tests.support.factories import make_decision
@@ -31,12 +31,12 @@ def lapses():
 
 def test_the_default_window_is_placements_thirty_minutes(lapses):
     assert Rules().no_show_window_s == 1800
-    assert history.holds(NOW, Rules()).lapses == {"agt_bob": [NOW - timedelta(minutes=20)]}
+    assert holds.holds(NOW, Rules()).lapses == {"agt_bob": [NOW - timedelta(minutes=20)]}
 
 
 @pytest.mark.parametrize("window_s, kept", [(600, []), (2401, [20, 30, 40])])
 def test_the_window_is_the_rules_own(lapses, window_s, kept):
-    found = history.holds(NOW, Rules(no_show_window_s=window_s)).lapses.get("agt_bob", [])
+    found = holds.holds(NOW, Rules(no_show_window_s=window_s)).lapses.get("agt_bob", [])
     assert sorted(found, reverse=True) == [NOW - timedelta(minutes=m) for m in kept]
 
 

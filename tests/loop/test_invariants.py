@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from records import actions
+from records.store import actions
 from sandbox import Suite
 from tests.conftest import T0
 from tests.support.factories import make_decision

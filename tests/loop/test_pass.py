@@ -3,9 +3,9 @@ from datetime import timedelta
 
 import pytest
 
-from records import actions
 from records.models import Board, LoopState
-from records.signals import sweep_finished
+from records.store import actions
+from records.store.signals import sweep_finished
 from superdispatch.loop.passes import lease_owner, run_pass
 from tests.support.factories import make_decision
 from tests.support.world import filters_of, lane, make_world, stations_lane

@@ -1,5 +1,5 @@
 """A pass's commits but its decisions' do not wait for PostgreSQL's disk
-(`records.actions.pass_commits`)."""
+(`records.store.actions.pass_commits`)."""
 from __future__ import annotations
 
 import re
@@ -7,7 +7,7 @@ import re
 import pytest
 from django.db import connection
 
-from records import actions
+from records.store import actions
 from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

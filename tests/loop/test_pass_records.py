@@ -1,9 +1,9 @@
 """What a pass leaves in the store: each decision as placement recorded it, and the registry."""
 import pytest
 
-from records import actions
 from records.models import Decision
-from records.registry import last_registry
+from records.store import actions
+from records.store.registry import last_registry
 from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

@@ -3,8 +3,8 @@ from datetime import timedelta
 
 import pytest
 
-from records import actions
 from records.models import Board
+from records.store import actions
 from sandbox.replies import Refused
 from tests.support.world import filters_of, lane, make_world, stations_lane
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from records import actions
 from records.models import RelayDelivery
+from records.store import actions
 from superdispatch import tasks
 from tests.support.world import lane, make_world
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
+from records.console import pages
+from records.console.pages import agent_url
 from records.models import Suggestion
-from records import pages
-from records.pages import agent_url
-from tests.support.admin_pages import change_url
 from tests.conftest import T0, at
+from tests.support.admin_pages import change_url
 from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

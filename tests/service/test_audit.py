@@ -18,8 +18,8 @@ from access import actions as access_actions
 from access.audit import SERVICE, Actor, os_user
 from access.models import AuditEntry
 from common.scopes import BOARDS, SUGGESTIONS, TRAIN
-from records import actions, retention
 from records.models import Board, OutboxEvent, Suggestion
+from records.store import actions, retention
 from superdispatch.loop import windows
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from superdispatch.tasks import board_changed_task

@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from records import actions
-from records.signals import board_changed
+from records.store import actions
+from records.store.signals import board_changed
 from superdispatch import tasks
 from tests.conftest import T0
 from tests.support.queues import (

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone as dj_timezone
 
-from records import pages
+from records.console import pages
 from records.models import Board, LoopState, Suggestion
 from tests.conftest import T0, at
 from tests.support.factories import make_decision

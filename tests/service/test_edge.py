@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from records import actions
 from records.models import Board, RelayDelivery
+from records.store import actions
 from superdispatch import relay, tasks
 from tests.conftest import T0
 from tests.service.test_metrics import Scrape

@@ -14,18 +14,18 @@ import pytest
 from django.core.management import call_command
 from django.db import transaction
 
-from records import actions
+from common import config
 from records.models import Board, Decision, OutboxEvent
+from records.store import actions
 from records.suggestions import sync
 from sandbox import Receiver, ReceiverServer
-from common import config
 from superdispatch import outbox
 from superdispatch.clients.receivers import Receiver as ReceiverClient
 from tests.conftest import T0
+from tests.service.test_config import GOOD
 from tests.support.factories import make_decision
 from tests.support.world import lane
 from tests.support.world import make_world
-from tests.service.test_config import GOOD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 SECRET = "events-secret-for-tests-0123"

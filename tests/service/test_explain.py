@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from placement.filters import tables
-from records.explain import REASON_WORDS, explain, near_misses, reason_words
+from records.api.explain import REASON_WORDS, explain, near_misses, reason_words
 
 ALL = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",
        "held", "noShow", "passedOver")

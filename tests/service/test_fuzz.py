@@ -27,8 +27,8 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, note, settings as hypothesis_settings, strategies as st
 
 from learning import actions as learning_actions
-from records import actions
 from records.models import Suggestion
+from records.store import actions
 from superdispatch import tasks
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.service.test_edge import logged  # noqa: F401  (a fixture)

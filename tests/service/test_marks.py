@@ -11,10 +11,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from learning import dataset
-from records import actions, agents, retention
-from records.admin import candidate_rows
-from records.dashboard import RANGES
+from records.console.admin import candidate_rows
 from records.models import Candidate, Decision, Roll
+from records.store import actions, agents, retention
+from records.store.dashboard import RANGES
 from tests.support.placement import NOW, board, card, decided, roster_row, verdict, with_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 
 from placement import decide
 from placement.decision import Candidates
-from records import marks
+from records.store import marks
 from tests.placement.test_properties import RULES, facts
 from tests.support.placement import NOW
 

@@ -9,14 +9,14 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from records import actions
 from records.models import Board, LoopState, RelayOutcome, Suggestion
+from records.store import actions
 from sandbox.clock import rfc3339
 from superdispatch import tasks
 from tests.conftest import T0
+from tests.service.test_relay import READY, deliver
 from tests.support.world import lane
 from tests.support.world import make_world
-from tests.service.test_relay import READY, deliver
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

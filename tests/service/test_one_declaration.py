@@ -11,10 +11,10 @@ from placement import Rules, decide, filters, learned
 from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow
 from placement.filters import Filter, Tag, tables
 from placement.why_nobody import WAITING_ON_LOAD
-from records import actions
 from records.models import Decision
-from tests.support.admin_pages import change_url
+from records.store import actions
 from tests.conftest import T0
+from tests.support.admin_pages import change_url
 
 COOLING = "cooling-down"
 

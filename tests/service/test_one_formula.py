@@ -9,11 +9,11 @@ from bench import value
 from common import config
 from placement import formulas
 from placement.formulas import BY_LEAD, BY_RECORD, Formula, May, Need
-from records import history as stored
+from records.store import holds as stored
 from superdispatch.loop.backlog import holdable
+from tests.loop.test_backlog import row
 from tests.service.test_config import GOOD
 from tests.support.world import lane, make_world
-from tests.loop.test_backlog import row
 
 PLAIN = "plain-record@1"
 

@@ -1,5 +1,5 @@
 """The statements a pass runs once a card are prepared once a connection on PostgreSQL, and
-nothing else is (records/prepared.py)."""
+nothing else is (records/store/prepared.py)."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from records import history
 from records.models import Board, Candidate, Decision
+from records.store import holds
 from tests.conftest import T0
 from tests.support.factories import make_decision
 
@@ -28,8 +28,8 @@ def test_the_per_card_looks_are_prepared_and_djangos_own_statements_are_not():
     make_decision(board="brd_1", card="c_1", chosen="agt_a", created_at=T0,
                   reserved_until=T0 + timedelta(seconds=60))
     for card in ("c_2", "c_3", "c_4"):  # the same statement, other values
-        assert history.held_elsewhere("agt_a", "brd_1", card, T0, "pld_x")
-        assert history.holding_now(["agt_a", "agt_b"], T0) == [("agt_a", "brd_1", "c_1")]
+        assert holds.held_elsewhere("agt_a", "brd_1", card, T0, "pld_x")
+        assert holds.holding_now(["agt_a", "agt_b"], T0) == [("agt_a", "brd_1", "c_1")]
         assert not Board.objects.filter(board_id=card).exists()
     statements = prepared_statements()
     assert sum("LIMIT 1" in s and "chosen = $1" in s for s in statements) == 1, statements
@@ -39,7 +39,7 @@ def test_the_per_card_looks_are_prepared_and_djangos_own_statements_are_not():
 
 def test_a_prepared_statement_is_logged_with_its_values_written_in():
     with CaptureQueriesContext(connection) as queries:
-        history.held_elsewhere("agt_logged", "brd_1", "c_1", T0, "pld_x")
+        holds.held_elsewhere("agt_logged", "brd_1", "c_1", T0, "pld_x")
     assert len(queries) == 1 and "'agt_logged'" in queries[0]["sql"], queries.captured_queries
 
 

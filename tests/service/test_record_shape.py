@@ -4,12 +4,12 @@ import json
 import pytest
 
 from common.times import iso
-from records import actions
 from records.models import Candidate, Decision
 from records.serializers import (
     CANDIDATE_DERIVED, CANDIDATE_READS, CANDIDATE_STORED, DECISION_READS, CandidateSerializer,
     candidate_columns,
 )
+from records.store import actions
 from tests.conftest import at
 from tests.support.placement import NOW, board, decided, every_kind_decided
 

@@ -10,8 +10,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from records import actions
 from records.models import RelayClaim, RelayDelivery
+from records.store import actions
 from superdispatch import relay, tasks
 from tests.conftest import T0
 

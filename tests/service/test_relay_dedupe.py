@@ -10,8 +10,8 @@ from django.test import Client
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from records import actions
 from records.models import RelayDelivery
+from records.store import actions
 from superdispatch import relay, tasks
 from superdispatch.celery import app
 from superdispatch.schedule import PRUNE_DELIVERIES_TASK_NAME

@@ -7,16 +7,16 @@ from datetime import timedelta
 import pytest
 from django_celery_beat.models import PeriodicTask
 
-from records import actions, retention
-from records.models import Candidate, Decision
 from common import config
+from records.models import Candidate, Decision
+from records.store import actions, retention
 from superdispatch import tasks
 from superdispatch.schedule import (
     OUTBOX_TASK_NAME, PRUNE_TASK_NAME, ensure_housekeeping_schedule,
 )
 from tests.conftest import T0
-from tests.support.factories import make_decision
 from tests.service.test_config import GOOD
+from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 NOW = T0 + timedelta(days=200)

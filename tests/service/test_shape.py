@@ -2,7 +2,7 @@
 
 import-linter (`.importlinter`, run by `make test`) holds the layers. These hold two rules it
 does not check: no import of a project package hides inside a function, and every write to
-SuperDispatch's tables goes through a named action (`records/actions.py`, `learning/actions.py`,
+SuperDispatch's tables goes through a named action (`records/store/actions.py`, `learning/actions.py`,
 `access/actions.py`).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ WRITE_VERBS = {"save", "delete", "create", "get_or_create", "update_or_create", 
 # roles), and the outbox's own: its
 # rows are written inside the actions' transactions (an event goes out with the decision that it
 # tells of, or not at all), and its worker's marks are named do_ functions.
-WRITES_ALLOWED = {"superdispatch/schedule.py", "records/outbox.py", "access/roles.py"}
+WRITES_ALLOWED = {"superdispatch/schedule.py", "records/store/outbox.py", "access/roles.py"}
 
 
 def _service_files():

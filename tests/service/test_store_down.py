@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.db import OperationalError, connections
 
-from records import actions
+from records.store import actions
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver, enqueued  # noqa: F401 (a fixture)
 

@@ -5,8 +5,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from records import tuning
 from records.models import Decision
+from records.store import tuning
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)

@@ -1,9 +1,9 @@
 """A suggestion's life: opened, found again, resolved, dismissed, and opened anew."""
 from __future__ import annotations
 
-from records.actions import do_dismiss_suggestion
 from records.models import Board, LoopState, Suggestion
-from records.actions import SyncSummary
+from records.store.actions import do_dismiss_suggestion
+from records.store.actions import SyncSummary
 from records.suggestions import sync, sync_if_due
 from tests.conftest import at
 from tests.support.factories import make_decision

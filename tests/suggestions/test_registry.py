@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
-from records.actions import do_remember_registry as remember_registry
-from records.registry import last_registry
+from records.store.actions import do_remember_registry as remember_registry
+from records.store.registry import last_registry
 from tests.conftest import at
 
 STATION = Station(station_id="stn_1", runtime="rt_1", harness="codex", occupant="agt_ada",

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
-from records.actions import do_remember_registry as remember_registry
+from records.store.actions import do_remember_registry as remember_registry
 from tests.conftest import at
-from tests.support.factories import make_decision
 from tests.suggestions.conftest import synced as synced_all
+from tests.support.factories import make_decision
 
 MIN = 60
 NEEDS_MODEL = {"agent": "agt_ada", "station": "stn_1", "lacking": {"model": ["m-large", "m-xl"]}}

@@ -9,11 +9,11 @@ import pytest
 import requests
 
 import superdispatch.clients
-from superdispatch.clients import AgentPod, SuperPipeline
 from placement.facts import RegistryFact, Station
 from records.models import Suggestion
-from records.actions import do_remember_registry as remember_registry
+from records.store.actions import do_remember_registry as remember_registry
 from records.suggestions import sync, sync_if_due
+from superdispatch.clients import AgentPod, SuperPipeline
 from tests.conftest import at
 from tests.support.factories import make_decision
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from placement.filters import Tag, tables
-from records import actions, marks
 from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
+from records.store import actions, marks
 from tests.conftest import T0
 
 REQUIRES = {"all": ["code-review"], "any": []}

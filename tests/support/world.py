@@ -9,8 +9,8 @@ from typing import Callable
 from django.utils import timezone
 
 from common import config
-from records import actions
 from records.models import Decision
+from records.store import actions
 from sandbox import Simulation, Suite, sandbox_session
 from sandbox.scenario import Scenario, parse_scenario
 from superdispatch.clients import build_clients

@@ -7,7 +7,7 @@ from collections import defaultdict
 from django.core.management.base import BaseCommand, CommandError
 
 from common.times import parse_time
-from records import tuning
+from records.store import tuning
 
 
 def _s(value: float | None) -> str:

@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand
 from django.db.models import Count
 
 from access.audit import of_command
-from records import outbox as records_outbox
 from records.models import OutboxEvent
+from records.store import outbox as records_outbox
 from superdispatch import outbox
 from superdispatch.loop.context import utc_now
 

@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApiError
-from records import query
+from records.api import query
 from records.models import Board, Decision
 from superdispatch.loop import Loop, place_one
 

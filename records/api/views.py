@@ -15,13 +15,14 @@ from access.audit import of_request
 from common.errors import bad_request, not_found
 from common.scopes import BOARDS, READ, SUGGESTIONS
 from common.views import OperatorView
-from records import actions, agents, query
+from records.api import query
+from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.models import Board, Candidate, Decision, Suggestion
-from records.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.serializers import (
     BoardSerializer, CandidateSerializer, DecisionSerializer, ExplainedDecisionSerializer,
     SuggestionSerializer,
 )
+from records.store import actions, agents
 
 
 def _no_query(request) -> None:

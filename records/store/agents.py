@@ -13,9 +13,9 @@ from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Substr, Trunc
 
 from placement.filters import LIMIT_PREFIX, tables
-from records import marks
-from records.dashboard import LAPSED, Range, bar_index, bar_starts, in_range
 from records.models import Candidate, Decision, Roll, Suggestion
+from records.store import marks
+from records.store.dashboard import LAPSED, Range, bar_index, bar_starts, in_range
 
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one
 

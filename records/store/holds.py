@@ -1,4 +1,6 @@
-"""SuperDispatch's own history, read back from the store for the filters and scoring."""
+"""SuperDispatch's own holds, read back from the store for the filters and scoring: those live
+and lapsed, those settled, each card's ladder and the claims seen. What became of a claim's
+run is SuperWitness's to say, and is not read here."""
 from __future__ import annotations
 
 import json
@@ -13,10 +15,10 @@ from django.db.models import F, Q
 
 from placement.facts import Ladder
 from placement.rules import Rules
-from records import prepared
 from records.models import (
     Decision, DecisionReason, HoldTally, OutcomeStatus, TierName,
 )
+from records.store import prepared
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
@@ -175,7 +177,7 @@ def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,
 
 def settled_on_board(board_id: str) -> dict[str, tuple[int, int]]:
     """(claimed, settled) holds per agent on one board, for its success rate: its tallies, a
-    row an agent held there, however long the board's history."""
+    row an agent held there, however many holds the board has settled."""
     return {agent: (claimed, settled) for agent, claimed, settled in
             HoldTally.objects.filter(board_id=board_id).values_list("agent_id", "claimed", "settled")}
 

@@ -31,8 +31,8 @@ from typing import Callable
 from django.db.models import Q
 
 from access import actions as access_actions
-from records import actions
 from records.models import Decision
+from records.store import actions
 
 BATCH = 500  # decisions per batch: ~5,000 candidate rows at ten a decision
 

@@ -17,8 +17,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from common.scopes import READ, SCOPES
-from records import agents, charts, dashboard, query
-from records.dashboard import DEFAULT_RANGE, RANGES, Range
+from records.api import query
+from records.console import charts
+from records.store import agents, dashboard
+from records.store.dashboard import DEFAULT_RANGE, RANGES, Range
 
 LABELS = {"hour": "%H:%M", "day": "%H:%M", "week": "%a %H:%M"}
 

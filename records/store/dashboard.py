@@ -37,7 +37,7 @@ RANGES = {
 DEFAULT_RANGE = "day"
 
 TIER_SERIES = ("winner", "runner-up", "any-match", "nobody chosen")
-# An agent's lapse, as the no-show filter reads it (records/history.py): its hold expired, or
+# An agent's lapse, as the no-show filter reads it (records/store/holds.py): its hold expired, or
 # somebody else claimed the card after the hold had run out.
 LAPSED = Q(outcome_status="expired") | Q(outcome_status="claimed-by-other",
                                          outcome_at__gt=F("reserved_until"))

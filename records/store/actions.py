@@ -20,14 +20,15 @@ from access.actions import do_record
 from access.audit import SERVICE, Actor
 from common.times import iso
 from placement.facts import Station
-from records import marks, outbox, prepared, serializers
+from records import serializers
 from records.models import (
     SETTLED_HOLDS, Board, Candidate, Decision, HoldTally, LoopState, OutcomeStatus, RegistryRead,
     RelayClaim, RelayDelivery, Roll, Suggestion, SweepShard,
 )
-from records.registry import KEY as REGISTRY_KEY
-from records.registry import station_json
-from records.signals import board_changed
+from records.store import marks, outbox, prepared
+from records.store.registry import KEY as REGISTRY_KEY
+from records.store.registry import station_json
+from records.store.signals import board_changed
 from records.suggestions.found import BLANK, Found
 
 

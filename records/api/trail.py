@@ -13,7 +13,7 @@ from access.models import AuditEntry
 from common.scopes import ADMIN
 from common.times import parse_time
 from common.views import OperatorView
-from records.query import Integer, Matching, Query
+from records.api.query import Integer, Matching, Query
 from records.serializers import Time
 
 WHO = re.compile(r"[A-Za-z0-9_.@+-]{1,150}")  # a token's name, a username, an OS user

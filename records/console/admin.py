@@ -1,0 +1,261 @@
+"""The admin console: browse boards, decisions and suggestions; opt in and dismiss.
+
+Who may do which is their role's (access/roles.py): each action names the permission it needs,
+so a viewer is not offered one, and a POST of it is a 403 (access.site). Each action passes
+who asked to the named action, which records it in the audit trail."""
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.db.models import Exists, OuterRef, Q
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from access.audit import of_request
+from access.site import ReadOnlyAdmin
+from placement import formulas
+from placement.filters import tables
+from records.api.explain import explain
+from records.console.pages import agent_url
+from records.models import (
+    Board, Candidate, Decision, LoopState, OutboxEvent, Suggestion, SuggestionState,
+)
+from records.serializers import CandidateSerializer, DecisionSerializer
+from records.store import actions, outbox
+
+
+class ActionsOnlyAdmin(ReadOnlyAdmin):
+    """Read only, but for its actions, offered to those with the model's change permission
+    (an operator); the change page of a row stays read only for them too."""
+
+    def has_change_permission(self, request, obj=None):
+        return admin.ModelAdmin.has_change_permission(self, request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields or [f.name for f in self.model._meta.fields]
+
+
+@admin.register(Board)
+class BoardAdmin(ActionsOnlyAdmin):
+    list_display = ("board_id", "enabled", "window_seconds", "last_read_at", "last_read_error",
+                    "updated_at")
+    list_filter = ("enabled",)
+    search_fields = ("board_id",)
+    actions = ["opt_in", "opt_out"]
+
+    @admin.action(description="Opt the selected boards in", permissions=["change"])
+    def opt_in(self, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_opt_in(board.board_id, timezone.now(), by=by)
+        self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
+
+    @admin.action(description="Opt the selected boards out", permissions=["change"])
+    def opt_out(self, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_opt_out(board.board_id, timezone.now(), by=by)
+        self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
+
+
+class TurnedAwayFilter(admin.SimpleListFilter):
+    """Decisions in which some candidate was turned away with a reason code, as the filters
+    declare them."""
+
+    title = "a candidate turned away for"
+    parameter_name = "turned_away"
+
+    def lookups(self, request, model_admin):
+        return [(code, f"{code} ({declared.name})") for code, declared in tables().codes.items()]
+
+    def queryset(self, request, queryset):
+        code = self.value()
+        if code not in tables().codes:
+            return queryset
+        rows = Q(Exists(Candidate.objects.filter(decision=OuterRef("pk"),
+                                                 reasons__contains=f",{code},")))
+        if code == tables().identity.rejected.reason:  # and every candidate a mark stands for
+            return queryset.filter(rows | ~Q(roll_marks=""))
+        return queryset.filter(rows)
+
+
+class FormulaFilter(admin.SimpleListFilter):
+    """Decisions placed by a formula, as the formulas are declared: by it alone, or by a learned
+    model in its place (recorded as the formula's name with `+learned:v`)."""
+
+    title = "formula"
+    parameter_name = "formula"
+
+    def lookups(self, request, model_admin):
+        return [(name, name) for name in formulas.recorded_names()]
+
+    def queryset(self, request, queryset):
+        name = self.value()
+        if formulas.named(name or "") is None:
+            return queryset
+        return queryset.filter(Q(policy=name) | Q(policy__startswith=f"{name}+learned:"))
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = ("id", "created_at", "board_id", "card_id", "stage_key", "tier_label",
+                    "chosen", "reason", "outcome_status", "reserved_until")
+    list_filter = ("board_id", "stage_key", "tier_name", "reason", TurnedAwayFilter, FormulaFilter,
+                   "outcome_status", "run_status", "chosen", "created_at")
+    search_fields = ("card_id", "=id")
+    date_hierarchy = "created_at"
+    list_per_page = 50
+    fieldsets = (
+        ("In words", {"fields": ("in_words",)}),
+        (None, {"fields": ("id", "board_id", "card_id", "stage_key", "created_at", "policy")}),
+        ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
+        ("Hold and outcome", {"fields": ("attempt_count", "reserved_until", "reservation_refused",
+                                         "reservation_unknown",
+                                         "outcome_status", "outcome_by", "outcome_at",
+                                         "run_status", "run_mark", "run_ended_at", "waiting",
+                                         "ladder_link")}),
+        ("Candidates", {"fields": ("candidates_table",)}),
+        ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
+    )
+    readonly_fields = ("in_words", "id", "board_id", "card_id", "stage_key", "created_at", "policy",
+                       "chosen", "reason", "tier_label", "requires_label", "attempt_count",
+                       "reserved_until", "reservation_refused", "reservation_unknown",
+                       "outcome_status", "outcome_by", "outcome_at",
+                       "run_status", "run_mark", "run_ended_at", "waiting",
+                       "ladder_link", "candidates_table", "learned")
+
+    @admin.display(description="why")
+    def in_words(self, d: Decision) -> str:
+        return format_html('<p class="sd-explanation">{}</p>',
+                           explain(DecisionSerializer(d).data))
+
+    @admin.display(description="tier", ordering="tier_step")
+    def tier_label(self, d: Decision) -> str:
+        return f"{d.tier_name} (step {d.tier_step})" if d.tier_name else "—"
+
+    @admin.display(description="requires")
+    def requires_label(self, d: Decision) -> str:
+        req = d.requires or {}
+        parts = []
+        if req.get("all"):
+            parts.append("all of " + ", ".join(req["all"]))
+        if req.get("any"):
+            parts.append("any of " + ", ".join(req["any"]))
+        return "; ".join(parts) or "—"
+
+    @admin.display(description="the card's ladder")
+    def ladder_link(self, d: Decision) -> str:
+        url = reverse("admin:records_decision_changelist")
+        return format_html('<a href="{}?board_id={}&q={}">every decision for {}</a>',
+                           url, d.board_id, d.card_id, d.card_id)
+
+    @admin.display(description="")
+    def candidates_table(self, d: Decision) -> str:
+        return render_to_string("admin/records/candidates.html",
+                                {"candidates": candidate_rows(d)})
+
+
+def candidate_rows(d: Decision) -> list[dict]:
+    """Each candidate as a row a person can read without opening JSON, best score first.
+
+    Read through the record's serializer, so the page shows what the API answers."""
+    rows = []
+    for c in CandidateSerializer(d.candidates, many=True).data:
+        who, verdicts, score = c["candidate"], c["filters"], c["score"] or {}
+        failed = [f for f in verdicts if not f.get("passed")]
+        rows.append({
+            "agent": who["agentId"], "agent_url": agent_url(who["agentId"]),
+            "principal": who["principalId"], "station": who["stationId"],
+            "source": who["source"], "chosen": who["agentId"] == d.chosen,
+            "eligible": bool(verdicts) and not failed, "capable": c.get("capable"),
+            "filters": [{"name": f["filter"], "passed": f.get("passed"),
+                         "reason": f.get("reason"), "missing": f.get("missing"),
+                         "unchecked": f.get("unchecked")} for f in verdicts],
+            "failed": failed,
+            "total": score.get("total"),
+            "terms": score.get("terms") or {},
+            "history": c["stageHistory"],
+            "policy": c.get("policy"),
+        })
+    rows.sort(key=lambda r: (r["total"] is None, -(r["total"] or 0)))
+    return rows
+
+
+class StateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return SuggestionState.choices
+
+    def queryset(self, request, queryset):
+        if self.value() == SuggestionState.OPEN:
+            return queryset.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
+        if self.value() == SuggestionState.DISMISSED:
+            return queryset.filter(resolved_at__isnull=True, dismissed_at__isnull=False)
+        if self.value() == SuggestionState.RESOLVED:
+            return queryset.filter(resolved_at__isnull=False)
+        return queryset
+
+
+@admin.register(Suggestion)
+class SuggestionAdmin(ActionsOnlyAdmin):
+    list_display = ("id", "kind", "board_id", "stage_key", "state", "evidence_count",
+                    "first_seen_at", "last_seen_at")
+    list_filter = ("kind", StateFilter, "board_id")
+    search_fields = ("=id", "board_id", "stage_key")
+    actions = ["dismiss"]
+    readonly_fields = ("id", "kind", "board_id", "stage_key", "state", "reason", "reasons",
+                       "capability", "rostered", "candidates", "rationale", "target",
+                       "estimated_effect", "how_to_apply", "registry", "evidence_links",
+                       "evidence_count", "first_seen_at", "last_seen_at", "resolved_at",
+                       "dismissed_at")
+    exclude = ("evidence",)
+
+    @admin.display(description="evidence")
+    def evidence_links(self, s: Suggestion) -> str:
+        return format_html_join(
+            ", ", '<a href="{}">{}</a>',
+            # The admin escapes "_" in a key; an id like pld_23… would otherwise read as pld#….
+            ((reverse("admin:records_decision_change", args=[quote(pid)]), pid) for pid in s.evidence),
+        ) or "—"
+
+    @admin.action(description="Dismiss the selected suggestions", permissions=["change"])
+    def dismiss(self, request, queryset):
+        now, by = timezone.now(), of_request(request)
+        for suggestion in queryset:
+            actions.do_dismiss_suggestion(suggestion, now, by=by)
+        self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
+                          messages.SUCCESS)
+
+
+@admin.register(LoopState)
+class LoopStateAdmin(ReadOnlyAdmin):
+    list_display = ("key", "last_sweep_at", "failed_sweeps", "next_sweep_at", "last_suggest_at")
+
+
+@admin.register(OutboxEvent)
+class OutboxEventAdmin(ActionsOnlyAdmin):
+    """Events and chat posts on their way out; a dead one can be sent again."""
+
+    list_display = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
+                    "last_error", "created_at", "delivered_at")
+    list_filter = ("state", "channel", "type")
+    search_fields = ("=id",)
+    actions = ["redeliver"]
+    readonly_fields = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
+                       "last_error", "created_at", "delivered_at", "body")
+
+    @admin.action(description="Redeliver the selected dead events", permissions=["change"])
+    def redeliver(self, request, queryset):
+        count = outbox.do_redeliver(timezone.now(), queryset.values_list("id", flat=True),
+                                    by=of_request(request))
+        self.message_user(request, f"{count} event(s) queued again; the worker sends them "
+                                   "within 15 seconds.", messages.SUCCESS)
+
+
+admin.site.site_header = "SuperDispatch"
+admin.site.site_title = "SuperDispatch"
+admin.site.index_title = "Which agent takes the card, and why"
