@@ -19,7 +19,7 @@ from placement.formulas import Need
 from placement.learned import consider
 from placement.rules import Rules
 from records.models import Board, LoopState
-from records.store import actions, holds
+from records.store import actions, commits, holds
 from records.store.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.clients import BoardRead, ClientError, Reservation
@@ -370,7 +370,7 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     the same ones unread sweep after sweep. `concurrent`: other passes (a sweep's shards) run
     at the same time, so each card's agents are looked at again in our store before it is
     decided."""
-    with actions.pass_commits():
+    with commits.pass_commits():
         return _run_pass(loop, board_ids, now, only_card=only_card, from_cache=from_cache,
                          budget=budget, read_first=read_first, concurrent=concurrent)
 

@@ -1,5 +1,5 @@
 """A pass's commits but its decisions' do not wait for PostgreSQL's disk
-(`records.store.actions.pass_commits`)."""
+(`records.store.commits.pass_commits`)."""
 from __future__ import annotations
 
 import re
@@ -7,7 +7,7 @@ import re
 import pytest
 from django.db import connection
 
-from records.store import actions
+from records.store import commits
 from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -52,7 +52,7 @@ def test_a_pass_writes_its_leases_without_waiting_and_its_decision_only_once_on_
 
 def test_the_connection_is_as_it_was_after_a_pass_that_failed(postgres):
     with pytest.raises(RuntimeError):
-        with actions.pass_commits():
+        with commits.pass_commits():
             assert synchronous_commit() == "off"
             raise RuntimeError("a pass that failed")
     assert synchronous_commit() == "on"

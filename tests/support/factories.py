@@ -77,5 +77,5 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
     decision.save(force_insert=True)
     Candidate.objects.bulk_create(rows)
     if decision.outcome_status in SETTLED_HOLDS:
-        actions._count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
+        actions.decisions._count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
     return decision
