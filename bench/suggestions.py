@@ -118,19 +118,19 @@ def seed(decisions: int) -> int:
     from django.db import connection
 
     # Imported here, after django.setup() in this process: the project's modules load models.
-    from records import serializers
     from records.models import Board, Decision
+    from records.store import columns
 
     Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
                                      updated_at=NOW) for b in range(BOARDS)])
-    verdicts = {kind: serializers.encode_verdicts(filters)
+    verdicts = {kind: columns.encode_verdicts(filters)
                 for kind, (_, _, _, filters) in KINDS.items()}
     written = 0
     batch_d, batch_c = [], []
     for record, added, candidates in rows(decisions):
-        batch_d.append(serializers.stored_row(Decision, {
-            **serializers.decision_columns(record), **added}))
-        batch_c += [serializers.candidate_row(
+        batch_d.append(columns.stored_row(Decision, {
+            **columns.decision_columns(record), **added}))
+        batch_c += [columns.candidate_row(
             record["id"], position, candidate, in_set=KINDS[kind][1],
             eligible=position == 0 and kind == "ok", verdicts=verdicts[kind])
             for position, (kind, candidate) in enumerate(candidates)]
@@ -147,15 +147,15 @@ def _write(connection, decisions: list, candidates: list) -> int:
     from django.db import models
 
     # Imported here, after django.setup() in this process: the project's modules load models.
-    from records import serializers
     from records.models import Candidate, Decision
+    from records.store.columns import CANDIDATE_STORED, DECISION_STORED
 
     if not decisions:
         return 0
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
-        for model, fields, batch in ((Decision, serializers.DECISION_STORED, decisions),
-                                     (Candidate, serializers.CANDIDATE_STORED, candidates)):
+        for model, fields, batch in ((Decision, DECISION_STORED, decisions),
+                                     (Candidate, CANDIDATE_STORED, candidates)):
             table, columns = model._meta.db_table, ", ".join(f.column for f in fields)
             if connection.vendor == "postgresql":
                 with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:

@@ -90,8 +90,8 @@ def _logit(record: float, rate: float, since: float | None) -> float:
 
 def synthetic_decision(n: int, rng):
     # Imported here, after django.setup() in this process: the project's modules load models.
-    from records import serializers
     from records.models import Candidate, Decision
+    from records.store import columns, reasons
 
     created = T0 + timedelta(seconds=25 * n)
     decision_id = f"pld_{n:024x}"
@@ -128,7 +128,7 @@ def synthetic_decision(n: int, rng):
               "reason": None, "tier": {"name": "winner", "step": 1},
               "requires": {"all": ["code-review"], "any": []}}
     decision = Decision(
-        **serializers.decision_columns(record), ladder_ready_at=created,
+        **columns.decision_columns(record), ladder_ready_at=created,
         reserved_until=created + timedelta(seconds=60), outcome_status=status, outcome_by=by,
         outcome_at=created + timedelta(seconds=40), created_at=created)
     totals = {p[0]: rank + 1 for rank, p in enumerate(ranked)}
@@ -142,9 +142,9 @@ def synthetic_decision(n: int, rng):
             "stageHistory": history,
         }
         candidates.append(Candidate(
-            **serializers.candidate_columns(candidate), decision_id=decision_id,
+            **columns.candidate_columns(candidate), decision_id=decision_id,
             position=position, in_set=True, eligible=terms is not None,
-            reasons=serializers.reasons_of(verdicts)))
+            reasons=reasons.reasons_of(verdicts)))
     return decision, candidates
 
 

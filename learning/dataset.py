@@ -17,8 +17,9 @@ from django.db.models.functions import Cast
 from learning.core.labels import CLAIMED
 from learning.core.rows import SCHEMA, rows
 from records.models import Candidate, Decision, Roll
-from records.serializers import CANDIDATE_READS, DECISION_READS, DecisionSerializer
+from records.serializers import DecisionSerializer
 from records.store import marks
+from records.store.columns import CANDIDATE_READS, DECISION_READS
 
 MAX_DECISIONS = 100_000  # a read's cap, as documented
 CHUNK = 500  # decisions per query: large enough to amortise a round trip, small in memory

@@ -2,6 +2,9 @@
 each view names the scope each of its methods needs (`scopes`, common.scopes)."""
 from __future__ import annotations
 
+from functools import cached_property
+from typing import Any, Callable
+
 from django.db import connection
 from django.db.models import Prefetch
 from django.utils import timezone
@@ -16,13 +19,29 @@ from common.errors import bad_request, not_found
 from common.scopes import BOARDS, READ, SUGGESTIONS
 from common.views import OperatorView
 from records.api import query
+from records.api.explain import explain
 from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.models import Board, Candidate, Decision, Suggestion
 from records.serializers import (
-    BoardSerializer, CandidateSerializer, DecisionSerializer, ExplainedDecisionSerializer,
-    SuggestionSerializer,
+    BoardSerializer, CandidateSerializer, DecisionSerializer, SuggestionSerializer,
 )
 from records.store import actions, agents
+
+
+class ExplainedDecisionSerializer(DecisionSerializer):
+    """A decision as the operator API answers it: the record, then `explanation`, the same
+    words as its admin page. The dataset reads the record alone (`DecisionSerializer`)."""
+
+    explanation = serializers.CharField(read_only=True, help_text="the decision in words")
+
+    @cached_property
+    def _plan(self) -> list[tuple[str, Callable, Callable | None]]:
+        return [step for step in super()._plan if step[0] != "explanation"]
+
+    def to_representation(self, instance) -> dict[str, Any]:
+        record = super().to_representation(instance)
+        record["explanation"] = explain(record)
+        return record
 
 
 def _no_query(request) -> None:

@@ -32,7 +32,7 @@ from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.decision import Candidates
 from placement.filters import Tables, tables
 from placement.load import DIRECT
-from records.store.columns import reasons_column
+from records.store.reasons import reasons_column
 
 # The marks are placement's kinds (`Candidates.kinds`) as they are.
 ROW = OWN_RECORD  # the candidate has its own Candidate row

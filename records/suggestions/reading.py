@@ -18,10 +18,9 @@ from django.db import connection
 from placement import filters
 from placement.filters import Tables, Tag, tables
 from records.models import Board, Candidate, Decision, DecisionReason, Roll
-from records.serializers import (
-    has_reason, has_reason_sql, only_reasons_sql, reasons_column, stored_verdicts,
-)
 from records.store import marks
+from records.store.columns import stored_verdicts
+from records.store.reasons import has_reason, has_reason_sql, only_reasons_sql, reasons_column
 
 # What a decision bears out; a decision may bear several.
 ONE = 1 << 0  # exactly one agent on the roster with the capability

@@ -6,7 +6,7 @@ import pytest
 
 from bench import suggestions
 from records.models import Candidate, Decision
-from records.serializers import stored_row
+from records.store.columns import stored_row
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from placement.facts import PolicyFacts, PolicyVerdict, StationNeeds
 from placement.filters import tables
-from records.serializers import CandidateSerializer, ExplainedDecisionSerializer, FilterVerdictSerializer
+from records.api.views import ExplainedDecisionSerializer
+from records.serializers import CandidateSerializer, FilterVerdictSerializer
 from tests.support.placement import board, card, decided, station, verdict, with_rows
 
 README = Path(__file__).resolve().parents[2] / "README.md"

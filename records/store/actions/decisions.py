@@ -7,9 +7,8 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from records import serializers
 from records.models import SETTLED_HOLDS, Candidate, Decision, HoldTally, OutcomeStatus, Roll
-from records.store import inserts, marks, outbox, prepared
+from records.store import columns, inserts, marks, outbox, prepared
 from records.store.commits import wait_for_the_disk
 
 
@@ -28,7 +27,7 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None,
     full = placed.to_record() if outbox.events_on() else None
     record = full or replace(placed, candidates=()).to_record()
     roll_id = _stored_roll(kept, now, stored_rolls) if kept.marks else None
-    decision = Decision(**serializers.decision_columns(record), ladder_ready_at=placed.card.ready_at,
+    decision = Decision(**columns.decision_columns(record), ladder_ready_at=placed.card.ready_at,
                         attempt_count=attempt_count, learned=learned, roll_id=roll_id,
                         roll_marks=kept.marks, created_at=now)
     inserts.insert_row(decision)
@@ -42,10 +41,10 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None,
             rec = c.to_record(filters=False)
         else:
             rec = c.to_record()
-            encoded[key] = serializers.encode_verdicts(rec["filters"])
-        rows.append(serializers.candidate_row(decision.id, position, rec, in_set=c.in_set,
-                                              eligible=c.eligible, verdicts=encoded[key]))
-    inserts.insert_rows(Candidate, serializers.CANDIDATE_STORED, rows)
+            encoded[key] = columns.encode_verdicts(rec["filters"])
+        rows.append(columns.candidate_row(decision.id, position, rec, in_set=c.in_set,
+                                          eligible=c.eligible, verdicts=encoded[key]))
+    inserts.insert_rows(Candidate, columns.CANDIDATE_STORED, rows)
     if full is not None:
         outbox.write_decision_recorded(decision, full, now)
     return decision
