@@ -218,6 +218,10 @@ SPECTACULAR_SETTINGS = {
 
 # Celery: Redis when REDIS_URL is set, else a broker on the local disk so one machine
 # needs no server. Task payloads are JSON ids only; task state lives in our tables.
+# A worker on the disk broker lists its folder for a message every EMBEDDED_BROKER_POLL_S
+# (kombu's default is a second): a relayed card waits for the next look, and an idle worker
+# pays for each look, both measured in docs/performance.md (the relay on the embedded default).
+EMBEDDED_BROKER_POLL_S = 0.02
 if SUPERDISPATCH.redis_url:
     CELERY_BROKER_URL = SUPERDISPATCH.redis_url
     CELERY_BROKER_TRANSPORT = "superdispatch.broker:RedisTransport"  # survives a lost broker
@@ -234,6 +238,7 @@ else:
         "processed_folder": str(_broker / "processed"),
         "control_folder": str(_broker / "control"),  # else "control/" in the working directory
         "store_processed": False,
+        "polling_interval": EMBEDDED_BROKER_POLL_S,
     }
 # Two queues, each served by its own workers (Procfile, docker-compose.yml): `placement` takes
 # what callers send (the relay's cards, board looks, opt-ins and opt-outs), `celery` beat's

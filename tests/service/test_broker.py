@@ -1,8 +1,11 @@
-"""The embedded broker never hands a worker a message that is still being written."""
+"""The embedded broker never hands a worker a message that is still being written, and a
+worker waiting on it looks for the next message often enough for a relayed card."""
 import queue as stdlib_queue
+import uuid
 
 import pytest
 from kombu import Connection
+from kombu.transport.virtual import base as virtual
 
 from superdispatch import broker
 from superdispatch.celery import app
@@ -41,6 +44,36 @@ def test_the_app_uses_the_atomic_transport_without_redis(settings):
     if settings.SUPERDISPATCH.redis_url:
         pytest.skip("Redis is the broker here")
     assert type(app.connection_for_write().transport) is broker.Transport
+
+
+def test_a_worker_waiting_on_the_embedded_broker_looks_again_after_the_short_poll(
+        settings, monkeypatch):
+    """A worker's connection (the app's own, as `celery worker` opens it) finds its queue
+    empty, waits, and looks again: the wait is EMBEDDED_BROKER_POLL_S, not kombu's second, so
+    a relayed card sent meanwhile is taken at the next look. The wait is recorded, not slept:
+    the card is sent during it."""
+    if settings.SUPERDISPATCH.redis_url:
+        pytest.skip("Redis is the broker here: a worker blocks on it, it does not poll")
+    name = f"test-poll-{uuid.uuid4().hex}"  # a queue of this test's own in the shared folder
+    waits = []
+    with app.connection_for_read() as worker, app.connection_for_write() as web:
+        sender = web.SimpleQueue(name)
+
+        def wait(seconds):
+            waits.append(seconds)
+            sender.put({"card": "card_1"})
+
+        monkeypatch.setattr(virtual, "sleep", wait)
+        taken = worker.SimpleQueue(name)
+        try:
+            message = taken.get(timeout=30)
+            message.ack()
+        finally:
+            taken.close()
+            sender.close()
+    assert message.payload == {"card": "card_1"}
+    assert waits == [settings.EMBEDDED_BROKER_POLL_S]
+    assert settings.EMBEDDED_BROKER_POLL_S <= 0.05  # well inside the relay's 100 ms to the hold
 
 
 @pytest.mark.celery
