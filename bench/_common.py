@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import requests
@@ -147,6 +148,62 @@ def proc_stat(pid: int) -> tuple[str, int, float] | None:
     fields = stat[stat.rindex(")") + 2:].split()
     return (stat[stat.index("(") + 1:stat.rindex(")")], int(fields[1]),
             (int(fields[11]) + int(fields[12])) / _TICKS)
+
+
+class CpuShares:
+    """CPU seconds each part of a run spends from `start` to `stop`, read from /proc (Linux)
+    about once a second: each part a process tree (a worker, the web app, this process with
+    the stand-in suite), and each server of `servers` by its processes' name (every `postgres`
+    process of the machine, by default: run nothing else on it meanwhile). A process that
+    starts and ends between two looks is missed."""
+
+    def __init__(self, trees: dict[str, int], servers: tuple[str, ...] = ("postgres",)) -> None:
+        self.trees = trees  # part -> the pid its tree starts at
+        self.servers = servers  # parts named by their processes' name, machine-wide
+        self.first: dict[int, float] = {}
+        self.last: dict[int, tuple[str, float]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def start(self) -> None:
+        self.first = {pid: cpu for pid, (_, cpu) in self._look().items()}
+        self._thread.start()
+
+    def stop(self) -> dict[str, float]:
+        self._done.set()
+        self._thread.join(timeout=10)
+        self._record(self._look())
+        shares: dict[str, float] = {}
+        for pid, (part, cpu) in self.last.items():
+            shares[part] = shares.get(part, 0.0) + cpu - self.first.get(pid, 0.0)
+        return shares
+
+    def _sample(self) -> None:
+        while not self._done.wait(1.0):
+            self._record(self._look())
+
+    def _record(self, seen: dict[int, tuple[str, float]]) -> None:
+        self.last.update(seen)
+
+    def _look(self) -> dict[int, tuple[str, float]]:
+        if not os.path.isdir("/proc"):
+            return {}  # not Linux: nothing is read, and the CPU line says 0 of everything
+        stats = {int(entry): stat for entry in os.listdir("/proc")  # pid -> (comm, ppid, cpu s)
+                 if entry.isdigit() and (stat := proc_stat(int(entry))) is not None}
+        roots = {pid: part for part, pid in self.trees.items()}
+        seen: dict[int, tuple[str, float]] = {}
+        for pid, (comm, _, cpu) in stats.items():
+            part, up = None, pid
+            for _ in range(8):  # up the tree to a part's root, if any
+                if up in roots:
+                    part = roots[up]
+                    break
+                up = stats[up][1] if up in stats else 0
+            if part is None and comm in self.servers:
+                part = comm
+            if part is not None:
+                seen[pid] = (part, cpu)
+        return seen
 
 
 def temp_dir(prefix: str) -> str:

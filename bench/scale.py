@@ -49,8 +49,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, base_env, free_port, fresh_database, percentile, proc_stat, signed_headers, stop,
-    temp_dir, wait_until,
+    PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, free_port, fresh_database, percentile,
+    signed_headers, stop, temp_dir, wait_until,
 )
 
 BENCH_DB = "superdispatch_bench_scale"
@@ -86,61 +86,6 @@ class Watch:
         with self._changed:
             self._changed.wait_for(lambda: card_id in self.held, timeout)
             return self.held.get(card_id)
-
-
-class CpuShares:
-    """CPU seconds each part of the run spends from `start` to `stop`, read from /proc (Linux)
-    about once a second: the sweeps worker, the placement worker and the web app (each a
-    process tree), PostgreSQL (every `postgres` process of the machine: run nothing else on it
-    meanwhile) and this process (the stand-in suite over HTTP, the relay's client). A process
-    that starts and ends between two looks is missed."""
-
-    def __init__(self, trees: dict[str, int]) -> None:
-        self.trees = trees  # part -> the pid its tree starts at
-        self.first: dict[int, float] = {}
-        self.last: dict[int, tuple[str, float]] = {}
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def start(self) -> None:
-        self.first = {pid: cpu for pid, (_, cpu) in self._look().items()}
-        self._thread.start()
-
-    def stop(self) -> dict[str, float]:
-        self._done.set()
-        self._thread.join(timeout=10)
-        self._record(self._look())
-        shares: dict[str, float] = {}
-        for pid, (part, cpu) in self.last.items():
-            shares[part] = shares.get(part, 0.0) + cpu - self.first.get(pid, 0.0)
-        return shares
-
-    def _sample(self) -> None:
-        while not self._done.wait(1.0):
-            self._record(self._look())
-
-    def _record(self, seen: dict[int, tuple[str, float]]) -> None:
-        self.last.update(seen)
-
-    def _look(self) -> dict[int, tuple[str, float]]:
-        if not os.path.isdir("/proc"):
-            return {}  # not Linux: nothing is read, and the CPU line says 0 of everything
-        stats = {int(entry): stat for entry in os.listdir("/proc")  # pid -> (comm, ppid, cpu s)
-                 if entry.isdigit() and (stat := proc_stat(int(entry))) is not None}
-        roots = {pid: part for part, pid in self.trees.items()}
-        seen: dict[int, tuple[str, float]] = {}
-        for pid, (comm, _, cpu) in stats.items():
-            part, up = None, pid
-            for _ in range(8):  # up the tree to a part's root, if any
-                if up in roots:
-                    part = roots[up]
-                    break
-                up = stats[up][1] if up in stats else 0
-            if part is None and comm == "postgres":
-                part = "postgres"
-            if part is not None:
-                seen[pid] = (part, cpu)
-        return seen
 
 
 def run(workers: int, size: dict) -> dict:
