@@ -52,8 +52,11 @@ Last line: `faults=N survived=N double_holds=0 orphan_decisions=0 lost_events=0`
 `make demo` runs them, with its settings from .env.demo: a sweep every 10 s, the policy asked,
 candidates `all`, events and chat to the stand-in's receiver) for N seconds with Procfile.demo's
 processes (web, a sweeps worker and a placement worker of two processes each, beat) and the
-relay, /healthz watched throughout, the same invariants at the end. Last line: `soak_s=N
-survived=… double_holds=… orphan_decisions=… lost_events=…`.
+relay, /healthz watched throughout, the same invariants at the end. Each process's resident
+memory (its children included) is printed each minute, and at the end beside its figure after
+the first minute (the warm-up: imports, caches, connections); `rss_growth_pct` is the largest
+growth of any process between the two. Last line: `soak_s=N survived=… double_holds=…
+orphan_decisions=… lost_events=… rss_growth_pct=…`.
 
 Run: .venv/bin/python bench/faults.py [--only NAME,…] [--database NAME] [--redis URL]
      .venv/bin/python bench/faults.py --soak 600
@@ -292,18 +295,20 @@ class Stand:
         by = taken_by or now() - timedelta(seconds=10)
         return db(lambda: check(self.suite.pipeline, self.suite.lock, self.ledger, by))
 
-    def rss_mb(self) -> float:
-        """The service processes' resident memory, children included, in MB."""
-        total = 0
-        for process in self.processes.values():
-            for pid in [process.pid, *children(process.pid)]:
-                try:
-                    with open(f"/proc/{pid}/status") as status:
-                        total += next(int(line.split()[1]) for line in status
-                                      if line.startswith("VmRSS:"))
-                except (OSError, StopIteration):
-                    pass
-        return total / 1024
+    def rss_mb(self) -> dict[str, float]:
+        """Each service process's resident memory in MB, its children (gunicorn's and the
+        pool's) included, by name: web, each worker, beat."""
+        return {name: sum(rss_kb(pid) for pid in [process.pid, *children(process.pid)]) / 1024
+                for name, process in self.processes.items()}
+
+
+def rss_kb(pid: int) -> int:
+    """A process's resident memory in kB (VmRSS), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return 0
 
 
 def children(pid: int) -> list[int]:
@@ -764,13 +769,16 @@ def run_soak(seconds: int, database: str, redis_url: str) -> None:
           flush=True)
     try:
         stand.start()
-        rss_start = stand.rss_mb()
+        rss_first: dict[str, float] = {}
         started = time.monotonic()
         with stand.watch() as health:
             while time.monotonic() - started < seconds:
                 time.sleep(min(60.0, seconds - (time.monotonic() - started)))
                 elapsed = time.monotonic() - started
-                print(f"  {elapsed:.0f} s: {stand.check().line()}", flush=True)
+                rss = stand.rss_mb()
+                rss_first = rss_first or rss  # after the first minute (or all of a shorter soak)
+                print(f"  {elapsed:.0f} s: {stand.check().line()}; RSS "
+                      f"{', '.join(f'{name} {mb:.0f}' for name, mb in rss.items())} MB", flush=True)
             stand.driver.stop()
             stand.suite.relay.flush()
             settled_at = now()
@@ -794,14 +802,24 @@ def run_soak(seconds: int, database: str, redis_url: str) -> None:
         print(f"  relay: {len(stand.ledger.answers)} deliveries posted, "
               f"{len(stand.ledger.taken())} taken, {stand.ledger.unavailable()} answered 503, "
               f"{len(failed)} failed, {undelivered} never delivered; /healthz {tally.asked} "
-              f"asked, {tally.ok} ok, {tally.failed} failed; service memory {rss_start:.0f} MB "
-              f"at the start, {rss_end:.0f} MB at the end", flush=True)
+              f"asked, {tally.ok} ok, {tally.failed} failed", flush=True)
+        growth = rss_growth(rss_first, rss_end)
+        print("  memory (RSS, each process with its children): " + "; ".join(
+            f"{name} {rss_first[name]:.0f} MB after the first minute, {rss_end[name]:.0f} MB at "
+            f"the end ({growth[name]:+.1f}%)" for name in rss_first), flush=True)
         survived = int(found.ok and tally.failed == 0 and not failed and undelivered == 0)
         print(f"soak_s={seconds} survived={survived} double_holds={len(found.double_holds)} "
               f"orphan_decisions={len(found.orphan_decisions)} "
-              f"lost_events={len(found.lost_events)}", flush=True)
+              f"lost_events={len(found.lost_events)} "
+              f"rss_growth_pct={max(growth.values(), default=0.0):.1f}", flush=True)
     finally:
         stand.stop()
+
+
+def rss_growth(first: dict[str, float], end: dict[str, float]) -> dict[str, float]:
+    """Each process's growth from its RSS after the first minute to its RSS at the end, in %."""
+    return {name: (end.get(name, 0.0) - mb) / mb * 100 if mb else 0.0
+            for name, mb in first.items()}
 
 
 def _one_board_swept(moment: datetime) -> bool:
