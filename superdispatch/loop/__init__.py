@@ -5,6 +5,7 @@ The loop owns every read and write of the suite; placement owns the judgement. S
 the same functions here, under the same board lease.
 """
 from superdispatch.loop.context import Loop
-from superdispatch.loop.passes import SweepSummary, look_at_board, place_one, sweep
+from superdispatch.loop.passes import look_at_board, place_one, sweep
+from superdispatch.loop.sweeps import SweepSummary
 
 __all__ = ["Loop", "SweepSummary", "look_at_board", "place_one", "sweep"]

@@ -22,9 +22,8 @@ from typing import Callable
 from records.models import SweepShard
 from records.store import actions
 from superdispatch.loop.context import Loop
-from superdispatch.loop.passes import (
-    SweepSummary, backing_off, finish_sweep, opted_in, pass_budget, run_pass, sweep,
-)
+from superdispatch.loop.passes import pass_budget, run_pass, sweep
+from superdispatch.loop.sweeps import SweepSummary, backing_off, finish_sweep, opted_in
 from superdispatch.loop.windows import ensure_windows
 
 log = logging.getLogger("superdispatch.loop")
