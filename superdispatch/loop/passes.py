@@ -5,26 +5,22 @@ import logging
 import os
 import socket
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from functools import cached_property
 from typing import Iterable
 
 from django.db import transaction
 
 import placement
-from learning import runtime as learned_runtime
-from placement.facts import Card, Facts, OwnHistory, RosterRow, Verdict
-from placement.formulas import Need
-from placement.learned import consider
-from placement.rules import Rules
+from placement.facts import Card, RosterRow
 from records.models import Board
 from records.store import actions, commits, holds
-from superdispatch import metrics, outbox
-from superdispatch.clients import BoardRead, ClientError, Reservation
-from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
+from superdispatch import outbox
+from superdispatch.clients import ClientError
+from superdispatch.loop.backlog import Backlog
 from superdispatch.loop.claimants import Claimants
 from superdispatch.loop.context import Loop
+from superdispatch.loop.placing import BoardWork, place_card
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
 from superdispatch.loop.runs import join_runs
 from superdispatch.loop.settle import settle_board
@@ -36,189 +32,12 @@ log = logging.getLogger("superdispatch.loop")
 # and places no further card once the whole interval is: what is left (boards not read, cards
 # not placed) waits for the next sweep, so sweeps never pile up behind a slow board.
 READ_SHARE = 0.75
-HELD_ELSEWHERE = "agent-held-elsewhere"  # a refusal of our own: a concurrent pass holds the agent
 
 
 def lease_owner() -> str:
     """A name for one pass: its host and process, and a token of its own, so that two passes in
     one process (a worker's threads) never take each other's lease for their own."""
     return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-@dataclass
-class BoardWork:
-    """One leased, read board in a pass: its roster, its own history, its ready cards."""
-
-    read: BoardRead
-    roster: tuple[RosterRow, ...]
-    settled: dict[str, tuple[int, int]]
-    ladders: dict[str, holds.LadderState] = field(default_factory=dict)
-
-    def considered(self, rules: Rules) -> frozenset[str] | None:
-        """The agents a card of this board may be held for: its roster's, or, with
-        candidates=all, anybody's (None)."""
-        return None if rules.candidates == "all" else self._rostered
-
-    @cached_property
-    def _rostered(self) -> frozenset[str]:
-        # Worked out once: the roster is final once the board is opened (`_open_board`).
-        return frozenset(row.agent_id for row in self.roster)
-
-    @property
-    def working(self) -> dict[str, datetime]:
-        """Agents at work on a card of this board, and since when they claimed it."""
-        return {c.delegate_agent_id: c.claimed_at for c in self.read.cards
-                if c.state == "working" and c.delegate_agent_id and c.claimed_at is not None}
-
-
-# --- Placing one card ---------------------------------------------------------------------
-
-def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary,
-               backlog: Backlog | None = None) -> None:
-    """Read the card's eligibility; unless the backlog bound knows from it that the card waits,
-    gather the rest of its facts, decide, record, then ask for the hold."""
-    loop = reads.loop
-    try:
-        eligibility = loop.clients.superpipeline.eligibility(card.board_id, card.card_id)
-    except ClientError as err:
-        log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
-                    extra={"board": card.board_id, "card": card.card_id})
-        summary.unweighed += 1
-        return
-    ladder = work.ladders.get(card.card_id) or holds.LadderState(placement.facts.Ladder(), None)
-
-    def decide() -> str | None:
-        return _decide_card(reads, work, card, eligibility, ladder.ladder, summary)
-
-    if backlog is None:
-        decide()
-    else:
-        backlog.weigh(card, ladder.ladder, eligibility, work.considered(loop.rules),
-                      lambda: _holdable(reads, work), decide)
-
-
-def _decide_card(reads: PassReads, work: BoardWork, card: Card, eligibility: tuple[Verdict, ...],
-                 ladder: placement.facts.Ladder, summary: SweepSummary) -> str | None:
-    """Gather the card's other facts, decide, record, then ask for the hold. Returns HELD when
-    the card was held, WAITING when its decision was a waiting one (not recorded)."""
-    loop, now = reads.loop, reads.now
-    if reads.concurrent:  # other shards of this sweep run now: take what they have held since
-        for agent, board_id, card_id in holds.holding_now(
-                [row.agent_id for row in work.roster], now):
-            if (board_id, card_id) != (card.board_id, card.card_id):
-                reads.holds.add(agent, board_id, card_id)
-    considered = work.considered(loop.rules)  # whose holds and lapses the card's filters read
-    load = reads.load()
-    needs = loop.rules.declared_formula.needs  # the facts read only for a formula that needs them
-    facts = Facts(
-        card=card,
-        roster=work.roster,
-        eligibility=eligibility,
-        load=load,
-        registry=reads.registry(card),
-        history=reads.history(card.board_id, card.stage_key) if Need.RUNS in needs else None,
-        policy=reads.policy(card, lambda: _askable(work.roster, eligibility, load)),
-        own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
-                       lapses=reads.holds.lapses_of(considered),
-                       settled=work.settled),
-        ladder=ladder,
-        timing=reads.timing(work.roster, work.working) if Need.TIMING in needs else None,
-    )
-    decided = placement.decide(facts, loop.rules, now)
-    if not decided.record:
-        summary.waits += 1
-        return WAITING
-    decided, learned = _with_learned_model(loop, decided, now)
-    seen = work.read.card(card.card_id)
-    row = actions.do_record_decision(decided, now, learned=learned, stored_rolls=reads.rolls,
-                                     attempt_count=seen.attempt_count if seen else None)
-    summary.decisions += 1
-    metrics.decision_recorded(card.board_id, decided.tier.name, decided.reason)
-    tier = f"{decided.tier.name} step {decided.tier.step}"
-    if decided.waiting is not None:
-        log.info("loop: %s %s %s waits for busy %s (~%.0f s), passing over idle %s",
-                 card.board_id, card.card_id, row.id, decided.waiting.agent_id,
-                 decided.waiting.expected_wait_s, decided.waiting.passed_over)
-    if decided.hold is None:
-        log.info("loop: %s %s %s %s, nobody held: %s", card.board_id, card.card_id, row.id,
-                 tier, decided.reason,
-                 extra={"board": card.board_id, "card": card.card_id, "decision": row.id})
-        return
-    if holds.held_elsewhere(decided.hold.agent_id, card.board_id, card.card_id, now, row.id):
-        # Another pass running now (another shard) holds the agent for another card.
-        actions.do_record_refusal(row, HELD_ELSEWHERE, now)
-        summary.refused += 1
-        log.warning("loop: %s %s %s %s not held: %s is held elsewhere by a pass running now",
-                    card.board_id, card.card_id, row.id, tier, decided.hold.agent_id,
-                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
-                           "agent": decided.hold.agent_id})
-        return
-    answer = loop.clients.superpipeline.reserve(
-        card.board_id, card.card_id, decided.hold.agent_id, decided.hold.seconds)
-    if isinstance(answer, Reservation):
-        actions.do_record_hold(row, answer.reserved_until)
-        reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
-        summary.holds += 1
-        metrics.hold_made(decided.tier.name)
-        came_to = HELD
-        log.info("loop: %s %s %s %s held for %s until %s", card.board_id, card.card_id, row.id,
-                 tier, decided.hold.agent_id, answer.reserved_until.isoformat(),
-                 extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
-                        "agent": decided.hold.agent_id})
-    elif answer.unknown:
-        # Perhaps held: the next read of the board says. Meanwhile the agent counts as holding
-        # the card, until the latest the hold could last.
-        latest = loop.clock() + timedelta(seconds=decided.hold.seconds)
-        actions.do_record_unknown_hold(row, answer.code, latest)
-        reads.holds.add(decided.hold.agent_id, card.board_id, card.card_id)
-        summary.unanswered += 1
-        came_to = HELD
-        log.warning("loop: %s %s %s %s hold for %s unanswered (%s): held or not, the board's "
-                    "next read says", card.board_id, card.card_id, row.id, tier,
-                    decided.hold.agent_id, answer.code,
-                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
-                           "agent": decided.hold.agent_id})
-    else:
-        came_to = None
-        actions.do_record_refusal(row, answer.code, now)
-        summary.refused += 1
-        metrics.hold_refused(decided.tier.name)
-        log.warning("loop: %s %s %s %s hold refused: %s", card.board_id, card.card_id, row.id,
-                    tier, answer.code,
-                    extra={"board": card.board_id, "card": card.card_id, "decision": row.id,
-                           "agent": decided.hold.agent_id})
-    return came_to
-
-
-def _with_learned_model(loop: Loop, decided: placement.Decision,
-                        now: datetime) -> tuple[placement.Decision, dict | None]:
-    """With learned routing in shadow or on: the model's view of the decision, and, on and
-    past the gate, the model's choice held instead of the formula's."""
-    if loop.cfg.learned == "off" or decided.hold is None:
-        return decided, None
-    reading = learned_runtime.placement_model(now, loop.cfg)
-    if reading is None:
-        return decided, None
-    decided, view = consider(decided, reading.model, reading.mode, reading.gate_passed, now)
-    return decided, view.to_record() if view is not None else None
-
-
-def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, str]]:
-    """Agents the policy may be asked about: in the candidate set, with a principal, and not
-    already refused on the card's grant (a policy only narrows)."""
-    in_set = {row.agent_id for row in roster if row.enabled}
-    principals = {row.agent_id: row.principal_id for row in roster}
-    if load is not None:
-        rostered = {row.agent_id for row in roster}
-        in_set |= {a.agent_id for a in load if a.agent_id not in rostered}
-        principals.update({a.agent_id: a.principal_id for a in load if a.agent_id not in principals})
-    out = []
-    for verdict in eligibility:  # the whole workspace: the set is asked of first
-        if verdict.agent_id in in_set and "grant_denied" not in verdict.reasons:
-            principal = verdict.principal_id or principals.get(verdict.agent_id)
-            if principal:
-                out.append((verdict.agent_id, principal))
-    return sorted(out)
 
 
 # --- One pass -------------------------------------------------------------------------------
@@ -281,12 +100,6 @@ def _considered(loop: Loop, works: Iterable[BoardWork]) -> set[str] | None:
             return None
         agents |= considered
     return agents
-
-
-def _holdable(reads: PassReads, work: BoardWork) -> int:
-    """How many of the board's cards could be held now (see loop/backlog.py)."""
-    holding = reads.holds.holding(work.considered(reads.loop.rules))
-    return holdable(work.roster, holding, reads.load(), reads.loop.rules.formula)
 
 
 def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[Card]:
