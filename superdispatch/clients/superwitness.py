@@ -20,7 +20,7 @@ _OUTCOMES = {"succeeded": True, "failed": False}
 
 
 class SuperWitness:
-    """SuperWitness's run history, with tokens for its public URL as audience."""
+    """SuperWitness's finished runs, with tokens for its public URL as audience."""
 
     def __init__(self, base_url: str, audience: str, accounts: TokenSource, *,
                  session: requests.Session | None = None,

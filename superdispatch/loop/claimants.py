@@ -35,7 +35,7 @@ class Claimants:
     """The claimant of a held decision's card, looked up only when the board read is silent.
 
     `runs` reads SuperWitness's runs at a board stage, by principal (the pass's own reads,
-    `PassReads.history`, each board stage once a pass), or is None without SuperWitness. The
+    `PassReads.runs`, each board stage once a pass), or is None without SuperWitness. The
     relay's events are looked at first: where the relay is on they name the claimant, and
     SuperWitness is not asked."""
 

@@ -168,7 +168,7 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
     reads = PassReads(loop, now, from_cache=from_cache)
     reads.concurrent = concurrent
     # Who made a claim the board read no longer shows (`loop/claimants.py`).
-    claimants = Claimants(reads.history if loop.clients.superwitness is not None else None)
+    claimants = Claimants(reads.runs if loop.clients.superwitness is not None else None)
 
     def done_with(board_id: str) -> None:
         """Join the board's runs (a relayed card.ready places its card and nothing more) and

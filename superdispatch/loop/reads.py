@@ -1,7 +1,7 @@
 """The reads one pass shares across its cards, each made at most once and each failing soft.
 
 A failed read leaves its fact unread (None) for placement, which knows what that means:
-history left out, station needs unchecked, the roster alone placed, the policy failing
+SuperWitness's runs left out, station needs unchecked, the roster alone placed, the policy failing
 closed. Only the board and the eligibility read are needed to decide at all.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ class PassReads:
         self.concurrent = False  # other passes run at once: look at agents again per card
         self._load = _UNREAD
         self._registry = _UNREAD
-        self._history: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}
+        self._runs: dict[tuple[str, str], Mapping[str, tuple[Run, ...]] | None] = {}
         self._verdicts: dict[tuple, PolicyVerdict | None] = {}
         self._policy_down = False  # a policy read failed for want of Accounts: ask no more
         self._no_policy: bool | None = None
@@ -124,26 +124,27 @@ class PassReads:
         if self._registry_read_now:
             actions.do_remember_registry(self._registry, self.now)  # type: ignore[arg-type]
 
-    def history(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
-        """Finished runs at this board stage by executor principal, once per board stage."""
+    def runs(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
+        """SuperWitness's finished runs at this board stage, by executor principal: read once a
+        pass for each board stage."""
         witness = self.loop.clients.superwitness
         if witness is None:
             return None
         key = (board_id, stage_key)
-        if key not in self._history:
+        if key not in self._runs:
             since = self.now - timedelta(days=self.loop.cfg.history_days)
             try:
                 runs = witness.runs(board_id, stage_key, since)
             except ClientError as err:
                 log.warning("loop: %s %s history unread, record left out: %s",
                             board_id, stage_key, err.code, extra={"board": board_id})
-                self._history[key] = None
+                self._runs[key] = None
             else:
                 by_principal: dict[str, list[Run]] = defaultdict(list)
                 for run in runs:
                     by_principal[run.principal_id].append(run)
-                self._history[key] = {p: tuple(r) for p, r in by_principal.items()}
-        return self._history[key]
+                self._runs[key] = {p: tuple(r) for p, r in by_principal.items()}
+        return self._runs[key]
 
     def policy(self, card: Card, askable: Callable[[], list[tuple[str, str]]]) -> PolicyFacts | None:
         """The dispatch policy's verdicts on the `askable()` (agent, principal) pairs, once per

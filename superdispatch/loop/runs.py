@@ -83,7 +83,7 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
         by_stage[d.stage_key].append(Claim(d.id, d.chosen, d.stage_key, d.outcome_at))
     joined = 0
     for stage_key, claims in by_stage.items():
-        runs = reads.history(board_id, stage_key)
+        runs = reads.runs(board_id, stage_key)
         if runs is None:
             continue  # SuperWitness unread (or not configured): known later, or never
         agents = {c.agent_id for c in claims}
