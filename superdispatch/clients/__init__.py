@@ -14,7 +14,8 @@ import requests
 from .accounts import Accounts, says_no_policy
 from .agentpod import AgentPod
 from .http import BadShape, ClientError, Refused, Unavailable
-from .superpipeline import BoardCard, BoardRead, Refusal, Reservation, Stage, SuperPipeline
+from .superpipeline import Refusal, SuperPipeline
+from .superpipeline_board import BoardCard, BoardRead, Reservation, Stage
 from .superwitness import SuperWitness
 
 __all__ = [

@@ -1,37 +1,26 @@
 """SuperPipeline: the board and its cards, eligibility, agents' load, and the two writes
-SuperDispatch ever makes (a card's hold and a board's placement window)."""
+SuperDispatch ever makes (a card's hold and a board's placement window).
+
+What its reads return is in `superpipeline_board.py` (the board) and `superpipeline_wire.py`
+(each answer's decoders, and the eligibility verdicts)."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
-from functools import cached_property
-from typing import Annotated, Any, Callable
+from typing import Callable
 
-import msgspec
 import requests
 
-from placement.facts import (
-    ISOLATION_ORDER, AgentLoad, Card, Requires, StationNeeds,
-)
+from placement.facts import AgentLoad
 
-from . import shape
+from . import superpipeline_wire as wire
 from .http import (
     BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, ClientError, Http, Refused, TokenSource, segment,
 )
+from .superpipeline_board import BoardRead, Reservation
+from .superpipeline_wire import EligibilityVerdict
 
 MAX_HOLD_SECONDS = 300
-CAPABILITY_LANE = "capability"
-READY_STATE = "submitted"
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """A hold on a card for one agent, until `reserved_until`."""
-
-    agent_id: str
-    reserved_until: datetime
-
 
 # Answers a gateway gives for SuperPipeline when its own did not come back in time, or whole.
 GATEWAY_STATUSES = (502, 504)
@@ -53,86 +42,6 @@ class Refusal:
     unknown: bool = False
 
 
-@dataclass(frozen=True)
-class Stage:
-    key: str
-    name: str
-    order: int
-    owner_kind: str  # capability | agent | human
-    owner: str | None
-    requires: Requires  # `requires` when set, else {"all": [owner], "any": []}
-    needs: StationNeeds | None  # the stage's `placement`; None when it states none
-
-
-class BoardCard(msgspec.Struct, frozen=True, gc=False):
-    """A card as the board read shows it, with every field of the contract. A Struct, not a
-    dataclass: a board read makes one for every card still on the board, hundreds a read on
-    a board that keeps its finished cards, and a dataclass's `__init__` took longer than
-    decoding them."""
-
-    card_id: str
-    title: str
-    stage_key: str
-    state: str
-    delegate_agent_id: str | None
-    priority: int
-    ready_at: datetime
-    claimed_at: datetime | None
-    archived_at: datetime | None
-    reservation: Reservation | None
-    created_at: datetime
-    updated_at: datetime
-    attempt_count: int
-
-
-@dataclass(frozen=True)
-class BoardRead:
-    """One read of a board: its stages and every card still on it."""
-
-    board_id: str
-    tenant_id: str
-    name: str
-    stages: tuple[Stage, ...]
-    cards: tuple[BoardCard, ...]
-
-    def stage(self, key: str) -> Stage | None:
-        return next((s for s in self.stages if s.key == key), None)
-
-    def card(self, card_id: str) -> BoardCard | None:
-        """The card, or None when it has left the board (archived or deleted)."""
-        return self._by_id.get(card_id)
-
-    @cached_property
-    def _by_id(self) -> dict[str, BoardCard]:
-        # Settling asks for the card of each unsettled decision on the board: not a walk of
-        # every card each time, on a board of hundreds.
-        return {c.card_id: c for c in reversed(self.cards)}
-
-    def is_ready(self, card: BoardCard, now: datetime) -> bool:
-        """Submitted, in a capability lane, not archived, and with no live hold."""
-        stage = self.stage(card.stage_key)
-        return (card.state == READY_STATE
-                and stage is not None and stage.owner_kind == CAPABILITY_LANE
-                and card.archived_at is None
-                and (card.reservation is None or card.reservation.reserved_until <= now))
-
-    def ready_cards(self, now: datetime) -> tuple[BoardCard, ...]:
-        return tuple(c for c in self.cards if self.is_ready(c, now))
-
-    def placement_card(self, card: BoardCard) -> Card:
-        """The card as placement reads it, with its stage's requires and needs."""
-        stage = self.stage(card.stage_key)
-        if stage is None:
-            raise ValueError(f"card {card.card_id} is in a stage this board does not have")
-        return Card(board_id=self.board_id, card_id=card.card_id, stage_key=card.stage_key,
-                    requires=stage.requires, needs=stage.needs, ready_at=card.ready_at,
-                    priority=card.priority)
-
-    def placement_cards(self, now: datetime) -> tuple[Card, ...]:
-        """Every ready card, in board order, as placement reads it."""
-        return tuple(self.placement_card(c) for c in self.ready_cards(now))
-
-
 class SuperPipeline:
     """SuperPipeline's API, with tokens for its own URL as audience."""
 
@@ -144,19 +53,19 @@ class SuperPipeline:
         self._http = Http("superpipeline", base_url, session=session, tokens=accounts,
                           audience=base_url, timeout=timeout, retries=retries,
                           backoff=backoff, sleep=sleep)
-        self._alike = AlikeReads()
+        self._alike = wire.AlikeReads()
 
     def board(self, board_id: str) -> BoardRead:
-        return self._http.call("GET", f"/v1/boards/{segment(board_id)}", _board, read=True,
-                               fast=_plain_board)
+        return self._http.call("GET", f"/v1/boards/{segment(board_id)}", wire.board, read=True,
+                               fast=wire.plain_board)
 
     def eligibility(self, board_id: str, card_id: str) -> tuple[EligibilityVerdict, ...]:
         """SuperPipeline's verdict on every agent of the workspace for the card."""
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
-        return self._http.call("GET", path, _eligibility, read=True, fast=self._alike.verdicts)
+        return self._http.call("GET", path, wire.eligibility, read=True, fast=self._alike.verdicts)
 
     def agents_load(self) -> tuple[AgentLoad, ...]:
-        return self._http.call("GET", "/v1/agents/load", _load, read=True)
+        return self._http.call("GET", "/v1/agents/load", wire.load, read=True)
 
     def reserve(self, board_id: str, card_id: str, agent_id: str,
                 seconds: int) -> Reservation | Refusal:
@@ -167,7 +76,7 @@ class SuperPipeline:
             raise ValueError(f"a hold lasts 1 to {MAX_HOLD_SECONDS} seconds")
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/reservation"
         try:
-            return self._http.call("PUT", path, _reservation,
+            return self._http.call("PUT", path, wire.reservation,
                                    body={"agentId": agent_id, "seconds": seconds})
         except ClientError as err:
             sent = err.product == "superpipeline"  # else no token: the PUT never went out
@@ -181,332 +90,5 @@ class SuperPipeline:
         """Set the board's placement window (0 sets none); returns the window now set."""
         if seconds < 0:
             raise ValueError("a placement window is 0 or more seconds")
-        return self._http.call("PUT", f"/v1/boards/{segment(board_id)}/scheduling", _window,
+        return self._http.call("PUT", f"/v1/boards/{segment(board_id)}/scheduling", wire.window,
                                body={"placementWindowSeconds": seconds})
-
-
-def _board(body: Any) -> BoardRead:
-    body = shape.mapping(body, "board")
-    return BoardRead(
-        board_id=shape.text(body, "boardId", "board"),
-        tenant_id=shape.text(body, "tenantId", "board"),
-        name=shape.text(body, "name", "board"),
-        stages=shape.required_items(body, "stages", "board", _stage),
-        # A card missing from the list has left the board, so the list must be there.
-        cards=shape.required_items(body, "cards", "board", _card),
-    )
-
-
-def _stage(value: Any, where: str) -> Stage:
-    stage = shape.mapping(value, where)
-    owner = shape.opt_text(stage, "owner", where)
-    requires = _requires(stage.get("requires"), f"{where}.requires")
-    if not (requires.all or requires.any):
-        requires = Requires(all=(owner,) if owner else ())
-    placement = stage.get("placement")
-    return Stage(
-        key=shape.text(stage, "key", where),
-        name=shape.text(stage, "name", where),
-        order=shape.integer(stage, "order", where),
-        owner_kind=shape.text(stage, "ownerKind", where),
-        owner=owner,
-        requires=requires,
-        needs=None if placement is None else _needs(placement, f"{where}.placement"),
-    )
-
-
-def _requires(value: Any, where: str) -> Requires:
-    if value is None:
-        return Requires()
-    value = shape.mapping(value, where)
-    return Requires(all=shape.texts(value, "all", where), any=shape.texts(value, "any", where))
-
-
-def _needs(value: Any, where: str) -> StationNeeds:
-    value = shape.mapping(value, where)
-    isolation = (None if value.get("isolation") is None
-                 else shape.one_of(value, "isolation", where, ISOLATION_ORDER))
-    return StationNeeds(isolation=isolation, models=shape.texts(value, "models", where),
-                        tools=shape.texts(value, "tools", where),
-                        credentials=shape.texts(value, "credentials", where))
-
-
-def _card(value: Any, where: str) -> BoardCard:
-    card = shape.mapping(value, where)
-    hold = card.get("reservation")
-    return BoardCard(
-        card_id=shape.text(card, "id", where),
-        title=_title(card, where),
-        stage_key=shape.text(card, "currentStageKey", where),
-        state=shape.text(card, "state", where),
-        delegate_agent_id=shape.opt_text(card, "delegateAgentId", where),
-        priority=shape.integer(card, "priority", where),
-        ready_at=shape.time(card, "readyAt", where),
-        claimed_at=shape.opt_time(card, "claimedAt", where),
-        archived_at=shape.opt_time(card, "archivedAt", where),
-        reservation=None if hold is None else _hold(hold, f"{where}.reservation"),
-        created_at=shape.time(card, "createdAt", where),
-        updated_at=shape.time(card, "updatedAt", where),
-        attempt_count=shape.integer(card, "attemptCount", where),
-    )
-
-
-def _title(card: dict, where: str) -> str:
-    # A title may be empty; it must still be a string.
-    if not isinstance(card.get("title"), str):
-        raise shape.ShapeError(f"{where}.title: expected a string")
-    return card["title"]
-
-
-def _hold(value: Any, where: str) -> Reservation:
-    value = shape.mapping(value, where)
-    return Reservation(agent_id=shape.text(value, "agentId", where),
-                       reserved_until=shape.time(value, "reservedUntil", where))
-
-
-_Text = Annotated[str, msgspec.Meta(min_length=1)]
-
-
-class _HoldWire(msgspec.Struct, rename="camel", gc=False):
-    agent_id: _Text
-    reserved_until: str
-
-
-class _CardWire(msgspec.Struct, rename="camel", gc=False, kw_only=True):
-    """A card of the board read as `_card` accepts it, its times still text."""
-
-    id: _Text
-    title: str
-    current_stage_key: _Text
-    state: _Text
-    delegate_agent_id: _Text | None = None
-    priority: int
-    ready_at: str
-    claimed_at: str | None = None
-    archived_at: str | None = None
-    reservation: _HoldWire | None = None
-    created_at: str
-    updated_at: str
-    attempt_count: int
-
-
-class _BoardWire(msgspec.Struct, rename="camel", gc=False):
-    board_id: _Text
-    tenant_id: _Text
-    name: _Text
-    stages: list[Any]  # a few: read the usual way
-    cards: list[_CardWire]
-    error: Any = msgspec.UNSET  # a refusal in a 200 goes the usual way, to its Refused
-
-
-_BOARD = msgspec.json.Decoder(_BoardWire)
-
-
-def _plain_board(content: bytes) -> BoardRead | None:
-    """A well-formed board read, its cards checked in C; None for any other body, which then
-    goes the long way (`_board`) to its answer or its ShapeError.
-
-    A board keeps its finished cards until they are archived, and it is read once a board a
-    sweep and once a relayed card: at a few hundred cards, json and `_card`'s checks of each
-    took more of a relayed card's pass than deciding it. What this accepts, `_card` accepts
-    too, with the same values (the times are parsed by the same function); a board of the
-    contract's usual shape it never gives up on."""
-    try:
-        body = _BOARD.decode(content)
-    except msgspec.MsgspecError:
-        return None
-    if body.error is not msgspec.UNSET:
-        return None
-    try:
-        return BoardRead(board_id=body.board_id, tenant_id=body.tenant_id, name=body.name,
-                         stages=tuple(_stage(stage, f"board.stages[{i}]")
-                                      for i, stage in enumerate(body.stages)),
-                         cards=tuple(_card_of(card) for card in body.cards))
-    except shape.ShapeError:
-        return None
-
-
-def _card_of(card: _CardWire) -> BoardCard:
-    hold, at = card.reservation, shape.parse_time
-    return BoardCard(
-        card_id=card.id, title=card.title, stage_key=card.current_stage_key, state=card.state,
-        delegate_agent_id=card.delegate_agent_id, priority=card.priority,
-        ready_at=at(card.ready_at, "readyAt"),
-        claimed_at=None if card.claimed_at is None else at(card.claimed_at, "claimedAt"),
-        archived_at=None if card.archived_at is None else at(card.archived_at, "archivedAt"),
-        reservation=None if hold is None else Reservation(
-            agent_id=hold.agent_id, reserved_until=at(hold.reserved_until, "reservedUntil")),
-        created_at=at(card.created_at, "createdAt"),
-        updated_at=at(card.updated_at, "updatedAt"),
-        attempt_count=card.attempt_count,
-    )
-
-
-class EligibilityVerdict(msgspec.Struct, frozen=True, rename="camel", gc=False, kw_only=True):
-    """One agent's verdict as the client reads it: a `placement.facts.Verdict`.
-
-    The decoder makes these in C, thousands a read, and placement takes them as they are;
-    a body read the long way gives the same type, so a read is alike whichever way it went."""
-
-    agent_id: _Text
-    principal_id: _Text | None = None
-    eligible: bool
-    reasons: tuple[_Text, ...] = ()
-
-
-class _Eligibility(msgspec.Struct, gc=False):
-    agents: msgspec.Raw  # the verdicts' bytes, decoded once for every answer alike (AlikeReads)
-    error: Any = msgspec.UNSET  # a refusal in a 200 goes the usual way, to its Refused
-
-
-_ELIGIBILITY = msgspec.json.Decoder(_Eligibility)
-_VERDICTS = msgspec.json.Decoder(tuple[EligibilityVerdict, ...])
-
-
-def _plain_agents(content: bytes) -> msgspec.Raw | None:
-    """The bytes of a well-formed answer's verdicts, not yet decoded; None for any other body."""
-    try:
-        body = _ELIGIBILITY.decode(content)
-    except msgspec.MsgspecError:
-        return None
-    return body.agents if body.error is msgspec.UNSET else None
-
-
-def _plain_verdicts(agents: bytes) -> tuple[EligibilityVerdict, ...] | None:
-    """The read judges every agent of the workspace, thousands a card, and decoding it into
-    Python's objects and checking each took longer than everything placement does with it.
-    This accepts exactly the verdicts `_agent_verdict` accepts, but a null `reasons`."""
-    try:
-        return _VERDICTS.decode(agents)
-    except msgspec.MsgspecError:
-        return None
-
-
-class AlikeReads:
-    """The verdicts of the last few eligibility answers, by their bytes.
-
-    Every card of a stage is read the same verdicts until an agent's state or grants change:
-    on a workspace whose agents may work every board, every card of a sweep is. An answer
-    whose verdicts are byte for byte a recent one's gives back that one's very tuple, not
-    decoded again; and placement, handed the same tuple, works out what it says of each agent
-    once (`placement.candidates`). Verdicts are frozen, so sharing them changes nothing.
-
-    Such an answer is known by its last bytes: SuperPipeline sends `agents` last, so the body
-    ends with a recent answer's verdicts and the closing brace, and only what comes before
-    them (the card's id, its stage, its requirements: a few hundred bytes) is decoded, to make
-    sure they are the value of `agents` and the answer is no refusal. Any other answer is
-    decoded whole."""
-
-    def __init__(self, size: int = 4):
-        self.size = size  # reads kept; what each holds in memory: docs/performance.md
-        self._recent: list[tuple[bytes, tuple[EligibilityVerdict, ...]]] = []
-
-    def verdicts(self, content: bytes) -> tuple[EligibilityVerdict, ...] | None:
-        """Every agent's verdict from a well-formed answer, decoded and checked in C (or a recent
-        answer's, when its verdicts' bytes are alike); None for any other body, which
-        `_eligibility` then reads and names what is wrong with."""
-        recent = self._recent
-        for seen, verdicts in recent:
-            if _ends_with_agents(content, seen):
-                return verdicts
-        raw = _plain_agents(content)
-        if raw is None:
-            return None
-        agents = bytes(raw)  # a copy: the Raw keeps the whole body alive
-        for seen, verdicts in recent:
-            if seen == agents:
-                return verdicts
-        verdicts = _plain_verdicts(agents)
-        if verdicts is not None:
-            self._recent = [(agents, verdicts), *recent[:self.size - 1]]
-        return verdicts
-
-
-class _Head(msgspec.Struct, gc=False):
-    agents: Any
-    error: Any = msgspec.UNSET
-
-
-_HEAD = msgspec.json.Decoder(_Head)
-
-
-def _ends_with_agents(content: bytes, agents: bytes) -> bool:
-    """Whether `content` is a well-formed answer, no refusal, whose `agents` are `agents`'
-    bytes, closing the body. What comes before them is decoded twice, with 0 and then 1 in
-    their place: `agents` is the value at the end only if it reads 0 and then 1 (a key given
-    twice is read at its last, as `_plain_agents` reads it)."""
-    end = len(content) - 1
-    start = end - len(agents)
-    if start <= 0 or content[end] != 0x7D or not content.startswith(agents, start):  # 0x7D: "}"
-        return False
-    head = content[:start]
-    try:
-        zero, one = _HEAD.decode(head + b"0}"), _HEAD.decode(head + b"1}")
-    except msgspec.MsgspecError:
-        return False
-    return (zero.error is msgspec.UNSET and type(zero.agents) is int and zero.agents == 0
-            and type(one.agents) is int and one.agents == 1)
-
-
-def _eligibility(body: Any) -> tuple[EligibilityVerdict, ...]:
-    """Every agent's verdict, from a body `AlikeReads.verdicts` did not take. Each verdict of
-    the usual shape is checked in one go, and only one that is not goes the long way, to the
-    same ShapeError `required_items` would raise."""
-    body = shape.mapping(body, "eligibility")
-    agents = body.get("agents")
-    if not isinstance(agents, list):
-        return shape.required_items(body, "agents", "eligibility", _agent_verdict)
-    out = []
-    for i, agent in enumerate(agents):
-        verdict = _plain_verdict(agent)
-        out.append(verdict if verdict is not None
-                   else _agent_verdict(agent, f"eligibility.agents[{i}]"))
-    return tuple(out)
-
-
-def _plain_verdict(agent: Any) -> EligibilityVerdict | None:
-    """`_agent_verdict` of a well-formed verdict, or None to read it the long way."""
-    if type(agent) is not dict:
-        return None
-    agent_id, principal_id = agent.get("agentId"), agent.get("principalId")
-    eligible, reasons = agent.get("eligible"), agent.get("reasons")
-    if type(agent_id) is not str or not agent_id or type(eligible) is not bool \
-            or not (principal_id is None or (type(principal_id) is str and principal_id)):
-        return None
-    if reasons is None or reasons == []:
-        return EligibilityVerdict(agent_id=agent_id, principal_id=principal_id, eligible=eligible)
-    if type(reasons) is list and all(type(r) is str and r for r in reasons):
-        return EligibilityVerdict(agent_id=agent_id, principal_id=principal_id, eligible=eligible,
-                                  reasons=tuple(reasons))
-    return None
-
-
-def _agent_verdict(value: Any, where: str) -> EligibilityVerdict:
-    agent = shape.mapping(value, where)
-    return EligibilityVerdict(agent_id=shape.text(agent, "agentId", where),
-                              principal_id=shape.opt_text(agent, "principalId", where),
-                              eligible=shape.boolean(agent, "eligible", where),
-                              reasons=shape.texts(agent, "reasons", where))
-
-
-def _load(body: Any) -> tuple[AgentLoad, ...]:
-    body = shape.mapping(body, "load")
-    return shape.required_items(body, "agents", "load", _agent_load)
-
-
-def _agent_load(value: Any, where: str) -> AgentLoad:
-    agent = shape.mapping(value, where)
-    return AgentLoad(agent_id=shape.text(agent, "agentId", where),
-                     principal_id=shape.opt_text(agent, "principalId", where),
-                     in_flight=shape.integer(agent, "inFlight", where),
-                     capacity=shape.opt_integer(agent, "capacity", where),
-                     last_heartbeat_at=shape.opt_time(agent, "lastHeartbeatAt", where))
-
-
-def _reservation(body: Any) -> Reservation:
-    body = shape.mapping(body, "answer")
-    return _hold(body.get("reservation"), "answer.reservation")
-
-
-def _window(body: Any) -> int:
-    return shape.integer(shape.mapping(body, "answer"), "placementWindowSeconds", "answer")

@@ -38,6 +38,25 @@ def eligibility() -> dict:
                  "reasons": ["capability_mismatch", "grant_denied"]}]}
 
 
+def bad_boards() -> list:
+    """Board answers out of the contract's shape, each one way off."""
+    return [
+        {"boardId": "brd_1", "tenantId": "tnt_1", "name": "Review", "stages": []},
+        board(cards=[{k: v for k, v in card().items() if k != "readyAt"}]),
+        board(cards=[card(readyAt="yesterday")]),
+        board(cards=[card(readyAt="2026-11-13T10:03:12")]),  # no offset
+        board(cards=[card(priority="high")]),
+        board(cards=[card(priority=True)]),
+        board(cards=[card(reservation={"agentId": "agt_ada"})]),
+        board(cards=[card(title=None)]),
+        board(stages=[stage(order="2")]),
+        board(stages=[stage(requires={"all": "code-review"})]),
+        board(stages=[stage(placement={"isolation": "vm"})]),
+        board(cards="none"),
+        [board()],
+    ]
+
+
 def load() -> dict:
     return {"agents": [
         {"agentId": "agt_ada", "principalId": "prn_ada", "inFlight": 1, "capacity": 2,

@@ -1,9 +1,9 @@
 """The board read's two decoders agree: the C one takes only what the Python one takes.
 
-`_plain_board` reads a 2xx body's bytes with msgspec and gives up (None) on anything out of
-the ordinary; the body then goes the usual way (`_error_code`, `_board`), which names what
-is wrong. So whatever the fast one returns must be exactly what the usual way returns, and
-on the boards SuperPipeline really sends it must not give up.
+`wire.plain_board` reads a 2xx body's bytes with msgspec and gives up (None) on anything
+out of the ordinary; the body then goes the usual way (`_error_code`, `wire.board`), which
+names what is wrong. So whatever the fast one returns must be exactly what the usual way
+returns, and on the boards SuperPipeline really sends it must not give up.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ShapeError
-from superdispatch.clients.superpipeline import _board, _plain_board
+from superdispatch.clients import superpipeline_wire as wire
 
 from . import bodies
 
@@ -79,11 +79,11 @@ def boards(odd: bool):
 
 def the_usual_way(body):
     """What `Http.call` makes of a 2xx body the fast decoder gave up on: a refusal, the board,
-    or the ShapeError `_board` names."""
+    or the ShapeError `wire.board` names."""
     if _error_code(body) is not None:
         return "refused"
     try:
-        return _board(body)
+        return wire.board(body)
     except ShapeError:
         return "bad-shape"
 
@@ -91,7 +91,7 @@ def the_usual_way(body):
 @settings(max_examples=600, deadline=None)
 @given(boards(odd=True))
 def test_what_the_fast_decoder_returns_is_what_the_usual_way_returns(body):
-    fast = _plain_board(json.dumps(body).encode())
+    fast = wire.plain_board(json.dumps(body).encode())
     if fast is not None:
         assert fast == the_usual_way(body)
 
@@ -100,7 +100,7 @@ def test_what_the_fast_decoder_returns_is_what_the_usual_way_returns(body):
 @given(one_off())
 def test_a_card_one_field_off_is_read_fast_only_as_the_usual_way_reads_it(card):
     body = bodies.board(cards=[card])
-    fast = _plain_board(json.dumps(body).encode())
+    fast = wire.plain_board(json.dumps(body).encode())
     if fast is not None:
         assert fast == the_usual_way(body)
 
@@ -110,15 +110,15 @@ def test_a_card_one_field_off_is_read_fast_only_as_the_usual_way_reads_it(card):
 def test_the_fast_decoder_takes_every_well_formed_board(body):
     usual = the_usual_way(body)
     if usual not in ("refused", "bad-shape"):
-        assert _plain_board(json.dumps(body).encode()) == usual
+        assert wire.plain_board(json.dumps(body).encode()) == usual
 
 
 def test_a_board_with_a_refusal_in_it_goes_the_usual_way():
-    assert _plain_board(json.dumps({**bodies.board(), "error": {"code": "nope"}}).encode()) is None
+    assert wire.plain_board(json.dumps({**bodies.board(), "error": {"code": "nope"}}).encode()) is None
 
 
 def test_times_come_back_in_utc_as_the_usual_way_gives_them():
     body = bodies.board(cards=[bodies.card(readyAt="2026-11-13T12:03:12+02:00")])
-    fast = _plain_board(json.dumps(body).encode())
-    assert fast == _board(body)
+    fast = wire.plain_board(json.dumps(body).encode())
+    assert fast == wire.board(body)
     assert fast.cards[0].ready_at.utcoffset().total_seconds() == 0

@@ -1,9 +1,10 @@
 """The eligibility read's two decoders agree: the C one takes only what the Python one takes.
 
-`AlikeReads.verdicts` reads a 2xx body's bytes with msgspec and gives up (None) on anything
-out of the ordinary; the body then goes the usual way (`_error_code`, `_eligibility`), which
-names what is wrong. So whatever the fast one returns must be exactly what the usual way
-would have returned, and on the answers SuperPipeline really sends it must not give up.
+`wire.AlikeReads.verdicts` reads a 2xx body's bytes with msgspec and gives up (None) on
+anything out of the ordinary; the body then goes the usual way (`_error_code`,
+`wire.eligibility`), which names what is wrong. So whatever the fast one returns must be
+exactly what the usual way would have returned, and on the answers SuperPipeline really
+sends it must not give up.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from placement import Rules, decide
 from placement.facts import AgentVerdict
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ShapeError
-from superdispatch.clients.superpipeline import AlikeReads, _eligibility
+from superdispatch.clients import superpipeline_wire as wire
 
 from tests.support.placement import NOW, board, roster_row
 
@@ -29,7 +30,7 @@ ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(""), st.te
 
 def decoded_fast(content: bytes):
     """The fast decoder of a client that has read nothing before."""
-    return AlikeReads().verdicts(content)
+    return wire.AlikeReads().verdicts(content)
 
 
 REASONS = st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "", "x"]), max_size=3)
@@ -66,7 +67,7 @@ def the_usual_way(body):
     if _error_code(body) is not None:
         return None
     try:
-        return _eligibility(body)
+        return wire.eligibility(body)
     except ShapeError:
         return None
 
@@ -89,7 +90,7 @@ def test_the_fast_decoder_takes_every_well_formed_answer(body):
 
 
 def test_the_contracts_example_is_taken_by_the_fast_decoder():
-    assert decoded_fast(json.dumps(bodies.eligibility()).encode()) == _eligibility(
+    assert decoded_fast(json.dumps(bodies.eligibility()).encode()) == wire.eligibility(
         bodies.eligibility())
 
 
@@ -131,17 +132,17 @@ AGENTS = [{"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": True, "
 
 def test_an_answer_whose_verdicts_are_alike_gives_back_the_very_same_tuple():
     """Placement indexes a read once a tuple, so every card read alike must share it."""
-    reads = AlikeReads()
+    reads = wire.AlikeReads()
     first = reads.verdicts(_answer("card_1", AGENTS))
     assert reads.verdicts(_answer("card_2", AGENTS)) is first  # another card, alike verdicts
     busy = [*AGENTS[:2], {**AGENTS[2], "eligible": False, "reasons": ["concurrency_reached"]}]
     changed = reads.verdicts(_answer("card_3", busy))
-    assert changed is not first and changed == _eligibility(json.loads(_answer("card_3", busy)))
+    assert changed is not first and changed == wire.eligibility(json.loads(_answer("card_3", busy)))
     assert reads.verdicts(_answer("card_4", AGENTS)) is first  # still among the recent
 
 
 def test_only_the_last_few_reads_are_kept():
-    reads = AlikeReads(size=2)
+    reads = wire.AlikeReads(size=2)
     answers = [_answer("card_1", AGENTS[:n]) for n in (1, 2, 3)]
     first, *_ = [reads.verdicts(a) for a in answers]
     again = reads.verdicts(answers[0])
@@ -149,7 +150,7 @@ def test_only_the_last_few_reads_are_kept():
 
 
 def test_a_bad_answer_is_never_kept_nor_mistaken_for_a_good_one():
-    reads = AlikeReads()
+    reads = wire.AlikeReads()
     bad = [{"agentId": "", "eligible": True}]
     assert reads.verdicts(_answer("card_1", bad)) is None
     assert reads.verdicts(_answer("card_2", bad)) is None  # not remembered as if decoded
@@ -162,7 +163,7 @@ def test_an_answer_alike_is_known_by_its_last_bytes_only_when_they_are_its_agent
     """A recent read's verdicts at the end of a body are taken as its `agents` only when the
     rest of the body says so; anything else goes the long way, to what it would have said."""
     seen = json.dumps(AGENTS)
-    reads = AlikeReads()
+    reads = wire.AlikeReads()
     first = reads.verdicts(_answer("card_1", AGENTS))
     assert reads.verdicts(f'{{"cardId": "card_2", "agents": {seen}}}\n'.encode()) is first
     assert reads.verdicts(f'{{"agents": [], "agents":{seen}}}'.encode()) is first  # the last, as json reads it
@@ -192,7 +193,7 @@ HEAD_PIECES = st.sampled_from(['{', '}', '[', ']', ',', ':', ' ', '"agents"', '"
 @settings(max_examples=400, deadline=None)
 @given(st.lists(HEAD_PIECES, max_size=8).map("".join))
 def test_a_body_ending_in_a_recent_reads_verdicts_is_read_as_the_usual_way_reads_it(head):
-    reads = AlikeReads()
+    reads = wire.AlikeReads()
     first = reads.verdicts(_answer("card_1", AGENTS))
     body = f"{head}{json.dumps(AGENTS)}}}"
     fast = reads.verdicts(body.encode())

@@ -9,7 +9,7 @@ from placement.facts import AgentLoad, Card, Requires, StationNeeds
 from superdispatch.clients import (
     Accounts, BadShape, Refusal, Refused, Reservation, SuperPipeline, Unavailable,
 )
-from superdispatch.clients.superpipeline import EligibilityVerdict
+from superdispatch.clients.superpipeline_wire import EligibilityVerdict
 
 from . import bodies
 from .conftest import CREDENTIAL
@@ -97,21 +97,7 @@ def test_card_missing_from_the_board_has_left_it(suite, pipeline):
     assert board.card("card_1042").title == "Fix the parser"
 
 
-@pytest.mark.parametrize("body", [
-    {"boardId": "brd_1", "tenantId": "tnt_1", "name": "Review", "stages": []},
-    bodies.board(cards=[{k: v for k, v in bodies.card().items() if k != "readyAt"}]),
-    bodies.board(cards=[bodies.card(readyAt="yesterday")]),
-    bodies.board(cards=[bodies.card(readyAt="2026-11-13T10:03:12")]),  # no offset
-    bodies.board(cards=[bodies.card(priority="high")]),
-    bodies.board(cards=[bodies.card(priority=True)]),
-    bodies.board(cards=[bodies.card(reservation={"agentId": "agt_ada"})]),
-    bodies.board(cards=[bodies.card(title=None)]),
-    bodies.board(stages=[bodies.stage(order="2")]),
-    bodies.board(stages=[bodies.stage(requires={"all": "code-review"})]),
-    bodies.board(stages=[bodies.stage(placement={"isolation": "vm"})]),
-    bodies.board(cards="none"),
-    [bodies.board()],
-])
+@pytest.mark.parametrize("body", bodies.bad_boards())
 def test_board_not_in_the_documented_shape_is_bad_shape(suite, pipeline, body):
     suite.route("GET", BOARD, Reply(200, body))
     with pytest.raises(BadShape):
