@@ -24,8 +24,8 @@ grant is: the board read names none, the contract ties grants to no board, stage
 principal, and the reason comes only as `grant_denied` in that card's own read. A card left
 unread could be either, so no card is left unread; what the bound saves is deciding the cards
 whose reads agree (on a workspace whose agents may work every board, every card of a stage
-is read the very same verdicts), not their reads. The figures: README.md, Benchmarks
-(`bench/backlog.py`).
+is read the very same verdicts), not their reads. The figures: docs/performance.md, the
+backlog bound on a deep backlog (`bench/backlog.py`).
 """
 from __future__ import annotations
 
@@ -136,8 +136,8 @@ class Backlog:
 
     def _weighed(self, group: Hashable, said: Hashable, came_to: str | None, whole: bool) -> None:
         """Remember what a card that waited or was held read. `whole`: `said` is a whole read,
-        of which a pass keeps a few (a read is a megabyte on a workspace of 10,000 agents;
-        alike reads are one tuple, so a few are enough)."""
+        of which a pass keeps a few (a read names every agent of the workspace, and what that
+        holds is in docs/performance.md; alike reads are one tuple, so a few are enough)."""
         if came_to not in (HELD, WAITING):
             return
         kept = (self._waited if came_to == WAITING else self._held).setdefault(group, [])
