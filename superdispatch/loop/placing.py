@@ -225,9 +225,9 @@ def _record(reads: PassReads, work: BoardWork, decided: Decided,
     summary.decisions += 1
     metrics.decision_recorded(card.board_id, decision.tier.name, decision.reason)
     if decision.waiting is not None:
-        log.info("loop: %s %s %s waits for busy %s (~%.0f s), passing over idle %s",
-                 card.board_id, card.card_id, row.id, decision.waiting.agent_id,
-                 decision.waiting.expected_wait_s, decision.waiting.passed_over)
+        _say(logging.INFO, decision, row, "waits for busy %s (~%.0f s), passing over idle %s",
+             decision.waiting.agent_id, decision.waiting.expected_wait_s, decision.waiting.passed_over,
+             agent=decision.waiting.agent_id)
     return row
 
 

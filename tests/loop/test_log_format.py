@@ -103,3 +103,31 @@ def test_a_bad_log_format_stops_start_up_naming_the_setting(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "superdispatch: setting SUPERDISPATCH_LOG_FORMAT must be text or json")
+
+
+def test_a_hold_for_a_busy_agent_says_so_with_the_ids_as_fields(caplog, monkeypatch):
+    """`wait-for-better@3`'s line names the busy agent it waits for; as JSON it carries it, with
+    the board, card and decision, as every other loop line does."""
+    from types import SimpleNamespace
+
+    from placement.waiting import Waiting
+    from superdispatch.loop import placing
+    from superdispatch.loop.sweeps import SweepSummary
+
+    waiting = Waiting("agt_busy", 12.0, 0.9, 40.0, "agt_idle", 0.6, 55.0, 0.15)
+    card = SimpleNamespace(board_id="brd_a", card_id="card_1")
+    decision = SimpleNamespace(card=card, waiting=waiting, reason=None, tier=SimpleNamespace(name="winner"))
+    row = SimpleNamespace(id="pld_waits")
+    monkeypatch.setattr(placing.actions, "do_record_decision", lambda *args, **kwargs: row)
+    reads = SimpleNamespace(now=None, rolls=None)
+    work = SimpleNamespace(read=SimpleNamespace(card=lambda card_id: None))
+    caplog.set_level("INFO", logger="superdispatch.loop")
+
+    placing._record(reads, work, placing.Decided(decision, None), SweepSummary())
+
+    (record,) = [r for r in loop_lines(caplog) if "waits for busy" in r.getMessage()]
+    assert record.getMessage() == ("loop: brd_a card_1 pld_waits waits for busy agt_busy (~12 s), "
+                                   "passing over idle agt_idle")
+    line = json.loads(log_formatter("json").format(record))
+    assert {k: line[k] for k in ("board", "card", "decision", "agent")} == {
+        "board": "brd_a", "card": "card_1", "decision": "pld_waits", "agent": "agt_busy"}
