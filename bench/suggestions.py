@@ -25,7 +25,7 @@ from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
 sys.path.insert(0, ROOT)
 
 from placement import filters, formulas  # noqa: E402
-from placement.filters import Tag, tables  # noqa: E402
+from placement.filtering import Filter, Tag, tables  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_suggestions"
 NOW = datetime(2026, 11, 14, 10, 0, tzinfo=timezone.utc)
@@ -33,7 +33,7 @@ BOARDS, STAGES, CANDIDATES = 50, ("review", "build", "test", "ship"), 5
 REQUIRES = {"all": ["code-review"], "any": []}
 
 
-def _verdicts(*failing: filters.Filter, lacking: dict[filters.Filter, list[str]] | None = None
+def _verdicts(*failing: Filter, lacking: dict[Filter, list[str]] | None = None
               ) -> list[dict]:
     """The filter verdicts of a rostered candidate failing these filters; the station filters
     run only with `lacking`."""

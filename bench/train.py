@@ -32,7 +32,7 @@ from _common import OFFLINE_ENV, ROOT, count_arg, postgres  # noqa: E402
 sys.path.insert(0, ROOT)
 
 from placement import filters, formulas  # noqa: E402
-from placement.filters import Tag, tables  # noqa: E402
+from placement.filtering import Tag, tables  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_train"
 TOKEN = "bench-operator-token"  # the export asks the dataset route as the operator

@@ -1,8 +1,9 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
-from . import filters, formulas
+from . import filtering, filters, formulas  # filters declares every filter before any table is read
 from .decision import CandidateRecord, Decision, Hold, decide
 from .fairness import BOARD_ORDER, ROUND_ROBIN, order_cards
-from .filters import FilterResult, PolicyRecord
+from .dispatch_policy import PolicyRecord
+from .filtering import FilterResult
 from .history import StageHistory, stage_history, verdict_mark
 from .ladder import ANY_MATCH, RUNNER_UP, WINNER, Tier
 from .load import LoadShape
@@ -30,5 +31,5 @@ __all__ = [
 def __getattr__(name: str):
     # The reason-code table as the filters' declarations stand now, not as they stood at import.
     if name == "REASON_CODES":
-        return filters.REASON_CODES
+        return filtering.REASON_CODES
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

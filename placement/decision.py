@@ -5,9 +5,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
-from .candidates import OFF_CAPABLE, OWN_RECORD, Pool, pool_for
+from .candidates import CAPABILITY_MISMATCH, OFF_CAPABLE, OWN_RECORD, Pool, pool_for
 from .facts import Card, Facts, Requires, Verdict
-from .filters import CAPABILITY_MISMATCH, FilterResult, Ground, PolicyRecord, ground_for, run_filters
+from .dispatch_policy import PolicyRecord
+from .filtering import FilterResult, Ground, ground_for, run_filters
 from .filters import POLICY  # the dispatch policy's filter
 from .formulas import BY_LEAD, BY_RECORD, Step
 from .history import StageHistory, histories

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Mapping, Sequence
 
-from .filters import Tag, tables
+from .filtering import Tag, tables
 
 FEATURES: tuple[str, ...] = (
     "stageRecord",

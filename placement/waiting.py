@@ -41,7 +41,7 @@ from datetime import datetime
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from .facts import Facts, Timing
-from .filters import FilterResult
+from .filtering import FilterResult
 from .history import StageHistory
 from .ladder import WINNER, Tier
 from .rules import Rules

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .filters import FilterResult, Tag, tables
+from .filtering import FilterResult, Tag, tables
 from .ladder import ANY_MATCH
 
 NO_CANDIDATES = "no-candidates"  # nobody was considered

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from placement.filters import LIMIT_PREFIX, ROSTER
+from placement.dispatch_policy import LIMIT_PREFIX
+from placement.filters import ROSTER
 
 # Each reason code as a person would say it, after the agent's name.
 REASON_WORDS = {

@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from access.audit import of_request
 from access.site import ReadOnlyAdmin
 from placement import formulas
-from placement.filters import tables
+from placement.filtering import tables
 from records.api.explain import explain
 from records.console.pages import agent_url
 from records.models import (

@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast, Substr, Trunc
 
-from placement.filters import LIMIT_PREFIX, tables
+from placement.dispatch_policy import LIMIT_PREFIX
+from placement.filtering import tables
 from records.models import Candidate, Decision, Roll, Suggestion
 from records.store import marks
 from records.store.dashboard import LAPSED, Range, bar_index, bar_starts, in_range

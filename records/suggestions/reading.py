@@ -16,7 +16,7 @@ from typing import Any, Iterable, NamedTuple
 from django.db import connection
 
 from placement import filters
-from placement.filters import Tables, Tag, tables
+from placement.filtering import Tables, Tag, tables
 from records.models import Board, Candidate, Decision, DecisionReason, Roll
 from records.store import marks
 from records.store.columns import stored_verdicts

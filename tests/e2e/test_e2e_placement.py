@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from placement import filters
+from placement import filtering
 from sandbox import Simulation
 from tests.support.stand import BOARD, running_stand, scenario, seed_history
 
@@ -97,9 +97,9 @@ def test_an_agentpod_without_the_registry_leaves_station_needs_unchecked(live_se
         [decision] = stand.decision_count(card_id, 1)
         assert decision.chosen == "agt_a" and decision.reserved_until is not None
         for candidate in decision.candidates:
-            stations = [f for f in candidate.filters if f["filter"] in filters.STATION_FILTERS]
+            stations = [f for f in candidate.filters if f["filter"] in filtering.STATION_FILTERS]
             assert stations == [{"filter": name, "passed": True, "unchecked": True}
-                                for name in filters.STATION_FILTERS]
+                                for name in filtering.STATION_FILTERS]
 
 
 def test_superwitness_down_leaves_the_history_out_for_everyone(live_server):

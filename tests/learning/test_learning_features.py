@@ -139,10 +139,10 @@ def test_model_round_trips_through_json():
 
 
 def test_placement_module_stays_pure():
-    """The standard library, and placement's own pure modules (the filters' declarations)."""
+    """The standard library, and placement's own pure modules (the filters' tables)."""
     tree = ast.parse(Path(learned.__file__).read_text())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree)
                 if isinstance(node, ast.Import) for alias in node.names}
     imported |= {"." * node.level + (node.module or "").split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"__future__", "math", "dataclasses", "datetime", "typing", ".filters"}
+    assert imported <= {"__future__", "math", "dataclasses", "datetime", "typing", ".filtering"}

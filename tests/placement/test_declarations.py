@@ -1,16 +1,16 @@
 """The filters are declared once; every table the rest of the service reads is derived from them."""
 import pytest
 
-from placement import filters, learned
-from placement.filters import Filter, Tag, tables
+from placement import filtering, filters, learned
+from placement.filtering import Filter, Tag, tables
 
 from tests.support.placement import board, decided
 
 
 def test_the_tables_derived_from_the_declarations_are_the_ones_the_service_has_always_read():
     t = tables()
-    assert [f.name for f in t.in_order] == list(filters.REASON_CODES)
-    assert filters.STATION_FILTERS == ("isolation", "model", "tools", "credentials")
+    assert [f.name for f in t.in_order] == list(filtering.REASON_CODES)
+    assert filtering.STATION_FILTERS == ("isolation", "model", "tools", "credentials")
     assert t.identity is filters.ROSTER and t.off_the_set == (filters.ROSTER.rejected,)
     # why_nobody: the load-only sets and the hold that wins
     assert t.names(Tag.LOAD) == {"capacity", "idle", "held"}
@@ -36,11 +36,11 @@ def test_the_tables_are_worked_out_once_and_again_only_when_the_declarations_cha
     assert tables() is before
     extra = Filter("extra", ("extra-reason",), 155, (), lambda facts, pool, rules, now: None,
                    lambda pool, read: ())
-    with filters.declared(extra):
+    with filtering.declared(extra):
         during = tables()
         assert during is not before and tables() is during
-        assert filters.REASON_CODES["extra"] == "extra-reason"
-    assert tables() is not during and "extra" not in filters.REASON_CODES
+        assert filtering.REASON_CODES["extra"] == "extra-reason"
+    assert tables() is not during and "extra" not in filtering.REASON_CODES
 
 
 def _noop(facts, pool, rules, now):
@@ -62,19 +62,19 @@ def _passes(pool, read):
 ])
 def test_a_declaration_that_would_make_the_tables_ambiguous_is_refused(declaration, complaint):
     with pytest.raises(ValueError, match=complaint):
-        with filters.declared(declaration):
+        with filtering.declared(declaration):
             tables()
-    assert "twin" not in filters.REASON_CODES and tables().identity is filters.ROSTER
+    assert "twin" not in filtering.REASON_CODES and tables().identity is filters.ROSTER
 
 
 def test_a_filter_that_reads_an_unread_fact_passes_everyone_unchecked_and_one_that_skips_is_not_run():
-    unread = Filter("unreadable", ("unreadable-reason",), 155, (), lambda *_: filters.UNREAD,
+    unread = Filter("unreadable", ("unreadable-reason",), 155, (), lambda *_: filtering.UNREAD,
                     lambda pool, read: pytest.fail("a filter whose fact is unread is not called"))
-    skipped = Filter("skipped", ("skipped-reason",), 156, (), lambda *_: filters.SKIP,
+    skipped = Filter("skipped", ("skipped-reason",), 156, (), lambda *_: filtering.SKIP,
                      lambda pool, read: pytest.fail("a skipped filter is not called"))
-    with filters.declared(unread, skipped):
+    with filtering.declared(unread, skipped):
         verdicts = decided(board()).candidate("agt_ada").filters
-    assert verdicts[-1] == filters.FilterResult("unreadable", True, unchecked=True)
+    assert verdicts[-1] == filtering.FilterResult("unreadable", True, unchecked=True)
     assert "skipped" not in [v.filter for v in verdicts]
 
 
@@ -87,7 +87,7 @@ def test_a_read_shared_by_several_filters_runs_once_a_card():
 
     first = Filter("first", ("first-reason",), 155, (), counted, lambda pool, read: ())
     second = Filter("second", ("second-reason",), 156, (), counted, lambda pool, read: ())
-    with filters.declared(first, second):
+    with filtering.declared(first, second):
         decided(board())
     assert calls == ["card_1042"]
 

@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from placement import filters
+from placement import filtering
 from placement.facts import Ladder, OwnHistory, PolicyFacts, PolicyVerdict, StationNeeds
 
 from tests.support.placement import ago, board, card, decided, failing, roster_row, station, verdict, with_rows
@@ -26,7 +26,7 @@ DOCUMENTED = {
 
 
 def test_the_reason_code_table_is_the_documented_one_in_order():
-    assert list(filters.REASON_CODES.items()) == list(DOCUMENTED.items())
+    assert list(filtering.REASON_CODES.items()) == list(DOCUMENTED.items())
 
 
 def test_filters_run_in_the_documented_order():

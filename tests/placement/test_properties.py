@@ -9,7 +9,7 @@ from placement import Rules, decide
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.decision import Candidates
 from placement.facts import Facts, Ladder, OwnHistory, StationNeeds
-from placement.filters import tables
+from placement.filtering import tables
 from placement.load import DIRECT, ROSTER
 
 from tests.support.placement import NOW, ago, card, load_row, roster_row, run, station, verdict

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from placement.filters import tables
+from placement.filtering import tables
 from records.api.explain import REASON_WORDS, explain, near_misses, reason_words
 
 ALL = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",

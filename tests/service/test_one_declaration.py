@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from placement import Rules, decide, filters, learned
+from placement import Rules, decide, filtering, filters, learned
 from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow
-from placement.filters import Filter, Tag, tables
+from placement.filtering import Filter, Tag, tables
 from placement.why_nobody import WAITING_ON_LOAD
 from records.models import Decision
 from records.store import actions
@@ -28,13 +28,13 @@ def cool_down():
         return frozenset(agent_id for agent_id, load in pool.loads.items()
                          if load.last_seen_at is not None and now - load.last_seen_at < timedelta(minutes=2))
 
-    def cooled_down(pool, recent: frozenset[str]) -> filters.Verdicts:
+    def cooled_down(pool, recent: frozenset[str]) -> filtering.Verdicts:
         return declared.rejecting(recent)
 
     declared = Filter("coolDown", (COOLING,), filters.IDLE.order + 5, {Tag.LOAD}, recently_busy, cooled_down)
-    with filters.declared(declared):
+    with filtering.declared(declared):
         yield declared
-    assert "coolDown" not in filters.REASON_CODES
+    assert "coolDown" not in filtering.REASON_CODES
 
 
 def _facts(*cooling: str) -> Facts:
@@ -60,8 +60,8 @@ def test_it_runs_in_its_place_and_is_recorded(cool_down):
 
 
 def test_it_is_in_the_reason_code_table(cool_down):
-    assert filters.REASON_CODES["coolDown"] == COOLING
-    assert list(filters.REASON_CODES).index("coolDown") == list(filters.REASON_CODES).index("idle") + 1
+    assert filtering.REASON_CODES["coolDown"] == COOLING
+    assert list(filtering.REASON_CODES).index("coolDown") == list(filtering.REASON_CODES).index("idle") + 1
     assert tables().codes[COOLING] is cool_down
 
 

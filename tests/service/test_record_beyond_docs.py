@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from placement.facts import PolicyFacts, PolicyVerdict, StationNeeds
-from placement.filters import tables
+from placement.filtering import tables
 from records.api.views import ExplainedDecisionSerializer
 from records.serializers import CandidateSerializer, FilterVerdictSerializer
 from tests.support.placement import board, card, decided, station, verdict, with_rows

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from placement.filters import Tag, tables
+from placement.filtering import Tag, tables
 from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
 from records.store import actions, marks
 from tests.conftest import T0
