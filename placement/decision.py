@@ -134,7 +134,7 @@ class Decision:
     """What `decide` concluded for one card. `record` is False when the loop should do nothing."""
 
     card: Card
-    policy: str  # the formula's recorded name: the record's `policy`
+    formula: str  # the formula's recorded name, which the record names `policy`
     chosen: str | None
     reason: str | None  # why nobody was chosen, when nobody was
     tier: Tier
@@ -154,7 +154,7 @@ class Decision:
             "boardId": self.card.board_id,
             "cardId": self.card.card_id,
             "stageKey": self.card.stage_key,
-            "policy": self.policy,
+            "policy": self.formula,
             "chosen": self.chosen,
             "reason": self.reason,
             "tier": self.tier.to_record(),
@@ -318,7 +318,7 @@ def _decision(
 ) -> Decision:
     return Decision(
         card=facts.card,
-        policy=rules.declared_formula.recorded,
+        formula=rules.declared_formula.recorded,
         chosen=chosen,
         reason=reason,
         tier=tier,

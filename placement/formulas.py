@@ -70,7 +70,7 @@ class Formula:
     steps: tuple[Step, ...]  # run in order; the first makes the ranking, the rest may re-rank it
     needs: frozenset[Need]  # at least every fact its steps read
     may: frozenset[May] = frozenset()  # at least whatever its steps may do
-    recorded: str = field(init=False)  # `name@version`: each decision's `policy`, and the setting's value
+    recorded: str = field(init=False)  # `name@version`: each record's `policy`, and the setting's value
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))

@@ -280,5 +280,5 @@ def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
                        {agent_id: round(p, 6) for agent_id, p in ranking})
     if placed:
         decided = replace(decided, chosen=choice, hold=replace(decided.hold, agent_id=choice),
-                          policy=learned_formula(decided.policy, model))
+                          formula=learned_formula(decided.formula, model))
     return decided, view

@@ -39,7 +39,7 @@ def test_on_past_the_gate_holds_the_models_choice_under_its_policy():
     decided, view = consider(formula, model_preferring_low_success(), "on", True, NOW)
     assert decided.chosen == "agt_b" and decided.hold.agent_id == "agt_b"
     assert decided.hold.seconds == formula.hold.seconds
-    assert decided.policy == "idle-stage-success-lru@3+learned:4" and view.placed
+    assert decided.formula == "idle-stage-success-lru@3+learned:4" and view.placed
 
 
 def test_on_short_of_the_gate_the_formula_places():

@@ -55,7 +55,7 @@ def test_a_formula_declared_in_a_test_places_and_is_recorded_under_its_own_name(
         assert formulas.recorded_names()[-1] == "plain-record@1"
         decided = decide(facts, Rules(formula="plain-record@1"), facts.card.ready_at)
     documented = decide(facts, Rules(), facts.card.ready_at)
-    assert decided.policy == "plain-record@1" and decided.to_record()["policy"] == "plain-record@1"
+    assert decided.formula == "plain-record@1" and decided.to_record()["policy"] == "plain-record@1"
     assert {**decided.to_record(), "policy": None} == {**documented.to_record(), "policy": None}
     assert formulas.named("plain-record@1") is None
     with pytest.raises(ValueError, match="formula must be one of"):

@@ -34,7 +34,7 @@ def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2,
 
 def test_it_holds_for_the_busy_better_agent_and_says_why():
     decided = decide(_facts(), Rules(formula=WAITING), NOW)
-    assert decided.policy == WAITING
+    assert decided.formula == WAITING
     assert decided.chosen == "agt_strong" and decided.hold.seconds == 60
     waiting = decided.to_record()["waiting"]
     assert waiting["agentId"] == "agt_strong" and waiting["idle"] is False
@@ -49,7 +49,7 @@ def test_it_holds_for_the_busy_better_agent_and_says_why():
 
 def test_the_documented_formula_never_waits_and_records_no_waiting():
     decided = decide(_facts(), Rules(), NOW)
-    assert decided.policy == "idle-stage-success-lru@3"
+    assert decided.formula == "idle-stage-success-lru@3"
     assert decided.chosen == "agt_weak"
     assert "waiting" not in decided.to_record()
 
