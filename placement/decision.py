@@ -117,8 +117,11 @@ class Candidates(Sequence[CandidateRecord]):
         return self._principals
 
     def _off_set(self, agent_id: str, kind: str) -> CandidateRecord:
-        return CandidateRecord(agent_id, self._verdicts[agent_id].principal_id, None, DIRECT, False, False,
-                               self._off_filters, None, kind == OFF_CAPABLE, None, None, None)
+        return CandidateRecord(
+            agent_id=agent_id, principal_id=self._verdicts[agent_id].principal_id, station_id=None,
+            source=DIRECT, in_set=False, eligible=False, filters=self._off_filters, score=None,
+            capable=kind == OFF_CAPABLE, stage_history=None, policy=None, load=None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,14 +302,17 @@ def _candidates(
         if agent_id in in_set:
             score = scores.get(agent_id)
             own[position] = CandidateRecord(
-                agent_id, principal_id, station_id, source, True, score is not None, verdicts[agent_id], score,
-                capable, stage[principal_id] if stage is not None and score is not None else None,
-                policy.get(agent_id), loads[agent_id],
+                agent_id=agent_id, principal_id=principal_id, station_id=station_id, source=source,
+                in_set=True, eligible=score is not None, filters=verdicts[agent_id], score=score,
+                capable=capable,
+                stage_history=stage[principal_id] if stage is not None and score is not None else None,
+                policy=policy.get(agent_id), load=loads[agent_id],
             )
         else:
             own[position] = CandidateRecord(
-                agent_id, principal_id, station_id, source, False, False, ground.off_the_set, None, capable,
-                None, None, None,
+                agent_id=agent_id, principal_id=principal_id, station_id=station_id, source=source,
+                in_set=False, eligible=False, filters=ground.off_the_set, score=None, capable=capable,
+                stage_history=None, policy=None, load=None,
             )
         position = kinds.find(OWN_RECORD, position + 1)
     return Candidates(ids, kinds, own, pool.verdicts, ground.off_the_set, pool.roll)
