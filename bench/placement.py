@@ -1,12 +1,12 @@
 """Time `placement.decide` on one card with 10, 100 and 1,000 candidates, every filter on.
 
-The stage states station needs and the registry was read, history was read (about five runs
+The stage states station needs and the registry was read, the runs were read (about five
 per principal), the dispatch policy is on, and the candidate set is `all` with load: half
 the agents are rostered, half report their own load. Most are eligible; the rest fail a
 realistic mix of filters. Goal on one core: 2,000 decisions/s at 100, 200/s at 1,000.
 
 Time is this process's CPU time, so other work on a shared machine does not count against
-placement. The loop hands every card of a pass the very same registry, history and agents'
+placement. The loop hands every card of a pass the very same registry, runs and agents'
 load, and every card of a board the very same roster, so placement works out what they say
 once a pass; the first card of a pass pays for that, and is timed on its own with freshly
 read copies of all four (`first_card_per_s`).
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from placement import Rules, decide  # noqa: E402
 from placement.facts import (  # noqa: E402
-    AgentLoad, AgentVerdict, Card, Facts, Ladder, OwnHistory, PolicyFacts, PolicyVerdict,
+    AgentLoad, AgentVerdict, Card, Facts, HoldLog, Ladder, PolicyFacts, PolicyVerdict,
     RegistryFact, Requires, RosterRow, Run, Station, StationNeeds,
 )
 
@@ -39,7 +39,7 @@ def facts_with(n: int, seed: int = 7) -> Facts:
     rng = random.Random(seed)
     agents = [f"agt_{i:05d}" for i in range(n)]
     rostered = agents[: max(2, n // 2)]
-    roster, load, registry, verdicts, history, policy = [], [], [], [], {}, {}
+    roster, load, registry, verdicts, runs, policy = [], [], [], [], {}, {}
     for agent_id in agents:
         principal = "prn_" + agent_id[4:]
         reasons: tuple[str, ...] = ()
@@ -65,7 +65,7 @@ def facts_with(n: int, seed: int = 7) -> Facts:
         else:
             load.append(AgentLoad(agent_id, principal, in_flight=rng.choice((0, 0, 0, 1)), capacity=2,
                                   last_heartbeat_at=NOW - timedelta(minutes=rng.randint(0, 70))))
-        history[principal] = tuple(
+        runs[principal] = tuple(
             Run(principal, rng.random() < 0.8, NOW - timedelta(days=rng.random() * 30),
                 mark=rng.choice((None, 0.0, 1.0, 0.8)))
             for _ in range(rng.randint(3, 7))
@@ -76,8 +76,8 @@ def facts_with(n: int, seed: int = 7) -> Facts:
                 ready_at=NOW - timedelta(minutes=1))
     return Facts(
         card=card, roster=tuple(roster), eligibility=tuple(verdicts), load=tuple(load),
-        registry=tuple(registry), history=history, policy=PolicyFacts(policy),
-        own=OwnHistory(
+        registry=tuple(registry), runs=runs, policy=PolicyFacts(policy),
+        holds=HoldLog(
             holding=frozenset(rng.sample(agents, n // 20)),
             lapses={a: (NOW - timedelta(minutes=5), NOW - timedelta(minutes=20)) for a in rng.sample(agents, n // 25)},
             settled={a: (rng.randint(0, 5), 5) for a in agents},
@@ -99,14 +99,14 @@ def decisions_per_s(n: int, budget_s: float = 2.0) -> tuple[float, int, str]:
 
 
 def first_cards_per_s(n: int, budget_s: float = 1.0) -> float:
-    """Each decision reads a roster, load, registry and history as freshly read, as the first card
+    """Each decision reads a roster, load, registry and runs as freshly read, as the first card
     of a pass does."""
     facts = facts_with(n)
     count, spent = 0, 0.0
     while spent < budget_s:
         fresh = replace(facts, roster=tuple(list(facts.roster)), load=tuple(list(facts.load)),
                         registry=tuple(list(facts.registry)),
-                        history={principal: tuple(list(runs)) for principal, runs in facts.history.items()})
+                        runs={principal: tuple(list(runs)) for principal, runs in facts.runs.items()})
         started = time.process_time()
         decide(fresh, RULES, NOW)
         spent += time.process_time() - started

@@ -4,7 +4,7 @@ from .decision import CandidateRecord, Decision, Hold, decide
 from .fairness import BOARD_ORDER, ROUND_ROBIN, order_cards
 from .dispatch_policy import PolicyRecord
 from .filtering import FilterResult
-from .history import StageHistory, stage_history, verdict_mark
+from .stage_runs import StageHistory, stage_history, verdict_mark
 from .ladder import ANY_MATCH, RUNNER_UP, WINNER, Tier
 from .load import LoadShape
 from .rules import Rules

@@ -11,7 +11,7 @@ from .dispatch_policy import PolicyRecord
 from .filtering import FilterResult, Ground, ground_for, run_filters
 from .filters import POLICY  # the dispatch policy's filter
 from .formulas import BY_LEAD, BY_RECORD, Step
-from .history import StageHistory, histories
+from .stage_runs import StageHistory, stage_records
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
@@ -35,7 +35,7 @@ class CandidateRecord(NamedTuple):
     filters: tuple[FilterResult, ...]
     score: Score | None  # only when eligible
     capable: bool | None  # only for an agent off the roster (`direct`), by SuperPipeline's verdict
-    stage_history: StageHistory | None  # only when eligible and history was read
+    stage_history: StageHistory | None  # only when eligible and the runs were read
     policy: PolicyRecord | None  # only when the dispatch policy was asked and answered
     load: LoadShape | None  # what health and idle read (in the set only); not part of the record
 
@@ -181,9 +181,9 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     ground = ground_for(facts, pool, rules, now)
     verdicts, eligible = run_filters(pool, ground)
     stage = None
-    if facts.history is not None:
-        stage = histories((pool.principals.get(agent_id) for agent_id in eligible), facts.history, now,
-                          rules.history_min_sample, rules.history_half_life_days)
+    if facts.runs is not None:
+        stage = stage_records((pool.principals.get(agent_id) for agent_id in eligible), facts.runs, now,
+                              rules.history_min_sample, rules.history_half_life_days)
     ranking: Ranking = []
     waiting = None
     for step in rules.declared_formula.steps:
@@ -212,7 +212,7 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 
 Ranking = list[tuple[str, Score]]  # agents best first, each with its score
 Verdicts = dict[str, tuple[FilterResult, ...]]
-Stage = dict[str | None, StageHistory] | None  # the eligible's stage histories; None: runs unread
+Stage = dict[str | None, StageHistory] | None  # the eligible's records at the stage, by principal; None: runs unread
 # A step: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
 # ranking and busy agent so far, to the ranking and busy agent after it. Its arguments come one by
 # one, not in an object, so that running a formula costs a decision no more than calling it.
@@ -249,12 +249,12 @@ def _waiting(
     verdicts: dict[str, tuple[FilterResult, ...]], stage: dict[str | None, StageHistory] | None,
 ) -> tuple[list[tuple[str, Score]], Waiting | None]:
     """The idle re-ranked by expected lead, and the busy agent to hold for instead, if any."""
-    if stage is None or facts.history is None:
+    if stage is None or facts.runs is None:
         return ranking, None
     principals = pool.principals
     busy = [agent_id for agent_id in pool.in_set if agent_id not in dict(ranking)]
-    stage = {**stage, **histories((principals.get(a) for a in busy), facts.history, now,
-                                  rules.history_min_sample, rules.history_half_life_days)}
+    stage = {**stage, **stage_records((principals.get(a) for a in busy), facts.runs, now,
+                                      rules.history_min_sample, rules.history_half_life_days)}
     by_agent = {agent_id: stage[principals.get(agent_id)] for agent_id in pool.in_set
                 if principals.get(agent_id) in stage}
     return rank_waiting(facts, rules, tier, now, ranking, verdicts, pool.in_set, by_agent)
@@ -264,7 +264,7 @@ def _terms(
     eligible: list[str], pool: Pool, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime,
 ) -> dict[str, ScoreTerms]:
     """What each eligible agent is ranked by."""
-    settled, principals, loads = facts.own.settled, pool.principals, pool.loads
+    settled, principals, loads = facts.holds.settled, pool.principals, pool.loads
     terms = {}
     for agent_id in eligible:
         claimed, settled_here = settled.get(agent_id, (0, 0))

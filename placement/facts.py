@@ -160,8 +160,8 @@ class PolicyFacts:
 
 
 @dataclass(frozen=True)
-class OwnHistory:
-    """SuperDispatch's own records, as of `now`, that the filters and scoring read."""
+class HoldLog:
+    """SuperDispatch's own holds as of `now`, live, lapsed and settled, that the filters and scoring read."""
 
     holding: frozenset[str] = frozenset()  # agents with a live hold on another card
     lapses: Mapping[str, tuple[datetime, ...]] = field(default_factory=dict)  # unclaimed lapses
@@ -197,8 +197,8 @@ class Facts:
     eligibility: tuple[Verdict, ...]
     load: tuple[AgentLoad, ...] | None = None  # read only with candidates=all
     registry: tuple[Station, ...] | None = None  # None: unread (or station filters off)
-    history: Mapping[str, tuple[Run, ...]] | None = None  # by principal; None: unread
+    runs: Mapping[str, tuple[Run, ...]] | None = None  # SuperWitness's, at the stage, by principal; None: unread
     policy: PolicyFacts | None = None  # None: policy off
-    own: OwnHistory = field(default_factory=OwnHistory)
+    holds: HoldLog = field(default_factory=HoldLog)
     ladder: Ladder = field(default_factory=Ladder)
     timing: Timing | None = None  # None: unread (the default formula needs none of it)

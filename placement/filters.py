@@ -65,8 +65,8 @@ def _full(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset[st
 
 
 def _holding(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset[str]:
-    """Facts.own.holding: agents with a live hold on another card."""
-    return facts.own.holding
+    """Facts.holds.holding: agents with a live hold on another card."""
+    return facts.holds.holding
 
 
 class RecentLapses(NamedTuple):
@@ -76,8 +76,8 @@ class RecentLapses(NamedTuple):
 
 
 def _recent_lapses(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> RecentLapses:
-    """Facts.own.lapses, and the no-show window and count of the rules."""
-    return RecentLapses(facts.own.lapses, now - timedelta(seconds=rules.no_show_window_s), rules.no_show_count)
+    """Facts.holds.lapses, and the no-show window and count of the rules."""
+    return RecentLapses(facts.holds.lapses, now - timedelta(seconds=rules.no_show_window_s), rules.no_show_count)
 
 
 def _passed_over(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset[str]:

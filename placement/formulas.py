@@ -27,7 +27,7 @@ class Need(StrEnum):
     """A fact the loop reads for a decision only when its formula needs it; each names the
     `Facts` field it fills (None there: unread)."""
 
-    RUNS = "history"  # SuperWitness's finished runs at the card's stage, by principal
+    RUNS = "runs"  # SuperWitness's finished runs at the card's stage, by principal
     TIMING = "timing"  # claim latencies and run times from our settled holds; current runs' starts
 
 

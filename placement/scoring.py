@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 class ScoreTerms(NamedTuple):
     """The numbers compared, in order. A term that did not weigh is None."""
 
-    stage_record: float | None  # None: history unread, so left out for everyone
+    stage_record: float | None  # None: runs unread, so left out for everyone
     success_rate: float
     since_last_dispatch_s: float | None  # None: never took work, which ranks first
 

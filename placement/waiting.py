@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from .facts import Facts, Timing
 from .filtering import FilterResult
-from .history import StageHistory
+from .stage_runs import StageHistory
 from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
@@ -157,7 +157,7 @@ def rank(facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tu
          stage: Mapping[str, StageHistory]) -> tuple[list[tuple[str, Score]], Waiting | None]:
     """The idle agents re-ranked by expected lead, and the busy agent to hold for instead, if any.
 
-    `stage` is every in-set agent's stage history by agent id (unread history: empty, and the
+    `stage` is every in-set agent's stage history by agent id (runs unread: empty, and the
     formula's order stands with no waiting).
     """
     timing = facts.timing

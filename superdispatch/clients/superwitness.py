@@ -8,7 +8,7 @@ from typing import Any, Callable
 import requests
 
 from placement.facts import Run
-from placement.history import verdict_mark
+from placement.stage_runs import verdict_mark
 
 from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import placement
 from learning import runtime as learned_runtime
-from placement.facts import Card, Facts, Ladder, OwnHistory, RosterRow, Verdict
+from placement.facts import Card, Facts, HoldLog, Ladder, RosterRow, Verdict
 from placement.formulas import Need
 from placement.learned import consider
 from placement.rules import Rules
@@ -128,11 +128,11 @@ def gather_facts(reads: PassReads, work: BoardWork, card: Card,
         eligibility=eligibility,
         load=load,
         registry=reads.registry(card),
-        history=reads.runs(card.board_id, card.stage_key) if Need.RUNS in needs else None,
+        runs=reads.runs(card.board_id, card.stage_key) if Need.RUNS in needs else None,
         policy=reads.policy(card, lambda: _askable(work.roster, eligibility, load)),
-        own=OwnHistory(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
-                       lapses=reads.holds.lapses_of(considered),
-                       settled=work.settled),
+        holds=HoldLog(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
+                      lapses=reads.holds.lapses_of(considered),
+                      settled=work.settled),
         ladder=ladder,
         timing=reads.timing(work.roster, work.working) if Need.TIMING in needs else None,
     )

@@ -2,7 +2,7 @@
 from datetime import datetime, timezone
 
 from placement import Rules, decide
-from placement.facts import AgentVerdict, Card, Facts, OwnHistory, Requires, RosterRow
+from placement.facts import AgentVerdict, Card, Facts, HoldLog, Requires, RosterRow
 from placement.learned import FEATURES, LearnedModel, consider
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
@@ -16,7 +16,7 @@ def facts() -> Facts:
         roster=tuple(RosterRow(a, "prn_" + a[4:], None, True, True, False, None) for a in agents),
         eligibility=tuple(AgentVerdict(a, "prn_" + a[4:], True) for a in agents),
         # agt_c has the best success rate on the board; the formula ranks it first.
-        own=OwnHistory(settled={"agt_c": (9, 10), "agt_b": (1, 10)}),
+        holds=HoldLog(settled={"agt_c": (9, 10), "agt_b": (1, 10)}),
     )
 
 

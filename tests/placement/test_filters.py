@@ -3,7 +3,7 @@ from dataclasses import replace
 import pytest
 
 from placement import filtering
-from placement.facts import Ladder, OwnHistory, PolicyFacts, PolicyVerdict, StationNeeds
+from placement.facts import HoldLog, Ladder, PolicyFacts, PolicyVerdict, StationNeeds
 
 from tests.support.placement import ago, board, card, decided, failing, roster_row, station, verdict, with_rows
 
@@ -44,7 +44,7 @@ def test_every_failing_filter_is_listed_not_just_the_first():
     facts = replace(
         facts,
         policy=PolicyFacts(verdicts={"agt_bob": PolicyVerdict(allow=False, reasons=("not-on-review",))}),
-        own=OwnHistory(holding=frozenset({"agt_bob"}), lapses={"agt_bob": (ago(minutes=1), ago(minutes=2))}),
+        holds=HoldLog(holding=frozenset({"agt_bob"}), lapses={"agt_bob": (ago(minutes=1), ago(minutes=2))}),
         ladder=Ladder(step=1, passed_over=frozenset({"agt_bob"})),
     )
     assert failing(decided(facts), "agt_bob") == [
@@ -78,7 +78,7 @@ def test_busy_agent_is_not_idle():
 
 
 def test_agent_with_a_live_hold_elsewhere_is_holding_another():
-    facts = replace(board(), own=OwnHistory(holding=frozenset({"agt_bob"})))
+    facts = replace(board(), holds=HoldLog(holding=frozenset({"agt_bob"})))
     assert failing(decided(facts), "agt_bob") == ["holding-another"]
 
 
@@ -90,7 +90,7 @@ def test_passed_over_is_by_identity():
 
 
 def _lapses(*minutes_ago: float):
-    return replace(board(), own=OwnHistory(lapses={"agt_bob": tuple(ago(minutes=m) for m in minutes_ago)}))
+    return replace(board(), holds=HoldLog(lapses={"agt_bob": tuple(ago(minutes=m) for m in minutes_ago)}))
 
 
 def test_two_lapses_within_thirty_minutes_are_a_recent_no_show():
@@ -106,7 +106,7 @@ def test_lapse_exactly_thirty_minutes_old_has_aged_out():
 
 
 def test_lapse_a_second_short_of_thirty_minutes_still_counts():
-    facts = replace(board(), own=OwnHistory(lapses={"agt_bob": (ago(60), ago(29 * 60 + 59))}))
+    facts = replace(board(), holds=HoldLog(lapses={"agt_bob": (ago(60), ago(29 * 60 + 59))}))
     assert failing(decided(facts), "agt_bob") == ["recently-no-show"]
 
 

@@ -36,7 +36,7 @@ def test_every_step_a_formula_lists_is_run_by_the_decision():
 
 def test_each_need_names_a_fact_the_loop_may_leave_unread():
     unread = {f.name for f in fields(Facts) if f.default is None}
-    assert {need.value for need in Need} == {"history", "timing"} and {need.value for need in Need} <= unread
+    assert {need.value for need in Need} == {"runs", "timing"} and {need.value for need in Need} <= unread
 
 
 def test_rules_look_the_declaration_up_once_and_refuse_a_formula_nobody_declared():
@@ -75,7 +75,7 @@ def _formula(**fields) -> Formula:
     (_formula(version=0), "version"),
     (_formula(label="Two words"), "label"),
     (_formula(steps=()), "no step"),
-    (_formula(needs=()), "needs history"),
+    (_formula(needs=()), "needs runs"),
     (_formula(steps=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
     (_formula(name="x" * 70), "at most"),
 ])

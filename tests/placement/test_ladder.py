@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from placement.facts import Ladder, OwnHistory
+from placement.facts import HoldLog, Ladder
 
 from tests.support.placement import board, decided
 
@@ -10,7 +10,7 @@ from tests.support.placement import board, decided
 def _ranked_board(*agent_ids):
     """Agents ranked in the order given, by their success on the board."""
     settled = {agent_id: (len(agent_ids) - place, len(agent_ids)) for place, agent_id in enumerate(agent_ids)}
-    return replace(board(*agent_ids), own=OwnHistory(settled=settled))
+    return replace(board(*agent_ids), holds=HoldLog(settled=settled))
 
 
 def _step(facts, step, passed_over=(), **rules):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from placement import Rules, decide
 from placement.facts import (
-    AgentLoad, AgentVerdict, Facts, Ladder, OwnHistory, PolicyFacts, PolicyVerdict, RegistryFact, Requires,
+    AgentLoad, AgentVerdict, Facts, HoldLog, Ladder, PolicyFacts, PolicyVerdict, RegistryFact, Requires,
     RosterRow, Run, Station, StationNeeds,
 )
 
@@ -101,7 +101,7 @@ def fact_set(index: int) -> tuple[Facts, Rules]:
                                   capacity=rng.choice((None, 1, 2)),
                                   last_heartbeat_at=_ago(rng, 5400) if rng.random() < 0.9 else None))
     principals = sorted({f"prn_{a[4:]}" for a in agents})
-    history = None if rng.random() < 0.3 else {
+    runs = None if rng.random() < 0.3 else {
         p: tuple(Run(p, rng.random() < 0.7, _ago(rng, 30 * 86400), mark=rng.choice((None, 0.0, 0.7, 1.0)))
                  for _ in range(rng.randint(0, 6)))
         for p in principals
@@ -122,9 +122,9 @@ def fact_set(index: int) -> tuple[Facts, Rules]:
         eligibility=tuple(eligibility),
         load=tuple(load) if rng.random() < 0.8 else None,
         registry=tuple(registry) if rng.random() < 0.85 else None,
-        history=history,
+        runs=runs,
         policy=policy,
-        own=OwnHistory(
+        holds=HoldLog(
             holding=frozenset(a for a in agents if rng.random() < 0.15),
             lapses=lapses,
             settled={a: (c, c + rng.randint(0, 3)) for a in agents for c in [rng.randint(0, 3)]},

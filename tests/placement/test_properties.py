@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from placement import Rules, decide
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.decision import Candidates
-from placement.facts import Facts, Ladder, OwnHistory, StationNeeds
+from placement.facts import Facts, HoldLog, Ladder, StationNeeds
 from placement.filtering import tables
 from placement.load import DIRECT, ROSTER
 
@@ -33,7 +33,7 @@ def facts(draw):
     load = tuple(load_row(a, in_flight=draw(st.integers(0, 2)), capacity=draw(st.sampled_from([None, 1, 2])))
                  for a in agent_ids if a not in rostered)
     principals = [f"prn_{a.removeprefix('agt_')}" for a in agent_ids]
-    history = None if draw(st.booleans()) else {
+    runs = None if draw(st.booleans()) else {
         p: tuple(run(p, draw(st.booleans()), age_days=draw(st.integers(0, 20)),
                      mark=draw(st.sampled_from([None, 0.0, 1.0, 0.7])))
                  for _ in range(draw(st.integers(0, 5))))
@@ -47,7 +47,7 @@ def facts(draw):
     step = draw(st.sampled_from([0, 0, 0, 1, 2, 3]))
     passed_over = frozenset(a for a in agent_ids if step and draw(st.integers(0, 3)) == 0)
     return Facts(card=card(needs=needs), roster=roster, eligibility=eligibility, load=load, registry=registry,
-                 history=history, own=OwnHistory(holding=holding, settled=settled),
+                 runs=runs, holds=HoldLog(holding=holding, settled=settled),
                  ladder=Ladder(step=step, passed_over=passed_over))
 
 
@@ -88,7 +88,7 @@ def test_decision_is_identical_whatever_order_the_rows_arrive_in(facts, rules, r
     reordered = replace(
         facts, roster=shuffled(facts.roster), eligibility=shuffled(facts.eligibility),
         load=shuffled(facts.load), registry=shuffled(facts.registry),
-        history=None if facts.history is None else {p: shuffled(r) for p, r in reversed(facts.history.items())},
+        runs=None if facts.runs is None else {p: shuffled(r) for p, r in reversed(facts.runs.items())},
     )
     assert decide(reordered, rules, NOW) == decide(facts, rules, NOW)
     assert decide(reordered, rules, NOW).to_record() == decide(facts, rules, NOW).to_record()

@@ -1,6 +1,6 @@
 from dataclasses import replace
 
-from placement.facts import OwnHistory
+from placement.facts import HoldLog
 
 from tests.support.placement import ago, board, decided, roster_row, run, with_rows
 
@@ -10,17 +10,17 @@ def _totals(decision):
 
 
 def test_stage_record_weighs_first():
-    facts = replace(board("agt_ada", "agt_bob"), history={
+    facts = replace(board("agt_ada", "agt_bob"), runs={
         "prn_ada": tuple(run("prn_ada", False) for _ in range(3)),
         "prn_bob": tuple(run("prn_bob", True) for _ in range(3)),
-    }, own=OwnHistory(settled={"agt_ada": (9, 9)}))
+    }, holds=HoldLog(settled={"agt_ada": (9, 9)}))
     decision = decided(facts)
     assert decision.chosen == "agt_bob"
     assert _totals(decision) == {"agt_ada": 1, "agt_bob": 2}
 
 
 def test_success_rate_on_the_board_breaks_a_record_tie():
-    facts = replace(board("agt_ada", "agt_bob"), own=OwnHistory(settled={"agt_ada": (1, 4), "agt_bob": (3, 4)}))
+    facts = replace(board("agt_ada", "agt_bob"), holds=HoldLog(settled={"agt_ada": (1, 4), "agt_bob": (3, 4)}))
     decision = decided(facts)
     assert decision.chosen == "agt_bob"
     assert decision.candidate("agt_bob").score.terms.success_rate == 4 / 6
@@ -59,7 +59,7 @@ def test_agent_id_settles_a_complete_tie():
 
 def test_totals_read_as_a_ranking_with_the_best_highest():
     facts = replace(board("agt_ada", "agt_bob", "agt_cyd"),
-                    own=OwnHistory(settled={"agt_ada": (0, 5), "agt_bob": (5, 5), "agt_cyd": (2, 5)}))
+                    holds=HoldLog(settled={"agt_ada": (0, 5), "agt_bob": (5, 5), "agt_cyd": (2, 5)}))
     assert _totals(decided(facts)) == {"agt_bob": 3, "agt_cyd": 2, "agt_ada": 1}
 
 
@@ -80,7 +80,7 @@ def test_record_term_is_left_out_for_everyone_when_history_was_unread():
 
 
 def test_history_read_gives_every_eligible_candidate_a_record_even_without_runs():
-    facts = replace(board(), history={"prn_ada": (run("prn_ada"),)})
+    facts = replace(board(), runs={"prn_ada": (run("prn_ada"),)})
     decision = decided(facts)
     bob = decision.candidate("agt_bob").to_record()
     assert bob["score"]["terms"]["stageRecord"] == 0.5
@@ -90,7 +90,7 @@ def test_history_read_gives_every_eligible_candidate_a_record_even_without_runs(
 
 
 def test_agent_without_a_principal_has_no_runs_to_join():
-    facts = with_rows(replace(board(), history={"prn_ada": (run("prn_ada"),) * 3}),
+    facts = with_rows(replace(board(), runs={"prn_ada": (run("prn_ada"),) * 3}),
                       roster=[roster_row("agt_ada", principal_id=None)])
     facts = replace(facts, eligibility=tuple(v._replace(principal_id=None) for v in facts.eligibility))
     assert decided(facts).candidate("agt_ada").stage_history.runs == 0

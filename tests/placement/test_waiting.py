@@ -15,7 +15,7 @@ WAITING = "wait-for-better@3"
 def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2, timing=True,
            ladder: Ladder = Ladder()) -> Facts:
     """A weak idle agent (5 of 10 runs succeeded) and a strong busy one (10 of 10), 60 s runs."""
-    history = {
+    runs = {
         "prn_weak": tuple(run("prn_weak", i < 5, age_days=0.01) for i in range(10)),
         "prn_strong": tuple(run("prn_strong", True, age_days=0.01) for _ in range(10)),
     }
@@ -24,7 +24,7 @@ def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2,
         roster=(roster_row("agt_weak"),
                 roster_row("agt_strong", busy=True, last_took_work_at=ago(busy_for_s))),
         eligibility=(verdict("agt_weak"), verdict("agt_strong")),
-        history=history,
+        runs=runs,
         ladder=ladder,
         timing=Timing(claim_latency_s={"agt_weak": 1.0, "agt_strong": 3.0},
                       run_s={"agt_weak": (60.0,) * 5, "agt_strong": (60.0,) * 5},
@@ -71,18 +71,18 @@ def test_it_does_not_wait(why, facts, rules):
 
 def test_a_busy_agent_that_holds_another_card_is_not_waited_for():
     facts = _facts()
-    facts = replace(facts, own=replace(facts.own, holding=frozenset({"agt_strong"})))
+    facts = replace(facts, holds=replace(facts.holds, holding=frozenset({"agt_strong"})))
     assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_weak"
 
 
 def test_idle_agents_of_equal_record_rank_by_claim_latency():
-    history = {p: tuple(run(p, True, age_days=0.01) for _ in range(10)) for p in ("prn_slow", "prn_quick")}
+    runs = {p: tuple(run(p, True, age_days=0.01) for _ in range(10)) for p in ("prn_slow", "prn_quick")}
     facts = Facts(
         card=card(ready_at=ago(2)),
         roster=(roster_row("agt_slow", last_took_work_at=ago(900)),
                 roster_row("agt_quick", last_took_work_at=ago(10))),
         eligibility=(verdict("agt_slow"), verdict("agt_quick")),
-        history=history,
+        runs=runs,
         timing=Timing(claim_latency_s={"agt_slow": 15.0, "agt_quick": 3.0},
                       run_s={"agt_slow": (60.0,), "agt_quick": (60.0,)}),
     )
@@ -92,13 +92,13 @@ def test_idle_agents_of_equal_record_rank_by_claim_latency():
 
 def test_a_weak_idle_agent_that_runs_fast_does_not_outrank_a_strong_one():
     """A weak agent whose run is shorter is not quicker to a success: its failures come back."""
-    history = {"prn_fastweak": tuple(run("prn_fastweak", i < 5, age_days=0.01) for i in range(10)),
+    runs = {"prn_fastweak": tuple(run("prn_fastweak", i < 5, age_days=0.01) for i in range(10)),
                "prn_slowstrong": tuple(run("prn_slowstrong", True, age_days=0.01) for _ in range(10))}
     facts = Facts(
         card=card(ready_at=ago(2)),
         roster=(roster_row("agt_fastweak"), roster_row("agt_slowstrong")),
         eligibility=(verdict("agt_fastweak"), verdict("agt_slowstrong")),
-        history=history,
+        runs=runs,
         timing=Timing(claim_latency_s={"agt_fastweak": 1.0, "agt_slowstrong": 3.0},
                       run_s={"agt_fastweak": (30.0,) * 20, "agt_slowstrong": (60.0,) * 20}),
     )
@@ -112,7 +112,7 @@ def _two_idle(a: tuple[int, float, float], b: tuple[int, float, float]) -> Facts
         card=card(ready_at=ago(2)),
         roster=(roster_row("agt_a"), roster_row("agt_b")),
         eligibility=(verdict("agt_a"), verdict("agt_b")),
-        history={"prn_a": _runs("prn_a", a_won, 20), "prn_b": _runs("prn_b", b_won, 20)},
+        runs={"prn_a": _runs("prn_a", a_won, 20), "prn_b": _runs("prn_b", b_won, 20)},
         timing=Timing(claim_latency_s={"agt_a": a_claim, "agt_b": b_claim},
                       run_s={"agt_a": (a_run,) * 20, "agt_b": (b_run,) * 20}),
     )
@@ -143,7 +143,7 @@ def _runs(principal: str, succeeded: int, of: int):
     ("three runs each: the margin could be luck", (1, 3), (3, 3)),
 ])
 def test_it_does_not_wait_on_a_margin_the_runs_cannot_show(why, weak, strong):
-    facts = replace(_facts(), history={"prn_weak": _runs("prn_weak", *weak),
+    facts = replace(_facts(), runs={"prn_weak": _runs("prn_weak", *weak),
                                        "prn_strong": _runs("prn_strong", *strong)})
     decided = decide(facts, Rules(formula=WAITING), NOW)
     assert decided.chosen == "agt_weak" and decided.waiting is None, why

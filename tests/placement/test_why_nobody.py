@@ -1,6 +1,6 @@
 from dataclasses import replace
 
-from placement.facts import Facts, Ladder, OwnHistory
+from placement.facts import Facts, HoldLog, Ladder
 
 from tests.support.placement import board, card, decided, load_row, roster_row, verdict, with_rows
 
@@ -82,7 +82,7 @@ def test_winner_step_with_nobody_eligible_is_none_eligible():
 
 def test_free_agent_holding_another_card_makes_the_card_wait_on_holds():
     facts = with_rows(board(), eligibility=[verdict("agt_ada", "grant_denied")])
-    facts = replace(facts, own=OwnHistory(holding=frozenset({"agt_bob"})))
+    facts = replace(facts, holds=HoldLog(holding=frozenset({"agt_bob"})))
     decision = decided(facts)
     assert (decision.reason, decision.record, decision.hold) == ("waiting-on-holds", False, None)
 
@@ -112,13 +112,13 @@ def test_unhealthy_agent_with_no_room_is_load_but_unhealthy_and_idle_is_not():
 def test_holding_another_while_also_busy_is_load_not_holds():
     facts = with_rows(board(), roster=[roster_row("agt_bob", busy=True)],
                       eligibility=[verdict("agt_ada", "grant_denied")])
-    facts = replace(facts, own=OwnHistory(holding=frozenset({"agt_bob"})))
+    facts = replace(facts, holds=HoldLog(holding=frozenset({"agt_bob"})))
     assert decided(facts).reason == "waiting-on-load"
 
 
 def test_waiting_on_holds_takes_precedence_over_waiting_on_load():
     facts = with_rows(board(), roster=[roster_row("agt_ada", busy=True)])
-    facts = replace(facts, own=OwnHistory(holding=frozenset({"agt_bob"})))
+    facts = replace(facts, holds=HoldLog(holding=frozenset({"agt_bob"})))
     assert decided(facts).reason == "waiting-on-holds"
 
 

@@ -11,7 +11,7 @@ from placement.facts import (
     AgentVerdict,
     Card,
     Facts,
-    OwnHistory,
+    HoldLog,
     PolicyFacts,
     PolicyVerdict,
     RegistryFact,
@@ -119,10 +119,10 @@ def every_kind_decided():
     facts = with_rows(
         board("agt_ada", "agt_bob", card=card(needs=StationNeeds(tools=("git",))),
               registry=(station("stn_ada"), station("stn_bob", tools=())),
-              history={"prn_ada": (run("prn_ada", mark=1.0),)},
+              runs={"prn_ada": (run("prn_ada", mark=1.0),)},
               policy=PolicyFacts(verdicts={"agt_ada": PolicyVerdict(True, ("no-policy",)),
                                            "agt_bob": PolicyVerdict(True, ("no-policy",))}),
-              own=OwnHistory(settled={"agt_ada": (2, 3)})),
+              holds=HoldLog(settled={"agt_ada": (2, 3)})),
         eligibility=[verdict("agt_eli", "grant_denied", principal_id="prn_eli")],
     )
     return decided(facts)

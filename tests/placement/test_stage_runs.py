@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 
 from placement import stage_history, verdict_mark
-from placement.history import histories
+from placement.stage_runs import stage_records
 
 from tests.support.placement import NOW, run
 
@@ -79,17 +79,18 @@ def test_order_of_runs_does_not_change_the_history():
     assert math.isfinite(forward.stage_record)
 
 
-def test_a_principals_history_shared_by_cards_of_a_pass_is_worked_out_as_of_each_now():
+def test_a_principals_record_shared_by_cards_of_a_pass_is_worked_out_as_of_each_now():
     runs = {"prn_a": (run("prn_a", age_days=7), run("prn_a", False, age_days=1), run("prn_a", age_days=3))}
-    now_, later = histories(["prn_a"], runs, NOW, 3, 7.0), histories(["prn_a"], runs, NOW + timedelta(days=7), 3, 7.0)
+    now_ = stage_records(["prn_a"], runs, NOW, 3, 7.0)
+    later = stage_records(["prn_a"], runs, NOW + timedelta(days=7), 3, 7.0)
     assert now_["prn_a"] == stage_history(runs["prn_a"], NOW, 3, 7.0)
     assert later["prn_a"] == stage_history(runs["prn_a"], NOW + timedelta(days=7), 3, 7.0)
     assert later["prn_a"].weight < now_["prn_a"].weight
-    assert histories(["prn_a"], runs, NOW, 1, 7.0)["prn_a"] == stage_history(runs["prn_a"], NOW, 1, 7.0)
-    assert histories(["prn_a"], runs, NOW, 3, 7.0) == now_
+    assert stage_records(["prn_a"], runs, NOW, 1, 7.0)["prn_a"] == stage_history(runs["prn_a"], NOW, 1, 7.0)
+    assert stage_records(["prn_a"], runs, NOW, 3, 7.0) == now_
 
 
 def test_a_new_read_of_the_runs_is_weighed_afresh():
-    first = histories(["prn_a"], {"prn_a": (run("prn_a", age_days=1),) * 3}, NOW, 3, 7.0)["prn_a"]
-    second = histories(["prn_a"], {"prn_a": (run("prn_a", False, age_days=1),) * 3}, NOW, 3, 7.0)["prn_a"]
+    first = stage_records(["prn_a"], {"prn_a": (run("prn_a", age_days=1),) * 3}, NOW, 3, 7.0)["prn_a"]
+    second = stage_records(["prn_a"], {"prn_a": (run("prn_a", False, age_days=1),) * 3}, NOW, 3, 7.0)["prn_a"]
     assert (first.succeeded, second.succeeded) == (3, 0)

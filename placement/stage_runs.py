@@ -39,7 +39,7 @@ class StageHistory(NamedTuple):
         }
 
 
-NO_HISTORY = StageHistory(0, 0, 0, 0, 0.0, 0.5, 0.5, 0.5)
+NO_RUNS = StageHistory(0, 0, 0, 0, 0.0, 0.5, 0.5, 0.5)
 
 
 def verdict_mark(value: Any) -> float | None:
@@ -67,7 +67,7 @@ def stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int, half_li
     a ranking. A run that ends after `now` (clock skew) weighs as one that just ended.
     """
     if not runs:
-        return NO_HISTORY
+        return NO_RUNS
     half_life_s = half_life_days * SECONDS_PER_DAY
     weights, succeeded, marked, marks = [], [], [], []  # weights of all, of the succeeded, of the marked; w*mark
     passes = 0
@@ -89,11 +89,11 @@ def stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int, half_li
                         (outcome_rate + verdict_rate) / 2)
 
 
-def histories(
+def stage_records(
     principals: Iterable[str | None], by_principal: Mapping[str, tuple[Run, ...]], now: datetime,
     min_sample: int, half_life_days: float,
 ) -> dict[str | None, StageHistory]:
-    """Each principal's stage history, worked out once however many agents (and cards) share it.
+    """Each principal's record at the stage, worked out once however many agents (and cards) share it.
 
     The loop hands every card of a board stage the very same runs tuples, so each is
     weighed once a pass, whichever card asks.
