@@ -1,7 +1,6 @@
 """Who is considered for a card, who of them is in the candidate set, and what each read says."""
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, NamedTuple, Sequence, TypeVar
@@ -28,16 +27,16 @@ class Pool:
 
     ids: tuple[str, ...]  # every considered agent, in agent id order
     in_set: frozenset[str]
+    own: frozenset[str]  # the agents with records of their own: in the set or on the roster
     rows: dict[str, RosterRow]  # bridge rows on the board
     verdicts: dict[str, Verdict]  # SuperPipeline's eligibility read
     objections: dict[str, Verdict]  # in-set verdicts that are not a plain "eligible"
     loads: dict[str, LoadShape]  # every in-set agent's load shape
     unhealthy: frozenset[str]  # in-set agents whose load shape is not healthy
     full: frozenset[str]  # in-set agents whose load shape is not idle
-    principals: dict[str, str]  # in the set or on the roster: the bridge row's, else the eligibility read's, else the load read's
+    principals: dict[str, str]  # of `own`: the bridge row's, else the eligibility read's, else the load read's
     stations: dict[str, str]  # from the bridge row, else the registry station it occupies
-    kinds: str  # by position in `ids`: OWN_RECORD for the agents above, else off the set, capable or not
-    roll: list[str | None]  # by position in `ids`: every agent's principal as its record gives it
+    judged: Judged  # the eligibility read's index, which speaks for every agent but `own`
 
     def principal(self, agent_id: str) -> str | None:
         return self.principals.get(agent_id)
@@ -65,6 +64,7 @@ class Reported(NamedTuple):
     full: frozenset[str]  # of those loads, the ones not idle
     principals: dict[str, str]
     stations: dict[str, str]  # the roster's only
+    unnamed: tuple[str, ...]  # agents whose row names no principal: the eligibility read's may
 
 
 def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
@@ -72,54 +72,54 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
 
     The set is every enabled bridge row, and with `candidates=all` every considered agent
     with no bridge row that reports its load. A disabled row keeps its agent out either way.
+
+    Of the thousands of agents the eligibility read judges, only those in the set or on the
+    roster are looked at one by one; the rest are `Candidates`' business. A rostered agent's
+    principal is its row's, else the read's; any other's is the read's, else its load row's.
     """
     roster = _shared(_rosters, facts.roster, (), lambda: _roster_reads(facts.roster))
-    rows = roster.rows
     read = _shared(_judgements, facts.eligibility, (), lambda: _judged(facts.eligibility))
-    verdicts = read.verdicts
-    loads = dict(roster.loads)
-    unhealthy, full = roster.unhealthy, roster.full
-    principals: dict[str, str] = {}
-    stations: dict[str, str] = {}
+    rows, verdicts = roster.rows, read.verdicts
+    loads, unhealthy, full, stations = roster.loads, roster.unhealthy, roster.full, roster.stations
+    principals = dict(roster.principals)
+    for agent_id in roster.unnamed:
+        verdict = verdicts.get(agent_id)
+        if verdict is not None and verdict.principal_id:
+            principals[agent_id] = verdict.principal_id
     if rules.candidates == "all" and facts.load is not None:
         reported = _shared(_load_reads, facts.load, (now,), lambda: _load_reads_of(facts.load, now))  # type: ignore
         direct = (reported.rows.keys() - rows.keys()) & verdicts.keys()
-        loads.update({agent_id: reported.loads[agent_id] for agent_id in direct})
-        unhealthy = unhealthy | (reported.unhealthy & direct)
-        full = full | (reported.full & direct)
-        principals = {agent_id: reported.principals[agent_id] for agent_id in direct
-                      if agent_id in reported.principals}
-        if direct and facts.registry:
-            occupied = occupied_stations(facts.registry)
-            stations = {agent_id: occupied[agent_id] for agent_id in direct if agent_id in occupied}
-    # Of the thousands of agents the eligibility read judges, only those in the set or on the
-    # roster are looked at one by one; the rest are `Candidates`' business.
-    named = verdicts.keys() & (loads.keys() | rows.keys())
-    principals.update({agent_id: verdicts[agent_id].principal_id for agent_id in named
-                       if verdicts[agent_id].principal_id})
-    principals.update(roster.principals)
-    stations.update(roster.stations)
+        if direct:
+            loads = {**loads, **{agent_id: reported.loads[agent_id] for agent_id in direct}}
+            unhealthy = unhealthy | (reported.unhealthy & direct)
+            full = full | (reported.full & direct)
+            reported_principal = reported.principals.get
+            for agent_id in direct:
+                principal_id = verdicts[agent_id].principal_id or reported_principal(agent_id)
+                if principal_id:
+                    principals[agent_id] = principal_id
+            if facts.registry:
+                occupied = occupied_stations(facts.registry)
+                stations = {**{agent_id: occupied[agent_id] for agent_id in direct & occupied.keys()},
+                            **stations}
+    in_set = frozenset(loads)
     # On the roster, but not in the read: rare. (Asked agent by agent of the roster: a set
     # difference with the read's keys would walk all of its thousands.)
-    unjudged = {agent_id for agent_id in rows if agent_id not in verdicts}
-    ids = tuple(sorted([*read.ids, *unjudged])) if unjudged else read.ids
-    kinds, roll = _own_records(read, ids, loads.keys() | rows.keys() | stations.keys(), principals)
+    unjudged = [agent_id for agent_id in rows if agent_id not in verdicts]
     return Pool(
-        ids=ids,
-        in_set=frozenset(loads),
+        ids=tuple(sorted([*read.ids, *unjudged])) if unjudged else read.ids,
+        in_set=in_set,
+        own=in_set.union(rows),
         rows=rows,
         verdicts=verdicts,
-        objections={
-            agent_id: verdict for agent_id in sorted(loads.keys() & verdicts.keys())
-            if (verdict := verdicts[agent_id]).reasons or not verdict.eligible
-        },
+        objections={agent_id: verdict for agent_id in in_set if (verdict := verdicts.get(agent_id)) is not None
+                    and (verdict.reasons or not verdict.eligible)},
         loads=loads,
         unhealthy=unhealthy,
         full=full,
         principals=principals,
         stations=stations,
-        kinds=kinds,
-        roll=roll,
+        judged=read,
     )
 
 
@@ -144,41 +144,14 @@ def _judged(eligibility: Sequence[Verdict]) -> Judged:
     ids = tuple(sorted(verdicts))  # quick: the read comes in agent id order or near it
     return Judged(
         verdicts, ids,
-        "".join([OFF_INCAPABLE if CAPABILITY_MISMATCH in verdicts[agent_id].reasons else OFF_CAPABLE
-                 for agent_id in ids]),
+        "".join([off_set_kind(verdicts[agent_id]) for agent_id in ids]),
         tuple([verdicts[agent_id].principal_id for agent_id in ids]),
     )
 
 
-def _own_records(read: Judged, ids: tuple[str, ...], own: set[str],
-                 principals: dict[str, str]) -> tuple[str, list[str | None]]:
-    """The card's kinds and roll: the read's, but for the agents with records of their own,
-    whose principal is the one their record gives. Those are a roster's worth, found by
-    bisection, so a read of thousands is walked once (`_judged`), not once a card."""
-    if ids is read.ids:
-        kinds = bytearray(read.kinds, "ascii")
-        roll = list(read.principals)
-        mark = ord(OWN_RECORD)
-        for agent_id in own:
-            position = bisect_left(ids, agent_id)
-            if position == len(ids) or ids[position] != agent_id:
-                break  # not among the read's agents: the long way below places it
-            kinds[position] = mark
-            roll[position] = principals.get(agent_id)
-        else:
-            return kinds.decode("ascii"), roll
-    # Roster agents the read does not judge take places of their own among its agents.
-    of = read.verdicts.get
-    kinds_of, roll = [], []
-    for agent_id in ids:
-        verdict = of(agent_id)
-        if agent_id in own or verdict is None:
-            kinds_of.append(OWN_RECORD)
-            roll.append(principals.get(agent_id))
-        else:
-            kinds_of.append(OFF_INCAPABLE if CAPABILITY_MISMATCH in verdict.reasons else OFF_CAPABLE)
-            roll.append(verdict.principal_id)
-    return "".join(kinds_of), roll
+def off_set_kind(verdict: Verdict) -> str:
+    """What an agent without a record of its own is, by the read's verdict on it."""
+    return OFF_INCAPABLE if CAPABILITY_MISMATCH in verdict.reasons else OFF_CAPABLE
 
 
 # The loop hands every card of a board the very same roster, and every card of a pass the
@@ -221,6 +194,7 @@ def _reported(rows: dict[str, Any], loads: dict[str, LoadShape], principals: dic
         unhealthy=frozenset(agent_id for agent_id, load in loads.items() if not load.healthy),
         full=frozenset(agent_id for agent_id, load in loads.items() if not load.idle),
         principals=principals, stations=stations,
+        unnamed=tuple(agent_id for agent_id in rows if agent_id not in principals),
     )
 
 

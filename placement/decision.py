@@ -1,26 +1,31 @@
 """A placement decision: every candidate with each filter's verdict and its score, and who is held."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
-from .candidates import CAPABILITY_MISMATCH, OFF_CAPABLE, OWN_RECORD, Pool, pool_for
-from .facts import Card, Facts, Requires, Verdict
+from .candidates import (
+    CAPABILITY_MISMATCH, OFF_CAPABLE, OWN_RECORD, Judged, Pool, off_set_kind, pool_for,
+)
 from .dispatch_policy import PolicyRecord
+from .facts import Card, Facts, Requires
 from .filtering import FilterResult, Ground, ground_for, run_filters
 from .filters import POLICY  # the dispatch policy's filter
 from .formulas import BY_LEAD, BY_RECORD, Step
-from .stage_runs import StageHistory, stage_records
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
+from .stage_runs import StageHistory, stage_records
 from .waiting import Waiting
 from .waiting import rank as rank_waiting
 from .why_nobody import (
     EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason,
 )
+
+_new_tuple = tuple.__new__
 
 
 class CandidateRecord(NamedTuple):
@@ -38,6 +43,17 @@ class CandidateRecord(NamedTuple):
     stage_history: StageHistory | None  # only when eligible and the runs were read
     policy: PolicyRecord | None  # only when the dispatch policy was asked and answered
     load: LoadShape | None  # what health and idle read (in the set only); not part of the record
+
+    @classmethod
+    def build(cls, *, agent_id: str, principal_id: str | None, station_id: str | None, source: str,
+              in_set: bool, eligible: bool, filters: tuple[FilterResult, ...], score: Score | None,
+              capable: bool | None, stage_history: StageHistory | None, policy: PolicyRecord | None,
+              load: LoadShape | None) -> CandidateRecord:
+        """A record, every field named. A decision makes one for each agent in its set, a
+        thousand at a time; called so, rather than through the class, the names cost nothing
+        (the class's own call gathers keywords into a dict first)."""
+        return _new_tuple(cls, (agent_id, principal_id, station_id, source, in_set, eligible, filters, score,
+                                capable, stage_history, policy, load))
 
     @property
     def rejections(self) -> tuple[FilterResult, ...]:
@@ -71,21 +87,20 @@ class Candidates(Sequence[CandidateRecord]):
     SuperPipeline's eligibility read judges every agent of the workspace, so a card on a board
     of 100 in a workspace of 10,000 considers 10,000 agents, and 9,900 of them are off the
     candidate set with nothing to their name but a principal and whether they have the stage's
-    capability. Those are kept as a column (`kinds`, one character an agent) and made into
-    records only when read; every other agent's record is made as it is decided (`own`).
+    capability. Those are made into records from the read only when read; every other agent's
+    record is made as it is decided (`own`). The store keeps the former as marks against a roll
+    (`kinds`, `principals()`), worked out only when it asks.
     """
 
-    __slots__ = ("ids", "kinds", "own", "_verdicts", "_off_filters", "_principals")
+    __slots__ = ("ids", "own", "_read", "_off_filters", "_marks")
 
-    def __init__(self, ids: tuple[str, ...], kinds: str, own: dict[int, CandidateRecord],
-                 verdicts: Mapping[str, Verdict], off_filters: tuple[FilterResult, ...],
-                 principals: list[str | None]):
+    def __init__(self, ids: tuple[str, ...], own: dict[str, CandidateRecord], read: Judged,
+                 off_filters: tuple[FilterResult, ...]):
         self.ids = ids
-        self.kinds = kinds  # by position: OWN_RECORD, OFF_CAPABLE or OFF_INCAPABLE
-        self.own = own  # by position
-        self._verdicts = verdicts  # the eligibility read, which names every agent off the set
+        self.own = own  # by agent id
+        self._read = read  # the eligibility read's index, which names every agent off the set
         self._off_filters = off_filters
-        self._principals = principals  # by position (`Pool.roll`)
+        self._marks: tuple[str, list[str | None]] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -93,15 +108,15 @@ class Candidates(Sequence[CandidateRecord]):
     def __getitem__(self, position):  # type: ignore[override]
         if isinstance(position, slice):
             return tuple(self)[position]
-        kind = self.kinds[position]
-        if kind == OWN_RECORD:
-            return self.own[position % len(self.ids)]
-        return self._off_set(self.ids[position], kind)
+        agent_id = self.ids[position]
+        record = self.own.get(agent_id)
+        return record if record is not None else self._off_set(agent_id)
 
     def __iter__(self) -> Iterator[CandidateRecord]:
-        own, off_set = self.own, self._off_set
-        for position, (agent_id, kind) in enumerate(zip(self.ids, self.kinds)):
-            yield own[position] if kind == OWN_RECORD else off_set(agent_id, kind)
+        own, off_set = self.own.get, self._off_set
+        for agent_id in self.ids:
+            record = own(agent_id)
+            yield record if record is not None else off_set(agent_id)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Sequence) and tuple(self) == tuple(other)
@@ -112,15 +127,59 @@ class Candidates(Sequence[CandidateRecord]):
     def __repr__(self) -> str:
         return f"Candidates({len(self.ids)} agents, {len(self.own)} with records of their own)"
 
+    @property
+    def kinds(self) -> str:
+        """Every agent's kind, by position: OWN_RECORD, OFF_CAPABLE or OFF_INCAPABLE."""
+        return self._kinds_and_roll()[0]
+
     def principals(self) -> list[str | None]:
         """Every agent's principal, by position."""
-        return self._principals
+        return self._kinds_and_roll()[1]
 
-    def _off_set(self, agent_id: str, kind: str) -> CandidateRecord:
-        return CandidateRecord(
-            agent_id=agent_id, principal_id=self._verdicts[agent_id].principal_id, station_id=None,
+    def own_positions(self) -> list[int]:
+        """The positions of the agents with records of their own, in order."""
+        ids = self.ids
+        if len(self.own) == len(ids):
+            return list(range(len(ids)))
+        return sorted(bisect_left(ids, agent_id) for agent_id in self.own)
+
+    def _kinds_and_roll(self) -> tuple[str, list[str | None]]:
+        """The read's kinds and principals, but for the agents with records of their own. Those
+        are a roster's worth, found by bisection, so a read of thousands is walked once
+        (`candidates.Judged`), not once a card."""
+        if self._marks is not None:
+            return self._marks
+        ids, read, own = self.ids, self._read, self.own
+        if ids is read.ids:
+            kinds = bytearray(read.kinds, "ascii")
+            roll = list(read.principals)
+            mark = ord(OWN_RECORD)
+            for agent_id, record in own.items():
+                position = bisect_left(ids, agent_id)
+                kinds[position] = mark
+                roll[position] = record.principal_id
+            self._marks = kinds.decode("ascii"), roll
+            return self._marks
+        # Roster agents the read does not judge take places of their own among its agents.
+        kinds_of, roll = [], []
+        for agent_id in ids:
+            record = own.get(agent_id)
+            if record is not None:
+                kinds_of.append(OWN_RECORD)
+                roll.append(record.principal_id)
+            else:
+                verdict = read.verdicts[agent_id]
+                kinds_of.append(off_set_kind(verdict))
+                roll.append(verdict.principal_id)
+        self._marks = "".join(kinds_of), roll
+        return self._marks
+
+    def _off_set(self, agent_id: str) -> CandidateRecord:
+        verdict = self._read.verdicts[agent_id]
+        return CandidateRecord.build(
+            agent_id=agent_id, principal_id=verdict.principal_id, station_id=None,
             source=DIRECT, in_set=False, eligible=False, filters=self._off_filters, score=None,
-            capable=kind == OFF_CAPABLE, stage_history=None, policy=None, load=None,
+            capable=off_set_kind(verdict) == OFF_CAPABLE, stage_history=None, policy=None, load=None,
         )
 
 
@@ -268,11 +327,11 @@ def _terms(
     terms = {}
     for agent_id in eligible:
         claimed, settled_here = settled.get(agent_id, (0, 0))
-        terms[agent_id] = ScoreTerms(
+        terms[agent_id] = ScoreTerms._make((
             stage[principals.get(agent_id)].stage_record if stage is not None else None,
             success_rate(claimed, settled_here),
             since_last_dispatch_s(loads[agent_id].last_seen_at, now),
-        )
+        ))
     return terms
 
 
@@ -281,41 +340,34 @@ def _candidates(
     stage: dict[str | None, StageHistory] | None,
 ) -> Candidates:
     """Every considered agent's record, in agent id order: a record of its own for each agent
-    in the set, on the roster or at a station, and a kind for each of the rest. `capable`
-    follows the roster, not the set: a direct agent has it, in the set (`all`) or not, and a
-    rostered agent never does, a disabled row's included."""
-    rows, principals, stations, in_set, loads = pool.rows, pool.principals, pool.stations, pool.in_set, pool.loads
+    in the set or on the roster, and the eligibility read's word for each of the rest.
+    `capable` follows the roster, not the set: a direct agent has it, in the set (`all`) or
+    not, and a rostered agent never does, a disabled row's included."""
+    rows, principals, stations, loads, read = pool.rows, pool.principals, pool.stations, pool.loads, pool.verdicts
     answers = ground.read_of(POLICY)
     policy = answers.records if answers is not None else {}
-    ids, of, kinds = pool.ids, pool.verdicts.get, pool.kinds
-    own = {}
-    position = kinds.find(OWN_RECORD)
-    while position >= 0:
-        agent_id = ids[position]
+    stage = stage if stage is not None else {}
+    own: dict[str, CandidateRecord] = {}
+    for agent_id, filters in verdicts.items():  # the candidate set
         principal_id = principals.get(agent_id)
-        station_id = stations.get(agent_id)
-        source = ROSTER if agent_id in rows else DIRECT
-        capable = None
-        if source == DIRECT:
-            verdict = of(agent_id)
-            capable = verdict is None or CAPABILITY_MISMATCH not in verdict.reasons
-        if agent_id in in_set:
-            score = scores.get(agent_id)
-            own[position] = CandidateRecord(
-                agent_id=agent_id, principal_id=principal_id, station_id=station_id, source=source,
-                in_set=True, eligible=score is not None, filters=verdicts[agent_id], score=score,
-                capable=capable,
-                stage_history=stage[principal_id] if stage is not None and score is not None else None,
-                policy=policy.get(agent_id), load=loads[agent_id],
-            )
-        else:
-            own[position] = CandidateRecord(
-                agent_id=agent_id, principal_id=principal_id, station_id=station_id, source=source,
-                in_set=False, eligible=False, filters=ground.off_the_set, score=None, capable=capable,
-                stage_history=None, policy=None, load=None,
-            )
-        position = kinds.find(OWN_RECORD, position + 1)
-    return Candidates(ids, kinds, own, pool.verdicts, ground.off_the_set, pool.roll)
+        score = scores.get(agent_id)
+        rostered = agent_id in rows
+        own[agent_id] = CandidateRecord.build(
+            agent_id=agent_id, principal_id=principal_id, station_id=stations.get(agent_id),
+            source=ROSTER if rostered else DIRECT, in_set=True, eligible=score is not None,
+            filters=filters, score=score,
+            # An agent off the roster in the set reports its load, so the read judged it.
+            capable=None if rostered else CAPABILITY_MISMATCH not in read[agent_id].reasons,
+            stage_history=stage.get(principal_id) if score is not None else None,
+            policy=policy.get(agent_id), load=loads[agent_id],
+        )
+    for agent_id in pool.own.difference(verdicts):  # on the roster, its row disabled
+        own[agent_id] = CandidateRecord.build(
+            agent_id=agent_id, principal_id=principals.get(agent_id), station_id=stations.get(agent_id),
+            source=ROSTER, in_set=False, eligible=False, filters=ground.off_the_set, score=None,
+            capable=None, stage_history=None, policy=None, load=None,
+        )
+    return Candidates(pool.ids, own, pool.judged, ground.off_the_set)
 
 
 def _decision(

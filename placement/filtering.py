@@ -305,8 +305,8 @@ class Filtered(NamedTuple):
     """Every in-set agent's verdicts in filter order, and who passed them all. An agent outside
     the candidate set has the identity filter's rejection alone (`Ground.off_the_set`)."""
 
-    verdicts: dict[str, tuple[FilterResult, ...]]  # the in-set agents, in agent id order
-    eligible: list[str]  # in agent id order
+    verdicts: dict[str, tuple[FilterResult, ...]]  # the in-set agents
+    eligible: list[str]
 
 
 def run_filters(pool: Pool, ground: Ground) -> Filtered:
@@ -338,18 +338,19 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
     for agent_ids, bits in groups.values():
         for agent_id in agent_ids:
             gathered[agent_id] = bits_of(agent_id, 0) | bits
+    # Every in-set agent no filter singled out passed them all; only the rest are visited.
+    verdicts = dict.fromkeys(in_set, passing)
     alike: dict[int, tuple[FilterResult, ...]] = {0: passing}
-    verdicts: dict[str, tuple[FilterResult, ...]] = {}
-    eligible = []
-    for agent_id in sorted(in_set):
-        bits = gathered.get(agent_id, 0)
-        results = alike.get(bits)
-        if results is None:
-            results = alike[bits] = _with_verdicts(passing, given, bits)
-        verdicts[agent_id] = results
-        if not bits & failing:
-            eligible.append(agent_id)
-    return Filtered(verdicts, eligible)
+    rejected = set()
+    for agent_id, bits in gathered.items():
+        if agent_id in verdicts:
+            results = alike.get(bits)
+            if results is None:
+                results = alike[bits] = _with_verdicts(passing, given, bits)
+            verdicts[agent_id] = results
+            if bits & failing:
+                rejected.add(agent_id)
+    return Filtered(verdicts, list(in_set.difference(rejected)))
 
 
 def _with_verdicts(passing: tuple[FilterResult, ...], given: list[tuple[int, FilterResult]],

@@ -110,7 +110,7 @@ def split(candidates: Sequence[Any]) -> Split:
 
 def _split_kinds(candidates: Candidates) -> Split:
     """`split` of a decision as placement made it: its kinds are the marks already."""
-    rows = sorted(candidates.own)
+    rows = candidates.own_positions()
     if len(rows) == len(candidates):
         return Split(rows, (), [], "")
     return Split(rows, candidates.ids, candidates.principals(), candidates.kinds)
