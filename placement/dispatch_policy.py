@@ -61,6 +61,9 @@ def policy_answers(in_set: Iterable[str], facts: PolicyFacts) -> PolicyAnswers:
     Candidates the policy answered alike share one record.
     """
     answered = facts.verdicts
+    # The common answer, an allow with no limit, is looked up by its reasons and then its
+    # version, so that each candidate's costs no key of its own: a card has a thousand.
+    allowed: dict[tuple[str, ...], dict[str | None, PolicyRecord]] = {}
     shared: dict[tuple[bool, tuple[str, ...], str | None], PolicyRecord] = {}
     refusals: dict[str, str] = {}
     unanswered = []
@@ -71,15 +74,21 @@ def policy_answers(in_set: Iterable[str], facts: PolicyFacts) -> PolicyAnswers:
             unanswered.append(agent_id)
             continue
         if verdict.allow and verdict.limit_max_runs is None:
-            recorded = (True, verdict.reasons, verdict.policy_version)  # the common answer, kept quick
+            versions = allowed.get(verdict.reasons)
+            if versions is None:
+                versions = allowed[verdict.reasons] = {}
+            record = versions.get(verdict.policy_version)
+            if record is None:
+                record = versions[verdict.policy_version] = PolicyRecord(True, verdict.reasons,
+                                                                         verdict.policy_version)
         else:
             refusal = policy_refusal(verdict)
             if refusal is not None:
                 refusals[agent_id] = refusal
             recorded = _recorded(verdict, refusal)
-        record = shared.get(recorded)
-        if record is None:
-            record = shared[recorded] = PolicyRecord(*recorded)
+            record = shared.get(recorded)
+            if record is None:
+                record = shared[recorded] = PolicyRecord(*recorded)
         records[agent_id] = record
     return PolicyAnswers(refusals, unanswered, records, facts.last_answer_no_policy)
 

@@ -121,7 +121,7 @@ def claimable(pool: Pool, objections: dict) -> Verdicts:
     Missing from the eligibility read, ineligible with no reason, or any other reason,
     including one a later SuperPipeline adds: not claimable.
     """
-    unjudged = [agent_id for agent_id in pool.in_set if agent_id not in pool.verdicts]
+    unjudged = pool.in_set.difference(pool.verdicts)
     refused = (
         agent_id for agent_id, verdict in objections.items()
         if not verdict.reasons or not NAMED_ELIGIBILITY_REASONS.issuperset(verdict.reasons)

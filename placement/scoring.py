@@ -51,14 +51,15 @@ def ranked(terms_by_agent: dict[str, ScoreTerms]) -> list[tuple[str, Score]]:
     Higher record, higher success, longer since last work (never ranks as longest), then
     agent id. A record left out is None for everyone, so it weighs for no one.
     """
-    order = sorted(
+    order = sorted([
         (
             -(terms.stage_record or 0.0),
             -terms.success_rate,
             -math.inf if terms.since_last_dispatch_s is None else -terms.since_last_dispatch_s,
             agent_id,
+            terms,  # never compared: the agent id before it differs
         )
         for agent_id, terms in terms_by_agent.items()
-    )
+    ])
     n = len(order)
-    return [(key[3], Score(n - place, terms_by_agent[key[3]])) for place, key in enumerate(order)]
+    return [(key[3], Score._make((n - place, key[4]))) for place, key in enumerate(order)]

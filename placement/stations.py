@@ -6,8 +6,7 @@ is said in the stage's words: what the stage asked for that the station does not
 """
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Iterable, Mapping, NamedTuple
+from typing import AbstractSet, Iterable, Mapping, NamedTuple
 
 from .facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, Station, StationNeeds
 from .memo import IdentityMemo
@@ -43,28 +42,32 @@ def lacking_by_agent(
 
 
 def agents_lacking(
-    needs: StationNeeds, registry: Iterable[Station], agent_ids: Iterable[str],
+    needs: StationNeeds, registry: Iterable[Station], agent_ids: AbstractSet[str],
     station_of: Mapping[str, str | None], min_rank: int,
 ) -> dict[Lacking, list[str]]:
     """Those of `agent_ids` whose station lacks anything, grouped by what they lack, so a filter
-    judges each group once. An agent missing from `station_of` has no station."""
+    judges each group once. An agent missing from `station_of` has no station: with
+    `candidates=all` that is every agent off the roster at no station, taken as one group."""
     stations = station_answers(needs, registry, min_rank)
     by_station, unlisted = stations.lacking, stations.unlisted
     grouped: dict[Lacking, list[str]] = {}
-    for agent_id in agent_ids:
-        lacks = by_station.get(station_of.get(agent_id), unlisted)  # type: ignore[arg-type]
+    stationed = station_of.keys() & agent_ids
+    for agent_id in stationed:
+        lacks = by_station.get(station_of[agent_id], unlisted)  # type: ignore[arg-type]
         if lacks is not None:
-            agent_ids = grouped.get(lacks)
-            if agent_ids is None:
-                agent_ids = grouped[lacks] = []
-            agent_ids.append(agent_id)
+            lacking = grouped.get(lacks)
+            if lacking is None:
+                lacking = grouped[lacks] = []
+            lacking.append(agent_id)
+    if unlisted is not None and len(stationed) < len(agent_ids):
+        grouped.setdefault(unlisted, []).extend(agent_ids - stationed)
     return grouped
 
 
 class StationAnswers(NamedTuple):
     """What each station of a registry lacks of one stage's needs; None for one that meets them all."""
 
-    lacking: Mapping[str, Lacking | None]  # by station id, every station the registry lists
+    lacking: dict[str, Lacking | None]  # by station id, every station the registry lists; shared: never change it
     unlisted: Lacking | None  # a station the registry does not list, or no station at all
 
 
@@ -114,7 +117,7 @@ def _station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank:
         if mask not in shared:
             shared[mask] = _lacking(needs, bits, mask)
     return StationAnswers(
-        MappingProxyType({station_id: shared[mask] for station_id, mask in met.items()}),
+        {station_id: shared[mask] for station_id, mask in met.items()},
         _lacking(needs, bits, 0),
     )
 
