@@ -27,16 +27,17 @@ class Pool:
 
     ids: tuple[str, ...]  # every considered agent, in agent id order
     in_set: frozenset[str]
-    own: frozenset[str]  # the agents with records of their own: in the set or on the roster
+    disabled: tuple[str, ...]  # on the roster, their rows disabled: off the set, with records of their own
     rows: dict[str, RosterRow]  # bridge rows on the board
     verdicts: dict[str, Verdict]  # SuperPipeline's eligibility read
     objections: dict[str, Verdict]  # in-set verdicts that are not a plain "eligible"
     loads: dict[str, LoadShape]  # every in-set agent's load shape
     unhealthy: frozenset[str]  # in-set agents whose load shape is not healthy
     full: frozenset[str]  # in-set agents whose load shape is not idle
-    principals: dict[str, str]  # of `own`: the bridge row's, else the eligibility read's, else the load read's
+    # In the set or on the roster: the bridge row's, else the eligibility read's, else the load read's.
+    principals: dict[str, str]
     stations: dict[str, str]  # from the bridge row, else the registry station it occupies
-    judged: Judged  # the eligibility read's index, which speaks for every agent but `own`
+    judged: Judged  # the eligibility read's index, which speaks for every agent off the set and the roster
 
     def principal(self, agent_id: str) -> str | None:
         return self.principals.get(agent_id)
@@ -65,6 +66,7 @@ class Reported(NamedTuple):
     principals: dict[str, str]
     stations: dict[str, str]  # the roster's only
     unnamed: tuple[str, ...]  # agents whose row names no principal: the eligibility read's may
+    disabled: tuple[str, ...]  # agents whose row is disabled
 
 
 def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
@@ -109,7 +111,7 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
     return Pool(
         ids=tuple(sorted([*read.ids, *unjudged])) if unjudged else read.ids,
         in_set=in_set,
-        own=in_set.union(rows),
+        disabled=roster.disabled,
         rows=rows,
         verdicts=verdicts,
         objections={agent_id: verdict for agent_id in in_set if (verdict := verdicts.get(agent_id)) is not None
@@ -195,6 +197,7 @@ def _reported(rows: dict[str, Any], loads: dict[str, LoadShape], principals: dic
         full=frozenset(agent_id for agent_id, load in loads.items() if not load.idle),
         principals=principals, stations=stations,
         unnamed=tuple(agent_id for agent_id in rows if agent_id not in principals),
+        disabled=tuple(agent_id for agent_id in rows if agent_id not in loads),
     )
 
 

@@ -17,7 +17,7 @@ from .formulas import BY_LEAD, BY_RECORD, Step
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
-from .scoring import Score, ScoreTerms, ranked, since_last_dispatch_s, success_rate
+from .scoring import Score, ranked, terms
 from .stage_runs import StageHistory, stage_records
 from .waiting import Waiting
 from .waiting import rank as rank_waiting
@@ -283,7 +283,7 @@ def _by_record(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool
                eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
                ) -> tuple[Ranking, Waiting | None]:
     """Every eligible agent by its terms (`scoring.py`)."""
-    return ranked(_terms(eligible, pool, stage, facts, now)), waiting
+    return ranked(terms(eligible, pool.principals, stage, facts.holds.settled, pool.loads, now)), waiting
 
 
 def _by_lead(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
@@ -319,22 +319,6 @@ def _waiting(
     return rank_waiting(facts, rules, tier, now, ranking, verdicts, pool.in_set, by_agent)
 
 
-def _terms(
-    eligible: list[str], pool: Pool, stage: dict[str | None, StageHistory] | None, facts: Facts, now: datetime,
-) -> dict[str, ScoreTerms]:
-    """What each eligible agent is ranked by."""
-    settled, principals, loads = facts.holds.settled, pool.principals, pool.loads
-    terms = {}
-    for agent_id in eligible:
-        claimed, settled_here = settled.get(agent_id, (0, 0))
-        terms[agent_id] = ScoreTerms._make((
-            stage[principals.get(agent_id)].stage_record if stage is not None else None,
-            success_rate(claimed, settled_here),
-            since_last_dispatch_s(loads[agent_id].last_seen_at, now),
-        ))
-    return terms
-
-
 def _candidates(
     pool: Pool, ground: Ground, verdicts: dict[str, tuple[FilterResult, ...]], scores: dict[str, Score],
     stage: dict[str | None, StageHistory] | None,
@@ -343,27 +327,30 @@ def _candidates(
     in the set or on the roster, and the eligibility read's word for each of the rest.
     `capable` follows the roster, not the set: a direct agent has it, in the set (`all`) or
     not, and a rostered agent never does, a disabled row's included."""
-    rows, principals, stations, loads, read = pool.rows, pool.principals, pool.stations, pool.loads, pool.verdicts
+    rows, loads, read = pool.rows, pool.loads, pool.verdicts
     answers = ground.read_of(POLICY)
-    policy = answers.records if answers is not None else {}
-    stage = stage if stage is not None else {}
+    # Each look-up bound once: this runs for every agent in the set, a thousand a card.
+    principal_of, station_of, score_of = pool.principals.get, pool.stations.get, scores.get
+    policy_of = answers.records.get if answers is not None else {}.get
+    stage_of = stage.get if stage is not None else {}.get
+    build = CandidateRecord.build
     own: dict[str, CandidateRecord] = {}
     for agent_id, filters in verdicts.items():  # the candidate set
-        principal_id = principals.get(agent_id)
-        score = scores.get(agent_id)
+        principal_id = principal_of(agent_id)
+        score = score_of(agent_id)
         rostered = agent_id in rows
-        own[agent_id] = CandidateRecord.build(
-            agent_id=agent_id, principal_id=principal_id, station_id=stations.get(agent_id),
+        own[agent_id] = build(
+            agent_id=agent_id, principal_id=principal_id, station_id=station_of(agent_id),
             source=ROSTER if rostered else DIRECT, in_set=True, eligible=score is not None,
             filters=filters, score=score,
             # An agent off the roster in the set reports its load, so the read judged it.
             capable=None if rostered else CAPABILITY_MISMATCH not in read[agent_id].reasons,
-            stage_history=stage.get(principal_id) if score is not None else None,
-            policy=policy.get(agent_id), load=loads[agent_id],
+            stage_history=stage_of(principal_id) if score is not None else None,
+            policy=policy_of(agent_id), load=loads[agent_id],
         )
-    for agent_id in pool.own.difference(verdicts):  # on the roster, its row disabled
-        own[agent_id] = CandidateRecord.build(
-            agent_id=agent_id, principal_id=principals.get(agent_id), station_id=stations.get(agent_id),
+    for agent_id in pool.disabled:  # on the roster, off the set
+        own[agent_id] = build(
+            agent_id=agent_id, principal_id=principal_of(agent_id), station_id=station_of(agent_id),
             source=ROSTER, in_set=False, eligible=False, filters=ground.off_the_set, score=None,
             capable=None, stage_history=None, policy=None, load=None,
         )

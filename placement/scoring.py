@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from .load import LoadShape
+from .stage_runs import StageHistory
+
+_new_tuple = tuple.__new__  # a score is made for every eligible agent of every card: not through its class
 
 
 class ScoreTerms(NamedTuple):
@@ -33,16 +38,31 @@ class Score(NamedTuple):
         return {"total": self.total, "terms": self.terms.to_record()}
 
 
-def success_rate(claimed: int, settled: int) -> float:
-    """The smoothed share of our settled holds it claimed: a new agent starts at one half."""
-    return (claimed + 1) / (settled + 2)
+def terms(eligible: Iterable[str], principals: Mapping[str, str], stage: Mapping[str | None, StageHistory] | None,
+          settled: Mapping[str, tuple[int, int]], loads: Mapping[str, LoadShape], now: datetime,
+          ) -> dict[str, ScoreTerms]:
+    """What each eligible agent is ranked by:
 
+    - its record at the stage (`stage_runs.py`), by its principal; None for everyone when the
+      runs were not read;
+    - its success on the board: the smoothed share of our settled holds it claimed,
+      (claimed + 1) / (settled + 2), so a new agent starts at one half;
+    - the seconds since it last took work, by its load shape; None when it never has, and a
+      time after `now` reads as 0.
 
-def since_last_dispatch_s(last_seen_at: datetime | None, now: datetime) -> float | None:
-    """Seconds since it last took work; None when it never has. A time after `now` reads as 0."""
-    if last_seen_at is None:
-        return None
-    return max((now - last_seen_at).total_seconds(), 0.0)
+    Each is worked out in line: this runs for every eligible agent of every card.
+    """
+    made = {}
+    for agent_id in eligible:
+        claimed, settled_here = settled.get(agent_id, (0, 0))
+        last_seen_at = loads[agent_id].last_seen_at
+        since = None if last_seen_at is None else (now - last_seen_at).total_seconds()
+        made[agent_id] = _new_tuple(ScoreTerms, (
+            stage[principals.get(agent_id)].stage_record if stage is not None else None,
+            (claimed + 1) / (settled_here + 2),
+            since if since is None or since > 0.0 else 0.0,
+        ))
+    return made
 
 
 def ranked(terms_by_agent: dict[str, ScoreTerms]) -> list[tuple[str, Score]]:
@@ -62,4 +82,4 @@ def ranked(terms_by_agent: dict[str, ScoreTerms]) -> list[tuple[str, Score]]:
         for agent_id, terms in terms_by_agent.items()
     ])
     n = len(order)
-    return [(key[3], Score._make((n - place, key[4]))) for place, key in enumerate(order)]
+    return [(key[3], _new_tuple(Score, (n - place, key[4]))) for place, key in enumerate(order)]
