@@ -22,14 +22,15 @@ class IdentityMemo(Generic[T]):
         self._count = 0
 
     def get(self, shared: tuple, key: tuple[Hashable, ...], work: Callable[[], T]) -> T:
-        return self.get_each((shared,), key, lambda _: work())[0]
+        """The answer for one tuple, worked out only if it is not remembered."""
+        remembered = self._answers_for(key).get(id(shared))
+        if remembered is not None and remembered[0] is shared:
+            return remembered[1]
+        return self._remember(shared, key, work())
 
     def get_each(self, shared: Iterable[tuple], key: tuple[Hashable, ...], work: Callable[[tuple], T]) -> list[T]:
         """The answer for each tuple, in order, worked out only for those not remembered."""
-        if self._count >= self.size:
-            self._answers.clear()
-            self._count = 0
-        answers = self._answers.setdefault(key, {})
+        answers = self._answers_for(key)
         found = []
         for read in shared:
             remembered = answers.get(id(read))
@@ -42,3 +43,18 @@ class IdentityMemo(Generic[T]):
                 self._count += 1
             found.append(answer)
         return found
+
+    def _answers_for(self, key: tuple[Hashable, ...]) -> dict[int, tuple[tuple, T]]:
+        if self._count >= self.size:
+            self._answers.clear()
+            self._count = 0
+        answers = self._answers.get(key)
+        if answers is None:
+            answers = self._answers[key] = {}
+        return answers
+
+    def _remember(self, shared: tuple, key: tuple[Hashable, ...], answer: T) -> T:
+        if type(shared) is tuple:
+            self._answers_for(key)[id(shared)] = (shared, answer)
+            self._count += 1
+        return answer
