@@ -241,7 +241,7 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     verdicts, eligible = run_filters(pool, ground)
     stage = None
     if facts.runs is not None:
-        stage = stage_records((pool.principals.get(agent_id) for agent_id in eligible), facts.runs, now,
+        stage = stage_records([pool.principals.get(agent_id) for agent_id in eligible], facts.runs, now,
                               rules.history_min_sample, rules.history_half_life_days)
     ranking: Ranking = []
     waiting = None

@@ -341,15 +341,17 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
     # Every in-set agent no filter singled out passed them all; only the rest are visited.
     verdicts = dict.fromkeys(in_set, passing)
     alike: dict[int, tuple[FilterResult, ...]] = {0: passing}
-    rejected = set()
+    alike_of = alike.get
+    rejected: set[str] = set()
+    reject = rejected.add
     for agent_id, bits in gathered.items():
         if agent_id in verdicts:
-            results = alike.get(bits)
+            results = alike_of(bits)
             if results is None:
                 results = alike[bits] = _with_verdicts(passing, given, bits)
             verdicts[agent_id] = results
             if bits & failing:
-                rejected.add(agent_id)
+                reject(agent_id)
     return Filtered(verdicts, list(in_set.difference(rejected)))
 
 

@@ -98,10 +98,8 @@ def stage_records(
     The loop hands every card of a board stage the very same runs tuples, so each is
     weighed once a pass, whichever card asks.
     """
-    runs_of: dict[str | None, tuple[Run, ...]] = {}
-    for principal in principals:
-        if principal not in runs_of:
-            runs_of[principal] = by_principal.get(principal, ()) if principal is not None else ()
+    runs_of = {principal: by_principal.get(principal, ()) if principal is not None else ()
+               for principal in principals}
     weighed = _remembered.get_each(runs_of.values(), (now, min_sample, half_life_days),
                                    lambda runs: stage_history(runs, now, min_sample, half_life_days))
     return dict(zip(runs_of, weighed))
