@@ -144,34 +144,8 @@ class Candidates(Sequence[CandidateRecord]):
         return sorted(bisect_left(ids, agent_id) for agent_id in self.own)
 
     def _kinds_and_roll(self) -> tuple[str, list[str | None]]:
-        """The read's kinds and principals, but for the agents with records of their own. Those
-        are a roster's worth, found by bisection, so a read of thousands is walked once
-        (`candidates.Judged`), not once a card."""
-        if self._marks is not None:
-            return self._marks
-        ids, read, own = self.ids, self._read, self.own
-        if ids is read.ids:
-            kinds = bytearray(read.kinds, "ascii")
-            roll = list(read.principals)
-            mark = ord(OWN_RECORD)
-            for agent_id, record in own.items():
-                position = bisect_left(ids, agent_id)
-                kinds[position] = mark
-                roll[position] = record.principal_id
-            self._marks = kinds.decode("ascii"), roll
-            return self._marks
-        # Roster agents the read does not judge take places of their own among its agents.
-        kinds_of, roll = [], []
-        for agent_id in ids:
-            record = own.get(agent_id)
-            if record is not None:
-                kinds_of.append(OWN_RECORD)
-                roll.append(record.principal_id)
-            else:
-                verdict = read.verdicts[agent_id]
-                kinds_of.append(off_set_kind(verdict))
-                roll.append(verdict.principal_id)
-        self._marks = "".join(kinds_of), roll
+        if self._marks is None:
+            self._marks = _kinds_and_roll(self.ids, self._read, self.own)
         return self._marks
 
     def _off_set(self, agent_id: str) -> CandidateRecord:
@@ -181,6 +155,34 @@ class Candidates(Sequence[CandidateRecord]):
             source=DIRECT, in_set=False, eligible=False, filters=self._off_filters, score=None,
             capable=off_set_kind(verdict) == OFF_CAPABLE, stage_history=None, policy=None, load=None,
         )
+
+
+def _kinds_and_roll(ids: tuple[str, ...], read: Judged,
+                    own: Mapping[str, CandidateRecord]) -> tuple[str, list[str | None]]:
+    """The read's kinds and principals, but for the agents with records of their own. Those
+    are a roster's worth, found by bisection, so a read of thousands is walked once
+    (`candidates.Judged`), not once a card."""
+    if ids is read.ids:
+        kinds = bytearray(read.kinds, "ascii")
+        roll = list(read.principals)
+        mark = ord(OWN_RECORD)
+        for agent_id, record in own.items():
+            position = bisect_left(ids, agent_id)
+            kinds[position] = mark
+            roll[position] = record.principal_id
+        return kinds.decode("ascii"), roll
+    # Roster agents the read does not judge take places of their own among its agents.
+    kinds_of, roll = [], []
+    for agent_id in ids:
+        record = own.get(agent_id)
+        if record is not None:
+            kinds_of.append(OWN_RECORD)
+            roll.append(record.principal_id)
+        else:
+            verdict = read.verdicts[agent_id]
+            kinds_of.append(off_set_kind(verdict))
+            roll.append(verdict.principal_id)
+    return "".join(kinds_of), roll
 
 
 @dataclass(frozen=True, slots=True)
