@@ -8,16 +8,14 @@ from records.store import actions
 from records.store.signals import sweep_finished
 from superdispatch.loop.passes import lease_owner, run_pass
 from tests.support.factories import make_decision
-from tests.support.world import filters_of, lane, make_world, stations_lane
+from tests.support.world import filters_of, lane, make_world, one_board_world, stations_lane
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
 @pytest.fixture
 def world():
-    w = make_world(lane())
-    w.opt_in("brd_a")
-    return w
+    return one_board_world()
 
 
 def test_a_sweep_holds_a_ready_card_for_the_best_candidate(world):

@@ -4,16 +4,14 @@ import pytest
 
 from records.models import Decision
 from records.serializers import DecisionSerializer
-from tests.support.world import lane, make_world
+from tests.support.world import one_board_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
 @pytest.fixture
 def world():
-    w = make_world(lane())
-    w.opt_in("brd_a")
-    return w
+    return one_board_world()
 
 
 def record(decision) -> dict:

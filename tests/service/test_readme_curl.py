@@ -17,11 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from records.models import Board, Suggestion
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
-from tests.conftest import T0
-from tests.support.factories import make_decision
-from tests.support.learning_factories import stored_model, trainable
+from tests.support.routes import rows_behind_every_route
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -78,14 +75,9 @@ def as_curl_sends_it(line: str) -> Call:
 def store():
     """A board, a decision on it, a suggestion, a model and rows enough to train: the ids the
     README leaves as placeholders."""
-    Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
-    decision = make_decision(board="brd_a", card="card_1")
-    suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                           stage_key="review", first_seen_at=T0, last_seen_at=T0)
-    model = stored_model()
-    trainable(40)
-    return {"brd_…": "brd_a", "card_…": "card_1", "pld_…": decision.id, "sug_…": suggestion.id,
-            "mdl_…": model.id}
+    rows = rows_behind_every_route()
+    return {"brd_…": rows["board"], "card_…": rows["card"], "pld_…": rows["decision"],
+            "sug_…": rows["suggestion"], "mdl_…": rows["model"]}
 
 
 def _filled(text: str, ids: dict[str, str]) -> str:

@@ -31,8 +31,7 @@ from records.models import Board, Suggestion
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import T0
 from tests.service.test_auth import assert_bare_401
-from tests.support.factories import make_decision
-from tests.support.learning_factories import stored_model, trainable
+from tests.support.routes import rows_behind_every_route
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -88,14 +87,9 @@ def test_a_method_answered_but_not_declared_is_closed_but_to_admin():
 @pytest.fixture
 def store():
     """A row behind every id a route takes, rows to train on, and a token of each scope."""
-    Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
-    decision = make_decision(board="brd_a", card="card_1")
-    suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                           stage_key="review", first_seen_at=T0, last_seen_at=T0)
-    model = stored_model()
-    trainable(40)
-    ids = {"board_id": "brd_a", "decision_id": decision.id, "suggestion_id": suggestion.id,
-           "model_id": model.id}
+    rows = rows_behind_every_route()
+    ids = {"board_id": rows["board"], "decision_id": rows["decision"],
+           "suggestion_id": rows["suggestion"], "model_id": rows["model"]}
     secrets = {scope: actions.do_create_token(f"only-{scope}", [scope], by=SERVICE,
                                               now=T0)[1] for scope in SCOPES}
     return ids, secrets

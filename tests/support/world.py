@@ -133,3 +133,10 @@ def stations_lane():
          "tools": []},
     ]
     return scenario
+
+
+def one_board_world(**settings) -> World:
+    """The world most loop tests start from: `lane()`'s board, opted in."""
+    world = make_world(lane(), **settings)
+    world.opt_in("brd_a")
+    return world

@@ -1,0 +1,19 @@
+"""A row behind every id the operator API's routes take, for the tests that call every route."""
+from __future__ import annotations
+
+from records.models import Board, Suggestion
+from tests.conftest import T0
+from tests.support.factories import make_decision
+from tests.support.learning_factories import stored_model, trainable
+
+
+def rows_behind_every_route() -> dict[str, str]:
+    """A board, a decision on it, a suggestion, a model and rows enough to train; their ids."""
+    Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
+    decision = make_decision(board="brd_a", card="card_1")
+    suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
+                                           stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    model = stored_model()
+    trainable(40)
+    return {"board": "brd_a", "card": "card_1", "decision": decision.id,
+            "suggestion": suggestion.id, "model": model.id}
