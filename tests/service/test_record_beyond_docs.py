@@ -1,5 +1,5 @@
-"""Every key the API's record carries beyond the docs' shape is listed in the README, with what
-it means; and `unchecked`, the one a filter's verdict may carry, is where the README says."""
+"""Every key the API's record carries beyond the docs' shape is listed in docs/api.md, with what
+it means; and `unchecked`, the one a filter's verdict may carry, is where those docs say."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,7 @@ from records.api.views import ExplainedDecisionSerializer
 from records.serializers import CandidateSerializer, FilterVerdictSerializer
 from tests.support.placement import board, card, decided, station, verdict, with_rows
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+API_DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 # The docs' shapes (records-decisions): a decision, a candidate, a filter's verdict.
 DOCS = {
     "decision": {"id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier",
@@ -26,13 +26,13 @@ SERIALIZERS = {"decision": ExplainedDecisionSerializer, "candidate": CandidateSe
 
 
 def beyond_the_docs() -> str:
-    """The README's paragraph on the record beyond the docs, and its list."""
-    text = README.read_text()
-    start = text.index("**The record beyond the docs.**")
+    """docs/api.md's section on the record beyond the docs, and its list."""
+    text = API_DOCS.read_text()
+    start = text.index("## The record beyond the docs")
     return text[start:text.index("\n\n", text.index("\n- ", start))]
 
 
-def test_every_key_the_record_adds_to_the_docs_shape_is_listed_in_the_readme():
+def test_every_key_the_record_adds_to_the_docs_shape_is_listed_in_the_api_docs():
     listed = set(re.findall(r"`([A-Za-z]+)[`:]", beyond_the_docs()))
     for level, serializer in SERIALIZERS.items():
         added = set(serializer().fields) - DOCS[level]
