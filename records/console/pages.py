@@ -78,15 +78,16 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         rng = read_range(request)
     except BadParameter as bad:
         return HttpResponseBadRequest(str(bad), content_type="text/plain")
-    over_time = dashboard.decisions_over_time(rng, now)
+    span = dashboard.Span.read(rng, now)
+    over_time = dashboard.decisions_over_time(rng, now, span)
     boards = over_time["boards"]
     for b in boards:
         b["spark"] = charts.sparkline(b["points"])
-    mix = dashboard.outcome_mix(rng, now)
-    claim_times = dashboard.hold_to_claim(rng, now)
+    mix = dashboard.outcome_mix(span)
+    claim_times = dashboard.hold_to_claim(span)
     for row in claim_times:
         row["chart"] = charts.hbars(row["bands"], width=360)
-    lapses = dashboard.no_shows(rng, now)
+    lapses = dashboard.no_shows(span)
     for row in lapses:
         row["url"] = agent_url(row["agent"])
     advice = dashboard.open_advice()
@@ -102,7 +103,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         "no_show_chart": charts.hbars([(r["agent"], r["no_shows"]) for r in lapses]),
         "reading": dashboard.reading(now),
         "advice": advice,
-        "helping": dashboard.helping(rng, now),
+        "helping": dashboard.helping(span),
         "suggestion_list": reverse("admin:records_suggestion_changelist"),
     }
     for s in advice["newest"]:

@@ -17,6 +17,7 @@ from records.models.relay import (
 from records.models.suggestions import (
     ROSTER_KINDS, SUGGESTION_KINDS, Suggestion, SuggestionKind, SuggestionState,
 )
+from records.models.rollups import AgentHour, BoardHour, StaleHour
 from records.models.sweeps import LoopState, RegistryRead, SweepShard
 from records.models.tallies import HoldTally
 
@@ -25,6 +26,7 @@ __all__ = [
     "Candidate", "Decision", "DecisionReason", "OutcomeStatus", "Roll", "TierName",
     "OUTCOMES", "REASONS", "SETTLED_HOLDS", "TIERS",
     "HoldTally",
+    "AgentHour", "BoardHour", "StaleHour",
     "JSONText",
     "LoopState", "RegistryRead", "SweepShard",
     "OutboxEvent",

@@ -14,9 +14,11 @@ from django.db.models.functions import Cast, Substr, Trunc
 
 from placement.dispatch_policy import LIMIT_PREFIX
 from placement.filtering import tables
-from records.models import Candidate, Decision, Roll, Suggestion
-from records.store import marks
-from records.store.dashboard import LAPSED, Range, bar_index, bar_starts, in_range
+from records.models import AgentHour, Candidate, Decision, Roll, Suggestion
+from records.store import actions, marks, rollups
+from records.store.dashboard import (
+    Edges, Range, bar_index, bar_starts, in_range, whole_agent_hours,
+)
 
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one
 
@@ -75,11 +77,22 @@ def tallies(agent_id: str, rng: Range, now: datetime) -> dict:
     out = considered.aggregate(considered=Count("id"), eligible=Count("id", filter=Q(eligible=True)))
     out["considered"] += in_range(rng, now).filter(
         id__in=decisions_marking(agent_id).values("id")).count()
-    out.update(in_range(rng, now).filter(chosen=agent_id).aggregate(
-        chosen=Count("id"), held=Count("id", filter=Q(reserved_until__isnull=False)),
-        claimed=Count("id", filter=Q(outcome_status="claimed")),
-        no_shows=Count("id", filter=LAPSED)))
+    out.update(chosen_tallies(agent_id, rng, now))
     return out
+
+
+def chosen_tallies(agent_id: str, rng: Range, now: datetime) -> dict:
+    """How often, in the range, the agent was chosen, held, claimed its hold, and lapsed: the
+    whole hours from the rollups, the partial hours at the edges from the decisions."""
+    actions.do_roll_up(now)
+    edges = Edges.of(rng, now)
+    rows = rollups.agent_rows(edges.partial.filter(chosen=agent_id), by=())
+    if edges.first < edges.last:
+        rows += whole_agent_hours(AgentHour.objects.filter(
+            agent_id=agent_id, hour__gte=edges.first, hour__lt=edges.last))
+    sums = {k: sum(row[k] for row in rows) for k in rollups.AGENT_SUMS}
+    return {"chosen": sums["chosen"], "held": sums["held"], "claimed": sums["claimed"],
+            "no_shows": sums["lapsed"]}
 
 
 def rejections_over_time(agent_id: str, rng: Range, now: datetime) -> dict:

@@ -1,17 +1,20 @@
 """What SuperDispatch did in the last hour, day or week, read for the admin's dashboard.
 
-Every figure is aggregated in the database (counts, averages, grouped by a truncated time),
-so a page over 100,000 decisions reads a few thousand grouped rows, never the decisions.
+Every figure is a count or a sum over the decisions of the range, read as `Span`: the whole
+hours from the per-hour rollups (records.store.rollups) and the partial hours at the range's
+edges from the decisions, grouped in the database. A page over 100,000 decisions reads a few
+thousand grouped rows, never the decisions.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q
-from django.db.models.functions import Trunc
+from django.db.models import Count, Q, Sum
 
-from records.models import OUTCOMES, Board, Decision, LoopState, Suggestion
+from records.models import OUTCOMES, AgentHour, Board, BoardHour, Decision, LoopState, Suggestion
+from records.store import actions, rollups
+from records.store.rollups import AGENT_SUMS, BANDS, BOARD_KEYS, BOARD_SUMS, HOLD_TO_CLAIM_BANDS, HOUR
 
 
 @dataclass(frozen=True)
@@ -37,21 +40,63 @@ RANGES = {
 DEFAULT_RANGE = "day"
 
 TIER_SERIES = ("winner", "runner-up", "any-match", "nobody chosen")
-# An agent's lapse, as the no-show filter reads it (records/store/holds.py): its hold expired, or
-# somebody else claimed the card after the hold had run out.
-LAPSED = Q(outcome_status="expired") | Q(outcome_status="claimed-by-other",
-                                         outcome_at__gt=F("reserved_until"))
-HOLD_TO_CLAIM_BANDS = ((10, "under 10 s"), (30, "10–30 s"), (60, "30–60 s"), (300, "1–5 min"),
-                       (None, "5 min or more"))
 LEFT_TO_PULL = ("one-candidate", "any-match")
-
-
-def _seconds(start: str, end: str) -> ExpressionWrapper:
-    return ExpressionWrapper(F(end) - F(start), output_field=DurationField())
 
 
 def in_range(rng: Range, now: datetime):
     return Decision.objects.filter(created_at__gt=now - rng.span, created_at__lte=now)
+
+
+@dataclass(frozen=True)
+class Edges:
+    """A range cut into its whole hours, [first, last), read from the rollups, and the
+    decisions of the partial hours around them, read directly. A range with no whole hour in
+    it is read from the decisions alone."""
+
+    first: datetime
+    last: datetime
+    partial: object  # a QuerySet of the decisions outside the whole hours
+
+    @classmethod
+    def of(cls, rng: Range, now: datetime) -> Edges:
+        since = now - rng.span
+        first, last = rollups.hour_of(since) + HOUR, rollups.hour_of(now)
+        if first >= last:
+            return cls(first, first, in_range(rng, now))
+        partial = Decision.objects.filter(
+            Q(created_at__gt=since, created_at__lt=first) | Q(created_at__gte=last,
+                                                               created_at__lte=now))
+        return cls(first, last, partial)
+
+
+@dataclass
+class Span:
+    """What the dashboard counts over a range: the decisions by board, time ("t", a bar's
+    truncation or finer), tier, outcome and reason, with BoardHour's sums; and by chosen agent."""
+
+    boards: list[dict]
+    agents: list[dict]
+
+    @classmethod
+    def read(cls, rng: Range, now: datetime) -> Span:
+        actions.do_roll_up(now)
+        edges = Edges.of(rng, now)
+        boards = rollups.board_rows(edges.partial, rng.trunc)
+        agents = rollups.agent_rows(edges.partial, by=())
+        if edges.first < edges.last:
+            whole = BoardHour.objects.filter(hour__gte=edges.first, hour__lt=edges.last)
+            boards += [{**row, "t": row.pop("hour")}
+                       for row in whole.values("hour", *BOARD_KEYS, *BOARD_SUMS)]
+            agents += whole_agent_hours(AgentHour.objects.filter(hour__gte=edges.first,
+                                                                 hour__lt=edges.last))
+        return cls(boards, agents)
+
+
+def whole_agent_hours(hours) -> list[dict]:
+    """AgentHour rows summed by agent."""
+    rows = hours.values("agent_id").annotate(**{f"sum_{k}": Sum(k) for k in AGENT_SUMS})
+    return [{"agent_id": row["agent_id"], **{k: row[f"sum_{k}"] for k in AGENT_SUMS}}
+            for row in rows]
 
 
 def tier_of(tier_name: str | None, chosen: str | None) -> str:
@@ -62,90 +107,77 @@ def tier_of(tier_name: str | None, chosen: str | None) -> str:
     return tier_name or "winner"
 
 
-def decisions_over_time(rng: Range, now: datetime) -> dict:
+def decisions_over_time(rng: Range, now: datetime, span: Span) -> dict:
     """Decisions per bar by tier, and per board: totals by tier and a count per sparkline point."""
-    decisions = in_range(rng, now)
     starts = bar_starts(now - rng.span, now, rng.step)
     by_tier = {name: [0] * len(starts) for name in TIER_SERIES}
-    rows = (decisions.annotate(t=Trunc("created_at", rng.trunc, tzinfo=timezone.utc))
-            .values("t", "tier_name", nobody=Q(chosen__isnull=True))
-            .annotate(n=Count("id")))
-    for row in rows:
-        i = bar_index(row["t"], starts, rng.step)
-        if i is not None:
-            by_tier[tier_of(row["tier_name"], None if row["nobody"] else "x")][i] += row["n"]
-
     board_starts = bar_starts(now - rng.span, now, rng.board_step)
     boards: dict[str, dict] = {}
-
-    def board(board_id: str) -> dict:
-        return boards.setdefault(board_id, {"board": board_id, "total": 0,
-                                            "tiers": dict.fromkeys(TIER_SERIES, 0),
-                                            "points": [0] * len(board_starts)})
-
-    for row in (decisions.values("board_id", "tier_name", nobody=Q(chosen__isnull=True))
-                .annotate(n=Count("id"))):
-        entry = board(row["board_id"])
-        entry["tiers"][tier_of(row["tier_name"], None if row["nobody"] else "x")] += row["n"]
-        entry["total"] += row["n"]
-    for row in (decisions.annotate(t=Trunc("created_at", rng.board_trunc, tzinfo=timezone.utc))
-                .values("board_id", "t").annotate(n=Count("id"))):
+    for row in span.boards:
+        n = row["decisions"]
+        tier = tier_of(row["tier_name"], None if row["nobody"] else "x")
+        i = bar_index(row["t"], starts, rng.step)
+        if i is not None:
+            by_tier[tier][i] += n
+        entry = boards.get(row["board_id"])
+        if entry is None:
+            entry = boards[row["board_id"]] = {
+                "board": row["board_id"], "total": 0, "tiers": dict.fromkeys(TIER_SERIES, 0),
+                "points": [0] * len(board_starts)}
+        entry["tiers"][tier] += n
+        entry["total"] += n
         i = bar_index(row["t"], board_starts, rng.board_step)
         if i is not None:
-            board(row["board_id"])["points"][i] += row["n"]
+            entry["points"][i] += n
     return {"starts": starts, "by_tier": by_tier,
             "boards": sorted(boards.values(), key=lambda b: (-b["total"], b["board"]))}
 
 
-def outcome_mix(rng: Range, now: datetime) -> list[tuple[str, int]]:
+def outcome_mix(span: Span) -> list[tuple[str, int]]:
     """How the decisions of the range ended: each outcome of a hold, still pending, or nobody
     chosen and why."""
     counts = dict.fromkeys(OUTCOMES, 0)
     counts["pending"] = 0
-    rows = (in_range(rng, now).values("outcome_status", "reason", nobody=Q(chosen__isnull=True))
-            .annotate(n=Count("id")))
-    for row in rows:
+    for row in span.boards:
         if row["nobody"]:
             key = f"nobody: {row['reason'] or 'unknown'}"
         else:
             key = row["outcome_status"] or "pending"
-        counts[key] = counts.get(key, 0) + row["n"]
-    return [(k, n) for k, n in counts.items() if n or k in OUTCOMES]
+        counts[key] = counts.get(key, 0) + row["decisions"]
+    # Every outcome, then pending, then each reason nobody was chosen, in the order of its name.
+    order = [*OUTCOMES, "pending", *sorted(set(counts) - {*OUTCOMES, "pending"})]
+    return [(k, counts[k]) for k in order if counts[k] or k in OUTCOMES]
 
 
-def hold_to_claim(rng: Range, now: datetime) -> list[dict]:
+def hold_to_claim(span: Span) -> list[dict]:
     """Per tier, the holds its chosen agent claimed: how many, how long on average, and how
     many fell in each band of time from the decision to the claim."""
-    claimed = in_range(rng, now).filter(outcome_status="claimed", outcome_at__isnull=False)
-    bands = {}
-    lower = None
-    for upper, label in HOLD_TO_CLAIM_BANDS:
-        cond = Q()
-        if lower is not None:
-            cond &= Q(outcome_at__gte=F("created_at") + timedelta(seconds=lower))
-        if upper is not None:
-            cond &= Q(outcome_at__lt=F("created_at") + timedelta(seconds=upper))
-        bands[label] = Count("id", filter=cond)
-        lower = upper
-    rows = (claimed.values("tier_name")
-            .annotate(n=Count("id"), mean=Avg(_seconds("created_at", "outcome_at")), **{
-                f"band{i}": agg for i, agg in enumerate(bands.values())})
-            .order_by("tier_name"))
+    tiers: dict[str | None, dict] = {}
+    for row in span.boards:
+        if row["claims"]:
+            tier = tiers.setdefault(row["tier_name"], dict.fromkeys(("claims", "claim_us",
+                                                                      *BANDS), 0))
+            for k in tier:
+                tier[k] += row[k]
     out = []
-    for row in rows:
-        out.append({"tier": row["tier_name"] or "winner", "claims": row["n"],
-                    "mean": _duration(row["mean"]),
-                    "bands": [(label, row[f"band{i}"]) for i, label in enumerate(bands)]})
+    for name in sorted(tiers, key=lambda t: (t is not None, t or "")):
+        t = tiers[name]
+        out.append({"tier": name or "winner", "claims": t["claims"],
+                    "mean": _duration(t["claim_us"] / t["claims"]),
+                    "bands": [(label, t[band]) for band, (_, label)
+                              in zip(BANDS, HOLD_TO_CLAIM_BANDS)]})
     return out
 
 
-def no_shows(rng: Range, now: datetime, top: int = 15) -> list[dict]:
+def no_shows(span: Span, top: int = 15) -> list[dict]:
     """Agents whose holds lapsed in the range, most lapses first, with the holds they had."""
-    rows = (in_range(rng, now).filter(chosen__isnull=False).values("chosen")
-            .annotate(no_shows=Count("id", filter=LAPSED),
-                      held=Count("id", filter=Q(reserved_until__isnull=False)))
-            .filter(no_shows__gt=0).order_by("-no_shows", "chosen")[:top])
-    return [{"agent": r["chosen"], "no_shows": r["no_shows"], "held": r["held"]} for r in rows]
+    agents: dict[str, list[int]] = {}
+    for row in span.agents:
+        counts = agents.setdefault(row["agent_id"], [0, 0])
+        counts[0] += row["lapsed"]
+        counts[1] += row["held"]
+    lapsed = sorted((-n, agent, held) for agent, (n, held) in agents.items() if n > 0)
+    return [{"agent": agent, "no_shows": -n, "held": held} for n, agent, held in lapsed[:top]]
 
 
 def reading(now: datetime) -> dict:
@@ -169,26 +201,33 @@ def open_advice(newest: int = 10) -> dict:
             "newest": list(live.order_by("-last_seen_at", "id")[:newest])}
 
 
-def helping(rng: Range, now: datetime) -> list[dict]:
+def helping(span: Span) -> list[dict]:
     """Per board: claims taken under our hold against claims taken by pull, the cards left to
     pull, and the mean time from the card's readiness to its claim, held and pulled."""
-    rows = (in_range(rng, now).values("board_id")
-            .annotate(held=Count("id", filter=Q(outcome_status="claimed")),
-                      pulled=Count("id", filter=Q(outcome_status="claimed-by-other")),
-                      to_pull=Count("id", filter=Q(chosen__isnull=True, reason__in=LEFT_TO_PULL)),
-                      held_ready=Avg(_seconds("ladder_ready_at", "outcome_at"),
-                                     filter=Q(outcome_status="claimed")),
-                      pulled_ready=Avg(_seconds("ladder_ready_at", "outcome_at"),
-                                       filter=Q(outcome_status="claimed-by-other")))
-            .order_by("board_id"))
+    boards: dict[str, dict] = {}
+    for row in span.boards:
+        b = boards.setdefault(row["board_id"], dict.fromkeys(
+            ("held", "pulled", "to_pull", "held_n", "held_us", "pulled_n", "pulled_us"), 0))
+        if row["outcome_status"] == "claimed":
+            b["held"] += row["decisions"]
+            b["held_n"] += row["ready"]
+            b["held_us"] += row["ready_us"]
+        elif row["outcome_status"] == "claimed-by-other":
+            b["pulled"] += row["decisions"]
+            b["pulled_n"] += row["ready"]
+            b["pulled_us"] += row["ready_us"]
+        if row["nobody"] and row["reason"] in LEFT_TO_PULL:
+            b["to_pull"] += row["decisions"]
     out = []
-    for r in rows:
+    for board_id in sorted(boards):
+        r = boards[board_id]
         claims = r["held"] + r["pulled"]
-        out.append({"board": r["board_id"], "held": r["held"], "pulled": r["pulled"],
+        out.append({"board": board_id, "held": r["held"], "pulled": r["pulled"],
                     "to_pull": r["to_pull"],
                     "share": f"{r['held'] / claims:.0%}" if claims else "—",
-                    "held_ready": _duration(r["held_ready"]),
-                    "pulled_ready": _duration(r["pulled_ready"])})
+                    "held_ready": _duration(r["held_us"] / r["held_n"] if r["held_n"] else None),
+                    "pulled_ready": _duration(r["pulled_us"] / r["pulled_n"]
+                                              if r["pulled_n"] else None)})
     return out
 
 

@@ -5,7 +5,7 @@ a person or a script asks for take `by`, who asked (access.audit.Actor: a token'
 user, a command's OS user; the loop itself when not given), and record the change in the
 audit trail in their own transaction.
 
-One module a domain: boards, decisions, sweeps, the relay, retention, suggestions. Callers
+One module a domain: boards, decisions, sweeps, the relay, retention, rollups, suggestions. Callers
 name them all from here (`actions.do_opt_in`); how rows are put in a table fast is the
 store's, beside its prepared statements (records/store/inserts.py, commits.py, prepared.py).
 """
@@ -22,6 +22,7 @@ from records.store.actions.relay import (
     do_prune_deliveries,
 )
 from records.store.actions.retention import do_prune_decisions, do_prune_rolls
+from records.store.actions.rollups import do_roll_up, do_roll_up_hour
 from records.store.actions.suggestions import (
     SUGGESTION_WRITTEN, SyncSummary, do_dismiss_suggestion, do_sync_suggestions,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "DELIVERIES_KEPT", "do_note_delivery", "do_note_relay_claim", "do_note_relay_outcome",
     "do_prune_deliveries",
     "do_prune_decisions", "do_prune_rolls",
+    "do_roll_up", "do_roll_up_hour",
     "SUGGESTION_WRITTEN", "SyncSummary", "do_dismiss_suggestion", "do_sync_suggestions",
     "do_close_sweep", "do_finish_shard", "do_forget_sweeps", "do_note_no_policy",
     "do_note_sweep", "do_remember_registry", "do_start_sweep",
