@@ -71,25 +71,36 @@ class Edges:
 
 @dataclass
 class Span:
-    """What the dashboard counts over a range: the decisions by board, time ("t", a bar's
-    truncation or finer), tier, outcome and reason, with BoardHour's sums; and by chosen agent."""
+    """What the dashboard counts over a range: the decisions by board, tier, outcome and
+    reason, with BoardHour's sums (`boards`); by board, time ("t", a bar's truncation or
+    finer), tier and whether nobody was chosen (`times`); and by chosen agent (`agents`)."""
 
     boards: list[dict]
+    times: list[dict]
     agents: list[dict]
 
     @classmethod
     def read(cls, rng: Range, now: datetime) -> Span:
         actions.do_roll_up(now)
         edges = Edges.of(rng, now)
-        boards = rollups.board_rows(edges.partial, rng.trunc)
+        boards = rollups.board_rows(edges.partial, trunc=None)
+        times = rollups.time_rows(edges.partial, rng.trunc)
         agents = rollups.agent_rows(edges.partial, by=())
         if edges.first < edges.last:
             whole = BoardHour.objects.filter(hour__gte=edges.first, hour__lt=edges.last)
-            boards += [{**row, "t": row.pop("hour")}
-                       for row in whole.values("hour", *BOARD_KEYS, *BOARD_SUMS)]
+            boards += _summed(whole.values(*BOARD_KEYS), BOARD_SUMS)
+            times += [{**row, "t": row.pop("hour")} for row in _summed(
+                whole.values("board_id", "hour", "tier_name", "nobody"), ("decisions",))]
             agents += whole_agent_hours(AgentHour.objects.filter(hour__gte=edges.first,
                                                                  hour__lt=edges.last))
-        return cls(boards, agents)
+        return cls(boards, times, agents)
+
+
+def _summed(grouped, sums: tuple[str, ...]) -> list[dict]:
+    """Rollup rows grouped as `grouped` says, each of `sums` summed."""
+    rows = grouped.order_by().annotate(**{f"sum_{k}": Sum(k) for k in sums})
+    return [{**{k: v for k, v in row.items() if not k.startswith("sum_")},
+             **{k: row[f"sum_{k}"] for k in sums}} for row in rows]
 
 
 def whole_agent_hours(hours) -> list[dict]:
@@ -113,7 +124,7 @@ def decisions_over_time(rng: Range, now: datetime, span: Span) -> dict:
     by_tier = {name: [0] * len(starts) for name in TIER_SERIES}
     board_starts = bar_starts(now - rng.span, now, rng.board_step)
     boards: dict[str, dict] = {}
-    for row in span.boards:
+    for row in span.times:
         n = row["decisions"]
         tier = tier_of(row["tier_name"], None if row["nobody"] else "x")
         i = bar_index(row["t"], starts, rng.step)

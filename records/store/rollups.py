@@ -67,13 +67,15 @@ def _us(value) -> int:
     return int(value)
 
 
-def board_rows(decisions: QuerySet, trunc: str = "hour") -> list[dict]:
-    """The decisions counted by board, time (`created_at` truncated to `trunc`, as "t"), tier,
-    outcome, reason and whether nobody was chosen: how many, and the sums of BoardHour."""
-    rows = (decisions.order_by()
-            .annotate(t=Trunc("created_at", trunc, tzinfo=timezone.utc))
-            .values("board_id", "t", "tier_name", "outcome_status", "reason",
-                    nobody=Q(chosen__isnull=True))
+def board_rows(decisions: QuerySet, trunc: str | None = "hour") -> list[dict]:
+    """The decisions counted by board, tier, outcome, reason, whether nobody was chosen, and
+    (with `trunc`) time, `created_at` truncated to it as "t": how many, and BoardHour's sums."""
+    grouped = decisions.order_by()
+    keys = ["board_id", "tier_name", "outcome_status", "reason"]
+    if trunc is not None:
+        grouped = grouped.annotate(t=Trunc("created_at", trunc, tzinfo=timezone.utc))
+        keys.append("t")
+    rows = (grouped.values(*keys, nobody=Q(chosen__isnull=True))
             .annotate(decisions=Count("id"), claims=Count("id", filter=CLAIMED),
                       claim_us=Sum(_span("created_at", "outcome_at"), filter=CLAIMED),
                       ready=Count("id", filter=READY_KNOWN),
@@ -85,6 +87,15 @@ def board_rows(decisions: QuerySet, trunc: str = "hour") -> list[dict]:
         row["claim_us"], row["ready_us"] = _us(row["claim_us"]), _us(row["ready_us"])
         out.append(row)
     return out
+
+
+def time_rows(decisions: QuerySet, trunc: str) -> list[dict]:
+    """The decisions counted by board, time ("t", `created_at` truncated to `trunc`), tier and
+    whether nobody was chosen: what the charts over time draw, and no more."""
+    rows = (decisions.order_by().annotate(t=Trunc("created_at", trunc, tzinfo=timezone.utc))
+            .values("board_id", "t", "tier_name", nobody=Q(chosen__isnull=True))
+            .annotate(decisions=Count("id")))
+    return [{**row, "nobody": bool(row["nobody"])} for row in rows]
 
 
 def agent_rows(decisions: QuerySet, by: tuple[str, ...] = ("board_id", "t")) -> list[dict]:
