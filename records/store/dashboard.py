@@ -14,7 +14,9 @@ from django.db.models import Count, Q, Sum
 
 from records.models import OUTCOMES, AgentHour, Board, BoardHour, Decision, LoopState, Suggestion
 from records.store import actions, rollups
-from records.store.rollups import AGENT_SUMS, BANDS, BOARD_KEYS, BOARD_SUMS, HOLD_TO_CLAIM_BANDS, HOUR
+from records.store.rollups import (
+    AGENT_SUMS, BANDS, BOARD_KEYS, BOARD_SUMS, HOLD_TO_CLAIM_BANDS, HOUR,
+)
 
 
 @dataclass(frozen=True)

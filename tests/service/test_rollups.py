@@ -48,7 +48,8 @@ def counted_over_time(rng, now):
                 .values("t", "tier_name", nobody=Q(chosen__isnull=True)).annotate(n=Count("id"))):
         i = dashboard.bar_index(row["t"], starts, rng.step)
         if i is not None:
-            by_tier[dashboard.tier_of(row["tier_name"], None if row["nobody"] else "x")][i] += row["n"]
+            tier = dashboard.tier_of(row["tier_name"], None if row["nobody"] else "x")
+            by_tier[tier][i] += row["n"]
     board_starts = dashboard.bar_starts(now - rng.span, now, rng.board_step)
     boards: dict[str, dict] = {}
 
@@ -60,7 +61,8 @@ def counted_over_time(rng, now):
     for row in (decisions.values("board_id", "tier_name", nobody=Q(chosen__isnull=True))
                 .annotate(n=Count("id"))):
         entry = board(row["board_id"])
-        entry["tiers"][dashboard.tier_of(row["tier_name"], None if row["nobody"] else "x")] += row["n"]
+        tier = dashboard.tier_of(row["tier_name"], None if row["nobody"] else "x")
+        entry["tiers"][tier] += row["n"]
         entry["total"] += row["n"]
     for row in (decisions.annotate(t=Trunc("created_at", rng.board_trunc, tzinfo=timezone.utc))
                 .values("board_id", "t").annotate(n=Count("id"))):
@@ -169,7 +171,8 @@ decision = st.fixed_dictionaries({
 
 
 def _decision(i: int, d: dict, now: datetime) -> Decision:
-    created = now.replace(minute=0, second=0) - timedelta(hours=d["hours_back"], seconds=-d["second"])
+    created = (now.replace(minute=0, second=0)
+               - timedelta(hours=d["hours_back"]) + timedelta(seconds=d["second"]))
     held = d["chosen"] is not None and d["held"]
     outcome = d["outcome"] if d["chosen"] is not None else None
     return Decision(

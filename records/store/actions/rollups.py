@@ -51,10 +51,10 @@ def do_roll_up_hour(hour: datetime, boards: list[str]) -> int:
     AgentHour.objects.filter(hour=hour, board_id__in=taken).delete()
     decisions = Decision.objects.filter(created_at__gte=hour, created_at__lt=hour + rollups.HOUR,
                                         board_id__in=taken)
-    BoardHour.objects.bulk_create(
-        [BoardHour(hour=row.pop("t"), **row) for row in rollups.board_rows(decisions)], batch_size=1000)
-    AgentHour.objects.bulk_create(
-        [AgentHour(hour=row.pop("t"), **row) for row in rollups.agent_rows(decisions)], batch_size=1000)
+    BoardHour.objects.bulk_create([BoardHour(hour=row.pop("t"), **row)
+                                   for row in rollups.board_rows(decisions)], batch_size=1000)
+    AgentHour.objects.bulk_create([AgentHour(hour=row.pop("t"), **row)
+                                   for row in rollups.agent_rows(decisions)], batch_size=1000)
     return len(taken)
 
 
