@@ -1,0 +1,49 @@
+"""Each board's placement window from evidence, for a formula that sets it (`May.SET_WINDOW`).
+
+The window keeps pull off a ready card so that a hold can come first. It is worth its wait
+only where a hold is expected to do better than pull: where the board's fleet differs. The
+evidence is the board's own recent outlooks (what pull was expected to give against the best
+hold, each decision by a formula that weighs pull records one), read with the window left
+out, so that a board whose window is short still says whether its fleet differs:
+
+- fewer than `MIN_OUTLOOKS` in the look-back: nothing is known yet, the configured window;
+- a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, the
+  configured window (SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS, the longest allowed);
+- otherwise the fleet does not differ, and pull may race at once: the least window allowed
+  (SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS).
+
+The window is written with the call that sets it already (`windows.py`), on each sweep's look
+at the windows.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from placement.lead import STEP_ASIDE_SHARE
+from records.store import holds
+from superdispatch.loop.context import Loop
+
+LOOK_BACK = timedelta(hours=6)
+NEWEST = 60  # outlooks read a board
+MIN_OUTLOOKS = 20
+DIFFERS_SHARE = 0.2  # the share of outlooks where a hold was expected to beat pull
+
+
+def differs(outlooks: list[dict]) -> bool | None:
+    """Whether the board's fleet differs by its outlooks, the window left out; None: too few."""
+    if len(outlooks) < MIN_OUTLOOKS:
+        return None
+    beaten = 0
+    for outlook in outlooks:
+        pull = outlook.get("pullS", 0.0) - outlook.get("windowS", 0.0)
+        hold = outlook.get("holdS", 0.0)
+        beaten += pull > 0 and hold * (1 + STEP_ASIDE_SHARE) < pull
+    return beaten >= DIFFERS_SHARE * len(outlooks)
+
+
+def board_window(loop: Loop, board_id: str, now: datetime) -> int:
+    """The window the board should have now, within the operator's bounds."""
+    longest = loop.cfg.placement_window_seconds
+    least = min(loop.cfg.placement_window_min_seconds, longest)
+    verdict = differs(holds.outlooks_on_board(board_id, now - LOOK_BACK, NEWEST))
+    return least if verdict is False else longest
