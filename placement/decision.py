@@ -15,7 +15,7 @@ from .filtering import FilterResult, Ground, ground_for, run_filters
 from .filters import POLICY  # the dispatch policy's filter
 from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Step
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
-from .lead import LeadTerms, Outlook, evidence, expected, hold_length, race, steps_aside
+from .lead import LeadTerms, Outlook, evidence, expected, hold_length, known, race, steps_aside
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import Score, ranked, terms
@@ -317,11 +317,12 @@ def _by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, 
     if facts.timing is None or stage is None or not ranking:
         return ranking, waiting
     principals = pool.principals
-    rates = {agent_id: stage[principals.get(agent_id)].outcome_rate for agent_id, _ in ranking}
-    ev = evidence(facts.timing, rates)
+    records = {agent_id: stage[principals.get(agent_id)] for agent_id, _ in ranking}
+    ev = evidence(facts.timing, {a: r.outcome_rate for a, r in records.items()},
+                  {a: r.weight for a, r in records.items()})
     scored = []
     for place, (agent_id, score) in enumerate(ranking):
-        claim, run, success, total = expected(agent_id, ev)
+        claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
         base = score.terms
         scored.append((total, place, agent_id, LeadTerms(
             base.stage_record, base.success_rate, base.since_last_dispatch_s,
@@ -341,7 +342,8 @@ STEPS: Mapping[Step, StepRun] = {
 
 def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: bool) -> Outlook | None:
     """Pull's expectation, from the eligible racing for the card once its window is over,
-    against the best hold's; whether to step aside (never for a lone candidate: it is held)."""
+    against the best hold's; whether to step aside (never for a lone candidate: it is held;
+    never while a racer's timing is not its own)."""
     best = ranking[0][1].terms
     if not isinstance(best, LeadTerms) or facts.timing is None:
         return None
@@ -349,9 +351,11 @@ def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: 
     ev = evidence(facts.timing, rates)
     window = rules.placement_window_s if facts.window_s is None else facts.window_s
     left = max(0.0, window - (now - facts.card.ready_at).total_seconds())
-    pull = race([agent_id for agent_id, _ in ranking], ev).expected_s + left
-    return Outlook(ranking[0][0], best.expected_s, pull, left,
-                   stepped_aside=not lone and steps_aside(best.expected_s, pull))
+    racing = race([agent_id for agent_id, _ in ranking], ev)
+    pull, pull_success = racing.expected_s + left, racing.success(ev)
+    sure = all(known(agent_id, facts.timing) for agent_id, _ in ranking)
+    aside = not lone and sure and steps_aside(best.expected_s, pull, best.success, pull_success)
+    return Outlook(ranking[0][0], best.expected_s, pull, left, aside, best.success, pull_success)
 
 
 def _waiting(

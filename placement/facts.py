@@ -179,6 +179,8 @@ class Timing:
     working_since: Mapping[str, datetime] = field(default_factory=dict)  # its current run's start
     # p95 hold-to-claim, for agents with enough settled holds (read for a formula that sizes holds)
     claim_p95_s: Mapping[str, float] = field(default_factory=dict)
+    # typical readyAt-to-claim where nobody held the card (read for a formula that may step aside)
+    pull_claim_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -294,3 +294,17 @@ def outlooks_on_board(board_id: str, since: datetime, newest: int) -> list[dict]
     """The newest outlooks recorded on a board since a time (a formula that weighs pull)."""
     return list(Decision.objects.filter(board_id=board_id, created_at__gte=since, outlook__isnull=False)
                 .order_by("-created_at").values_list("outlook", flat=True)[:newest])
+
+
+def pull_claims(now: datetime) -> dict[str, float]:
+    """Each agent's median seconds from a card's readyAt to its claim where nobody held the card
+    for it (a decision that held nobody, claimed by the agent), over its newest
+    `TIMING_SAMPLE` within the look-back: how soon it claims by pull."""
+    rows = (Decision.objects.filter(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, chosen__isnull=True,
+                                    outcome_at__gte=now - RUN_LOOK_BACK, outcome_by__isnull=False)
+            .order_by("-outcome_at").values_list("outcome_by", "ladder_ready_at", "created_at", "outcome_at"))
+    latency: dict[str, list[float]] = defaultdict(list)
+    for agent, ready_at, decided_at, claimed_at in rows:
+        if len(latency[agent]) < TIMING_SAMPLE:
+            latency[agent].append(max((claimed_at - (ready_at or decided_at)).total_seconds(), 0.0))
+    return {agent: statistics.median(v) for agent, v in latency.items() if v}

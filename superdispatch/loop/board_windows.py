@@ -4,13 +4,16 @@ The window keeps pull off a ready card so that a hold can come first. It is wort
 only where a hold is expected to do better than pull: where the board's fleet differs. The
 evidence is the board's own recent outlooks (what pull was expected to give against the best
 hold, each decision by a formula that weighs pull records one), read with the window left
-out, so that a board whose window is short still says whether its fleet differs:
+out, so that a board whose window is short still says whether its fleet differs (a hold
+expected sooner to a success, or likelier to succeed at no later time: `lead.steps_aside`):
 
-- fewer than `MIN_OUTLOOKS` in the look-back: nothing is known yet, the configured window;
 - a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, the
   configured window (SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS, the longest allowed);
-- otherwise the fleet does not differ, and pull may race at once: the least window allowed
-  (SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS).
+- otherwise, or with fewer than `MIN_OUTLOOKS` in the look-back, nothing says a hold does
+  better, and pull may race at once: the least window allowed
+  (SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS). A board whose agents are all busy whenever a
+  card comes records no decision at all: a window there would only keep each new card, an
+  urgent one too, from the next agent to free up.
 
 The window is written with the call that sets it already (`windows.py`), on each sweep's look
 at the windows.
@@ -19,13 +22,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from placement.lead import STEP_ASIDE_SHARE
+from placement.lead import steps_aside
 from records.store import holds
 from superdispatch.loop.context import Loop
 
 LOOK_BACK = timedelta(hours=6)
 NEWEST = 60  # outlooks read a board
-MIN_OUTLOOKS = 20
+MIN_OUTLOOKS = 10
 DIFFERS_SHARE = 0.2  # the share of outlooks where a hold was expected to beat pull
 
 
@@ -36,8 +39,8 @@ def differs(outlooks: list[dict]) -> bool | None:
     beaten = 0
     for outlook in outlooks:
         pull = outlook.get("pullS", 0.0) - outlook.get("windowS", 0.0)
-        hold = outlook.get("holdS", 0.0)
-        beaten += pull > 0 and hold * (1 + STEP_ASIDE_SHARE) < pull
+        beaten += pull > 0 and not steps_aside(outlook.get("holdS", 0.0), pull,
+                                               outlook.get("holdSuccess", 0.0), outlook.get("pullSuccess", 0.0))
     return beaten >= DIFFERS_SHARE * len(outlooks)
 
 
@@ -46,4 +49,4 @@ def board_window(loop: Loop, board_id: str, now: datetime) -> int:
     longest = loop.cfg.placement_window_seconds
     least = min(loop.cfg.placement_window_min_seconds, longest)
     verdict = differs(holds.outlooks_on_board(board_id, now - LOOK_BACK, NEWEST))
-    return least if verdict is False else longest
+    return longest if verdict else least

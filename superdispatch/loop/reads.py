@@ -68,6 +68,7 @@ class PassReads:
         self._no_policy: bool | None = None
         self._timings: tuple[dict, dict] | None = None
         self._p95s: dict[str, float] | None = None
+        self._pulls: dict[str, float] = {}
         self.rolls: set[str] = set()  # rolls this pass's committed decisions name: stored
 
     def read_holds(self, agents: Iterable[str] | None = None) -> None:
@@ -199,9 +200,11 @@ class PassReads:
         since.update(working)
         latency, runs = self._timings
         if self._p95s is None:
-            sizes = May.SIZE_HOLD in self.loop.rules.declared_formula.may
-            self._p95s = holds.claim_p95s(self.now) if sizes else {}
-        return Timing(claim_latency_s=latency, run_s=runs, working_since=since, claim_p95_s=self._p95s)
+            may = self.loop.rules.declared_formula.may
+            self._p95s = holds.claim_p95s(self.now) if May.SIZE_HOLD in may else {}
+            self._pulls = holds.pull_claims(self.now) if May.STEP_ASIDE in may else {}
+        return Timing(claim_latency_s=latency, run_s=runs, working_since=since, claim_p95_s=self._p95s,
+                      pull_claim_s=self._pulls)
 
     def no_policy(self) -> bool:
         if self._no_policy is None:

@@ -174,3 +174,17 @@ def test_a_holds_length_is_within_its_bounds(p95, low, high):
     assert min(low, high) <= seconds <= high
     if p95 is None:
         assert seconds == high
+
+
+def test_a_hold_likelier_to_succeed_at_no_later_time_is_not_stepped_aside_from():
+    assert not lead.steps_aside(70.0, 70.0, hold_success=0.95, pull_success=0.6)
+    assert lead.steps_aside(70.0, 70.0, hold_success=0.7, pull_success=0.65)
+    assert lead.steps_aside(75.0, 70.0, hold_success=0.95, pull_success=0.6)  # later: pull has it
+
+
+def test_it_holds_while_a_racers_timing_is_not_its_own_and_pulls_claims_count_as_its_own():
+    facts = _facts({"agt_ada": (8, 5.0, 60.0), "agt_bob": (8, 5.0, 60.0)}, window_s=0)
+    unknown = Timing(claim_latency_s={"agt_ada": 5.0}, run_s={"agt_ada": (60.0,) * 5, "agt_bob": (60.0,) * 5})
+    assert _decided(Facts(**{**facts.__dict__, "timing": unknown})).chosen is not None
+    by_pull = Timing(claim_latency_s={"agt_ada": 5.0}, run_s=unknown.run_s, pull_claim_s={"agt_bob": 5.0})
+    assert _decided(Facts(**{**facts.__dict__, "timing": by_pull})).reason == PULL_AS_GOOD
