@@ -268,7 +268,7 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     if waiting is not None:
         return _decision(facts, tier, candidates, waiting.agent_id, None, rules, waiting=waiting)
     if ranking and May.STEP_ASIDE in formula.may:
-        outlook = _outlook(facts, rules, now, ranking, lone)
+        outlook = _outlook(facts, rules, now, ranking, lone, _fleet(facts, rules, now, pool, verdicts, stage))
         if outlook is not None and outlook.stepped_aside:
             return _decision(facts, tier, candidates, None, PULL_AS_GOOD, rules, outlook=outlook)
         return _decision(facts, tier, candidates, ranking[0][0], None, rules, outlook=outlook)
@@ -340,7 +340,33 @@ STEPS: Mapping[Step, StepRun] = {
 }
 
 
-def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: bool) -> Outlook | None:
+LOAD_ONLY = frozenset({"capacity", "idle", "held"})  # busy, and nothing else
+
+
+def _fleet(facts: Facts, rules: Rules, now: datetime, pool: Pool, verdicts: Verdicts,
+           stage: Stage) -> bool | None:
+    """Whether the card's fleet differs: were every candidate that is busy only for its load
+    idle too, would the best hold beat pull's race among them all (the window left out)? What
+    a board's window is set by (`superdispatch/loop/board_windows.py`); None: unknown."""
+    if facts.timing is None or facts.runs is None or stage is None:
+        return None
+    fleet = [agent_id for agent_id, filters in verdicts.items() if agent_id in pool.in_set
+             and {r.filter for r in filters if not r.passed} <= LOAD_ONLY]
+    if len(fleet) < 2:
+        return False
+    principals = pool.principals
+    records = stage_records((principals.get(a) for a in fleet), facts.runs, now,
+                            rules.history_min_sample, rules.history_half_life_days)
+    histories = {a: records[principals.get(a)] for a in fleet}
+    ev = evidence(facts.timing, {a: h.outcome_rate for a, h in histories.items()},
+                  {a: h.weight for a, h in histories.items()})
+    best = min(fleet, key=lambda a: (expected(a, ev)[3], a))
+    racing = race(sorted(fleet), ev)
+    return not steps_aside(expected(best, ev)[3], racing.expected_s, ev.rate(best), racing.success(ev))
+
+
+def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: bool,
+             fleet_differs: bool | None = None) -> Outlook | None:
     """Pull's expectation, from the eligible racing for the card once its window is over,
     against the best hold's; whether to step aside (never for a lone candidate: it is held;
     never while a racer's timing is not its own)."""
@@ -355,7 +381,7 @@ def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: 
     pull, pull_success = racing.expected_s + left, racing.success(ev)
     sure = all(known(agent_id, facts.timing) for agent_id, _ in ranking)
     aside = not lone and sure and steps_aside(best.expected_s, pull, best.success, pull_success)
-    return Outlook(ranking[0][0], best.expected_s, pull, left, aside, best.success, pull_success)
+    return Outlook(ranking[0][0], best.expected_s, pull, left, aside, best.success, pull_success, fleet_differs)
 
 
 def _waiting(

@@ -180,6 +180,7 @@ class Outlook(NamedTuple):
     stepped_aside: bool
     hold_success: float = 0.0  # the best hold's chance of success
     pull_success: float = 0.0  # pull's winner's
+    fleet_differs: bool | None = None  # a hold would beat pull were every busy candidate idle
 
     @property
     def gain(self) -> float:
@@ -190,7 +191,7 @@ class Outlook(NamedTuple):
         return {"agentId": self.agent_id, "holdS": round(self.hold_s, 1), "pullS": round(self.pull_s, 1),
                 "windowS": round(self.window_s, 1), "steppedAside": self.stepped_aside,
                 "shareNeeded": STEP_ASIDE_SHARE, "holdSuccess": round(self.hold_success, 3),
-                "pullSuccess": round(self.pull_success, 3)}
+                "pullSuccess": round(self.pull_success, 3), "fleetDiffers": self.fleet_differs}
 
 
 def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_success: float = 0.0) -> bool:

@@ -4,8 +4,11 @@ The window keeps pull off a ready card so that a hold can come first. It is wort
 only where a hold is expected to do better than pull: where the board's fleet differs. The
 evidence is the board's own recent outlooks (what pull was expected to give against the best
 hold, each decision by a formula that weighs pull records one), read with the window left
-out, so that a board whose window is short still says whether its fleet differs (a hold
-expected sooner to a success, or likelier to succeed at no later time: `lead.steps_aside`):
+out, so that a board whose window is short still says whether its fleet differs: each says
+whether the best hold would beat pull's race were every candidate busy only for its load idle
+too (`fleetDiffers`: sooner to a success, or likelier to succeed at no later time,
+`lead.steps_aside`), for a card that waits for an agent to free up is taken by whoever polls
+first unless the window keeps it for a hold:
 
 - a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, the
   configured window (SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS, the longest allowed);
@@ -38,6 +41,9 @@ def differs(outlooks: list[dict]) -> bool | None:
         return None
     beaten = 0
     for outlook in outlooks:
+        if outlook.get("fleetDiffers") is not None:
+            beaten += bool(outlook["fleetDiffers"])
+            continue
         pull = outlook.get("pullS", 0.0) - outlook.get("windowS", 0.0)
         beaten += pull > 0 and not steps_aside(outlook.get("holdS", 0.0), pull,
                                                outlook.get("holdSuccess", 0.0), outlook.get("pullSuccess", 0.0))
