@@ -308,3 +308,13 @@ def pull_claims(now: datetime) -> dict[str, float]:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - (ready_at or decided_at)).total_seconds(), 0.0))
     return {agent: statistics.median(v) for agent, v in latency.items() if v}
+
+
+def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
+    """The p95 seconds (nearest rank) from a card's readyAt to its winner hold, over the board's
+    newest holds since a time; None when it made none."""
+    rows = (Decision.objects.filter(board_id=board_id, created_at__gte=since, chosen__isnull=False,
+                                    tier_name=TierName.WINNER, ladder_ready_at__isnull=False)
+            .order_by("-created_at").values_list("ladder_ready_at", "created_at")[:newest])
+    waits = sorted(max((made - ready).total_seconds(), 0.0) for ready, made in rows)
+    return waits[-(-len(waits) * 95 // 100) - 1] if waits else None

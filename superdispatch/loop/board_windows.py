@@ -10,8 +10,10 @@ too (`fleetDiffers`: sooner to a success, or likelier to succeed at no later tim
 `lead.steps_aside`), for a card that waits for an agent to free up is taken by whoever polls
 first unless the window keeps it for a hold:
 
-- a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, the
-  configured window (SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS, the longest allowed);
+- a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, and the
+  window is what the board's relayed cards need to be held, the p95 time from a card's readyAt
+  to its winner hold plus `HOLD_PAD_S`, within the bounds; the configured window
+  (SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS, the longest allowed) until a hold is measured;
 - otherwise, or with fewer than `MIN_OUTLOOKS` in the look-back, nothing says a hold does
   better, and pull may race at once: the least window allowed
   (SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS). A board whose agents are all busy whenever a
@@ -23,6 +25,7 @@ at the windows.
 """
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 from placement.lead import steps_aside
@@ -33,6 +36,7 @@ LOOK_BACK = timedelta(hours=6)
 NEWEST = 60  # outlooks read a board
 MIN_OUTLOOKS = 10
 DIFFERS_SHARE = 0.2  # the share of outlooks where a hold was expected to beat pull
+HOLD_PAD_S = 2  # seconds on top of the measured time to a hold
 
 
 def differs(outlooks: list[dict]) -> bool | None:
@@ -54,5 +58,9 @@ def board_window(loop: Loop, board_id: str, now: datetime) -> int:
     """The window the board should have now, within the operator's bounds."""
     longest = loop.cfg.placement_window_seconds
     least = min(loop.cfg.placement_window_min_seconds, longest)
-    verdict = differs(holds.outlooks_on_board(board_id, now - LOOK_BACK, NEWEST))
-    return longest if verdict else least
+    if not differs(holds.outlooks_on_board(board_id, now - LOOK_BACK, NEWEST)):
+        return least
+    measured = holds.time_to_hold(board_id, now - LOOK_BACK, NEWEST)
+    if measured is None:
+        return longest
+    return max(least, min(longest, math.ceil(measured) + HOLD_PAD_S))

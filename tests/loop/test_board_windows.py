@@ -68,3 +68,22 @@ def test_its_decisions_record_their_outlook_and_the_api_answers_it_with_its_word
         assert f"held for {decision.chosen}: expected" in answer["explanation"]
     else:
         assert decision.reason == "pull-as-good" and "stepped aside" in answer["explanation"]
+
+
+def test_an_outlook_that_says_whether_the_whole_fleet_differs_is_taken_at_its_word():
+    assert differs([{"fleetDiffers": True, "holdS": 60.0, "pullS": 60.0}] * 4
+                   + [{"fleetDiffers": False}] * 16) is True
+    assert differs([{"fleetDiffers": False, "holdS": 60.0, "pullS": 90.0}] * 20) is False
+
+
+@pytest.mark.django_db
+@pytest.mark.storage
+@pytest.mark.parametrize("measured, least, expected", [(0.4, 0, 3), (0.4, 5, 5), (25.0, 0, 10)])
+def test_where_the_fleet_differs_the_window_is_the_measured_time_to_a_hold_within_the_bounds(
+        monkeypatch, measured, least, expected):
+    monkeypatch.setattr(board_windows, "differs", lambda outlooks: True)
+    monkeypatch.setattr(board_windows.holds, "time_to_hold", lambda board_id, since, newest: measured)
+    world = make_world(lane(), formula=NEW, placement_window_min_seconds=least)
+    world.opt_in("brd_a")
+    ensure_windows(world.loop, world.now)
+    assert Board.objects.get(board_id="brd_a").window_seconds == expected

@@ -35,3 +35,12 @@ def test_pulls_claims_are_read_from_the_decisions_that_held_nobody():
     make_decision(card="card_3", chosen="agt_s", created_at=at(20), outcome_status="claimed-by-other",
                   outcome_by="agt_q", outcome_at=at(90), reserved_until=at(80))  # a lapsed hold
     assert holds.pull_claims(at(600)) == {"agt_q": 3.5}
+
+
+def test_the_time_to_a_hold_is_the_p95_from_readyat_to_the_winner_hold_on_the_board():
+    for i, delay in enumerate((0.2, 0.4, 1.5)):
+        make_decision(card=f"card_{i}", chosen="agt_a", ready_at=at(100 * i), created_at=at(100 * i + delay))
+    make_decision(card="card_x", chosen="agt_a", ready_at=at(0), created_at=at(50), tier=("runner-up", 2))
+    make_decision(card="card_y", board="brd_b", chosen="agt_a", ready_at=at(0), created_at=at(40))
+    assert holds.time_to_hold("brd_a", at(-1), 60) == 1.5
+    assert holds.time_to_hold("brd_c", at(-1), 60) is None
