@@ -60,12 +60,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from common import config  # noqa: E402
 from placement import formulas  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
 from bench._common import percentile  # noqa: E402
-from bench._lab import scenario_arg  # noqa: E402
+from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
@@ -111,7 +110,6 @@ def fresh_store() -> None:
 
 
 BASE_SETTINGS: dict[str, str] = {}  # --set: settings every placed arm runs under
-PREFIX = "SUPERDISPATCH_"
 
 
 def placed_world(scenario: Scenario, **settings) -> tuple[World, object]:
@@ -485,15 +483,7 @@ def main() -> None:
                         help="a setting for every placed arm: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
                              "without the prefix (e.g. backlog_bound=on)")
     args = parser.parse_args()
-    known = {env for env, _, _ in config.declared()}
-    for pair in args.set:
-        name, _, value = pair.partition("=")
-        if not name or not value:
-            parser.error(f"--set takes NAME=VALUE, not {pair!r}")
-        env = name.upper() if name.upper().startswith(PREFIX) else PREFIX + name.upper()
-        if env not in known:
-            parser.error(f"--set: {name} is not a setting of SuperDispatch (see the README's Settings)")
-        BASE_SETTINGS[env.removeprefix(PREFIX).lower()] = value
+    BASE_SETTINGS.update(settings_arg(parser, args.set))
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in runners]
     if unknown or "pull" not in arms:

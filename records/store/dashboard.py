@@ -43,7 +43,7 @@ LAPSED = Q(outcome_status="expired") | Q(outcome_status="claimed-by-other",
                                          outcome_at__gt=F("reserved_until"))
 HOLD_TO_CLAIM_BANDS = ((10, "under 10 s"), (30, "10–30 s"), (60, "30–60 s"), (300, "1–5 min"),
                        (None, "5 min or more"))
-LEFT_TO_PULL = ("one-candidate", "any-match")
+LEFT_TO_PULL = ("one-candidate", "any-match", "pull-as-good")
 
 
 def _seconds(start: str, end: str) -> ExpressionWrapper:
