@@ -7,7 +7,7 @@ with the scenario's highest true success rate; a claim counts when the claimer i
 Both runs are judged by the same ground truth, not by either run's own scoring.
 
 Run: .venv/bin/python bench/pull_vs_place.py [--scenario busy-quiet] [--minutes 120]
-     [--set NAME=VALUE ...]   (a setting for the placed run, e.g. --set FORMULA=pull-aware@1)
+     [--set NAME=VALUE ...]   (a setting for the placed run, e.g. --set FORMULA=NAME@VERSION)
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--quiet", default="brd_quiet")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the placed run: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
-                             "without the prefix (e.g. FORMULA=pull-aware@1)")
+                             "without the prefix (e.g. FORMULA=NAME@VERSION, any declared formula)")
     args = parser.parse_args()
     if args.minutes < 1:
         parser.error("--minutes must be at least 1")
