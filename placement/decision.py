@@ -11,7 +11,7 @@ from .candidates import (
 )
 from .dispatch_policy import PolicyRecord
 from .facts import Card, Facts, Requires
-from .filtering import FilterResult, Ground, ground_for, run_filters
+from .filtering import FilterResult, Ground, Tag, ground_for, run_filters, tables
 from .filters import POLICY  # the dispatch policy's filter
 from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Step
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
@@ -340,9 +340,6 @@ STEPS: Mapping[Step, StepRun] = {
 }
 
 
-LOAD_ONLY = frozenset({"capacity", "idle", "held"})  # busy, and nothing else
-
-
 def _fleet(facts: Facts, rules: Rules, now: datetime, pool: Pool, verdicts: Verdicts,
            stage: Stage) -> bool | None:
     """Whether the card's fleet differs: were every candidate that is busy only for its load
@@ -350,8 +347,9 @@ def _fleet(facts: Facts, rules: Rules, now: datetime, pool: Pool, verdicts: Verd
     a board's window is set by (`superdispatch/loop/board_windows.py`); None: unknown."""
     if facts.timing is None or facts.runs is None or stage is None:
         return None
+    load = tables().names(Tag.LOAD)  # failing these alone, an agent is busy and nothing else
     fleet = [agent_id for agent_id, filters in verdicts.items() if agent_id in pool.in_set
-             and {r.filter for r in filters if not r.passed} <= LOAD_ONLY]
+             and {r.filter for r in filters if not r.passed} <= load]
     if len(fleet) < 2:
         return False
     principals = pool.principals

@@ -188,3 +188,11 @@ def test_it_holds_while_a_racers_timing_is_not_its_own_and_pulls_claims_count_as
     assert _decided(Facts(**{**facts.__dict__, "timing": unknown})).chosen is not None
     by_pull = Timing(claim_latency_s={"agt_ada": 5.0}, run_s=unknown.run_s, pull_claim_s={"agt_bob": 5.0})
     assert _decided(Facts(**{**facts.__dict__, "timing": by_pull})).reason == PULL_AS_GOOD
+
+
+def test_the_outlook_says_whether_the_whole_fleet_differs_busy_candidates_counted_as_idle():
+    differing = _facts({"agt_weak": (5, 0.5, 60.0), "agt_strong": (10, 7.5, 60.0)}, window_s=0,
+                       busy=("agt_strong",))
+    assert _decided(differing).outlook.fleet_differs is True
+    alike = _facts({"agt_ada": (8, 5.0, 60.0), "agt_bob": (8, 5.0, 60.0)}, window_s=0, busy=("agt_bob",))
+    assert _decided(alike).outlook.fleet_differs is False
