@@ -7,6 +7,8 @@ import argparse
 
 from sandbox.scenario import Scenario, ScenarioError, load_scenario
 
+PREFIX = "SUPERDISPATCH_"
+
 
 def scenario_arg(parser: argparse.ArgumentParser, name_or_path: str) -> Scenario:
     """The scenario `--scenario` names (a shipped one, or any file by its path); or the
@@ -20,3 +22,21 @@ def scenario_arg(parser: argparse.ArgumentParser, name_or_path: str) -> Scenario
         parser.error(f"--scenario: {scenario.name} has no {'boards' if not scenario.boards else 'agents'}: "
                      "nothing to place, and nothing to measure")
     return scenario
+
+
+def settings_arg(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str, str]:
+    """`--set NAME=VALUE` pairs as settings for a placed run (`make_world`'s keywords), each
+    named by SuperDispatch's own settings; the parser's error names a pair that is not one."""
+    from common import config  # after django.setup(): the settings read placement's formulas
+
+    known = {env for env, _, _ in config.declared()}
+    settings = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if not name or not value:
+            parser.error(f"--set takes NAME=VALUE, not {pair!r}")
+        env = name.upper() if name.upper().startswith(PREFIX) else PREFIX + name.upper()
+        if env not in known:
+            parser.error(f"--set: {name} is not a setting of SuperDispatch (see the README's Settings)")
+        settings[env.removeprefix(PREFIX).lower()] = value
+    return settings

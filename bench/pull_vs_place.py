@@ -7,6 +7,7 @@ with the scenario's highest true success rate; a claim counts when the claimer i
 Both runs are judged by the same ground truth, not by either run's own scoring.
 
 Run: .venv/bin/python bench/pull_vs_place.py [--scenario busy-quiet] [--minutes 120]
+     [--set NAME=VALUE ...]   (a setting for the placed run, e.g. --set FORMULA=NAME@VERSION)
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench._common import percentile  # noqa: E402
-from bench._lab import scenario_arg  # noqa: E402
+from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -40,12 +41,12 @@ def pulled(scenario: Scenario, seconds: int) -> tuple[Suite, Metrics]:
     return suite, Simulation(suite).run(seconds)
 
 
-def placed(scenario: Scenario, seconds: int) -> tuple[Suite, Metrics]:
+def placed(scenario: Scenario, seconds: int, settings: dict[str, str] | None = None) -> tuple[Suite, Metrics]:
     """The same run with SuperDispatch's loop in-process: relayed card.ready placed at once, sweeps on a beat."""
     # Imported here, after django.setup() in this process: the project's modules load models.
     from tests.support.world import make_world
 
-    world = make_world(scenario, arrivals=True)
+    world = make_world(scenario, arrivals=True, **(settings or {}))
     world.opt_in(*(b.id for b in world.suite.scenario.boards))
     world.sweep()  # sets each board's placement window, places what is already waiting
 
@@ -88,9 +89,13 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=120)
     parser.add_argument("--busy", default="brd_busy")
     parser.add_argument("--quiet", default="brd_quiet")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for the placed run: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
+                             "without the prefix (e.g. FORMULA=NAME@VERSION, any declared formula)")
     args = parser.parse_args()
     if args.minutes < 1:
         parser.error("--minutes must be at least 1")
+    settings = settings_arg(parser, args.set)
     scenario = scenario_arg(parser, args.scenario)
     seconds = args.minutes * 60
 
@@ -99,11 +104,12 @@ def main() -> None:
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         pull = figures(*pulled(scenario, seconds), args.busy, args.quiet)
-        place = figures(*placed(scenario, seconds), args.busy, args.quiet)
+        place = figures(*placed(scenario, seconds, settings), args.busy, args.quiet)
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
-    print(f"scenario {args.scenario}, {args.minutes} simulated minutes, sweep every {SWEEP_EVERY_S} s")
+    print(f"scenario {args.scenario}, {args.minutes} simulated minutes, sweep every {SWEEP_EVERY_S} s"
+          + "".join(f", {name}={value}" for name, value in settings.items()))
     print(f"{'':28}{'pull':>10}{'placed':>10}")
     for name in pull:
         print(f"{name:28}{pull[name]:>10.3f}{place[name]:>10.3f}" if isinstance(pull[name], float)

@@ -5,8 +5,9 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 
 - pull: no SuperDispatch at all;
 - one arm for each formula `placement/formulas.py` declares, named by its label: `formula` (the
-  documented one, the default, under default settings) and `waiting` (the opt-in one that may
-  hold a card for a busy, better agent);
+  documented one, the default, under default settings), `waiting` (the opt-in one that may
+  hold a card for a busy, better agent) and `new` (the one that steps aside where pull
+  is expected to do as well);
 - tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds;
 - learned: the formula with learned routing, target `succeeded`: the formula places the run's
   first third, a model is trained on it (`learning.actions.do_train`), watches the second third
@@ -24,7 +25,11 @@ the highest success whose p95 wait is at most pull's plus 60 s. Before the last 
 line for each goal the lab is read against says whether it is met on this scenario: the formula's
 success and lead against pull's, every arm's p95 wait, and, where two agents' true success rates
 at one stage differ by 0.3 or more and pull's agents are busy under 60% of the time, the best
-arm's gain within 1.05x of pull's lead.
+arm's gain within 1.05x of pull's lead; then the new formula's three goals: never worse than
+pull (success within 0.01, mean lead within 1.03x, p95 wait within 30 s), clearly better where
+skill differs so at under 60% load (success +0.05 within 1.03x the lead), and on the frontier
+(no arm beats it on both success and mean lead beyond their paired intervals). The last line
+ends with `success_new=… lead_mean_new_s=… wait_p95_new_s=…` when the `new` arm ran.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
      [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...]
@@ -55,12 +60,11 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-from common import config  # noqa: E402
 from placement import formulas  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
 from bench._common import percentile  # noqa: E402
-from bench._lab import scenario_arg  # noqa: E402
+from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
@@ -75,6 +79,10 @@ WAIT_SLACK_S = 60  # an arm whose p95 wait is more than pull's plus this cannot 
 # The goals the lab is read against: the formula anywhere, and where skill differs by SPREAD or
 # more at under LOAD, the best arm too.
 SUCCESS_SLACK, LEAD_BOUND, SPREAD, LOAD, BEST_GAIN = 0.01, 1.05, 0.3, 0.6, 0.05
+# The new formula's goals (issue 34), read against pull: never worse (success, mean lead, p95
+# wait), clearly better where skill differs by SPREAD at under LOAD, and on the frontier.
+NEW = formulas.PULL_AWARE.label
+NEW_LEAD_BOUND, NEW_WAIT_SLACK_S = 1.03, 30
 # Student's t at 97.5% for 1..30 degrees of freedom; beyond, the normal's 1.96.
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
@@ -102,7 +110,6 @@ def fresh_store() -> None:
 
 
 BASE_SETTINGS: dict[str, str] = {}  # --set: settings every placed arm runs under
-PREFIX = "SUPERDISPATCH_"
 
 
 def placed_world(scenario: Scenario, **settings) -> tuple[World, object]:
@@ -349,6 +356,50 @@ def goal_lines(means: dict[str, dict[str, float]], spread: float, load: float) -
     return lines
 
 
+def beaten_beyond_intervals(results: dict[str, list[dict[str, float]]], arm: str) -> list[str]:
+    """The arms whose success is higher and mean lead shorter than `arm`'s, each beyond its 95%
+    interval, paired seed by seed (every arm runs the same seeds)."""
+    beaten = []
+    for other, figures_of in results.items():
+        if other == arm:
+            continue
+        gain, gain_half = mean_ci([o["success"] - a["success"] for o, a in zip(figures_of, results[arm])])
+        cut, cut_half = mean_ci([o["lead_mean_s"] - a["lead_mean_s"] for o, a in zip(figures_of, results[arm])])
+        gain_half = 0.0 if math.isnan(gain_half) else gain_half
+        cut_half = 0.0 if math.isnan(cut_half) else cut_half
+        if gain - gain_half > 0 and cut + cut_half < 0:
+            beaten.append(other)
+    return beaten
+
+
+def new_goal_lines(results: dict[str, list[dict[str, float]]], means: dict[str, dict[str, float]],
+                   spread: float, load: float) -> list[str]:
+    """The new formula's three goals on this scenario: never worse than pull, clearly better
+    where skill differs at under LOAD, and on the frontier."""
+    if NEW not in means:
+        return []
+    pull, new = means["pull"], means[NEW]
+    verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
+    gain, ratio = new["success"] - pull["success"], new["lead_mean_s"] / pull["lead_mean_s"]
+    over = new["wait_p95_s"] - pull["wait_p95_s"]
+    never_worse = gain >= -SUCCESS_SLACK and ratio <= NEW_LEAD_BOUND and over <= NEW_WAIT_SLACK_S
+    lines = [f"never worse: the new formula's success at least pull's less {SUCCESS_SLACK} ({gain:+.3f}), "
+             f"its mean lead at most {NEW_LEAD_BOUND}x pull's ({ratio:.3f}x), its p95 wait at most pull's "
+             f"plus {NEW_WAIT_SLACK_S} s ({over:+.1f} s): {verdict(never_worse)}"]
+    if spread >= SPREAD and load < LOAD:
+        ok = gain >= BEST_GAIN and ratio <= NEW_LEAD_BOUND
+        lines.append(f"clearly better: skill differs by {spread:.2f} at {load:.0%} load, so the new formula's "
+                     f"success at least pull's plus {BEST_GAIN} within {NEW_LEAD_BOUND}x its lead: {gain:+.3f} at "
+                     f"{ratio:.3f}x, {verdict(ok)}")
+    else:
+        lines.append(f"clearly better: skill differs by {spread:.2f} at {load:.0%} load: the goal asks for {SPREAD} "
+                     f"or more at under {LOAD:.0%}: it does not apply")
+    beaten = beaten_beyond_intervals(results, NEW)
+    lines.append("on the frontier: no other arm has both higher success and shorter mean lead than the new "
+                 "formula beyond their intervals: " + (f"beaten by {', '.join(beaten)}, MISSED" if beaten else "met"))
+    return lines
+
+
 def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, float]]:
     means: dict[str, dict[str, float]] = {}
     arms = list(results)
@@ -432,15 +483,7 @@ def main() -> None:
                         help="a setting for every placed arm: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
                              "without the prefix (e.g. backlog_bound=on)")
     args = parser.parse_args()
-    known = {env for env, _, _ in config.declared()}
-    for pair in args.set:
-        name, _, value = pair.partition("=")
-        if not name or not value:
-            parser.error(f"--set takes NAME=VALUE, not {pair!r}")
-        env = name.upper() if name.upper().startswith(PREFIX) else PREFIX + name.upper()
-        if env not in known:
-            parser.error(f"--set: {name} is not a setting of SuperDispatch (see the README's Settings)")
-        BASE_SETTINGS[env.removeprefix(PREFIX).lower()] = value
+    BASE_SETTINGS.update(settings_arg(parser, args.set))
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in runners]
     if unknown or "pull" not in arms:
@@ -488,7 +531,8 @@ def main() -> None:
     print("success against mean lead (the frontier an operator chooses on): "
           + ", ".join(f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s"
                       + (" [on the frontier]" if arm in on else "") for arm in arms))
-    for line in goal_lines(means, skill_spread(scenario), statistics.fmean(loads)):
+    spread, load = skill_spread(scenario), statistics.fmean(loads)
+    for line in goal_lines(means, spread, load) + new_goal_lines(results, means, spread, load):
         print("goal: " + line)
     best = best_arm({arm: means[arm] for arm in arms})
     pull, formula = means["pull"], means.get(FORMULA, means["pull"])
@@ -499,7 +543,9 @@ def main() -> None:
           f"wait_p95_pull_s={pull['wait_p95_s']:.1f} wait_p95_best_s={b['wait_p95_s']:.1f} "
           f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_{FORMULA}_s={formula['lead_mean_s']:.1f} "
           f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
-          f"lead_p95_best_s={b['lead_p95_s']:.1f}")
+          f"lead_p95_best_s={b['lead_p95_s']:.1f}"
+          + (f" success_{NEW}={means[NEW]['success']:.3f} lead_mean_{NEW}_s={means[NEW]['lead_mean_s']:.1f} "
+             f"wait_p95_{NEW}_s={means[NEW]['wait_p95_s']:.1f}" if NEW in means else ""))
 
 
 if __name__ == "__main__":

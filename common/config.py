@@ -183,6 +183,10 @@ class Config:
     reservation_seconds: int = ranged("SUPERDISPATCH_RESERVATION_SECONDS", 10, 300, "60")
     runner_up_seconds: int = ranged("SUPERDISPATCH_RUNNER_UP_SECONDS", 10, 300, "30")
     placement_window_seconds: int = ranged("SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS", 0, 30, "10")
+    # For a formula that sets each board's window from evidence: the shortest it sets.
+    placement_window_min_seconds: int = ranged("SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS", 0, 30, "0")
+    # For a formula that sizes each hold by its agent: the shortest hold it makes.
+    hold_min_seconds: int = ranged("SUPERDISPATCH_HOLD_MIN_SECONDS", 5, 300, "10")
     top_k: int = ranged("SUPERDISPATCH_TOP_K", 1, 10, "3")
     fairness: str = one_of("SUPERDISPATCH_FAIRNESS", "round-robin", "board-order",
                            default="round-robin")
@@ -278,6 +282,12 @@ def load(env: Mapping[str, str] = os.environ) -> Config:
     if env.get("SUPERDISPATCH_EVENTS_URL", "") and not env.get("SUPERDISPATCH_EVENTS_SECRET", ""):
         problems.append("SUPERDISPATCH_EVENTS_SECRET is required when SUPERDISPATCH_EVENTS_URL "
                         "is set (at least 16 characters)")
+    # The bounds a formula sets windows and holds within: the least no more than the most.
+    for least, most in (("placement_window_min_seconds", "placement_window_seconds"),
+                         ("hold_min_seconds", "runner_up_seconds")):
+        if least in values and most in values and values[least] > values[most]:
+            problems.append(f"SUPERDISPATCH_{least.upper()} must be at most SUPERDISPATCH_{most.upper()} "
+                            f"({values[most]})")
     if problems:
         raise ConfigError(problems)
     values["agentpod_audience"] = values["agentpod_audience"] or values["agentpod_url"]

@@ -14,6 +14,7 @@ from .why_nobody import (
     NO_CANDIDATES,
     NONE_ELIGIBLE,
     ONE_CANDIDATE,
+    PULL_AS_GOOD,
     WAITING_ON_HOLDS,
     WAITING_ON_LOAD,
     WHY_NOBODY,
@@ -21,7 +22,7 @@ from .why_nobody import (
 
 __all__ = [
     "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "EMPTY_LANE", "FilterResult", "Hold",
-    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "PolicyRecord", "REASON_CODES",
+    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "PULL_AS_GOOD", "PolicyRecord", "REASON_CODES",
     "ROUND_ROBIN", "RUNNER_UP", "Rules", "Score", "ScoreTerms", "StageHistory", "Tier",
     "WAITING_ON_HOLDS", "WAITING_ON_LOAD", "WHY_NOBODY", "WINNER", "decide", "order_cards",
     "stage_history", "verdict_mark",

@@ -11,10 +11,11 @@ from .candidates import (
 )
 from .dispatch_policy import PolicyRecord
 from .facts import Card, Facts, Requires
-from .filtering import FilterResult, Ground, ground_for, run_filters
+from .filtering import FilterResult, Ground, Tag, ground_for, run_filters, tables
 from .filters import POLICY  # the dispatch policy's filter
-from .formulas import BY_LEAD, BY_RECORD, Step
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Step
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
+from .lead import LeadTerms, Outlook, evidence, expected, hold_length, known, race, steps_aside
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import Score, ranked, terms
@@ -22,7 +23,7 @@ from .stage_runs import StageHistory, stage_records
 from .waiting import Waiting
 from .waiting import rank as rank_waiting
 from .why_nobody import (
-    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, UNRECORDED, waiting_reason,
+    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, PULL_AS_GOOD, UNRECORDED, waiting_reason,
 )
 
 _new_tuple = tuple.__new__
@@ -207,6 +208,7 @@ class Decision:
     hold: Hold | None
     record: bool
     waiting: Waiting | None = None  # a formula that may hold a busy agent did: the chosen is busy
+    outlook: Outlook | None = None  # a formula that may step aside weighed pull against the best hold
 
     def candidate(self, agent_id: str) -> CandidateRecord | None:
         """The record of one considered agent, if it was considered."""
@@ -225,6 +227,7 @@ class Decision:
             "requires": {"all": list(self.requires.all), "any": list(self.requires.any)},
             "candidates": [candidate.to_record() for candidate in self.candidates],
             **({"waiting": self.waiting.to_record()} if self.waiting is not None else {}),
+            **({"outlook": self.outlook.to_record()} if self.outlook is not None else {}),
         }
 
 
@@ -247,7 +250,8 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
                               rules.history_min_sample, rules.history_half_life_days)
     ranking: Ranking = []
     waiting = None
-    for step in rules.declared_formula.steps:
+    formula = rules.declared_formula
+    for step in formula.steps:
         ranking, waiting = STEPS[step](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
     candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
@@ -256,12 +260,18 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     if not pool.ids:
         return _decision(facts, tier, candidates, None, NO_CANDIDATES, rules)
     rostered_capable = pool.rostered_capable
-    if rostered_capable < 2:
+    lone = rostered_capable == 1 and bool(ranking) and May.HOLD_LONE in formula.may
+    if rostered_capable < 2 and not lone:
         # No choice to make; say whether the lane has one agent to pull or nobody at all.
         reason = ONE_CANDIDATE if rostered_capable == 1 else EMPTY_LANE
         return _decision(facts, tier, candidates, None, reason, rules)
     if waiting is not None:
         return _decision(facts, tier, candidates, waiting.agent_id, None, rules, waiting=waiting)
+    if ranking and May.STEP_ASIDE in formula.may:
+        outlook = _outlook(facts, rules, now, ranking, lone, _fleet(facts, rules, now, pool, verdicts, stage))
+        if outlook is not None and outlook.stepped_aside:
+            return _decision(facts, tier, candidates, None, PULL_AS_GOOD, rules, outlook=outlook)
+        return _decision(facts, tier, candidates, ranking[0][0], None, rules, outlook=outlook)
     if ranking:
         return _decision(facts, tier, candidates, ranking[0][0], None, rules)
     if tier.name == RUNNER_UP:
@@ -298,11 +308,78 @@ def _by_lead(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, 
     return _waiting(facts, rules, tier, now, ranking, pool, verdicts, stage)
 
 
+def _by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
+             eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
+             ) -> tuple[Ranking, Waiting | None]:
+    """The eligible by expected time to a success (`lead.py`), the documented order breaking
+    ties; each candidate's terms are the documented ones and the lead's. Without timing or runs
+    the documented order stands."""
+    if facts.timing is None or stage is None or not ranking:
+        return ranking, waiting
+    principals = pool.principals
+    records = {agent_id: stage[principals.get(agent_id)] for agent_id, _ in ranking}
+    ev = evidence(facts.timing, {a: r.outcome_rate for a, r in records.items()},
+                  {a: r.weight for a, r in records.items()})
+    scored = []
+    for place, (agent_id, score) in enumerate(ranking):
+        claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
+        base = score.terms
+        scored.append((total, place, agent_id, LeadTerms(
+            base.stage_record, base.success_rate, base.since_last_dispatch_s,
+            claim, run, success, ev.retry, total)))
+    scored.sort()
+    n = len(scored)
+    return [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)], waiting
+
+
 # Each step a formula may list (`formulas.py`), and what runs it.
 STEPS: Mapping[Step, StepRun] = {
     BY_RECORD: _by_record,
     BY_LEAD: _by_lead,
+    BY_PULL: _by_pull,
 }
+
+
+def _fleet(facts: Facts, rules: Rules, now: datetime, pool: Pool, verdicts: Verdicts,
+           stage: Stage) -> bool | None:
+    """Whether the card's fleet differs: were every candidate that is busy only for its load
+    idle too, would the best hold beat pull's race among them all (the window left out)? What
+    a board's window is set by (`superdispatch/loop/board_windows.py`); None: unknown."""
+    if facts.timing is None or facts.runs is None or stage is None:
+        return None
+    load = tables().names(Tag.LOAD)  # failing these alone, an agent is busy and nothing else
+    fleet = [agent_id for agent_id, filters in verdicts.items() if agent_id in pool.in_set
+             and {r.filter for r in filters if not r.passed} <= load]
+    if len(fleet) < 2:
+        return False
+    principals = pool.principals
+    records = stage_records((principals.get(a) for a in fleet), facts.runs, now,
+                            rules.history_min_sample, rules.history_half_life_days)
+    histories = {a: records[principals.get(a)] for a in fleet}
+    ev = evidence(facts.timing, {a: h.outcome_rate for a, h in histories.items()},
+                  {a: h.weight for a, h in histories.items()})
+    best = min(fleet, key=lambda a: (expected(a, ev)[3], a))
+    racing = race(sorted(fleet), ev)
+    return not steps_aside(expected(best, ev)[3], racing.expected_s, ev.rate(best), racing.success(ev))
+
+
+def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: bool,
+             fleet_differs: bool | None = None) -> Outlook | None:
+    """Pull's expectation, from the eligible racing for the card once its window is over,
+    against the best hold's; whether to step aside (never for a lone candidate: it is held;
+    never while a racer's timing is not its own)."""
+    best = ranking[0][1].terms
+    if not isinstance(best, LeadTerms) or facts.timing is None:
+        return None
+    rates = {agent_id: score.terms.success for agent_id, score in ranking}  # type: ignore[attr-defined]
+    ev = evidence(facts.timing, rates)
+    window = rules.placement_window_s if facts.window_s is None else facts.window_s
+    left = max(0.0, window - (now - facts.card.ready_at).total_seconds())
+    racing = race([agent_id for agent_id, _ in ranking], ev)
+    pull, pull_success = racing.expected_s + left, racing.success(ev)
+    sure = all(known(agent_id, facts.timing) for agent_id, _ in ranking)
+    aside = not lone and sure and steps_aside(best.expected_s, pull, best.success, pull_success)
+    return Outlook(ranking[0][0], best.expected_s, pull, left, aside, best.success, pull_success, fleet_differs)
 
 
 def _waiting(
@@ -359,9 +436,19 @@ def _candidates(
     return Candidates(pool.ids, own, pool.judged, ground.off_the_set)
 
 
+def _hold(facts: Facts, tier: Tier, rules: Rules, chosen: str) -> Hold:
+    """The hold for the chosen: the tier's configured length, or, for a formula that sizes
+    holds, its agent's own (`lead.hold_length`), the configured length the longest."""
+    seconds = hold_seconds(tier, rules)
+    if May.SIZE_HOLD in rules.declared_formula.may and facts.timing is not None:
+        seconds = hold_length(facts.timing.claim_p95_s.get(chosen), rules.hold_min_s, seconds)
+    return Hold(chosen, seconds)
+
+
 def _decision(
     facts: Facts, tier: Tier, candidates: Sequence[CandidateRecord], chosen: str | None,
     reason: str | None, rules: Rules, record: bool = True, waiting: Waiting | None = None,
+    outlook: Outlook | None = None,
 ) -> Decision:
     return Decision(
         card=facts.card,
@@ -371,7 +458,8 @@ def _decision(
         tier=tier,
         requires=facts.card.requires,
         candidates=candidates,
-        hold=Hold(chosen, hold_seconds(tier, rules)) if chosen is not None else None,
+        hold=_hold(facts, tier, rules, chosen) if chosen is not None else None,
         record=record and reason not in UNRECORDED,
         waiting=waiting,
+        outlook=outlook,
     )

@@ -177,6 +177,10 @@ class Timing:
     claim_latency_s: Mapping[str, float] = field(default_factory=dict)  # typical hold-to-claim
     run_s: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # recent claim-to-run-end
     working_since: Mapping[str, datetime] = field(default_factory=dict)  # its current run's start
+    # p95 hold-to-claim, for agents with enough settled holds (read for a formula that sizes holds)
+    claim_p95_s: Mapping[str, float] = field(default_factory=dict)
+    # typical readyAt-to-claim where nobody held the card (read for a formula that may step aside)
+    pull_claim_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -202,3 +206,5 @@ class Facts:
     holds: HoldLog = field(default_factory=HoldLog)
     ladder: Ladder = field(default_factory=Ladder)
     timing: Timing | None = None  # None: unread (the default formula needs none of it)
+    # The board's placement window as set, for a formula that sets it per board; None: the rules'.
+    window_s: int | None = None

@@ -37,6 +37,8 @@ class May(StrEnum):
     HOLD_BUSY = "hold-busy"  # hold a card for an agent busy now: the backlog bound counts busy agents
     STEP_ASIDE = "step-aside"  # hold nobody where pull is expected to do as well
     SIZE_HOLD = "size-hold"  # set a hold's length by its agent rather than by the configured window
+    HOLD_LONE = "hold-lone"  # hold a card for the lane's one rostered candidate when it is idle
+    SET_WINDOW = "set-window"  # set each board's placement window from evidence, within bounds
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +60,10 @@ BY_RECORD = Step("record-success-lru", frozenset({Need.RUNS}))
 # The idle re-ranked by expected lead to a success, and a busy agent that is clearly better held for
 # instead when the card may wait (`waiting.py`).
 BY_LEAD = Step("expected-lead", frozenset({Need.RUNS, Need.TIMING}), frozenset({May.HOLD_BUSY}))
+# The eligible ranked by expected time to a success, and nobody held where pull is expected to do
+# as well (`lead.py`); each hold sized by its agent, a lone idle candidate held.
+BY_PULL = Step("pull-aware-lead", frozenset({Need.RUNS, Need.TIMING}),
+               frozenset({May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE}))
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +88,11 @@ class Formula:
     def holds_busy(self) -> bool:
         """Whether it may hold a card for an agent that is busy now."""
         return May.HOLD_BUSY in self.may
+
+    @property
+    def sets_windows(self) -> bool:
+        """Whether each board's placement window is set from evidence rather than configured."""
+        return May.SET_WINDOW in self.may
 
     def __repr__(self) -> str:
         return f"Formula({self.recorded!r})"
@@ -179,3 +190,9 @@ DEFAULT = declare(Formula("idle-stage-success-lru", 3, "formula", (BY_RECORD,), 
 # of a run or two.
 WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, BY_LEAD),
                                   needs={Need.RUNS, Need.TIMING}, may={May.HOLD_BUSY}))
+
+# Opt-in: it weighs the whole lead time, steps aside where pull is expected to do as well, holds a
+# lone idle candidate, sizes each hold by its agent's time to claim, and sets each board's
+# placement window from whether its fleet differs (`lead.py`, `superdispatch/loop/board_windows.py`).
+PULL_AWARE = declare(Formula("pull-aware", 1, "new", (BY_RECORD, BY_PULL), needs={Need.RUNS, Need.TIMING},
+                             may={May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW}))

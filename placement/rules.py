@@ -27,6 +27,8 @@ class Rules:
     formula: str = formulas.DEFAULT.recorded  # a declared formula's recorded name
     wait_margin: float = 0.15  # how far a busy agent's success record must beat the idle's
     placement_window_s: int = 10  # a card waits for a busy agent only within its window
+    hold_min_s: int = 10  # the shortest hold a formula that sizes holds makes
+    window_min_s: int = 0  # the shortest placement window a formula that sets windows sets
     # `formula`'s declaration, looked up once here rather than once a decision.
     declared_formula: Formula = field(init=False, repr=False, compare=False)
 

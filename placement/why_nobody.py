@@ -10,12 +10,15 @@ NO_CANDIDATES = "no-candidates"  # nobody was considered
 EMPTY_LANE = "empty-lane"  # nobody on the roster has the capability: pull decides
 ONE_CANDIDATE = "one-candidate"  # exactly one candidate on the roster: pull decides
 NONE_ELIGIBLE = "none-eligible"  # at the winner step, every candidate failed a filter
+# A formula that may step aside held nobody: pull is expected to do as well as the best hold.
+# Not a failure, not a roster or supply signal, not a blocked lane.
+PULL_AS_GOOD = "pull-as-good"
 # ANY_MATCH: the tiers are spent, or a runner-up step has nobody left: pull decides
 WAITING_ON_HOLDS = "waiting-on-holds"  # not recorded
 WAITING_ON_LOAD = "waiting-on-load"  # not recorded
 
-WHY_NOBODY = (NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, WAITING_ON_HOLDS,
-              WAITING_ON_LOAD)
+WHY_NOBODY = (NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, PULL_AS_GOOD,
+              WAITING_ON_HOLDS, WAITING_ON_LOAD)
 UNRECORDED = frozenset({WAITING_ON_HOLDS, WAITING_ON_LOAD})
 
 

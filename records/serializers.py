@@ -204,10 +204,12 @@ class DecisionSerializer(Row):
     learned = serializers.JSONField(required=False, allow_null=True)
     waiting = serializers.JSONField(required=False, allow_null=True,
                                     help_text="the waiting formula's hold for a busy agent")
+    outlook = serializers.JSONField(required=False, allow_null=True,
+                                    help_text="pull's expected time to a success against the best hold's")
     run = RunSerializer(source="*", required=False, allow_null=True,
                         help_text="the claim's run, once SuperWitness has it")
 
-    omit_when_null = ("reservationUnknown", "learned", "waiting", "run")
+    omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run")
 
 
 # --- Suggestions ------------------------------------------------------------------------

@@ -119,7 +119,24 @@ def _choice(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
                 f"({decision['reservationRefused']}).")
     else:
         head = f"Chose {chosen}{tier}; no hold is recorded."
+    outlook = decision.get("outlook")
+    if outlook and outlook.get("agentId") == chosen:
+        return head + " " + outlook_words(outlook) + "."
     return head + " " + _why_first(decision, candidates)
+
+
+def outlook_words(outlook: dict[str, Any]) -> str:
+    """What a formula that weighs pull weighed, as a clause: "held for agt_b: expected 61 s to a
+    success, against 74 s by pull", or "stepped aside: pull's expected 70 s is within 2% of the
+    best hold's 71 s"."""
+    hold, pull = f"{outlook['holdS']:.0f} s", f"{outlook['pullS']:.0f} s"
+    window = f", {outlook['windowS']:.0f} s of it the placement window" if outlook.get("windowS") else ""
+    if not outlook.get("steppedAside"):
+        return f"held for {outlook['agentId']}: expected {hold} to a success, against {pull} by pull{window}"
+    if outlook["pullS"] <= outlook["holdS"]:
+        return f"stepped aside: pull's expected {pull} is no longer than the best hold's {hold}"
+    share = f"{outlook.get('shareNeeded', 0.02):.0%}"
+    return f"stepped aside: pull's expected {pull} is within {share} of the best hold's {hold}"
 
 
 def _ranked(candidates: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -178,6 +195,11 @@ def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     if reason == "one-candidate":
         return ("Nobody was held: only one agent on the roster can take this stage, so there "
                 "was no choice to make and pull decides.")
+    if reason == "pull-as-good":
+        outlook = decision.get("outlook")
+        said = f" ({outlook_words(outlook)}, for {outlook['agentId']})" if outlook else ""
+        return (f"Nobody was held: pull is expected to do as well as the best hold{said}, so the "
+                "card is left to whoever claims it first.")
     if reason == "empty-lane":
         return ("Nobody was held: nobody on the board's roster has this stage's capability, "
                 "so pull decides (whoever off the roster claims it, or it waits).")

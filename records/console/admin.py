@@ -115,7 +115,7 @@ class DecisionAdmin(ReadOnlyAdmin):
                                          "reservation_unknown",
                                          "outcome_status", "outcome_by", "outcome_at",
                                          "run_status", "run_mark", "run_ended_at", "waiting",
-                                         "ladder_link")}),
+                                         "outlook", "ladder_link")}),
         ("Candidates", {"fields": ("candidates_table",)}),
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
     )
@@ -123,7 +123,7 @@ class DecisionAdmin(ReadOnlyAdmin):
                        "chosen", "reason", "tier_label", "requires_label", "attempt_count",
                        "reserved_until", "reservation_refused", "reservation_unknown",
                        "outcome_status", "outcome_by", "outcome_at",
-                       "run_status", "run_mark", "run_ended_at", "waiting",
+                       "run_status", "run_mark", "run_ended_at", "waiting", "outlook",
                        "ladder_link", "candidates_table", "learned")
 
     @admin.display(description="why")

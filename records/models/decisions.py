@@ -47,6 +47,7 @@ class DecisionReason(models.TextChoices):
     ONE_CANDIDATE = why_nobody.ONE_CANDIDATE, why_nobody.ONE_CANDIDATE
     NONE_ELIGIBLE = why_nobody.NONE_ELIGIBLE, why_nobody.NONE_ELIGIBLE
     ANY_MATCH = ladder.ANY_MATCH, ladder.ANY_MATCH
+    PULL_AS_GOOD = why_nobody.PULL_AS_GOOD, why_nobody.PULL_AS_GOOD
 
 
 OUTCOMES = tuple(OutcomeStatus.values)
@@ -87,6 +88,8 @@ class Decision(models.Model):
     learned = models.JSONField(null=True, blank=True)
     # The waiting formula's account of a hold for a busy agent: expected wait, who was passed over.
     waiting = models.JSONField(null=True, blank=True)
+    # A formula that weighs pull: pull's expected time to a success against the best hold's.
+    outlook = models.JSONField(null=True, blank=True)
     # What became of a claim: its SuperWitness run, joined once known (null: not known yet).
     run_status = models.CharField(max_length=12, null=True, blank=True)  # succeeded | failed
     run_mark = models.FloatField(null=True, blank=True)  # the run's verdict as a pass mark

@@ -22,7 +22,7 @@ from records.store import prepared
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
-          DecisionReason.NONE_ELIGIBLE)
+          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD)
 
 
 @dataclass
@@ -272,3 +272,49 @@ def unsettled_on_board(board_id: str) -> list[Decision]:
                 .only("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "chosen",
                       "attempt_count", "reserved_until", "reservation_unknown", "created_at",
                       "reason", "tier_name"))
+
+
+P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds
+
+
+def claim_p95s(now: datetime) -> dict[str, float]:
+    """Each agent's p95 seconds from our hold to its claim (nearest rank), over its newest
+    `TIMING_SAMPLE` claimed holds within the look-back, for agents with `P95_MIN_SAMPLE` or more."""
+    rows = (Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
+            .order_by("-outcome_at").values_list("chosen", "created_at", "outcome_at"))
+    latency: dict[str, list[float]] = defaultdict(list)
+    for agent, held_at, claimed_at in rows:
+        if len(latency[agent]) < TIMING_SAMPLE:
+            latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
+    return {agent: sorted(v)[-(-len(v) * 95 // 100) - 1] for agent, v in latency.items()
+            if len(v) >= P95_MIN_SAMPLE}
+
+
+def outlooks_on_board(board_id: str, since: datetime, newest: int) -> list[dict]:
+    """The newest outlooks recorded on a board since a time (a formula that weighs pull)."""
+    return list(Decision.objects.filter(board_id=board_id, created_at__gte=since, outlook__isnull=False)
+                .order_by("-created_at").values_list("outlook", flat=True)[:newest])
+
+
+def pull_claims(now: datetime) -> dict[str, float]:
+    """Each agent's median seconds from a card's readyAt to its claim where nobody held the card
+    for it (a decision that held nobody, claimed by the agent), over its newest
+    `TIMING_SAMPLE` within the look-back: how soon it claims by pull."""
+    rows = (Decision.objects.filter(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, chosen__isnull=True,
+                                    outcome_at__gte=now - RUN_LOOK_BACK, outcome_by__isnull=False)
+            .order_by("-outcome_at").values_list("outcome_by", "ladder_ready_at", "created_at", "outcome_at"))
+    latency: dict[str, list[float]] = defaultdict(list)
+    for agent, ready_at, decided_at, claimed_at in rows:
+        if len(latency[agent]) < TIMING_SAMPLE:
+            latency[agent].append(max((claimed_at - (ready_at or decided_at)).total_seconds(), 0.0))
+    return {agent: statistics.median(v) for agent, v in latency.items() if v}
+
+
+def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
+    """The p95 seconds (nearest rank) from a card's readyAt to its winner hold, over the board's
+    newest holds since a time; None when it made none."""
+    rows = (Decision.objects.filter(board_id=board_id, created_at__gte=since, chosen__isnull=False,
+                                    tier_name=TierName.WINNER, ladder_ready_at__isnull=False)
+            .order_by("-created_at").values_list("ladder_ready_at", "created_at")[:newest])
+    waits = sorted(max((made - ready).total_seconds(), 0.0) for ready, made in rows)
+    return waits[-(-len(waits) * 95 // 100) - 1] if waits else None

@@ -26,6 +26,8 @@ def rules_from(cfg: Config) -> Rules:
         history_half_life_days=float(cfg.history_half_life_days),
         formula=cfg.formula,
         placement_window_s=cfg.placement_window_seconds,
+        hold_min_s=cfg.hold_min_seconds,
+        window_min_s=cfg.placement_window_min_seconds,
     )
 
 

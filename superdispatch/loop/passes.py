@@ -70,6 +70,9 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
         summary.unrostered += 1
         return None
     work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id))
+    if loop.rules.declared_formula.sets_windows:
+        work.window_s = Board.objects.filter(board_id=board_id).values_list(
+            "window_seconds", flat=True).first()
     claims = holds.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
     work.roster = at_work(roster, {**claims, **work.working})
     return work

@@ -41,6 +41,7 @@ class BoardWork:
     roster: tuple[RosterRow, ...]
     settled: dict[str, tuple[int, int]]
     ladders: dict[str, holds.LadderState] = field(default_factory=dict)
+    window_s: int | None = None  # the board's window as set, for a formula that sets it
 
     def considered(self, rules: Rules) -> frozenset[str] | None:
         """The agents a card of this board may be held for: its roster's, or, with
@@ -135,6 +136,7 @@ def gather_facts(reads: PassReads, work: BoardWork, card: Card,
                       settled=work.settled),
         ladder=ladder,
         timing=reads.timing(work.roster, work.working) if Need.TIMING in needs else None,
+        window_s=work.window_s,
     )
 
 

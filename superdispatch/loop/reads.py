@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Mapping
 
 from django.core.cache import cache
 
+from placement.formulas import May
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
 from records.models import LoopState
 from records.store import actions, holds
@@ -66,6 +67,8 @@ class PassReads:
         self._policy_down = False  # a policy read failed for want of Accounts: ask no more
         self._no_policy: bool | None = None
         self._timings: tuple[dict, dict] | None = None
+        self._p95s: dict[str, float] | None = None
+        self._pulls: dict[str, float] = {}
         self.rolls: set[str] = set()  # rolls this pass's committed decisions name: stored
 
     def read_holds(self, agents: Iterable[str] | None = None) -> None:
@@ -196,7 +199,12 @@ class PassReads:
                  if row.busy and row.last_took_work_at is not None}
         since.update(working)
         latency, runs = self._timings
-        return Timing(claim_latency_s=latency, run_s=runs, working_since=since)
+        if self._p95s is None:
+            may = self.loop.rules.declared_formula.may
+            self._p95s = holds.claim_p95s(self.now) if May.SIZE_HOLD in may else {}
+            self._pulls = holds.pull_claims(self.now) if May.STEP_ASIDE in may else {}
+        return Timing(claim_latency_s=latency, run_s=runs, working_since=since, claim_p95_s=self._p95s,
+                      pull_claim_s=self._pulls)
 
     def no_policy(self) -> bool:
         if self._no_policy is None:

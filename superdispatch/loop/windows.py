@@ -10,20 +10,29 @@ from access.audit import SERVICE, Actor
 from records.models import Board
 from records.store import actions
 from superdispatch.clients import ClientError
+from superdispatch.loop.board_windows import board_window
 from superdispatch.loop.context import Loop
 
 log = logging.getLogger("superdispatch.loop")
 RETRY_AFTER = timedelta(minutes=5)
 
 
-def wanted_window(board: Board, loop: Loop) -> int:
-    return loop.cfg.placement_window_seconds if board.enabled else 0
+def wanted_window(board: Board, loop: Loop, now: datetime) -> int:
+    """The configured window on an opted-in board, or, for a formula that sets each board's
+    window, the board's own (`board_windows.py`); none on a board opted out."""
+    if not board.enabled:
+        return 0
+    if loop.rules.declared_formula.sets_windows:
+        return board_window(loop, board.board_id, now)
+    return loop.cfg.placement_window_seconds
 
 
-def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE) -> bool:
+def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE,
+               seconds: int | None = None) -> bool:
     """Ask SuperPipeline for the board's window; a refusal is retried after five minutes.
     `by` is who opted the board in or out, for the audit trail."""
-    seconds = wanted_window(board, loop)
+    if seconds is None:
+        seconds = wanted_window(board, loop, now)
     try:
         accepted = loop.clients.superpipeline.set_placement_window(board.board_id, seconds)
     except ClientError as err:
@@ -39,9 +48,22 @@ def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE) -> 
 
 def ensure_windows(loop: Loop, now: datetime) -> None:
     """Set every window that differs from what is wanted and is due for another try."""
+    if loop.rules.declared_formula.sets_windows:
+        _ensure_board_windows(loop, now)
+        return
     wanted = loop.cfg.placement_window_seconds
     differs = (Q(enabled=True) & (Q(window_seconds__isnull=True) | ~Q(window_seconds=wanted))) | (
         Q(enabled=False) & Q(window_seconds__isnull=False) & ~Q(window_seconds=0))
     due = Q(window_retry_at__isnull=True) | Q(window_retry_at__lte=now)
     for board in Board.objects.filter(differs & due):
         set_window(loop, board, now)
+
+
+def _ensure_board_windows(loop: Loop, now: datetime) -> None:
+    """Each board's own window, for a formula that sets it: every board opted in is weighed."""
+    due = Q(window_retry_at__isnull=True) | Q(window_retry_at__lte=now)
+    for board in Board.objects.filter(due & (Q(enabled=True) | (
+            Q(window_seconds__isnull=False) & ~Q(window_seconds=0)))):
+        seconds = wanted_window(board, loop, now)
+        if board.window_seconds != seconds:
+            set_window(loop, board, now, seconds=seconds)

@@ -9,7 +9,7 @@ import pytest
 
 from placement import Rules, decide, decision, formulas
 from placement.facts import Facts
-from placement.formulas import BY_LEAD, BY_RECORD, Formula, May, Need
+from placement.formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, May, Need
 
 from tests.support.placement import board
 
@@ -18,20 +18,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
-    assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3")
+    assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3", "pull-aware@1")
     assert formulas.DEFAULT is formulas.named("idle-stage-success-lru@3")
     assert Rules().formula == formulas.DEFAULT.recorded and Rules().declared_formula is formulas.DEFAULT
-    documented, waiting = formulas.every()
+    documented, waiting, new = formulas.every()
     assert (documented.label, documented.steps, documented.needs, documented.may) == (
         "formula", (BY_RECORD,), {Need.RUNS}, frozenset())
     assert (waiting.label, waiting.steps, waiting.needs, waiting.may) == (
         "waiting", (BY_RECORD, BY_LEAD), {Need.RUNS, Need.TIMING}, {May.HOLD_BUSY})
     assert not documented.holds_busy and waiting.holds_busy
+    assert (new.label, new.steps, new.needs, new.may) == (
+        "new", (BY_RECORD, BY_PULL), {Need.RUNS, Need.TIMING},
+        {May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW})
+    assert not new.holds_busy and new.sets_windows and not waiting.sets_windows
 
 
 def test_every_step_a_formula_lists_is_run_by_the_decision():
     listed = {step for formula in formulas.every() for step in formula.steps}
-    assert listed == {BY_RECORD, BY_LEAD} and set(decision.STEPS) == listed
+    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(decision.STEPS) == listed
 
 
 def test_each_need_names_a_fact_the_loop_may_leave_unread():
@@ -44,7 +48,7 @@ def test_rules_look_the_declaration_up_once_and_refuse_a_formula_nobody_declared
     assert waiting.declared_formula is formulas.named("wait-for-better@3")
     assert waiting == Rules(formula="wait-for-better@3") and waiting != Rules()
     with pytest.raises(ValueError, match=r"formula must be one of \('idle-stage-success-lru@3', "
-                                         r"'wait-for-better@3'\)"):
+                                         r"'wait-for-better@3', 'pull-aware@1'\)"):
         Rules(formula="wait-for-better@2")
 
 
@@ -83,7 +87,7 @@ def test_a_declaration_the_service_could_not_read_plainly_is_refused(declaration
     with pytest.raises(ValueError, match=complaint):
         with formulas.declared(declaration):
             pass
-    assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3")
+    assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3", "pull-aware@1")
 
 
 def test_the_default_formula_cannot_be_withdrawn():

@@ -61,3 +61,26 @@ def test_the_best_arms_goal_applies_only_where_skill_differs_at_under_the_load()
     assert value.goal_lines(means, spread=0.45, load=0.4)[-1].endswith("formula +0.060 at 1.040x, met")
     assert value.goal_lines(means, spread=0.2, load=0.4)[-1].endswith("it does not apply")
     assert value.goal_lines(means, spread=0.45, load=0.7)[-1].endswith("it does not apply")
+
+
+def _seeds(*rows):
+    """Per-seed figures: (success, lead) for each seed."""
+    return [{"success": s, "lead_mean_s": lead, "wait_p95_s": 20.0} for s, lead in rows]
+
+
+def test_the_new_formulas_goals_read_met_or_missed_from_the_means_and_the_paired_seeds():
+    results = {"pull": _seeds((0.70, 100.0), (0.72, 104.0)),
+               "new": _seeds((0.78, 102.0), (0.80, 106.0)),
+               "formula": _seeds((0.79, 104.0), (0.81, 108.0))}
+    means = _means(pull=(0.71, 102.0, 20.0), new=(0.79, 104.0, 45.0), formula=(0.80, 106.0, 20.0))
+    never, better, frontier = value.new_goal_lines(results, means, spread=0.45, load=0.4)
+    assert never.startswith("never worse") and "(+0.080)" in never and "(1.020x)" in never
+    assert never.endswith("(+25.0 s): met")
+    assert better.endswith("+0.080 at 1.020x, met")
+    assert frontier.endswith(": met")  # the formula is more successful but slower
+    results["formula"] = _seeds((0.80, 100.0), (0.82, 104.0))
+    assert value.new_goal_lines(results, means, spread=0.2, load=0.4)[1].endswith("it does not apply")
+    assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[2].endswith("beaten by formula, MISSED")
+    means["new"]["lead_mean_s"] = 106.0
+    assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[0].endswith(": MISSED")
+    assert value.new_goal_lines({"pull": results["pull"]}, {"pull": means["pull"]}, 0.45, 0.4) == []

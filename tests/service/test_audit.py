@@ -18,6 +18,7 @@ from access import actions as access_actions
 from access.audit import SERVICE, Actor, os_user
 from access.models import AuditEntry
 from common.scopes import BOARDS, SUGGESTIONS, TRAIN
+from placement import Rules
 from records.models import Board, OutboxEvent, Suggestion
 from records.store import actions, retention
 from superdispatch.loop import windows
@@ -171,7 +172,7 @@ def test_a_role_changed_in_the_admin_is_an_entry_by_the_admin(staff):
 def window_of_45(monkeypatch):
     """The loop the board-change task uses: SuperPipeline accepts every window asked for."""
     pipeline = SimpleNamespace(set_placement_window=lambda board_id, seconds: seconds)
-    loop = SimpleNamespace(cfg=SimpleNamespace(placement_window_seconds=45),
+    loop = SimpleNamespace(cfg=SimpleNamespace(placement_window_seconds=45), rules=Rules(),
                            clients=SimpleNamespace(superpipeline=pipeline), clock=lambda: T0)
     monkeypatch.setattr("superdispatch.tasks.loop", lambda: loop)
     monkeypatch.setattr("superdispatch.tasks.look_at_board_task.delay", lambda *a: None)

@@ -114,3 +114,18 @@ def test_start_refuses_top_k_11_naming_it_and_not_the_value(tmp_path):
     assert "SUPERDISPATCH_TOP_K must be an integer from 1 to 10" in result.stderr
     assert "11" not in result.stderr.replace("1 to 10", "")
     assert GOOD["ORG_PLANE_SERVICE_CREDENTIAL"] not in result.stderr + result.stdout
+
+
+def test_the_bounds_a_formula_sets_windows_and_holds_within_are_checked_against_their_most():
+    cfg = config.load(GOOD)
+    assert (cfg.placement_window_min_seconds, cfg.hold_min_seconds) == (0, 10)
+    with pytest.raises(config.ConfigError) as err:
+        config.load({**GOOD, "SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS": "20",
+                     "SUPERDISPATCH_HOLD_MIN_SECONDS": "40"})
+    assert err.value.problems == [
+        "SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS must be at most SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS (10)",
+        "SUPERDISPATCH_HOLD_MIN_SECONDS must be at most SUPERDISPATCH_RUNNER_UP_SECONDS (30)",
+    ]
+    with pytest.raises(config.ConfigError) as err:
+        config.load({**GOOD, "SUPERDISPATCH_HOLD_MIN_SECONDS": "4"})
+    assert err.value.problems == ["SUPERDISPATCH_HOLD_MIN_SECONDS must be an integer from 5 to 300"]

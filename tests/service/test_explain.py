@@ -213,3 +213,28 @@ def test_every_recorded_decision_explains_itself():
         text = explain(d)
         assert text.startswith(f"Held for {d['chosen']}" if d["reservation"] else
                                f"Chose {d['chosen']}" if d["chosen"] else "Nobody was held"), text
+
+
+def _outlook(agent, hold, pull, aside, window=0.0):
+    return {"agentId": agent, "holdS": hold, "pullS": pull, "windowS": window, "steppedAside": aside,
+            "shareNeeded": 0.02}
+
+
+def test_a_hold_by_a_formula_that_weighs_pull_says_what_it_expected_of_each():
+    record = decision("agt_b", policy="pull-aware@1", candidates=[cand("agt_b", total=1)])
+    record["outlook"] = _outlook("agt_b", 61.0, 74.0, False)
+    assert explain(record) == ("Held for agt_b as the winner. held for agt_b: expected 61 s to a "
+                               "success, against 74 s by pull.")
+    record["outlook"] = _outlook("agt_b", 61.0, 74.0, False, window=10.0)
+    assert explain(record).endswith("against 74 s by pull, 10 s of it the placement window.")
+
+
+@pytest.mark.parametrize("hold, pull, said", [
+    (71.0, 70.0, "stepped aside: pull's expected 70 s is no longer than the best hold's 71 s"),
+    (70.0, 71.0, "stepped aside: pull's expected 71 s is within 2% of the best hold's 70 s"),
+])
+def test_a_step_aside_says_pull_is_expected_to_do_as_well(hold, pull, said):
+    record = decision(None, reason="pull-as-good", policy="pull-aware@1")
+    record["outlook"] = _outlook("agt_b", hold, pull, True)
+    assert explain(record) == ("Nobody was held: pull is expected to do as well as the best hold ("
+                               + said + ", for agt_b), so the card is left to whoever claims it first.")

@@ -38,14 +38,14 @@ def patient():
 def test_the_setting_takes_it_and_its_rule_names_it(plain):
     assert config.load({**GOOD, "SUPERDISPATCH_FORMULA": PLAIN}).formula == PLAIN
     rule = next(r for n, _, r in config.declared() if n == "SUPERDISPATCH_FORMULA")
-    assert rule == "idle-stage-success-lru@3, wait-for-better@3 or plain-record@1"
+    assert rule == "idle-stage-success-lru@3, wait-for-better@3, pull-aware@1 or plain-record@1"
 
 
 def test_without_its_declaration_the_setting_refuses_it_by_name_and_rule():
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, "SUPERDISPATCH_FORMULA": PLAIN})
-    assert str(err.value) == ("SUPERDISPATCH_FORMULA must be idle-stage-success-lru@3 or "
-                              "wait-for-better@3")
+    assert str(err.value) == ("SUPERDISPATCH_FORMULA must be idle-stage-success-lru@3, "
+                              "wait-for-better@3 or pull-aware@1")
 
 
 @pytest.mark.django_db
@@ -100,7 +100,7 @@ def test_the_lab_runs_it_as_an_arm_by_its_label(plain, monkeypatch):
     placed = []
     monkeypatch.setattr(value, "run_placed", lambda scenario, seconds, **settings: placed.append(settings))
     runners = value.arm_runners()
-    assert list(runners) == ["pull", "formula", "waiting", "plain", "tuned", "learned"]
+    assert list(runners) == ["pull", "formula", "waiting", "new", "plain", "tuned", "learned"]
     runners["plain"](None, 60)
     runners["waiting"](None, 60)
     assert placed == [{"formula": PLAIN}, {"formula": "wait-for-better@3"}]

@@ -1,0 +1,211 @@
+"""Expected time to a success: what a hold for each agent is expected to give, against pull.
+
+The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
+
+    expected = claim + run + (1 - success) x retry
+
+- `claim`: how soon it claims a card held for it, the median of its own settled holds' times
+  to claim (our hold log), else of its claims by pull of cards nobody held, else the fleet's
+  median, at least `MIN_CLAIM_S`;
+- `run`: how long it works a card, its runs' median leaning on the fleet's typical run until it
+  has `RUN_PRIOR` runs of its own, so a few runs' noise does not rank;
+- `success`: its outcome rate at the stage (SuperWitness's runs, smoothed toward one half), leaning
+  on the candidates' pooled rate until it has `RATE_PRIOR` runs of its own;
+- `retry`: what a failure costs, the card coming back and being placed again: the quickest
+  agent's (claim + run) / success.
+
+Pull lets every idle candidate race: each claims at its next poll, taken here as uniform
+over twice its claim time (a poll interval), so pull's claim is the first of those polls and
+each agent wins the race by how soon it polls. Pull's expectation is that claim, plus each
+racer's run and retry weighed by its chance of winning, plus whatever is left of the board's
+placement window, which keeps pull off a card nobody holds.
+
+A hold is worth making only where the best one is expected to beat pull by more than
+`STEP_ASIDE_SHARE`; otherwise the formula steps aside (`pull-as-good`). It steps aside only on
+evidence: while a racer's time to claim or run time is not its own yet, it holds, as the
+documented formula would, and the hold is what gives the evidence. A hold lasts its agent's
+p95 time to claim times `HOLD_MARGIN` plus `HOLD_PAD_S`, within the operator's bounds.
+
+Pure: numbers in, numbers out; every figure a decision weighs is kept in its record.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+from .facts import Timing
+
+MIN_CLAIM_S = 0.5  # nobody claims quicker than this: a poll, a read and a claim
+MIN_RATE = 0.05  # a success rate below this prices a retry as if it were this
+RUN_PRIOR = 20  # runs' worth of weight the fleet's typical run time carries in each estimate
+RATE_PRIOR = 10  # runs' worth of weight the candidates' pooled success rate carries in each
+STEP_ASIDE_SHARE = 0.02  # a hold must be expected this much sooner than pull, or pull has the card
+SUCCESS_EDGE = 0.1  # ... or this much likelier to succeed than pull's winner, and no later than pull
+HOLD_MARGIN = 1.5  # a hold lasts its agent's p95 time to claim times this ...
+HOLD_PAD_S = 5.0  # ... plus this
+RACE_STEPS = 64  # the race's integral, worked out over this many slices
+
+
+class LeadTerms(NamedTuple):
+    """A candidate's score under a formula that ranks by lead (`formulas.BY_PULL`): the documented
+    terms, kept for the record and for learned routing, then what it was ranked by."""
+
+    stage_record: float | None
+    success_rate: float
+    since_last_dispatch_s: float | None
+    claim_s: float
+    run_s: float
+    success: float
+    retry_s: float
+    expected_s: float
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {}
+        if self.stage_record is not None:
+            record["stageRecord"] = self.stage_record
+        record["successRate"] = self.success_rate
+        record["sinceLastDispatchS"] = self.since_last_dispatch_s
+        record.update({"claimS": round(self.claim_s, 2), "runS": round(self.run_s, 2),
+                       "success": round(self.success, 4), "retryS": round(self.retry_s, 2),
+                       "expectedS": round(self.expected_s, 2)})
+        return record
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the estimates are made from: claim times, run times and success rates by agent."""
+
+    claims: Mapping[str, float]  # median seconds from our hold to its claim
+    runs: Mapping[str, float]  # run seconds, leaning on the fleet's typical one
+    rates: Mapping[str, float]  # outcome rate at the stage
+    claim_default: float
+    run_default: float
+    retry: float
+
+    def claim(self, agent_id: str) -> float:
+        return max(self.claims.get(agent_id, self.claim_default), MIN_CLAIM_S)
+
+    def run(self, agent_id: str) -> float:
+        return self.runs.get(agent_id, self.run_default)
+
+    def rate(self, agent_id: str) -> float:
+        return self.rates.get(agent_id, 0.5)
+
+
+def evidence(timing: Timing, rates: Mapping[str, float], weights: Mapping[str, float] | None = None) -> Evidence:
+    """The evidence for a card from our hold log's timing and the candidates' rates. With each
+    rate's weight (its runs' worth), a rate leans on the candidates' pooled one until it has
+    `RATE_PRIOR` runs of its own: a few runs' luck is not a difference between agents."""
+    if weights is not None and rates:
+        total = sum(weights.get(a, 0.0) for a in rates)
+        pooled = (sum(rates[a] * weights.get(a, 0.0) for a in rates) / total if total > 0
+                  else sum(rates.values()) / len(rates))
+        rates = {a: (weights.get(a, 0.0) * p + RATE_PRIOR * pooled) / (weights.get(a, 0.0) + RATE_PRIOR)
+                 for a, p in rates.items()}
+    medians = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
+    claim_default = _median(timing.claim_latency_s.values())
+    run_default = _median(medians.values())
+    runs = {agent_id: (len(timing.run_s[agent_id]) * median + RUN_PRIOR * run_default)
+            / (len(timing.run_s[agent_id]) + RUN_PRIOR) for agent_id, median in medians.items()}
+    # An agent never held has claimed by pull, if at all: its claims there stand for its own.
+    claims = {**timing.pull_claim_s, **timing.claim_latency_s}
+    partial = Evidence(claims, runs, rates, claim_default, run_default, 0.0)
+    retry = min(((partial.claim(a) + partial.run(a)) / max(p, MIN_RATE) for a, p in rates.items()),
+                default=0.0)
+    return Evidence(claims, runs, rates, claim_default, run_default, retry)
+
+
+def known(agent_id: str, timing: Timing) -> bool:
+    """Whether the agent's time to claim and run time are its own, not the fleet's."""
+    return ((agent_id in timing.claim_latency_s or agent_id in timing.pull_claim_s)
+            and bool(timing.run_s.get(agent_id)))
+
+
+def _median(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.median(values) if values else 0.0
+
+
+def expected(agent_id: str, ev: Evidence) -> tuple[float, float, float, float]:
+    """(claim, run, success, expected seconds to a success) for a hold for this agent now."""
+    claim, run, success = ev.claim(agent_id), ev.run(agent_id), ev.rate(agent_id)
+    return claim, run, success, claim + run + (1 - success) * ev.retry
+
+
+class Race(NamedTuple):
+    """What pull is expected to give: its claim, then a success, each racer's chance to win."""
+
+    claim_s: float
+    expected_s: float  # claim + the winners' runs and retries, weighed (no window)
+    shares: Mapping[str, float]
+
+    def success(self, ev: Evidence) -> float:
+        """The chance pull's winner succeeds."""
+        return sum(share * ev.rate(a) for a, share in self.shares.items())
+
+
+def race(agents: Sequence[str], ev: Evidence) -> Race:
+    """Every agent polls once within twice its claim time, at a uniform moment: pull's claim is
+    the first poll, and each agent's share is its chance to poll first."""
+    if not agents:
+        return Race(math.inf, math.inf, {})
+    spans = [2 * ev.claim(a) for a in agents]
+    end = min(spans)
+    step = end / RACE_STEPS
+    claim = 0.0
+    wins = [0.0] * len(agents)
+    for k in range(RACE_STEPS):
+        t = (k + 0.5) * step
+        survive = 1.0
+        for span in spans:
+            survive *= 1 - t / span
+        claim += survive * step
+        for i, span in enumerate(spans):
+            wins[i] += survive / (span - t) * step
+    total = sum(wins) or 1.0
+    shares = {a: w / total for a, w in zip(agents, wins)}
+    after = sum(shares[a] * (ev.run(a) + (1 - ev.rate(a)) * ev.retry) for a in agents)
+    return Race(claim, claim + after, shares)
+
+
+class Outlook(NamedTuple):
+    """What pull is expected to give against the best hold, and what the formula did with it."""
+
+    agent_id: str | None  # the best hold's agent
+    hold_s: float  # its expected seconds to a success
+    pull_s: float  # pull's, the window's rest included
+    window_s: float  # what was left of the placement window, in pull_s
+    stepped_aside: bool
+    hold_success: float = 0.0  # the best hold's chance of success
+    pull_success: float = 0.0  # pull's winner's
+    fleet_differs: bool | None = None  # a hold would beat pull were every busy candidate idle
+
+    @property
+    def gain(self) -> float:
+        """How much sooner the hold is expected to succeed than pull, as a share of pull."""
+        return 1 - self.hold_s / self.pull_s if self.pull_s > 0 else 0.0
+
+    def to_record(self) -> dict[str, Any]:
+        return {"agentId": self.agent_id, "holdS": round(self.hold_s, 1), "pullS": round(self.pull_s, 1),
+                "windowS": round(self.window_s, 1), "steppedAside": self.stepped_aside,
+                "shareNeeded": STEP_ASIDE_SHARE, "holdSuccess": round(self.hold_success, 3),
+                "pullSuccess": round(self.pull_success, 3), "fleetDiffers": self.fleet_differs}
+
+
+def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_success: float = 0.0) -> bool:
+    """Whether pull is expected to do as well as the best hold: within `STEP_ASIDE_SHARE` of its
+    time to a success, and the hold not `SUCCESS_EDGE` likelier to succeed at no later time."""
+    if hold_success >= pull_success + SUCCESS_EDGE and hold_s <= pull_s:
+        return False
+    return hold_s * (1 + STEP_ASIDE_SHARE) >= pull_s
+
+
+def hold_length(p95_claim_s: float | None, low: int, high: int) -> int:
+    """A hold's seconds for an agent whose p95 time to claim is this (None: unknown, `high`):
+    with a margin, within [low, high] (`high` wins where the bounds cross)."""
+    if p95_claim_s is None:
+        return high
+    wanted = math.ceil(p95_claim_s * HOLD_MARGIN + HOLD_PAD_S)
+    return max(min(wanted, high), min(low, high))
