@@ -58,6 +58,12 @@ MIN_DECISIONS = 30  # fewer replayed decisions than this are too few to judge
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
 Z95 = 1.959964
 MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's claim rates stay finite
+PRIOR = 2  # an agent's claim and outcome rates lean on the fleet's and the lane's by this many holds or runs
+RATE_WINDOW = timedelta(hours=1)  # a lane's arrival rate: over the hour before the decision
+MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is read on the moment alone
+PULL_MAY_CLAIM = frozenset({"capacity", "idle", "held", "noShow", "passedOver"})  # no bar to pulling
+RHO_MAX = 0.95  # the busiest an agent is taken to be under pull
+STEPS_T = 128  # the race integrals' points
 
 
 # --- What the record holds ---------------------------------------------------------------
@@ -92,7 +98,7 @@ class Recorded:
     candidates: tuple[Considered, ...]  # the candidate set, in record order
     ready_at: datetime | None = None  # the card's readyAt in the stage: its ladder
     held_until: datetime | None = None
-    waiting: bool = False  # the chosen agent was busy: a hold for a busy agent
+    waiting_s: float | None = None  # a hold for a busy agent: its expected wait as recorded
     outcome: str | None = None  # claimed | claimed-by-other | expired | superseded | not-reserved
     outcome_by: str | None = None
     outcome_at: datetime | None = None
@@ -136,6 +142,8 @@ class Known:
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
         self.stage: dict[tuple[str, str, str | None], StageHistory] = {}
+        self.arrivals: dict[tuple[str, str], list[datetime]] = defaultdict(list)  # a lane's first steps
+        self.lane_runs: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [succeeded, ran]
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:
@@ -150,6 +158,8 @@ class Known:
         d = event.decision
         self._timing = None
         if event.what == "decided":
+            if d.tier == WINNER:
+                self.arrivals[(d.board_id, d.stage_key)].append(d.at)
             for c in d.candidates:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
@@ -162,6 +172,9 @@ class Known:
                 self.working_since[d.chosen] = d.outcome_at
         else:  # ran
             self.run_s[d.chosen].appendleft(_seconds(d.run_ended_at - d.outcome_at))
+            lane = self.lane_runs[(d.board_id, d.stage_key)]
+            lane[0] += d.run_status == "succeeded"
+            lane[1] += 1
             self.runs[(d.board_id, d.stage_key, d.chosen)].append(
                 Run(d.chosen, d.run_status == "succeeded", d.run_ended_at))
             if self.working_since.get(d.chosen) == d.outcome_at:
@@ -180,9 +193,27 @@ class Known:
         )
 
     def claim_rate(self, agent_id: str) -> float:
-        """Its success on the board as scoring counts it: (claimed + 1) / (settled + 2)."""
-        claimed, settled = self.tally.get(agent_id, (0, 0))
-        return (claimed + 1) / (settled + 2)
+        """The share of its holds it claimed, drawn towards the fleet's by `PRIOR` holds' worth."""
+        claimed = sum(t[0] for t in self.tally.values())
+        settled = sum(t[1] for t in self.tally.values())
+        fleet = claimed / settled if settled else 1.0
+        mine, held = self.tally.get(agent_id, (0, 0))
+        return (mine + PRIOR * fleet) / (held + PRIOR)
+
+    def lane_success(self, d: Recorded) -> float | None:
+        """The share of the lane's runs (our claims') that succeeded, or None before any."""
+        succeeded, ran = self.lane_runs.get((d.board_id, d.stage_key), (0, 0))
+        return succeeded / ran if ran else None
+
+    def arrival_rate(self, d: Recorded) -> float | None:
+        """Cards a second reaching the lane (first steps of ladders) over the hour before, or
+        None with fewer than `MIN_ARRIVALS` to go on."""
+        times = self.arrivals.get((d.board_id, d.stage_key), ())
+        recent = [t for t in times if t >= d.at - RATE_WINDOW]
+        if len(recent) < MIN_ARRIVALS:
+            return None
+        span = min(RATE_WINDOW, d.at - times[0]).total_seconds()
+        return len(recent) / span if span > 0 else None
 
     def stage_of(self, d: Recorded, c: Considered, rules: Rules) -> StageHistory | None:
         """An agent's record at the decision's stage when the decision did not record one (a busy
@@ -278,7 +309,9 @@ def choose(formula: Formula, d: Recorded, rules: Rules, known: Known) -> Choice:
 
 
 def recorded_choice(d: Recorded) -> Choice:
-    return Choice(d.chosen, busy=d.waiting)
+    if d.waiting_s is not None:
+        return Choice(d.chosen, busy=True, wait_s=d.waiting_s)
+    return Choice(d.chosen)
 
 
 # --- The model, and the record's correction ----------------------------------------------
@@ -312,17 +345,29 @@ class _Agents:
         self.run_default = statistics.median(run_medians)
         self.by_id = {c.agent_id: c for c in d.candidates}
         self.idle = [c.agent_id for c in d.candidates if c.eligible]
+        self.lane = self._lane_success()
+
+    def _lane_success(self) -> float:
+        """The lane's success rate as known then: our claims' runs, else the candidates' records."""
+        known = self.known.lane_success(self.d)
+        if known is not None:
+            return known
+        histories = [c.stage for c in self.d.candidates if c.stage is not None]
+        runs = sum(h.runs for h in histories)
+        return sum(h.succeeded for h in histories) / runs if runs else 0.5
 
     def claim_rate(self, agent_id: str) -> float:
-        c = self.by_id.get(agent_id)
-        return c.terms.success_rate if c is not None and c.terms is not None else self.known.claim_rate(agent_id)
+        return self.known.claim_rate(agent_id)
 
     def outcome_rate(self, agent_id: str) -> float:
+        """Its runs at the stage that succeeded, drawn towards the lane's by `PRIOR` runs' worth
+        (the stage record's own smoothing draws towards one half, which ranks fairly but
+        estimates badly)."""
         c = self.by_id.get(agent_id)
-        if c is None:
-            return 0.5
-        history = c.stage or self.known.stage_of(self.d, c, self.rules)
-        return history.outcome_rate if history is not None else 0.5
+        history = None if c is None else c.stage or self.known.stage_of(self.d, c, self.rules)
+        if history is None:
+            return self.lane
+        return (history.succeeded + PRIOR * self.lane) / (history.runs + PRIOR)
 
     def latency(self, agent_id: str) -> float:
         return max(self.timing.claim_latency_s.get(agent_id, self.latency_default), MIN_LATENCY_S)
@@ -332,20 +377,83 @@ class _Agents:
         return statistics.median(runs) if runs else self.run_default
 
     def pull(self) -> tuple[float, float, float]:
-        """(success, time to claim, run time) when the card is left to whoever claims first."""
+        """(success, time to claim, run time) when the card is left, now, to whichever idle
+        agent claims first: the fall of a lapsed hold, in the recorded fleet's state."""
         rates = {a: 1.0 / self.latency(a) for a in self.idle}
         total = math.fsum(rates.values())
         share = {a: r / total for a, r in rates.items()}
         return (math.fsum(share[a] * self.outcome_rate(a) for a in self.idle), 1.0 / total,
                 math.fsum(share[a] * self.run(a) for a in self.idle))
 
+    def pull_throughout(self) -> tuple[float, float, float]:
+        """(success, time to claim, run time) with nobody ever held: `pull_steady` over the
+        agents free to pull the card, at the lane's arrival rate as known then; with too few
+        arrivals to go on, `pull` in the recorded state."""
+        rate = self.known.arrival_rate(self.d)
+        able = [c.agent_id for c in self.d.candidates
+                if all(f.passed or f.filter in PULL_MAY_CLAIM for f in c.filters)]
+        if rate is None or not able:
+            return self.pull()
+        observed = self.known.lane_success(self.d)
+        return pull_steady(rate, observed, [(1.0 / self.latency(a), self.run(a), self.outcome_rate(a))
+                                            for a in able])
+
+
+def pull_steady(arrivals: float, observed: float | None,
+                agents: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    """(success, time to claim, run time) under pull in the steady state: cards reach the lane
+    at `arrivals` a second (more under pull where it fails more: each failure comes back, so the
+    rate is scaled by `observed` success over pull's), and each agent, given as (claim rate,
+    run time, outcome rate), is free with the chance its own share of the cards leaves it.
+
+    A card arriving goes to the first free agent to claim, each claiming after an exponential
+    wait at its own rate: agent i's chance is (1 - busy_i) r_i ∫ e^(-r_i t) Π_j≠i (busy_j +
+    (1 - busy_j) e^(-r_j t)) dt; with every agent busy it goes to the first one free, each after
+    half its run on average. The shares and the busy fractions are solved together."""
+    n = len(agents)
+    rates = [r for r, _, _ in agents]
+    runs = [run for _, run, _ in agents]
+    successes = [p for _, _, p in agents]
+    scale = 1.0 / statistics.median(rates)
+    points = [(k + 0.5) / STEPS_T for k in range(STEPS_T)]
+    times = [scale * x / (1 - x) for x in points]
+    weights = [scale / (STEPS_T * (1 - x) ** 2) for x in points]
+    decay = [[math.exp(-r * t) for t in times] for r in rates]
+    frees = [2.0 / max(run, MIN_LATENCY_S) for run in runs]  # how soon each busy agent frees
+    busy = [0.0] * n
+    shares = [1.0 / n] * n
+    claim = success = 0.0
+    for _ in range(100):
+        factors = [[b + (1 - b) * e for e in row] for b, row in zip(busy, decay)]
+        product = [math.prod(column) for column in zip(*factors)]
+        nobody = math.prod(busy)
+        race = [(1 - busy[i]) * rates[i] * math.fsum(
+            w * decay[i][k] * (product[k] / factors[i][k] if factors[i][k] > 0 else 0.0)
+            for k, w in enumerate(weights)) for i in range(n)]
+        found = math.fsum(race) or 1.0
+        race = [p * (1 - nobody) / found for p in race]  # the quadrature's error kept off the total
+        freeing = math.fsum(frees)
+        shares_now = [race[i] + nobody * frees[i] / freeing for i in range(n)]
+        success = math.fsum(s * p for s, p in zip(shares_now, successes))
+        retries = observed / success if observed and success > 0 else 1.0
+        busy_now = [min(arrivals * retries * s * run, RHO_MAX) for s, run in zip(shares_now, runs)]
+        settled = max(abs(a - b) for a, b in zip(busy_now, busy)) < 1e-4
+        busy = [(a + b) / 2 for a, b in zip(busy_now, busy)]
+        shares = shares_now
+        claim = (math.fsum(w * (p - nobody) for w, p in zip(weights, product))
+                 + nobody * (1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(frees, rates)) / freeing))
+        if settled:
+            break
+    return success, claim, math.fsum(s * run for s, run in zip(shares, runs))
+
 
 def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct: bool) -> Outlook:
     """The model's outlook for holding `choice` (or nobody), corrected by the recorded outcome
     when `correct` (the formula chose as the record did)."""
-    pull_success, pull_claim, pull_run = agents.pull()
     if choice.agent_id is None:
-        return _modelled(pull_success, pull_claim, pull_claim + pull_run, observed=False)
+        success, claim, run = agents.pull_throughout()
+        return _modelled(success, claim, claim + run, observed=False)
+    pull_success, pull_claim, pull_run = agents.pull()
     a = choice.agent_id
     hold_s = _seconds(d.held_until - d.at) if correct and d.held_until else float(rules.reservation_seconds)
     lapsed_claim = hold_s + pull_claim
@@ -371,6 +479,23 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
     claim = rate * latency + (1 - rate) * lapsed_claim
     attempt = rate * (latency + agents.run(a)) + (1 - rate) * (lapsed_claim + pull_run)
     return _modelled(success, claim, attempt, observed=False)
+
+
+def corrected(model: Outlook, expected: Outlook, measured: Outlook, *, agree: bool) -> Outlook:
+    """A formula's outlook with the recorded outcome's correction: where it chose as the record
+    did, what the record measured; where it chose otherwise, what was measured plus the model's
+    difference between its choice and the recorded one (`expected`), so that whatever the model
+    gets wrong of both alike (a lane's luck, a fleet's speed) cancels. With nothing measured yet,
+    the model alone."""
+    if agree:
+        return measured
+    if not measured.observed:
+        return model
+    return Outlook(measured.success + model.success - expected.success,
+                   measured.claim_s + model.claim_s - expected.claim_s,
+                   measured.attempt_s + model.attempt_s - expected.attempt_s,
+                   measured.success_var + model.success_var, measured.claim_var + model.claim_var,
+                   measured.attempt_var + model.attempt_var, observed=True)
 
 
 def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Outlook:
@@ -500,10 +625,14 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         mine = recorded_choice(d)
         formulas_seen[d.formula] = None
         differs[_how(mine, other)] += 1
+        measured = outlook(mine, d, agents, rules, correct=True)
+        expected = outlook(mine, d, agents, rules, correct=False)
         replays.append(Replay(d.decision_id, mine, other, {
-            "recorded": outlook(mine, d, agents, rules, correct=True),
-            "other": outlook(other, d, agents, rules_other, correct=other.agent_id == mine.agent_id),
-            PULL: outlook(Choice(None), d, agents, rules, correct=False),
+            "recorded": measured,
+            "other": corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
+                               agree=other.agent_id == mine.agent_id),
+            PULL: corrected(outlook(Choice(None), d, agents, rules, correct=False), expected, measured,
+                            agree=mine.agent_id is None),
         }))
     names = tuple(formulas_seen)
     estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in (

@@ -48,7 +48,7 @@ def recorded(board_id: str | None, since: datetime | None, until: datetime | Non
     return [Recorded(
         decision_id=did, board_id=board, card_id=card, stage_key=stage, formula=policy, at=at,
         tier=tier, reason=reason, chosen=chosen, candidates=tuple(in_set.get(did, ())),
-        ready_at=ready_at, held_until=until_, waiting=bool(waiting), outcome=outcome,
+        ready_at=ready_at, held_until=until_, waiting_s=_wait(waiting), outcome=outcome,
         outcome_by=outcome_by, outcome_at=outcome_at, run_status=run_status, run_ended_at=run_ended_at,
     ) for (did, board, card, stage, policy, at, tier, reason, chosen, ready_at, until_, waiting, outcome,
            outcome_by, outcome_at, run_status, run_ended_at) in rows]
@@ -67,6 +67,13 @@ def _filters(value: Any) -> tuple[FilterResult, ...]:
     return tuple(FilterResult(f["filter"], bool(f["passed"]), f.get("reason"),
                               tuple(f["missing"]) if f.get("missing") is not None else None,
                               bool(f.get("unchecked", False))) for f in value or ())
+
+
+def _wait(waiting: Any) -> float | None:
+    if not isinstance(waiting, dict):
+        return None
+    wait = waiting.get("expectedWaitS")
+    return float(wait) if isinstance(wait, (int, float)) else 0.0
 
 
 # Older records name fewer of a score's terms and a stage record's fields: a term left out

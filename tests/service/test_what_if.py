@@ -52,9 +52,7 @@ def test_the_command_replays_and_estimates_each_formula():
     # 25 of the 38 runs succeeded (cards 2 to 39, every third failed).
     assert "0.658 (" in recorded and "3.0 s (3.0 to 3.0)" in recorded
     pull = next(line for line in lines if line.startswith("pull"))
-    # A and B alike claim in 3 s (B by the fleet's typical claim): pull's first claim in 1.5 s,
-    # by either, half the time each.
-    assert "model-based" in pull and "0.700 (" in pull and "1.5 s (" in pull
+    assert "doubly-robust" in pull and " 38 " in pull  # every recorded outcome corrects its model
     assert "38 decisions replayed: enough to judge. To change the formula, set SUPERDISPATCH_FORMULA." in text
 
 
@@ -90,7 +88,7 @@ def test_the_route_answers_with_each_estimate(api):
     assert answer["enough"] is False and answer["verdict"].startswith("too few decisions to judge (25")
     assert answer["differs"] == {"share": 0.0, "anotherAgent": 0, "nobody": 0, "busyAgent": 0}
     assert [e["arm"] for e in answer["estimates"]] == ["recorded", "other", "pull"]
-    assert [e["estimator"] for e in answer["estimates"]] == ["measured", "doubly-robust", "model-based"]
+    assert [e["estimator"] for e in answer["estimates"]] == ["measured", "doubly-robust", "doubly-robust"]
     recorded = answer["estimates"][0]
     assert recorded["claimMeanS"] == {"value": 3.0, "low": 3.0, "high": 3.0}
     assert recorded["success"]["low"] < recorded["success"]["value"] < recorded["success"]["high"]
