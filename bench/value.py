@@ -167,7 +167,7 @@ def estimate_arms(run: Run) -> dict[str, dict[str, tuple[float, float]]]:
         arms = {e.arm: e for e in answer.estimates}
         out[formula.label] = _carried(arms["other"], arms["recorded"], measured)
         out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured))
-        out.setdefault("_replayed", {"decisions": (float(answer.replayed), 0.0)})
+        out.setdefault("_replayed", {"decisions": (float(answer.replayed), float(answer.enough))})
     return out
 
 
@@ -472,18 +472,23 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
     lines = [f"what-if: each arm estimated from the {FORMULA} arm's own store, against what it measured "
              "(mean over seeds, ±95%)",
              f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"]
-    replayed = [_estimates[s]["_replayed"]["decisions"][0] for s in seeds if s in _estimates]
+    replayed = [_estimates[s]["_replayed"]["decisions"] for s in seeds if s in _estimates]
     success_errs, lead_errs, covered, pairs = [], [], 0, 0
     for arm in results:
         if arm == FORMULA:
             continue
         if not all(arm in _estimates.get(s, {}) for s in seeds):
-            lines.append(f"{arm:10}{'not estimated: the replay models neither another hold window nor a model':>60}"
+            lines.append(f"{arm:10} not estimated: the replay models neither another hold window nor a model"
                          if arm in ("tuned", "learned") else f"{arm:10} not estimated")
+            continue
+        # A seed with no decision replayed has no estimate: the others stand for the arm.
+        usable = [s for s in seeds if all(math.isfinite(_estimates[s][arm][n][0]) for n in ("success", "lead_mean_s"))]
+        if not usable:
+            lines.append(f"{arm:10} not estimated: no decision could be replayed on any seed")
             continue
         cells = []
         for name, digits in (("success", 3), ("lead_mean_s", 1)):
-            values = [_estimates[s][arm][name] for s in seeds]
+            values = [_estimates[s][arm][name] for s in usable]
             estimate = statistics.fmean(v for v, _ in values)
             half = math.sqrt(math.fsum(h * h for _, h in values)) / len(values)
             measured, measured_half = mean_ci([f[name] for f in results[arm]])
@@ -500,7 +505,10 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
             cells += [f"{estimate:.{digits}f} ±{half:.{digits}f}", f"{measured:.{digits}f} ±{measured_half:.{digits}f}",
                       shown]
         lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}")
-    lines.append(f"what-if rests on {statistics.fmean(replayed) if replayed else 0:.0f} replayed decisions a seed")
+    thin = sum(1 for _, enough in replayed if not enough)
+    lines.append(f"what-if rests on {statistics.fmean(n for n, _ in replayed) if replayed else 0:.0f} replayed "
+                 "decisions a seed" + (f"; too few decisions to judge (under 30) on {thin} of {len(replayed)} seeds"
+                                       if thin else ""))
     figures_line = (f" whatif_success_err_max={max(success_errs, default=math.nan):.3f}"
                     f" whatif_lead_err_max_pct={max(lead_errs, default=math.nan):.1f}"
                     f" whatif_coverage={covered / pairs if pairs else math.nan:.2f}")
