@@ -40,6 +40,7 @@ import math
 import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
@@ -395,8 +396,19 @@ class _Agents:
         if rate is None or not able:
             return self.pull()
         observed = self.known.lane_success(self.d)
-        return pull_steady(rate, observed, [(1.0 / self.latency(a), self.run(a), self.outcome_rate(a))
-                                            for a in able])
+        # To three figures, so that the decisions of a quiet stretch share one solution.
+        return _pull_steady_remembered(_fig(rate), None if observed is None else _fig(observed), tuple(
+            (_fig(1.0 / self.latency(a)), _fig(self.run(a)), _fig(self.outcome_rate(a))) for a in able))
+
+
+def _fig(value: float) -> float:
+    return float(f"{value:.3g}")
+
+
+@lru_cache(maxsize=4096)
+def _pull_steady_remembered(arrivals: float, observed: float | None,
+                            agents: tuple[tuple[float, float, float], ...]) -> tuple[float, float, float]:
+    return pull_steady(arrivals, observed, list(agents))
 
 
 def pull_steady(arrivals: float, observed: float | None,
@@ -462,7 +474,7 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
         ran = d.run_status is not None and d.run_ended_at is not None
         success = 1.0 if d.run_status == "succeeded" else 0.0 if d.run_status == "failed" else agents.outcome_rate(a)
         run = _seconds(d.run_ended_at - d.outcome_at) if ran else agents.run(a)
-        return Outlook(success, claim, claim + run, 0.0 if d.run_status else success * (1 - success),
+        return Outlook(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
                        0.0, 0.0 if ran else run * run, observed=True)
     if correct and d.outcome == "claimed-by-other" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
@@ -470,7 +482,7 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
         known_other = other in agents.by_id
         success = agents.outcome_rate(other) if known_other else pull_success
         run = agents.run(other) if known_other else pull_run
-        return Outlook(success, claim, claim + run, success * (1 - success), 0.0, run * run, observed=True)
+        return Outlook(success, claim, claim + run, _bernoulli(success), 0.0, run * run, observed=True)
     if correct and d.outcome == "expired":
         return _modelled(pull_success, lapsed_claim, lapsed_claim + pull_run, observed=True)
     rate = agents.claim_rate(a)
@@ -499,7 +511,12 @@ def corrected(model: Outlook, expected: Outlook, measured: Outlook, *, agree: bo
 
 
 def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Outlook:
-    return Outlook(success, claim, attempt, success * (1 - success), claim * claim, attempt * attempt, observed)
+    return Outlook(success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed)
+
+
+def _bernoulli(p: float) -> float:
+    """A success's own spread; nothing below zero where sums come to a hair over one."""
+    return max(p * (1 - p), 0.0)
 
 
 # --- Over the window ---------------------------------------------------------------------
@@ -672,7 +689,7 @@ def _mean(values: list[float], spreads: list[float]) -> Interval:
     n = len(values)
     mean = math.fsum(values) / n
     variance = _variance(values, mean) + math.fsum(spreads) / n
-    half = Z95 * math.sqrt(variance / n)
+    half = Z95 * math.sqrt(max(variance, 0.0) / n)
     return Interval(mean, mean - half, mean + half)
 
 
