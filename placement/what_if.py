@@ -10,28 +10,30 @@ record showed *before* the decision: a claim counts from its claim time, a run f
 nothing that happened after the decision is read.
 
 Three formulas are estimated on the same decisions: the recorded one, the other, and `pull`
-(holding nobody, each idle agent claiming by its own cadence). For each, per decision:
+(holding nobody, each idle agent claiming by its own cadence). The model, per decision, reads
+each agent's claim rate on its holds and outcome rate at the stage, drawn towards the fleet's
+and the lane's (`PRIOR`), its claim latency and its run time:
 
-- a hold for agent `a` is claimed with `a`'s claim rate on the board (its success term); then
-  the card is claimed after `a`'s claim latency, and its run succeeds with `a`'s outcome rate at
-  the stage and lasts `a`'s run time. A hold not claimed lapses after its length and the card
-  goes to pull. A hold for a busy agent adds the agent's expected wait to its latency.
-- under pull each idle eligible agent claims after a wait spread exponentially about its own
-  claim latency, so the first claim comes after 1 / sum(1 / latency) and agent `i` takes the
-  card with a share proportional to 1 / latency_i.
+- a hold for agent `a` is claimed at `a`'s claim rate, after `a`'s claim latency (and, for a
+  busy agent, its expected wait); the run succeeds at `a`'s outcome rate and lasts `a`'s run
+  time. A hold not claimed lapses after its length and the card goes to whichever idle agent
+  claims first, each after a wait spread exponentially about its own latency (`pull`).
+- `pull` as a formula holds nobody, ever, so the fleet it meets is its own, not the recorded
+  one: `pull_steady`, each agent free to pull the card racing to claim it when it is free, at
+  the lane's arrival rate as known then.
 
-That is the model-based estimate. Where a formula holds the agent the recorded decision held,
-the recorded outcome corrects the model (doubly robust with a deterministic formula: where
-the two agree, what happened stands in for what the model expects): the claim, its time, the
-run's result and length, as far as each is known. The recorded formula agrees with itself
-everywhere, so its estimate is what was measured, the model filling in only what is not
+Where a formula holds the agent the record held, what the record measured stands (the claim,
+its time, the run's result and length, as far as each is known). Where it chooses otherwise,
+what was measured plus the model's difference between the two choices (`corrected`): doubly
+robust, as the model's errors common to both choices cancel. The recorded formula agrees with
+itself everywhere, so its estimate is what was measured, the model filling in only what is not
 known yet.
 
 Over a window: success is the mean chance that the card's run at the stage succeeds; the time
 to claim, the mean from the decision to the card's claim; the lead to a success, the mean
 attempt (claim and run) over the mean success, a failed run costing another attempt like it.
 Each has a 95% interval from the spread over decisions, with a modelled outcome's own spread
-(a Bernoulli's for success, an exponential's for times) added where no outcome was observed.
+(a Bernoulli's for success, an exponential's for times) added.
 Fewer than `MIN_DECISIONS` replayed decisions are too few to judge, and the answer says so.
 """
 from __future__ import annotations
@@ -40,8 +42,8 @@ import math
 import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from .facts import Card, Facts, Requires, Run, Timing
