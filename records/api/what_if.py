@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -18,6 +18,10 @@ from records.serializers import Time
 from records.store import what_if
 
 
+FORMULA_NAMES = sorted({*what_if.formulas.recorded_names(), *(f.name for f in what_if.formulas.every())})
+
+
+@extend_schema_field({"type": "string", "enum": FORMULA_NAMES})
 class FormulaName(serializers.CharField):
     """A declared formula, by name or name@version."""
 
