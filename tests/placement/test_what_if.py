@@ -6,10 +6,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from placement import Rules, ScoreTerms, StageHistory
+from placement import Rules, ScoreTerms, StageHistory, decide
 from placement.filtering import FilterResult
 from placement.formulas import DEFAULT, WAIT_FOR_BETTER
-from placement.what_if import MIN_DECISIONS, PULL, Considered, Recorded, pull_steady, what_if
+from placement.what_if import (
+    MIN_DECISIONS, PULL, Considered, Known, Recorded, choose, pull_steady, what_if,
+)
+from tests.placement.test_waiting import _facts
+from tests.support.placement import NOW
 
 T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 PASSED = (FilterResult("roster", True), FilterResult("capability", True), FilterResult("idle", True))
@@ -220,3 +224,16 @@ def test_pull_in_the_steady_state_against_hand_computed_cases():
     # Busier, the quick one is often at work and the slow one takes more.
     busier, _, _ = pull_steady(1 / 60, None, [(1 / 2, 60.0, 0.5), (1 / 6, 60.0, 0.9)])
     assert busier > 0.75 * 0.5 + 0.25 * 0.9 + 0.05
+
+
+def test_the_documented_formula_replayed_on_its_own_record_chooses_as_it_did():
+    decided = decide(_facts(), Rules(), NOW)
+    record = Recorded(
+        decision_id="pld_" + "0" * 24, board_id=decided.card.board_id, card_id=decided.card.card_id,
+        stage_key=decided.card.stage_key, formula=decided.formula, at=NOW, tier=decided.tier.name,
+        reason=decided.reason, chosen=decided.chosen,
+        candidates=tuple(Considered(c.agent_id, c.principal_id, c.filters,
+                                    c.score.terms if c.score else None, c.stage_history)
+                         for c in decided.candidates if c.in_set))
+    assert decided.chosen is not None
+    assert choose(DEFAULT, record, Rules(), Known([record]).until(NOW)).agent_id == decided.chosen
