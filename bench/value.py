@@ -31,8 +31,21 @@ skill differs so at under 60% load (success +0.05 within 1.03x the lead), and on
 (no arm beats it on both success and mean lead beyond their paired intervals). The last line
 ends with `success_new=… lead_mean_new_s=… wait_p95_new_s=…` when the `new` arm ran.
 
+With `--what-if`, each seed's formula arm's store (its recorded decisions, as a deployment
+would have them) is replayed under every other arm the estimator knows, pull and each other
+declared formula (`placement/what_if.py`), and the estimate set beside what that arm measured
+on the same seed. The estimator's success is per decision at its stage, and its lead from the
+decision; the lab's are per finished run and from a card's arrival over every stage, so an
+estimate is carried onto the formula arm's own measured figure: success by the estimated
+difference from the recorded formula, lead by the estimated ratio to it. The tuned holds and
+learned routing are not estimated (the replay models neither another hold window nor a model),
+and say so. The last line gains `whatif_success_err_max` (the largest absolute success error),
+`whatif_lead_err_max_pct` (the largest lead error, in percent of the measured mean) and
+`whatif_coverage` (the share of (arm, metric) pairs whose estimate's 95% interval, widened by
+the measured mean's own over seeds in quadrature, holds the measured mean).
+
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
-     [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...]
+     [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
 """
 from __future__ import annotations
 
@@ -68,7 +81,9 @@ from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
-from records.store import tuning  # noqa: E402
+from common.config import rules_from  # noqa: E402
+from placement.what_if import PULL, what_if  # noqa: E402
+from records.store import tuning, what_if as what_if_store  # noqa: E402
 from records.models import Decision  # noqa: E402
 from tests.support.world import World, make_world  # noqa: E402
 
@@ -101,6 +116,7 @@ class Run:
     metrics: Metrics
     notes: list[str] = dataclasses.field(default_factory=list)
     holds: tuple[int, int] | None = None  # (reservation, runner-up) seconds, when the arm set them
+    world: World | None = None  # a placed arm's world, its store still in place until the next arm
 
 
 def fresh_store() -> None:
@@ -127,17 +143,50 @@ def run_pull(scenario: Scenario, seconds: int) -> Run:
 
 def run_placed(scenario: Scenario, seconds: int, **settings) -> Run:
     world, on_tick = placed_world(scenario, **settings)
-    return Run(world.suite, world.sim.run(seconds, on_tick=on_tick))
+    return Run(world.suite, world.sim.run(seconds, on_tick=on_tick), world=world)
 
 
 _formula_holds: dict[int, list[tuning.Hold]] = {}  # by seed: the formula arm's settled holds
+WHAT_IF = False  # --what-if: estimate the other arms from the formula arm's store
+_estimates: dict[int, dict[str, dict[str, tuple[float, float]]]] = {}  # by seed, arm: figure's (value, half)
 
 
 def run_formula(scenario: Scenario, seconds: int) -> Run:
     """The default formula, under whatever `--set` says (FORMULA too)."""
     run = run_placed(scenario, seconds)
     _formula_holds[scenario.seed] = tuning.settled_holds()
+    if WHAT_IF:
+        _estimates[scenario.seed] = estimate_arms(run)
     return run
+
+
+def estimate_arms(run: Run) -> dict[str, dict[str, tuple[float, float]]]:
+    """Each arm the estimator knows, from this formula run's recorded decisions: its success and
+    mean lead as (value, 95% half-width), carried onto the run's own measured figures."""
+    rules = rules_from(run.world.loop.cfg)
+    recorded = what_if_store.recorded(None, None, None)
+    measured = figures(run)
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for formula in formulas.every():
+        if formula is formulas.DEFAULT:
+            continue
+        answer = what_if(recorded, formula, rules)
+        arms = {e.arm: e for e in answer.estimates}
+        out[formula.label] = _carried(arms["other"], arms["recorded"], measured)
+        out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured))
+        out.setdefault("_replayed", {"decisions": (float(answer.replayed), float(answer.enough))})
+    return out
+
+
+def _carried(arm, recorded, measured: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """The estimate carried onto the measured formula: success by its difference from the
+    recorded formula's estimate, lead by its ratio to it."""
+    success_half = (arm.success.high - arm.success.low) / 2
+    base_lead = recorded.lead_mean_s.value
+    ratio = arm.lead_mean_s.value / base_lead if base_lead and math.isfinite(base_lead) else math.nan
+    lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 / base_lead if not math.isnan(ratio) else math.nan
+    return {"success": (measured["success"] + arm.success.value - recorded.success.value, success_half),
+            "lead_mean_s": (measured["lead_mean_s"] * ratio, measured["lead_mean_s"] * lead_half)}
 
 
 def run_tuned(scenario: Scenario, seconds: int) -> Run:
@@ -469,6 +518,54 @@ def window_table(scenario: Scenario, seconds: int, seeds: int, windows: list[int
           f"window_tuner_s={statistics.median(tuned) if tuned else 'too-few-holds'}")
 
 
+def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) -> tuple[list[str], str]:
+    """The table of estimate against measured per arm, and the last line's what-if figures."""
+    lines = [f"what-if: each arm estimated from the {FORMULA} arm's own store, against what it measured "
+             "(mean over seeds, ±95%)",
+             f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"]
+    replayed = [_estimates[s]["_replayed"]["decisions"] for s in seeds if s in _estimates]
+    success_errs, lead_errs, covered, pairs = [], [], 0, 0
+    for arm in results:
+        if arm == FORMULA:
+            continue
+        if not all(arm in _estimates.get(s, {}) for s in seeds):
+            lines.append(f"{arm:10} not estimated: the replay models neither another hold window nor a model"
+                         if arm in ("tuned", "learned") else f"{arm:10} not estimated")
+            continue
+        # A seed with no decision replayed has no estimate: the others stand for the arm.
+        usable = [s for s in seeds if all(math.isfinite(_estimates[s][arm][n][0]) for n in ("success", "lead_mean_s"))]
+        if not usable:
+            lines.append(f"{arm:10} not estimated: no decision could be replayed on any seed")
+            continue
+        cells = []
+        for name, digits in (("success", 3), ("lead_mean_s", 1)):
+            values = [_estimates[s][arm][name] for s in usable]
+            estimate = statistics.fmean(v for v, _ in values)
+            half = math.sqrt(math.fsum(h * h for _, h in values)) / len(values)
+            measured, measured_half = mean_ci([f[name] for f in results[arm]])
+            error = estimate - measured
+            if name == "success":
+                success_errs.append(abs(error))
+                shown = f"{error:+.3f}"
+            else:
+                lead_errs.append(abs(error) / measured * 100)
+                shown = f"{error / measured * 100:+.1f}"
+            width = math.hypot(half, 0.0 if math.isnan(measured_half) else measured_half)
+            pairs += 1
+            covered += abs(error) <= width
+            cells += [f"{estimate:.{digits}f} ±{half:.{digits}f}", f"{measured:.{digits}f} ±{measured_half:.{digits}f}",
+                      shown]
+        lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}")
+    thin = sum(1 for _, enough in replayed if not enough)
+    lines.append(f"what-if rests on {statistics.fmean(n for n, _ in replayed) if replayed else 0:.0f} replayed "
+                 "decisions a seed" + (f"; too few decisions to judge (under 30) on {thin} of {len(replayed)} seeds"
+                                       if thin else ""))
+    figures_line = (f" whatif_success_err_max={max(success_errs, default=math.nan):.3f}"
+                    f" whatif_lead_err_max_pct={max(lead_errs, default=math.nan):.1f}"
+                    f" whatif_coverage={covered / pairs if pairs else math.nan:.2f}")
+    return lines, figures_line
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="skill-spread", help="a shipped scenario's name, or a file's path")
@@ -482,12 +579,19 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for every placed arm: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
                              "without the prefix (e.g. backlog_bound=on)")
+    parser.add_argument("--what-if", action="store_true",
+                        help=f"estimate every other arm from the {FORMULA} arm's recorded decisions, "
+                             "and set each estimate beside what that arm measured")
     args = parser.parse_args()
+    global WHAT_IF
+    WHAT_IF = args.what_if
     BASE_SETTINGS.update(settings_arg(parser, args.set))
     arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in runners]
     if unknown or "pull" not in arms:
         parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(runners)}")
+    if args.what_if and FORMULA not in arms:
+        parser.error(f"--what-if estimates from the {FORMULA} arm: --arms must include it")
     if args.seeds < 1 or args.minutes < 1:
         parser.error("--seeds and --minutes must be at least 1")
     scenario = scenario_arg(parser, args.scenario)
@@ -534,6 +638,11 @@ def main() -> None:
     spread, load = skill_spread(scenario), statistics.fmean(loads)
     for line in goal_lines(means, spread, load) + new_goal_lines(results, means, spread, load):
         print("goal: " + line)
+    whatif_figures = ""
+    if args.what_if:
+        lines, whatif_figures = what_if_lines(results, [seeded(scenario, k).seed for k in range(args.seeds)])
+        for line in lines:
+            print(line)
     best = best_arm({arm: means[arm] for arm in arms})
     pull, formula = means["pull"], means.get(FORMULA, means["pull"])
     b = means[best]
@@ -545,7 +654,8 @@ def main() -> None:
           f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
           f"lead_p95_best_s={b['lead_p95_s']:.1f}"
           + (f" success_{NEW}={means[NEW]['success']:.3f} lead_mean_{NEW}_s={means[NEW]['lead_mean_s']:.1f} "
-             f"wait_p95_{NEW}_s={means[NEW]['wait_p95_s']:.1f}" if NEW in means else ""))
+             f"wait_p95_{NEW}_s={means[NEW]['wait_p95_s']:.1f}" if NEW in means else "")
+          + whatif_figures)
 
 
 if __name__ == "__main__":

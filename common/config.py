@@ -18,7 +18,7 @@ import environ
 # SUPERDISPATCH_FORMULA is validated here, against the formulas placement declares: the layers
 # (.importlinter) put `common` just above `placement` for it. Placement is pure and imports
 # nothing of ours, so reading the settings still does no I/O and loads no other layer.
-from placement import formulas
+from placement import Rules, formulas
 
 
 class ConfigError(Exception):
@@ -308,3 +308,21 @@ def load_or_exit(env: Mapping[str, str] = os.environ) -> Config:
         for problem in err.problems:
             print(f"superdispatch: setting {problem}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def rules_from(cfg: Config) -> Rules:
+    """The rules placement decides under, as the settings set them."""
+    return Rules(
+        top_k=cfg.top_k,
+        reservation_seconds=cfg.reservation_seconds,
+        runner_up_seconds=cfg.runner_up_seconds,
+        candidates=cfg.candidates,
+        station_filters=cfg.station_filters == "on",
+        min_proof=cfg.min_proof,
+        history_min_sample=cfg.history_min_sample,
+        history_half_life_days=float(cfg.history_half_life_days),
+        formula=cfg.formula,
+        placement_window_s=cfg.placement_window_seconds,
+        hold_min_s=cfg.hold_min_seconds,
+        window_min_s=cfg.placement_window_min_seconds,
+    )

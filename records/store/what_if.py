@@ -1,0 +1,120 @@
+"""The recorded decisions of a window, read for `placement.what_if` to replay under another formula.
+
+The replay reads what each decision recorded of its candidate set (filters, score terms, stage
+record) and what became of it (the hold's outcome, the claim's run). What it rebuilds from the
+record before each decision (claim latencies, run times, claim rates) it reads from the decisions
+of a look-back before the window too, so the window's first decisions are not judged on nothing.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from placement import FilterResult, Rules, ScoreTerms, StageHistory
+from placement import formulas
+from placement.formulas import Formula
+from placement.what_if import Considered, Recorded, WhatIf, what_if
+from records.models import Board, Candidate, Decision
+
+LOOK_BACK = timedelta(hours=24)  # read before the window, for what was known at its start
+
+_FIELDS = ("id", "board_id", "card_id", "stage_key", "policy", "created_at", "tier_name", "reason",
+           "chosen", "ladder_ready_at", "reserved_until", "waiting", "outcome_status", "outcome_by",
+           "outcome_at", "run_status", "run_ended_at")
+
+
+def recorded(board_id: str | None, since: datetime | None, until: datetime | None) -> list[Recorded]:
+    """The decisions from `since` less the look-back up to `until` (not included), oldest first,
+    each with its candidate set."""
+    rows = Decision.objects.all()
+    if board_id:
+        rows = rows.filter(board_id=board_id)
+    if since is not None:
+        rows = rows.filter(created_at__gte=since - LOOK_BACK)
+    if until is not None:
+        rows = rows.filter(created_at__lt=until)
+    rows = list(rows.order_by("created_at", "id").values_list(*_FIELDS))
+    in_set: dict[str, list[Considered]] = defaultdict(list)
+    ids = [row[0] for row in rows]
+    for start in range(0, len(ids), 500):
+        for decision_id, agent, principal, filters, score, stage in (
+                Candidate.objects.filter(decision_id__in=ids[start:start + 500], in_set=True)
+                .order_by("decision_id", "position")
+                .values_list("decision_id", "agent_id", "principal_id", "filters", "score",
+                             "stage_history")):
+            in_set[decision_id].append(Considered(agent, principal, _filters(filters), _terms(score),
+                                                  _stage(stage)))
+    return [Recorded(
+        decision_id=did, board_id=board, card_id=card, stage_key=stage, formula=policy, at=at,
+        tier=tier, reason=reason, chosen=chosen, candidates=tuple(in_set.get(did, ())),
+        ready_at=ready_at, held_until=until_, waiting_s=_wait(waiting), outcome=outcome,
+        outcome_by=outcome_by, outcome_at=outcome_at, run_status=run_status, run_ended_at=run_ended_at,
+    ) for (did, board, card, stage, policy, at, tier, reason, chosen, ready_at, until_, waiting, outcome,
+           outcome_by, outcome_at, run_status, run_ended_at) in rows]
+
+
+def estimate(formula: Formula, rules: Rules, board_id: str | None = None, since: datetime | None = None,
+             until: datetime | None = None) -> WhatIf:
+    """The window's decisions replayed under `formula` (`placement.what_if`)."""
+    decisions = recorded(board_id, since, until)
+    if since is None and decisions:
+        since = decisions[0].at
+    return what_if(decisions, formula, rules, since)
+
+
+def _filters(value: Any) -> tuple[FilterResult, ...]:
+    return tuple(FilterResult(f["filter"], bool(f["passed"]), f.get("reason"),
+                              tuple(f["missing"]) if f.get("missing") is not None else None,
+                              bool(f.get("unchecked", False))) for f in value or ())
+
+
+def _wait(waiting: Any) -> float | None:
+    if not isinstance(waiting, dict):
+        return None
+    wait = waiting.get("expectedWaitS")
+    return float(wait) if isinstance(wait, (int, float)) else 0.0
+
+
+# Older records name fewer of a score's terms and a stage record's fields: a term left out
+# weighs as a new agent's would (`scoring.py`, `stage_runs.NO_RUNS`).
+
+def _terms(score: Any) -> ScoreTerms | None:
+    if not isinstance(score, dict):
+        return None
+    terms = score.get("terms") or {}
+    return ScoreTerms(terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS"))
+
+
+def _stage(value: Any) -> StageHistory | None:
+    if not isinstance(value, dict) or "outcomeRate" not in value:
+        return None
+    get = value.get
+    return StageHistory(get("runs", 0), get("succeeded", 0), get("verdicts", 0), get("passes", 0),
+                        get("weight", 0.0), value["outcomeRate"], get("verdictRate", 0.5),
+                        get("stageRecord", value["outcomeRate"]))
+
+
+def formula_named(name: str) -> Formula | None:
+    """A declared formula by its recorded name (`name@version`), or by its name alone (its
+    newest version)."""
+    found = formulas.named(name)
+    if found is not None:
+        return found
+    versions = [f for f in formulas.every() if f.name == name]
+    return max(versions, key=lambda f: f.version) if versions else None
+
+
+def other_than(formula: Formula) -> Formula:
+    """The first declared formula that is not this one (this one, when it is the only one)."""
+    return next((f for f in formulas.every() if f is not formula), formula)
+
+
+def known_formulas() -> str:
+    return ", ".join(formulas.recorded_names())
+
+
+def board_known(board_id: str) -> bool:
+    """Opted in, now or once, or named by a recorded decision."""
+    return (Board.objects.filter(board_id=board_id).exists()
+            or Decision.objects.filter(board_id=board_id).exists())
