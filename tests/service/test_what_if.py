@@ -5,6 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from placement import formulas
 from tests.conftest import T0
 from tests.support.factories import make_decision
 
@@ -66,7 +67,7 @@ def test_the_command_says_plainly_when_there_are_too_few():
 
 @pytest.mark.parametrize("args, message", [
     (["--formula", "fastest"], "--formula 'fastest' is not a declared formula; one of "
-                               "idle-stage-success-lru@3, wait-for-better@3"),
+                               + ", ".join(formulas.recorded_names())),
     (["--formula", "wait-for-better", "--since", "soon"], "--since must be a time"),
     (["--formula", "wait-for-better", "--since", "2026-11-14", "--until", "2026-11-13"],
      "--since (2026-11-14T00:00:00.000Z) must be before --until (2026-11-13T00:00:00.000Z)"),
@@ -102,7 +103,7 @@ ROUTE = "/v1/what-if"
 
 @pytest.mark.parametrize("query, code, message", [
     ("formula=fastest", "bad-parameter", "formula must be a declared formula, by name or name@version: "
-                                         "one of idle-stage-success-lru@3, wait-for-better@3 (by default "
+                                         f"one of {', '.join(formulas.recorded_names())} (by default "
                                          "the first that is not SUPERDISPATCH_FORMULA)"),
     ("formula=wait-for-better&since=soon", "bad-parameter",
      "since must be a time (RFC 3339, or a date like 2026-11-01)"),
