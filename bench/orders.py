@@ -24,9 +24,9 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import value  # noqa: E402  (sets Django up)
+from bench._arms import figures, frontier, lab_database, print_table, run_placed, run_pull, seeded  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
-from placement import decision  # noqa: E402
+from placement import decision, formulas  # noqa: E402
 from placement.scoring import Score  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -74,27 +74,24 @@ def main() -> None:
     seconds = args.minutes * 60
 
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
-    value.setup_test_environment()
-    old_name = value.connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    arms = ["pull", value.FORMULA] + [f"order{k}" for k in range(1, len(orders) + 1)]
+    formula = formulas.DEFAULT.label
+    arms = ["pull", formula] + [f"order{k}" for k in range(1, len(orders) + 1)]
     results: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
-    try:
+    with lab_database():
         for k in range(args.seeds):
-            seeded = value.seeded(scenario, k)
-            results["pull"].append(value.figures(value.run_pull(seeded, seconds)))
-            results[value.FORMULA].append(value.figures(value.run_placed(seeded, seconds)))
+            run_scenario = seeded(scenario, k)
+            results["pull"].append(figures(run_pull(run_scenario, seconds)))
+            results[formula].append(figures(run_placed(run_scenario, seconds)))
             for arm, order in zip(arms[2:], orders):
                 with mock.patch.object(decision, "ranked", fixed_ranking(order)):
-                    results[arm].append(value.figures(value.run_placed(seeded, seconds)))
-    finally:
-        value.connection.creation.destroy_test_db(old_name, verbosity=0)
+                    results[arm].append(figures(run_placed(run_scenario, seconds)))
 
     print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds; "
           "mean ±95% interval over seeds")
     for arm, order in zip(arms[2:], orders):
         print(f"{arm}: {', '.join(order)}")
-    means = value.print_table(results)
-    on = value.frontier(means)
+    means = print_table(results)
+    on = frontier(means)
     pull = means["pull"]["lead_mean_s"]
     print("success against mean lead: " + ", ".join(
         f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
