@@ -9,9 +9,8 @@ import pytest
 from placement import Rules, ScoreTerms, StageHistory, decide
 from placement.filtering import FilterResult
 from placement.formulas import DEFAULT, WAIT_FOR_BETTER
-from placement.what_if import (
-    MIN_DECISIONS, PULL, Considered, Known, Recorded, choose, pull_steady, what_if,
-)
+from placement.replay import Considered, Known, Recorded, choose
+from placement.what_if import MIN_DECISIONS, PULL, pull_steady, what_if
 from tests.placement.test_waiting import _facts
 from tests.support.placement import NOW
 

@@ -1,0 +1,281 @@
+"""A recorded decision replayed under another formula, on what the record showed before it.
+
+Each replayed decision is the first step of a card's ladder that had a choice to make: agents
+eligible to hold for, and more than one rostered agent able to take the card. It is run through
+the other formula's steps on its own recorded facts (each candidate's filters, score terms and
+stage record); a fact the formula needs that the record does not hold, such as how soon an agent
+claims and how long it runs, or a busy agent's record at the stage, is rebuilt from what the
+record showed *before* the decision (`Known`): a claim counts from its claim time, a run from
+its end, so nothing that happened after the decision is read. What each formula would have
+made of its choice is `what_if.py`'s.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Callable, Mapping, NamedTuple, Sequence
+
+from .facts import Card, Facts, Requires, Run, Timing
+from .filtering import FilterResult
+from .formulas import BY_LEAD, BY_RECORD, Formula, Step
+from .ladder import WINNER, Tier
+from .rules import Rules
+from .scoring import Score, ScoreTerms, ranked
+from .stage_runs import StageHistory, stage_history
+from .waiting import rank as rank_waiting
+from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
+
+TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
+PRIOR = 2  # an agent's claim and outcome rates lean on the fleet's and the lane's by this many holds or runs
+RATE_WINDOW = timedelta(hours=1)  # a lane's arrival rate: over the hour before the decision
+MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is read on the moment alone
+
+
+# --- What the record holds ---------------------------------------------------------------
+
+class Considered(NamedTuple):
+    """One agent in a decision's candidate set, as recorded."""
+
+    agent_id: str
+    principal_id: str | None
+    filters: tuple[FilterResult, ...]
+    terms: ScoreTerms | None  # only when eligible
+    stage: StageHistory | None  # only when eligible and the runs were read
+
+    @property
+    def eligible(self) -> bool:
+        return self.terms is not None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded decision: its facts as the decision saw them, and what became of it."""
+
+    decision_id: str
+    board_id: str
+    card_id: str
+    stage_key: str
+    formula: str  # the record's `policy`
+    at: datetime
+    tier: str | None
+    reason: str | None
+    chosen: str | None
+    candidates: tuple[Considered, ...]  # the candidate set, in record order
+    ready_at: datetime | None = None  # the card's readyAt in the stage: its ladder
+    held_until: datetime | None = None
+    waiting_s: float | None = None  # a hold for a busy agent: its expected wait as recorded
+    outcome: str | None = None  # claimed | claimed-by-other | expired | superseded | not-reserved
+    outcome_by: str | None = None
+    outcome_at: datetime | None = None
+    run_status: str | None = None  # succeeded | failed
+    run_ended_at: datetime | None = None
+
+
+# --- What the record showed before a decision ----------------------------------------------
+
+class _Event(NamedTuple):
+    at: datetime
+    order: int  # the decision's place, so events at one time are taken in one order
+    what: str
+    decision: Recorded
+
+
+class Known:
+    """What the record showed at a moment: each agent's holds settled, claim latencies, finished
+    runs and current claim, and each principal's newest recorded stage history. Moved forward
+    with `until`; it never reads an event at or after the moment it is asked about."""
+
+    def __init__(self, decisions: Sequence[Recorded]) -> None:
+        events: list[_Event] = []
+        for order, d in enumerate(decisions):
+            events.append(_Event(d.at, order, "decided", d))
+            if d.chosen is None:
+                continue
+            if d.outcome in ("claimed", "claimed-by-other", "expired"):
+                settled_at = d.outcome_at or d.held_until
+                if settled_at is not None:
+                    events.append(_Event(settled_at, order, "settled", d))
+            if d.outcome == "claimed" and d.run_status is not None and d.run_ended_at is not None \
+                    and d.outcome_at is not None:
+                events.append(_Event(d.run_ended_at, order, "ran", d))
+        events.sort(key=lambda e: (e.at, e.order, e.what))
+        self._events = events
+        self._next = 0
+        self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
+        self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
+        self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
+        self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
+        self.working_since: dict[str, datetime] = {}
+        self.stage: dict[tuple[str, str, str | None], StageHistory] = {}
+        self.arrivals: dict[tuple[str, str], list[datetime]] = defaultdict(list)  # a lane's first steps
+        self.lane_runs: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [succeeded, ran]
+        self._timing: Timing | None = None
+
+    def until(self, moment: datetime) -> Known:
+        """Take in every event before `moment`, and none at or after it."""
+        events = self._events
+        while self._next < len(events) and events[self._next].at < moment:
+            self._take(events[self._next])
+            self._next += 1
+        return self
+
+    def _take(self, event: _Event) -> None:
+        d = event.decision
+        self._timing = None
+        if event.what == "decided":
+            if d.tier == WINNER:
+                self.arrivals[(d.board_id, d.stage_key)].append(d.at)
+            for c in d.candidates:
+                if c.stage is not None:
+                    self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
+        elif event.what == "settled":
+            tally = self.tally[d.chosen]
+            tally[1] += 1
+            if d.outcome == "claimed":
+                tally[0] += 1
+                self.latency[d.chosen].appendleft(_seconds(d.outcome_at - d.at))
+                self.working_since[d.chosen] = d.outcome_at
+        else:  # ran
+            self.run_s[d.chosen].appendleft(_seconds(d.run_ended_at - d.outcome_at))
+            lane = self.lane_runs[(d.board_id, d.stage_key)]
+            lane[0] += d.run_status == "succeeded"
+            lane[1] += 1
+            self.runs[(d.board_id, d.stage_key, d.chosen)].append(
+                Run(d.chosen, d.run_status == "succeeded", d.run_ended_at))
+            if self.working_since.get(d.chosen) == d.outcome_at:
+                del self.working_since[d.chosen]
+
+    def timing(self) -> Timing:
+        if self._timing is None:
+            self._timing = self._timing_now()
+        return self._timing
+
+    def _timing_now(self) -> Timing:
+        return Timing(
+            claim_latency_s={a: statistics.median(v) for a, v in self.latency.items() if v},
+            run_s={a: tuple(v) for a, v in self.run_s.items() if v},
+            working_since=dict(self.working_since),
+        )
+
+    def claim_rate(self, agent_id: str) -> float:
+        """The share of its holds it claimed, drawn towards the fleet's by `PRIOR` holds' worth."""
+        claimed = sum(t[0] for t in self.tally.values())
+        settled = sum(t[1] for t in self.tally.values())
+        fleet = claimed / settled if settled else 1.0
+        mine, held = self.tally.get(agent_id, (0, 0))
+        return (mine + PRIOR * fleet) / (held + PRIOR)
+
+    def lane_success(self, d: Recorded) -> float | None:
+        """The share of the lane's runs (our claims') that succeeded, or None before any."""
+        succeeded, ran = self.lane_runs.get((d.board_id, d.stage_key), (0, 0))
+        return succeeded / ran if ran else None
+
+    def arrival_rate(self, d: Recorded) -> float | None:
+        """Cards a second reaching the lane (first steps of ladders) over the hour before, or
+        None with fewer than `MIN_ARRIVALS` to go on."""
+        times = self.arrivals.get((d.board_id, d.stage_key), ())
+        recent = [t for t in times if t >= d.at - RATE_WINDOW]
+        if len(recent) < MIN_ARRIVALS:
+            return None
+        span = min(RATE_WINDOW, d.at - times[0]).total_seconds()
+        return len(recent) / span if span > 0 else None
+
+    def stage_of(self, d: Recorded, c: Considered, rules: Rules) -> StageHistory | None:
+        """An agent's record at the decision's stage when the decision did not record one (a busy
+        agent's): its principal's newest one recorded before, else one weighed from the runs of
+        our own holds for it that had ended."""
+        recorded = self.stage.get((d.board_id, d.stage_key, c.principal_id))
+        if recorded is not None:
+            return recorded
+        runs = self.runs.get((d.board_id, d.stage_key, c.agent_id))
+        if not runs:
+            return None
+        return stage_history(tuple(runs), d.at, rules.history_min_sample, rules.history_half_life_days)
+
+
+def _seconds(delta: timedelta) -> float:
+    return max(delta.total_seconds(), 0.0)
+
+
+# --- Replaying a decision ------------------------------------------------------------------
+
+class Choice(NamedTuple):
+    """Whom a formula holds the card for: an agent (busy or idle) or nobody."""
+
+    agent_id: str | None
+    busy: bool = False
+    wait_s: float = 0.0  # a busy agent's expected wait
+
+
+class Unreplayable(Exception):
+    """A decision that cannot be replayed, and why (its message, as the answer lists it)."""
+
+
+Replayer = Callable[[Recorded, Rules, Known, list[tuple[str, Score]]], tuple[list[tuple[str, Score]], Choice | None]]
+
+
+def _by_record(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
+    """`scoring.py`'s order, from each eligible candidate's recorded terms."""
+    return ranked({c.agent_id: c.terms for c in d.candidates if c.terms is not None}), None
+
+
+def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
+    """`waiting.py`'s step, its timing rebuilt from the record before the decision."""
+    if d.ready_at is None:
+        raise Unreplayable("no ready time recorded, which holding for a busy agent reads")
+    stage: dict[str, StageHistory] = {}
+    for c in d.candidates:
+        history = c.stage or known.stage_of(d, c, rules)
+        if history is not None:
+            stage[c.agent_id] = history
+    # The card's priority is not recorded: read as 0, the default.
+    card = Card(d.board_id, d.card_id, d.stage_key, Requires(), None, d.ready_at)
+    facts = Facts(card=card, roster=(), eligibility=(), timing=known.timing())
+    verdicts = {c.agent_id: c.filters for c in d.candidates}
+    ranking, waiting = rank_waiting(facts, rules, Tier(WINNER, 1), d.at, ranking, verdicts,
+                                    frozenset(verdicts), stage)
+    if waiting is None:
+        return ranking, None
+    return ranking, Choice(waiting.agent_id, busy=True, wait_s=waiting.expected_wait_s)
+
+
+# Each step a formula may list, and how a recorded decision is run through it.
+REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead}
+
+NO_CHOICE = frozenset({NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE})
+
+
+def replayable(d: Recorded) -> str | None:
+    """Why this decision is not replayed at all, or None."""
+    if d.tier != WINNER:
+        return "a later step of its card's ladder: under another formula the ladder goes otherwise"
+    if d.reason in NO_CHOICE:
+        return "no choice to make: no candidates, an empty lane or one candidate"
+    if d.reason == NONE_ELIGIBLE or not any(c.eligible for c in d.candidates):
+        return "nobody eligible to hold for"
+    if d.chosen is not None and not any(c.agent_id == d.chosen for c in d.candidates):
+        return "its candidates are not recorded"
+    return None
+
+
+def choose(formula: Formula, d: Recorded, rules: Rules, known: Known) -> Choice:
+    """Whom `formula` holds this decision's card for, on its recorded facts."""
+    ranking: list[tuple[str, Score]] = []
+    busy: Choice | None = None
+    for step in formula.steps:
+        replay = REPLAY_STEPS.get(step)
+        if replay is None:
+            raise Unreplayable(f"the step {step.name} cannot be replayed from the record")
+        ranking, waiting = replay(d, rules, known, ranking)
+        busy = waiting or busy
+    if busy is not None:
+        return busy
+    return Choice(ranking[0][0] if ranking else None)
+
+
+def recorded_choice(d: Recorded) -> Choice:
+    if d.waiting_s is not None:
+        return Choice(d.chosen, busy=True, wait_s=d.waiting_s)
+    return Choice(d.chosen)
