@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .facts import Timing
+from .scoring import ScoreTerms
 
 MIN_CLAIM_S = 0.5  # nobody claims quicker than this: a poll, a read and a claim
 MIN_RATE = 0.05  # a success rate below this prices a retry as if it were this
@@ -62,11 +63,7 @@ class LeadTerms(NamedTuple):
     expected_s: float
 
     def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {}
-        if self.stage_record is not None:
-            record["stageRecord"] = self.stage_record
-        record["successRate"] = self.success_rate
-        record["sinceLastDispatchS"] = self.since_last_dispatch_s
+        record = ScoreTerms(self.stage_record, self.success_rate, self.since_last_dispatch_s).to_record()
         record.update({"claimS": round(self.claim_s, 2), "runS": round(self.run_s, 2),
                        "success": round(self.success, 4), "retryS": round(self.retry_s, 2),
                        "expectedS": round(self.expected_s, 2)})
