@@ -50,11 +50,13 @@ Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import logging
 import math
 import os
+import pickle
 import statistics
 import sys
 from collections import Counter
@@ -103,21 +105,35 @@ WHAT_IF = False  # --what-if: estimate the other arms from the formula arm's sto
 _estimates: dict[int, dict[str, dict[str, tuple[float, float]]]] = {}  # by seed, arm: figure's (value, half)
 
 
+@dataclasses.dataclass
+class FormulaStore:
+    """What the what-if reads of one seed's formula arm: its recorded decisions as a deployment
+    would have them, the settings it ran under, its settled holds and its measured figures."""
+
+    recorded: list
+    rules: object
+    holds: list
+    measured: dict[str, float]
+
+
+_stores: dict[int, FormulaStore] = {}  # by seed
+
+
 def run_formula(scenario: Scenario, seconds: int) -> Run:
     """The default formula, under whatever `--set` says (FORMULA too)."""
     run = run_placed(scenario, seconds)
     _formula_holds[scenario.seed] = tuning.settled_holds()
     if WHAT_IF:
-        _estimates[scenario.seed] = estimate_arms(run)
+        _stores[scenario.seed] = FormulaStore(what_if_store.recorded(None, None, None),
+                                              rules_from(run.world.loop.cfg), _formula_holds[scenario.seed],
+                                              figures(run))
     return run
 
 
-def estimate_arms(run: Run) -> dict[str, dict[str, tuple[float, float]]]:
-    """Each arm the estimator knows, from this formula run's recorded decisions: its success and
+def estimate_arms(store: FormulaStore) -> dict[str, dict[str, tuple[float, float]]]:
+    """Each arm the estimator knows, from one formula run's recorded decisions: its success and
     mean lead as (value, 95% half-width), carried onto the run's own measured figures."""
-    rules = rules_from(run.world.loop.cfg)
-    recorded = what_if_store.recorded(None, None, None)
-    measured = figures(run)
+    rules, recorded, measured = store.rules, store.recorded, store.measured
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for formula in formulas.every():
         if formula is formulas.DEFAULT:
@@ -384,6 +400,9 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
     lines = [f"what-if: each arm estimated from the {FORMULA} arm's own store, against what it measured "
              "(mean over seeds, ±95%)",
              f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"]
+    for seed in seeds:
+        if seed in _stores and seed not in _estimates:
+            _estimates[seed] = estimate_arms(_stores[seed])
     replayed = [_estimates[s]["_replayed"]["decisions"] for s in seeds if s in _estimates]
     success_errs, lead_errs, covered, pairs = [], [], 0, 0
     for arm in results:
@@ -427,6 +446,17 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
     return lines, figures_line
 
 
+def _load_runs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The runs `--save` kept; they stand for the scenario, minutes and seeds they were run at."""
+    try:
+        with open(args.from_file, "rb") as saved_file:
+            saved = pickle.load(saved_file)
+    except (OSError, pickle.UnpicklingError, EOFError) as err:
+        parser.error(f"--from {args.from_file}: {err}")
+    args.minutes, args.seeds = saved["minutes"], saved["seeds"]
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", default="skill-spread", help="a shipped scenario's name, or a file's path")
@@ -443,6 +473,11 @@ def main() -> None:
     parser.add_argument("--what-if", action="store_true",
                         help=f"estimate every other arm from the {FORMULA} arm's recorded decisions, "
                              "and set each estimate beside what that arm measured")
+    parser.add_argument("--save", metavar="FILE", help="also keep the runs' figures (and, with --what-if, "
+                                                       "the formula arm's stores) in FILE")
+    parser.add_argument("--from", dest="from_file", metavar="FILE",
+                        help="read the runs from FILE (written by --save) instead of running them: the "
+                             "simulation is deterministic by seed, so they are the runs a new one would make")
     args = parser.parse_args()
     global WHAT_IF
     WHAT_IF = args.what_if
@@ -463,8 +498,16 @@ def main() -> None:
     shares: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     notes: dict[str, list[str]] = {arm: [] for arm in arms}
     loads: list[float] = []
-    with lab_database():
-        for k in range(args.seeds):
+    if args.from_file:
+        saved = _load_runs(parser, args)
+        results, shares, notes, loads = saved["results"], saved["shares"], saved["notes"], saved["loads"]
+        _stores.update(saved["stores"])
+        _formula_holds.update({seed: store.holds for seed, store in saved["stores"].items()})
+        arms = list(results)
+        if args.what_if and not _stores:
+            parser.error(f"--from {args.from_file}: it was saved without --what-if, so it holds no store to replay")
+    with contextlib.nullcontext() if args.from_file else lab_database():
+        for k in range(0 if args.from_file else args.seeds):
             run_scenario = seeded(scenario, k)
             for arm in arms:
                 run = runners[arm](run_scenario, seconds)
@@ -476,6 +519,11 @@ def main() -> None:
         if args.windows:
             window_table(scenario, seconds, args.seeds, [int(w) for w in args.windows.split(",")])
 
+    if args.save:
+        with open(args.save, "wb") as out:
+            pickle.dump({"scenario": scenario.name, "minutes": args.minutes, "seeds": args.seeds,
+                         "results": results, "shares": shares, "notes": notes, "loads": loads,
+                         "stores": dict(_stores)}, out)
     print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds, "
           f"sweep every {SWEEP_EVERY_S} s; mean ±95% interval over seeds")
     means = print_table(results)
