@@ -111,6 +111,12 @@ class Known:
         self.stage: dict[tuple[str, str, str | None], StageHistory] = {}
         self.arrivals: dict[tuple[str, str], list[datetime]] = defaultdict(list)  # a lane's first steps
         self.lane_runs: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [succeeded, ran]
+        self.latest: dict[tuple[str, str], Recorded] = {}  # each lane's newest decision with candidates
+        # Where each lane's cards came from: the lane of the card's ladder before (its own for a
+        # card back from a failed run), None for a card new to the board's lanes; how many.
+        self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
+            lambda: defaultdict(int))
+        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:
@@ -126,7 +132,12 @@ class Known:
         self._timing = None
         if event.what == "decided":
             if d.tier == WINNER:
-                self.arrivals[(d.board_id, d.stage_key)].append(d.at)
+                lane = (d.board_id, d.stage_key)
+                self.arrivals[lane].append(d.at)
+                self.came_from[lane][self._card_lane.get((d.board_id, d.card_id))] += 1
+                self._card_lane[(d.board_id, d.card_id)] = lane
+            if d.candidates:
+                self.latest[(d.board_id, d.stage_key)] = d
             for c in d.candidates:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
@@ -175,11 +186,15 @@ class Known:
     def arrival_rate(self, d: Recorded) -> float | None:
         """Cards a second reaching the lane (first steps of ladders) over the hour before, or
         None with fewer than `MIN_ARRIVALS` to go on."""
-        times = self.arrivals.get((d.board_id, d.stage_key), ())
-        recent = [t for t in times if t >= d.at - RATE_WINDOW]
+        return self.lane_arrival_rate((d.board_id, d.stage_key), d.at)
+
+    def lane_arrival_rate(self, lane: tuple[str, str], at: datetime) -> float | None:
+        """`arrival_rate` of a lane (board, stage) at a moment."""
+        times = self.arrivals.get(lane, ())
+        recent = [t for t in times if t >= at - RATE_WINDOW]
         if len(recent) < MIN_ARRIVALS:
             return None
-        span = min(RATE_WINDOW, d.at - times[0]).total_seconds()
+        span = min(RATE_WINDOW, at - times[0]).total_seconds()
         return len(recent) / span if span > 0 else None
 
     def stage_of(self, d: Recorded, c: Considered, rules: Rules) -> StageHistory | None:
