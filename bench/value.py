@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime
 import functools
 import logging
 import math
@@ -81,7 +82,7 @@ from bench._arms import (  # noqa: E402  (sets Django up)
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
-from common.config import rules_from  # noqa: E402
+from common.config import Config, rules_from  # noqa: E402
 from placement.what_if import PULL, what_if  # noqa: E402
 from records.store import tuning, what_if as what_if_store  # noqa: E402
 from records.models import Decision  # noqa: E402
@@ -114,6 +115,8 @@ class FormulaStore:
     rules: object
     holds: list
     measured: dict[str, float]
+    learned_min_rows: int | None = None  # the gate's least rows, as the run was configured; None: the default
+    seconds: int | None = None  # the run's length
 
 
 _stores: dict[int, FormulaStore] = {}  # by seed
@@ -124,9 +127,10 @@ def run_formula(scenario: Scenario, seconds: int) -> Run:
     run = run_placed(scenario, seconds)
     _formula_holds[scenario.seed] = tuning.settled_holds()
     if WHAT_IF:
-        _stores[scenario.seed] = FormulaStore(what_if_store.recorded(None, None, None),
-                                              rules_from(run.world.loop.cfg), _formula_holds[scenario.seed],
-                                              figures(run))
+        cfg = run.world.loop.cfg
+        _stores[scenario.seed] = FormulaStore(what_if_store.recorded(None, None, None), rules_from(cfg),
+                                              _formula_holds[scenario.seed], figures(run),
+                                              cfg.learned_min_rows, seconds)
     return run
 
 
@@ -143,7 +147,43 @@ def estimate_arms(store: FormulaStore) -> dict[str, dict[str, tuple[float, float
         out[formula.label] = _carried(arms["other"], arms["recorded"], measured)
         out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured))
         out.setdefault("_replayed", {"decisions": (float(answer.replayed), float(answer.enough))})
+    # The tuned holds: the documented formula again, its holds as `tune-holds` picks them from
+    # this run's own settled holds (as the tuned arm picks them).
+    winner, runner = tuning.recommend_both(store.holds)
+    tuned = dataclasses.replace(rules, reservation_seconds=winner.window_s or 60,
+                                runner_up_seconds=runner.window_s or 30)
+    answer = what_if(recorded, formulas.DEFAULT, rules, other_rules=tuned)
+    arms = {e.arm: e for e in answer.estimates}
+    out["tuned"] = _carried(arms["other"], arms["recorded"], measured)
+    gate = learned_gate(store)
+    if gate is not None:
+        out["_learned"] = {"why": gate}
+    else:
+        out["learned"] = _carried(arms["recorded"], arms["recorded"], measured)
     return out
+
+
+def learned_gate(store: FormulaStore) -> str | None:
+    """Why the learned arm is not estimated, or None where it places as the formula throughout.
+    Its first third is the formula's own run, decision for decision; its model trains on the
+    decisions of that third, and the gate lets it place only with `learned_min_rows` rows or
+    more. With fewer decisions recorded in that third than that, the gate stays shut whatever
+    the model is, and the arm is the formula. Otherwise its choices are the model's, and the
+    formula's store records no model's features (`Decision.learned` is written only where
+    learned routing runs)."""
+    min_rows = store.learned_min_rows
+    if min_rows is None:
+        declared = next(f for f in dataclasses.fields(Config) if f.name == "learned_min_rows")
+        min_rows = declared.metadata["parse"](declared.metadata["default"])
+    if not store.recorded or store.seconds is None:
+        return "the run's length was not kept, so its first third is not known"
+    start = min(d.at for d in store.recorded)
+    third = start + datetime.timedelta(seconds=store.seconds // 3)
+    first = sum(1 for d in store.recorded if d.at < third)
+    if first >= min_rows:
+        return (f"its model may pass the gate ({first} decisions in the first third, the gate needs "
+                f"{min_rows} rows) and the formula's store records no model's features")
+    return None
 
 
 def _carried(arm, recorded, measured: dict[str, float]) -> dict[str, tuple[float, float]]:
@@ -409,8 +449,8 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
         if arm == FORMULA:
             continue
         if not all(arm in _estimates.get(s, {}) for s in seeds):
-            lines.append(f"{arm:10} not estimated: the replay models neither another hold window nor a model"
-                         if arm in ("tuned", "learned") else f"{arm:10} not estimated")
+            why = next((_estimates[s]["_" + arm]["why"] for s in seeds if "_" + arm in _estimates.get(s, {})), "")
+            lines.append(f"{arm:10} not estimated" + (f": {why}" if why else ""))
             continue
         # A seed with no decision replayed has no estimate: the others stand for the arm.
         usable = [s for s in seeds if all(math.isfinite(_estimates[s][arm][n][0]) for n in ("success", "lead_mean_s"))]
@@ -454,6 +494,9 @@ def _load_runs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dic
     except (OSError, pickle.UnpicklingError, EOFError) as err:
         parser.error(f"--from {args.from_file}: {err}")
     args.minutes, args.seeds = saved["minutes"], saved["seeds"]
+    for store in saved["stores"].values():
+        if store.seconds is None:  # kept before the store named its length
+            store.seconds = args.minutes * 60
     return saved
 
 

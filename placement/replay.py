@@ -19,11 +19,13 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .facts import Card, Facts, Requires, Run, Timing
 from .filtering import FilterResult
-from .formulas import BY_LEAD, BY_RECORD, Formula, Step
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
 from .ladder import WINNER, Tier
+from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside
+from .lead import known as lead_known
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
-from .stage_runs import StageHistory, stage_history
+from .stage_runs import NO_RUNS, StageHistory, stage_history
 from .waiting import rank as rank_waiting
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
 
@@ -31,6 +33,7 @@ TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median 
 PRIOR = 2  # an agent's claim and outcome rates lean on the fleet's and the lane's by this many holds or runs
 RATE_WINDOW = timedelta(hours=1)  # a lane's arrival rate: over the hour before the decision
 MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is read on the moment alone
+P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
 
 
 # --- What the record holds ---------------------------------------------------------------
@@ -92,6 +95,8 @@ class Known:
         for order, d in enumerate(decisions):
             events.append(_Event(d.at, order, "decided", d))
             if d.chosen is None:
+                if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
+                    events.append(_Event(d.outcome_at, order, "pulled", d))
                 continue
             if d.outcome in ("claimed", "claimed-by-other", "expired"):
                 settled_at = d.outcome_at or d.held_until
@@ -105,6 +110,7 @@ class Known:
         self._next = 0
         self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
         self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
+        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))  # readyAt to claim, nobody held
         self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
@@ -141,6 +147,8 @@ class Known:
             for c in d.candidates:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
+        elif event.what == "pulled":
+            self.pulled[d.outcome_by].appendleft(_seconds(d.outcome_at - (d.ready_at or d.at)))
         elif event.what == "settled":
             tally = self.tally[d.chosen]
             tally[1] += 1
@@ -168,7 +176,20 @@ class Known:
             claim_latency_s={a: statistics.median(v) for a, v in self.latency.items() if v},
             run_s={a: tuple(v) for a, v in self.run_s.items() if v},
             working_since=dict(self.working_since),
+            # As the loop reads them (`records/store/holds.py`): the p95 by nearest rank.
+            claim_p95_s={a: sorted(v)[-(-len(v) * 95 // 100) - 1] for a, v in self.latency.items()
+                         if len(v) >= P95_MIN_SAMPLE},
+            pull_claim_s={a: statistics.median(v) for a, v in self.pulled.items() if v},
         )
+
+    def claimed_within(self, agent_id: str, hold_s: float) -> tuple[float, float | None]:
+        """Of the agent's newest claims of its holds, the share claimed within `hold_s`, and their
+        median time to claim (None: none were, or it has none to go on)."""
+        latencies = self.latency.get(agent_id)
+        if not latencies:
+            return 1.0, None
+        within = [v for v in latencies if v <= hold_s]
+        return len(within) / len(latencies), statistics.median(within) if within else None
 
     def claim_rate(self, agent_id: str) -> float:
         """The share of its holds it claimed, drawn towards the fleet's by `PRIOR` holds' worth."""
@@ -221,7 +242,9 @@ class Choice(NamedTuple):
 
     agent_id: str | None
     busy: bool = False
-    wait_s: float = 0.0  # a busy agent's expected wait
+    wait_s: float = 0.0  # a busy agent's expected wait; stepping aside, what is left of the window
+    hold_s: float | None = None  # a hold sized by its agent; None: the configured length
+    aside: bool = False  # nobody held, as pull is expected to do as well
 
 
 class Unreplayable(Exception):
@@ -256,8 +279,43 @@ def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     return ranking, Choice(waiting.agent_id, busy=True, wait_s=waiting.expected_wait_s)
 
 
+def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
+    """`lead.py`'s step as `decision.py` runs it: the eligible by expected time to a success, and
+    nobody held where pull is expected to do as well, each figure rebuilt from the record before
+    the decision. The hold is sized by its agent's p95 time to claim as known then. The window
+    left is the configured one's less the time the card had been ready: the window the formula
+    would have set for the board is not rebuilt."""
+    if not ranking:
+        return ranking, None
+    if d.ready_at is None:
+        raise Unreplayable("no ready time recorded, which weighing pull reads")
+    timing = known.timing()
+    by_id = {c.agent_id: c for c in d.candidates}
+    records = {a: by_id[a].stage or known.stage_of(d, by_id[a], rules) or NO_RUNS for a, _ in ranking}
+    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    scored = []
+    for place, (agent_id, score) in enumerate(ranking):
+        claim, run, success, total = expected(agent_id, ev)
+        base = score.terms
+        scored.append((total, place, agent_id, LeadTerms(base.stage_record, base.success_rate,
+                                                         base.since_last_dispatch_s, claim, run, success,
+                                                         ev.retry, total)))
+    scored.sort()
+    n = len(scored)
+    ranking = [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
+    best_id, best = ranking[0][0], ranking[0][1].terms
+    ev_pull = evidence(timing, {a: s.terms.success for a, s in ranking})
+    left = max(0.0, rules.placement_window_s - _seconds(d.at - d.ready_at))
+    racing = race([a for a, _ in ranking], ev_pull)
+    sure = all(lead_known(a, timing) for a, _ in ranking)
+    if sure and steps_aside(best.expected_s, racing.expected_s + left, best.success, racing.success(ev_pull)):
+        return ranking, Choice(None, wait_s=left, aside=True)
+    hold = hold_length(timing.claim_p95_s.get(best_id), rules.hold_min_s, rules.reservation_seconds)
+    return ranking, Choice(best_id, hold_s=float(hold))
+
+
 # Each step a formula may list, and how a recorded decision is run through it.
-REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead}
+REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
 
 NO_CHOICE = frozenset({NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE})
 

@@ -310,15 +310,30 @@ class _LaneRace:
         return self.success, self.claim, math.fsum(s * run for s, run in zip(self.shares, self.runs))
 
 
+def recorded_hold_s(d: Recorded, rules: Rules) -> float:
+    """How long the record held the card: its hold's own length, else the configured one."""
+    return _seconds(d.held_until - d.at) if d.held_until else float(rules.reservation_seconds)
+
+
 def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct: bool) -> Outlook:
     """The model's outlook for holding `choice` (or nobody), corrected by the recorded outcome
-    when `correct` (the formula chose as the record did)."""
+    when `correct` (the formula chose as the record did).
+
+    Nobody held: pull throughout (`pull_steady`), or, where a formula stepped aside for this
+    card alone, the card left to the idle agents racing for it once the window is over. A hold
+    of another length than the record's (`choice.hold_s`) is claimed at the agent's claim rate
+    times the share of its claims that came within that length, after their median time."""
+    if choice.aside:
+        pull_success, pull_claim, pull_run = agents.pull()
+        claim = choice.wait_s + pull_claim
+        return _modelled(pull_success, claim, claim + pull_run, observed=False)
     if choice.agent_id is None:
         success, claim, run = agents.pull_throughout()
         return _modelled(success, claim, claim + run, observed=False)
     pull_success, pull_claim, pull_run = agents.pull()
     a = choice.agent_id
-    hold_s = _seconds(d.held_until - d.at) if correct and d.held_until else float(rules.reservation_seconds)
+    hold_s = recorded_hold_s(d, rules) if correct else (
+        choice.hold_s if choice.hold_s is not None else float(rules.reservation_seconds))
     lapsed_claim = hold_s + pull_claim
     if correct and d.outcome == "claimed" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
@@ -338,6 +353,10 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
         return _modelled(pull_success, lapsed_claim, lapsed_claim + pull_run, observed=True)
     rate = agents.claim_rate(a)
     latency = choice.wait_s + agents.latency(a)
+    if not correct and hold_s < recorded_hold_s(d, rules):
+        within, median = agents.known.claimed_within(a, hold_s - choice.wait_s)
+        rate *= within
+        latency = choice.wait_s + max(median, MIN_LATENCY_S) if median is not None else hold_s
     success = rate * agents.outcome_rate(a) + (1 - rate) * pull_success
     claim = rate * latency + (1 - rate) * lapsed_claim
     attempt = rate * (latency + agents.run(a)) + (1 - rate) * (lapsed_claim + pull_run)
@@ -462,14 +481,33 @@ class WhatIf:
         }
 
 
+def rehold(measured: Outlook, d: Recorded, agents: _Agents, rules: Rules, hold_s: float) -> Outlook:
+    """The recorded hold's outcome had it lasted `hold_s` rather than as recorded: a claim
+    within it stands; a claim after it, or a lapse, falls to pull at its end. A longer hold
+    than the record's keeps what the record measured: how many of its lapses a longer one
+    would have seen claimed is not known."""
+    held_s = recorded_hold_s(d, rules)
+    if hold_s >= held_s or not measured.observed:
+        return measured
+    settled_s = _seconds(d.outcome_at - d.at) if d.outcome_at is not None else held_s
+    if d.outcome == "claimed" and settled_s <= hold_s:
+        return measured
+    if d.outcome == "claimed-by-other" and settled_s <= hold_s:
+        return measured  # claimed by another before either hold was over
+    pull_success, pull_claim, pull_run = agents.pull()
+    claim = hold_s + pull_claim
+    return Outlook(pull_success, claim, claim + pull_run, _bernoulli(pull_success), 0.0, pull_run * pull_run,
+                   observed=True)
+
+
 def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
-            since: datetime | None = None) -> WhatIf:
+            since: datetime | None = None, *, other_rules: Rules | None = None) -> WhatIf:
     """Replay the decisions at or after `since` (the ones before only inform what is known)
     through `formula`, and estimate it, the recorded formulas and pull over them.
     `decisions` come oldest first; `rules` are the settings the formula runs under."""
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
-    rules_other = replace(rules, formula=formula.recorded)
+    rules_other = replace(other_rules or rules, formula=formula.recorded)
     replays: list[Replay] = []
     not_replayed: dict[str, int] = defaultdict(int)
     differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
@@ -495,10 +533,18 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         differs[_how(mine, other)] += 1
         measured = outlook(mine, d, agents, rules, correct=True)
         expected = outlook(mine, d, agents, rules, correct=False)
+        other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
+        if other.agent_id == mine.agent_id and other.agent_id is not None \
+                and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
+            estimate = rehold(measured, d, agents, rules, other_hold_s)
+            if not estimate.observed:
+                estimate = outlook(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
+        else:
+            estimate = corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
+                                 agree=other.agent_id == mine.agent_id and not other.aside)
         replays.append(Replay(d.decision_id, mine, other, {
             "recorded": measured,
-            "other": corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
-                               agree=other.agent_id == mine.agent_id),
+            "other": estimate,
             PULL: corrected(outlook(Choice(None), d, agents, rules, correct=False), expected, measured,
                             agree=mine.agent_id is None),
         }))
