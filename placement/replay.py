@@ -11,6 +11,7 @@ made of its choice is `what_if.py`'s.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .facts import Card, Facts, Requires, Run, Timing
-from .filtering import FilterResult
+from .filtering import FilterResult, Tag, tables
 from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
 from .ladder import WINNER, Tier
 from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside
@@ -33,6 +34,9 @@ TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median 
 PRIOR = 2  # an agent's claim and outcome rates lean on the fleet's and the lane's by this many holds or runs
 RATE_WINDOW = timedelta(hours=1)  # a lane's arrival rate: over the hour before the decision
 MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is read on the moment alone
+# A board's window, as `superdispatch/loop/board_windows.py` sets it: its newest outlooks, the
+# fewest that say anything, the share that must find a hold better, the pad on the time to a hold.
+BOARD_NEWEST, BOARD_MIN_OUTLOOKS, BOARD_DIFFERS_SHARE, BOARD_HOLD_PAD_S = 60, 10, 0.2, 2
 P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
 
 
@@ -97,6 +101,8 @@ class Known:
             if d.chosen is None:
                 if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
                     events.append(_Event(d.outcome_at, order, "pulled", d))
+                    if d.run_ended_at is not None:
+                        events.append(_Event(d.run_ended_at, order, "let-go", d))
                 continue
             if d.outcome in ("claimed", "claimed-by-other", "expired"):
                 settled_at = d.outcome_at or d.held_until
@@ -105,6 +111,8 @@ class Known:
             if d.outcome == "claimed" and d.run_status is not None and d.run_ended_at is not None \
                     and d.outcome_at is not None:
                 events.append(_Event(d.run_ended_at, order, "ran", d))
+            elif d.outcome == "claimed-by-other" and d.outcome_by and d.run_ended_at is not None:
+                events.append(_Event(d.run_ended_at, order, "let-go", d))
         events.sort(key=lambda e: (e.at, e.order, e.what))
         self._events = events
         self._next = 0
@@ -123,6 +131,8 @@ class Known:
         self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
             lambda: defaultdict(int))
         self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
+        self.let_go: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): who ran it last, and its end
+        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # readyAt to winner hold
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:
@@ -144,9 +154,13 @@ class Known:
                 self._card_lane[(d.board_id, d.card_id)] = lane
             if d.candidates:
                 self.latest[(d.board_id, d.stage_key)] = d
+            if d.tier == WINNER and d.chosen is not None and d.ready_at is not None:
+                self.to_hold[d.board_id].appendleft(_seconds(d.at - d.ready_at))
             for c in d.candidates:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
+        elif event.what == "let-go":
+            self.let_go[(d.board_id, d.card_id)] = (d.outcome_by, d.run_ended_at)
         elif event.what == "pulled":
             self.pulled[d.outcome_by].appendleft(_seconds(d.outcome_at - (d.ready_at or d.at)))
         elif event.what == "settled":
@@ -157,6 +171,7 @@ class Known:
                 self.latency[d.chosen].appendleft(_seconds(d.outcome_at - d.at))
                 self.working_since[d.chosen] = d.outcome_at
         else:  # ran
+            self.let_go[(d.board_id, d.card_id)] = (d.chosen, d.run_ended_at)
             self.run_s[d.chosen].appendleft(_seconds(d.run_ended_at - d.outcome_at))
             lane = self.lane_runs[(d.board_id, d.stage_key)]
             lane[0] += d.run_status == "succeeded"
@@ -231,6 +246,21 @@ class Known:
         return stage_history(tuple(runs), d.at, rules.history_min_sample, rules.history_half_life_days)
 
 
+def board_window(board_id: str, differs: Sequence[bool], known: Known, rules: Rules) -> int:
+    """The placement window a formula that sets windows would give the board, as
+    `superdispatch/loop/board_windows.py` sets it, from the outlooks its replayed decisions
+    made there (`differs`: whether each found the fleet differs) and the record's time to a hold."""
+    longest = rules.placement_window_s
+    least = min(rules.window_min_s, longest)
+    if len(differs) < BOARD_MIN_OUTLOOKS or sum(differs) < BOARD_DIFFERS_SHARE * len(differs):
+        return least
+    waits = sorted(known.to_hold.get(board_id, ()))
+    if not waits:
+        return longest
+    measured = waits[-(-len(waits) * 95 // 100) - 1]
+    return max(least, min(longest, math.ceil(measured) + BOARD_HOLD_PAD_S))
+
+
 def _seconds(delta: timedelta) -> float:
     return max(delta.total_seconds(), 0.0)
 
@@ -245,6 +275,7 @@ class Choice(NamedTuple):
     wait_s: float = 0.0  # a busy agent's expected wait; stepping aside, what is left of the window
     hold_s: float | None = None  # a hold sized by its agent; None: the configured length
     aside: bool = False  # nobody held, as pull is expected to do as well
+    fleet_differs: bool | None = None  # a formula that weighs pull: whether a hold beats pull's race
 
 
 class Unreplayable(Exception):
@@ -308,10 +339,26 @@ def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     left = max(0.0, rules.placement_window_s - _seconds(d.at - d.ready_at))
     racing = race([a for a, _ in ranking], ev_pull)
     sure = all(lead_known(a, timing) for a, _ in ranking)
+    differs = _fleet_differs(d, rules, known)
     if sure and steps_aside(best.expected_s, racing.expected_s + left, best.success, racing.success(ev_pull)):
-        return ranking, Choice(None, wait_s=left, aside=True)
+        return ranking, Choice(None, wait_s=left, aside=True, fleet_differs=differs)
     hold = hold_length(timing.claim_p95_s.get(best_id), rules.hold_min_s, rules.reservation_seconds)
-    return ranking, Choice(best_id, hold_s=float(hold))
+    return ranking, Choice(best_id, hold_s=float(hold), fleet_differs=differs)
+
+
+def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
+    """`decision._fleet` on the record: were every candidate busy only for its load idle too,
+    would the best hold beat pull's race among them all?"""
+    load = tables().names(Tag.LOAD)
+    fleet = [c for c in d.candidates if {f.filter for f in c.filters if not f.passed} <= load]
+    if len(fleet) < 2:
+        return False
+    records = {c.agent_id: c.stage or known.stage_of(d, c, rules) or NO_RUNS for c in fleet}
+    ev = evidence(known.timing(), {a: h.outcome_rate for a, h in records.items()},
+                  {a: h.weight for a, h in records.items()})
+    best = min(records, key=lambda a: (expected(a, ev)[3], a))
+    racing = race(sorted(records), ev)
+    return not steps_aside(expected(best, ev)[3], racing.expected_s, ev.rate(best), racing.success(ev))
 
 
 # Each step a formula may list, and how a recorded decision is run through it.

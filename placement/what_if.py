@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -43,7 +43,8 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .formulas import Formula
 from .replay import (
-    PRIOR, Choice, Known, Recorded, Unreplayable, _seconds, choose, recorded_choice, replayable,
+    BOARD_NEWEST, PRIOR, Choice, Known, Recorded, Unreplayable, _seconds, board_window, choose, recorded_choice,
+    replayable,
 )
 from .rules import Rules
 
@@ -54,6 +55,7 @@ MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's cla
 PULL_MAY_CLAIM = frozenset({"capacity", "idle", "held", "noShow", "passedOver"})  # no bar to pulling
 RHO_MAX = 0.95  # the busiest an agent is taken to be under pull
 STEPS_T = 128  # the race integrals' points
+LET_GO_S = 5.0  # a run that ended this close to the card's readyAt is what made it ready
 
 
 # --- The model, and the record's correction ----------------------------------------------
@@ -118,14 +120,33 @@ class _Agents:
         runs = self.timing.run_s.get(agent_id)
         return statistics.median(runs) if runs else self.run_default
 
-    def pull(self) -> tuple[float, float, float]:
+    def pull(self, also: tuple[str, ...] = ()) -> tuple[float, float, float]:
         """(success, time to claim, run time) when the card is left, now, to whichever idle
-        agent claims first: the fall of a lapsed hold, in the recorded fleet's state."""
-        rates = {a: 1.0 / self.latency(a) for a in self.idle}
+        agent (or one of `also`) claims first: the fall of a lapsed hold, in the recorded fleet's
+        state."""
+        racing = list(dict.fromkeys((*self.idle, *also)))
+        rates = {a: 1.0 / self.latency(a) for a in racing}
         total = math.fsum(rates.values())
         share = {a: r / total for a, r in rates.items()}
-        return (math.fsum(share[a] * self.outcome_rate(a) for a in self.idle), 1.0 / total,
-                math.fsum(share[a] * self.run(a) for a in self.idle))
+        return (math.fsum(share[a] * self.outcome_rate(a) for a in racing), 1.0 / total,
+                math.fsum(share[a] * self.run(a) for a in racing))
+
+    def let_go_by(self) -> str | None:
+        """The agent whose run made the card ready (it ran the stage before, or failed this one),
+        where it may take the card: free as it let it go, whatever the record said of it then."""
+        freed = self.known.let_go.get((self.d.board_id, self.d.card_id))
+        if freed is None or self.d.ready_at is None or abs((freed[1] - self.d.ready_at).total_seconds()) > LET_GO_S:
+            return None
+        return freed[0] if freed[0] in _able(self.d) else None
+
+    def pull_now(self, window_left_s: float) -> tuple[float, float, float]:
+        """(success, time to claim, run time) when the card is left to pull as it comes ready:
+        with no window left, the agent that let it go claims it at once where it may take it;
+        otherwise it races with the idle ones once the window is over."""
+        freed = self.let_go_by()
+        if freed is not None and window_left_s <= 0:
+            return self.outcome_rate(freed), MIN_LATENCY_S, self.run(freed)
+        return self.pull(also=(freed,) if freed is not None else ())
 
     def pull_throughout(self) -> tuple[float, float, float]:
         """(success, time to claim, run time) with nobody ever held: `pull_steady` over the
@@ -324,7 +345,7 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
     of another length than the record's (`choice.hold_s`) is claimed at the agent's claim rate
     times the share of its claims that came within that length, after their median time."""
     if choice.aside:
-        pull_success, pull_claim, pull_run = agents.pull()
+        pull_success, pull_claim, pull_run = agents.pull_now(choice.wait_s)
         claim = choice.wait_s + pull_claim
         return _modelled(pull_success, claim, claim + pull_run, observed=False)
     if choice.agent_id is None:
@@ -512,6 +533,7 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     not_replayed: dict[str, int] = defaultdict(int)
     differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
     in_window = 0
+    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: outlooks
     formulas_seen: dict[str, None] = {}
     for d in decisions:
         if since is not None and d.at < since:
@@ -524,7 +546,7 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         known.until(d.at)
         try:
             agents = _Agents(d, known, rules)
-            other = choose(formula, d, rules_other, known)
+            other = _choose(formula, d, rules_other, known, agents, windows)
         except Unreplayable as err:
             not_replayed[str(err)] += 1
             continue
@@ -553,6 +575,22 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         ("recorded", ", ".join(names) or "-"), ("other", formula.recorded), (PULL, PULL)))
     return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
                   recorded_formulas=names)
+
+
+def _choose(formula: Formula, d: Recorded, rules: Rules, known: Known, agents: _Agents,
+            windows: dict[str, deque[bool]]) -> Choice:
+    """`replay.choose`, and for a formula that sets each board's window, the window it would
+    have set there: with none, a card let go by an agent that may take it is claimed by that
+    agent before any decision is made (nobody held)."""
+    if not formula.sets_windows:
+        return choose(formula, d, rules, known)
+    window = board_window(d.board_id, windows[d.board_id], known, rules)
+    if window <= 0 and agents.let_go_by() is not None:
+        return Choice(None, aside=True)
+    other = choose(formula, d, replace(rules, placement_window_s=window), known)
+    if other.fleet_differs is not None:
+        windows[d.board_id].append(other.fleet_differs)
+    return other
 
 
 def _how(recorded: Choice, other: Choice) -> str:
