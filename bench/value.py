@@ -32,20 +32,27 @@ skill differs so at under 60% load (success +0.05 within 1.03x the lead), and on
 ends with `success_new=… lead_mean_new_s=… wait_p95_new_s=…` when the `new` arm ran.
 
 With `--what-if`, each seed's formula arm's store (its recorded decisions, as a deployment
-would have them) is replayed under every other arm the estimator knows, pull and each other
-declared formula (`placement/what_if.py`), and the estimate set beside what that arm measured
-on the same seed. The estimator's success is per decision at its stage, and its lead from the
-decision; the lab's are per finished run and from a card's arrival over every stage, so an
-estimate is carried onto the formula arm's own measured figure: success by the estimated
-difference from the recorded formula, lead by the estimated ratio to it. The tuned holds and
-learned routing are not estimated (the replay models neither another hold window nor a model),
-and say so. The last line gains `whatif_success_err_max` (the largest absolute success error),
-`whatif_lead_err_max_pct` (the largest lead error, in percent of the measured mean) and
-`whatif_coverage` (the share of (arm, metric) pairs whose estimate's 95% interval, widened by
-the measured mean's own over seeds in quadrature, holds the measured mean).
+would have them) is replayed under every other arm (`placement/what_if.py`): pull, each other
+declared formula, the tuned holds (the documented formula under the windows `tune-holds` picks
+from that store's own holds, each recorded hold re-read at that length) and learned routing
+(the formula wherever its gate cannot open: fewer decisions in its training third than the
+gate's rows; "not estimated" and why elsewhere). Each estimate is set beside what that arm
+measured on the same seed. The estimator's success is per decision at its stage, and its lead
+from the decision; the lab's are per finished run and from a card's arrival over every stage,
+so an estimate is carried onto the formula arm's own measured figure: success by the estimated
+difference from the recorded formula, lead by the estimated ratio to it. `skill err` is the
+same difference carried onto the formula's skill, against the arm's skill: the error without
+the luck of either arm's draws (not a goal). The last line gains `whatif_success_err_max` (the
+largest absolute success error), `whatif_lead_err_max_pct` (the largest lead error, in percent
+of the measured mean) and `whatif_coverage` (the share of (arm, metric) pairs whose estimate's
+95% interval, widened by the measured mean's own over seeds in quadrature, holds the measured
+mean). `--save FILE` keeps the runs' figures and the formula arm's stores; `--from FILE` reads
+them back instead of running the arms (the simulation is deterministic by seed, so they are
+the runs a new one would make), to re-read the what-if without the simulation's wall time.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
      [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
+     [--save FILE | --from FILE]
 """
 from __future__ import annotations
 
@@ -193,8 +200,10 @@ def _carried(arm, recorded, measured: dict[str, float]) -> dict[str, tuple[float
     base_lead = recorded.lead_mean_s.value
     ratio = arm.lead_mean_s.value / base_lead if base_lead and math.isfinite(base_lead) else math.nan
     lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 / base_lead if not math.isnan(ratio) else math.nan
-    return {"success": (measured["success"] + arm.success.value - recorded.success.value, success_half),
-            "lead_mean_s": (measured["lead_mean_s"] * ratio, measured["lead_mean_s"] * lead_half)}
+    gain = arm.success.value - recorded.success.value
+    return {"success": (measured["success"] + gain, success_half),
+            "lead_mean_s": (measured["lead_mean_s"] * ratio, measured["lead_mean_s"] * lead_half),
+            "skill": (measured["skill"] + gain, success_half)}
 
 
 def run_tuned(scenario: Scenario, seconds: int) -> Run:
@@ -439,7 +448,8 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
     """The table of estimate against measured per arm, and the last line's what-if figures."""
     lines = [f"what-if: each arm estimated from the {FORMULA} arm's own store, against what it measured "
              "(mean over seeds, ±95%)",
-             f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"]
+             f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"
+             f"{'skill err':>11}"]
     for seed in seeds:
         if seed in _stores and seed not in _estimates:
             _estimates[seed] = estimate_arms(_stores[seed])
@@ -475,7 +485,12 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
             covered += abs(error) <= width
             cells += [f"{estimate:.{digits}f} ±{half:.{digits}f}", f"{measured:.{digits}f} ±{measured_half:.{digits}f}",
                       shown]
-        lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}")
+        # The same estimate carried onto the formula's skill instead, against the arm's skill: its
+        # error without the luck of either arm's draws (not a goal; it says what the luck was).
+        skill_est = statistics.fmean(_estimates[s][arm]["skill"][0] for s in usable)
+        skill_err = skill_est - mean_ci([f["skill"] for f in results[arm]])[0]
+        lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}"
+                     f"{skill_err:>+11.3f}")
     thin = sum(1 for _, enough in replayed if not enough)
     lines.append(f"what-if rests on {statistics.fmean(n for n, _ in replayed) if replayed else 0:.0f} replayed "
                  "decisions a seed" + (f"; too few decisions to judge (under 30) on {thin} of {len(replayed)} seeds"

@@ -14,8 +14,11 @@ and the lane's (`PRIOR`), its claim latency and its run time:
   time. A hold not claimed lapses after its length and the card goes to whichever idle agent
   claims first, each after a wait spread exponentially about its own latency (`pull`).
 - `pull` as a formula holds nobody, ever, so the fleet it meets is its own, not the recorded
-  one: `pull_steady`, each agent free to pull the card racing to claim it when it is free, at
-  the lane's arrival rate as known then.
+  one: `pull_steady_lanes`, each agent free to pull the card racing to claim it when it is
+  free, at the lane's arrival rate as known then, busy with the cards it takes in every lane it
+  serves, and a card staying with the agent that let it go where that agent may take it.
+- a formula that steps aside leaves that card to pull as it comes ready (`_Agents.pull_now`);
+  a hold shorter than the record's keeps only the claims that came within it (`rehold`).
 
 Where a formula holds the agent the record held, what the record measured stands (the claim,
 its time, the run's result and length, as far as each is known). Where it chooses otherwise,
