@@ -101,8 +101,6 @@ class Known:
             if d.chosen is None:
                 if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
                     events.append(_Event(d.outcome_at, order, "pulled", d))
-                    if d.run_ended_at is not None:
-                        events.append(_Event(d.run_ended_at, order, "let-go", d))
                 continue
             if d.outcome in ("claimed", "claimed-by-other", "expired"):
                 settled_at = d.outcome_at or d.held_until
@@ -111,8 +109,6 @@ class Known:
             if d.outcome == "claimed" and d.run_status is not None and d.run_ended_at is not None \
                     and d.outcome_at is not None:
                 events.append(_Event(d.run_ended_at, order, "ran", d))
-            elif d.outcome == "claimed-by-other" and d.outcome_by and d.run_ended_at is not None:
-                events.append(_Event(d.run_ended_at, order, "let-go", d))
         events.sort(key=lambda e: (e.at, e.order, e.what))
         self._events = events
         self._next = 0
@@ -131,7 +127,7 @@ class Known:
         self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
             lambda: defaultdict(int))
         self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
-        self.let_go: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): who ran it last, and its end
+        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): its newest claim's agent, when
         self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # readyAt to winner hold
         self._timing: Timing | None = None
 
@@ -159,19 +155,20 @@ class Known:
             for c in d.candidates:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
-        elif event.what == "let-go":
-            self.let_go[(d.board_id, d.card_id)] = (d.outcome_by, d.run_ended_at)
         elif event.what == "pulled":
             self.pulled[d.outcome_by].appendleft(_seconds(d.outcome_at - (d.ready_at or d.at)))
+            self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
         elif event.what == "settled":
             tally = self.tally[d.chosen]
             tally[1] += 1
+            if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
+                self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
             if d.outcome == "claimed":
                 tally[0] += 1
                 self.latency[d.chosen].appendleft(_seconds(d.outcome_at - d.at))
                 self.working_since[d.chosen] = d.outcome_at
+                self.claimed_by[(d.board_id, d.card_id)] = (d.chosen, d.outcome_at)
         else:  # ran
-            self.let_go[(d.board_id, d.card_id)] = (d.chosen, d.run_ended_at)
             self.run_s[d.chosen].appendleft(_seconds(d.run_ended_at - d.outcome_at))
             lane = self.lane_runs[(d.board_id, d.stage_key)]
             lane[0] += d.run_status == "succeeded"

@@ -58,7 +58,6 @@ MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's cla
 PULL_MAY_CLAIM = frozenset({"capacity", "idle", "held", "noShow", "passedOver"})  # no bar to pulling
 RHO_MAX = 0.95  # the busiest an agent is taken to be under pull
 STEPS_T = 128  # the race integrals' points
-LET_GO_S = 5.0  # a run that ended this close to the card's readyAt is what made it ready
 
 
 # --- The model, and the record's correction ----------------------------------------------
@@ -135,10 +134,11 @@ class _Agents:
                 math.fsum(share[a] * self.run(a) for a in racing))
 
     def let_go_by(self) -> str | None:
-        """The agent whose run made the card ready (it ran the stage before, or failed this one),
-        where it may take the card: free as it let it go, whatever the record said of it then."""
-        freed = self.known.let_go.get((self.d.board_id, self.d.card_id))
-        if freed is None or self.d.ready_at is None or abs((freed[1] - self.d.ready_at).total_seconds()) > LET_GO_S:
+        """The agent whose run made the card ready (the card's newest claim before, at the stage
+        before or failed at this one), where it may take the card: free as it let it go,
+        whatever the record said of it then."""
+        freed = self.known.claimed_by.get((self.d.board_id, self.d.card_id))
+        if freed is None or self.d.ready_at is None or freed[1] > self.d.ready_at:
             return None
         return freed[0] if freed[0] in _able(self.d) else None
 
