@@ -334,3 +334,23 @@ def test_a_shorter_hold_keeps_only_the_claims_that_came_within_it():
     lapsed = by_id["pld_" + f"{21:024x}"].outlooks["other"]
     assert lapsed.claim_s > 10 and lapsed.claim_s < 30  # it lapses at 10 s and pull takes it
     assert lapsed.success < 1.0  # the recorded success is no longer its own
+
+
+def test_with_no_window_the_new_formula_leaves_a_card_to_the_agent_that_let_it_go():
+    # A ran the card's stage before (claimed at 900 s); the card came ready at 990 s, the record
+    # still showing A busy. The new formula has set the board no window yet, so A, free as it
+    # let the card go, claims it before any decision.
+    before = replace(decision(30, 890, "agt_a", [idle("agt_a", outcome=0.8, claims=0.5)], claim_after=10),
+                     card_id="card_20", stage_key="code")
+    b = idle("agt_b", outcome=0.8, claims=0.5)
+    window = decision(20, 1000, "agt_b", [busy("agt_a"), b], claim_after=4, run_s=60, ready=990)
+    replayed = _replayed((*NEW_HISTORY, before, window), PULL_AWARE)["pld_" + f"{20:024x}"]
+    assert replayed.other.agent_id is None and replayed.other.aside
+    assert replayed.other.fleet_differs is None  # no decision was made
+    # Claimed at once rather than after B's 30 s: the record's 4 s less the model's difference.
+    assert replayed.outlooks["other"].claim_s == pytest.approx(4 + 1.0 - 30)
+    # Without that claim, nothing says who let it go: the formula decides as it would (B alone
+    # is no better than pull's race of B alone, and it steps aside).
+    alone = _replayed((*NEW_HISTORY, window), PULL_AWARE)["pld_" + f"{20:024x}"]
+    assert alone.other.fleet_differs is not None
+    assert alone.outlooks["other"] != replayed.outlooks["other"]
