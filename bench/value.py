@@ -472,7 +472,8 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
             values = [_estimates[s][arm][name] for s in usable]
             estimate = statistics.fmean(v for v, _ in values)
             half = math.sqrt(math.fsum(h * h for _, h in values)) / len(values)
-            measured, measured_half = mean_ci([f[name] for f in results[arm]])
+            # On the same seeds: a seed with no decision replayed has no estimate to set beside it.
+            measured, measured_half = mean_ci([results[arm][seeds.index(seed)][name] for seed in usable])
             error = estimate - measured
             if name == "success":
                 success_errs.append(abs(error))
@@ -488,13 +489,15 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
         # The same estimate carried onto the formula's skill instead, against the arm's skill: its
         # error without the luck of either arm's draws (not a goal; it says what the luck was).
         skill_est = statistics.fmean(_estimates[s][arm]["skill"][0] for s in usable)
-        skill_err = skill_est - mean_ci([f["skill"] for f in results[arm]])[0]
+        skill_err = skill_est - mean_ci([results[arm][seeds.index(seed)]["skill"] for seed in usable])[0]
         lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}"
                      f"{skill_err:>+11.3f}")
     thin = sum(1 for _, enough in replayed if not enough)
+    none = sum(1 for n, _ in replayed if not n)
     lines.append(f"what-if rests on {statistics.fmean(n for n, _ in replayed) if replayed else 0:.0f} replayed "
                  "decisions a seed" + (f"; too few decisions to judge (under 30) on {thin} of {len(replayed)} seeds"
-                                       if thin else ""))
+                                       if thin else "")
+                 + (f"; none on {none}, which are left out of both sides" if none else ""))
     figures_line = (f" whatif_success_err_max={max(success_errs, default=math.nan):.3f}"
                     f" whatif_lead_err_max_pct={max(lead_errs, default=math.nan):.1f}"
                     f" whatif_coverage={covered / pairs if pairs else math.nan:.2f}")
