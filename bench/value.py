@@ -69,7 +69,7 @@ import statistics
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings_test")
@@ -151,8 +151,9 @@ def estimate_arms(store: FormulaStore) -> dict[str, dict[str, tuple[float, float
             continue
         answer = what_if(recorded, formula, rules)
         arms = {e.arm: e for e in answer.estimates}
-        out[formula.label] = _carried(arms["other"], arms["recorded"], measured)
-        out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured))
+        share = reach(recorded, {r.decision_id for r in answer.replays})
+        out[formula.label] = _carried(arms["other"], arms["recorded"], measured, share)
+        out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured, share))
         out.setdefault("_replayed", {"decisions": (float(answer.replayed), float(answer.enough))})
     # The tuned holds: the documented formula again, its holds as `tune-holds` picks them from
     # this run's own settled holds (as the tuned arm picks them).
@@ -161,12 +162,13 @@ def estimate_arms(store: FormulaStore) -> dict[str, dict[str, tuple[float, float
                                 runner_up_seconds=runner.window_s or 30)
     answer = what_if(recorded, formulas.DEFAULT, rules, other_rules=tuned)
     arms = {e.arm: e for e in answer.estimates}
-    out["tuned"] = _carried(arms["other"], arms["recorded"], measured)
+    share = reach(recorded, {r.decision_id for r in answer.replays})
+    out["tuned"] = _carried(arms["other"], arms["recorded"], measured, share)
     gate = learned_gate(store)
     if gate is not None:
         out["_learned"] = {"why": gate}
     else:
-        out["learned"] = _carried(arms["recorded"], arms["recorded"], measured)
+        out["learned"] = _carried(arms["recorded"], arms["recorded"], measured, share)
     return out
 
 
@@ -193,16 +195,37 @@ def learned_gate(store: FormulaStore) -> str | None:
     return None
 
 
-def _carried(arm, recorded, measured: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """The estimate carried onto the measured formula: success by its difference from the
-    recorded formula's estimate, lead by its ratio to it."""
-    success_half = (arm.success.high - arm.success.low) / 2
-    base_lead = recorded.lead_mean_s.value
-    ratio = arm.lead_mean_s.value / base_lead if base_lead and math.isfinite(base_lead) else math.nan
-    lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 / base_lead if not math.isnan(ratio) else math.nan
-    gain = arm.success.value - recorded.success.value
+class Reach(NamedTuple):
+    """How much of a run the replayed decisions stand for: the lanes where a choice was replayed
+    (a card's stage on a board), the share of the run's attempts (first steps of ladders) in
+    those lanes, and how many of those lanes' stages each card passes."""
+
+    attempts: float
+    stages_per_card: float
+
+
+def reach(recorded: list, replayed_ids: set[str]) -> Reach:
+    firsts = [d for d in recorded if d.tier == "winner"]
+    lanes = {(d.board_id, d.stage_key) for d in firsts if d.decision_id in replayed_ids}
+    chosen = [d for d in firsts if (d.board_id, d.stage_key) in lanes]
+    cards = {(d.board_id, d.card_id) for d in firsts}
+    stages = {(d.board_id, d.card_id, d.stage_key) for d in chosen}
+    return Reach(len(chosen) / len(firsts) if firsts else 0.0, len(stages) / len(cards) if cards else 0.0)
+
+
+def _carried(arm, recorded, measured: dict[str, float], share: Reach) -> dict[str, tuple[float, float]]:
+    """The estimate carried onto the measured formula. The estimator's figures are per replayed
+    decision at its stage; the lab's success is over every finished run and its lead from a
+    card's arrival over every stage. So success moves by the estimated difference from the
+    recorded formula on the share of attempts in the lanes replayed (a lane where no choice was
+    ever made goes alike), and the lead by the estimated difference in lead to a success at a
+    stage, on each of those lanes' stages a card passes."""
+    gain = (arm.success.value - recorded.success.value) * share.attempts
+    success_half = (arm.success.high - arm.success.low) / 2 * share.attempts
+    longer = (arm.lead_mean_s.value - recorded.lead_mean_s.value) * share.stages_per_card
+    lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 * share.stages_per_card
     return {"success": (measured["success"] + gain, success_half),
-            "lead_mean_s": (measured["lead_mean_s"] * ratio, measured["lead_mean_s"] * lead_half),
+            "lead_mean_s": (measured["lead_mean_s"] + longer, lead_half),
             "skill": (measured["skill"] + gain, success_half)}
 
 

@@ -565,8 +565,12 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
             if not estimate.observed:
                 estimate = outlook(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
         else:
+            # Left to pull with no window, the card is the agent's that let it go: where that is
+            # the agent the record held, the same agent ran it, as measured.
+            taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
+            same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
             estimate = corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
-                                 agree=other.agent_id == mine.agent_id and not other.aside)
+                                 agree=same and mine.agent_id is not None)
         replays.append(Replay(d.decision_id, mine, other, {
             "recorded": measured,
             "other": estimate,
