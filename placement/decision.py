@@ -320,14 +320,17 @@ def _by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, 
     records = {agent_id: stage[principals.get(agent_id)] for agent_id, _ in ranking}
     ev = evidence(facts.timing, {a: r.outcome_rate for a, r in records.items()},
                   {a: r.weight for a, r in records.items()})
-    ev = with_holds(ev, facts.holds.settled, {a: _hold(facts, tier, rules, a).seconds for a, _ in ranking})
+    load = tables().names(Tag.LOAD)  # failing these alone, an agent is busy and nothing else
+    fleet = sum(1 for filters in verdicts.values() if {r.filter for r in filters if not r.passed} <= load)
+    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
+    ev = with_holds(ev, facts.holds.settled, {a: _hold(facts, tier, rules, a).seconds for a, _ in ranking}, busy)
     scored = []
     for place, (agent_id, score) in enumerate(ranking):
         claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
         base = score.terms
         scored.append((total, place, agent_id, LeadTerms(
             base.stage_record, base.success_rate, base.since_last_dispatch_s,
-            claim, run, success, ev.retry, total, ev.show(agent_id), ev.hold(agent_id))))
+            claim, run, success, ev.retry, total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
     scored.sort()
     n = len(scored)
     return [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)], waiting

@@ -2,7 +2,7 @@
 
 The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
 
-    expected = show x (claim + run + (1 - success) x retry) + (1 - show) x (hold + retry)
+    expected = show x (claim + run + queue + (1 - success) x retry) + (1 - show) x (hold + retry)
 
 - `claim`: how soon it claims a card held for it, the median of its own settled holds' times
   to claim (our hold log), else of its claims by pull of cards nobody held, else the fleet's
@@ -13,6 +13,9 @@ The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent h
   on the candidates' pooled rate until it has `RATE_PRIOR` runs of its own;
 - `retry`: what a failure costs, the card coming back and being placed again: the quickest
   agent's (claim + run) / success;
+- `queue`: what its run costs the cards behind it: its run's seconds beyond those of pull's
+  winner, times the share of the card's fleet busy now (a longer run keeps the agent from the
+  next card, and the busier the fleet, the likelier one is waiting); less, for a shorter run;
 - `show`: how often it claims a card held for it, its settled holds on the board leaning on
   `SHOW_PRIOR` holds' worth of `SHOW_TYPICAL`; a hold it ignores costs the hold's length and
   then a placement again (`retry`). Pull's race has no hold to ignore.
@@ -68,12 +71,13 @@ class LeadTerms(NamedTuple):
     expected_s: float
     show: float = 1.0
     hold_s: float = 0.0
+    queue_s: float = 0.0
 
     def to_record(self) -> dict[str, Any]:
         record = ScoreTerms(self.stage_record, self.success_rate, self.since_last_dispatch_s).to_record()
         record.update({"claimS": round(self.claim_s, 2), "runS": round(self.run_s, 2),
                        "success": round(self.success, 4), "retryS": round(self.retry_s, 2),
-                       "show": round(self.show, 4), "holdS": round(self.hold_s, 1),
+                       "show": round(self.show, 4), "holdS": round(self.hold_s, 1), "queueS": round(self.queue_s, 2),
                        "expectedS": round(self.expected_s, 2)})
         return record
 
@@ -90,12 +94,17 @@ class Evidence:
     retry: float
     shows: Mapping[str, float] = field(default_factory=dict)  # share of its holds it claims
     holds: Mapping[str, float] = field(default_factory=dict)  # seconds a hold for it would last
+    busy: float = 0.0  # the share of the card's fleet busy now
+    pull_run: float = 0.0  # the run of pull's winner, weighed by each racer's chance to win
 
     def show(self, agent_id: str) -> float:
         return self.shows.get(agent_id, 1.0)
 
     def hold(self, agent_id: str) -> float:
         return self.holds.get(agent_id, 0.0)
+
+    def queue(self, agent_id: str) -> float:
+        return (self.run(agent_id) - self.pull_run) * self.busy
 
     def claim(self, agent_id: str) -> float:
         return max(self.claims.get(agent_id, self.claim_default), MIN_CLAIM_S)
@@ -136,10 +145,14 @@ def show_rate(claimed: int, settled: int) -> float:
     return (claimed + SHOW_PRIOR * SHOW_TYPICAL) / (settled + SHOW_PRIOR)
 
 
-def with_holds(ev: Evidence, settled: Mapping[str, tuple[int, int]], holds: Mapping[str, float]) -> Evidence:
-    """The evidence, with each held agent's show rate (`show_rate`) and its hold's length."""
+def with_holds(ev: Evidence, settled: Mapping[str, tuple[int, int]], holds: Mapping[str, float],
+               busy: float = 0.0) -> Evidence:
+    """The evidence, with each held agent's show rate (`show_rate`) and its hold's length, the
+    share of the fleet busy, and pull's winner's run among the agents held for."""
     shows = {agent_id: show_rate(*settled.get(agent_id, (0, 0))) for agent_id in holds}
-    return replace(ev, shows=shows, holds=holds)
+    racing = race(sorted(holds), ev)
+    pull_run = sum(share * ev.run(a) for a, share in racing.shares.items())
+    return replace(ev, shows=shows, holds=holds, busy=busy, pull_run=pull_run)
 
 
 def known(agent_id: str, timing: Timing) -> bool:
@@ -158,7 +171,7 @@ def expected(agent_id: str, ev: Evidence) -> tuple[float, float, float, float]:
     claims, its claim, run and a retry's cost should it fail; if it ignores the hold, the hold's
     length and a placement again."""
     claim, run, success, show = ev.claim(agent_id), ev.run(agent_id), ev.rate(agent_id), ev.show(agent_id)
-    shown = claim + run + (1 - success) * ev.retry
+    shown = claim + run + ev.queue(agent_id) + (1 - success) * ev.retry
     return claim, run, success, show * shown + (1 - show) * (ev.hold(agent_id) + ev.retry)
 
 

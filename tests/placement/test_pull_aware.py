@@ -75,6 +75,28 @@ def test_a_hold_its_agent_ignores_costs_the_hold_and_a_placement_again():
     assert {"show", "holdS"} <= set(record)
 
 
+def test_a_longer_run_costs_the_cards_behind_it_where_the_fleet_is_busy():
+    agents = {"agt_quick": (6, 1.0, 45.0), "agt_sure": (10, 4.0, 90.0),
+              "agt_cal": (6, 1.0, 45.0), "agt_dee": (6, 1.0, 45.0)}
+    quiet = _decided(_facts(agents, window_s=0))
+    busy = _decided(_facts(agents, window_s=0, busy=("agt_cal", "agt_dee")))
+    terms = {c.agent_id: c.score.terms for c in busy.candidates if c.score is not None}
+    assert set(terms) == {"agt_quick", "agt_sure"}
+    # half the fleet busy: the sure agent's longer run costs the cards behind it, the quick one's saves
+    assert terms["agt_sure"].queue_s > 0 > terms["agt_quick"].queue_s
+    quiet_terms = {c.agent_id: c.score.terms for c in quiet.candidates if c.score is not None}
+    assert all(t.queue_s == 0 for t in quiet_terms.values())  # nobody busy: no queue to pay
+
+
+def test_the_queue_term_is_the_extra_run_over_pulls_winner_times_the_share_busy():
+    timing = Timing(claim_latency_s={"agt_a": 1.0, "agt_b": 4.0}, run_s={"agt_a": (45.0,) * 40, "agt_b": (90.0,) * 40})
+    ev = lead.with_holds(evidence(timing, {"agt_a": 0.6, "agt_b": 0.95}), {}, {"agt_a": 30, "agt_b": 30}, busy=0.5)
+    shares = race(["agt_a", "agt_b"], ev).shares
+    pulls_run = shares["agt_a"] * ev.run("agt_a") + shares["agt_b"] * ev.run("agt_b")
+    assert ev.queue("agt_b") == pytest.approx((ev.run("agt_b") - pulls_run) * 0.5)
+    assert shares["agt_a"] > 0.5 and ev.queue("agt_b") > 0
+
+
 def test_a_new_agent_is_not_taken_for_a_no_show():
     assert lead.show_rate(0, 0) == pytest.approx(lead.SHOW_TYPICAL)
     assert lead.show_rate(20, 30) < lead.show_rate(30, 30) < 1
@@ -167,7 +189,7 @@ def test_properties_of_its_decisions(agents, window, ready_ago, p95, low):
     for c in ranked:
         t = c.score.terms
         assert isinstance(t, LeadTerms)
-        shown = t.claim_s + t.run_s + (1 - t.success) * t.retry_s
+        shown = t.claim_s + t.run_s + t.queue_s + (1 - t.success) * t.retry_s
         assert t.expected_s == pytest.approx(t.show * shown + (1 - t.show) * (t.hold_s + t.retry_s))
         assert 0 < t.show < 1 and t.hold_s > 0
     if decided.chosen is not None:
