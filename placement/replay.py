@@ -22,7 +22,7 @@ from .facts import Card, Facts, Requires, Run, Timing
 from .filtering import FilterResult, Tag, tables
 from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
 from .ladder import WINNER, Tier
-from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside
+from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside, with_holds
 from .lead import known as lead_known
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
@@ -113,6 +113,7 @@ class Known:
         self._events = events
         self._next = 0
         self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
+        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (board, agent): the same
         self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))  # readyAt to claim, nobody held
         self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
@@ -161,6 +162,9 @@ class Known:
         elif event.what == "settled":
             tally = self.tally[d.chosen]
             tally[1] += 1
+            board_tally = self.board_tally[(d.board_id, d.chosen)]
+            board_tally[1] += 1
+            board_tally[0] += d.outcome == "claimed"
             if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
                 self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
             if d.outcome == "claimed":
@@ -202,6 +206,10 @@ class Known:
             return 1.0, None
         within = [v for v in latencies if v <= hold_s]
         return len(within) / len(latencies), statistics.median(within) if within else None
+
+    def settled_on_board(self, board_id: str) -> dict[str, tuple[int, int]]:
+        """(claimed, settled) holds per agent on the board, as `HoldLog.settled` reads them."""
+        return {agent: (t[0], t[1]) for (board, agent), t in self.board_tally.items() if board == board_id}
 
     def claim_rate(self, agent_id: str) -> float:
         """The share of its holds it claimed, drawn towards the fleet's by `PRIOR` holds' worth."""
@@ -321,13 +329,16 @@ def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     by_id = {c.agent_id: c for c in d.candidates}
     records = {a: by_id[a].stage or known.stage_of(d, by_id[a], rules) or NO_RUNS for a, _ in ranking}
     ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    fleet = sum(1 for c in d.candidates if _busy_only(c))
+    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
+    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a, _ in ranking}, busy)
     scored = []
     for place, (agent_id, score) in enumerate(ranking):
         claim, run, success, total = expected(agent_id, ev)
         base = score.terms
-        scored.append((total, place, agent_id, LeadTerms(base.stage_record, base.success_rate,
-                                                         base.since_last_dispatch_s, claim, run, success,
-                                                         ev.retry, total)))
+        scored.append((total, place, agent_id, LeadTerms(
+            base.stage_record, base.success_rate, base.since_last_dispatch_s, claim, run, success, ev.retry,
+            total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
     scored.sort()
     n = len(scored)
     ranking = [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
@@ -339,20 +350,29 @@ def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     differs = _fleet_differs(d, rules, known)
     if sure and steps_aside(best.expected_s, racing.expected_s + left, best.success, racing.success(ev_pull)):
         return ranking, Choice(None, wait_s=left, aside=True, fleet_differs=differs)
-    hold = hold_length(timing.claim_p95_s.get(best_id), rules.hold_min_s, rules.reservation_seconds)
-    return ranking, Choice(best_id, hold_s=float(hold), fleet_differs=differs)
+    return ranking, Choice(best_id, hold_s=_hold_s(best_id, rules, timing), fleet_differs=differs)
+
+
+def _hold_s(agent_id: str, rules: Rules, timing: Timing) -> float:
+    """A winner hold's length for the agent, sized by its p95 time to claim (`lead.hold_length`)."""
+    return float(hold_length(timing.claim_p95_s.get(agent_id), rules.hold_min_s, rules.reservation_seconds))
+
+
+def _busy_only(c: Considered) -> bool:
+    """Failing nothing but the filters that pass once the work in hand is done."""
+    return {f.filter for f in c.filters if not f.passed} <= tables().names(Tag.LOAD)
 
 
 def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
     """`decision._fleet` on the record: were every candidate busy only for its load idle too,
     would the best hold beat pull's race among them all?"""
-    load = tables().names(Tag.LOAD)
-    fleet = [c for c in d.candidates if {f.filter for f in c.filters if not f.passed} <= load]
+    fleet = [c for c in d.candidates if _busy_only(c)]
     if len(fleet) < 2:
         return False
     records = {c.agent_id: c.stage or known.stage_of(d, c, rules) or NO_RUNS for c in fleet}
-    ev = evidence(known.timing(), {a: h.outcome_rate for a, h in records.items()},
-                  {a: h.weight for a, h in records.items()})
+    timing = known.timing()
+    ev = evidence(timing, {a: h.outcome_rate for a, h in records.items()}, {a: h.weight for a, h in records.items()})
+    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a in records})
     best = min(records, key=lambda a: (expected(a, ev)[3], a))
     racing = race(sorted(records), ev)
     return not steps_aside(expected(best, ev)[3], racing.expected_s, ev.rate(best), racing.success(ev))
