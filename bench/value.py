@@ -184,7 +184,9 @@ def learned_gate(store: FormulaStore) -> str | None:
     if min_rows is None:
         declared = next(f for f in dataclasses.fields(Config) if f.name == "learned_min_rows")
         min_rows = declared.metadata["parse"](declared.metadata["default"])
-    if not store.recorded or store.seconds is None:
+    if not store.recorded:
+        return None  # nothing to train on: the gate stays shut
+    if store.seconds is None:
         return "the run's length was not kept, so its first third is not known"
     start = min(d.at for d in store.recorded)
     third = start + datetime.timedelta(seconds=store.seconds // 3)
