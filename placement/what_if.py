@@ -58,6 +58,7 @@ MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's cla
 PULL_MAY_CLAIM = frozenset({"capacity", "idle", "held", "noShow", "passedOver"})  # no bar to pulling
 RHO_MAX = 0.95  # the busiest an agent is taken to be under pull
 STEPS_T = 128  # the race integrals' points
+MAX_LANES = 6  # pull's steady state is solved over at most this many lanes sharing agents
 
 
 # --- The model, and the record's correction ----------------------------------------------
@@ -176,27 +177,21 @@ class _Agents:
         return tuple(feeds)
 
     def _lanes_shared(self, able: list[str], rate: float) -> list[tuple[_Agents, float]]:
-        """This lane, then every other lane with an arrival rate known then that shares an agent
-        with it, or with a lane that does (each as its newest decision before this one showed
-        it): an agent busy at one stage is not free for another."""
-        lanes = [(self, rate)]
+        """This lane, then the other lanes with an arrival rate known then that share an agent
+        with it (each as its newest decision before this one showed it), the busiest first and
+        at most `MAX_LANES` in all: an agent busy at one stage is not free for another."""
         agents = set(able)
-        others = {lane: d for lane, d in self.known.latest.items() if lane != (self.d.board_id, self.d.stage_key)}
-        found = True
-        while found and others:
-            found = False
-            for lane, d in list(others.items()):
-                shared = set(_able(d))
-                if not shared & agents:
-                    continue
-                del others[lane]
-                lane_rate = self.known.lane_arrival_rate(lane, self.d.at)
-                if lane_rate is None:
-                    continue
-                lanes.append((_Agents(d, self.known, self.rules), lane_rate))
-                agents |= shared
-                found = True
-        return lanes
+        here = (self.d.board_id, self.d.stage_key)
+        shared = []
+        for lane, d in self.known.latest.items():
+            if lane == here or not agents & set(_able(d)):
+                continue
+            lane_rate = self.known.lane_arrival_rate(lane, self.d.at)
+            if lane_rate is not None:
+                shared.append((lane_rate, lane, d))
+        shared.sort(key=lambda x: (-x[0], x[1]))
+        return [(self, rate)] + [(_Agents(d, self.known, self.rules), lane_rate)
+                                 for lane_rate, _, d in shared[:MAX_LANES - 1]]
 
     def _lane(self, agents: _Agents, rate: float) -> tuple:
         observed = self.known.lane_success(agents.d)
