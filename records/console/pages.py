@@ -91,6 +91,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
     for row in lapses:
         row["url"] = agent_url(row["agent"])
     advice = dashboard.open_advice()
+    helping = dashboard.helping(span)
     context = {
         **_context(request, "Dashboard", rng),
         "now": now,
@@ -103,7 +104,8 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         "no_show_chart": charts.hbars([(r["agent"], r["no_shows"]) for r in lapses]),
         "reading": dashboard.reading(now),
         "advice": advice,
-        "helping": dashboard.helping(span),
+        "helping": helping,
+        "what_if": dashboard.what_if([h["board"] for h in helping]),
         "suggestion_list": reverse("admin:records_suggestion_changelist"),
     }
     for s in advice["newest"]:

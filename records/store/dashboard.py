@@ -12,7 +12,10 @@ from datetime import datetime, timedelta, timezone
 
 from django.db.models import Count, Q, Sum
 
-from records.models import OUTCOMES, AgentHour, Board, BoardHour, Decision, LoopState, Suggestion
+from placement.what_if import MIN_DECISIONS
+from records.models import (
+    OUTCOMES, AgentHour, Board, BoardHour, BoardWhatIf, Decision, LoopState, Suggestion,
+)
 from records.store import actions, rollups
 from records.store.rollups import (
     AGENT_SUMS, BANDS, BOARD_KEYS, BOARD_SUMS, HOLD_TO_CLAIM_BANDS, HOUR,
@@ -242,6 +245,55 @@ def helping(span: Span) -> list[dict]:
                     "pulled_ready": _duration(r["pulled_us"] / r["pulled_n"]
                                               if r["pulled_n"] else None)})
     return out
+
+
+def what_if(boards: list[str]) -> list[dict]:
+    """Per board among `boards`, its what-if as last worked out ahead (records.models.BoardWhatIf):
+    the measured figures, each other formula's and pull's, the setting that would choose each,
+    and when and over which window it was worked out. Read from the rows alone: nothing is
+    replayed here."""
+    shown = set(boards)
+    out: dict[str, dict] = {}
+    for row in BoardWhatIf.objects.order_by("board_id", "position"):
+        if row.board_id not in shown:
+            continue
+        board = out.setdefault(row.board_id, {"board": row.board_id, "computed_at": row.computed_at,
+                                              "since": row.since, "until": row.until, "rows": []})
+        board["rows"].append(_what_if_row(row))
+    return [out[b] for b in sorted(out)]
+
+
+def _what_if_row(row: BoardWhatIf) -> dict:
+    if row.arm == "recorded":
+        name, setting = f"as recorded ({row.formula})", "—"
+    elif row.arm == "pull":
+        name, setting = "pull: nobody held", "opt the board out"
+    else:
+        name, setting = row.formula, f"SUPERDISPATCH_FORMULA={row.formula}"
+    out = {"name": name, "setting": setting, "arm": row.arm, "estimator": row.estimator,
+           "replayed": row.replayed, "decisions": row.decisions, "thin": None}
+    if not row.enough:
+        why = f"; not replayed, mostly: {row.not_replayed}" if row.not_replayed else ""
+        out["thin"] = (f"too few decisions to judge: {row.replayed} of {row.decisions} replayed, "
+                       f"{MIN_DECISIONS} needed{why}")
+        return out
+    out["success"] = _interval(row.success, row.success_low, row.success_high, _percent)
+    out["lead"] = _interval(row.lead_s, row.lead_low_s, row.lead_high_s,
+                            lambda s: _duration(s * 1e6))
+    return out
+
+
+def _interval(value, low, high, shown) -> str:
+    """A figure and its 95% interval as a person reads them; "—" where there is none."""
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return shown(value)
+    return f"{shown(value)} ({shown(low)} to {shown(high)})"
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}"
 
 
 def bar_starts(since: datetime, until: datetime, step: timedelta) -> list[datetime]:

@@ -1,0 +1,70 @@
+"""The dashboard's what-if, worked out ahead: after a sweep, the boards whose rows are an hour
+old or more (or missing) are replayed afresh, a few a sweep, so that the dashboard reads rows
+and never replays anything (records.models.BoardWhatIf says what a row holds)."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Max
+
+from common.config import rules_from
+from placement import Rules
+from records.models import BoardHour, BoardWhatIf
+from records.store import what_if
+
+WINDOW = timedelta(days=7)  # the decisions a board's what-if replays: the week before it is worked out
+EVERY = timedelta(hours=1)  # a board's what-if is worked out again at most this often
+BOARDS_PER_SWEEP = 5  # the most boards one sweep works out, the longest waiting first
+LOCK = 0x5D_0039  # PostgreSQL's advisory lock a board's write holds
+
+
+def due(now: datetime) -> list[str]:
+    """The boards with a decision in the window's ended hours (the rollups') whose what-if is
+    missing or at least `EVERY` old, never worked out first, then the longest waiting."""
+    boards = set(BoardHour.objects.filter(hour__gte=now - WINDOW, hour__lt=now)
+                 .values_list("board_id", flat=True).distinct())
+    computed = dict(BoardWhatIf.objects.filter(board_id__in=boards).values("board_id")
+                    .annotate(at=Max("computed_at")).values_list("board_id", "at"))
+    waiting = [b for b in boards if b not in computed or now - computed[b] >= EVERY]
+    return sorted(waiting, key=lambda b: (b in computed, computed.get(b) or now, b))
+
+
+def do_what_if_ahead(now: datetime, rules: Rules, most: int = BOARDS_PER_SWEEP) -> list[str]:
+    """Work out afresh the what-if of at most `most` due boards, each over the window before
+    `now`; returns the boards worked out. A board with no decision left in the window loses
+    its rows."""
+    gone = BoardWhatIf.objects.exclude(board_id__in=BoardHour.objects.filter(
+        hour__gte=now - WINDOW, hour__lt=now).values("board_id"))
+    if gone.exists():
+        gone.delete()
+    done = []
+    for board_id in due(now)[:most]:
+        rows = what_if.each_formula(board_id, rules, now - WINDOW, now)
+        if _write(board_id, rows, now):
+            done.append(board_id)
+    return done
+
+
+@transaction.atomic
+def _write(board_id: str, rows: list[dict], now: datetime) -> bool:
+    """A board's rows replaced in one transaction, unless another process wrote newer ones
+    meanwhile. One writer at a time: SQLite's one writer, PostgreSQL's advisory lock."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK])
+    old = BoardWhatIf.objects.filter(board_id=board_id)
+    if old.filter(computed_at__gt=now - EVERY).exists():
+        return False
+    old.delete()
+    BoardWhatIf.objects.bulk_create([
+        BoardWhatIf(board_id=board_id, position=position, since=now - WINDOW, until=now,
+                    computed_at=now, **row) for position, row in enumerate(rows)])
+    return True
+
+
+def after_sweep(sender=None, now: datetime | None = None, **_) -> None:
+    """Listens for `records.store.signals.sweep_finished`, after the rollups: the boards due
+    are worked out under the formula the settings configure."""
+    do_what_if_ahead(now or datetime.now(timezone.utc), rules_from(settings.SUPERDISPATCH))

@@ -1,0 +1,168 @@
+"""The dashboard's "is it helping?": each board's what-if, worked out ahead after a sweep (at
+most once an hour a board) and read from its rows, never replayed on the page."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from records.console import pages
+from records.models import BoardWhatIf
+from records.store import what_if
+from records.store.actions import what_if as ahead
+from records.store.signals import sweep_finished
+from tests.conftest import T0
+from tests.service.test_what_if import _decisions
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+SWEPT = T0 + timedelta(hours=2)  # 40 decisions from T0, one a minute, an hour before
+
+
+@pytest.fixture
+def replays(monkeypatch):
+    """Every replay the store asks of `placement.what_if`, by formula."""
+    asked: list[str] = []
+    replay = what_if.what_if
+
+    def counted(decisions, formula, rules, since=None):
+        asked.append(formula.recorded)
+        return replay(decisions, formula, rules, since)
+
+    monkeypatch.setattr(what_if, "what_if", counted)
+    return asked
+
+
+def _sweep(now):
+    for _, result in sweep_finished.send_robust(None, now=now):
+        assert not isinstance(result, Exception), result
+
+
+def test_a_sweep_works_it_out_and_again_only_after_the_hour(replays):
+    _decisions(40)
+    _sweep(SWEPT)
+    # Each formula but the configured one, replayed once over the decisions read once.
+    assert replays == ["wait-for-better@3", "pull-aware@1"]
+    assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT}
+    _sweep(SWEPT + timedelta(minutes=59))
+    assert len(replays) == 2  # within the hour: the rows stand
+    _sweep(SWEPT + timedelta(hours=1))
+    assert len(replays) == 4
+    assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT + timedelta(hours=1)}
+
+
+def test_the_rows_say_what_each_formula_would_have_made_of_the_window():
+    _decisions(40)
+    _sweep(SWEPT)
+    rows = list(BoardWhatIf.objects.order_by("position"))
+    assert [(r.arm, r.formula) for r in rows] == [
+        ("recorded", "idle-stage-success-lru@3"), ("other", "wait-for-better@3"),
+        ("other", "pull-aware@1"), ("pull", "pull")]
+    recorded, other, unreplayable, pull = rows
+    assert (recorded.decisions, recorded.replayed, recorded.enough) == (40, 38, True)
+    assert recorded.estimator == "measured" and recorded.success == pytest.approx(25 / 38)
+    assert recorded.success_low < recorded.success < recorded.success_high
+    assert other.replayed == 38 and other.enough and other.lead_s is not None
+    assert pull.estimator == "doubly-robust" and pull.observed == 38
+    # A formula the replay cannot replay says so, and is too thin to judge.
+    assert unreplayable.replayed == 0 and not unreplayable.enough and unreplayable.not_replayed
+    assert unreplayable.success is None
+    assert all((r.since, r.until) == (SWEPT - ahead.WINDOW, SWEPT) for r in rows)
+
+
+def test_a_sweep_works_out_a_few_boards_the_longest_waiting_first(replays):
+    for n in range(ahead.BOARDS_PER_SWEEP + 2):
+        _decisions(3, board=f"brd_{n}")
+    _sweep(SWEPT)
+    first = set(BoardWhatIf.objects.values_list("board_id", flat=True))
+    assert len(first) == ahead.BOARDS_PER_SWEEP
+    _sweep(SWEPT + timedelta(minutes=1))  # the two left wait no longer than a sweep
+    assert len(set(BoardWhatIf.objects.values_list("board_id", flat=True))) == ahead.BOARDS_PER_SWEEP + 2
+    _sweep(SWEPT + timedelta(hours=1))  # the first five are due again before the last two
+    newest = BoardWhatIf.objects.filter(computed_at=SWEPT + timedelta(hours=1))
+    assert set(newest.values_list("board_id", flat=True)) == first
+
+
+def test_a_board_gone_quiet_for_the_window_loses_its_rows():
+    _decisions(3)
+    _sweep(SWEPT)
+    assert BoardWhatIf.objects.exists()
+    _sweep(SWEPT + ahead.WINDOW + timedelta(hours=1))
+    assert not BoardWhatIf.objects.exists()
+
+
+@pytest.fixture
+def now(monkeypatch):
+    moment = SWEPT + timedelta(minutes=10)
+    monkeypatch.setattr(pages, "clock", lambda: moment)
+    return moment
+
+
+def _what_if_table(page: str) -> str:
+    return page[page.index('id="sd-what-if"'):page.index("</table>", page.index('id="sd-what-if"'))]
+
+
+def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
+    _decisions(40)
+    _sweep(SWEPT)
+    page = staff.get("/admin/dashboard/", {"range": "day"}).content.decode()
+    table = _what_if_table(page)
+    assert '<td rowspan="5">brd_a</td><td>as recorded (idle-stage-success-lru@3)</td>' in table
+    assert '<td class="sd-num">66% (' in table  # 25 of 38 runs succeeded
+    assert "<code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>" in table
+    assert "<td>pull: nobody held</td>" in table and "opt the board out" in table
+    assert "too few decisions to judge: 0 of 40 replayed, 30 needed; not replayed, mostly:" in table
+    assert '<td class="sd-num">38 of 40</td>' in table
+    assert "Worked out 2026-11-13 12:00 UTC over the decisions from 2026-11-06 12:00 to 2026-11-13 12:00 UTC" in table
+
+
+def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
+    _decisions(10)
+    _sweep(SWEPT)
+    table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
+    assert table.count("too few decisions to judge") == 4
+    assert "too few decisions to judge: 8 of 10 replayed, 30 needed;" in table
+    assert "% (" not in table  # no figure is shown for a thin estimate
+
+
+def test_the_dashboard_before_any_is_worked_out_says_so(staff, now):
+    _decisions(3)
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert 'id="sd-what-if"' not in page
+    assert "No what-if worked out yet for these boards" in page
+
+
+def test_the_page_replays_nothing_and_reads_the_rows_in_one_query(staff, now, monkeypatch):
+    _decisions(40)
+    with CaptureQueriesContext(connection) as before:
+        assert staff.get("/admin/dashboard/").status_code == 200
+    _sweep(SWEPT)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the dashboard replayed decisions")
+
+    monkeypatch.setattr(what_if, "what_if", refused)
+    monkeypatch.setattr(what_if, "recorded", refused)
+    with CaptureQueriesContext(connection) as after:
+        page = staff.get("/admin/dashboard/").content.decode()
+    assert "SUPERDISPATCH_FORMULA=wait-for-better@3" in page
+    assert len(after.captured_queries) <= len(before.captured_queries)
+    reads = [q["sql"] for q in after.captured_queries if "records_boardwhatif" in q["sql"]]
+    assert len(reads) == 1
+
+
+def test_what_the_rows_hold_is_escaped(staff, now):
+    _decisions(3)
+    _sweep(SWEPT)
+    BoardWhatIf.objects.filter(arm="other").update(formula="<b>x@1</b>", not_replayed="<script>y</script>")
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert "<b>x@1" not in page and "<script>y" not in page
+    assert "&lt;b&gt;x@1&lt;/b&gt;" in page and "&lt;script&gt;y&lt;/script&gt;" in page
+
+
+def test_a_viewer_without_permission_is_refused(client, django_user_model):
+    user = django_user_model.objects.create_user("nobody", password="pw-for-tests-1", is_staff=True)
+    client.force_login(user)
+    assert client.get("/admin/dashboard/").status_code == 403
