@@ -65,6 +65,14 @@ def estimate(formula: Formula, rules: Rules, board_id: str | None = None, since:
     return what_if(decisions, formula, rules, since)
 
 
+def newest_since(board_id: str, since: datetime, until: datetime, most: int) -> datetime:
+    """Where a window of the board's decisions from `since` to `until` starts when it holds
+    `most` of them at most: the newest `most`."""
+    cut = (Decision.objects.filter(board_id=board_id, created_at__gte=since, created_at__lt=until)
+           .order_by("-created_at").values_list("created_at", flat=True)[most - 1:most])
+    return max([since, *cut])
+
+
 def each_formula(board_id: str, rules: Rules, since: datetime, until: datetime) -> list[dict[str, Any]]:
     """One board's window replayed under every declared formula but the configured one, read
     once: a row for the recorded formulas' measured figures, one for each of the others, and one

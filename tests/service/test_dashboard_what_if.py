@@ -1,5 +1,5 @@
-"""The dashboard's "is it helping?": each board's what-if, worked out ahead after a sweep (at
-most once an hour a board) and read from its rows, never replayed on the page."""
+"""The dashboard's "is it helping?": each board's what-if, worked out ahead in a task after a
+sweep (at most once an hour a board) and read from its rows, never replayed on the page."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -13,6 +13,7 @@ from records.models import BoardWhatIf
 from records.store import what_if
 from records.store.actions import what_if as ahead
 from records.store.signals import sweep_finished
+from superdispatch import schedule
 from tests.conftest import T0
 from tests.service.test_what_if import _decisions
 
@@ -35,19 +36,35 @@ def replays(monkeypatch):
     return asked
 
 
+@pytest.fixture(autouse=True)
+def sent(monkeypatch):
+    """The tasks the sweeps send, each run here and now as a worker would run it."""
+    tasks: list[tuple] = []
+
+    def run(args, expires=None):
+        tasks.append((args, expires))
+        schedule.what_if_ahead_task(*args)
+
+    monkeypatch.setattr(schedule.what_if_ahead_task, "apply_async", run)
+    return tasks
+
+
 def _sweep(now):
     for _, result in sweep_finished.send_robust(None, now=now):
         assert not isinstance(result, Exception), result
 
 
-def test_a_sweep_works_it_out_and_again_only_after_the_hour(replays):
+def test_a_sweep_works_it_out_and_again_only_after_the_hour(replays, sent, settings):
     _decisions(40)
     _sweep(SWEPT)
     # Each formula but the configured one, replayed once over the decisions read once.
     assert replays == ["wait-for-better@3", "pull-aware@1"]
     assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT}
+    # The sweep sent a task of its own, with the sweep's time, gone if no worker takes it
+    # within an interval.
+    assert sent == [(("2026-11-13T12:00:00.000Z",), settings.SUPERDISPATCH.sweep_seconds)]
     _sweep(SWEPT + timedelta(minutes=59))
-    assert len(replays) == 2  # within the hour: the rows stand
+    assert len(replays) == 2 and len(sent) == 1  # within the hour: the rows stand, no task sent
     _sweep(SWEPT + timedelta(hours=1))
     assert len(replays) == 4
     assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT + timedelta(hours=1)}
@@ -72,17 +89,38 @@ def test_the_rows_say_what_each_formula_would_have_made_of_the_window():
     assert all((r.since, r.until) == (SWEPT - ahead.WINDOW, SWEPT) for r in rows)
 
 
-def test_a_sweep_works_out_a_few_boards_the_longest_waiting_first(replays):
-    for n in range(ahead.BOARDS_PER_SWEEP + 2):
-        _decisions(3, board=f"brd_{n}")
+def test_nothing_due_sends_no_task(sent):
+    _sweep(SWEPT)  # no decision: no board
+    _decisions(3)
     _sweep(SWEPT)
-    first = set(BoardWhatIf.objects.values_list("board_id", flat=True))
-    assert len(first) == ahead.BOARDS_PER_SWEEP
-    _sweep(SWEPT + timedelta(minutes=1))  # the two left wait no longer than a sweep
-    assert len(set(BoardWhatIf.objects.values_list("board_id", flat=True))) == ahead.BOARDS_PER_SWEEP + 2
-    _sweep(SWEPT + timedelta(hours=1))  # the first five are due again before the last two
-    newest = BoardWhatIf.objects.filter(computed_at=SWEPT + timedelta(hours=1))
-    assert set(newest.values_list("board_id", flat=True)) == first
+    _sweep(SWEPT + timedelta(minutes=5))
+    assert len(sent) == 1
+
+
+def _worked_out() -> list[tuple[str, object]]:
+    return sorted(set(BoardWhatIf.objects.values_list("board_id", "computed_at")))
+
+
+def test_a_sweep_works_out_one_board_the_longest_waiting_first():
+    for board in ("brd_c", "brd_a", "brd_b"):
+        _decisions(3, board=board)
+    for minute in range(3):
+        _sweep(SWEPT + timedelta(minutes=minute))
+    assert _worked_out() == [("brd_a", SWEPT), ("brd_b", SWEPT + timedelta(minutes=1)),
+                             ("brd_c", SWEPT + timedelta(minutes=2))]
+    _sweep(SWEPT + timedelta(minutes=61))  # brd_b's hour is up, but brd_a has waited longer
+    assert _worked_out() == [("brd_a", SWEPT + timedelta(minutes=61)),
+                             ("brd_b", SWEPT + timedelta(minutes=1)),
+                             ("brd_c", SWEPT + timedelta(minutes=2))]
+
+
+def test_a_busy_board_replays_its_newest_decisions_only(monkeypatch):
+    monkeypatch.setattr(ahead, "MOST_DECISIONS", 35)
+    _decisions(40)
+    _sweep(SWEPT)
+    row = BoardWhatIf.objects.get(arm="recorded")
+    # The newest 35 of the week: from card_5's, made five minutes after the first.
+    assert (row.decisions, row.since, row.until) == (35, T0 + timedelta(minutes=5), SWEPT)
 
 
 def test_a_board_gone_quiet_for_the_window_loses_its_rows():

@@ -1,22 +1,25 @@
-"""The dashboard's what-if, worked out ahead: after a sweep, the boards whose rows are an hour
-old or more (or missing) are replayed afresh, a few a sweep, so that the dashboard reads rows
-and never replays anything (records.models.BoardWhatIf says what a row holds)."""
+"""The dashboard's what-if, worked out ahead: after a sweep, in a task of its own
+(superdispatch.tasks.what_if_ahead_task), the board whose rows are missing or the oldest, once
+an hour old, is replayed afresh, so that the dashboard reads rows and never replays anything
+(records.models.BoardWhatIf says what a row holds).
+
+A board's replay costs about 2 ms of CPU a decision (bench/what_if_ahead.py), so each is
+bounded: the newest `MOST_DECISIONS` of the week, one board a run."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max
 
-from common.config import rules_from
 from placement import Rules
 from records.models import BoardHour, BoardWhatIf
 from records.store import what_if
 
 WINDOW = timedelta(days=7)  # the decisions a board's what-if replays: the week before it is worked out
+MOST_DECISIONS = 1000  # of those, the newest this many at most
 EVERY = timedelta(hours=1)  # a board's what-if is worked out again at most this often
-BOARDS_PER_SWEEP = 5  # the most boards one sweep works out, the longest waiting first
+BOARDS_PER_RUN = 1  # the most boards one run works out, the longest waiting first
 LOCK = 0x5D_0039  # PostgreSQL's advisory lock a board's write holds
 
 
@@ -31,24 +34,35 @@ def due(now: datetime) -> list[str]:
     return sorted(waiting, key=lambda b: (b in computed, computed.get(b) or now, b))
 
 
-def do_what_if_ahead(now: datetime, rules: Rules, most: int = BOARDS_PER_SWEEP) -> list[str]:
-    """Work out afresh the what-if of at most `most` due boards, each over the window before
-    `now`; returns the boards worked out. A board with no decision left in the window loses
-    its rows."""
-    gone = BoardWhatIf.objects.exclude(board_id__in=BoardHour.objects.filter(
+def wanted(now: datetime) -> bool:
+    """Whether a run has anything to do: a board due, or the rows of one gone quiet."""
+    return bool(due(now)) or _gone(now).exists()
+
+
+def _gone(now: datetime):
+    """The rows of boards with no decision left in the window."""
+    return BoardWhatIf.objects.exclude(board_id__in=BoardHour.objects.filter(
         hour__gte=now - WINDOW, hour__lt=now).values("board_id"))
+
+
+def do_what_if_ahead(now: datetime, rules: Rules, most: int = BOARDS_PER_RUN) -> list[str]:
+    """Work out afresh the what-if of at most `most` due boards, each over its newest
+    `MOST_DECISIONS` of the window before `now`; returns the boards worked out. A board with no
+    decision left in the window loses its rows."""
+    gone = _gone(now)
     if gone.exists():
         gone.delete()
     done = []
     for board_id in due(now)[:most]:
-        rows = what_if.each_formula(board_id, rules, now - WINDOW, now)
-        if _write(board_id, rows, now):
+        since = what_if.newest_since(board_id, now - WINDOW, now, MOST_DECISIONS)
+        rows = what_if.each_formula(board_id, rules, since, now)
+        if _write(board_id, rows, since, now):
             done.append(board_id)
     return done
 
 
 @transaction.atomic
-def _write(board_id: str, rows: list[dict], now: datetime) -> bool:
+def _write(board_id: str, rows: list[dict], since: datetime, now: datetime) -> bool:
     """A board's rows replaced in one transaction, unless another process wrote newer ones
     meanwhile. One writer at a time: SQLite's one writer, PostgreSQL's advisory lock."""
     if connection.vendor == "postgresql":
@@ -59,12 +73,7 @@ def _write(board_id: str, rows: list[dict], now: datetime) -> bool:
         return False
     old.delete()
     BoardWhatIf.objects.bulk_create([
-        BoardWhatIf(board_id=board_id, position=position, since=now - WINDOW, until=now,
+        BoardWhatIf(board_id=board_id, position=position, since=since, until=now,
                     computed_at=now, **row) for position, row in enumerate(rows)])
     return True
 
-
-def after_sweep(sender=None, now: datetime | None = None, **_) -> None:
-    """Listens for `records.store.signals.sweep_finished`, after the rollups: the boards due
-    are worked out under the formula the settings configure."""
-    do_what_if_ahead(now or datetime.now(timezone.utc), rules_from(settings.SUPERDISPATCH))
