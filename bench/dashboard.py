@@ -5,7 +5,8 @@ The store is bench/suggestions.py's day of decisions (50 boards x 4 stages, five
 decision), built by its own `seed`, with the holds it chose settled as a day of holds would
 be: most claimed, some claimed by another agent after the hold, some expired. The rows go in by
 INSERT or COPY beside the ORM, so the rollups' triggers (migration 0014) mark every hour stale
-as any writer would; the first `actions.do_roll_up` then works the rollups out (`rollup_s`).
+as any writer would; the first `actions.do_roll_up` then works the rollups out (`rollup_s`),
+and every board's what-if is worked out ahead (`what_if_s`), so the dashboard shows its rows.
 Each page is rendered for the last hour, day and week half an hour before the log's end (so
 each range ends mid-hour, its live half hour read from the decisions), three times each after
 one warm-up; the median counts. The agent is the one considered most often.
@@ -91,8 +92,11 @@ def one_store(decisions: int) -> None:
     from django.test import RequestFactory
 
     # Imported here, after django.setup() in this process: the project's modules load models.
+    from django.conf import settings
+
+    from common.config import rules_from
     from records.console import pages
-    from records.models import BoardHour, Candidate
+    from records.models import BoardHour, BoardWhatIf, Candidate
     from records.store import actions
 
     now = NOW - BEFORE_THE_END
@@ -115,6 +119,16 @@ def one_store(decisions: int) -> None:
             cursor.execute("ANALYZE")
         print(f"rolled_up_board_hours={hours} board_hour_rows={BoardHour.objects.count()} "
               f"rollup_s={rollup_s:.1f}", flush=True)
+        # Every board's what-if worked out ahead, one run a board as the sweeps send them, so
+        # the pages read its rows. None of this log's decisions is replayable (its candidates'
+        # records leave nobody eligible to hold for, or no choice to make), so this times the
+        # read and the replay's skeleton; bench/what_if_ahead.py prices the replay itself.
+        started, worked = time.perf_counter(), 0
+        rules = rules_from(settings.SUPERDISPATCH)
+        while actions.do_what_if_ahead(now, rules):
+            worked += 1
+        print(f"what_if_boards={worked} what_if_rows={BoardWhatIf.objects.count()} "
+              f"what_if_s={time.perf_counter() - started:.1f}", flush=True)
 
         user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
         factory = RequestFactory()
