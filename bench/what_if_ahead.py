@@ -17,7 +17,8 @@ Run: .venv/bin/python bench/what_if_ahead.py [decisions] [--boards N]  (DATABASE
 PostgreSQL; SQLite, the embedded default, without it)
 The last line: what_if_board_ms (a run, the median board), what_if_board_ms_max,
 what_if_board_cpu_ms (its CPU, the median board), what_if_s (every board, one after another),
-what_if_read_ms (the page's read of every board's rows).
+what_if_read_ms (the page's read of every board's rows), what_if_check_ms (each sweep's look for
+a board due, with none due).
 """
 from __future__ import annotations
 
@@ -121,6 +122,7 @@ def main() -> None:
     from common.config import rules_from
     from records.models import BoardWhatIf
     from records.store import actions, dashboard
+    from records.store.actions import what_if
 
     try:
         call_command("migrate", verbosity=0)
@@ -156,6 +158,11 @@ def main() -> None:
             began = time.perf_counter()
             dashboard.what_if(shown)
             reads.append((time.perf_counter() - began) * 1000)
+        checks = []
+        for _ in range(5):  # what each sweep's listener asks once every board is worked out
+            began = time.perf_counter()
+            assert not what_if.wanted(NOW)
+            checks.append((time.perf_counter() - began) * 1000)
         print(f"boards_worked_out={len(boards_ms)} decisions_in_their_windows={replayed} "
               f"cpu_s={sum(boards_cpu_ms) / 1000:.1f} "
               f"cpu_ms_a_decision={sum(boards_cpu_ms) / max(replayed, 1):.2f} "
@@ -165,7 +172,7 @@ def main() -> None:
         drop_database(kind, BENCH_DB)
     print(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
           f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
-          f"what_if_read_ms={statistics.median(reads):.1f}")
+          f"what_if_read_ms={statistics.median(reads):.1f} what_if_check_ms={statistics.median(checks):.1f}")
 
 
 if __name__ == "__main__":

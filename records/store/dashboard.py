@@ -270,7 +270,8 @@ def _what_if_row(row: BoardWhatIf) -> dict:
         name, setting = "pull: nobody held", "opt the board out"
     else:
         name, setting = row.formula, f"SUPERDISPATCH_FORMULA={row.formula}"
-    out = {"name": name, "setting": setting, "arm": row.arm, "estimator": row.estimator,
+    out = {"name": name, "setting": setting, "arm": row.arm,
+           "estimator": row.estimator if row.replayed else "—",
            "replayed": row.replayed, "decisions": row.decisions, "thin": None}
     if not row.enough:
         why = f"; not replayed, mostly: {row.not_replayed}" if row.not_replayed else ""

@@ -152,6 +152,7 @@ def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
     assert "<code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>" in table
     assert "<td>pull: nobody held</td>" in table and "opt the board out" in table
     assert "too few decisions to judge: 0 of 40 replayed, 30 needed; not replayed, mostly:" in table
+    assert '<td class="sd-num">0 of 40</td><td>—</td>' in table  # no estimator for nothing replayed
     assert '<td class="sd-num">38 of 40</td>' in table
     assert "Worked out 2026-11-13 12:00 UTC over the decisions from 2026-11-06 12:00 to 2026-11-13 12:00 UTC" in table
 
