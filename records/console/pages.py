@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from common.scopes import READ, SCOPES
 from records.api import query
-from records.console import charts
+from records.console import charts, what_if
 from records.store import agents, dashboard
 from records.store.dashboard import DEFAULT_RANGE, RANGES, Range
 
@@ -105,7 +105,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         "reading": dashboard.reading(now),
         "advice": advice,
         "helping": helping,
-        "what_if": dashboard.what_if([h["board"] for h in helping]),
+        "what_if": what_if.table(dashboard.what_if([h["board"] for h in helping])),
         "suggestion_list": reverse("admin:records_suggestion_changelist"),
     }
     for s in advice["newest"]:

@@ -247,40 +247,45 @@ def helping(span: Span) -> list[dict]:
     return out
 
 
+WHAT_IF_FIELDS = ("board_id", "arm", "formula", "estimator", "decisions", "replayed", "enough",
+                  "not_replayed", "success", "success_low", "success_high", "lead_s", "lead_low_s",
+                  "lead_high_s")
+
+
 def what_if(boards: list[str]) -> list[dict]:
     """Per board among `boards`, its what-if as last worked out ahead (records.models.BoardWhatIf):
-    the measured figures, each other formula's and pull's, the setting that would choose each,
-    and when and over which window it was worked out. Read from the rows alone: nothing is
-    replayed here."""
+    the measured figures, each other formula's and pull's, and when and over which window it
+    was worked out. Read from the rows alone, nothing replayed here; the times once a board
+    (a board's rows share them), as SQLite's times are slow to read."""
     shown = set(boards)
+    times = {board: (since, until, at) for board, since, until, at in
+             BoardWhatIf.objects.filter(position=0).values_list("board_id", "since", "until",
+                                                                "computed_at")
+             if board in shown}
     out: dict[str, dict] = {}
-    for row in BoardWhatIf.objects.order_by("board_id", "position"):
-        if row.board_id not in shown:
+    for row in BoardWhatIf.objects.order_by("board_id", "position").values(*WHAT_IF_FIELDS):
+        board_id = row["board_id"]
+        if board_id not in times:
             continue
-        board = out.setdefault(row.board_id, {"board": row.board_id, "computed_at": row.computed_at,
-                                              "since": row.since, "until": row.until, "rows": []})
+        board = out.get(board_id)
+        if board is None:
+            since, until, at = times[board_id]
+            board = out[board_id] = {"board": board_id, "computed_at": at, "since": since,
+                                     "until": until, "rows": []}
         board["rows"].append(_what_if_row(row))
-    return [out[b] for b in sorted(out)]
+    return list(out.values())
 
 
-def _what_if_row(row: BoardWhatIf) -> dict:
-    if row.arm == "recorded":
-        name, setting = f"as recorded ({row.formula})", "—"
-    elif row.arm == "pull":
-        name, setting = "pull: nobody held", "opt the board out"
-    else:
-        name, setting = row.formula, f"SUPERDISPATCH_FORMULA={row.formula}"
-    out = {"name": name, "setting": setting, "arm": row.arm,
-           "estimator": row.estimator if row.replayed else "—",
-           "replayed": row.replayed, "decisions": row.decisions, "thin": None}
-    if not row.enough:
-        why = f"; not replayed, mostly: {row.not_replayed}" if row.not_replayed else ""
-        out["thin"] = (f"too few decisions to judge: {row.replayed} of {row.decisions} replayed, "
-                       f"{MIN_DECISIONS} needed{why}")
-        return out
-    out["success"] = _interval(row.success, row.success_low, row.success_high, _percent)
-    out["lead"] = _interval(row.lead_s, row.lead_low_s, row.lead_high_s,
-                            lambda s: _duration(s * 1e6))
+def _what_if_row(row: dict) -> dict:
+    """A row's figures as a person reads them: success and lead with their intervals, unless
+    too few decisions were replayed to judge."""
+    out = {"arm": row["arm"], "formula": row["formula"], "estimator": row["estimator"],
+           "replayed": row["replayed"], "decisions": row["decisions"], "enough": row["enough"],
+           "why": row["not_replayed"], "needed": MIN_DECISIONS, "success": "—", "lead": "—"}
+    if row["enough"]:
+        out["success"] = _interval(row["success"], row["success_low"], row["success_high"], _percent)
+        out["lead"] = _interval(row["lead_s"], row["lead_low_s"], row["lead_high_s"],
+                                lambda s: _duration(s * 1e6))
     return out
 
 

@@ -139,7 +139,8 @@ def now(monkeypatch):
 
 
 def _what_if_table(page: str) -> str:
-    return page[page.index('id="sd-what-if"'):page.index("</table>", page.index('id="sd-what-if"'))]
+    start = page.index('id="sd-what-if"')
+    return page[start:page.index("</table>", start)]
 
 
 def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
@@ -147,14 +148,19 @@ def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
     _sweep(SWEPT)
     page = staff.get("/admin/dashboard/", {"range": "day"}).content.decode()
     table = _what_if_table(page)
-    assert '<td rowspan="5">brd_a</td><td>as recorded (idle-stage-success-lru@3)</td>' in table
-    assert '<td class="sd-num">66% (' in table  # 25 of 38 runs succeeded
-    assert "<code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>" in table
-    assert "<td>pull: nobody held</td>" in table and "opt the board out" in table
-    assert "too few decisions to judge: 0 of 40 replayed, 30 needed; not replayed, mostly:" in table
-    assert '<td class="sd-num">0 of 40</td><td>—</td>' in table  # no estimator for nothing replayed
-    assert '<td class="sd-num">38 of 40</td>' in table
-    assert "Worked out 2026-11-13 12:00 UTC over the decisions from 2026-11-06 12:00 to 2026-11-13 12:00 UTC" in table
+    # A column a formula: the measured, each other with the setting that chooses it, pull.
+    assert ("<th>board</th><th>as recorded<br><small>what was measured</small></th>"
+            "<th>wait-for-better@3<br><small><code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>"
+            "</small></th><th>pull-aware@1<br><small><code>SUPERDISPATCH_FORMULA=pull-aware@1"
+            "</code></small></th><th>pull: nobody held<br><small>opt the board out</small></th>"
+            "<th>worked out</th>") in table
+    # 25 of the 38 replayed runs succeeded.
+    assert ("<tr><td>brd_a</td><td>66% (51% to 81%)<br>96 s (74 s to 118 s)<br><small>"
+            "idle-stage-success-lru@3: 38 of 40 replayed, measured</small></td>") in table
+    assert "<small>38 of 40 replayed, doubly-robust</small>" in table
+    assert ('<span class="sd-quiet">too few decisions to judge</span><br><small>0 of 40 replayed, '
+            "30 needed: the step") in table
+    assert "<td><small>2026-11-13 12:00 UTC, over 2026-11-06 12:00 to 2026-11-13 12:00</small></td>" in table
 
 
 def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
@@ -162,7 +168,7 @@ def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
     _sweep(SWEPT)
     table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
     assert table.count("too few decisions to judge") == 4
-    assert "too few decisions to judge: 8 of 10 replayed, 30 needed;" in table
+    assert "too few decisions to judge</span><br><small>8 of 10 replayed, 30 needed:" in table
     assert "% (" not in table  # no figure is shown for a thin estimate
 
 
@@ -173,7 +179,7 @@ def test_the_dashboard_before_any_is_worked_out_says_so(staff, now):
     assert "No what-if worked out yet for these boards" in page
 
 
-def test_the_page_replays_nothing_and_reads_the_rows_in_one_query(staff, now, monkeypatch):
+def test_the_page_replays_nothing_and_reads_the_rows_in_two_queries(staff, now, monkeypatch):
     _decisions(40)
     with CaptureQueriesContext(connection) as before:
         assert staff.get("/admin/dashboard/").status_code == 200
@@ -189,16 +195,18 @@ def test_the_page_replays_nothing_and_reads_the_rows_in_one_query(staff, now, mo
     assert "SUPERDISPATCH_FORMULA=wait-for-better@3" in page
     assert len(after.captured_queries) <= len(before.captured_queries)
     reads = [q["sql"] for q in after.captured_queries if "records_boardwhatif" in q["sql"]]
-    assert len(reads) == 1
+    assert len(reads) == 2  # the boards' times, and the rows
 
 
 def test_what_the_rows_hold_is_escaped(staff, now):
     _decisions(3)
     _sweep(SWEPT)
     BoardWhatIf.objects.filter(arm="other").update(formula="<b>x@1</b>", not_replayed="<script>y</script>")
+    BoardWhatIf.objects.filter(arm="recorded").update(formula="<i>z@1</i>")
     page = staff.get("/admin/dashboard/").content.decode()
-    assert "<b>x@1" not in page and "<script>y" not in page
+    assert "<b>x@1" not in page and "<script>y" not in page and "<i>z@1" not in page
     assert "&lt;b&gt;x@1&lt;/b&gt;" in page and "&lt;script&gt;y&lt;/script&gt;" in page
+    assert "SUPERDISPATCH_FORMULA=&lt;b&gt;x@1&lt;/b&gt;" in page and "&lt;i&gt;z@1&lt;/i&gt;: " in page
 
 
 def test_a_viewer_without_permission_is_refused(client, django_user_model):
