@@ -6,10 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from records.console import pages
-from records.models import BoardWhatIf
+from records.models import BoardWhatIf, Decision
 from records.store import what_if
 from records.store.actions import what_if as ahead
 from records.store.signals import sweep_finished
@@ -112,6 +113,21 @@ def test_a_sweep_works_out_one_board_the_longest_waiting_first():
     assert _worked_out() == [("brd_a", SWEPT + timedelta(minutes=61)),
                              ("brd_b", SWEPT + timedelta(minutes=1)),
                              ("brd_c", SWEPT + timedelta(minutes=2))]
+
+
+def test_a_board_quiet_of_late_is_worked_out_by_the_next_run_another_sends(sent):
+    _decisions(3, board="brd_old")
+    _decisions(3, board="brd_new")
+    # brd_old's a day earlier: in the week, not in the last hours.
+    Decision.objects.filter(board_id="brd_old").update(
+        created_at=F("created_at") - timedelta(days=1), ladder_ready_at=F("ladder_ready_at") - timedelta(days=1),
+        reserved_until=F("reserved_until") - timedelta(days=1), outcome_at=F("outcome_at") - timedelta(days=1),
+        run_ended_at=F("run_ended_at") - timedelta(days=1))
+    _sweep(SWEPT)
+    _sweep(SWEPT + timedelta(minutes=1))  # nothing stale, no recent board without rows
+    assert _worked_out() == [("brd_new", SWEPT)] and len(sent) == 1
+    _sweep(SWEPT + timedelta(hours=1))  # brd_new's rows are due again: the run finds brd_old first
+    assert _worked_out() == [("brd_new", SWEPT), ("brd_old", SWEPT + timedelta(hours=1))]
 
 
 def test_a_busy_board_replays_its_newest_decisions_only(monkeypatch):

@@ -14,11 +14,12 @@ from django.db.models import Max
 
 from placement import Rules
 from records.models import BoardHour, BoardWhatIf
-from records.store import what_if
+from records.store import rollups, what_if
 
 WINDOW = timedelta(days=7)  # the decisions a board's what-if replays: the week before it is worked out
 MOST_DECISIONS = 1000  # of those, the newest this many at most
 EVERY = timedelta(hours=1)  # a board's what-if is worked out again at most this often
+RECENT = timedelta(hours=2)  # the ended hours a sweep looks in for a board without rows
 BOARDS_PER_RUN = 1  # the most boards one run works out, the longest waiting first
 LOCK = 0x5D_0039  # PostgreSQL's advisory lock a board's write holds
 
@@ -35,8 +36,14 @@ def due(now: datetime) -> list[str]:
 
 
 def wanted(now: datetime) -> bool:
-    """Whether a run has anything to do: a board due, or the rows of one gone quiet."""
-    return bool(due(now)) or _gone(now).exists()
+    """Whether a run has anything to do, asked after every sweep, so cheaply: a board's rows an
+    hour old (due again, or gone quiet), or a board with a decision in the last ended hours
+    and no rows yet. A board quiet in those hours and without rows (when the rows are new) is
+    found by the next run any other board sends."""
+    if BoardWhatIf.objects.filter(computed_at__lte=now - EVERY).exists():
+        return True
+    recent = BoardHour.objects.filter(hour__gte=rollups.hour_of(now) - RECENT, hour__lt=now)
+    return recent.exclude(board_id__in=BoardWhatIf.objects.values("board_id")).exists()
 
 
 def _gone(now: datetime):
