@@ -20,7 +20,10 @@ Goals: under 300 ms a page for the slowest range at 100,000 decisions on both st
 
 Run: .venv/bin/python bench/dashboard.py [decisions] [--1m]
 The last line: dashboard_ms and agent_page_ms, the slowest over both stores and every range at
-`decisions`, then each store's slowest range, and the 1,000,000 run's when asked for.
+`decisions`, then each store's slowest range, and the 1,000,000 run's when asked for. Each
+store's own lines add what the what-if worked out ahead costs: every board's run (`what_if_s`),
+the check each sweep makes once none is due (`what_if_check_ms`), and what its rows add to the
+day's page (`what_if_page_ms`: the page with them and without, read in turn five times).
 """
 from __future__ import annotations
 
@@ -75,6 +78,19 @@ def timed(render) -> float:
         render()
         times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
+
+
+def paired(render, rows, rounds: int = 5) -> tuple[float, float]:
+    """The page's median time with the what-if's rows and without them, the two read in turn
+    `rounds` times in this process, so the machine's load weighs on both alike."""
+    kept = list(rows.objects.all())
+    with_rows, without = [], []
+    for _ in range(rounds):
+        with_rows.append(timed(render))
+        rows.objects.all().delete()
+        without.append(timed(render))
+        rows.objects.bulk_create(kept)
+    return statistics.median(with_rows), statistics.median(without)
 
 
 def one_store(decisions: int) -> None:
@@ -164,11 +180,16 @@ def one_store(decisions: int) -> None:
             slowest["agent"] = max(slowest["agent"], agent_ms)
             print(f"range={name} dashboard_ms={dashboard_ms:.0f} agent_page_ms={agent_ms:.0f} "
                   f"dashboard_kb={size / 1024:.0f}", flush=True)
+            if name == "day":
+                what_if_ms = paired(dashboard, BoardWhatIf)
+        print(f"day: dashboard_ms with the what-if rows {what_if_ms[0]:.0f}, without "
+              f"{what_if_ms[1]:.0f} (paired)", flush=True)
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
     print(f"dashboard_ms={slowest['dashboard']:.0f} agent_page_ms={slowest['agent']:.0f} "
-          f"rollup_s={rollup_s:.1f}")
+          f"rollup_s={rollup_s:.1f} what_if_s={what_if_s:.1f} what_if_check_ms={statistics.median(checks):.1f} "
+          f"what_if_page_ms={what_if_ms[0] - what_if_ms[1]:.0f}")
 
 
 def run_store(kind: str, decisions: int) -> dict[str, str]:
@@ -214,6 +235,7 @@ def main() -> None:
         "agent_page_ms": max(int(sqlite["agent_page_ms"]), int(pg["agent_page_ms"])),
         "dashboard_ms_sqlite": sqlite["dashboard_ms"], "dashboard_ms_pg": pg["dashboard_ms"],
         "agent_page_ms_sqlite": sqlite["agent_page_ms"], "agent_page_ms_pg": pg["agent_page_ms"],
+        "what_if_page_ms_sqlite": sqlite["what_if_page_ms"], "what_if_page_ms_pg": pg["what_if_page_ms"],
     }
     if million:
         big = run_store("postgres", MILLION)
