@@ -142,7 +142,7 @@ def one_store(decisions: int) -> None:
         # read and the replay's skeleton; bench/what_if_ahead.py prices the replay itself.
         started, worked = time.perf_counter(), 0
         rules = rules_from(settings.SUPERDISPATCH)
-        while actions.do_what_if_ahead(now, rules):
+        while actions.do_what_if_ahead(now, rules).done:
             worked += 1
         what_if_s = time.perf_counter() - started
         checks = []

@@ -140,7 +140,7 @@ def main() -> None:
         started = time.perf_counter()
         while True:  # one run a sweep, as the sweeps send them, until no board is due
             began, cpu = time.perf_counter(), time.process_time()
-            done = actions.do_what_if_ahead(NOW, rules)
+            done = actions.do_what_if_ahead(NOW, rules).done
             if not done:
                 break
             boards_ms.append((time.perf_counter() - began) * 1000)

@@ -8,8 +8,8 @@ from celery.signals import beat_init
 from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-from records.store import actions
 from common.times import iso
+from records.store import actions
 from records.store.actions import what_if
 from superdispatch.tasks import board_changed_task, what_if_ahead_task
 

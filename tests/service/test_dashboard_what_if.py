@@ -130,6 +130,22 @@ def test_a_board_quiet_of_late_is_worked_out_by_the_next_run_another_sends(sent)
     assert _worked_out() == [("brd_new", SWEPT), ("brd_old", SWEPT + timedelta(hours=1))]
 
 
+def test_a_board_whose_replay_fails_is_passed_over(monkeypatch, caplog):
+    _decisions(3, board="brd_a")
+    _decisions(3, board="brd_b")
+    each_formula = what_if.each_formula
+
+    def broken(board_id, *args):
+        if board_id == "brd_a":
+            raise ValueError("a record the replay cannot read")
+        return each_formula(board_id, *args)
+
+    monkeypatch.setattr(what_if, "each_formula", broken)
+    _sweep(SWEPT)
+    assert _worked_out() == [("brd_b", SWEPT)]
+    assert "what-if: board brd_a could not be replayed (ValueError); passed over" in caplog.text
+
+
 def test_a_busy_board_replays_its_newest_decisions_only(monkeypatch):
     monkeypatch.setattr(ahead, "MOST_DECISIONS", 35)
     _decisions(40)

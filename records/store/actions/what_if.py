@@ -8,6 +8,7 @@ bounded: the newest `MOST_DECISIONS` of the week, one board a run."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import Max
@@ -52,20 +53,35 @@ def _gone(now: datetime):
         hour__gte=now - WINDOW, hour__lt=now).values("board_id"))
 
 
-def do_what_if_ahead(now: datetime, rules: Rules, most: int = BOARDS_PER_RUN) -> list[str]:
+class Ahead(NamedTuple):
+    """What a run did: the boards worked out, and those whose replay failed, with the error's name."""
+
+    done: list[str]
+    failed: dict[str, str]
+
+
+def do_what_if_ahead(now: datetime, rules: Rules, most: int = BOARDS_PER_RUN) -> Ahead:
     """Work out afresh the what-if of at most `most` due boards, each over its newest
-    `MOST_DECISIONS` of the window before `now`; returns the boards worked out. A board with no
-    decision left in the window loses its rows."""
+    `MOST_DECISIONS` of the window before `now`. A board whose replay fails is passed over for
+    the next one due, so it never holds the others up. A board with no decision left in the
+    window loses its rows."""
     gone = _gone(now)
     if gone.exists():
         gone.delete()
-    done = []
-    for board_id in due(now)[:most]:
-        since = what_if.newest_since(board_id, now - WINDOW, now, MOST_DECISIONS)
-        rows = what_if.each_formula(board_id, rules, since, now)
+    done: list[str] = []
+    failed: dict[str, str] = {}
+    for board_id in due(now):
+        if len(done) == most:
+            break
+        try:
+            since = what_if.newest_since(board_id, now - WINDOW, now, MOST_DECISIONS)
+            rows = what_if.each_formula(board_id, rules, since, now)
+        except Exception as err:  # one board's record must not stop the others'
+            failed[board_id] = type(err).__name__
+            continue
         if _write(board_id, rows, since, now):
             done.append(board_id)
-    return done
+    return Ahead(done, failed)
 
 
 @transaction.atomic
