@@ -347,7 +347,8 @@ STEPS: Mapping[Step, StepRun] = {
 def _fleet(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
            stage: Stage) -> bool | None:
     """Whether the card's fleet differs: were every candidate that is busy only for its load
-    idle too, would the best hold beat pull's race among them all (the window left out)? What
+    idle too, would the best hold be sooner to a success than pull's race among them all (the
+    window left out)? Sooner, not likelier: the window keeps every card, held or not. What
     a board's window is set by (`superdispatch/loop/board_windows.py`); None: unknown."""
     if facts.timing is None or facts.runs is None or stage is None:
         return None
@@ -365,7 +366,7 @@ def _fleet(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, ve
     ev = with_holds(ev, facts.holds.settled, {a: _hold(facts, tier, rules, a).seconds for a in fleet})
     best = min(fleet, key=lambda a: (expected(a, ev)[3], a))
     racing = race(sorted(fleet), ev)
-    return not steps_aside(expected(best, ev)[3], racing.expected_s, ev.rate(best), racing.success(ev))
+    return not steps_aside(expected(best, ev)[3], racing.expected_s)  # sooner: the window costs every card time
 
 
 def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: bool,

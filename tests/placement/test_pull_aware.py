@@ -241,3 +241,15 @@ def test_the_outlook_says_whether_the_whole_fleet_differs_busy_candidates_counte
     assert _decided(differing).outlook.fleet_differs is True
     alike = _facts({"agt_ada": (8, 5.0, 60.0), "agt_bob": (8, 5.0, 60.0)}, window_s=0, busy=("agt_bob",))
     assert _decided(alike).outlook.fleet_differs is False
+
+
+def test_a_fleet_differs_for_the_window_only_where_a_hold_is_sooner_not_just_likelier():
+    # the sure agent's hold is likelier to succeed, and no later than pull, so the card is held
+    # for it; but it is not sooner by the share needed, so no window is worth every card's wait
+    agents = {"agt_quick": (6, 1.0, 45.0), "agt_sure": (10, 4.5, 60.0)}
+    decided = _decided(_facts(agents, window_s=0))
+    outlook = decided.outlook
+    assert decided.chosen == "agt_sure" and not outlook.stepped_aside
+    assert outlook.hold_success >= outlook.pull_success + lead.SUCCESS_EDGE
+    assert outlook.hold_s * (1 + lead.STEP_ASIDE_SHARE) >= outlook.pull_s
+    assert outlook.fleet_differs is False
