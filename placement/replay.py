@@ -365,7 +365,7 @@ def _busy_only(c: Considered) -> bool:
 
 def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
     """`decision._fleet` on the record: were every candidate busy only for its load idle too,
-    would the best hold beat pull's race among them all?"""
+    would the best hold be sooner to a success than pull's race among them all?"""
     fleet = [c for c in d.candidates if _busy_only(c)]
     if len(fleet) < 2:
         return False
@@ -375,7 +375,7 @@ def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
     ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a in records})
     best = min(records, key=lambda a: (expected(a, ev)[3], a))
     racing = race(sorted(records), ev)
-    return not steps_aside(expected(best, ev)[3], racing.expected_s, ev.rate(best), racing.success(ev))
+    return not steps_aside(expected(best, ev)[3], racing.expected_s)  # sooner, as `decision._fleet` asks
 
 
 # Each step a formula may list, and how a recorded decision is run through it.
