@@ -353,10 +353,14 @@ class WhatIf:
 
 
 def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
-            since: datetime | None = None) -> WhatIf:
+            since: datetime | None = None, chosen: Mapping[str, Choice] | None = None) -> WhatIf:
     """Replay the decisions at or after `since` (the ones before only inform what is known)
     through `formula`, and estimate it, the recorded formulas and pull over them.
-    `decisions` come oldest first; `rules` are the settings the formula runs under."""
+    `decisions` come oldest first; `rules` are the settings the formula runs under.
+
+    With `chosen` (by decision id), the other arm's choice is given rather than replayed, as a
+    learned model's recorded choice is, and only the decisions it names are judged; the rest
+    only inform what is known."""
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
     rules_other = replace(rules, formula=formula.recorded)
@@ -368,6 +372,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     for d in decisions:
         if since is not None and d.at < since:
             continue
+        if chosen is not None and d.decision_id not in chosen:
+            continue
         in_window += 1
         why = replayable(d)
         if why is not None:
@@ -376,7 +382,7 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         known.until(d.at)
         try:
             agents = _Agents(d, known, rules)
-            other = choose(formula, d, rules_other, known)
+            other = choose(formula, d, rules_other, known) if chosen is None else chosen[d.decision_id]
         except Unreplayable as err:
             not_replayed[str(err)] += 1
             continue
