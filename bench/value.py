@@ -162,9 +162,14 @@ def _gate_line(model, cfg) -> str:
     margin = "n/a" if report["marginPct"] is None else f"{report['marginPct']:+.1f}"
     verdict = "passes" if gate["passed"] else "shut: " + next(
         f"{t['name']} ({t['message']})" for t in gate["tests"] if not t["passed"])
-    return (f"shadow {report['decisions']} decisions ({report['disagree']} disagree), formula "
-            f"{rate(report['formulaRate'])} model {rate(report['modelRate'])}, margin {margin} pts; "
-            f"gate {verdict}")
+    estimate = report["estimate"]
+    interval = "" if estimate is None or estimate["model"] is None else (
+        f" [{rate(estimate['model']['low'])}, {rate(estimate['model']['high'])}]")
+    low = "" if estimate is None else (
+        ", low end " + ("n/a" if estimate["marginLowPct"] is None else f"{estimate['marginLowPct']:+.1f}"))
+    return (f"credit {report['credit']}: shadow {report['decisions']} decisions ({report['disagree']} disagree), "
+            f"formula {rate(report['formulaRate'])} model {rate(report['modelRate'])}{interval}, margin {margin}"
+            f"{low} pts; gate {verdict}")
 
 
 def run_learned(scenario: Scenario, seconds: int) -> Run:

@@ -43,6 +43,11 @@ def read(config: Config) -> PlacementModel | None:
     if stored is None:
         log.info("learned routing %s: no model trained yet; the formula places", config.learned)
         return None
+    if tuple(stored.features) != learned.FEATURES:
+        log.warning("learned routing %s: model %s v%d was trained on other features than placement "
+                    "computes; train a new one; the formula places", config.learned, stored.id,
+                    stored.version)
+        return None
     passed, reason = False, None
     if config.learned == "on":
         reading = store.gate_reading(stored, store.shadow_counts(stored, config), config)
