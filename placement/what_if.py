@@ -359,8 +359,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     `decisions` come oldest first; `rules` are the settings the formula runs under.
 
     With `chosen` (by decision id), the other arm's choice is given rather than replayed, as a
-    learned model's recorded choice is, and only the decisions it names are judged; the rest
-    only inform what is known."""
+    learned model's recorded choice is, and only the decisions it names are judged (the rest
+    only inform what is known); pull is not estimated then, as nobody asked."""
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
     rules_other = replace(rules, formula=formula.recorded)
@@ -391,16 +391,19 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         differs[_how(mine, other)] += 1
         measured = outlook(mine, d, agents, rules, correct=True)
         expected = outlook(mine, d, agents, rules, correct=False)
-        replays.append(Replay(d.decision_id, mine, other, {
+        outlooks = {
             "recorded": measured,
             "other": corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
                                agree=other.agent_id == mine.agent_id),
-            PULL: corrected(outlook(Choice(None), d, agents, rules, correct=False), expected, measured,
-                            agree=mine.agent_id is None),
-        }))
+        }
+        if chosen is None:
+            outlooks[PULL] = corrected(outlook(Choice(None), d, agents, rules, correct=False), expected,
+                                       measured, agree=mine.agent_id is None)
+        replays.append(Replay(d.decision_id, mine, other, outlooks))
     names = tuple(formulas_seen)
-    estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in (
-        ("recorded", ", ".join(names) or "-"), ("other", formula.recorded), (PULL, PULL)))
+    arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
+        ((PULL, PULL),) if chosen is None else ())
+    estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in arms)
     return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
                   recorded_formulas=names)
 
