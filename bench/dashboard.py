@@ -5,7 +5,8 @@ The store is bench/suggestions.py's day of decisions (50 boards x 4 stages, five
 decision), built by its own `seed`, with the holds it chose settled as a day of holds would
 be: most claimed, some claimed by another agent after the hold, some expired. The rows go in by
 INSERT or COPY beside the ORM, so the rollups' triggers (migration 0014) mark every hour stale
-as any writer would; the first `actions.do_roll_up` then works the rollups out (`rollup_s`).
+as any writer would; the first `actions.do_roll_up` then works the rollups out (`rollup_s`),
+and every board's what-if is worked out ahead (`what_if_s`), so the dashboard shows its rows.
 Each page is rendered for the last hour, day and week half an hour before the log's end (so
 each range ends mid-hour, its live half hour read from the decisions), three times each after
 one warm-up; the median counts. The agent is the one considered most often.
@@ -19,7 +20,10 @@ Goals: under 300 ms a page for the slowest range at 100,000 decisions on both st
 
 Run: .venv/bin/python bench/dashboard.py [decisions] [--1m]
 The last line: dashboard_ms and agent_page_ms, the slowest over both stores and every range at
-`decisions`, then each store's slowest range, and the 1,000,000 run's when asked for.
+`decisions`, then each store's slowest range, and the 1,000,000 run's when asked for. Each
+store's own lines add what the what-if worked out ahead costs: every board's run (`what_if_s`),
+the check each sweep makes once none is due (`what_if_check_ms`), and what its rows add to the
+day's page (`what_if_page_ms`: the page with them and without, read in turn five times).
 """
 from __future__ import annotations
 
@@ -76,6 +80,19 @@ def timed(render) -> float:
     return statistics.median(times)
 
 
+def paired(render, rows, rounds: int = 5) -> tuple[float, float]:
+    """The page's median time with the what-if's rows and without them, the two read in turn
+    `rounds` times in this process, so the machine's load weighs on both alike."""
+    kept = list(rows.objects.all())
+    with_rows, without = [], []
+    for _ in range(rounds):
+        with_rows.append(timed(render))
+        rows.objects.all().delete()
+        without.append(timed(render))
+        rows.objects.bulk_create(kept)
+    return statistics.median(with_rows), statistics.median(without)
+
+
 def one_store(decisions: int) -> None:
     """One store's run, in this process: seed, roll up, render; its last line is its figures."""
     from suggestions import NOW, remember_a_registry, seed
@@ -91,9 +108,13 @@ def one_store(decisions: int) -> None:
     from django.test import RequestFactory
 
     # Imported here, after django.setup() in this process: the project's modules load models.
+    from django.conf import settings
+
+    from common.config import rules_from
     from records.console import pages
-    from records.models import BoardHour, Candidate
+    from records.models import BoardHour, BoardWhatIf, Candidate
     from records.store import actions
+    from records.store.actions import what_if
 
     now = NOW - BEFORE_THE_END
     try:
@@ -115,6 +136,23 @@ def one_store(decisions: int) -> None:
             cursor.execute("ANALYZE")
         print(f"rolled_up_board_hours={hours} board_hour_rows={BoardHour.objects.count()} "
               f"rollup_s={rollup_s:.1f}", flush=True)
+        # Every board's what-if worked out ahead, one run a board as the sweeps send them, so
+        # the pages read its rows. None of this log's decisions is replayable (its candidates'
+        # records leave nobody eligible to hold for, or no choice to make), so this times the
+        # read and the replay's skeleton; bench/what_if_ahead.py prices the replay itself.
+        started, worked = time.perf_counter(), 0
+        rules = rules_from(settings.SUPERDISPATCH)
+        while actions.do_what_if_ahead(now, rules).done:
+            worked += 1
+        what_if_s = time.perf_counter() - started
+        checks = []
+        for _ in range(5):  # what each sweep's listener asks once every board is worked out
+            started = time.perf_counter()
+            assert not what_if.wanted(now)
+            checks.append((time.perf_counter() - started) * 1000)
+        print(f"what_if_boards={worked} what_if_rows={BoardWhatIf.objects.count()} "
+              f"what_if_s={what_if_s:.1f} what_if_check_ms={statistics.median(checks):.1f}",
+              flush=True)
 
         user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
         factory = RequestFactory()
@@ -142,11 +180,16 @@ def one_store(decisions: int) -> None:
             slowest["agent"] = max(slowest["agent"], agent_ms)
             print(f"range={name} dashboard_ms={dashboard_ms:.0f} agent_page_ms={agent_ms:.0f} "
                   f"dashboard_kb={size / 1024:.0f}", flush=True)
+            if name == "day":
+                what_if_ms = paired(dashboard, BoardWhatIf)
+        print(f"day: dashboard_ms with the what-if rows {what_if_ms[0]:.0f}, without "
+              f"{what_if_ms[1]:.0f} (paired)", flush=True)
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
     print(f"dashboard_ms={slowest['dashboard']:.0f} agent_page_ms={slowest['agent']:.0f} "
-          f"rollup_s={rollup_s:.1f}")
+          f"rollup_s={rollup_s:.1f} what_if_s={what_if_s:.1f} what_if_check_ms={statistics.median(checks):.1f} "
+          f"what_if_page_ms={what_if_ms[0] - what_if_ms[1]:.0f}")
 
 
 def run_store(kind: str, decisions: int) -> dict[str, str]:
@@ -192,6 +235,7 @@ def main() -> None:
         "agent_page_ms": max(int(sqlite["agent_page_ms"]), int(pg["agent_page_ms"])),
         "dashboard_ms_sqlite": sqlite["dashboard_ms"], "dashboard_ms_pg": pg["dashboard_ms"],
         "agent_page_ms_sqlite": sqlite["agent_page_ms"], "agent_page_ms_pg": pg["agent_page_ms"],
+        "what_if_page_ms_sqlite": sqlite["what_if_page_ms"], "what_if_page_ms_pg": pg["what_if_page_ms"],
     }
     if million:
         big = run_store("postgres", MILLION)

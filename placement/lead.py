@@ -2,7 +2,7 @@
 
 The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
 
-    expected = claim + run + (1 - success) x retry
+    expected = show x (claim + run + queue + (1 - success) x retry) + (1 - show) x (hold + retry)
 
 - `claim`: how soon it claims a card held for it, the median of its own settled holds' times
   to claim (our hold log), else of its claims by pull of cards nobody held, else the fleet's
@@ -12,7 +12,13 @@ The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent h
 - `success`: its outcome rate at the stage (SuperWitness's runs, smoothed toward one half), leaning
   on the candidates' pooled rate until it has `RATE_PRIOR` runs of its own;
 - `retry`: what a failure costs, the card coming back and being placed again: the quickest
-  agent's (claim + run) / success.
+  agent's (claim + run) / success;
+- `queue`: what its run costs the cards behind it: its run's seconds beyond those of pull's
+  winner, times the share of the card's fleet busy now (a longer run keeps the agent from the
+  next card, and the busier the fleet, the likelier one is waiting); less, for a shorter run;
+- `show`: how often it claims a card held for it, its settled holds on the board leaning on
+  `SHOW_PRIOR` holds' worth of `SHOW_TYPICAL`; a hold it ignores costs the hold's length and
+  then a placement again (`retry`). Pull's race has no hold to ignore.
 
 Pull lets every idle candidate race: each claims at its next poll, taken here as uniform
 over twice its claim time (a poll interval), so pull's claim is the first of those polls and
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .facts import Timing
@@ -46,6 +52,8 @@ STEP_ASIDE_SHARE = 0.02  # a hold must be expected this much sooner than pull, o
 SUCCESS_EDGE = 0.1  # ... or this much likelier to succeed than pull's winner, and no later than pull
 HOLD_MARGIN = 1.5  # a hold lasts its agent's p95 time to claim times this ...
 HOLD_PAD_S = 5.0  # ... plus this
+SHOW_TYPICAL = 0.95  # a new agent is taken to claim this share of the cards held for it ...
+SHOW_PRIOR = 5  # ... with this many holds' worth of weight
 RACE_STEPS = 64  # the race's integral, worked out over this many slices
 
 
@@ -61,11 +69,15 @@ class LeadTerms(NamedTuple):
     success: float
     retry_s: float
     expected_s: float
+    show: float = 1.0
+    hold_s: float = 0.0
+    queue_s: float = 0.0
 
     def to_record(self) -> dict[str, Any]:
         record = ScoreTerms(self.stage_record, self.success_rate, self.since_last_dispatch_s).to_record()
         record.update({"claimS": round(self.claim_s, 2), "runS": round(self.run_s, 2),
                        "success": round(self.success, 4), "retryS": round(self.retry_s, 2),
+                       "show": round(self.show, 4), "holdS": round(self.hold_s, 1), "queueS": round(self.queue_s, 2),
                        "expectedS": round(self.expected_s, 2)})
         return record
 
@@ -80,6 +92,19 @@ class Evidence:
     claim_default: float
     run_default: float
     retry: float
+    shows: Mapping[str, float] = field(default_factory=dict)  # share of its holds it claims
+    holds: Mapping[str, float] = field(default_factory=dict)  # seconds a hold for it would last
+    busy: float = 0.0  # the share of the card's fleet busy now
+    pull_run: float = 0.0  # the run of pull's winner, weighed by each racer's chance to win
+
+    def show(self, agent_id: str) -> float:
+        return self.shows.get(agent_id, 1.0)
+
+    def hold(self, agent_id: str) -> float:
+        return self.holds.get(agent_id, 0.0)
+
+    def queue(self, agent_id: str) -> float:
+        return (self.run(agent_id) - self.pull_run) * self.busy
 
     def claim(self, agent_id: str) -> float:
         return max(self.claims.get(agent_id, self.claim_default), MIN_CLAIM_S)
@@ -114,6 +139,22 @@ def evidence(timing: Timing, rates: Mapping[str, float], weights: Mapping[str, f
     return Evidence(claims, runs, rates, claim_default, run_default, retry)
 
 
+def show_rate(claimed: int, settled: int) -> float:
+    """The share of its holds an agent is taken to claim, from its settled holds on the board,
+    leaning on `SHOW_PRIOR` holds' worth of `SHOW_TYPICAL`: a new agent is not a no-show."""
+    return (claimed + SHOW_PRIOR * SHOW_TYPICAL) / (settled + SHOW_PRIOR)
+
+
+def with_holds(ev: Evidence, settled: Mapping[str, tuple[int, int]], holds: Mapping[str, float],
+               busy: float = 0.0) -> Evidence:
+    """The evidence, with each held agent's show rate (`show_rate`) and its hold's length, the
+    share of the fleet busy, and pull's winner's run among the agents held for."""
+    shows = {agent_id: show_rate(*settled.get(agent_id, (0, 0))) for agent_id in holds}
+    racing = race(sorted(holds), ev)
+    pull_run = sum(share * ev.run(a) for a, share in racing.shares.items())
+    return replace(ev, shows=shows, holds=holds, busy=busy, pull_run=pull_run)
+
+
 def known(agent_id: str, timing: Timing) -> bool:
     """Whether the agent's time to claim and run time are its own, not the fleet's."""
     return ((agent_id in timing.claim_latency_s or agent_id in timing.pull_claim_s)
@@ -126,9 +167,12 @@ def _median(values: Iterable[float]) -> float:
 
 
 def expected(agent_id: str, ev: Evidence) -> tuple[float, float, float, float]:
-    """(claim, run, success, expected seconds to a success) for a hold for this agent now."""
-    claim, run, success = ev.claim(agent_id), ev.run(agent_id), ev.rate(agent_id)
-    return claim, run, success, claim + run + (1 - success) * ev.retry
+    """(claim, run, success, expected seconds to a success) for a hold for this agent now: if it
+    claims, its claim, run and a retry's cost should it fail; if it ignores the hold, the hold's
+    length and a placement again."""
+    claim, run, success, show = ev.claim(agent_id), ev.run(agent_id), ev.rate(agent_id), ev.show(agent_id)
+    shown = claim + run + ev.queue(agent_id) + (1 - success) * ev.retry
+    return claim, run, success, show * shown + (1 - show) * (ev.hold(agent_id) + ev.retry)
 
 
 class Race(NamedTuple):

@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
-from records.store.signals import board_changed
+from records.store.signals import board_changed, sweep_finished
 
 
 class SuperDispatchConfig(AppConfig):
@@ -17,4 +17,5 @@ class SuperDispatchConfig(AppConfig):
         from superdispatch import celery, schedule  # noqa: F401
 
         board_changed.connect(schedule.on_board_changed, dispatch_uid="superdispatch.board_changed")
+        sweep_finished.connect(schedule.on_sweep_finished, dispatch_uid="superdispatch.what_if")
         post_migrate.connect(schedule.on_migrate, sender=self)

@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from celery.signals import beat_init
 from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
+from common.times import iso
 from records.store import actions
-from superdispatch.tasks import board_changed_task
+from records.store.actions import what_if
+from superdispatch.tasks import board_changed_task, what_if_ahead_task
 
 log = logging.getLogger("superdispatch.loop")
 SWEEP_TASK_NAME = "superdispatch sweep"
@@ -70,6 +73,17 @@ def _on_beat_init(**kwargs) -> None:
     ensure_sweep_schedule()
     ensure_prune_deliveries_schedule()
     ensure_housekeeping_schedule()
+
+
+def on_sweep_finished(sender, now: datetime, **kwargs) -> None:
+    """After a sweep: with a board's what-if due (or a quiet board's to forget), a task works it
+    out for the dashboard, beside the sweeps rather than in one. It expires after an interval
+    like a sweep, so a worker that falls behind never runs a queue of them; the next sweep
+    sends one again. The boards come from the rollups, brought up to date first (records' own
+    listener then finds nothing stale)."""
+    actions.do_roll_up(now)
+    if what_if.wanted(now):
+        what_if_ahead_task.apply_async((iso(now),), expires=settings.SUPERDISPATCH.sweep_seconds)
 
 
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:

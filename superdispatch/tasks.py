@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from access.actions import last_actor
 from access.audit import SERVICE
+from common.config import rules_from
+from common.times import parse_time
 from learning import store as learning_store
 from records.models import Board, RelayDelivery, RelayOutcome
 from records.store import actions, retention
@@ -220,6 +222,17 @@ def prune_task() -> None:
 def _count_pruned(candidates: int, decisions: int) -> None:
     metrics.pruned("candidate", candidates)
     metrics.pruned("decision", decisions)
+
+
+@shared_task(name="superdispatch.what_if_ahead", ignore_result=True)
+def what_if_ahead_task(swept_at: str) -> None:
+    """The dashboard's what-if of the board due first, worked out after the sweep that ended at
+    `swept_at` (records/store/actions/what_if.py), under the formula the settings configure."""
+    ahead = actions.do_what_if_ahead(parse_time(swept_at), rules_from(settings.SUPERDISPATCH))
+    for board_id, error in ahead.failed.items():
+        log.error("what-if: board %s could not be replayed (%s); passed over", board_id, error)
+    if ahead.done:
+        log.info("what-if: worked out ahead for %s", ", ".join(ahead.done))
 
 
 @shared_task(name="superdispatch.deliver_outbox", ignore_result=True)

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from common.scopes import READ, SCOPES
 from records.api import query
-from records.console import charts
+from records.console import charts, what_if
 from records.store import agents, dashboard
 from records.store.dashboard import DEFAULT_RANGE, RANGES, Range
 
@@ -91,6 +91,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
     for row in lapses:
         row["url"] = agent_url(row["agent"])
     advice = dashboard.open_advice()
+    helping = dashboard.helping(span)
     context = {
         **_context(request, "Dashboard", rng),
         "now": now,
@@ -103,7 +104,8 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         "no_show_chart": charts.hbars([(r["agent"], r["no_shows"]) for r in lapses]),
         "reading": dashboard.reading(now),
         "advice": advice,
-        "helping": dashboard.helping(span),
+        "helping": helping,
+        "what_if": what_if.table(dashboard.what_if([h["board"] for h in helping])),
         "suggestion_list": reverse("admin:records_suggestion_changelist"),
     }
     for s in advice["newest"]:

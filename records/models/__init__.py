@@ -20,6 +20,7 @@ from records.models.suggestions import (
 from records.models.rollups import AgentHour, BoardHour, StaleHour
 from records.models.sweeps import LoopState, RegistryRead, SweepShard
 from records.models.tallies import HoldTally
+from records.models.what_if import BoardWhatIf
 
 __all__ = [
     "Board",
@@ -27,6 +28,7 @@ __all__ = [
     "OUTCOMES", "REASONS", "SETTLED_HOLDS", "TIERS",
     "HoldTally",
     "AgentHour", "BoardHour", "StaleHour",
+    "BoardWhatIf",
     "JSONText",
     "LoopState", "RegistryRead", "SweepShard",
     "OutboxEvent",

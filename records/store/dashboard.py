@@ -12,7 +12,10 @@ from datetime import datetime, timedelta, timezone
 
 from django.db.models import Count, Q, Sum
 
-from records.models import OUTCOMES, AgentHour, Board, BoardHour, Decision, LoopState, Suggestion
+from placement.what_if import MIN_DECISIONS
+from records.models import (
+    OUTCOMES, AgentHour, Board, BoardHour, BoardWhatIf, Decision, LoopState, Suggestion,
+)
 from records.store import actions, rollups
 from records.store.rollups import (
     AGENT_SUMS, BANDS, BOARD_KEYS, BOARD_SUMS, HOLD_TO_CLAIM_BANDS, HOUR,
@@ -242,6 +245,61 @@ def helping(span: Span) -> list[dict]:
                     "pulled_ready": _duration(r["pulled_us"] / r["pulled_n"]
                                               if r["pulled_n"] else None)})
     return out
+
+
+WHAT_IF_FIELDS = ("board_id", "arm", "formula", "estimator", "decisions", "replayed", "enough",
+                  "not_replayed", "success", "success_low", "success_high", "lead_s", "lead_low_s",
+                  "lead_high_s")
+
+
+def what_if(boards: list[str]) -> list[dict]:
+    """Per board among `boards`, its what-if as last worked out ahead (records.models.BoardWhatIf):
+    the measured figures, each other formula's and pull's, and when and over which window it
+    was worked out. Read from the rows alone, nothing replayed here; the times once a board
+    (a board's rows share them), as SQLite's times are slow to read."""
+    shown = set(boards)
+    times = {board: (since, until, at) for board, since, until, at in
+             BoardWhatIf.objects.filter(position=0).values_list("board_id", "since", "until",
+                                                                "computed_at")
+             if board in shown}
+    out: dict[str, dict] = {}
+    for row in BoardWhatIf.objects.order_by("board_id", "position").values(*WHAT_IF_FIELDS):
+        board_id = row["board_id"]
+        if board_id not in times:
+            continue
+        board = out.get(board_id)
+        if board is None:
+            since, until, at = times[board_id]
+            board = out[board_id] = {"board": board_id, "computed_at": at, "since": since,
+                                     "until": until, "rows": []}
+        board["rows"].append(_what_if_row(row))
+    return list(out.values())
+
+
+def _what_if_row(row: dict) -> dict:
+    """A row's figures as a person reads them: success and lead with their intervals, unless
+    too few decisions were replayed to judge."""
+    out = {"arm": row["arm"], "formula": row["formula"], "estimator": row["estimator"],
+           "replayed": row["replayed"], "decisions": row["decisions"], "enough": row["enough"],
+           "why": row["not_replayed"], "needed": MIN_DECISIONS, "success": "—", "lead": "—"}
+    if row["enough"]:
+        out["success"] = _interval(row["success"], row["success_low"], row["success_high"], _percent)
+        out["lead"] = _interval(row["lead_s"], row["lead_low_s"], row["lead_high_s"],
+                                lambda s: _duration(s * 1e6))
+    return out
+
+
+def _interval(value, low, high, shown) -> str:
+    """A figure and its 95% interval as a person reads them; "—" where there is none."""
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return shown(value)
+    return f"{shown(value)} ({shown(low)} to {shown(high)})"
+
+
+def _percent(value: float) -> str:
+    return f"{value:.0%}"
 
 
 def bar_starts(since: datetime, until: datetime, step: timedelta) -> list[datetime]:

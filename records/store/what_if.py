@@ -7,6 +7,7 @@ of a look-back before the window too, so the window's first decisions are not ju
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,7 +16,7 @@ from placement import FilterResult, Rules, ScoreTerms, StageHistory
 from placement import formulas
 from placement.formulas import Formula
 from placement.replay import Considered, Recorded
-from placement.what_if import WhatIf, what_if
+from placement.what_if import PULL, Estimate, Interval, WhatIf, what_if
 from records.models import Board, Candidate, Decision
 
 LOOK_BACK = timedelta(hours=24)  # read before the window, for what was known at its start
@@ -62,6 +63,48 @@ def estimate(formula: Formula, rules: Rules, board_id: str | None = None, since:
     if since is None and decisions:
         since = decisions[0].at
     return what_if(decisions, formula, rules, since)
+
+
+def newest_since(board_id: str, since: datetime, until: datetime, most: int) -> datetime:
+    """Where a window of the board's decisions from `since` to `until` starts when it holds
+    `most` of them at most: the newest `most`."""
+    cut = (Decision.objects.filter(board_id=board_id, created_at__gte=since, created_at__lt=until)
+           .order_by("-created_at").values_list("created_at", flat=True)[most - 1:most])
+    return max([since, *cut])
+
+
+def each_formula(board_id: str, rules: Rules, since: datetime, until: datetime) -> list[dict[str, Any]]:
+    """One board's window replayed under every declared formula but the configured one, read
+    once: a row for the recorded formulas' measured figures, one for each of the others, and one
+    for pull, in that order (`records.models.BoardWhatIf`'s fields from `arm` on).
+
+    The measured and pull rows come from the replay that replayed the most decisions (the
+    configured formula's own when no other formula replays any), so they cover the same
+    decisions as that formula's row."""
+    decisions = recorded(board_id, since, until)
+    others = [f for f in formulas.every() if f is not rules.declared_formula]
+    answers = [what_if(decisions, f, rules, since) for f in others]
+    base = max(answers, key=lambda a: a.replayed, default=None)
+    if base is None or not base.replayed:
+        base = what_if(decisions, rules.declared_formula, rules, since)
+    by_arm = {e.arm: e for e in base.estimates}
+    return [_row(base, by_arm["recorded"]),
+            *(_row(a, next(e for e in a.estimates if e.arm == "other")) for a in answers),
+            _row(base, by_arm[PULL])]
+
+
+def _row(answer: WhatIf, estimate: Estimate) -> dict[str, Any]:
+    why = max(answer.not_replayed.items(), key=lambda item: item[1], default=("", 0))[0]
+    return {"arm": estimate.arm, "formula": estimate.formula[:200], "estimator": estimate.estimator,
+            "decisions": answer.decisions, "replayed": answer.replayed,
+            "observed": estimate.observed, "enough": answer.enough, "not_replayed": why[:200],
+            **_figures("success", estimate.success, ""), **_figures("lead", estimate.lead_mean_s, "_s")}
+
+
+def _figures(name: str, interval: Interval, unit: str) -> dict[str, float | None]:
+    """An interval's value and bounds as the row's columns; None where there is no figure."""
+    return {f"{name}{part}{unit}": value if math.isfinite(value) else None
+            for part, value in (("", interval.value), ("_low", interval.low), ("_high", interval.high))}
 
 
 def _filters(value: Any) -> tuple[FilterResult, ...]:

@@ -6,8 +6,8 @@ evidence is the board's own recent outlooks (what pull was expected to give agai
 hold, each decision by a formula that weighs pull records one), read with the window left
 out, so that a board whose window is short still says whether its fleet differs: each says
 whether the best hold would beat pull's race were every candidate busy only for its load idle
-too (`fleetDiffers`: sooner to a success, or likelier to succeed at no later time,
-`lead.steps_aside`), for a card that waits for an agent to free up is taken by whoever polls
+too (`fleetDiffers`: sooner to a success by `lead.STEP_ASIDE_SHARE`; a hold only likelier to
+succeed does not count, for the window costs every card of the board its wait), for a card that waits for an agent to free up is taken by whoever polls
 first unless the window keeps it for a hold:
 
 - a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, and the
@@ -49,8 +49,7 @@ def differs(outlooks: list[dict]) -> bool | None:
             beaten += bool(outlook["fleetDiffers"])
             continue
         pull = outlook.get("pullS", 0.0) - outlook.get("windowS", 0.0)
-        beaten += pull > 0 and not steps_aside(outlook.get("holdS", 0.0), pull,
-                                               outlook.get("holdSuccess", 0.0), outlook.get("pullSuccess", 0.0))
+        beaten += pull > 0 and not steps_aside(outlook.get("holdS", 0.0), pull)
     return beaten >= DIFFERS_SHARE * len(outlooks)
 
 

@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placement import PULL_AS_GOOD, Rules, decide, lead
-from placement.facts import Facts, Timing
+from dataclasses import replace
+
+from placement.facts import Facts, HoldLog, Timing
 from placement.formulas import PULL_AWARE
 from placement.lead import LeadTerms, evidence, hold_length, race
 from tests.support.placement import NOW, ago, card, roster_row, run, verdict
@@ -57,6 +59,47 @@ def test_it_steps_aside_where_the_fleet_does_not_differ_and_records_why():
     assert decided.chosen is None and decided.hold is None and decided.reason == PULL_AS_GOOD
     assert decided.record  # recorded, not a wait
     assert decided.to_record()["outlook"]["steppedAside"] is True
+
+
+def test_a_hold_its_agent_ignores_costs_the_hold_and_a_placement_again():
+    agents = {"agt_flaky": (10, 3.0, 60.0), "agt_sure": (4, 3.0, 60.0)}
+    trusted = _decided(_facts(agents, window_s=0))
+    assert trusted.chosen == "agt_flaky"  # likelier to succeed, and nothing says it ignores holds
+    flaky = replace(_facts(agents, window_s=0), holds=HoldLog(settled={"agt_flaky": (10, 30), "agt_sure": (30, 30)}))
+    decided = _decided(flaky)
+    terms = {c.agent_id: c.score.terms for c in decided.candidates}
+    assert terms["agt_flaky"].show == pytest.approx(lead.show_rate(10, 30))
+    assert terms["agt_flaky"].expected_s > terms["agt_sure"].expected_s
+    assert decided.chosen != "agt_flaky"
+    record = decided.to_record()["candidates"][0]["score"]["terms"]
+    assert {"show", "holdS"} <= set(record)
+
+
+def test_a_longer_run_costs_the_cards_behind_it_where_the_fleet_is_busy():
+    agents = {"agt_quick": (6, 1.0, 45.0), "agt_sure": (10, 4.0, 90.0),
+              "agt_cal": (6, 1.0, 45.0), "agt_dee": (6, 1.0, 45.0)}
+    quiet = _decided(_facts(agents, window_s=0))
+    busy = _decided(_facts(agents, window_s=0, busy=("agt_cal", "agt_dee")))
+    terms = {c.agent_id: c.score.terms for c in busy.candidates if c.score is not None}
+    assert set(terms) == {"agt_quick", "agt_sure"}
+    # half the fleet busy: the sure agent's longer run costs the cards behind it, the quick one's saves
+    assert terms["agt_sure"].queue_s > 0 > terms["agt_quick"].queue_s
+    quiet_terms = {c.agent_id: c.score.terms for c in quiet.candidates if c.score is not None}
+    assert all(t.queue_s == 0 for t in quiet_terms.values())  # nobody busy: no queue to pay
+
+
+def test_the_queue_term_is_the_extra_run_over_pulls_winner_times_the_share_busy():
+    timing = Timing(claim_latency_s={"agt_a": 1.0, "agt_b": 4.0}, run_s={"agt_a": (45.0,) * 40, "agt_b": (90.0,) * 40})
+    ev = lead.with_holds(evidence(timing, {"agt_a": 0.6, "agt_b": 0.95}), {}, {"agt_a": 30, "agt_b": 30}, busy=0.5)
+    shares = race(["agt_a", "agt_b"], ev).shares
+    pulls_run = shares["agt_a"] * ev.run("agt_a") + shares["agt_b"] * ev.run("agt_b")
+    assert ev.queue("agt_b") == pytest.approx((ev.run("agt_b") - pulls_run) * 0.5)
+    assert shares["agt_a"] > 0.5 and ev.queue("agt_b") > 0
+
+
+def test_a_new_agent_is_not_taken_for_a_no_show():
+    assert lead.show_rate(0, 0) == pytest.approx(lead.SHOW_TYPICAL)
+    assert lead.show_rate(20, 30) < lead.show_rate(30, 30) < 1
 
 
 def test_the_rest_of_the_window_counts_against_pull():
@@ -146,7 +189,9 @@ def test_properties_of_its_decisions(agents, window, ready_ago, p95, low):
     for c in ranked:
         t = c.score.terms
         assert isinstance(t, LeadTerms)
-        assert t.expected_s == pytest.approx(t.claim_s + t.run_s + (1 - t.success) * t.retry_s)
+        shown = t.claim_s + t.run_s + t.queue_s + (1 - t.success) * t.retry_s
+        assert t.expected_s == pytest.approx(t.show * shown + (1 - t.show) * (t.hold_s + t.retry_s))
+        assert 0 < t.show < 1 and t.hold_s > 0
     if decided.chosen is not None:
         assert decided.chosen == ranked[0].agent_id
 
@@ -196,3 +241,15 @@ def test_the_outlook_says_whether_the_whole_fleet_differs_busy_candidates_counte
     assert _decided(differing).outlook.fleet_differs is True
     alike = _facts({"agt_ada": (8, 5.0, 60.0), "agt_bob": (8, 5.0, 60.0)}, window_s=0, busy=("agt_bob",))
     assert _decided(alike).outlook.fleet_differs is False
+
+
+def test_a_fleet_differs_for_the_window_only_where_a_hold_is_sooner_not_just_likelier():
+    # the sure agent's hold is likelier to succeed, and no later than pull, so the card is held
+    # for it; but it is not sooner by the share needed, so no window is worth every card's wait
+    agents = {"agt_quick": (6, 1.0, 45.0), "agt_sure": (10, 4.5, 60.0)}
+    decided = _decided(_facts(agents, window_s=0))
+    outlook = decided.outlook
+    assert decided.chosen == "agt_sure" and not outlook.stepped_aside
+    assert outlook.hold_success >= outlook.pull_success + lead.SUCCESS_EDGE
+    assert outlook.hold_s * (1 + lead.STEP_ASIDE_SHARE) >= outlook.pull_s
+    assert outlook.fleet_differs is False

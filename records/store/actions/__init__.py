@@ -5,9 +5,10 @@ a person or a script asks for take `by`, who asked (access.audit.Actor: a token'
 user, a command's OS user; the loop itself when not given), and record the change in the
 audit trail in their own transaction.
 
-One module a domain: boards, decisions, sweeps, the relay, retention, rollups, suggestions. Callers
-name them all from here (`actions.do_opt_in`); how rows are put in a table fast is the
-store's, beside its prepared statements (records/store/inserts.py, commits.py, prepared.py).
+One module a domain: boards, decisions, sweeps, the relay, retention, rollups, suggestions, the
+dashboard's what-if. Callers name them all from here (`actions.do_opt_in`); how rows are put in
+a table fast is the store's, beside its prepared statements (records/store/inserts.py,
+commits.py, prepared.py).
 """
 from records.store.actions.boards import (
     CHANGE_PENDING_AT_MOST, do_note_read, do_note_window, do_opt_in, do_opt_out,
@@ -30,6 +31,7 @@ from records.store.actions.sweeps import (
     do_close_sweep, do_finish_shard, do_forget_sweeps, do_note_no_policy, do_note_sweep,
     do_remember_registry, do_start_sweep,
 )
+from records.store.actions.what_if import do_what_if_ahead
 
 __all__ = [
     "CHANGE_PENDING_AT_MOST", "do_note_read", "do_note_window", "do_opt_in", "do_opt_out",
@@ -43,4 +45,5 @@ __all__ = [
     "SUGGESTION_WRITTEN", "SyncSummary", "do_dismiss_suggestion", "do_sync_suggestions",
     "do_close_sweep", "do_finish_shard", "do_forget_sweeps", "do_note_no_policy",
     "do_note_sweep", "do_remember_registry", "do_start_sweep",
+    "do_what_if_ahead",
 ]

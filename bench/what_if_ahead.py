@@ -1,0 +1,179 @@
+"""What the dashboard's what-if costs to work out ahead: every board's week of decisions
+replayed under each formula but the configured one (`records.store.actions.do_what_if_ahead`),
+on decisions the replay can replay.
+
+The store is `boards` boards (50 by default) with `decisions` decisions between them (100,000 by
+default), spread over the week before the moment worked out at and the day before it (the
+look-back the replay reads for what was known at the window's start). Each decision is a
+winner hold for the best of four of a board's six agents by stage record, with every
+candidate's filters, score terms and stage record as the loop records them; most holds are
+claimed by their agent and run to a success or a failure, some are claimed by another agent,
+some expire. The decisions go in through the ORM; the roll-up the sweep runs first is timed on
+its own. Then the runs the sweeps send (one board a run, its newest `MOST_DECISIONS` of the
+week) work every board out, each timed, wall and this process's CPU; and the page's read of
+the rows (the dashboard's `what_if`) is timed.
+
+Run: .venv/bin/python bench/what_if_ahead.py [decisions] [--boards N]  (DATABASE_URL for
+PostgreSQL; SQLite, the embedded default, without it)
+The last line: what_if_board_ms (a run, the median board), what_if_board_ms_max,
+what_if_board_cpu_ms (its CPU, the median board), what_if_s (every board, one after another),
+what_if_read_ms (the page's read of every board's rows), what_if_check_ms (each sweep's look for
+a board due, with none due).
+"""
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+
+sys.path.insert(0, ROOT)
+
+BENCH_DB = "superdispatch_bench_what_if"
+NOW = datetime(2026, 11, 14, 10, 0, tzinfo=timezone.utc)
+AGENTS = 6  # a board's fleet
+IN_SET = 4  # candidates a decision considers
+SEED = 35
+
+
+def seed(decisions: int, boards: int) -> None:
+    """The decisions, oldest first on each board, written in batches."""
+    from placement.filtering import Tag, tables
+    from records.models import Board, Candidate, Decision
+
+    rng = random.Random(SEED)
+    span = (timedelta(days=8) - timedelta(minutes=1)).total_seconds()
+    verdicts = [{"filter": f.name, "passed": True} for f in tables().in_order
+                if Tag.STATION not in f.tags]  # every filter passed, as the loop records it
+    Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
+                                     updated_at=NOW) for b in range(boards)])
+    skill = {(b, a): 0.45 + 0.5 * rng.random() for b in range(boards) for a in range(AGENTS)}
+    batch_d, batch_c = [], []
+    for n in range(decisions):
+        b = n % boards
+        made = NOW - timedelta(days=8) + timedelta(seconds=span * (n // boards) / (decisions // boards))
+        agents = rng.sample(range(AGENTS), IN_SET)
+        agents.sort(key=lambda a: -skill[b, a])
+        chosen = f"agt_{b:03d}_{agents[0]}"
+        luck = rng.random()
+        claimed_after = rng.uniform(2, 40)
+        run_s = rng.uniform(60, 300)
+        row = {"outcome_status": "expired", "outcome_at": made + timedelta(seconds=60)}
+        if luck < 0.75:
+            row = {"outcome_status": "claimed", "outcome_by": chosen,
+                   "outcome_at": made + timedelta(seconds=claimed_after),
+                   "run_status": "succeeded" if rng.random() < skill[b, agents[0]] else "failed",
+                   "run_ended_at": made + timedelta(seconds=claimed_after + run_s)}
+        elif luck < 0.85:
+            row = {"outcome_status": "claimed-by-other", "outcome_by": f"agt_{b:03d}_{agents[1]}",
+                   "outcome_at": made + timedelta(seconds=claimed_after + 60)}
+        decision = Decision(
+            id=f"pld_{n:08x}", board_id=f"brd_{b:03d}", card_id=f"card_{n}", stage_key="review",
+            policy=_configured(), chosen=chosen, tier_name="winner", tier_step=1,
+            requires={"all": ["code-review"], "any": []}, ladder_ready_at=made, created_at=made,
+            reserved_until=made + timedelta(seconds=60), **row)
+        batch_d.append(decision)
+        for position, a in enumerate(agents):
+            rate = skill[b, a]
+            record = (rate + 0.5) / 2
+            batch_c.append(Candidate(
+                decision=decision, position=position, agent_id=f"agt_{b:03d}_{a}",
+                principal_id=f"prn_{b:03d}_{a}", source="roster", filters=verdicts,
+                score={"total": 4 - position, "terms": {"stageRecord": record, "successRate": 0.7,
+                                                        "sinceLastDispatchS": 100.0}},
+                stage_history={"runs": 10, "succeeded": round(10 * rate), "verdicts": 0,
+                               "passes": 0, "weight": 10.0, "outcomeRate": rate,
+                               "verdictRate": 0.5, "stageRecord": record},
+                in_set=True, eligible=True))
+        if len(batch_d) == 2000:
+            Decision.objects.bulk_create(batch_d)
+            Candidate.objects.bulk_create(batch_c)
+            batch_d, batch_c = [], []
+    Decision.objects.bulk_create(batch_d)
+    Candidate.objects.bulk_create(batch_c)
+
+
+def _configured() -> str:
+    from django.conf import settings
+
+    return settings.SUPERDISPATCH.formula
+
+
+def main() -> None:
+    boards = 50
+    if "--boards" in sys.argv:
+        at = sys.argv.index("--boards")
+        boards = int(sys.argv[at + 1])
+        del sys.argv[at:at + 2]
+    decisions = count_arg(100_000)
+    _, kind = offline_store("what_if_ahead", BENCH_DB)
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connection
+
+    from common.config import rules_from
+    from records.models import BoardWhatIf
+    from records.store import actions, dashboard
+    from records.store.actions import what_if
+
+    try:
+        call_command("migrate", verbosity=0)
+        started = time.perf_counter()
+        seed(decisions, boards)
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+        print(f"database={kind} decisions={decisions} boards={boards} "
+              f"seed_s={time.perf_counter() - started:.1f}", flush=True)
+        started = time.perf_counter()
+        actions.do_roll_up(NOW)
+        print(f"rollup_s={time.perf_counter() - started:.1f}", flush=True)
+        rules = rules_from(settings.SUPERDISPATCH)
+        boards_ms, boards_cpu_ms, replayed = [], [], 0
+        started = time.perf_counter()
+        while True:  # one run a sweep, as the sweeps send them, until no board is due
+            began, cpu = time.perf_counter(), time.process_time()
+            done = actions.do_what_if_ahead(NOW, rules).done
+            if not done:
+                break
+            boards_ms.append((time.perf_counter() - began) * 1000)
+            boards_cpu_ms.append((time.process_time() - cpu) * 1000)
+            replayed += BoardWhatIf.objects.get(board_id=done[0], arm="recorded").decisions
+        total_s = time.perf_counter() - started
+        rows = list(BoardWhatIf.objects.filter(board_id="brd_000").order_by("position"))
+        for r in rows:
+            print(f"    brd_000 {r.arm:8} {r.formula[:28]:28} replayed={r.replayed}/{r.decisions} "
+                  f"enough={r.enough} success={r.success} lead_s={r.lead_s}", flush=True)
+        shown = [f"brd_{b:03d}" for b in range(boards)]
+        dashboard.what_if(shown)
+        reads = []
+        for _ in range(5):
+            began = time.perf_counter()
+            dashboard.what_if(shown)
+            reads.append((time.perf_counter() - began) * 1000)
+        checks = []
+        for _ in range(5):  # what each sweep's listener asks once every board is worked out
+            began = time.perf_counter()
+            assert not what_if.wanted(NOW)
+            checks.append((time.perf_counter() - began) * 1000)
+        print(f"boards_worked_out={len(boards_ms)} decisions_in_their_windows={replayed} "
+              f"cpu_s={sum(boards_cpu_ms) / 1000:.1f} "
+              f"cpu_ms_a_decision={sum(boards_cpu_ms) / max(replayed, 1):.2f} "
+              f"load_average={os.getloadavg()[0]:.2f}", flush=True)
+    finally:
+        connection.close()
+        drop_database(kind, BENCH_DB)
+    print(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
+          f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
+          f"what_if_read_ms={statistics.median(reads):.1f} what_if_check_ms={statistics.median(checks):.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""The dashboard's "is it helping?": each board's what-if, worked out ahead in a task after a
+sweep (at most once an hour a board) and read from its rows, never replayed on the page."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.models import F
+from django.test.utils import CaptureQueriesContext
+
+from records.console import pages
+from records.models import BoardWhatIf, Decision
+from records.store import what_if
+from records.store.actions import what_if as ahead
+from records.store.signals import sweep_finished
+from superdispatch import schedule
+from tests.conftest import T0
+from tests.service.test_what_if import _decisions
+
+pytestmark = [pytest.mark.django_db, pytest.mark.storage]
+
+SWEPT = T0 + timedelta(hours=2)  # 40 decisions from T0, one a minute, an hour before
+
+
+@pytest.fixture
+def replays(monkeypatch):
+    """Every replay the store asks of `placement.what_if`, by formula."""
+    asked: list[str] = []
+    replay = what_if.what_if
+
+    def counted(decisions, formula, rules, since=None):
+        asked.append(formula.recorded)
+        return replay(decisions, formula, rules, since)
+
+    monkeypatch.setattr(what_if, "what_if", counted)
+    return asked
+
+
+@pytest.fixture(autouse=True)
+def sent(monkeypatch):
+    """The tasks the sweeps send, each run here and now as a worker would run it."""
+    tasks: list[tuple] = []
+
+    def run(args, expires=None):
+        tasks.append((args, expires))
+        schedule.what_if_ahead_task(*args)
+
+    monkeypatch.setattr(schedule.what_if_ahead_task, "apply_async", run)
+    return tasks
+
+
+def _sweep(now):
+    for _, result in sweep_finished.send_robust(None, now=now):
+        assert not isinstance(result, Exception), result
+
+
+def test_a_sweep_works_it_out_and_again_only_after_the_hour(replays, sent, settings):
+    _decisions(40)
+    _sweep(SWEPT)
+    # Each formula but the configured one, replayed once over the decisions read once.
+    assert replays == ["wait-for-better@3", "pull-aware@1"]
+    assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT}
+    # The sweep sent a task of its own, with the sweep's time, gone if no worker takes it
+    # within an interval.
+    assert sent == [(("2026-11-13T12:00:00.000Z",), settings.SUPERDISPATCH.sweep_seconds)]
+    _sweep(SWEPT + timedelta(minutes=59))
+    assert len(replays) == 2 and len(sent) == 1  # within the hour: the rows stand, no task sent
+    _sweep(SWEPT + timedelta(hours=1))
+    assert len(replays) == 4
+    assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT + timedelta(hours=1)}
+
+
+def test_the_rows_say_what_each_formula_would_have_made_of_the_window():
+    _decisions(40)
+    _sweep(SWEPT)
+    rows = list(BoardWhatIf.objects.order_by("position"))
+    assert [(r.arm, r.formula) for r in rows] == [
+        ("recorded", "idle-stage-success-lru@3"), ("other", "wait-for-better@3"),
+        ("other", "pull-aware@1"), ("pull", "pull")]
+    recorded, other, unreplayable, pull = rows
+    assert (recorded.decisions, recorded.replayed, recorded.enough) == (40, 38, True)
+    assert recorded.estimator == "measured" and recorded.success == pytest.approx(25 / 38)
+    assert recorded.success_low < recorded.success < recorded.success_high
+    assert other.replayed == 38 and other.enough and other.lead_s is not None
+    assert pull.estimator == "doubly-robust" and pull.observed == 38
+    # A formula the replay cannot replay says so, and is too thin to judge.
+    assert unreplayable.replayed == 0 and not unreplayable.enough and unreplayable.not_replayed
+    assert unreplayable.success is None
+    assert all((r.since, r.until) == (SWEPT - ahead.WINDOW, SWEPT) for r in rows)
+
+
+def test_nothing_due_sends_no_task(sent):
+    _sweep(SWEPT)  # no decision: no board
+    _decisions(3)
+    _sweep(SWEPT)
+    _sweep(SWEPT + timedelta(minutes=5))
+    assert len(sent) == 1
+
+
+def _worked_out() -> list[tuple[str, object]]:
+    return sorted(set(BoardWhatIf.objects.values_list("board_id", "computed_at")))
+
+
+def test_a_sweep_works_out_one_board_the_longest_waiting_first():
+    for board in ("brd_c", "brd_a", "brd_b"):
+        _decisions(3, board=board)
+    for minute in range(3):
+        _sweep(SWEPT + timedelta(minutes=minute))
+    assert _worked_out() == [("brd_a", SWEPT), ("brd_b", SWEPT + timedelta(minutes=1)),
+                             ("brd_c", SWEPT + timedelta(minutes=2))]
+    _sweep(SWEPT + timedelta(minutes=61))  # brd_b's hour is up, but brd_a has waited longer
+    assert _worked_out() == [("brd_a", SWEPT + timedelta(minutes=61)),
+                             ("brd_b", SWEPT + timedelta(minutes=1)),
+                             ("brd_c", SWEPT + timedelta(minutes=2))]
+
+
+def test_a_board_quiet_of_late_is_worked_out_by_the_next_run_another_sends(sent):
+    _decisions(3, board="brd_old")
+    _decisions(3, board="brd_new")
+    # brd_old's a day earlier: in the week, not in the last hours.
+    Decision.objects.filter(board_id="brd_old").update(
+        created_at=F("created_at") - timedelta(days=1), ladder_ready_at=F("ladder_ready_at") - timedelta(days=1),
+        reserved_until=F("reserved_until") - timedelta(days=1), outcome_at=F("outcome_at") - timedelta(days=1),
+        run_ended_at=F("run_ended_at") - timedelta(days=1))
+    _sweep(SWEPT)
+    _sweep(SWEPT + timedelta(minutes=1))  # nothing stale, no recent board without rows
+    assert _worked_out() == [("brd_new", SWEPT)] and len(sent) == 1
+    _sweep(SWEPT + timedelta(hours=1))  # brd_new's rows are due again: the run finds brd_old first
+    assert _worked_out() == [("brd_new", SWEPT), ("brd_old", SWEPT + timedelta(hours=1))]
+
+
+def test_a_board_whose_replay_fails_is_passed_over(monkeypatch, caplog):
+    _decisions(3, board="brd_a")
+    _decisions(3, board="brd_b")
+    each_formula = what_if.each_formula
+
+    def broken(board_id, *args):
+        if board_id == "brd_a":
+            raise ValueError("a record the replay cannot read")
+        return each_formula(board_id, *args)
+
+    monkeypatch.setattr(what_if, "each_formula", broken)
+    _sweep(SWEPT)
+    assert _worked_out() == [("brd_b", SWEPT)]
+    assert "what-if: board brd_a could not be replayed (ValueError); passed over" in caplog.text
+
+
+def test_a_busy_board_replays_its_newest_decisions_only(monkeypatch):
+    monkeypatch.setattr(ahead, "MOST_DECISIONS", 35)
+    _decisions(40)
+    _sweep(SWEPT)
+    row = BoardWhatIf.objects.get(arm="recorded")
+    # The newest 35 of the week: from card_5's, made five minutes after the first.
+    assert (row.decisions, row.since, row.until) == (35, T0 + timedelta(minutes=5), SWEPT)
+
+
+def test_a_board_gone_quiet_for_the_window_loses_its_rows():
+    _decisions(3)
+    _sweep(SWEPT)
+    assert BoardWhatIf.objects.exists()
+    _sweep(SWEPT + ahead.WINDOW + timedelta(hours=1))
+    assert not BoardWhatIf.objects.exists()
+
+
+@pytest.fixture
+def now(monkeypatch):
+    moment = SWEPT + timedelta(minutes=10)
+    monkeypatch.setattr(pages, "clock", lambda: moment)
+    return moment
+
+
+def _what_if_table(page: str) -> str:
+    start = page.index('id="sd-what-if"')
+    return page[start:page.index("</table>", start)]
+
+
+def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
+    _decisions(40)
+    _sweep(SWEPT)
+    page = staff.get("/admin/dashboard/", {"range": "day"}).content.decode()
+    table = _what_if_table(page)
+    # A column a formula: the measured, each other with the setting that chooses it, pull.
+    assert ("<th>board</th><th>as recorded<br><small>what was measured</small></th>"
+            "<th>wait-for-better@3<br><small><code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>"
+            "</small></th><th>pull-aware@1<br><small><code>SUPERDISPATCH_FORMULA=pull-aware@1"
+            "</code></small></th><th>pull: nobody held<br><small>opt the board out</small></th>"
+            "<th>worked out</th>") in table
+    # 25 of the 38 replayed runs succeeded.
+    assert ("<tr><td>brd_a</td><td>66% (51% to 81%)<br>96 s (74 s to 118 s)<br><small>"
+            "idle-stage-success-lru@3: 38 of 40 replayed, measured</small></td>") in table
+    assert "<small>38 of 40 replayed, doubly-robust</small>" in table
+    assert ('<span class="sd-quiet">too few decisions to judge</span><br><small>0 of 40 replayed, '
+            "30 needed: the step") in table
+    assert "<td><small>2026-11-13 12:00 UTC, over 2026-11-06 12:00 to 2026-11-13 12:00</small></td>" in table
+
+
+def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
+    _decisions(10)
+    _sweep(SWEPT)
+    table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
+    assert table.count("too few decisions to judge") == 4
+    assert "too few decisions to judge</span><br><small>8 of 10 replayed, 30 needed:" in table
+    assert "% (" not in table  # no figure is shown for a thin estimate
+
+
+def test_the_dashboard_before_any_is_worked_out_says_so(staff, now):
+    _decisions(3)
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert 'id="sd-what-if"' not in page
+    assert "No what-if worked out yet for these boards" in page
+
+
+def test_the_page_replays_nothing_and_reads_the_rows_in_two_queries(staff, now, monkeypatch):
+    _decisions(40)
+    with CaptureQueriesContext(connection) as before:
+        assert staff.get("/admin/dashboard/").status_code == 200
+    _sweep(SWEPT)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the dashboard replayed decisions")
+
+    monkeypatch.setattr(what_if, "what_if", refused)
+    monkeypatch.setattr(what_if, "recorded", refused)
+    with CaptureQueriesContext(connection) as after:
+        page = staff.get("/admin/dashboard/").content.decode()
+    assert "SUPERDISPATCH_FORMULA=wait-for-better@3" in page
+    assert len(after.captured_queries) <= len(before.captured_queries)
+    reads = [q["sql"] for q in after.captured_queries if "records_boardwhatif" in q["sql"]]
+    assert len(reads) == 2  # the boards' times, and the rows
+
+
+def test_what_the_rows_hold_is_escaped(staff, now):
+    _decisions(3)
+    _sweep(SWEPT)
+    BoardWhatIf.objects.filter(arm="other").update(formula="<b>x@1</b>", not_replayed="<script>y</script>")
+    BoardWhatIf.objects.filter(arm="recorded").update(formula="<i>z@1</i>")
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert "<b>x@1" not in page and "<script>y" not in page and "<i>z@1" not in page
+    assert "&lt;b&gt;x@1&lt;/b&gt;" in page and "&lt;script&gt;y&lt;/script&gt;" in page
+    assert "SUPERDISPATCH_FORMULA=&lt;b&gt;x@1&lt;/b&gt;" in page and "&lt;i&gt;z@1&lt;/i&gt;: " in page
+
+
+def test_a_viewer_without_permission_is_refused(client, django_user_model):
+    user = django_user_model.objects.create_user("nobody", password="pw-for-tests-1", is_staff=True)
+    client.force_login(user)
+    assert client.get("/admin/dashboard/").status_code == 403
