@@ -33,34 +33,44 @@ skill differs so at under 60% load (success +0.05 within 1.03x the lead), and on
 ends with `success_new=… lead_mean_new_s=… wait_p95_new_s=…` when the `new` arm ran.
 
 With `--what-if`, each seed's formula arm's store (its recorded decisions, as a deployment
-would have them) is replayed under every other arm the estimator knows, pull and each other
-declared formula (`placement/what_if.py`), and the estimate set beside what that arm measured
-on the same seed. The estimator's success is per decision at its stage, and its lead from the
-decision; the lab's are per finished run and from a card's arrival over every stage, so an
-estimate is carried onto the formula arm's own measured figure: success by the estimated
-difference from the recorded formula, lead by the estimated ratio to it. The tuned holds and
-learned routing are not estimated (the replay models neither another hold window nor a model),
-and say so. The last line gains `whatif_success_err_max` (the largest absolute success error),
-`whatif_lead_err_max_pct` (the largest lead error, in percent of the measured mean) and
-`whatif_coverage` (the share of (arm, metric) pairs whose estimate's 95% interval, widened by
-the measured mean's own over seeds in quadrature, holds the measured mean).
+would have them) is replayed under every other arm (`placement/what_if.py`): pull, each other
+declared formula, the tuned holds (the documented formula under the windows `tune-holds` picks
+from that store's own holds, each recorded hold re-read at that length) and learned routing
+(the formula wherever its gate cannot open: fewer decisions in its training third than the
+gate's rows; "not estimated" and why elsewhere). Each estimate is set beside what that arm
+measured on the same seed. The estimator's success is per decision at its stage, and its lead
+from the decision; the lab's are per finished run and from a card's arrival over every stage,
+so an estimate is carried onto the formula arm's own measured figure: success by the estimated
+difference from the recorded formula, lead by the estimated ratio to it. `skill err` is the
+same difference carried onto the formula's skill, against the arm's skill: the error without
+the luck of either arm's draws (not a goal). The last line gains `whatif_success_err_max` (the
+largest absolute success error), `whatif_lead_err_max_pct` (the largest lead error, in percent
+of the measured mean) and `whatif_coverage` (the share of (arm, metric) pairs whose estimate's
+95% interval, widened by the measured mean's own over seeds in quadrature, holds the measured
+mean). `--save FILE` keeps the runs' figures and the formula arm's stores; `--from FILE` reads
+them back instead of running the arms (the simulation is deterministic by seed, so they are
+the runs a new one would make), to re-read the what-if without the simulation's wall time.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
      [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
+     [--save FILE | --from FILE]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import datetime
 import functools
 import logging
 import math
 import os
+import pickle
 import statistics
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings_test")
@@ -80,7 +90,7 @@ from bench._arms import (  # noqa: E402  (sets Django up)
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
-from common.config import rules_from  # noqa: E402
+from common.config import Config, rules_from  # noqa: E402
 from placement.what_if import PULL, what_if  # noqa: E402
 from records.store import tuning, what_if as what_if_store  # noqa: E402
 from records.models import Decision  # noqa: E402
@@ -104,42 +114,122 @@ WHAT_IF = False  # --what-if: estimate the other arms from the formula arm's sto
 _estimates: dict[int, dict[str, dict[str, tuple[float, float]]]] = {}  # by seed, arm: figure's (value, half)
 
 
+@dataclasses.dataclass
+class FormulaStore:
+    """What the what-if reads of one seed's formula arm: its recorded decisions as a deployment
+    would have them, the settings it ran under, its settled holds and its measured figures."""
+
+    recorded: list
+    rules: object
+    holds: list
+    measured: dict[str, float]
+    learned_min_rows: int | None = None  # the gate's least rows, as the run was configured; None: the default
+    seconds: int | None = None  # the run's length
+
+
+_stores: dict[int, FormulaStore] = {}  # by seed
+
+
 def run_formula(scenario: Scenario, seconds: int) -> Run:
     """The default formula, under whatever `--set` says (FORMULA too)."""
     run = run_placed(scenario, seconds)
     _formula_holds[scenario.seed] = tuning.settled_holds()
     if WHAT_IF:
-        _estimates[scenario.seed] = estimate_arms(run)
+        cfg = run.world.loop.cfg
+        _stores[scenario.seed] = FormulaStore(what_if_store.recorded(None, None, None), rules_from(cfg),
+                                              _formula_holds[scenario.seed], figures(run),
+                                              cfg.learned_min_rows, seconds)
     return run
 
 
-def estimate_arms(run: Run) -> dict[str, dict[str, tuple[float, float]]]:
-    """Each arm the estimator knows, from this formula run's recorded decisions: its success and
+def estimate_arms(store: FormulaStore) -> dict[str, dict[str, tuple[float, float]]]:
+    """Each arm the estimator knows, from one formula run's recorded decisions: its success and
     mean lead as (value, 95% half-width), carried onto the run's own measured figures."""
-    rules = rules_from(run.world.loop.cfg)
-    recorded = what_if_store.recorded(None, None, None)
-    measured = figures(run)
+    rules, recorded, measured = store.rules, store.recorded, store.measured
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for formula in formulas.every():
         if formula is formulas.DEFAULT:
             continue
         answer = what_if(recorded, formula, rules)
         arms = {e.arm: e for e in answer.estimates}
-        out[formula.label] = _carried(arms["other"], arms["recorded"], measured)
-        out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured))
+        share = reach(recorded, {r.decision_id for r in answer.replays})
+        out[formula.label] = _carried(arms["other"], arms["recorded"], measured, share)
+        out.setdefault("pull", _carried(arms[PULL], arms["recorded"], measured, share))
         out.setdefault("_replayed", {"decisions": (float(answer.replayed), float(answer.enough))})
+    # The tuned holds: the documented formula again, its holds as `tune-holds` picks them from
+    # this run's own settled holds (as the tuned arm picks them).
+    winner, runner = tuning.recommend_both(store.holds)
+    tuned = dataclasses.replace(rules, reservation_seconds=winner.window_s or 60,
+                                runner_up_seconds=runner.window_s or 30)
+    answer = what_if(recorded, formulas.DEFAULT, rules, other_rules=tuned)
+    arms = {e.arm: e for e in answer.estimates}
+    share = reach(recorded, {r.decision_id for r in answer.replays})
+    out["tuned"] = _carried(arms["other"], arms["recorded"], measured, share)
+    gate = learned_gate(store)
+    if gate is not None:
+        out["_learned"] = {"why": gate}
+    else:
+        out["learned"] = _carried(arms["recorded"], arms["recorded"], measured, share)
     return out
 
 
-def _carried(arm, recorded, measured: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """The estimate carried onto the measured formula: success by its difference from the
-    recorded formula's estimate, lead by its ratio to it."""
-    success_half = (arm.success.high - arm.success.low) / 2
-    base_lead = recorded.lead_mean_s.value
-    ratio = arm.lead_mean_s.value / base_lead if base_lead and math.isfinite(base_lead) else math.nan
-    lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 / base_lead if not math.isnan(ratio) else math.nan
-    return {"success": (measured["success"] + arm.success.value - recorded.success.value, success_half),
-            "lead_mean_s": (measured["lead_mean_s"] * ratio, measured["lead_mean_s"] * lead_half)}
+def learned_gate(store: FormulaStore) -> str | None:
+    """Why the learned arm is not estimated, or None where it places as the formula throughout.
+    Its first third is the formula's own run, decision for decision; its model trains on the
+    decisions of that third, and the gate lets it place only with `learned_min_rows` rows or
+    more. With fewer decisions recorded in that third than that, the gate stays shut whatever
+    the model is, and the arm is the formula. Otherwise its choices are the model's, and the
+    formula's store records no model's features (`Decision.learned` is written only where
+    learned routing runs)."""
+    min_rows = store.learned_min_rows
+    if min_rows is None:
+        declared = next(f for f in dataclasses.fields(Config) if f.name == "learned_min_rows")
+        min_rows = declared.metadata["parse"](declared.metadata["default"])
+    if not store.recorded:
+        return None  # nothing to train on: the gate stays shut
+    if store.seconds is None:
+        return "the run's length was not kept, so its first third is not known"
+    start = min(d.at for d in store.recorded)
+    third = start + datetime.timedelta(seconds=store.seconds // 3)
+    first = sum(1 for d in store.recorded if d.at < third)
+    if first >= min_rows:
+        return (f"its model may pass the gate ({first} decisions in the first third, the gate needs "
+                f"{min_rows} rows) and the formula's store records no model's features")
+    return None
+
+
+class Reach(NamedTuple):
+    """How much of a run the replayed decisions stand for: the lanes where a choice was replayed
+    (a card's stage on a board), the share of the run's attempts (first steps of ladders) in
+    those lanes, and how many of those lanes' stages each card passes."""
+
+    attempts: float
+    stages_per_card: float
+
+
+def reach(recorded: list, replayed_ids: set[str]) -> Reach:
+    firsts = [d for d in recorded if d.tier == "winner"]
+    lanes = {(d.board_id, d.stage_key) for d in firsts if d.decision_id in replayed_ids}
+    chosen = [d for d in firsts if (d.board_id, d.stage_key) in lanes]
+    cards = {(d.board_id, d.card_id) for d in firsts}
+    stages = {(d.board_id, d.card_id, d.stage_key) for d in chosen}
+    return Reach(len(chosen) / len(firsts) if firsts else 0.0, len(stages) / len(cards) if cards else 0.0)
+
+
+def _carried(arm, recorded, measured: dict[str, float], share: Reach) -> dict[str, tuple[float, float]]:
+    """The estimate carried onto the measured formula. The estimator's figures are per replayed
+    decision at its stage; the lab's success is over every finished run and its lead from a
+    card's arrival over every stage. So success moves by the estimated difference from the
+    recorded formula on the share of attempts in the lanes replayed (a lane where no choice was
+    ever made goes alike), and the lead by the estimated difference in lead to a success at a
+    stage, on each of those lanes' stages a card passes."""
+    gain = (arm.success.value - recorded.success.value) * share.attempts
+    success_half = (arm.success.high - arm.success.low) / 2 * share.attempts
+    longer = (arm.lead_mean_s.value - recorded.lead_mean_s.value) * share.stages_per_card
+    lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 * share.stages_per_card
+    return {"success": (measured["success"] + gain, success_half),
+            "lead_mean_s": (measured["lead_mean_s"] + longer, lead_half),
+            "skill": (measured["skill"] + gain, success_half)}
 
 
 def run_tuned(scenario: Scenario, seconds: int) -> Run:
@@ -396,15 +486,19 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
     """The table of estimate against measured per arm, and the last line's what-if figures."""
     lines = [f"what-if: each arm estimated from the {FORMULA} arm's own store, against what it measured "
              "(mean over seeds, ±95%)",
-             f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"]
+             f"{'arm':10}{'success est':>18}{'measured':>16}{'err':>8}{'lead est':>18}{'measured':>16}{'err %':>8}"
+             f"{'skill err':>11}"]
+    for seed in seeds:
+        if seed in _stores and seed not in _estimates:
+            _estimates[seed] = estimate_arms(_stores[seed])
     replayed = [_estimates[s]["_replayed"]["decisions"] for s in seeds if s in _estimates]
     success_errs, lead_errs, covered, pairs = [], [], 0, 0
     for arm in results:
         if arm == FORMULA:
             continue
         if not all(arm in _estimates.get(s, {}) for s in seeds):
-            lines.append(f"{arm:10} not estimated: the replay models neither another hold window nor a model"
-                         if arm in ("tuned", "learned") else f"{arm:10} not estimated")
+            why = next((_estimates[s]["_" + arm]["why"] for s in seeds if "_" + arm in _estimates.get(s, {})), "")
+            lines.append(f"{arm:10} not estimated" + (f": {why}" if why else ""))
             continue
         # A seed with no decision replayed has no estimate: the others stand for the arm.
         usable = [s for s in seeds if all(math.isfinite(_estimates[s][arm][n][0]) for n in ("success", "lead_mean_s"))]
@@ -416,7 +510,8 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
             values = [_estimates[s][arm][name] for s in usable]
             estimate = statistics.fmean(v for v, _ in values)
             half = math.sqrt(math.fsum(h * h for _, h in values)) / len(values)
-            measured, measured_half = mean_ci([f[name] for f in results[arm]])
+            # On the same seeds: a seed with no decision replayed has no estimate to set beside it.
+            measured, measured_half = mean_ci([results[arm][seeds.index(seed)][name] for seed in usable])
             error = estimate - measured
             if name == "success":
                 success_errs.append(abs(error))
@@ -429,15 +524,36 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
             covered += abs(error) <= width
             cells += [f"{estimate:.{digits}f} ±{half:.{digits}f}", f"{measured:.{digits}f} ±{measured_half:.{digits}f}",
                       shown]
-        lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}")
+        # The same estimate carried onto the formula's skill instead, against the arm's skill: its
+        # error without the luck of either arm's draws (not a goal; it says what the luck was).
+        skill_est = statistics.fmean(_estimates[s][arm]["skill"][0] for s in usable)
+        skill_err = skill_est - mean_ci([results[arm][seeds.index(seed)]["skill"] for seed in usable])[0]
+        lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}"
+                     f"{skill_err:>+11.3f}")
     thin = sum(1 for _, enough in replayed if not enough)
+    none = sum(1 for n, _ in replayed if not n)
     lines.append(f"what-if rests on {statistics.fmean(n for n, _ in replayed) if replayed else 0:.0f} replayed "
                  "decisions a seed" + (f"; too few decisions to judge (under 30) on {thin} of {len(replayed)} seeds"
-                                       if thin else ""))
+                                       if thin else "")
+                 + (f"; none on {none}, which are left out of both sides" if none else ""))
     figures_line = (f" whatif_success_err_max={max(success_errs, default=math.nan):.3f}"
                     f" whatif_lead_err_max_pct={max(lead_errs, default=math.nan):.1f}"
                     f" whatif_coverage={covered / pairs if pairs else math.nan:.2f}")
     return lines, figures_line
+
+
+def _load_runs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The runs `--save` kept; they stand for the scenario, minutes and seeds they were run at."""
+    try:
+        with open(args.from_file, "rb") as saved_file:
+            saved = pickle.load(saved_file)
+    except (OSError, pickle.UnpicklingError, EOFError) as err:
+        parser.error(f"--from {args.from_file}: {err}")
+    args.minutes, args.seeds = saved["minutes"], saved["seeds"]
+    for store in saved["stores"].values():
+        if store.seconds is None:  # kept before the store named its length
+            store.seconds = args.minutes * 60
+    return saved
 
 
 def main() -> None:
@@ -456,6 +572,11 @@ def main() -> None:
     parser.add_argument("--what-if", action="store_true",
                         help=f"estimate every other arm from the {FORMULA} arm's recorded decisions, "
                              "and set each estimate beside what that arm measured")
+    parser.add_argument("--save", metavar="FILE", help="also keep the runs' figures (and, with --what-if, "
+                                                       "the formula arm's stores) in FILE")
+    parser.add_argument("--from", dest="from_file", metavar="FILE",
+                        help="read the runs from FILE (written by --save) instead of running them: the "
+                             "simulation is deterministic by seed, so they are the runs a new one would make")
     args = parser.parse_args()
     global WHAT_IF
     WHAT_IF = args.what_if
@@ -476,8 +597,16 @@ def main() -> None:
     shares: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
     notes: dict[str, list[str]] = {arm: [] for arm in arms}
     loads: list[float] = []
-    with lab_database():
-        for k in range(args.seeds):
+    if args.from_file:
+        saved = _load_runs(parser, args)
+        results, shares, notes, loads = saved["results"], saved["shares"], saved["notes"], saved["loads"]
+        _stores.update(saved["stores"])
+        _formula_holds.update({seed: store.holds for seed, store in saved["stores"].items()})
+        arms = list(results)
+        if args.what_if and not _stores:
+            parser.error(f"--from {args.from_file}: it was saved without --what-if, so it holds no store to replay")
+    with contextlib.nullcontext() if args.from_file else lab_database():
+        for k in range(0 if args.from_file else args.seeds):
             run_scenario = seeded(scenario, k)
             for arm in arms:
                 run = runners[arm](run_scenario, seconds)
@@ -489,6 +618,11 @@ def main() -> None:
         if args.windows:
             window_table(scenario, seconds, args.seeds, [int(w) for w in args.windows.split(",")])
 
+    if args.save:
+        with open(args.save, "wb") as out:
+            pickle.dump({"scenario": scenario.name, "minutes": args.minutes, "seeds": args.seeds,
+                         "results": results, "shares": shares, "notes": notes, "loads": loads,
+                         "stores": dict(_stores)}, out)
     print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds, "
           f"sweep every {SWEEP_EVERY_S} s; mean ±95% interval over seeds")
     means = print_table(results)

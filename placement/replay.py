@@ -11,6 +11,7 @@ made of its choice is `what_if.py`'s.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass
@@ -18,12 +19,14 @@ from datetime import datetime, timedelta
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .facts import Card, Facts, Requires, Run, Timing
-from .filtering import FilterResult
-from .formulas import BY_LEAD, BY_RECORD, Formula, Step
+from .filtering import FilterResult, Tag, tables
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
 from .ladder import WINNER, Tier
+from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside, with_holds
+from .lead import known as lead_known
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
-from .stage_runs import StageHistory, stage_history
+from .stage_runs import NO_RUNS, StageHistory, stage_history
 from .waiting import rank as rank_waiting
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
 
@@ -31,6 +34,10 @@ TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median 
 PRIOR = 2  # an agent's claim and outcome rates lean on the fleet's and the lane's by this many holds or runs
 RATE_WINDOW = timedelta(hours=1)  # a lane's arrival rate: over the hour before the decision
 MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is read on the moment alone
+# A board's window, as `superdispatch/loop/board_windows.py` sets it: its newest outlooks, the
+# fewest that say anything, the share that must find a hold better, the pad on the time to a hold.
+BOARD_NEWEST, BOARD_MIN_OUTLOOKS, BOARD_DIFFERS_SHARE, BOARD_HOLD_PAD_S = 60, 10, 0.2, 2
+P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
 
 
 # --- What the record holds ---------------------------------------------------------------
@@ -92,6 +99,8 @@ class Known:
         for order, d in enumerate(decisions):
             events.append(_Event(d.at, order, "decided", d))
             if d.chosen is None:
+                if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
+                    events.append(_Event(d.outcome_at, order, "pulled", d))
                 continue
             if d.outcome in ("claimed", "claimed-by-other", "expired"):
                 settled_at = d.outcome_at or d.held_until
@@ -104,13 +113,23 @@ class Known:
         self._events = events
         self._next = 0
         self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
+        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (board, agent): the same
         self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
+        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))  # readyAt to claim, nobody held
         self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
         self.stage: dict[tuple[str, str, str | None], StageHistory] = {}
         self.arrivals: dict[tuple[str, str], list[datetime]] = defaultdict(list)  # a lane's first steps
         self.lane_runs: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [succeeded, ran]
+        self.latest: dict[tuple[str, str], Recorded] = {}  # each lane's newest decision with candidates
+        # Where each lane's cards came from: the lane of the card's ladder before (its own for a
+        # card back from a failed run), None for a card new to the board's lanes; how many.
+        self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
+            lambda: defaultdict(int))
+        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
+        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): its newest claim's agent, when
+        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # readyAt to winner hold
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:
@@ -126,17 +145,33 @@ class Known:
         self._timing = None
         if event.what == "decided":
             if d.tier == WINNER:
-                self.arrivals[(d.board_id, d.stage_key)].append(d.at)
+                lane = (d.board_id, d.stage_key)
+                self.arrivals[lane].append(d.at)
+                self.came_from[lane][self._card_lane.get((d.board_id, d.card_id))] += 1
+                self._card_lane[(d.board_id, d.card_id)] = lane
+            if d.candidates:
+                self.latest[(d.board_id, d.stage_key)] = d
+            if d.tier == WINNER and d.chosen is not None and d.ready_at is not None:
+                self.to_hold[d.board_id].appendleft(_seconds(d.at - d.ready_at))
             for c in d.candidates:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
+        elif event.what == "pulled":
+            self.pulled[d.outcome_by].appendleft(_seconds(d.outcome_at - (d.ready_at or d.at)))
+            self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
         elif event.what == "settled":
             tally = self.tally[d.chosen]
             tally[1] += 1
+            board_tally = self.board_tally[(d.board_id, d.chosen)]
+            board_tally[1] += 1
+            board_tally[0] += d.outcome == "claimed"
+            if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
+                self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
             if d.outcome == "claimed":
                 tally[0] += 1
                 self.latency[d.chosen].appendleft(_seconds(d.outcome_at - d.at))
                 self.working_since[d.chosen] = d.outcome_at
+                self.claimed_by[(d.board_id, d.card_id)] = (d.chosen, d.outcome_at)
         else:  # ran
             self.run_s[d.chosen].appendleft(_seconds(d.run_ended_at - d.outcome_at))
             lane = self.lane_runs[(d.board_id, d.stage_key)]
@@ -157,7 +192,24 @@ class Known:
             claim_latency_s={a: statistics.median(v) for a, v in self.latency.items() if v},
             run_s={a: tuple(v) for a, v in self.run_s.items() if v},
             working_since=dict(self.working_since),
+            # As the loop reads them (`records/store/holds.py`): the p95 by nearest rank.
+            claim_p95_s={a: sorted(v)[-(-len(v) * 95 // 100) - 1] for a, v in self.latency.items()
+                         if len(v) >= P95_MIN_SAMPLE},
+            pull_claim_s={a: statistics.median(v) for a, v in self.pulled.items() if v},
         )
+
+    def claimed_within(self, agent_id: str, hold_s: float) -> tuple[float, float | None]:
+        """Of the agent's newest claims of its holds, the share claimed within `hold_s`, and their
+        median time to claim (None: none were, or it has none to go on)."""
+        latencies = self.latency.get(agent_id)
+        if not latencies:
+            return 1.0, None
+        within = [v for v in latencies if v <= hold_s]
+        return len(within) / len(latencies), statistics.median(within) if within else None
+
+    def settled_on_board(self, board_id: str) -> dict[str, tuple[int, int]]:
+        """(claimed, settled) holds per agent on the board, as `HoldLog.settled` reads them."""
+        return {agent: (t[0], t[1]) for (board, agent), t in self.board_tally.items() if board == board_id}
 
     def claim_rate(self, agent_id: str) -> float:
         """The share of its holds it claimed, drawn towards the fleet's by `PRIOR` holds' worth."""
@@ -175,11 +227,15 @@ class Known:
     def arrival_rate(self, d: Recorded) -> float | None:
         """Cards a second reaching the lane (first steps of ladders) over the hour before, or
         None with fewer than `MIN_ARRIVALS` to go on."""
-        times = self.arrivals.get((d.board_id, d.stage_key), ())
-        recent = [t for t in times if t >= d.at - RATE_WINDOW]
+        return self.lane_arrival_rate((d.board_id, d.stage_key), d.at)
+
+    def lane_arrival_rate(self, lane: tuple[str, str], at: datetime) -> float | None:
+        """`arrival_rate` of a lane (board, stage) at a moment."""
+        times = self.arrivals.get(lane, ())
+        recent = [t for t in times if t >= at - RATE_WINDOW]
         if len(recent) < MIN_ARRIVALS:
             return None
-        span = min(RATE_WINDOW, d.at - times[0]).total_seconds()
+        span = min(RATE_WINDOW, at - times[0]).total_seconds()
         return len(recent) / span if span > 0 else None
 
     def stage_of(self, d: Recorded, c: Considered, rules: Rules) -> StageHistory | None:
@@ -195,6 +251,21 @@ class Known:
         return stage_history(tuple(runs), d.at, rules.history_min_sample, rules.history_half_life_days)
 
 
+def board_window(board_id: str, differs: Sequence[bool], known: Known, rules: Rules) -> int:
+    """The placement window a formula that sets windows would give the board, as
+    `superdispatch/loop/board_windows.py` sets it, from the outlooks its replayed decisions
+    made there (`differs`: whether each found the fleet differs) and the record's time to a hold."""
+    longest = rules.placement_window_s
+    least = min(rules.window_min_s, longest)
+    if len(differs) < BOARD_MIN_OUTLOOKS or sum(differs) < BOARD_DIFFERS_SHARE * len(differs):
+        return least
+    waits = sorted(known.to_hold.get(board_id, ()))
+    if not waits:
+        return longest
+    measured = waits[-(-len(waits) * 95 // 100) - 1]
+    return max(least, min(longest, math.ceil(measured) + BOARD_HOLD_PAD_S))
+
+
 def _seconds(delta: timedelta) -> float:
     return max(delta.total_seconds(), 0.0)
 
@@ -206,7 +277,10 @@ class Choice(NamedTuple):
 
     agent_id: str | None
     busy: bool = False
-    wait_s: float = 0.0  # a busy agent's expected wait
+    wait_s: float = 0.0  # a busy agent's expected wait; stepping aside, what is left of the window
+    hold_s: float | None = None  # a hold sized by its agent; None: the configured length
+    aside: bool = False  # nobody held, as pull is expected to do as well
+    fleet_differs: bool | None = None  # a formula that weighs pull: whether a hold beats pull's race
 
 
 class Unreplayable(Exception):
@@ -241,8 +315,71 @@ def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     return ranking, Choice(waiting.agent_id, busy=True, wait_s=waiting.expected_wait_s)
 
 
+def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
+    """`lead.py`'s step as `decision.py` runs it: the eligible by expected time to a success, and
+    nobody held where pull is expected to do as well, each figure rebuilt from the record before
+    the decision. The hold is sized by its agent's p95 time to claim as known then. The window
+    left is the configured one's less the time the card had been ready: the window the formula
+    would have set for the board is not rebuilt."""
+    if not ranking:
+        return ranking, None
+    if d.ready_at is None:
+        raise Unreplayable("no ready time recorded, which weighing pull reads")
+    timing = known.timing()
+    by_id = {c.agent_id: c for c in d.candidates}
+    records = {a: by_id[a].stage or known.stage_of(d, by_id[a], rules) or NO_RUNS for a, _ in ranking}
+    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    fleet = sum(1 for c in d.candidates if _busy_only(c))
+    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
+    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a, _ in ranking}, busy)
+    scored = []
+    for place, (agent_id, score) in enumerate(ranking):
+        claim, run, success, total = expected(agent_id, ev)
+        base = score.terms
+        scored.append((total, place, agent_id, LeadTerms(
+            base.stage_record, base.success_rate, base.since_last_dispatch_s, claim, run, success, ev.retry,
+            total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
+    scored.sort()
+    n = len(scored)
+    ranking = [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
+    best_id, best = ranking[0][0], ranking[0][1].terms
+    ev_pull = evidence(timing, {a: s.terms.success for a, s in ranking})
+    left = max(0.0, rules.placement_window_s - _seconds(d.at - d.ready_at))
+    racing = race([a for a, _ in ranking], ev_pull)
+    sure = all(lead_known(a, timing) for a, _ in ranking)
+    differs = _fleet_differs(d, rules, known)
+    if sure and steps_aside(best.expected_s, racing.expected_s + left, best.success, racing.success(ev_pull)):
+        return ranking, Choice(None, wait_s=left, aside=True, fleet_differs=differs)
+    return ranking, Choice(best_id, hold_s=_hold_s(best_id, rules, timing), fleet_differs=differs)
+
+
+def _hold_s(agent_id: str, rules: Rules, timing: Timing) -> float:
+    """A winner hold's length for the agent, sized by its p95 time to claim (`lead.hold_length`)."""
+    return float(hold_length(timing.claim_p95_s.get(agent_id), rules.hold_min_s, rules.reservation_seconds))
+
+
+def _busy_only(c: Considered) -> bool:
+    """Failing nothing but the filters that pass once the work in hand is done."""
+    return {f.filter for f in c.filters if not f.passed} <= tables().names(Tag.LOAD)
+
+
+def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
+    """`decision._fleet` on the record: were every candidate busy only for its load idle too,
+    would the best hold be sooner to a success than pull's race among them all?"""
+    fleet = [c for c in d.candidates if _busy_only(c)]
+    if len(fleet) < 2:
+        return False
+    records = {c.agent_id: c.stage or known.stage_of(d, c, rules) or NO_RUNS for c in fleet}
+    timing = known.timing()
+    ev = evidence(timing, {a: h.outcome_rate for a, h in records.items()}, {a: h.weight for a, h in records.items()})
+    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a in records})
+    best = min(records, key=lambda a: (expected(a, ev)[3], a))
+    racing = race(sorted(records), ev)
+    return not steps_aside(expected(best, ev)[3], racing.expected_s)  # sooner, as `decision._fleet` asks
+
+
 # Each step a formula may list, and how a recorded decision is run through it.
-REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead}
+REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
 
 NO_CHOICE = frozenset({NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE})
 

@@ -14,8 +14,11 @@ and the lane's (`PRIOR`), its claim latency and its run time:
   time. A hold not claimed lapses after its length and the card goes to whichever idle agent
   claims first, each after a wait spread exponentially about its own latency (`pull`).
 - `pull` as a formula holds nobody, ever, so the fleet it meets is its own, not the recorded
-  one: `pull_steady`, each agent free to pull the card racing to claim it when it is free, at
-  the lane's arrival rate as known then.
+  one: `pull_steady_lanes`, each agent free to pull the card racing to claim it when it is
+  free, at the lane's arrival rate as known then, busy with the cards it takes in every lane it
+  serves, and a card staying with the agent that let it go where that agent may take it.
+- a formula that steps aside leaves that card to pull as it comes ready (`_Agents.pull_now`);
+  a hold shorter than the record's keeps only the claims that came within it (`rehold`).
 
 Where a formula holds the agent the record held, what the record measured stands (the claim,
 its time, the run's result and length, as far as each is known). Where it chooses otherwise,
@@ -35,15 +38,16 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .formulas import Formula
 from .replay import (
-    PRIOR, Choice, Known, Recorded, Unreplayable, _seconds, choose, recorded_choice, replayable,
+    BOARD_NEWEST, PRIOR, Choice, Known, Recorded, Unreplayable, _seconds, board_window, choose, recorded_choice,
+    replayable,
 )
 from .rules import Rules
 
@@ -54,6 +58,7 @@ MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's cla
 PULL_MAY_CLAIM = frozenset({"capacity", "idle", "held", "noShow", "passedOver"})  # no bar to pulling
 RHO_MAX = 0.95  # the busiest an agent is taken to be under pull
 STEPS_T = 128  # the race integrals' points
+MAX_LANES = 6  # pull's steady state is solved over at most this many lanes sharing agents
 
 
 # --- The model, and the record's correction ----------------------------------------------
@@ -118,28 +123,86 @@ class _Agents:
         runs = self.timing.run_s.get(agent_id)
         return statistics.median(runs) if runs else self.run_default
 
-    def pull(self) -> tuple[float, float, float]:
+    def pull(self, also: tuple[str, ...] = ()) -> tuple[float, float, float]:
         """(success, time to claim, run time) when the card is left, now, to whichever idle
-        agent claims first: the fall of a lapsed hold, in the recorded fleet's state."""
-        rates = {a: 1.0 / self.latency(a) for a in self.idle}
+        agent (or one of `also`) claims first: the fall of a lapsed hold, in the recorded fleet's
+        state."""
+        racing = list(dict.fromkeys((*self.idle, *also)))
+        rates = {a: 1.0 / self.latency(a) for a in racing}
         total = math.fsum(rates.values())
         share = {a: r / total for a, r in rates.items()}
-        return (math.fsum(share[a] * self.outcome_rate(a) for a in self.idle), 1.0 / total,
-                math.fsum(share[a] * self.run(a) for a in self.idle))
+        return (math.fsum(share[a] * self.outcome_rate(a) for a in racing), 1.0 / total,
+                math.fsum(share[a] * self.run(a) for a in racing))
+
+    def let_go_by(self) -> str | None:
+        """The agent whose run made the card ready (the card's newest claim before, at the stage
+        before or failed at this one), where it may take the card: free as it let it go,
+        whatever the record said of it then."""
+        freed = self.known.claimed_by.get((self.d.board_id, self.d.card_id))
+        if freed is None or self.d.ready_at is None or freed[1] > self.d.ready_at:
+            return None
+        return freed[0] if freed[0] in _able(self.d) else None
+
+    def pull_now(self, window_left_s: float) -> tuple[float, float, float]:
+        """(success, time to claim, run time) when the card is left to pull as it comes ready:
+        with no window left, the agent that let it go claims it at once where it may take it;
+        otherwise it races with the idle ones once the window is over."""
+        freed = self.let_go_by()
+        if freed is not None and window_left_s <= 0:
+            return self.outcome_rate(freed), MIN_LATENCY_S, self.run(freed)
+        return self.pull(also=(freed,) if freed is not None else ())
 
     def pull_throughout(self) -> tuple[float, float, float]:
         """(success, time to claim, run time) with nobody ever held: `pull_steady` over the
         agents free to pull the card, at the lane's arrival rate as known then; with too few
         arrivals to go on, `pull` in the recorded state."""
         rate = self.known.arrival_rate(self.d)
-        able = [c.agent_id for c in self.d.candidates
-                if all(f.passed or f.filter in PULL_MAY_CLAIM for f in c.filters)]
+        able = _able(self.d)
         if rate is None or not able:
             return self.pull()
-        observed = self.known.lane_success(self.d)
+        lanes = self._lanes_shared(able, rate)
         # To three figures, so that the decisions of a quiet stretch share one solution.
-        return _pull_steady_remembered(_fig(rate), None if observed is None else _fig(observed), tuple(
-            (_fig(1.0 / self.latency(a)), _fig(self.run(a)), _fig(self.outcome_rate(a))) for a in able))
+        return _pull_steady_remembered(tuple(self._lane(agents, lane_rate) for agents, lane_rate in lanes),
+                                       self._feeds([(agents.d.board_id, agents.d.stage_key) for agents, _ in lanes]))[0]
+
+    def _feeds(self, keys: list[tuple[str, str]]) -> tuple:
+        """For each lane, the share of its cards that came from each lane among them (by place)."""
+        place = {key: i for i, key in enumerate(keys)}
+        feeds = []
+        for key in keys:
+            came = self.known.came_from.get(key, {})
+            total = sum(came.values())
+            feeds.append(tuple(sorted((place[source], _fig(n / total)) for source, n in came.items()
+                                      if source in place)) if total else ())
+        return tuple(feeds)
+
+    def _lanes_shared(self, able: list[str], rate: float) -> list[tuple[_Agents, float]]:
+        """This lane, then the other lanes with an arrival rate known then that share an agent
+        with it (each as its newest decision before this one showed it), the busiest first and
+        at most `MAX_LANES` in all: an agent busy at one stage is not free for another."""
+        agents = set(able)
+        here = (self.d.board_id, self.d.stage_key)
+        shared = []
+        for lane, d in self.known.latest.items():
+            if lane == here or not agents & set(_able(d)):
+                continue
+            lane_rate = self.known.lane_arrival_rate(lane, self.d.at)
+            if lane_rate is not None:
+                shared.append((lane_rate, lane, d))
+        shared.sort(key=lambda x: (-x[0], x[1]))
+        return [(self, rate)] + [(_Agents(d, self.known, self.rules), lane_rate)
+                                 for lane_rate, _, d in shared[:MAX_LANES - 1]]
+
+    def _lane(self, agents: _Agents, rate: float) -> tuple:
+        observed = self.known.lane_success(agents.d)
+        return (_fig(rate), None if observed is None else _fig(observed), tuple(
+            (a, _fig(1.0 / agents.latency(a)), _fig(agents.run(a)), _fig(agents.outcome_rate(a)))
+            for a in _able(agents.d)))
+
+
+def _able(d: Recorded) -> list[str]:
+    """The candidates free to pull the card: no bar but being busy, holding or passed over."""
+    return [c.agent_id for c in d.candidates if all(f.passed or f.filter in PULL_MAY_CLAIM for f in c.filters)]
 
 
 def _fig(value: float) -> float:
@@ -147,68 +210,149 @@ def _fig(value: float) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _pull_steady_remembered(arrivals: float, observed: float | None,
-                            agents: tuple[tuple[float, float, float], ...]) -> tuple[float, float, float]:
-    return pull_steady(arrivals, observed, list(agents))
+def _pull_steady_remembered(lanes: tuple, feeds: tuple) -> list[tuple[float, float, float]]:
+    return pull_steady_lanes([(arrivals, observed, list(agents)) for arrivals, observed, agents in lanes],
+                             [dict(fed) for fed in feeds])
 
 
 def pull_steady(arrivals: float, observed: float | None,
                 agents: list[tuple[float, float, float]]) -> tuple[float, float, float]:
-    """(success, time to claim, run time) under pull in the steady state: cards reach the lane
-    at `arrivals` a second (more under pull where it fails more: each failure comes back, so the
-    rate is scaled by `observed` success over pull's), and each agent, given as (claim rate,
-    run time, outcome rate), is free with the chance its own share of the cards leaves it.
+    """(success, time to claim, run time) under pull in the steady state of one lane whose agents
+    work nothing else: `pull_steady_lanes` with one lane."""
+    return pull_steady_lanes([(arrivals, observed, [(i, *agent) for i, agent in enumerate(agents)])])[0]
 
-    A card arriving goes to the first free agent to claim, each claiming after an exponential
-    wait at its own rate: agent i's chance is (1 - busy_i) r_i ∫ e^(-r_i t) Π_j≠i (busy_j +
-    (1 - busy_j) e^(-r_j t)) dt; with every agent busy it goes to the first one free, each after
-    half its run on average. The shares and the busy fractions are solved together."""
-    n = len(agents)
-    rates = [r for r, _, _ in agents]
-    runs = [run for _, run, _ in agents]
-    successes = [p for _, _, p in agents]
-    scale = 1.0 / statistics.median(rates)
-    points = [(k + 0.5) / STEPS_T for k in range(STEPS_T)]
-    times = [scale * x / (1 - x) for x in points]
-    weights = [scale / (STEPS_T * (1 - x) ** 2) for x in points]
-    decay = [[math.exp(-r * t) for t in times] for r in rates]
-    frees = [2.0 / max(run, MIN_LATENCY_S) for run in runs]  # how soon each busy agent frees
-    busy = [0.0] * n
-    shares = [1.0 / n] * n
-    claim = success = 0.0
+
+Lane = tuple[float, "float | None", list[tuple[Any, float, float, float]]]
+
+
+def pull_steady_lanes(lanes: list[Lane], feeds: Sequence[Mapping[int, float]] | None = None,
+                      ) -> list[tuple[float, float, float]]:
+    """(success, time to claim, run time) under pull in the steady state of each lane, its agents'
+    busy shares solved over every lane they serve at once. A lane is (arrival rate, observed
+    success, agents), each agent as (id, claim rate, run time, outcome rate); an agent named in
+    two lanes is one agent, busy on either.
+
+    Cards reach a lane at its arrival rate (more under pull where it fails more: each failure
+    comes back, so the rate is scaled by `observed` success over pull's), and an agent is free
+    with the chance the cards it takes in every lane leave it. A card arriving goes to the first
+    free agent to claim, each claiming after an exponential wait at its own rate: agent i's
+    chance is (1 - busy_i) r_i ∫ e^(-r_i t) Π_j≠i (busy_j + (1 - busy_j) e^(-r_j t)) dt; with
+    every agent busy it goes to the first one free, each after half its run on average.
+
+    Under pull a card stays with whoever let it go: an agent that finishes a run is free at that
+    moment and claims at once, so a card moving on from lane j (`feeds[i][j]`: the share of lane
+    i's arrivals that come from lane j; j = i for a failed run coming back) goes to the agent
+    that ran it there, where that agent may take it here, and races otherwise. The shares and
+    the busy fractions are solved together."""
+    solved = [_LaneRace(arrivals, observed, agents) for arrivals, observed, agents in lanes]
+    feeds = feeds or [{} for _ in lanes]
+    busy = {a: 0.0 for lane in solved for a in lane.ids}
     for _ in range(100):
-        factors = [[b + (1 - b) * e for e in row] for b, row in zip(busy, decay)]
+        load = dict.fromkeys(busy, 0.0)
+        moved_on = [lane.let_go(failed=False) for lane in solved]  # as the last round left them
+        for i, (lane, fed) in enumerate(zip(solved, feeds)):
+            carried = {j: (share, lane.let_go(failed=True) if j == i else moved_on[j]) for j, share in fed.items()}
+            for a, taken in lane.step(busy, carried).items():
+                load[a] += taken
+        busy_now = {a: min(taken, RHO_MAX) for a, taken in load.items()}
+        settled = max(abs(busy_now[a] - busy[a]) for a in busy) < 1e-4
+        busy = {a: (busy_now[a] + busy[a]) / 2 for a in busy}
+        if settled:
+            break
+    return [lane.result() for lane in solved]
+
+
+class _LaneRace:
+    """One lane of `pull_steady_lanes`: its race for a card, given each agent's busy share."""
+
+    def __init__(self, arrivals: float, observed: float | None,
+                 agents: list[tuple[Any, float, float, float]]) -> None:
+        self.arrivals, self.observed = arrivals, observed
+        self.ids = [a for a, _, _, _ in agents]
+        self.rates = [r for _, r, _, _ in agents]
+        self.runs = [run for _, _, run, _ in agents]
+        self.successes = [p for _, _, _, p in agents]
+        scale = 1.0 / statistics.median(self.rates)
+        points = [(k + 0.5) / STEPS_T for k in range(STEPS_T)]
+        times = [scale * x / (1 - x) for x in points]
+        self.weights = [scale / (STEPS_T * (1 - x) ** 2) for x in points]
+        self.decay = [[math.exp(-r * t) for t in times] for r in self.rates]
+        self.frees = [2.0 / max(run, MIN_LATENCY_S) for run in self.runs]  # how soon each busy agent frees
+        self.shares = [1.0 / len(self.ids)] * len(self.ids)
+        self.claim = self.success = 0.0
+
+    def let_go(self, failed: bool) -> dict[Any, float]:
+        """Who lets this lane's cards go, by share: whoever ran them, or only whoever failed."""
+        weights = {}
+        for a, s, p in zip(self.ids, self.shares, self.successes):
+            weights[a] = weights.get(a, 0.0) + s * ((1 - p) if failed else p)
+        total = math.fsum(weights.values())
+        return {a: w / total for a, w in weights.items()} if total > 0 else {}
+
+    def step(self, busy_of: Mapping[Any, float],
+             carried: Mapping[int, tuple[float, Mapping[Any, float]]] | None = None) -> dict[Any, float]:
+        """Each agent's share of the cards at the busy shares given, and the share of its time
+        those cards take; `carried`: for each lane feeding this one, its share of the arrivals
+        and who lets them go."""
+        busy = [busy_of[a] for a in self.ids]
+        n, rates, weights = len(busy), self.rates, self.weights
+        factors = [[b + (1 - b) * e for e in row] for b, row in zip(busy, self.decay)]
         product = [math.prod(column) for column in zip(*factors)]
         nobody = math.prod(busy)
         race = [(1 - busy[i]) * rates[i] * math.fsum(
-            w * decay[i][k] * (product[k] / factors[i][k] if factors[i][k] > 0 else 0.0)
+            w * self.decay[i][k] * (product[k] / factors[i][k] if factors[i][k] > 0 else 0.0)
             for k, w in enumerate(weights)) for i in range(n)]
         found = math.fsum(race) or 1.0
         race = [p * (1 - nobody) / found for p in race]  # the quadrature's error kept off the total
-        freeing = math.fsum(frees)
-        shares_now = [race[i] + nobody * frees[i] / freeing for i in range(n)]
-        success = math.fsum(s * p for s, p in zip(shares_now, successes))
-        retries = observed / success if observed and success > 0 else 1.0
-        busy_now = [min(arrivals * retries * s * run, RHO_MAX) for s, run in zip(shares_now, runs)]
-        settled = max(abs(a - b) for a, b in zip(busy_now, busy)) < 1e-4
-        busy = [(a + b) / 2 for a, b in zip(busy_now, busy)]
-        shares = shares_now
+        freeing = math.fsum(self.frees)
+        raced = [race[i] + nobody * self.frees[i] / freeing for i in range(n)]
         claim = (math.fsum(w * (p - nobody) for w, p in zip(weights, product))
-                 + nobody * (1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(frees, rates)) / freeing))
-        if settled:
-            break
-    return success, claim, math.fsum(s * run for s, run in zip(shares, runs))
+                 + nobody * (1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(self.frees, rates)) / freeing))
+        # A card let go by an agent that may take it here is its at once; the rest race.
+        place = {a: i for i, a in enumerate(self.ids)}
+        kept = [0.0] * n
+        for share, by in (carried or {}).values():
+            for a, w in by.items():
+                if a in place:
+                    kept[place[a]] += share * w
+        stays = math.fsum(kept)
+        self.shares = [k + (1 - stays) * r for k, r in zip(kept, raced)]
+        self.claim = (1 - stays) * claim
+        self.success = math.fsum(s * p for s, p in zip(self.shares, self.successes))
+        retries = self.observed / self.success if self.observed and self.success > 0 else 1.0
+        taken: dict[Any, float] = {}
+        for a, s, run in zip(self.ids, self.shares, self.runs):
+            taken[a] = taken.get(a, 0.0) + self.arrivals * retries * s * run
+        return taken
+
+    def result(self) -> tuple[float, float, float]:
+        return self.success, self.claim, math.fsum(s * run for s, run in zip(self.shares, self.runs))
+
+
+def recorded_hold_s(d: Recorded, rules: Rules) -> float:
+    """How long the record held the card: its hold's own length, else the configured one."""
+    return _seconds(d.held_until - d.at) if d.held_until else float(rules.reservation_seconds)
 
 
 def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct: bool) -> Outlook:
     """The model's outlook for holding `choice` (or nobody), corrected by the recorded outcome
-    when `correct` (the formula chose as the record did)."""
+    when `correct` (the formula chose as the record did).
+
+    Nobody held: pull throughout (`pull_steady`), or, where a formula stepped aside for this
+    card alone, the card left to the idle agents racing for it once the window is over. A hold
+    of another length than the record's (`choice.hold_s`) is claimed at the agent's claim rate
+    times the share of its claims that came within that length, after their median time."""
+    if choice.aside:
+        pull_success, pull_claim, pull_run = agents.pull_now(choice.wait_s)
+        claim = choice.wait_s + pull_claim
+        return _modelled(pull_success, claim, claim + pull_run, observed=False)
     if choice.agent_id is None:
         success, claim, run = agents.pull_throughout()
         return _modelled(success, claim, claim + run, observed=False)
     pull_success, pull_claim, pull_run = agents.pull()
     a = choice.agent_id
-    hold_s = _seconds(d.held_until - d.at) if correct and d.held_until else float(rules.reservation_seconds)
+    hold_s = recorded_hold_s(d, rules) if correct else (
+        choice.hold_s if choice.hold_s is not None else float(rules.reservation_seconds))
     lapsed_claim = hold_s + pull_claim
     if correct and d.outcome == "claimed" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
@@ -228,6 +372,10 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
         return _modelled(pull_success, lapsed_claim, lapsed_claim + pull_run, observed=True)
     rate = agents.claim_rate(a)
     latency = choice.wait_s + agents.latency(a)
+    if not correct and hold_s < recorded_hold_s(d, rules):
+        within, median = agents.known.claimed_within(a, hold_s - choice.wait_s)
+        rate *= within
+        latency = choice.wait_s + max(median, MIN_LATENCY_S) if median is not None else hold_s
     success = rate * agents.outcome_rate(a) + (1 - rate) * pull_success
     claim = rate * latency + (1 - rate) * lapsed_claim
     attempt = rate * (latency + agents.run(a)) + (1 - rate) * (lapsed_claim + pull_run)
@@ -352,8 +500,28 @@ class WhatIf:
         }
 
 
+def rehold(measured: Outlook, d: Recorded, agents: _Agents, rules: Rules, hold_s: float) -> Outlook:
+    """The recorded hold's outcome had it lasted `hold_s` rather than as recorded: a claim
+    within it stands; a claim after it, or a lapse, falls to pull at its end. A longer hold
+    than the record's keeps what the record measured: how many of its lapses a longer one
+    would have seen claimed is not known."""
+    held_s = recorded_hold_s(d, rules)
+    if hold_s >= held_s or not measured.observed:
+        return measured
+    settled_s = _seconds(d.outcome_at - d.at) if d.outcome_at is not None else held_s
+    if d.outcome == "claimed" and settled_s <= hold_s:
+        return measured
+    if d.outcome == "claimed-by-other" and settled_s <= hold_s:
+        return measured  # claimed by another before either hold was over
+    pull_success, pull_claim, pull_run = agents.pull()
+    claim = hold_s + pull_claim
+    return Outlook(pull_success, claim, claim + pull_run, _bernoulli(pull_success), 0.0, pull_run * pull_run,
+                   observed=True)
+
+
 def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
-            since: datetime | None = None, chosen: Mapping[str, Choice] | None = None) -> WhatIf:
+            since: datetime | None = None, *, other_rules: Rules | None = None,
+            chosen: Mapping[str, Choice] | None = None) -> WhatIf:
     """Replay the decisions at or after `since` (the ones before only inform what is known)
     through `formula`, and estimate it, the recorded formulas and pull over them.
     `decisions` come oldest first; `rules` are the settings the formula runs under.
@@ -363,11 +531,12 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     only inform what is known); pull is not estimated then, as nobody asked."""
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
-    rules_other = replace(rules, formula=formula.recorded)
+    rules_other = replace(other_rules or rules, formula=formula.recorded)
     replays: list[Replay] = []
     not_replayed: dict[str, int] = defaultdict(int)
     differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
     in_window = 0
+    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: outlooks
     formulas_seen: dict[str, None] = {}
     for d in decisions:
         if since is not None and d.at < since:
@@ -382,7 +551,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         known.until(d.at)
         try:
             agents = _Agents(d, known, rules)
-            other = choose(formula, d, rules_other, known) if chosen is None else chosen[d.decision_id]
+            other = (_choose(formula, d, rules_other, known, agents, windows) if chosen is None
+                     else chosen[d.decision_id])
         except Unreplayable as err:
             not_replayed[str(err)] += 1
             continue
@@ -391,11 +561,20 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         differs[_how(mine, other)] += 1
         measured = outlook(mine, d, agents, rules, correct=True)
         expected = outlook(mine, d, agents, rules, correct=False)
-        outlooks = {
-            "recorded": measured,
-            "other": corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
-                               agree=other.agent_id == mine.agent_id),
-        }
+        other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
+        if other.agent_id == mine.agent_id and other.agent_id is not None \
+                and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
+            estimate = rehold(measured, d, agents, rules, other_hold_s)
+            if not estimate.observed:
+                estimate = outlook(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
+        else:
+            # Left to pull with no window, the card is the agent's that let it go: where that is
+            # the agent the record held, the same agent ran it, as measured.
+            taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
+            same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
+            estimate = corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
+                                 agree=same and mine.agent_id is not None)
+        outlooks = {"recorded": measured, "other": estimate}
         if chosen is None:
             outlooks[PULL] = corrected(outlook(Choice(None), d, agents, rules, correct=False), expected,
                                        measured, agree=mine.agent_id is None)
@@ -406,6 +585,22 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in arms)
     return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
                   recorded_formulas=names)
+
+
+def _choose(formula: Formula, d: Recorded, rules: Rules, known: Known, agents: _Agents,
+            windows: dict[str, deque[bool]]) -> Choice:
+    """`replay.choose`, and for a formula that sets each board's window, the window it would
+    have set there: with none, a card let go by an agent that may take it is claimed by that
+    agent before any decision is made (nobody held)."""
+    if not formula.sets_windows:
+        return choose(formula, d, rules, known)
+    window = board_window(d.board_id, windows[d.board_id], known, rules)
+    if window <= 0 and agents.let_go_by() is not None:
+        return Choice(None, aside=True)
+    other = choose(formula, d, replace(rules, placement_window_s=window), known)
+    if other.fleet_differs is not None:
+        windows[d.board_id].append(other.fleet_differs)
+    return other
 
 
 def _how(recorded: Choice, other: Choice) -> str:

@@ -1,6 +1,7 @@
 """What-if: recorded decisions replayed under another formula, with nothing read from after them."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -8,9 +9,9 @@ import pytest
 
 from placement import Rules, ScoreTerms, StageHistory, decide
 from placement.filtering import FilterResult
-from placement.formulas import DEFAULT, WAIT_FOR_BETTER
+from placement.formulas import DEFAULT, PULL_AWARE, WAIT_FOR_BETTER
 from placement.replay import Considered, Known, Recorded, choose
-from placement.what_if import MIN_DECISIONS, PULL, pull_steady, what_if
+from placement.what_if import MIN_DECISIONS, PULL, pull_steady, pull_steady_lanes, what_if
 from tests.placement.test_waiting import _facts
 from tests.support.placement import NOW
 
@@ -236,3 +237,120 @@ def test_the_documented_formula_replayed_on_its_own_record_chooses_as_it_did():
                          for c in decided.candidates if c.in_set))
     assert decided.chosen is not None
     assert choose(DEFAULT, record, Rules(), Known([record]).until(NOW)).agent_id == decided.chosen
+
+
+def test_an_agent_busy_in_another_lane_is_not_free_for_this_one():
+    # The quick, weak agent A also works a busy second lane; B, slow and strong, works only here.
+    here = [("agt_a", 1 / 2, 60.0, 0.5), ("agt_b", 1 / 6, 60.0, 0.9)]
+    alone, = pull_steady_lanes([(1 / 600, None, here)])
+    shared, _ = pull_steady_lanes([(1 / 600, None, here), (1 / 80, None, [("agt_a", 1 / 2, 60.0, 0.9)])])
+    assert alone[0] == pytest.approx(pull_steady(1 / 600, None, [(1 / 2, 60.0, 0.5), (1 / 6, 60.0, 0.9)])[0])
+    assert shared[0] > alone[0] + 0.05  # A is at work in the other lane much of the time: B takes more
+
+
+def test_under_pull_a_card_stays_with_whoever_let_it_go():
+    # Every card here comes from the first lane, where only A works: A is free as it lets the
+    # card go, and takes it on.
+    first = (1 / 600, None, [("agt_a", 1 / 2, 60.0, 0.9)])
+    here = (1 / 600, None, [("agt_a", 1 / 2, 60.0, 0.5), ("agt_b", 1 / 2, 60.0, 0.9)])
+    raced = pull_steady_lanes([first, here])[1]
+    carried = pull_steady_lanes([first, here], [{}, {0: 1.0}])[1]
+    assert raced[0] == pytest.approx(0.7, abs=0.03)  # half each, A a little busier
+    assert carried[0] == pytest.approx(0.5, abs=0.01) and carried[1] == pytest.approx(0.0)
+
+
+# The new formula's window: A and B alike but for B's slow claims (30 s), each with five
+# claimed holds and finished runs before it, and cards of theirs that nobody held.
+def _alike(n: int, made: float, agent: str, claim_after: float) -> Recorded:
+    return decision(n, made, agent, [idle(agent, outcome=0.8, claims=0.5)], claim_after=claim_after, run_s=60)
+
+
+def _pulled(n: int, made: float, agent: str) -> Recorded:
+    return replace(decision(n, made, None, [idle(agent, outcome=0.8, claims=0.5)]), outcome="claimed-by-other",
+                   outcome_by=agent, outcome_at=at(made + 3))
+
+
+NEW_HISTORY = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
+                    + [_alike(6 + k, 100 * k + 50, "agt_b", 30) for k in range(5)]
+                    + [_pulled(11, 600, "agt_a"), _pulled(12, 610, "agt_b")])
+
+
+def test_the_new_formula_replayed_holds_for_the_better_agent_with_a_hold_sized_by_it():
+    # Both claim in 4 s, but B succeeds far less often: pull's race would give B half the cards.
+    history = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
+                    + [_alike(6 + k, 100 * k + 50, "agt_b", 4) for k in range(5)])
+    a, b = idle("agt_a", outcome=0.95, claims=0.5), idle("agt_b", outcome=0.3, claims=0.5)
+    window = decision(20, 1000, "agt_b", [b, a], claim_after=4, run_s=60, ready=990)
+    other = _replayed((*history, window), PULL_AWARE)["pld_" + f"{20:024x}"].other
+    assert other.agent_id == "agt_a" and not other.aside
+    assert other.hold_s == math.ceil(4 * 1.5 + 5)  # its p95 time to claim, 4 s, with the margin
+
+
+def test_the_new_formula_replayed_steps_aside_where_pull_does_as_well():
+    # Both claim in 4 s: the hold is no quicker than the race, and nobody is held.
+    history = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
+                    + [_alike(6 + k, 100 * k + 50, "agt_b", 4) for k in range(5)]
+                    + [_pulled(11, 600, "agt_a"), _pulled(12, 610, "agt_b")])
+    a, b = idle("agt_a", outcome=0.8, claims=0.5), idle("agt_b", outcome=0.8, claims=0.5)
+    window = decision(20, 1000, "agt_a", [a, b], claim_after=4, run_s=60, ready=990)
+    replayed = _replayed((*history, window), PULL_AWARE)["pld_" + f"{20:024x}"]
+    assert replayed.other.agent_id is None and replayed.other.aside
+    # Nobody held: the card goes to whichever idle agent claims first, not to the record's claim.
+    assert replayed.outlooks["other"] != replayed.outlooks["recorded"]
+
+
+def test_the_new_formula_reads_nothing_from_after_a_decision():
+    a, b = idle("agt_a", outcome=0.8, claims=0.5), idle("agt_b", outcome=0.8, claims=0.5)
+    window = decision(20, 1000, "agt_b", [b, a], claim_after=30, run_s=60, ready=990)
+    # B's hold made before the decision, as the record stood then: not settled yet.
+    unsettled = replace(decision(30, 990, "agt_b", [b]), outcome=None, outcome_at=None)
+    alone = _replayed((*NEW_HISTORY, unsettled, window), PULL_AWARE)["pld_" + f"{20:024x}"]
+    # Planted: that hold claimed after the decision in 11 s, later claims saying B is quick
+    # and A slow, and a later card of A's that nobody held.
+    planted = (decision(30, 990, "agt_b", [b], claim_after=11, run_s=5),
+               *[_alike(31 + k, 1100 + 10 * k, "agt_b", 1) for k in range(5)],
+               *[_alike(36 + k, 1200 + 10 * k, "agt_a", 50) for k in range(5)], _pulled(41, 1300, "agt_a"))
+    with_later = _replayed((*NEW_HISTORY, window, *planted), PULL_AWARE)["pld_" + f"{20:024x}"]
+    assert with_later.other == alone.other and with_later.outlooks == alone.outlooks
+    # The same claims before the decision do change it: the check above could fail.
+    before = tuple(replace(d, at=d.at - timedelta(seconds=1000),
+                           outcome_at=d.outcome_at - timedelta(seconds=1000) if d.outcome_at else None,
+                           held_until=d.held_until - timedelta(seconds=1000) if d.held_until else None,
+                           run_ended_at=d.run_ended_at - timedelta(seconds=1000) if d.run_ended_at else None)
+                   for d in planted[1:])
+    moved = _replayed((*NEW_HISTORY, *before, window), PULL_AWARE, since=at(1000))["pld_" + f"{20:024x}"]
+    assert moved.outlooks["other"] != alone.outlooks["other"]
+
+
+def test_a_shorter_hold_keeps_only_the_claims_that_came_within_it():
+    a, b = idle("agt_a", outcome=0.8, claims=0.5), idle("agt_b", outcome=0.8, claims=0.5)
+    quick = decision(20, 1000, "agt_a", [a, b], claim_after=4, run_s=60)
+    slow = decision(21, 1200, "agt_a", [a, b], claim_after=30, run_s=60)
+    tuned = replace(Rules(), reservation_seconds=10)
+    answer = what_if((*NEW_HISTORY, quick, slow), DEFAULT, Rules(), since=at(1000), other_rules=tuned)
+    by_id = {r.decision_id: r for r in answer.replays}
+    kept = by_id["pld_" + f"{20:024x}"]
+    assert kept.outlooks["other"] == kept.outlooks["recorded"]  # claimed in 4 s, within 10 s
+    lapsed = by_id["pld_" + f"{21:024x}"].outlooks["other"]
+    assert lapsed.claim_s > 10 and lapsed.claim_s < 30  # it lapses at 10 s and pull takes it
+    assert lapsed.success < 1.0  # the recorded success is no longer its own
+
+
+def test_with_no_window_the_new_formula_leaves_a_card_to_the_agent_that_let_it_go():
+    # A ran the card's stage before (claimed at 900 s); the card came ready at 990 s, the record
+    # still showing A busy. The new formula has set the board no window yet, so A, free as it
+    # let the card go, claims it before any decision.
+    before = replace(decision(30, 890, "agt_a", [idle("agt_a", outcome=0.8, claims=0.5)], claim_after=10),
+                     card_id="card_20", stage_key="code")
+    b = idle("agt_b", outcome=0.8, claims=0.5)
+    window = decision(20, 1000, "agt_b", [busy("agt_a"), b], claim_after=4, run_s=60, ready=990)
+    replayed = _replayed((*NEW_HISTORY, before, window), PULL_AWARE)["pld_" + f"{20:024x}"]
+    assert replayed.other.agent_id is None and replayed.other.aside
+    assert replayed.other.fleet_differs is None  # no decision was made
+    # Claimed at once rather than after B's 30 s: the record's 4 s less the model's difference.
+    assert replayed.outlooks["other"].claim_s == pytest.approx(4 + 1.0 - 30)
+    # Without that claim, nothing says who let it go: the formula decides as it would (B alone
+    # is no better than pull's race of B alone, and it steps aside).
+    alone = _replayed((*NEW_HISTORY, window), PULL_AWARE)["pld_" + f"{20:024x}"]
+    assert alone.other.fleet_differs is not None
+    assert alone.outlooks["other"] != replayed.outlooks["other"]

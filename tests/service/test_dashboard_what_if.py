@@ -78,15 +78,14 @@ def test_the_rows_say_what_each_formula_would_have_made_of_the_window():
     assert [(r.arm, r.formula) for r in rows] == [
         ("recorded", "idle-stage-success-lru@3"), ("other", "wait-for-better@3"),
         ("other", "pull-aware@1"), ("pull", "pull")]
-    recorded, other, unreplayable, pull = rows
+    recorded, other, pull_aware, pull = rows
     assert (recorded.decisions, recorded.replayed, recorded.enough) == (40, 38, True)
     assert recorded.estimator == "measured" and recorded.success == pytest.approx(25 / 38)
     assert recorded.success_low < recorded.success < recorded.success_high
     assert other.replayed == 38 and other.enough and other.lead_s is not None
     assert pull.estimator == "doubly-robust" and pull.observed == 38
-    # A formula the replay cannot replay says so, and is too thin to judge.
-    assert unreplayable.replayed == 0 and not unreplayable.enough and unreplayable.not_replayed
-    assert unreplayable.success is None
+    # The new formula is replayed too (its steps rebuilt from the record), on the same decisions.
+    assert pull_aware.replayed == 38 and pull_aware.enough and pull_aware.success is not None
     assert all((r.since, r.until) == (SWEPT - ahead.WINDOW, SWEPT) for r in rows)
 
 
@@ -190,8 +189,9 @@ def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
     assert ("<tr><td>brd_a</td><td>66% (51% to 81%)<br>96 s (74 s to 118 s)<br><small>"
             "idle-stage-success-lru@3: 38 of 40 replayed, measured</small></td>") in table
     assert "<small>38 of 40 replayed, doubly-robust</small>" in table
-    assert ('<span class="sd-quiet">too few decisions to judge</span><br><small>0 of 40 replayed, '
-            "30 needed: the step") in table
+    # The new formula's column is replayed as the others are, not refused.
+    assert table.count("<small>38 of 40 replayed, doubly-robust</small>") >= 2
+    assert "0 of 40 replayed" not in table
     assert "<td><small>2026-11-13 12:00 UTC, over 2026-11-06 12:00 to 2026-11-13 12:00</small></td>" in table
 
 
