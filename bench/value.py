@@ -13,7 +13,8 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
   first third, a model is trained on it (`learning.actions.do_train`), watches the second third
   in shadow, and is turned `on` for the last third, where it places only once its gate passes
   under the default gate settings (the loop's own runtime reads the gate). The gate's verdict
-  when `on` starts, and at the end, is printed.
+  when `on` starts, and at the end, is printed under the crediting in force
+  (`--set LEARNED_CREDIT=…`, `lower-bound` by default) and, for comparison, under the other.
 
 Figures are judged by the scenario's ground truth: `success` is the share of finished runs
 that succeeded; `skill` is the scenario's true success rate of whoever ran each of them (the
@@ -246,15 +247,27 @@ def run_tuned(scenario: Scenario, seconds: int) -> Run:
 
 
 def _gate_line(model, cfg) -> str:
+    """The shadow report and gate under the crediting in force, then under the other one."""
+    other = "estimate" if cfg.learned_credit == "lower-bound" else "lower-bound"
+    return (_reading(model, cfg) + "; were the credit " + other + ": "
+            + _reading(model, dataclasses.replace(cfg, learned_credit=other)))
+
+
+def _reading(model, cfg) -> str:
     report = learning_store.shadow_report_json(model, cfg)
     gate = report["gate"]
     rate = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     margin = "n/a" if report["marginPct"] is None else f"{report['marginPct']:+.1f}"
     verdict = "passes" if gate["passed"] else "shut: " + next(
         f"{t['name']} ({t['message']})" for t in gate["tests"] if not t["passed"])
-    return (f"shadow {report['decisions']} decisions ({report['disagree']} disagree), formula "
-            f"{rate(report['formulaRate'])} model {rate(report['modelRate'])}, margin {margin} pts; "
-            f"gate {verdict}")
+    estimate = report["estimate"]
+    interval = "" if estimate is None or estimate["model"] is None else (
+        f" [{rate(estimate['model']['low'])}, {rate(estimate['model']['high'])}]")
+    low = "" if estimate is None else (
+        ", low end " + ("n/a" if estimate["marginLowPct"] is None else f"{estimate['marginLowPct']:+.1f}"))
+    return (f"credit {report['credit']}: shadow {report['decisions']} decisions ({report['disagree']} disagree), "
+            f"formula {rate(report['formulaRate'])} model {rate(report['modelRate'])}{interval}, margin {margin}"
+            f"{low} pts; gate {verdict}")
 
 
 def run_learned(scenario: Scenario, seconds: int) -> Run:

@@ -223,6 +223,11 @@ class Config:
     # its run succeeds (the claim's run as joined from SuperWitness).
     learned_target: str = one_of("SUPERDISPATCH_LEARNED_TARGET", "claimed", "succeeded",
                                  default="claimed")
+    # How the shadow report credits the model where it disagreed with the formula: only when
+    # its own choice claimed anyway (a lower bound), or by the what-if estimator, the gate
+    # reading the estimate's interval's lower end.
+    learned_credit: str = one_of("SUPERDISPATCH_LEARNED_CREDIT", "lower-bound", "estimate",
+                                 default="lower-bound")
     # Retention: settled decisions (and their candidates) older than this are pruned. The
     # floor is above the longest suggestions window (720 hours), so pruning never takes what
     # a sync reads.

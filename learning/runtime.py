@@ -13,7 +13,6 @@ from django.conf import settings
 
 from common.config import Config
 from learning import store
-from learning.core.shadow import report
 from placement import learned
 
 log = logging.getLogger("superdispatch.learning")
@@ -44,9 +43,14 @@ def read(config: Config) -> PlacementModel | None:
     if stored is None:
         log.info("learned routing %s: no model trained yet; the formula places", config.learned)
         return None
+    if tuple(stored.features) != learned.FEATURES:
+        log.warning("learned routing %s: model %s v%d was trained on other features than placement "
+                    "computes; train a new one; the formula places", config.learned, stored.id,
+                    stored.version)
+        return None
     passed, reason = False, None
     if config.learned == "on":
-        reading = store.gate_reading(stored, report(store.shadow_decisions(stored.id), stored.target), config)
+        reading = store.gate_reading(stored, store.shadow_counts(stored, config), config)
         passed, reason = reading.passed, store.gate_reason(reading)
         if passed:
             log.info("learned routing on: model %s v%d passes the gate and places",
@@ -72,7 +76,7 @@ class ModelCache:
     def get(self, now: datetime, config: Config) -> PlacementModel | None:
         """The cached reading while it is younger than `every`, else a fresh one."""
         key = (config.learned, config.learned_min_rows, config.learned_min_shadow,
-               config.learned_margin_pct)
+               config.learned_margin_pct, config.learned_credit)
         fresh = (self._read_at is not None and key == self._key
                  and self._read_at <= now < self._read_at + self.every)
         if not fresh:

@@ -57,12 +57,39 @@ class GateSerializer(serializers.Serializer):
     tests = GateTestSerializer(many=True)
 
 
+class IntervalSerializer(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+
+
+class NotReplayedSerializer(serializers.Serializer):
+    why = serializers.CharField()
+    decisions = serializers.IntegerField()
+
+
+class ShadowEstimateSerializer(serializers.Serializer):
+    """With `credit` estimate: the what-if estimator's success for each choice, with its 95% interval."""
+
+    estimator = serializers.CharField(allow_null=True, help_text="doubly-robust or model-based")
+    enough = serializers.BooleanField(help_text="at least minDecisions judged")
+    minDecisions = serializers.IntegerField()
+    formula = IntervalSerializer(allow_null=True, help_text="the formula's success, as measured")
+    model = IntervalSerializer(allow_null=True, help_text="the model's success, estimated")
+    marginLowPct = serializers.FloatField(
+        allow_null=True, help_text="the model's interval's lower end less the formula's rate, in points: what the gate reads")
+    notReplayed = NotReplayedSerializer(many=True)
+
+
 class ShadowReportSerializer(serializers.Serializer):
     """The model against the formula in its settled shadow decisions, and the gate."""
 
     model = serializers.CharField()
     version = serializers.IntegerField()
     latest = serializers.BooleanField()
+    credit = serializers.ChoiceField(
+        ["lower-bound", "estimate"],
+        help_text="SUPERDISPATCH_LEARNED_CREDIT: how the model's disagreements are credited")
     target = serializers.ChoiceField(["claimed", "succeeded"],
                                      help_text="what a hit is: a claim, or a claim whose run succeeded")
     decisions = serializers.IntegerField()
@@ -77,4 +104,5 @@ class ShadowReportSerializer(serializers.Serializer):
     modelRate = serializers.FloatField(allow_null=True)
     marginPct = serializers.FloatField(allow_null=True)
     excluded = ExcludedSerializer()
+    estimate = ShadowEstimateSerializer(allow_null=True, help_text="null but with credit estimate")
     gate = GateSerializer()

@@ -4,15 +4,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
-from common.config import Config
+from common.config import Config, rules_from
 from common.times import iso, parse_time
 from learning import dataset
 from learning.core import labels
-from learning.core.shadow import GateReading, ShadowDecision, gate, report
+from learning.core.shadow import (
+    CHANCE_STATUSES, ESTIMATE, GateReading, ShadowDecision, estimated, gate, report,
+)
 from learning.core.train import Example
 from learning.models import LearnedModel
 from placement import learned
+from placement.replay import Choice
+from placement.what_if import what_if
 from records.models import Decision
+from records.store import what_if as what_if_store
 
 # progress(stage, done, total): stage "read" counts decisions, "fit" counts iterations.
 Progress = Callable[[str, int, int], None]
@@ -92,6 +97,34 @@ def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
         )
 
 
+def shadow_counts(model: LearnedModel, config: Config) -> dict[str, Any]:
+    """The model's shadow report's figures under `SUPERDISPATCH_LEARNED_CREDIT`: the documented
+    lower bound, or the disagreements credited by the what-if estimator."""
+    counts = report(shadow_decisions(model.id), model.target)
+    if config.learned_credit != ESTIMATE:
+        return counts
+    return estimated(counts, shadow_estimate(model, config))
+
+
+def shadow_estimate(model: LearnedModel, config: Config):
+    """The what-if estimate of the model's choices against the formula's, over the shadow
+    decisions the report counts (settled with a chance for the formula's choice, both choices
+    known, held for the formula's): the window from the first of them, the decisions before
+    it read for what was known then."""
+    counted = (Decision.objects.filter(learned__model=model.id, outcome_status__in=CHANCE_STATUSES)
+               .values_list("id", "created_at", "learned").iterator(chunk_size=2000))
+    chosen: dict[str, Choice] = {}
+    since = None
+    for decision_id, created_at, view in counted:
+        if view.get("placed") or view.get("choice") is None or view.get("formulaChoice") is None:
+            continue
+        chosen[decision_id] = Choice(view["choice"])
+        since = created_at if since is None else min(since, created_at)
+    formula = what_if_store.formula_named(config.formula)
+    decisions = what_if_store.recorded(None, since, None) if chosen else []
+    return what_if(decisions, formula, rules_from(config), since, chosen=chosen)
+
+
 def gate_reading(model: LearnedModel, shadow_report: dict[str, Any], config: Config) -> GateReading:
     """The gate for this model under the current settings."""
     return gate(model.rows, shadow_report, config.learned_min_rows, config.learned_min_shadow,
@@ -106,13 +139,15 @@ def gate_reason(reading: GateReading) -> str | None:
 
 def shadow_report_json(model: LearnedModel, config: Config) -> dict[str, Any]:
     """The model against the formula in its settled shadow decisions, and how the gate reads now."""
-    counts = report(shadow_decisions(model.id), model.target)
+    counts = shadow_counts(model, config)
     reading = gate_reading(model, counts, config)
     newest = latest()
     return {
         "model": model.id,
         "version": model.version,
         "latest": newest is not None and newest.id == model.id,
+        "credit": config.learned_credit,
+        "estimate": None,
         **counts,
         "gate": {
             "mode": config.learned,

@@ -4,7 +4,7 @@ One function computes the features, from plain values, so the dataset (from a st
 decision) and placement (at decision time) give a model exactly the same inputs. Plain
 math only: it runs inside placement on a handful of candidates.
 
-The 12 features, in order (`FEATURES`):
+The 13 features, in order (`FEATURES`):
 
 - `stageRecord`: the candidate's stage record from SuperWitness, 0.5 when unread
   (the value a new agent gets, so "unread" is neither good nor bad).
@@ -22,6 +22,10 @@ The 12 features, in order (`FEATURES`):
 - `eligible`: how many candidates passed every filter.
 - `poolBusy`: the share of in-set candidates that failed a filter tagged `load`
   (`at-capacity`, `not-idle`, `holding-another`), 0 when nobody was in the set.
+- `outcomeRate`: the stage record's outcome rate alone, the smoothed share of its runs that
+  succeeded, 0.5 when unread. The stage record is its mean with the verdicts' pass rate, so
+  it cannot tell work that is approved but often fails from work that succeeds but draws
+  requests for changes.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ FEATURES: tuple[str, ...] = (
     "hourCos",
     "eligible",
     "poolBusy",
+    "outcomeRate",
 )
 
 NEUTRAL_RATE = 0.5
@@ -63,6 +68,7 @@ def features(
     eligible: int,
     in_set: int,
     busy: int,
+    outcome_rate: float | None = None,
 ) -> tuple[float, ...]:
     """The model's inputs for one eligible candidate, in `FEATURES` order.
 
@@ -83,6 +89,7 @@ def features(
         math.cos(angle),
         float(eligible),
         busy / in_set if in_set else 0.0,
+        float(NEUTRAL_RATE if outcome_rate is None else outcome_rate),
     )
 
 
@@ -153,6 +160,7 @@ def record_features(
         eligible=counts["eligible"],
         in_set=counts["inSet"],
         busy=counts["busy"],
+        outcome_rate=history.get("outcomeRate"),
     )
 
 

@@ -520,10 +520,15 @@ def rehold(measured: Outlook, d: Recorded, agents: _Agents, rules: Rules, hold_s
 
 
 def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
-            since: datetime | None = None, *, other_rules: Rules | None = None) -> WhatIf:
+            since: datetime | None = None, *, other_rules: Rules | None = None,
+            chosen: Mapping[str, Choice] | None = None) -> WhatIf:
     """Replay the decisions at or after `since` (the ones before only inform what is known)
     through `formula`, and estimate it, the recorded formulas and pull over them.
-    `decisions` come oldest first; `rules` are the settings the formula runs under."""
+    `decisions` come oldest first; `rules` are the settings the formula runs under.
+
+    With `chosen` (by decision id), the other arm's choice is given rather than replayed, as a
+    learned model's recorded choice is, and only the decisions it names are judged (the rest
+    only inform what is known); pull is not estimated then, as nobody asked."""
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
     rules_other = replace(other_rules or rules, formula=formula.recorded)
@@ -536,6 +541,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     for d in decisions:
         if since is not None and d.at < since:
             continue
+        if chosen is not None and d.decision_id not in chosen:
+            continue
         in_window += 1
         why = replayable(d)
         if why is not None:
@@ -544,7 +551,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         known.until(d.at)
         try:
             agents = _Agents(d, known, rules)
-            other = _choose(formula, d, rules_other, known, agents, windows)
+            other = (_choose(formula, d, rules_other, known, agents, windows) if chosen is None
+                     else chosen[d.decision_id])
         except Unreplayable as err:
             not_replayed[str(err)] += 1
             continue
@@ -566,15 +574,15 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
             same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
             estimate = corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
                                  agree=same and mine.agent_id is not None)
-        replays.append(Replay(d.decision_id, mine, other, {
-            "recorded": measured,
-            "other": estimate,
-            PULL: corrected(outlook(Choice(None), d, agents, rules, correct=False), expected, measured,
-                            agree=mine.agent_id is None),
-        }))
+        outlooks = {"recorded": measured, "other": estimate}
+        if chosen is None:
+            outlooks[PULL] = corrected(outlook(Choice(None), d, agents, rules, correct=False), expected,
+                                       measured, agree=mine.agent_id is None)
+        replays.append(Replay(d.decision_id, mine, other, outlooks))
     names = tuple(formulas_seen)
-    estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in (
-        ("recorded", ", ".join(names) or "-"), ("other", formula.recorded), (PULL, PULL)))
+    arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
+        ((PULL, PULL),) if chosen is None else ())
+    estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in arms)
     return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
                   recorded_formulas=names)
 

@@ -1,7 +1,10 @@
 """The shadow report's arithmetic (the model's choice against the formula's) and the gate.
 
-Only the formula's choice was held, so the model's rate is a lower bound: where the two
-disagree the model is credited only when its own choice claimed the card anyway.
+Only the formula's choice was held, so the documented crediting (`lower-bound`) gives the
+model a lower bound: where the two disagree the model is credited only when its own choice
+claimed the card anyway. With `estimate`, the disagreements are credited by the what-if
+estimator (`placement.what_if`, fed the model's recorded choices), and the gate reads the lower
+end of the estimate's 95% interval (`estimated`).
 
 A hit follows the model's target: with `claimed`, the choice claimed the card; with
 `succeeded`, it claimed the card and the claim's run succeeded. Under `succeeded`, a decision
@@ -15,7 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from placement.what_if import WhatIf
+
 from .labels import CLAIMED, SUCCEEDED
+
+LOWER_BOUND, ESTIMATE = "lower-bound", "estimate"  # SUPERDISPATCH_LEARNED_CREDIT
 
 # Outcomes in which the formula's choice had its chance; superseded and not-reserved say nothing.
 CHANCE_STATUSES = frozenset({"claimed", "claimed-by-other", "expired"})
@@ -93,6 +100,43 @@ def report(decisions: Iterable[ShadowDecision], target: str = CLAIMED) -> dict[s
     }
 
 
+def estimated(counts: dict[str, Any], answer: WhatIf) -> dict[str, Any]:
+    """The report credited by the estimator: `counts` (`report()`, whose claim counts and
+    exclusions stand as counted) with its decisions, agreement, rates and margin replaced by
+    the estimate's over the decisions `answer` judged, and the estimate itself under `estimate`.
+
+    Both rates are the estimator's success, the chance that the card's run at its stage
+    succeeds, whatever the model's target: the formula's as measured (the model filling in a
+    run not known yet), the model's measured where it agreed and doubly robust where it did
+    not. `marginLowPct`, what the gate reads, is the lower end of the model's 95% interval less
+    the formula's rate, in points; null while the decisions are too few to judge.
+    """
+    arms = {e.arm: e for e in answer.estimates}
+    judged = answer.replayed
+    formula = arms["recorded"].success if judged else None
+    model = arms["other"].success if judged else None
+    agree = answer.differs["same"]
+    return {
+        **counts,
+        "credit": ESTIMATE,
+        "decisions": judged,
+        "agree": agree,
+        "disagree": judged - agree,
+        "formulaRate": formula.value if formula else None,
+        "modelRate": model.value if model else None,
+        "marginPct": 100.0 * (model.value - formula.value) if judged else None,
+        "estimate": {
+            "estimator": arms["other"].estimator if judged else None,
+            "enough": answer.enough,
+            "minDecisions": answer.min_decisions,
+            "formula": formula.to_record(4) if formula else None,
+            "model": model.to_record(4) if model else None,
+            "marginLowPct": 100.0 * (model.low - formula.value) if answer.enough else None,
+            "notReplayed": [{"why": why, "decisions": n} for why, n in answer.not_replayed.items()],
+        },
+    }
+
+
 @dataclass(frozen=True)
 class GateTest:
     """One of the gate's three tests: `min-rows`, `min-shadow` or `margin`."""
@@ -133,10 +177,12 @@ def gate(
 ) -> GateReading:
     """Read the gate: enough training rows, enough settled shadow decisions, a wide enough win.
 
-    `model_rows` is the count of rows the model was trained from; `shadow_report` is `report()`.
+    `model_rows` is the count of rows the model was trained from; `shadow_report` is `report()`,
+    or `estimated()`, whose margin test reads the lower end of the estimate's interval.
     """
     shadowed = shadow_report["decisions"]
-    margin = shadow_report["marginPct"]
+    estimate = shadow_report.get("estimate")
+    margin = shadow_report["marginPct"] if estimate is None else estimate["marginLowPct"]
     tests = (
         GateTest(
             "min-rows",
@@ -157,12 +203,20 @@ def gate(
             margin is not None and margin >= margin_pct,
             margin,
             margin_pct,
-            (
-                "no settled shadow decision to compare with the formula"
-                if margin is None
-                else f"{margin:+.1f} points over the formula; needs at least {margin_pct:+g}"
-            ),
+            _margin_message(margin, margin_pct, estimate),
         ),
     )
     failing = next((t.name for t in tests if not t.passed), None)
     return GateReading(passed=failing is None, failing=failing, tests=tests)
+
+
+def _margin_message(margin: float | None, margin_pct: float, estimate: dict[str, Any] | None) -> str:
+    if estimate is None:
+        if margin is None:
+            return "no settled shadow decision to compare with the formula"
+        return f"{margin:+.1f} points over the formula; needs at least {margin_pct:+g}"
+    if margin is None:
+        return (f"too few decisions to estimate (at least {estimate['minDecisions']} judged "
+                "ones are needed)")
+    return (f"the estimate's 95% interval starts {margin:+.1f} points over the formula; needs at "
+            f"least {margin_pct:+g}")

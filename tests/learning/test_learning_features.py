@@ -42,8 +42,9 @@ def test_features_of_the_documented_example_match_hand_computed_values():
         -math.sqrt(3) / 2,      # cos(2 pi 10 / 24)
         1.0,                    # one eligible candidate
         0.5,                    # cyd of {ada, cyd} in the set is not idle
+        0.82,                   # its runs' outcome rate, apart from the verdicts
     )
-    assert len(got) == len(FEATURES) == 12
+    assert len(got) == len(FEATURES) == 13
     assert got == pytest.approx(want, abs=1e-12)
 
 
@@ -61,6 +62,7 @@ def test_unread_history_and_never_dispatched_read_as_neutral():
     assert got["direct"] == 1.0
     assert got["tierStep"] == 4.0
     assert (got["hourSin"], got["hourCos"]) == (0.0, 1.0)
+    assert got["outcomeRate"] == 0.5
 
 
 def test_history_read_but_not_weighed_keeps_the_record_and_says_it_did_not_weigh():
@@ -85,7 +87,7 @@ def test_dataset_and_placement_compute_the_same_features():
     at_decision_time = features(
         stage_record=0.81, weighed=True, stage_runs=12, success_rate=0.75,
         since_last_dispatch_s=5400, direct=False, tier_step=1, hour=10,
-        eligible=1, in_set=2, busy=1,
+        eligible=1, in_set=2, busy=1, outcome_rate=0.82,
     )
     assert record_features(EXAMPLE, ADA) == at_decision_time
 
@@ -107,13 +109,13 @@ def test_dataset_rows_carry_label_target_pool_and_features():
 
 MODEL = LearnedModel(
     id="mdl_1", version=1, features=FEATURES,
-    means=(0.0,) * 12, stds=(1.0,) * 11 + (2.0,),
-    weights=(2.0,) + (0.0,) * 10 + (-1.0,), bias=-1.0,
+    means=(0.0,) * 13, stds=(1.0,) * 11 + (2.0, 1.0),
+    weights=(2.0,) + (0.0,) * 10 + (-1.0, 0.0), bias=-1.0,
 )
 
 
 def row(stage_record, pool_busy=0.0):
-    return (stage_record,) + (0.0,) * 10 + (pool_busy,)
+    return (stage_record,) + (0.0,) * 10 + (pool_busy, 0.0)
 
 
 def test_model_probability_is_the_logistic_of_the_standardised_weighted_sum():

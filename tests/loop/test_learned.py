@@ -21,7 +21,7 @@ def store_model():
     weights = [-3.0 if name == "successRate" else 0.0 for name in FEATURES]
     return StoredModel.objects.create(
         id="mdl_" + "1" * 24, version=2, created_at=T0, seed=0, decisions=5000,
-        features=list(FEATURES), means=[0.0] * 12, stds=[1.0] * 12, weights=weights,
+        features=list(FEATURES), means=[0.0] * len(FEATURES), stds=[1.0] * len(FEATURES), weights=weights,
         bias=0.0, iterations=500, learning_rate=0.5, l2=0.0001, metrics={"count": 5000})
 
 

@@ -29,7 +29,8 @@ def test_defaults_are_the_documented_ones():
     assert (cfg.history_days, cfg.history_min_sample, cfg.history_half_life_days) == (30, 3, 7)
     assert (cfg.suggest_every_seconds, cfg.suggest_window_hours, cfg.stall_minutes) == (0, 24, 30)
     assert (cfg.learned, cfg.learned_min_rows, cfg.learned_min_shadow,
-            cfg.learned_margin_pct) == ("off", 500, 100, 5)
+            cfg.learned_margin_pct, cfg.learned_credit) == ("off", 500, 100, 5, "lower-bound")
+    assert config.load({**GOOD, "SUPERDISPATCH_LEARNED_CREDIT": "estimate"}).learned_credit == "estimate"
     assert cfg.port == 8796
 
 
@@ -49,6 +50,7 @@ def test_database_defaults_to_sqlite_under_the_data_dir_and_takes_postgres():
     ("SUPERDISPATCH_TOP_K", "11"), ("SUPERDISPATCH_TOP_K", "0"), ("SUPERDISPATCH_TOP_K", "3.5"),
     ("SUPERDISPATCH_SWEEP_SECONDS", "4"), ("SUPERDISPATCH_FAIRNESS", "random"),
     ("SUPERDISPATCH_LEARNED", "yes"), ("SUPERDISPATCH_DATA_DIR", "relative/dir"),
+    ("SUPERDISPATCH_LEARNED_CREDIT", "estimated"), ("SUPERDISPATCH_LEARNED_CREDIT", "Lower-Bound"),
     ("ORG_PLANE_SERVICE_CREDENTIAL", "svc_short:secret"), ("SUPERPIPELINE_URL", "ftp://x"),
     ("SUPERDISPATCH_OPERATOR_TOKEN_SHA256", "ABC"), ("DATABASE_URL", "mysql://x/y"),
 ])
