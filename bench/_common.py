@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -208,6 +209,16 @@ class CpuShares:
 
 def temp_dir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=f"superdispatch-bench-{prefix}-")
+
+
+def median_ms(work, times: int = 5) -> float:
+    """The median wall time of `work()` over `times` calls, in milliseconds."""
+    taken = []
+    for _ in range(times):
+        began = time.perf_counter()
+        work()
+        taken.append((time.perf_counter() - began) * 1000)
+    return statistics.median(taken)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -30,7 +30,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+from _common import ROOT, count_arg, drop_database, median_ms, offline_store  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -153,16 +153,9 @@ def main() -> None:
                   f"enough={r.enough} success={r.success} lead_s={r.lead_s}", flush=True)
         shown = [f"brd_{b:03d}" for b in range(boards)]
         dashboard.what_if(shown)
-        reads = []
-        for _ in range(5):
-            began = time.perf_counter()
-            dashboard.what_if(shown)
-            reads.append((time.perf_counter() - began) * 1000)
-        checks = []
-        for _ in range(5):  # what each sweep's listener asks once every board is worked out
-            began = time.perf_counter()
-            assert not what_if.wanted(NOW)
-            checks.append((time.perf_counter() - began) * 1000)
+        read_ms = median_ms(lambda: dashboard.what_if(shown))
+        assert not what_if.wanted(NOW)  # every board is worked out: what each sweep's listener asks
+        check_ms = median_ms(lambda: what_if.wanted(NOW))
         print(f"boards_worked_out={len(boards_ms)} decisions_in_their_windows={replayed} "
               f"cpu_s={sum(boards_cpu_ms) / 1000:.1f} "
               f"cpu_ms_a_decision={sum(boards_cpu_ms) / max(replayed, 1):.2f} "
@@ -172,7 +165,7 @@ def main() -> None:
         drop_database(kind, BENCH_DB)
     print(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
           f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
-          f"what_if_read_ms={statistics.median(reads):.1f} what_if_check_ms={statistics.median(checks):.1f}")
+          f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}")
 
 
 if __name__ == "__main__":

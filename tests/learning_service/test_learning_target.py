@@ -11,14 +11,7 @@ from tests.conftest import at
 from tests.support.admin_pages import change_url
 from tests.support.learning_factories import learned_settings, settled, shadow, stored_model
 
-pytestmark = [pytest.mark.django_db, pytest.mark.storage]
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    runtime.reset_cache()
-    yield
-    runtime.reset_cache()
+pytestmark = [pytest.mark.django_db, pytest.mark.storage, pytest.mark.usefixtures("fresh_learned_reading")]
 
 
 def with_target(target: str, **learned):
