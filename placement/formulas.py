@@ -181,13 +181,9 @@ def recorded_names() -> tuple[str, ...]:
 # The documented formula: the default, and the ranking the docs describe.
 DEFAULT = declare(Formula("idle-stage-success-lru", 3, "formula", (BY_RECORD,), needs={Need.RUNS}))
 
-# Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`).
-# Version 3 keeps the documented order among the idle and moves back only those whose expected
-# lead is well over the quickest one's. Version 2 took idle agents within `rules.wait_margin`
-# (0.15) of the best idle one's outcome rate as equals and ranked them by claim latency plus run
-# time, so an agent at 60% came before one at 70% that was a little slower; version 1 ranked
-# every idle agent by lead alone (a weak agent that runs fast came first) and waited on records
-# of a run or two.
+# Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`). It
+# keeps the documented order among the idle and moves back only those whose expected lead is well
+# over the quickest one's; what each earlier version did instead, and why it changed: CHANGELOG.md.
 WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, BY_LEAD),
                                   needs={Need.RUNS, Need.TIMING}, may={May.HOLD_BUSY}))
 
