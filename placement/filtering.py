@@ -20,15 +20,15 @@ filters are a set operation, and most give one verdict to many agents.
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from .candidates import Pool
 from .facts import Facts
+from .registry import Registry
 from .rules import Rules
 
 
@@ -121,7 +121,6 @@ class Filter:
 
 # --- The declarations, and what is derived from them ----------------------------------------
 
-_declared: dict[str, Filter] = {}
 _tables: Tables | None = None
 
 
@@ -131,41 +130,23 @@ _NAME = re.compile(r"[a-z][A-Za-z0-9]*")
 _CODE = re.compile(r"[a-z][a-z0-9:-]*")
 
 
-def declare(declared: Filter) -> Filter:
-    """Add a filter; every table derived from the declarations is worked out again."""
-    global _tables
-    if declared.name in _declared:
-        raise ValueError(f"filter {declared.name} is already declared")
+def _check(declared: Filter) -> None:
     if not _NAME.fullmatch(declared.name):
         raise ValueError(f"filter name {declared.name!r} is not camelCase letters and digits")
     for code in declared.reasons:
         if not _CODE.fullmatch(code):
             raise ValueError(f"filter {declared.name}: reason code {code!r} is not lowercase kebab-case")
-    _declared[declared.name] = declared
-    _tables = None
-    return declared
 
 
-def withdraw(declared: Filter) -> None:
-    """Remove a declared filter (a test's own, when the test is done)."""
+def _forget_tables() -> None:
+    """Every table derived from the declarations is worked out again when next asked for."""
     global _tables
-    if _declared.get(declared.name) is not declared:
-        raise ValueError(f"filter {declared.name} is not declared")
-    del _declared[declared.name]
     _tables = None
 
 
-@contextmanager
-def declared(*filters: Filter) -> Iterator[tuple[Filter, ...]]:
-    """These filters declared for the length of the block, as if they were declared here."""
-    added: list[Filter] = []
-    try:
-        for each in filters:
-            added.append(declare(each))
-        yield filters
-    finally:
-        for each in reversed(added):
-            withdraw(each)
+_REGISTRY: Registry[Filter] = Registry("filter", lambda f: f.name, check=_check, changed=_forget_tables)
+_declared = _REGISTRY.items
+declare, withdraw, declared = _REGISTRY.declare, _REGISTRY.withdraw, _REGISTRY.declared
 
 
 class Shape(NamedTuple):
