@@ -93,6 +93,7 @@ class Filter:
     tags: frozenset[Tag]
     reads: Read  # the fact it reads; a read that several filters share runs once per card
     check: Check
+    words: tuple[str, ...] = ()  # each reason code as a person says it after the agent's name, in order
     passed: FilterResult = field(init=False)
     rejected: FilterResult = field(init=False)  # with its first reason code
     unchecked: FilterResult = field(init=False)
@@ -101,6 +102,10 @@ class Filter:
         if not self.reasons:
             raise ValueError(f"filter {self.name} declares no reason code")
         object.__setattr__(self, "reasons", tuple(self.reasons))
+        object.__setattr__(self, "words", tuple(self.words))
+        if self.words and len(self.words) != len(self.reasons):
+            raise ValueError(f"filter {self.name} gives words for {len(self.words)} of its "
+                             f"{len(self.reasons)} reason codes")
         object.__setattr__(self, "tags", frozenset(Tag(tag) for tag in self.tags))
         object.__setattr__(self, "passed", FilterResult(self.name, True))
         object.__setattr__(self, "rejected", FilterResult(self.name, False, self.reasons[0]))
@@ -168,6 +173,9 @@ class Tables:
         # Every code any filter rejects with, and the filter that does.
         self.codes: Mapping[str, Filter] = MappingProxyType(
             {code: f for f in in_order for code in f.reasons})
+        # Each code as a person says it (the decision's explanation); a code without words is itself.
+        self.words: Mapping[str, str] = MappingProxyType(
+            {code: said for f in in_order for code, said in zip(f.reasons, f.words)})
         self.tagged: Mapping[Tag, tuple[Filter, ...]] = MappingProxyType(
             {tag: tuple(f for f in in_order if tag in f.tags) for tag in Tag})
         self._names = {tag: frozenset(f.name for f in tagged) for tag, tagged in self.tagged.items()}
