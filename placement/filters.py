@@ -212,8 +212,8 @@ def capacity(pool: Pool, objections: dict) -> Verdicts:
     return CAPACITY.rejecting(_objected_for(CONCURRENCY_REACHED, objections))
 
 
-CAPACITY = declare(Filter("capacity", ("at-capacity",), 110, {Tag.LOAD, Tag.NO_ROOM}, _eligibility, capacity,
-                          words=("at capacity",)))
+CAPACITY = declare(Filter("capacity", ("at-capacity",), 110, {Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM},
+                          _eligibility, capacity, words=("at capacity",)))
 
 
 def idle(pool: Pool, full: frozenset[str]) -> Verdicts:
@@ -221,7 +221,8 @@ def idle(pool: Pool, full: frozenset[str]) -> Verdicts:
     return IDLE.rejecting(full)
 
 
-IDLE = declare(Filter("idle", ("not-idle",), 120, {Tag.LOAD, Tag.NO_ROOM}, _full, idle, words=("not idle",)))
+IDLE = declare(Filter("idle", ("not-idle",), 120, {Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM}, _full, idle,
+                      words=("not idle",)))
 
 
 def held(pool: Pool, holding: frozenset[str]) -> Verdicts:
@@ -229,8 +230,8 @@ def held(pool: Pool, holding: frozenset[str]) -> Verdicts:
     return HELD.rejecting(pool.in_set & holding)
 
 
-HELD = declare(Filter("held", ("holding-another",), 130, {Tag.LOAD, Tag.HOLD}, _holding, held,
-                      words=("holding another card",)))
+HELD = declare(Filter("held", ("holding-another",), 130, {Tag.LOAD, Tag.HOLD, Tag.PULL_MAY_CLAIM}, _holding,
+                      held, words=("holding another card",)))
 
 
 def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
@@ -245,8 +246,8 @@ def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
     )
 
 
-NO_SHOW = declare(Filter("noShow", ("recently-no-show",), 140, {Tag.UNRELIABLE}, _recent_lapses, no_show,
-                         words=("a recent no-show",)))
+NO_SHOW = declare(Filter("noShow", ("recently-no-show",), 140, {Tag.UNRELIABLE, Tag.PULL_MAY_CLAIM},
+                         _recent_lapses, no_show, words=("a recent no-show",)))
 
 
 def passed_over(pool: Pool, passed: frozenset[str]) -> Verdicts:
@@ -254,8 +255,8 @@ def passed_over(pool: Pool, passed: frozenset[str]) -> Verdicts:
     return PASSED_OVER.rejecting(pool.in_set & passed)
 
 
-PASSED_OVER = declare(Filter("passedOver", ("passed-over",), 150, (), _passed_over, passed_over,
-                             words=("already passed over on this card's ladder",)))
+PASSED_OVER = declare(Filter("passedOver", ("passed-over",), 150, {Tag.PULL_MAY_CLAIM}, _passed_over,
+                             passed_over, words=("already passed over on this card's ladder",)))
 
 
 # --- What the filters share ---------------------------------------------------------------
