@@ -43,6 +43,11 @@ def dropped_arms(experiment: Experiment) -> tuple[str, ...]:
     return tuple(d["arm"] for d in experiment.dropped or ())
 
 
+def dropped_at(experiment: Experiment) -> dict[str, datetime]:
+    """Each dropped arm and when: the analysis reads the blocks after as the stand-in ran them."""
+    return {d["arm"]: parse_time(d["at"]) for d in experiment.dropped or ()}
+
+
 def in_force(experiment: Experiment, now: datetime) -> InForce | None:
     """The block the experiment runs at `now`, and its arm; None outside its blocks."""
     if experiment.state == ExperimentState.RUNNING:
@@ -111,18 +116,19 @@ def winner_of(analysis) -> str | None:
 
 
 def blocks_needed_of(analysis) -> int | None:
-    return analysis.blocks_needed
+    return analysis.blocks_to_decision
 
 
 def drops_of(analysis) -> dict[str, str]:
     """The arms the guardrail drops now, each with why."""
-    return dict(analysis.drop)
+    return {drop.arm: drop.why for drop in analysis.drops}
 
 
 def guardrail_of(experiment: Experiment) -> switchback.Guardrail:
     g = experiment.guardrail or {}
-    return switchback.Guardrail(success_drop=g.get("successDrop", switchback.Guardrail.success_drop),
-                                lead_ratio=g.get("leadRatio", switchback.Guardrail.lead_ratio))
+    default = switchback.Guardrail()
+    return switchback.Guardrail(success_drop=g.get("successDrop", default.success_drop),
+                                lead_ratio=g.get("leadRatio", default.lead_ratio))
 
 
 def summary(experiment: Experiment) -> dict:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Iterable, Mapping
 
 from django.conf import settings
@@ -17,6 +17,7 @@ from django.db import transaction
 
 from access.actions import do_record
 from access.audit import SERVICE, Actor
+from common.times import iso, parse_time
 from placement import formulas, switchback
 from placement.switchback import PULL
 from records.models import Board, Experiment, ExperimentState, LIVE_STATES
@@ -52,7 +53,8 @@ class Plan:
     blocks: int | None = None
     ends_at: datetime | None = None
     seed: int | None = None
-    guardrail: switchback.Guardrail = field(default_factory=switchback.Guardrail)
+    success_drop: float = switchback.Guardrail().success_drop  # the guardrail's bounds
+    lead_ratio: float = switchback.Guardrail().lead_ratio
     holdback_every: int | None = None
     burn_in_seconds: int = BURN_IN_SECONDS
 
@@ -95,11 +97,10 @@ def _check(plan: Plan, now: datetime) -> int:
                               f"{MAX_BLOCKS} blocks (two runs of its arms at least)")
     if not 0 <= plan.burn_in_seconds < plan.block_seconds:
         raise ExperimentError("burnInSeconds", "the burn-in is from 0 to less than a block")
-    g = plan.guardrail
-    if not 0 < g.success_drop <= 1:
-        raise ExperimentError("guardrail", "successDrop is above 0 and at most 1")
-    if not g.lead_ratio > 1:
-        raise ExperimentError("guardrail", "leadRatio is above 1")
+    if not 0 < plan.success_drop < 1:
+        raise ExperimentError("guardrail", "successDrop is between 0 and 1")
+    if not 1 < plan.lead_ratio <= 10:
+        raise ExperimentError("guardrail", "leadRatio is above 1, at most 10")
     if plan.holdback_every is not None and not 2 <= plan.holdback_every <= 100:
         raise ExperimentError("holdbackEvery", "a holdback is 1 block in 2 to 1 in 100")
     if plan.seed is not None and not 0 <= plan.seed < 2 ** 63:
@@ -150,7 +151,7 @@ def do_start_experiment(plan: Plan, now: datetime, *, by: Actor = SERVICE,
     experiment = Experiment.objects.create(
         boards=sorted(plan.boards), arms=list(plan.arms), block_seconds=plan.block_seconds,
         seed=seed, objective=plan.objective, burn_in_seconds=plan.burn_in_seconds,
-        guardrail={"successDrop": plan.guardrail.success_drop, "leadRatio": plan.guardrail.lead_ratio},
+        guardrail={"successDrop": plan.success_drop, "leadRatio": plan.lead_ratio},
         holdback_every=plan.holdback_every, schedule=experiments.stored_schedule(schedule),
         starts_at=schedule[0].starts, ends_at=schedule[-1].ends, created_by=by.name,
         created_at=now)
@@ -180,7 +181,7 @@ def do_drop_arm(experiment: Experiment, arm: str, why: str, now: datetime) -> No
     experiment = Experiment.objects.select_for_update().get(id=experiment.id)
     if arm in experiments.dropped_arms(experiment) or arm == PULL:
         return
-    experiment.dropped = [*experiment.dropped, {"arm": arm, "at": now.isoformat(), "why": why}]
+    experiment.dropped = [*experiment.dropped, {"arm": arm, "at": iso(now), "why": why}]
     experiment.save(update_fields=["dropped"])
     do_record(SERVICE, "experiment.drop-arm", experiment.id, None, {"arm": arm, "why": why}, now)
 
@@ -247,7 +248,7 @@ def do_review_experiments(now: datetime, *, autopilot: bool = False) -> int:
     reviewed = 0
     for experiment in experiments.live():
         if experiment.state == ExperimentState.RUNNING:
-            ended = sum(1 for b in experiment.schedule if experiments.parse_time(b["ends"]) <= now)
+            ended = sum(1 for b in experiment.schedule if parse_time(b["ends"]) <= now)
             if ended > experiment.reviewed_blocks:
                 _review_running(experiment, ended, now, autopilot)
                 reviewed += 1
@@ -263,7 +264,7 @@ def _review_running(experiment: Experiment, ended: int, now: datetime, autopilot
     schedule = experiments.schedule_of(experiment)
     analysis = switchback.analyse(
         schedule, experiments.cards_of(experiment.id), burn_in_s=experiment.burn_in_seconds,
-        objective=experiment.objective, dropped=experiments.dropped_arms(experiment), now=now,
+        objective=experiment.objective, dropped=experiments.dropped_at(experiment), now=now,
         guardrail=experiments.guardrail_of(experiment))
     for arm, why in experiments.drops_of(analysis).items():
         do_drop_arm(experiment, arm, why, now)
