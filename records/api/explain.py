@@ -200,6 +200,13 @@ def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
         said = f" ({outlook_words(outlook)}, for {outlook['agentId']})" if outlook else ""
         return (f"Nobody was held: pull is expected to do as well as the best hold{said}, so the "
                 "card is left to whoever claims it first.")
+    if reason == "pull-arm":
+        experiment = decision.get("experiment")
+        why = (f"experiment {experiment['id']}'s block {experiment['block']} runs pull"
+               if experiment else "the board's own formula is pull")
+        return (f"Nobody was held: {why}, so nobody is held and the card is left to whoever "
+                "claims it first; it was weighed and recorded all the same, so pull's outcome is "
+                "measured on the same record as a formula's.")
     if reason == "empty-lane":
         return ("Nobody was held: nobody on the board's roster has this stage's capability, "
                 "so pull decides (whoever off the roster claims it, or it waits).")

@@ -22,7 +22,7 @@ from records.store import prepared
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
-          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD)
+          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD, DecisionReason.PULL_ARM)
 
 
 @dataclass
@@ -188,6 +188,9 @@ class LadderState:
 
     ladder: Ladder
     wait_until: datetime | None  # not decided again before this (five-minute rule)
+    # When its wait is an experiment's pull block's, when that decision was made: a switch to
+    # the next block lets the card go to the next arm at once (`loop/arms.py`).
+    pulled_at: datetime | None = None
 
 
 def ladders(board_id: str, cards: Iterable[tuple[str, str, datetime]]) -> dict[str, LadderState]:
@@ -216,7 +219,9 @@ def ladder_state(steps: list[dict]) -> LadderState:
         last = steps[-1]
         if last["reason"] in NOBODY or last["outcome_status"] == OutcomeStatus.NOT_RESERVED:
             wait_until = last["created_at"] + RETRY_AFTER
-    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until)
+    pulled_at = last["created_at"] if steps and last["reason"] == DecisionReason.PULL_ARM else None
+    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until,
+                       pulled_at)
 
 
 def holds_since(agent_id: str, since: datetime) -> int:
