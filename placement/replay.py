@@ -21,7 +21,7 @@ from .facts import Card, Facts, Requires, Run, Timing
 from .filtering import FilterResult, Tag, tables
 from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
 from .ladder import WINNER, Tier
-from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside, with_holds
+from .lead import by_lead, evidence, fleet_differs, hold_length, race, steps_aside
 from .lead import known as lead_known
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
@@ -327,20 +327,9 @@ def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     timing = known.timing()
     by_id = {c.agent_id: c for c in d.candidates}
     records = {a: by_id[a].stage or known.stage_of(d, by_id[a], rules) or NO_RUNS for a, _ in ranking}
-    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
     fleet = sum(1 for c in d.candidates if _busy_only(c))
-    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
-    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a, _ in ranking}, busy)
-    scored = []
-    for place, (agent_id, score) in enumerate(ranking):
-        claim, run, success, total = expected(agent_id, ev)
-        base = score.terms
-        scored.append((total, place, agent_id, LeadTerms(
-            base.stage_record, base.success_rate, base.since_last_dispatch_s, claim, run, success, ev.retry,
-            total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
-    scored.sort()
-    n = len(scored)
-    ranking = [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
+    hold_s = {a: _hold_s(a, rules, timing) for a, _ in ranking}
+    ranking = by_lead(ranking, records, timing, known.settled_on_board(d.board_id), hold_s, fleet)
     best_id, best = ranking[0][0], ranking[0][1].terms
     ev_pull = evidence(timing, {a: s.terms.success for a, s in ranking})
     left = max(0.0, rules.placement_window_s - _seconds(d.at - d.ready_at))
@@ -363,18 +352,14 @@ def _busy_only(c: Considered) -> bool:
 
 
 def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
-    """`decision._fleet` on the record: were every candidate busy only for its load idle too,
-    would the best hold be sooner to a success than pull's race among them all?"""
+    """`lead.fleet_differs` on the record, as `decision._fleet` asks it of a card's facts."""
     fleet = [c for c in d.candidates if _busy_only(c)]
     if len(fleet) < 2:
         return False
     records = {c.agent_id: c.stage or known.stage_of(d, c, rules) or NO_RUNS for c in fleet}
     timing = known.timing()
-    ev = evidence(timing, {a: h.outcome_rate for a, h in records.items()}, {a: h.weight for a, h in records.items()})
-    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a in records})
-    best = min(records, key=lambda a: (expected(a, ev)[3], a))
-    racing = race(sorted(records), ev)
-    return not steps_aside(expected(best, ev)[3], racing.expected_s)  # sooner, as `decision._fleet` asks
+    hold_s = {a: _hold_s(a, rules, timing) for a in records}
+    return fleet_differs(records, timing, known.settled_on_board(d.board_id), hold_s)
 
 
 # Each step a formula may list, and how a recorded decision is run through it.
