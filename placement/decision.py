@@ -13,7 +13,7 @@ from .dispatch_policy import PolicyRecord
 from .facts import Card, Facts, Requires
 from .filtering import FilterResult, Ground, Tag, ground_for, run_filters, tables
 from .filters import POLICY  # the dispatch policy's filter
-from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Step
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Ranker
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
 from .lead import LeadTerms, Outlook, by_lead, evidence, fleet_differs, hold_length, known, race, steps_aside
 from .load import DIRECT, ROSTER, LoadShape
@@ -275,8 +275,8 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     ranking: Ranking = []
     waiting = None
     formula = rules.declared_formula
-    for step in formula.steps:
-        ranking, waiting = STEPS[step](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
+    for ranker in formula.rankers:
+        ranking, waiting = RANKERS[ranker](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
     candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:
@@ -308,10 +308,10 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 Ranking = list[tuple[str, Score]]  # agents best first, each with its score
 Verdicts = dict[str, tuple[FilterResult, ...]]
 Stage = dict[str | None, StageHistory] | None  # the eligible's records at the stage, by principal; None: runs unread
-# A step: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
+# A ranker: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
 # ranking and busy agent so far, to the ranking and busy agent after it. Its arguments come one by
 # one, not in an object, so that running a formula costs a decision no more than calling it.
-StepRun = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
+RankerRun = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
                    tuple[Ranking, Waiting | None]]
 
 
@@ -348,8 +348,8 @@ def _by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, 
     return by_lead(ranking, records, facts.timing, facts.holds.settled, hold_s, fleet), waiting
 
 
-# Each step a formula may list (`formulas.py`), and what runs it.
-STEPS: Mapping[Step, StepRun] = {
+# Each ranker a formula may list (`formulas.py`), and what runs it.
+RANKERS: Mapping[Ranker, RankerRun] = {
     BY_RECORD: _by_record,
     BY_LEAD: _by_lead,
     BY_PULL: _by_pull,

@@ -1,6 +1,6 @@
 """Expected time to a success: what a hold for each agent is expected to give, against pull.
 
-The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
+The ranker `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
 
     expected = show x (claim + run + queue + (1 - success) x retry) + (1 - show) x (hold + retry)
 
@@ -248,7 +248,7 @@ class Rated(Protocol):
 def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], timing: Timing,
             settled: Mapping[str, tuple[int, int]], hold_s: Mapping[str, float],
             fleet: int) -> list[tuple[str, Score]]:
-    """The ranking again by expected time to a success, its order breaking ties: the step
+    """The ranking again by expected time to a success, its order breaking ties: the ranker
     `BY_PULL`, in deciding a card and in replaying a decision alike. Each agent's
     `records` and `hold_s` come in the ranking's order; `fleet` counts the candidates busy
     only for their load, the share of them busy pricing what a longer run costs the cards behind."""

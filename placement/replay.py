@@ -2,7 +2,7 @@
 
 Each replayed decision is the first step of a card's ladder that had a choice to make: agents
 eligible to hold for, and more than one rostered agent able to take the card. It is run through
-the other formula's steps on its own recorded facts (each candidate's filters, score terms and
+the other formula's rankers on its own recorded facts (each candidate's filters, score terms and
 stage record); a fact the formula needs that the record does not hold, such as how soon an agent
 claims and how long it runs, or a busy agent's record at the stage, is rebuilt from what the
 record showed *before* the decision (`Known`): a claim counts from its claim time, a run from
@@ -19,7 +19,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .facts import Card, Facts, Requires, Run, Timing
 from .filtering import FilterResult, Tag, tables
-from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Ranker
 from .ladder import WINNER, Tier
 from .lead import by_lead, evidence, fleet_differs, hold_length, race, steps_aside
 from .lead import known as lead_known
@@ -295,7 +295,7 @@ def _by_record(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str,
 
 
 def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`waiting.py`'s step, its timing rebuilt from the record before the decision."""
+    """`waiting.py`'s ranker, its timing rebuilt from the record before the decision."""
     if d.ready_at is None:
         raise Unreplayable("no ready time recorded, which holding for a busy agent reads")
     stage: dict[str, StageHistory] = {}
@@ -315,7 +315,7 @@ def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
 
 
 def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`lead.py`'s step as `decision.py` runs it: the eligible by expected time to a success, and
+    """`lead.py`'s ranker as `decision.py` runs it: the eligible by expected time to a success, and
     nobody held where pull is expected to do as well, each figure rebuilt from the record before
     the decision. The hold is sized by its agent's p95 time to claim as known then. The window
     left is the configured one's less the time the card had been ready: the window the formula
@@ -362,8 +362,8 @@ def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
     return fleet_differs(records, timing, known.settled_on_board(d.board_id), hold_s)
 
 
-# Each step a formula may list, and how a recorded decision is run through it.
-REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
+# Each ranker a formula may list, and how a recorded decision is run through it.
+REPLAY_RANKERS: Mapping[Ranker, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
 
 NO_CHOICE = frozenset({NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE})
 
@@ -385,10 +385,10 @@ def choose(formula: Formula, d: Recorded, rules: Rules, known: Known) -> Choice:
     """Whom `formula` holds this decision's card for, on its recorded facts."""
     ranking: list[tuple[str, Score]] = []
     busy: Choice | None = None
-    for step in formula.steps:
-        replay = REPLAY_STEPS.get(step)
+    for ranker in formula.rankers:
+        replay = REPLAY_RANKERS.get(ranker)
         if replay is None:
-            raise Unreplayable(f"the step {step.name} cannot be replayed from the record")
+            raise Unreplayable(f"the ranker {ranker.name} cannot be replayed from the record")
         ranking, waiting = replay(d, rules, known, ranking)
         busy = waiting or busy
     if busy is not None:
