@@ -87,10 +87,11 @@ def _left_held(decision: Decision, card: BoardCard | None, left_at: datetime,
                claimants: Claimants) -> Outcome | None:
     """A held card that left its ladder with no claim shown. The card's attemptCount, back in
     the decision's stage, says whether anybody claimed it since: nobody, and the hold lapsed
-    or the card was moved; somebody, and back while the hold was live, then the held agent
-    (no other could claim), from whatever names it. Otherwise (risen but back after the hold
-    lapsed, or another stage, where the count starts again) the relay or SuperWitness may name
-    the claimant; with nothing to name one it is `superseded`, never a lapse."""
+    or the card was moved (an unknown hold, never shown, is no lapse: `superseded`); somebody,
+    and back while the hold was live, then the held agent (no other could claim), from
+    whatever names it. Otherwise (risen but back after the hold lapsed, or another stage,
+    where the count starts again) the relay or SuperWitness may name the claimant; with
+    nothing to name one it is `superseded`, never a lapse."""
     lapsed = decision.reserved_until
     claimed = _claimed_since(decision, card)
     if claimed is False:
