@@ -2,6 +2,7 @@
 holding meanwhile, and the next read of the board says which it was."""
 import pytest
 
+from records.api.explain import explain
 from records.models import Decision, HoldTally
 from records.serializers import DecisionSerializer
 from records.store import holds
@@ -187,6 +188,7 @@ def test_an_unknown_hold_claimed_by_another_agent_is_theirs_and_no_no_show():
     assert decision.chosen not in lapses
     shown = record(decision)
     assert (shown["reservation"], shown["reservationUnknown"]) == (None, "timeout")
+    assert "whether it was held is not known" in explain(shown)
 
 
 def test_an_unknown_hold_on_a_card_still_waiting_unclaimed_is_not_reserved():
