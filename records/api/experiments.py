@@ -70,6 +70,11 @@ def refused(err: ExperimentError):
 class Experiments(OperatorView):
     scopes = {"GET": READ, "POST": BOARDS}
 
+    @property
+    def takes_body(self) -> bool:
+        # The start reads its body; the list, as every other read, refuses one.
+        return self.request.method == "POST"
+
     @extend_schema(summary="Every experiment, newest first", responses=MANY)
     def get(self, request):
         NoQuery.read(request.query_params)

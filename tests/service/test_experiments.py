@@ -66,6 +66,11 @@ def test_an_experiment_starts_with_its_schedule_stored_and_an_audit_entry(api, f
     assert [e["id"] for e in api.get("/v1/experiments").json()["experiments"]] == [got["id"]]
 
 
+def test_the_list_of_experiments_refuses_a_body_as_every_read_does(api, fleet):
+    answer = api.generic("GET", "/v1/experiments", b"{}", content_type="application/json")
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "unexpected-body"
+
+
 def test_an_experiment_that_would_split_a_cluster_is_a_400_naming_the_board_left_out(api, fleet):
     message = _refusal(api, _body(boards=["brd_a"]))
     assert message.startswith("boards:") and "brd_b" in message and "switch together" in message
