@@ -212,7 +212,8 @@ class DecisionSerializer(Row):
     reservationUnknown = serializers.CharField(
         source="reservation_unknown", required=False, allow_null=True,
         help_text="the hold was asked for and no answer came (why: `timeout`); the next read "
-                  "of the board says whether it was held")
+                  "of the board says whether it was held, or, where the card was claimed or "
+                  "had left its ladder first, it stays: nobody can say")
     outcome = OutcomeSerializer(source="*", allow_null=True)
     createdAt = Time(source="created_at")
     learned = serializers.JSONField(required=False, allow_null=True)
