@@ -204,6 +204,18 @@ def read_experiment(e: Experiment, objective: str, burn_in_s: int) -> Analysis:
                    now=e.schedule[-1].ends)
 
 
+def decision_of(e: Experiment, objective: str, burn_in_s: int) -> tuple[str | None, datetime | None]:
+    """The arm the service decides on for the objective, and when: the first look (after each
+    block) with a winner, as the service's review stops the experiment there; None where no
+    look has one. Read again from the kept cards, each look counting the blocks ended by then."""
+    for block in e.schedule:
+        read = analyse(e.schedule, e.cards, burn_in_s=burn_in_s, objective=objective, dropped=e.dropped_at,
+                       now=block.ends)
+        if read.winner is not None:
+            return read.winner, block.ends
+    return None, None
+
+
 def read_alone(alone: dict[str, Alone], block_s: int) -> Analysis:
     """Each arm alone against pull alone on one seed, as one analysis over their blocks: each
     arm's run cut into blocks and laid after the one before, so that none overlaps."""
@@ -351,7 +363,7 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
         metric = "success" if objective == "success" else "lead"
         chosen_by_seed = []
         for s in seeds:
-            won = read_experiment(kept.experiments[s], objective, burn_in_s).winner
+            won, _ = decision_of(kept.experiments[s], objective, burn_in_s)
             chosen_by_seed.append(won if won is not None else "formula")  # undecided: the deployment's formula
         oks = []
         for chosen in chosen_by_seed:
@@ -401,8 +413,8 @@ def hours_lines(kept: Kept, burn_in_s: int) -> list[str]:
         cells = []
         for s, e in sorted(kept.experiments.items()):
             start = e.schedule[0].starts
-            if objective in e.decided_at:
-                at, won = e.decided_at[objective]
+            won, at = decision_of(e, objective, burn_in_s)
+            if won is not None:
                 cells.append(f"{(at - start).total_seconds() / 3600:.1f} h ({won})")
                 continue
             more = read_experiment(e, objective, burn_in_s).blocks_to_decision
