@@ -36,8 +36,6 @@ from placement.switchback import (
     Card,
     Guardrail,
     analyse,
-    draw_schedule,
-    in_force,
 )
 
 TAIL_S = 15 * 60  # simulated after the last block, so its cards can finish
@@ -126,76 +124,60 @@ class Experiment:
     cards: list[Card]
     dropped_at: dict[str, datetime]
     drop_why: dict[str, str]
-    decided_at: dict[str, tuple[datetime, str]]  # objective -> (when, winner)
+    decided_at: dict[str, tuple[datetime, str]]  # kept empty: the decisions are read again (`decision_of`)
     seconds: int
 
 
-class Seam:
-    """How the lab makes the loop run an arm: the seam the loop follows the block in force by."""
+def start(world, labels: list[str], seconds: int, block_s: int, burn_in_s: int, seed: int):
+    """The experiment started as an operator would (`do_start_experiment`) on every board of the
+    scenario, its schedule drawn and stored; the loop follows its block in force from now."""
+    from records.store import experiments
+    from records.store.actions.experiments import Plan, do_start_experiment
 
-    def __init__(self, world, on_tick: Callable[[datetime], None], names: dict[str, str]) -> None:
-        self.world, self.on_tick, self.names = world, on_tick, names
-        self.base_rules = world.loop.rules
-        self.arm: str | None = None
-        self.deliver = world.suite.relay.target
-        world.suite.relay.target = self._deliver
-
-    def _deliver(self, headers: dict, body: bytes) -> int:
-        # Under pull nothing of SuperDispatch places: the relay's events go unanswered.
-        return 202 if self.arm == PULL else self.deliver(headers, body)
-
-    def switch(self, arm: str | None) -> None:
-        """Run `arm` (a label; None: the deployment's formula) from now. Live holds lapse on their own."""
-        if arm == self.arm:
-            return
-        self.arm = arm
-        formula = self.base_rules.formula if arm in (None, PULL) else self.names[arm]
-        self.world.loop.rules = dataclasses.replace(self.base_rules, formula=formula)
-        window = 0 if arm == PULL else self.world.loop.cfg.placement_window_seconds
-        for board in self.world.suite.scenario.boards:
-            self.world.suite.pipeline.set_placement_window(board.id, window)
-
-    def tick(self, now: datetime) -> None:
-        if self.arm != PULL:
-            self.on_tick(now)
+    names = arm_names()
+    boards = tuple(b.id for b in world.suite.scenario.boards)
+    rosters = {b: [a.id for a in world.suite.scenario.agents
+                   if any(m.board_id == b and m.enabled for m in a.memberships)] for b in boards}
+    experiment = do_start_experiment(
+        Plan(boards=boards, arms=tuple(names[label] for label in labels), objective="success",
+             block_seconds=block_s, blocks=max(1, seconds // block_s), seed=seed, burn_in_seconds=burn_in_s),
+        world.now, rosters_read=rosters)
+    label_of = {name: label for label, name in names.items()}
+    schedule = tuple(dataclasses.replace(b, arm=label_of[b.arm]) for b in experiments.schedule_of(experiment))
+    return experiment, schedule
 
 
 def run_experiment(scenario, labels: list[str], seconds: int, block_s: int, burn_in_s: int,
                    guardrail: Guardrail = GUARDRAIL) -> Experiment:
-    """The experiment on one seed: the loop following the block in force, the guardrail after
-    each block, and when each objective first had a winner."""
+    """The experiment on one seed, through the service's own path: started by its action, the
+    loop following the block in force (holds, windows, a pull block holding nobody, a switch
+    releasing the cards left to pull), and the guardrail looked at after each block, its drops
+    made by the service's action. The looks read the sandbox's truth rather than the store, so
+    what is measured is the design, not the store's adapter."""
+    from records.store.actions.experiments import do_drop_arm
+
     names = arm_names()
     world, on_tick = placed_world(scenario)
-    seam = Seam(world, on_tick, names)
-    starts = world.now
-    schedule = draw_schedule(labels, starts=starts, block_seconds=block_s, blocks=max(1, seconds // block_s),
-                             seed=scenario.seed)
+    experiment, schedule = start(world, labels, seconds, block_s, burn_in_s, scenario.seed)
     dropped_at: dict[str, datetime] = {}
     drop_why: dict[str, str] = {}
-    decided_at: dict[str, tuple[datetime, str]] = {}
-    next_end = iter(b.ends for b in schedule)
-    look = [next(next_end)]
+    ends = iter(b.ends for b in schedule)
+    look = [next(ends)]
 
     def tick(now: datetime) -> None:
-        if look[0] is not None and now >= look[0]:
-            cards = cards_of(world.suite, world.sim.metrics)
-            for objective in ("success", "lead"):
-                read = analyse(schedule, cards, burn_in_s=burn_in_s, objective=objective,
-                               dropped=dropped_at, now=now, guardrail=guardrail)
-                for drop in read.drops:
-                    dropped_at.setdefault(drop.arm, now)
-                    drop_why.setdefault(drop.arm, drop.why)
-                if read.winner is not None and objective not in decided_at:
-                    decided_at[objective] = (now, read.winner)
-            look[0] = next(next_end, None)
-        found = in_force(schedule, now, dropped_at)
-        seam.switch(None if found is None else found[1])
-        seam.tick(now)
+        on_tick(now)
+        if look[0] is None or now < look[0]:
+            return
+        read = analyse(schedule, cards_of(world.suite, world.sim.metrics), burn_in_s=burn_in_s,
+                       objective="success", dropped=dropped_at, now=now, guardrail=guardrail)
+        for drop in read.drops:
+            dropped_at[drop.arm], drop_why[drop.arm] = now, drop.why
+            do_drop_arm(experiment, names[drop.arm], drop.why, now)
+        look[0] = next(ends, None)
 
-    seam.switch(in_force(schedule, starts, ())[1])
     world.sim.run(seconds + TAIL_S, on_tick=tick)
     cards = cards_of(world.suite, world.sim.metrics, until=schedule[-1].ends)
-    return Experiment(schedule, cards, dropped_at, drop_why, decided_at, seconds)
+    return Experiment(schedule, cards, dropped_at, drop_why, {}, seconds)
 
 
 def read_experiment(e: Experiment, objective: str, burn_in_s: int) -> Analysis:
@@ -354,6 +336,9 @@ def estimate_lines(kept: Kept, burn_in_s: int, arms: list[str]) -> tuple[list[st
 def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
     """Each objective's decision seed by seed, judged against the arms' own runs."""
     seeds = sorted(set(kept.alone) & set(kept.experiments))
+    if "formula" not in kept.labels:
+        return ["not judged: the deployment's formula, which an undecided experiment leaves running, "
+                "was not an arm"], 0, 0
     own = truth(kept)
     means = {a: {m: fmean(v) for m, v in own[a].items()} for a in kept.labels}
     pull = means[PULL]
@@ -480,7 +465,7 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
     for row in rows:
         print(row)
     _, fig = estimate_lines(kept, burn_in_s, main_arms)
-    for minutes in (0, 5, 10, 15):
+    for minutes in (0, 2, 5, 10, 15):
         _, other = estimate_lines(kept, minutes * 60, main_arms)
         print(f"burn-in {minutes} min: success err max {other['success_err_max']:.3f}, "
               f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}")

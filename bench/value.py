@@ -586,7 +586,7 @@ def main() -> None:
                              "and each arm alone on the same seeds, and read the experiment against them "
                              "(bench/_switchback.py); `worst`, a formula that ranks worst-first, is an arm too")
     parser.add_argument("--block-minutes", type=int, default=30, help="--switchback: each block's length")
-    parser.add_argument("--burn-in-minutes", type=int, default=5,
+    parser.add_argument("--burn-in-minutes", type=int, default=2,
                         help="--switchback: cards ready this long after a switch are left out")
     parser.add_argument("--alone-hours", type=float, help="--switchback: each arm alone over this many hours "
                                                           "(by default the experiment's)")
