@@ -205,3 +205,48 @@ def test_the_probes_left_no_error_in_the_servers_log(served):
     log = served[1]
     assert log.wait_for("/v1/after-the-probes"), "".join(log.lines)
     assert not [line for line in log.lines if "ERROR" in line or "Traceback" in line]
+
+
+# --- Slow clients ---------------------------------------------------------------------------
+
+SLOW_STARTS = {
+    "a header line never finished": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
+    "a body short of its length": (b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   b"Content-Length: 1000\r\n\r\n{\"type\": "),
+}
+
+
+@pytest.mark.parametrize("start", SLOW_STARTS, ids=list(SLOW_STARTS))
+def test_sixteen_slow_clients_holding_their_connections_leave_healthz_answering(served, start):
+    # Twice the threads `manage.py serve` runs (2 workers x 4): each slow client costs a socket.
+    host, port = served[0].split(":")
+    held = []
+    try:
+        for _ in range(16):
+            sock = socket.create_connection((host, int(port)), timeout=30)
+            sock.sendall(SLOW_STARTS[start])
+            held.append(sock)
+        status, _, body = ask(served, "GET", "/healthz")  # its socket gives up after 30 s
+        assert status == 200, body
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_head_that_grows_past_the_servers_buffer_is_a_431_in_the_error_shape(served):
+    # Sent in pieces, as a slow client would: the head is refused once it outgrows the buffer,
+    # not kept in memory to its end.
+    host, port = served[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"GET /v1/boards HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        try:
+            for n in range(20):
+                sock.sendall(f"X-Pad-{n}: {'p' * 8000}\r\n".encode())
+        except OSError:  # closed once refused: the answer is already on its way
+            pass
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 "), answer[:300]
+    assert json.loads(body)["error"]["code"] == "headers-too-large"
