@@ -105,7 +105,7 @@ def main() -> None:
     print(f"load average {load}; /healthz's time with N slow clients held (at most {args.wait} s)")
     line = []
     for name, seconds in figures.items():
-        shown = f">{args.wait:.0f}" if seconds is None else f"{seconds * 1000:.0f}"
+        shown = f">{args.wait * 1000:.0f}" if seconds is None else f"{seconds * 1000:.0f}"
         print(f"  {name:>10}: {shown} ms")
         line.append(f"healthz_ms_{name}={shown}")
     print(" ".join(line))

@@ -308,8 +308,10 @@ class Front:
         def start_response(status: str, headers: list, exc_info=None):
             if exc_info and answer_begun[0]:
                 raise exc_info[1].with_traceback(exc_info[2])
+            # Values stripped: Django writes each Set-Cookie with a leading space, which
+            # gunicorn let pass and h11 refuses.
             head[:] = [int(status.split(" ", 1)[0]),
-                       [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]]
+                       [(k.encode("latin-1"), v.strip().encode("latin-1")) for k, v in headers]]
             return write
 
         answer_begun = [False]

@@ -139,7 +139,7 @@ class Worker(UvicornWorker):
 
     CONFIG_KWARGS = {"loop": "asyncio", "http": Protocol, "ws": "none", "lifespan": "off",
                      "interface": "asgi3", "proxy_headers": False,
-                     "h11_max_incomplete_event_size": HEAD_MAX}
+                     "h11_max_incomplete_event_size": HEAD_MAX, "server_header": False}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

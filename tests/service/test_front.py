@@ -243,3 +243,12 @@ def test_the_environ_is_gunicorns():
 def test_an_http_version_other_than_1_0_or_1_1_is_a_400_in_the_error_shape():
     client = run(Front(echo), Client(), {**scope(), "http_version": "9.9"})
     assert client.status == 400 and "HTTP/9.9" in client.error()["message"]
+
+
+def test_a_header_value_with_a_leading_space_is_sent_without_it():
+    def cookie(environ, start_response):  # as Django's WSGI handler writes a Set-Cookie
+        start_response("200 OK", [("Set-Cookie", " csrftoken=abc; Path=/")])
+        return [b""]
+
+    client = run(Front(cookie), Client())
+    assert (b"Set-Cookie", b"csrftoken=abc; Path=/") in client.sent[0]["headers"]

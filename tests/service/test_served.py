@@ -127,6 +127,12 @@ def test_a_malformed_request_is_refused_in_the_error_shape(served, request_bytes
     assert set(json.loads(body)["error"]) == {"code", "message"}
 
 
+def test_the_admins_sign_in_page_is_served_with_its_cookie(served):
+    status, headers, body = ask(served, "GET", "/admin/login/")
+    assert status == 200, body[:300]
+    assert headers["Set-Cookie"].startswith("csrftoken=")
+
+
 # --- Bodies ---------------------------------------------------------------------------------
 
 def test_a_chunked_body_is_read_not_ignored(served):
