@@ -199,6 +199,9 @@ class Config:
     formula: str = setting("SUPERDISPATCH_FORMULA", _formula, lambda: _words(formulas.recorded_names()),
                            default=formulas.DEFAULT.recorded)
     backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "on", "off", default="on")
+    # When an experiment reaches its decision, each of its boards runs the winning arm (its own
+    # formula, audited); off: the result is shown and nothing changes.
+    autopilot: str = one_of("SUPERDISPATCH_AUTOPILOT", "off", "on", default="off")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(

@@ -118,6 +118,12 @@ class BoardSerializer(Row):
     enabled = serializers.BooleanField()
     createdAt = Time(source="created_at")
     updatedAt = Time(source="updated_at")
+    formula = serializers.CharField(
+        required=False, allow_null=True,
+        help_text="the board's own formula (a declared formula's recorded name, or pull), over "
+                  "SUPERDISPATCH_FORMULA; left out where the board has none")
+
+    omit_when_null = ("formula",)
 
 
 # --- Decisions and their candidates -----------------------------------------------------
@@ -180,6 +186,14 @@ class RunSerializer(Columns):
     present = "run_status"
 
 
+class ExperimentBlockSerializer(Columns):
+    id = serializers.CharField(source="experiment_id")
+    block = serializers.IntegerField(source="experiment_block")
+    arm = serializers.CharField(source="experiment_arm", help_text="a formula's recorded name, or pull")
+
+    present = "experiment_id"
+
+
 class DecisionSerializer(Row):
     """One placement decision: a step of a card's ladder, with its hold and outcome."""
 
@@ -208,8 +222,11 @@ class DecisionSerializer(Row):
                                     help_text="pull's expected time to a success against the best hold's")
     run = RunSerializer(source="*", required=False, allow_null=True,
                         help_text="the claim's run, once SuperWitness has it")
+    experiment = ExperimentBlockSerializer(
+        source="*", required=False, allow_null=True,
+        help_text="the experiment whose block was in force when the card was decided")
 
-    omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run")
+    omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run", "experiment")
 
 
 # --- Suggestions ------------------------------------------------------------------------

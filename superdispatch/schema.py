@@ -5,7 +5,7 @@ drf-spectacular cannot guess their serializers: it warns (W002) and leaves the v
 and it names a collection and one of its items alike (`…_retrieve`), then warns of the
 collision (W001). This schema class reads them as they are instead:
 
-- a view that names no serializer answers a JSON object (its fields are in the README);
+- a view that names no serializer answers a JSON object (its fields are in docs/api.md);
   a view or method that declares a serializer or an `extend_schema` response keeps it;
 - a GET at a path with no parameter whose last segment is plural (`/v1/boards`,
   `/v1/decisions`) reads a collection, answered under its plural name: its operation is

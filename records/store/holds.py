@@ -4,7 +4,6 @@ run is SuperWitness's to say, and is not read here."""
 from __future__ import annotations
 
 import json
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,6 +14,7 @@ from django.db.models import F, Q
 
 from placement.facts import Ladder
 from placement.rules import Rules
+from placement.stats import median, percentile
 from records.models import (
     Decision, DecisionReason, HoldTally, OutcomeStatus, TierName,
 )
@@ -22,7 +22,7 @@ from records.store import prepared
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
-          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD)
+          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD, DecisionReason.PULL_ARM)
 
 
 @dataclass
@@ -188,6 +188,9 @@ class LadderState:
 
     ladder: Ladder
     wait_until: datetime | None  # not decided again before this (five-minute rule)
+    # When its wait is an experiment's pull block's, when that decision was made: a switch to
+    # the next block lets the card go to the next arm at once (`loop/arms.py`).
+    pulled_at: datetime | None = None
 
 
 def ladders(board_id: str, cards: Iterable[tuple[str, str, datetime]]) -> dict[str, LadderState]:
@@ -216,7 +219,9 @@ def ladder_state(steps: list[dict]) -> LadderState:
         last = steps[-1]
         if last["reason"] in NOBODY or last["outcome_status"] == OutcomeStatus.NOT_RESERVED:
             wait_until = last["created_at"] + RETRY_AFTER
-    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until)
+    pulled_at = last["created_at"] if steps and last["reason"] == DecisionReason.PULL_ARM else None
+    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until,
+                       pulled_at)
 
 
 def holds_since(agent_id: str, since: datetime) -> int:
@@ -262,7 +267,7 @@ def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
         if run_status is not None and len(runs[agent]) < TIMING_SAMPLE:
             runs[agent].append(max((ended_at - claimed_at).total_seconds(), 0.0))
-    return ({a: statistics.median(v) for a, v in latency.items() if v},
+    return ({a: median(v) for a, v in latency.items() if v},
             {a: tuple(v) for a, v in runs.items() if v})
 
 
@@ -286,7 +291,7 @@ def claim_p95s(now: datetime) -> dict[str, float]:
     for agent, held_at, claimed_at in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
-    return {agent: sorted(v)[-(-len(v) * 95 // 100) - 1] for agent, v in latency.items()
+    return {agent: percentile(v, 95) for agent, v in latency.items()
             if len(v) >= P95_MIN_SAMPLE}
 
 
@@ -307,7 +312,7 @@ def pull_claims(now: datetime) -> dict[str, float]:
     for agent, ready_at, decided_at, claimed_at in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - (ready_at or decided_at)).total_seconds(), 0.0))
-    return {agent: statistics.median(v) for agent, v in latency.items() if v}
+    return {agent: median(v) for agent, v in latency.items() if v}
 
 
 def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
@@ -316,5 +321,4 @@ def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
     rows = (Decision.objects.filter(board_id=board_id, created_at__gte=since, chosen__isnull=False,
                                     tier_name=TierName.WINNER, ladder_ready_at__isnull=False)
             .order_by("-created_at").values_list("ladder_ready_at", "created_at")[:newest])
-    waits = sorted(max((made - ready).total_seconds(), 0.0) for ready, made in rows)
-    return waits[-(-len(waits) * 95 // 100) - 1] if waits else None
+    return percentile((max((made - ready).total_seconds(), 0.0) for ready, made in rows), 95)

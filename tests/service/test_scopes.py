@@ -63,7 +63,7 @@ def the_products_scope(route: str, method: str) -> str:
 
 
 def test_every_route_declares_the_scope_of_each_method_it_answers():
-    assert len(ROUTES) >= 18  # the routes of the README's table, /metrics, the schema and docs
+    assert len(ROUTES) >= 18  # the routes of docs/api.md's table, /metrics, the schema and docs
     undeclared = [f"{method} {route}" for route, view, method in ROUTES
                   if method not in view.scopes]
     assert undeclared == []
@@ -293,19 +293,19 @@ def test_paging_the_trail_by_id_misses_none_of_the_entries_written_at_one_time(c
     assert sorted(seen) == [f"evt_{i}" for i in range(7)] and len(set(seen)) == 7
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+API_DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 ACCESS_DOC = Path(__file__).resolve().parents[2] / "docs" / "access.md"
 
 
 def _shape(path: str) -> str:
-    """A path with its parameters blanked, as the README writes it (`:id`) or the URL conf
+    """A path with its parameters blanked, as docs/api.md writes it (`:id`) or the URL conf
     (`<str:model_id>`)."""
     return re.sub(r":\w+|<str:\w+>", "{}", "/" + path.lstrip("/"))
 
 
-def readme_scopes() -> dict[tuple[str, str], str]:
-    """(method, path) -> scope, from the Operator API's table of routes."""
-    table = README.read_text().split("| Method | Path | Scope | What it does |", 1)[1]
+def documented_scopes() -> dict[tuple[str, str], str]:
+    """(method, path) -> scope, from docs/api.md's table of routes."""
+    table = API_DOC.read_text().split("| Method | Path | Scope | What it does |", 1)[1]
     found = {}
     for line in table.splitlines()[2:]:
         if not line.startswith("|"):
@@ -316,8 +316,8 @@ def readme_scopes() -> dict[tuple[str, str], str]:
     return found
 
 
-def test_the_readme_lists_each_routes_scope_as_the_views_declare_it():
-    listed = readme_scopes()
+def test_the_api_page_lists_each_routes_scope_as_the_views_declare_it():
+    listed = documented_scopes()
     declared = {(method, _shape(route)): view.scopes[method] for route, view, method in ROUTES}
     declared |= {("GET", "/healthz"): "none", ("POST", "/v1/relay/events"): "none"}
     assert listed == declared
