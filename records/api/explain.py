@@ -87,6 +87,10 @@ def _choice(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     tier = _tier_words(decision.get("tier"))
     if decision.get("reservation"):
         head = f"Held for {chosen}{tier}."
+    elif decision.get("reservationUnknown") and decision.get("outcome"):
+        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+                f"({decision['reservationUnknown']}), and the card was claimed or had left its "
+                f"ladder before a read could show the hold, so whether it was held is not known.")
     elif decision.get("reservationUnknown"):
         head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
                 f"({decision['reservationUnknown']}), and the next read of the board says "

@@ -68,9 +68,11 @@ def holds(now: datetime, rules: Rules, agents: Iterable[str] | None = None) -> H
     # sixth of the ORM's work building each query, and nothing here reads in order.
     live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
                                    reserved_until__gt=now).order_by()
+    # A hold whose answer never came and that no read showed (`reservation_unknown` kept on
+    # its settled decision) is not known to have been made: never a lapse of its agent's.
     lapsed = Decision.objects.filter(
         chosen__isnull=False, reserved_until__gt=now - timedelta(seconds=rules.no_show_window_s),
-        reserved_until__lte=now,
+        reserved_until__lte=now, reservation_unknown__isnull=True,
     ).filter(Q(outcome_status=OutcomeStatus.EXPIRED)
              | Q(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, outcome_at__gt=F("reserved_until"))
              ).order_by()
@@ -247,6 +249,25 @@ def claims_of(board_id: str, agents: Iterable[str], since: datetime) -> list[tup
     return list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
                                         chosen__in=list(agents), outcome_at__gte=since)
                 .values_list("chosen", "stage_key", "outcome_at"))
+
+
+def lane_leavings(board_id: str, stage_key: str, card_id: str, since: datetime,
+                  until: datetime) -> list[tuple[str, str | None, datetime]]:
+    """(card, claimant, when) for each other card of a board stage our store knows left it, or
+    was claimed there, between `since` and `until`, and for each claim there before `since`
+    whose run is not known to have ended by then: what a run at that stage ending in the span
+    may have been the run of. A claimant is None where the card left with nobody named."""
+    left = Q(outcome_at__gte=since, outcome_at__lte=until,
+             outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER,
+                                 OutcomeStatus.SUPERSEDED))
+    working = Q(outcome_at__lt=since, outcome_at__gte=since - RUN_LOOK_BACK,
+                outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER)) & (
+        Q(run_ended_at__isnull=True) | Q(run_ended_at__gte=since))
+    return list(Decision.objects
+                .filter(board_id=board_id, stage_key=stage_key,
+                        created_at__gte=since - RUN_LOOK_BACK - MAX_HOLD, created_at__lte=until)
+                .exclude(card_id=card_id).filter(left | working).order_by()
+                .values_list("card_id", "outcome_by", "outcome_at"))
 
 
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
