@@ -10,8 +10,8 @@ runs the deployment's formula (so the decisions are alike, and only the asking d
 Printed: each run's mean wall time and CPU time a pass, and the store's queries a pass; the last
 line the CPU time, which a loaded machine moves least.
 
-Run: .venv/bin/python bench/arms.py [passes]      (default 100 each, after 20 warm-up)
-Last line: arms_pass_cpu_ms_none=… arms_pass_cpu_ms_board_formula=… arms_pass_cpu_ms_experiment=…
+Run: .venv/bin/python bench/which_arm.py [passes]      (default 100 each, after 20 warm-up)
+Last line: which_arm_cpu_ms_none=… which_arm_cpu_ms_board_formula=… which_arm_cpu_ms_experiment=…
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
-BENCH_DB = "superdispatch_bench_arms"
+BENCH_DB = "superdispatch_bench_which_arm"
 BOARDS, AGENTS, ROSTER = 20, 1000, 50
 WARMUP = 20
 WAYS = ("none", "board_formula", "experiment")
@@ -86,7 +86,7 @@ def main() -> None:
         result = figures[way] = run_fresh(__file__, BENCH_DB, way, str(passes))
         print(f"  {way:14} {result['wall_ms']:6.1f} ms a pass ({result['cpu_ms']:5.1f} ms CPU), "
               f"{result['queries']:.0f} queries")
-    last_line(" ".join(f"arms_pass_cpu_ms_{way}={figures[way]['cpu_ms']:.1f}" for way in WAYS),
+    last_line(" ".join(f"which_arm_cpu_ms_{way}={figures[way]['cpu_ms']:.1f}" for way in WAYS),
               passes=passes)
 
 
