@@ -294,8 +294,8 @@ def load(env: Mapping[str, str] = os.environ) -> Config:
     for least, most in (("placement_window_min_seconds", "placement_window_seconds"),
                          ("hold_min_seconds", "runner_up_seconds")):
         if least in values and most in values and values[least] > values[most]:
-            problems.append(f"SUPERDISPATCH_{least.upper()} must be at most SUPERDISPATCH_{most.upper()} "
-                            f"({values[most]})")
+            # Names only: a start-up error never prints a setting's value.
+            problems.append(f"SUPERDISPATCH_{least.upper()} must be at most SUPERDISPATCH_{most.upper()}")
     if problems:
         raise ConfigError(problems)
     values["agentpod_audience"] = values["agentpod_audience"] or values["agentpod_url"]

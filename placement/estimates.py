@@ -9,17 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from .stats import percentile
+
 NORMAL = NormalDist()
 
-
-def nearest_rank(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile (0-100) by nearest rank: the smallest value with at least q% of the
-    values at or below it, as the lab's benches and the loop read a p95. None for no values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = max(1, math.ceil(len(ordered) * q / 100))
-    return ordered[rank - 1]
+# The percentile by nearest rank is the one the loop and the lab's benches read (`stats.py`).
+nearest_rank = percentile
 
 
 def _t_within(t: float, df: int) -> float:

@@ -1,6 +1,6 @@
 """Expected time to a success: what a hold for each agent is expected to give, against pull.
 
-The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
+The ranker `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
 
     expected = show x (claim + run + queue + (1 - success) x retry) + (1 - show) x (hold + retry)
 
@@ -37,12 +37,12 @@ Pure: numbers in, numbers out; every figure a decision weighs is kept in its rec
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Protocol, Sequence
 
 from .facts import Timing
-from .scoring import ScoreTerms
+from .scoring import Score, ScoreTerms
+from .stats import median
 
 MIN_CLAIM_S = 0.5  # nobody claims quicker than this: a poll, a read and a claim
 MIN_RATE = 0.05  # a success rate below this prices a retry as if it were this
@@ -126,11 +126,11 @@ def evidence(timing: Timing, rates: Mapping[str, float], weights: Mapping[str, f
                   else sum(rates.values()) / len(rates))
         rates = {a: (weights.get(a, 0.0) * p + RATE_PRIOR * pooled) / (weights.get(a, 0.0) + RATE_PRIOR)
                  for a, p in rates.items()}
-    medians = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
-    claim_default = _median(timing.claim_latency_s.values())
-    run_default = _median(medians.values())
-    runs = {agent_id: (len(timing.run_s[agent_id]) * median + RUN_PRIOR * run_default)
-            / (len(timing.run_s[agent_id]) + RUN_PRIOR) for agent_id, median in medians.items()}
+    medians = {agent_id: median(runs) for agent_id, runs in timing.run_s.items() if runs}
+    claim_default = median(timing.claim_latency_s.values())
+    run_default = median(medians.values())
+    runs = {agent_id: (len(timing.run_s[agent_id]) * typical + RUN_PRIOR * run_default)
+            / (len(timing.run_s[agent_id]) + RUN_PRIOR) for agent_id, typical in medians.items()}
     # An agent never held has claimed by pull, if at all: its claims there stand for its own.
     claims = {**timing.pull_claim_s, **timing.claim_latency_s}
     partial = Evidence(claims, runs, rates, claim_default, run_default, 0.0)
@@ -159,11 +159,6 @@ def known(agent_id: str, timing: Timing) -> bool:
     """Whether the agent's time to claim and run time are its own, not the fleet's."""
     return ((agent_id in timing.claim_latency_s or agent_id in timing.pull_claim_s)
             and bool(timing.run_s.get(agent_id)))
-
-
-def _median(values: Iterable[float]) -> float:
-    values = list(values)
-    return statistics.median(values) if values else 0.0
 
 
 def expected(agent_id: str, ev: Evidence) -> tuple[float, float, float, float]:
@@ -241,6 +236,48 @@ def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_su
     if hold_success >= pull_success + SUCCESS_EDGE and hold_s <= pull_s:
         return False
     return hold_s * (1 + STEP_ASIDE_SHARE) >= pull_s
+
+
+class Rated(Protocol):
+    """A candidate's record at the stage, as the lead reads it (`StageHistory` is one)."""
+
+    outcome_rate: float
+    weight: float
+
+
+def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], timing: Timing,
+            settled: Mapping[str, tuple[int, int]], hold_s: Mapping[str, float],
+            fleet: int) -> list[tuple[str, Score]]:
+    """The ranking again by expected time to a success, its order breaking ties: the ranker
+    `BY_PULL`, in deciding a card and in replaying a decision alike. Each agent's
+    `records` and `hold_s` come in the ranking's order; `fleet` counts the candidates busy
+    only for their load, the share of them busy pricing what a longer run costs the cards behind."""
+    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
+    ev = with_holds(ev, settled, hold_s, busy)
+    scored = []
+    for place, (agent_id, score) in enumerate(ranking):
+        claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
+        base = score.terms
+        scored.append((total, place, agent_id, LeadTerms(
+            base.stage_record, base.success_rate, base.since_last_dispatch_s,
+            claim, run, success, ev.retry, total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
+    scored.sort()
+    n = len(scored)
+    return [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
+
+
+def fleet_differs(records: Mapping[str, Rated], timing: Timing, settled: Mapping[str, tuple[int, int]],
+                  hold_s: Mapping[str, float]) -> bool:
+    """Whether a card's fleet differs: were each of these candidates, busy only for their load,
+    idle, would the best hold be sooner to a success than pull's race among them all (the window
+    left out)? Sooner, not likelier: the window keeps every card, held or not. What a board's
+    window is set by, in deciding and in replaying alike."""
+    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    ev = with_holds(ev, settled, hold_s)
+    best = min(records, key=lambda a: (expected(a, ev)[3], a))
+    racing = race(sorted(records), ev)
+    return not steps_aside(expected(best, ev)[3], racing.expected_s)
 
 
 def hold_length(p95_claim_s: float | None, low: int, high: int) -> int:

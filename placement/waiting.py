@@ -1,4 +1,4 @@
-"""The step `formulas.BY_LEAD`: the opt-in ranking that may hold a card for a busy, better agent.
+"""The ranker `formulas.BY_LEAD`: the opt-in ranking that may hold a card for a busy, better agent.
 
 Delay scheduling, as Hadoop's fair scheduler does it for locality: a card may wait a little for
 the agent it is best placed with, when that agent is busy now but likely free soon. Here the
@@ -31,14 +31,14 @@ the longer by more than the slack. At the winner step a busy agent takes the car
 - and its expected lead is shorter than the first idle agent's.
 
 A hold for it that lapses walks the ladder as any other: runner-ups are never waited for. The
-formula that runs this step, and its versions, are declared in `formulas.py`.
+formula that runs this ranker, and its versions, are declared in `formulas.py`.
 """
 from __future__ import annotations
 
 import math
 import statistics
 from datetime import datetime
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from .facts import Facts, Timing
 from .filtering import FilterResult
@@ -46,6 +46,7 @@ from .stage_runs import StageHistory
 from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
+from .stats import median
 
 LOAD_ONLY = frozenset({"capacity", "idle"})
 OVERDUE_SHARE = 0.25  # a run past all its recent ones is expected to need this share of its usual
@@ -89,9 +90,9 @@ class Leads:
 
     def __init__(self, timing: Timing, rates: Mapping[str, float], now: datetime) -> None:
         self.timing, self.rates, self.now = timing, rates, now
-        medians = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
-        self.latency_default = _median(timing.claim_latency_s.values())
-        self.run_default = _median(medians.values())
+        medians = {agent_id: median(runs) for agent_id, runs in timing.run_s.items() if runs}
+        self.latency_default = median(timing.claim_latency_s.values())
+        self.run_default = median(medians.values())
         # A few runs say little of an agent's speed: each estimate leans on the fleet's typical
         # run until it has RUN_PRIOR runs of its own, so noise in run times does not rank.
         self.runs = {agent_id: (len(runs) * medians[agent_id] + RUN_PRIOR * self.run_default)
@@ -129,9 +130,6 @@ def clearly_better(busy: StageHistory, idle: StageHistory, margin: float) -> boo
     return busy.outcome_rate - error(busy) >= idle.outcome_rate + error(idle) + margin
 
 
-def _median(values: Iterable[float]) -> float:
-    values = list(values)
-    return statistics.median(values) if values else 0.0
 
 
 def by_lead(ranking: list[tuple[str, Score]], leads: Leads) -> list[tuple[str, Score]]:

@@ -212,7 +212,8 @@ class DecisionSerializer(Row):
     reservationUnknown = serializers.CharField(
         source="reservation_unknown", required=False, allow_null=True,
         help_text="the hold was asked for and no answer came (why: `timeout`); the next read "
-                  "of the board says whether it was held")
+                  "of the board says whether it was held, or, where the card was claimed or "
+                  "had left its ladder first, it stays: nobody can say")
     outcome = OutcomeSerializer(source="*", allow_null=True)
     createdAt = Time(source="created_at")
     learned = serializers.JSONField(required=False, allow_null=True)
@@ -268,3 +269,73 @@ class SuggestionSerializer(serializers.Serializer):
         for name in ROSTER_FIELDS if instance.is_supply else SUPPLY_FIELDS:
             del out[name]
         return out
+
+
+# --- Experiments --------------------------------------------------------------------------
+
+class BlockSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    arm = serializers.CharField(help_text="a formula's recorded name, or pull")
+    starts = serializers.CharField(help_text="a time (RFC 3339)")
+    ends = serializers.CharField(help_text="a time (RFC 3339)")
+
+
+class DroppedArmSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    at = serializers.CharField(help_text="when the guardrail dropped it (RFC 3339)")
+    why = serializers.CharField()
+
+
+class GuardrailSerializer(serializers.Serializer):
+    successDrop = serializers.FloatField(help_text="drop an arm whose success is below pull's by more than this")
+    leadRatio = serializers.FloatField(help_text="or whose mean lead exceeds pull's by this ratio")
+
+
+@extend_schema_field(BlockSerializer(many=True))
+class ScheduleJson(serializers.JSONField):
+    """The schedule drawn at the start, as stored."""
+
+
+@extend_schema_field(DroppedArmSerializer(many=True))
+class DroppedJson(serializers.JSONField):
+    """The arms the guardrail dropped, when and why."""
+
+
+@extend_schema_field(GuardrailSerializer())
+class GuardrailJson(serializers.JSONField):
+    """The guardrail's bounds, as given at the start."""
+
+
+class ExperimentSerializer(Row):
+    """One switchback experiment: its plan, the schedule drawn at its start, what the guardrail
+    dropped, the newest analysis, and the winner once decided."""
+
+    id = serializers.CharField()
+    state = serializers.CharField(help_text="running, holdback, done or stopped")
+    boards = serializers.JSONField(help_text="[boardId, ...]: whole clusters of boards that share agents")
+    arms = serializers.JSONField(help_text="[a formula's recorded name, or pull, ...]")
+    objective = serializers.CharField(help_text="success or lead")
+    blockSeconds = serializers.IntegerField(source="block_seconds")
+    seed = serializers.IntegerField()
+    burnInSeconds = serializers.IntegerField(source="burn_in_seconds")
+    guardrail = GuardrailJson()
+    holdbackEvery = serializers.IntegerField(
+        source="holdback_every", required=False, allow_null=True,
+        help_text="after the decision, one block in this many keeps running pull; left out without a holdback")
+    schedule = ScheduleJson()
+    dropped = DroppedJson()
+    winner = serializers.CharField(allow_null=True, help_text="the winning arm for the objective, once decided")
+    decidedAt = Time(source="decided_at", allow_null=True)
+    analysis = serializers.JSONField(
+        allow_null=True, help_text="the newest analysis after a block: per arm, each against pull "
+        "with a 95% interval, blocks still needed, the guardrail's drops (placement/switchback.py)")
+    holdback = serializers.JSONField(
+        required=False, allow_null=True,
+        help_text="the holdback's newest figure: the board's formula against pull over its blocks")
+    startsAt = Time(source="starts_at")
+    endsAt = Time(source="ends_at")
+    stoppedAt = Time(source="stopped_at", allow_null=True)
+    createdBy = serializers.CharField(source="created_by")
+    createdAt = Time(source="created_at")
+
+    omit_when_null = ("holdbackEvery", "holdback")

@@ -15,6 +15,7 @@ from records.models import Board, Suggestion
 from records.store import actions
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
+from tests.support.routes import finished_experiment
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -46,7 +47,7 @@ def ids():
     trainable(40)
     model = learning_actions.do_train(None, 1, now=T0)
     return {"board_id": "brd_a", "decision_id": decision.id, "suggestion_id": suggestion.id,
-            "model_id": model.id}
+            "model_id": model.id, "experiment_id": finished_experiment().id}
 
 
 def test_the_rule_covers_the_writes_that_take_no_body():
