@@ -24,7 +24,7 @@ from records.models import (
     Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
-from records.store import actions, outbox
+from records.store import actions, dashboard, outbox
 
 
 class ActionsOnlyAdmin(ReadOnlyAdmin):
@@ -41,7 +41,7 @@ class ActionsOnlyAdmin(ReadOnlyAdmin):
 @admin.register(Board)
 class BoardAdmin(ActionsOnlyAdmin):
     list_display = ("board_id", "enabled", "formula_label", "window_seconds", "last_read_at",
-                    "last_read_error", "updated_at")
+                    "last_read_error", "waiting", "updated_at")
     list_filter = ("enabled",)
     search_fields = ("board_id",)
     actions = ["opt_in", "opt_out", "deployment_formula"]
@@ -60,6 +60,11 @@ class BoardAdmin(ActionsOnlyAdmin):
             actions.do_set_board_formula(board.board_id, None, timezone.now(), by=by)
         self.message_user(request, f"{queryset.count()} board(s) run the deployment's formula.",
                           messages.SUCCESS)
+
+    @admin.display(description="waiting unrecorded, and why")
+    def waiting(self, board: Board) -> str:
+        """Its ready cards the last pass over it left waiting with no decision recorded."""
+        return dashboard.waiting_said(board.waiting_on_load, board.waiting_on_holds)
 
     @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):

@@ -96,6 +96,15 @@ def do_note_read(board_id: str, now: datetime, error: str = "") -> None:
     Board.objects.filter(board_id=board_id).update(**fields)
 
 
+def do_note_waiting(board_id: str, on_load: int, on_holds: int) -> None:
+    """How many of the board's ready cards its last whole pass left waiting unrecorded, and
+    why (`waiting-on-load`, `waiting-on-holds`). Written only when the counts changed, so a
+    board whose cards wait alike sweep after sweep costs a read, not a write."""
+    (Board.objects.filter(board_id=board_id)
+     .exclude(waiting_on_load=on_load, waiting_on_holds=on_holds)
+     .update(waiting_on_load=on_load, waiting_on_holds=on_holds))
+
+
 def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None,
                    now: datetime | None = None, *, by: Actor = SERVICE) -> None:
     """The window SuperPipeline accepted (None: refused) and when to ask again. A window
