@@ -38,13 +38,35 @@ class ActionsOnlyAdmin(ReadOnlyAdmin):
         return self.readonly_fields or [f.name for f in self.model._meta.fields]
 
 
+def formula_action_name(arm: str) -> str:
+    """The admin action that gives boards this formula (or pull) as their own."""
+    return "run_" + "".join(ch if ch.isalnum() else "_" for ch in arm)
+
+
+def _run_formula(arm: str):
+    """An action that gives the selected boards `arm` as their own formula, each change audited."""
+
+    @admin.action(description=f"Run {arm} on the selected boards (their own formula)",
+                  permissions=["change"])
+    def run(modeladmin, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_set_board_formula(board.board_id, arm, timezone.now(), by=by)
+        modeladmin.message_user(request, f"{queryset.count()} board(s) run {arm}.", messages.SUCCESS)
+
+    run.__name__ = formula_action_name(arm)
+    return run
+
+
 @admin.register(Board)
 class BoardAdmin(ActionsOnlyAdmin):
     list_display = ("board_id", "enabled", "formula_label", "window_seconds", "last_read_at",
                     "last_read_error", "waiting", "updated_at")
     list_filter = ("enabled",)
     search_fields = ("board_id",)
-    actions = ["opt_in", "opt_out", "deployment_formula"]
+    # One action a declared formula, and pull, derived from the declarations.
+    actions = ["opt_in", "opt_out", "deployment_formula",
+               *(_run_formula(arm) for arm in (*formulas.recorded_names(), "pull"))]
 
     @admin.display(description="formula", ordering="formula")
     def formula_label(self, board: Board) -> str:
