@@ -92,14 +92,14 @@ class BoardAdmin(ActionsOnlyAdmin):
     def opt_in(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_in(board.board_id, timezone.now(), by=by)
+            actions.do_opt_in(board.board_id, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
 
     @admin.action(description="Opt the selected boards out", permissions=["change"])
     def opt_out(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_out(board.board_id, timezone.now(), by=by)
+            actions.do_opt_out(board.board_id, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
 
 
@@ -305,9 +305,9 @@ class SuggestionAdmin(ActionsOnlyAdmin):
 
     @admin.action(description="Dismiss the selected suggestions", permissions=["change"])
     def dismiss(self, request, queryset):
-        now, by = timezone.now(), of_request(request)
+        by = of_request(request)
         for suggestion in queryset:
-            actions.do_dismiss_suggestion(suggestion, now, by=by)
+            actions.do_dismiss_suggestion(suggestion, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
                           messages.SUCCESS)
 
