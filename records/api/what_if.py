@@ -14,7 +14,7 @@ from common.errors import bad_request
 from common.scopes import READ
 from common.views import OperatorView
 from records.api.query import BOARD_ID, Matching, Query
-from records.serializers import Time
+from records.serializers import TimeInput
 from records.store import what_if
 
 
@@ -40,8 +40,8 @@ class FormulaName(serializers.CharField):
 class WhatIfQuery(Query):
     formula = FormulaName(required=False)
     board = Matching(BOARD_ID, required=False, help_text="a board id (brd_…)")
-    since = Time(required=False)
-    until = Time(required=False)
+    since = TimeInput(required=False)
+    until = TimeInput(required=False)
 
     def validate(self, attrs: Mapping[str, Any]) -> Mapping[str, Any]:
         if "since" in attrs and "until" in attrs and attrs["since"] >= attrs["until"]:
