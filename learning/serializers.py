@@ -198,4 +198,5 @@ class DatasetSerializer(serializers.Serializer):
     target = serializers.ChoiceField(["claimed", "succeeded"], help_text="the learned target")
     rows = DatasetRowSerializer(many=True)
     decisions = serializers.IntegerField(help_text="settled decisions read")
-    truncated = serializers.BooleanField(help_text="whether settled decisions beyond the cap were left for a later read")
+    truncated = serializers.BooleanField(
+        help_text="whether settled decisions beyond the cap were left for a later read")

@@ -121,13 +121,21 @@ class CapabilityJson(serializers.JSONField):
 
 
 class StageHistorySerializer(serializers.Serializer):
+    """The runs read and the record they give; the counts behind it where the record kept them."""
+
     runs = serializers.IntegerField(help_text="SuperWitness runs read at this stage")
-    succeeded = serializers.IntegerField(help_text="of those, the runs that succeeded")
-    verdicts = serializers.IntegerField(help_text="runs whose newest verdict gave a mark")
-    passes = serializers.IntegerField(help_text="of those, marks of one half or more")
-    weight = serializers.FloatField(help_text="the runs' total weight, newer runs weighing more")
-    outcomeRate = serializers.FloatField(help_text="the weighed share of runs that succeeded")
-    verdictRate = serializers.FloatField(help_text="the weighed share of passing marks")
+    succeeded = serializers.IntegerField(
+        required=False, help_text="of those, the runs that succeeded")
+    verdicts = serializers.IntegerField(
+        required=False, help_text="runs whose newest verdict gave a mark")
+    passes = serializers.IntegerField(
+        required=False, help_text="of those, marks of one half or more")
+    weight = serializers.FloatField(
+        required=False, help_text="the runs' total weight, newer runs weighing more")
+    outcomeRate = serializers.FloatField(
+        required=False, help_text="the weighed share of runs that succeeded")
+    verdictRate = serializers.FloatField(
+        required=False, help_text="the weighed share of passing marks")
     stageRecord = serializers.FloatField(help_text="the record the score ranks by, 0 to 1")
 
 
@@ -227,9 +235,10 @@ class ScoreTermsSerializer(serializers.Serializer):
 
     stageRecord = serializers.FloatField(required=False,
                                          help_text="the agent's record at this stage, 0 to 1")
-    successRate = serializers.FloatField(help_text="its holds on this board that it claimed")
+    successRate = serializers.FloatField(required=False,
+                                         help_text="its holds on this board that it claimed")
     sinceLastDispatchS = serializers.FloatField(
-        allow_null=True, help_text="seconds since it last took work; null: never")
+        required=False, allow_null=True, help_text="seconds since it last took work; null: never")
     claimS = serializers.FloatField(required=False, help_text="pull-aware: seconds to a claim")
     runS = serializers.FloatField(required=False, help_text="pull-aware: seconds a run takes")
     success = serializers.FloatField(required=False, help_text="pull-aware: chance of success")
@@ -270,8 +279,8 @@ class CandidateIdentitySerializer(Row):
     agentId = serializers.CharField(source="agent_id")
     principalId = serializers.CharField(source="principal_id", allow_null=True)
     stationId = serializers.CharField(source="station_id", allow_null=True)
-    source = serializers.ChoiceField(["roster", "direct"],
-                                     help_text="roster: on the board's roster; direct: asked for by name")
+    source = serializers.ChoiceField(
+        ["roster", "direct"], help_text="roster: on the board's roster; direct: asked for by name")
 
 
 class CandidateSerializer(Row):

@@ -24,9 +24,10 @@ complete (schemathesis checks it, `--checks all`, in tests/contract):
   description names that scope.
 
 After generation, `finish` (a postprocessing hook) makes what drf-spectacular writes pass
-Redocly's and Spectral's rules, as tests/service/test_schema_lint.py runs them: a nullable
-reference states its type, an operation open to anyone says so (`security: []`), the schema
-names the server it was read from, and each 503 declares its Retry-After.
+Redocly's and Spectral's rules, as tests/contract/test_schema_lint.py runs them, and read
+right by a generated client: a nullable reference is one of it or `Null`, an operation open
+to anyone says so (`security: []`), the schema names the server it was read from, and each
+503 declares its Retry-After.
 """
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ TAGS = [
     {"name": "suggestions", "description": "Roster suggestions and supply proposals for a person."},
     {"name": "what-if", "description": "The recorded decisions replayed under another formula."},
     {"name": "dataset", "description": "The labelled rows learned routing trains on."},
-    {"name": "models", "description": "Learned models: train one, read its metrics and shadow report."},
+    {"name": "models",
+     "description": "Learned models: train one, read its metrics and shadow report."},
     {"name": "audit", "description": "Every write: who made it and what it changed."},
     {"name": "relay", "description": "The event relay's signed deliveries."},
     {"name": "health", "description": "Whether the service and its store answer."},
@@ -181,10 +183,15 @@ def finish(result: dict, generator, request, public) -> dict:
             if list(prop) == ["allOf"] and len(prop["allOf"]) == 1:
                 schema["properties"][name] = prop["allOf"][0]  # a reference, said directly
         if schema.get("nullable") and "type" not in schema and "allOf" in schema:
-            # OpenAPI 3.0 reads `nullable` only beside a `type`: the referenced one's.
-            (ref,) = schema["allOf"]
-            schema["type"] = components[ref["$ref"].rsplit("/", 1)[-1]].get("type", "object")
+            # OpenAPI 3.0 reads `nullable` only beside a `type`, and a generated client reads
+            # a typed nullable reference as never null: one of the reference or null, said so.
+            del schema["nullable"]
+            schema["oneOf"] = [*schema.pop("allOf"), {"$ref": "#/components/schemas/Null"}]
+    components["Null"] = NULL
     return result
+
+
+NULL = {"type": "object", "nullable": True, "enum": [None], "description": "no value: null"}
 
 
 RETRY_AFTER = {"description": "seconds to wait before asking again",

@@ -163,12 +163,15 @@ def test_descriptions_speak_to_the_user_and_answered_times_are_not_described_as_
     assert parameters["before"]["description"] == parse_time.rule  # an input says what it reads
 
 
-def test_omitted_keys_are_optional_not_null_and_nullable_ones_state_their_type(schema):
+def test_omitted_keys_are_optional_and_a_nullable_reference_is_one_of_it_or_null(schema):
     decision = schema["components"]["schemas"]["ExplainedDecision"]["properties"]
     for key in ("learned", "waiting", "outlook", "run"):
         assert "nullable" not in decision[key], key
-    for key in ("tier", "outcome", "reservation", "requires"):
-        assert decision[key]["nullable"] is True and decision[key]["type"] == "object", key
+    null = {"$ref": "#/components/schemas/Null"}
+    for key in ("tier", "outcome", "reservation", "requires", "reason"):
+        assert decision[key]["oneOf"][-1] == null and "nullable" not in decision[key], key
+    assert schema["components"]["schemas"]["Null"] == {
+        "type": "object", "nullable": True, "enum": [None], "description": "no value: null"}
 
 
 def test_open_routes_say_they_need_no_credential_and_the_schema_names_its_server(schema):
