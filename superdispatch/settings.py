@@ -160,6 +160,8 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Times on the console's pages: to the second, with the zone (superdispatch/formats).
+FORMAT_MODULE_PATH = ["superdispatch.formats"]
 USE_I18N = False
 USE_TZ = True
 
