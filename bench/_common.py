@@ -222,14 +222,13 @@ def median_ms(work, times: int = 5) -> float:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0-100) by nearest rank: the smallest value with at least q% of the
-    values at or below it (at n = 100, p95 is the 95th smallest). NaN for no values. Every bench
-    reads its percentiles here, so a p95 means the same in every table."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    rank = max(1, -(-len(ordered) * q // 100))
-    return ordered[int(rank) - 1]
+    """The q-th percentile (0-100) by nearest rank, as placement and the store read one
+    (`placement/stats.py`), so a p95 means the same in every table; NaN for no values, so a
+    figure with nothing behind it still prints."""
+    from placement.stats import percentile as nearest_rank  # here: _common loads without the project
+
+    found = nearest_rank(values, q)
+    return math.nan if found is None else found
 
 
 def free_port() -> int:

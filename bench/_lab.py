@@ -37,6 +37,6 @@ def settings_arg(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str,
             parser.error(f"--set takes NAME=VALUE, not {pair!r}")
         env = name.upper() if name.upper().startswith(PREFIX) else PREFIX + name.upper()
         if env not in known:
-            parser.error(f"--set: {name} is not a setting of SuperDispatch (see the README's Settings)")
+            parser.error(f"--set: {name} is not a setting of SuperDispatch (see docs/settings.md)")
         settings[env.removeprefix(PREFIX).lower()] = value
     return settings

@@ -29,6 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._in_process import run_fresh, stand_up  # noqa: E402
+from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_backlog"
 BOARD, SIDE = "brd_deep", "brd_side"
@@ -118,11 +119,11 @@ def main() -> None:
                   f"decided, {p['held_back']} read and left undecided")
     first = {b: figures[b]["passes"][0] for b in figures}
     then = {b: figures[b]["passes"][1] for b in figures}
-    print(f"backlog_cards={args.cards} "
-          + " ".join(f"pass_s_{b}={first[b]['wall_s']:.2f}" for b in first) + " "
-          + " ".join(f"waiting_pass_s_{b}={then[b]['wall_s']:.2f}" for b in then) + " "
-          + " ".join(f"reads_{b}={first[b]['reads']}" for b in first) + " "
-          + " ".join(f"decided_{b}={first[b]['decided']}" for b in first))
+    last_line(f"backlog_cards={args.cards} "
+              + " ".join(f"pass_s_{b}={first[b]['wall_s']:.2f}" for b in first) + " "
+              + " ".join(f"waiting_pass_s_{b}={then[b]['wall_s']:.2f}" for b in then) + " "
+              + " ".join(f"reads_{b}={first[b]['reads']}" for b in first) + " "
+              + " ".join(f"decided_{b}={first[b]['decided']}" for b in first))
 
 
 if __name__ == "__main__":

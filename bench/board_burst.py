@@ -38,6 +38,7 @@ from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
     PYTHON, ROOT, base_env, count_arg, fresh_database, free_port, temp_dir, workspace,
 )
+from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite  # noqa: E402
 from sandbox.clock import system_clock  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
@@ -147,8 +148,8 @@ def main() -> None:
                   f"lower bounds); sweeps seen meanwhile: {len(sweeps) - 1}")
         print(f"  interval {SWEEP_S} s; embedded default (SQLite, filesystem broker, file "
               f"cache); the processes' log: {log_path}")
-        print(f"next_sweep_s={next_sweep:.1f} longest_gap_s={longest:.1f} "
-              f"queued_at_end={sum(waiting.values())} burst_s={took:.1f}")
+        last_line(f"next_sweep_s={next_sweep:.1f} longest_gap_s={longest:.1f} "
+                  f"queued_at_end={sum(waiting.values())} burst_s={took:.1f}")
     finally:
         honcho.send_signal(signal.SIGTERM)  # honcho ends every process it started
         try:

@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
     POSTGRES_ADMIN, PYTHON, ROOT, CpuShares, count_arg, drop_database, median_ms, offline_store,
 )
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -238,7 +239,7 @@ def main() -> None:
         big = run_store("postgres", MILLION)
         figures.update({"dashboard_ms_pg_1m": big["dashboard_ms"],
                         "agent_page_ms_pg_1m": big["agent_page_ms"]})
-    print(" ".join(f"{k}={v}" for k, v in figures.items()))
+    last_line(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
     PYTHON, ROOT, base_env, free_port, fresh_database, percentile, signed_headers, stop, temp_dir,
 )
+from bench._results import last_line  # noqa: E402
 from sandbox import (  # noqa: E402
     RealtimeDriver, Receiver, ReceiverServer, SandboxServers, Simulation, Suite,
 )
@@ -749,10 +750,10 @@ def run_faults(only: list[str], database: str, redis_url: str) -> None:
                   f"{answer.status} at {answer.at.isoformat()}; "
                   f"{story(answer.delivery_id, answer.event.get('cardId'))}", flush=True)
         survived = sum(1 for o in faults.outcomes if o.survived)
-        print(f"faults={len(faults.outcomes)} survived={survived} "
-              f"double_holds={len(found.double_holds)} "
-              f"orphan_decisions={len(found.orphan_decisions)} "
-              f"lost_events={len(found.lost_events)}", flush=True)
+        last_line(f"faults={len(faults.outcomes)} survived={survived} "
+                  f"double_holds={len(found.double_holds)} "
+                  f"orphan_decisions={len(found.orphan_decisions)} "
+                  f"lost_events={len(found.lost_events)}")
     finally:
         stand.stop()
 
@@ -808,10 +809,10 @@ def run_soak(seconds: int, database: str, redis_url: str) -> None:
             f"{name} {rss_first[name]:.0f} MB after the first minute, {rss_end[name]:.0f} MB at "
             f"the end ({growth[name]:+.1f}%)" for name in rss_first), flush=True)
         survived = int(found.ok and tally.failed == 0 and not failed and undelivered == 0)
-        print(f"soak_s={seconds} survived={survived} double_holds={len(found.double_holds)} "
-              f"orphan_decisions={len(found.orphan_decisions)} "
-              f"lost_events={len(found.lost_events)} "
-              f"rss_growth_pct={max(growth.values(), default=0.0):.1f}", flush=True)
+        last_line(f"soak_s={seconds} survived={survived} double_holds={len(found.double_holds)} "
+                  f"orphan_decisions={len(found.orphan_decisions)} "
+                  f"lost_events={len(found.lost_events)} "
+                  f"rss_growth_pct={max(growth.values(), default=0.0):.1f}", variant="soak")
     finally:
         stand.stop()
 

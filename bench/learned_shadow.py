@@ -37,6 +37,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench._lab import scenario_arg  # noqa: E402
+from bench._results import last_line  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -113,8 +114,8 @@ def main() -> None:
     verdict = re.search(r'class="sd-verdict[^"]*">(.*?)</span>', page, re.S)
     if verdict:
         print("admin verdict: " + " ".join(re.sub(r"<[^>]+>", "", html.unescape(verdict[1])).split()))
-    print(f"shadow_decisions={r['decisions']} formula_rate={r['formulaRate']} "
-          f"model_rate={r['modelRate']} holdout_auc={m['auc']}")
+    last_line(f"shadow_decisions={r['decisions']} formula_rate={r['formulaRate']} "
+              f"model_rate={r['modelRate']} holdout_auc={m['auc']}")
 
 
 if __name__ == "__main__":

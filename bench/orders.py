@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._arms import figures, frontier, lab_database, print_table, run_placed, run_pull, seeded  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
+from bench._results import last_line  # noqa: E402
 from placement import decision, formulas  # noqa: E402
 from placement.scoring import Score  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
@@ -96,8 +97,8 @@ def main() -> None:
     print("success against mean lead: " + ", ".join(
         f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
         f"({means[arm]['lead_mean_s'] / pull:.3f}x)" + (" [on the frontier]" if arm in on else "") for arm in arms))
-    print(" ".join(f"success_{arm}={means[arm]['success']:.3f} lead_mean_{arm}_s={means[arm]['lead_mean_s']:.1f}"
-                   for arm in arms))
+    last_line(" ".join(f"success_{arm}={means[arm]['success']:.3f} lead_mean_{arm}_s={means[arm]['lead_mean_s']:.1f}"
+                   for arm in arms), scenario=scenario.name)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from placement.facts import (  # noqa: E402
     AgentLoad, AgentVerdict, Card, Facts, HoldLog, Ladder, PolicyFacts, PolicyVerdict,
     RegistryFact, Requires, RosterRow, Run, Station, StationNeeds,
 )
+from bench._results import last_line  # noqa: E402
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 RULES = Rules(candidates="all")
@@ -121,7 +122,7 @@ def main() -> None:
         rates[n] = rate
         print(f"candidates={n} eligible={eligible} decided={outcome} decisions_per_s={rate:.0f} "
               f"ms_per_decision={1000 / rate:.3f} first_card_per_s={first_cards_per_s(n):.0f}")
-    print(f"decisions_per_s_100={rates[100]:.0f} decisions_per_s_1000={rates[1000]:.0f}")
+    last_line(f"decisions_per_s_100={rates[100]:.0f} decisions_per_s_1000={rates[1000]:.0f}")
 
 
 if __name__ == "__main__":

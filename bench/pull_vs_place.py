@@ -30,6 +30,7 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench._common import percentile  # noqa: E402
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
+from bench._results import last_line  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -115,8 +116,8 @@ def main() -> None:
         print(f"{name:28}{pull[name]:>10.3f}{place[name]:>10.3f}" if isinstance(pull[name], float)
               else f"{name:28}{pull[name]:>10}{place[name]:>10}")
     quiet = f"{args.quiet} wait p95 s"
-    print(f"success_pull={pull['success rate']:.3f} success_placed={place['success rate']:.3f} "
-          f"quiet_wait_p95_pull_s={pull[quiet]:.1f} quiet_wait_p95_placed_s={place[quiet]:.1f}")
+    last_line(f"success_pull={pull['success rate']:.3f} success_placed={place['success rate']:.3f} "
+              f"quiet_wait_p95_pull_s={pull[quiet]:.1f} quiet_wait_p95_placed_s={place[quiet]:.1f}", scenario=scenario.name)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, count_arg, fresh_database, free_port,
     percentile, signed_headers, stop, temp_dir, workspace,
 )
+from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite  # noqa: E402
 from sandbox.clock import system_clock  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
@@ -235,8 +236,8 @@ def main() -> None:
             sys.exit(f"relay bench: the {broker} run failed")
         figures[broker] = summary(broker, json.loads(done.stdout.strip().splitlines()[-1]))
     p50, p99 = figures["redis"]
-    print(f"relay_to_hold_p50_ms={p50:.1f} relay_to_hold_p99_ms={p99:.1f} "
-          f"relay_to_hold_p99_embedded_ms={figures['filesystem'][1]:.1f}")
+    last_line(f"relay_to_hold_p50_ms={p50:.1f} relay_to_hold_p99_ms={p99:.1f} "
+              f"relay_to_hold_p99_embedded_ms={figures['filesystem'][1]:.1f}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._common import count_arg  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
+from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_relay_pass"
 HOLDS = (0, 5000, 50000)  # live holds of other cards
@@ -116,7 +117,7 @@ def main() -> None:
         result = figures[name] = run_fresh(__file__, BENCH_DB, str(holds), str(settled), str(passes))
         print(f"  {holds:6} live holds, {settled:6} settled on the board: {result['wall_ms']:6.1f} ms "
               f"a pass ({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries")
-    print(" ".join(f"relay_pass_ms_{name}={figure['wall_ms']:.1f}" for name, figure in figures.items()))
+    last_line(" ".join(f"relay_pass_ms_{name}={figure['wall_ms']:.1f}" for name, figure in figures.items()))
 
 if __name__ == "__main__":
     main()

@@ -29,6 +29,7 @@ import suggestions as seeded  # noqa: E402  (its log and its writer)
 from _common import (  # noqa: E402
     PYTHON, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir, workspace,
 )
+from _results import last_line  # noqa: E402
 from sandbox import Suite, sandbox_session  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
 
@@ -174,8 +175,8 @@ def main() -> None:
     if "--verbose" in sys.argv:
         print("alone:", " ".join(f"{t:.2f}" for t in alone))
         print("during:", " ".join(f"{t:.2f}" for t in during))
-    print(f"prune_rows_per_s={rate:.0f} sweep_p99_during_prune_s={p99_during:.3f} "
-          f"sweep_p99_alone_s={p99_alone:.3f}")
+    last_line(f"prune_rows_per_s={rate:.0f} sweep_p99_during_prune_s={p99_during:.3f} "
+              f"sweep_p99_alone_s={p99_alone:.3f}")
 
 
 if __name__ == "__main__":

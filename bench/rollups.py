@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -110,8 +111,8 @@ def main() -> None:
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    print(f"trigger_us={statistics.median(with_) - statistics.median(without):.0f} "
-          f"rollup_hour_ms={hour_ms:.0f} rollup_idle_ms={statistics.median(idle):.1f}")
+    last_line(f"trigger_us={statistics.median(with_) - statistics.median(without):.0f} "
+              f"rollup_hour_ms={hour_ms:.0f} rollup_idle_ms={statistics.median(idle):.1f}")
 
 
 if __name__ == "__main__":

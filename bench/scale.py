@@ -52,6 +52,7 @@ from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, free_port, fresh_database, percentile,
     signed_headers, stop, temp_dir, wait_until,
 )
+from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_scale"
 OPERATOR_TOKEN = "bench-operator-token"
@@ -277,8 +278,8 @@ def main() -> None:
     per_board = (one["sweep_s"] * 1000 * fewest - per_card * len(one["card_ms"])) / one["boards"]
     relay_w2 = figures.get(2, one)["relay_ms"]
     line = " ".join(f"sweep_s_w{w}={figures[w]['sweep_s']:.2f}" for w in sorted(figures))
-    print(f"{line} relay_p99_during_sweep_ms={percentile(relay_w2, 99):.0f} "
-          f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f}")
+    last_line(f"{line} relay_p99_during_sweep_ms={percentile(relay_w2, 99):.0f} "
+              f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -241,7 +242,7 @@ def main() -> None:
         drop_database(kind, BENCH_DB)
     sync_s, peak_mb, opened, kinds = float(out[0]), float(out[1]), int(out[2]), out[3]
     print(f"opened={opened} open_by_kind={kinds}")
-    print(f"suggest_sync_s={sync_s:.3f} peak_rss_growth_mb={peak_mb}")
+    last_line(f"suggest_sync_s={sync_s:.3f} peak_rss_growth_mb={peak_mb}")
 
 
 if __name__ == "__main__":

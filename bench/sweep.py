@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, base_env, drop_database, fresh_database, temp_dir, workspace,
 )
+from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite, sandbox_session  # noqa: E402
 from sandbox.clock import parse_rfc3339  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
@@ -131,7 +132,7 @@ def main() -> None:
               f"({result['cpu_s']:5.2f} s CPU)  {result['decisions']} decisions, "
               f"{result['holds']} holds, {result['waits']} waiting, {result['unread']} unread")
     headline = figures["postgres", "http"]
-    print(f"sweep_s={headline['sweep_s']} decisions={headline['decisions']}")
+    last_line(f"sweep_s={headline['sweep_s']} decisions={headline['decisions']}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from _common import OFFLINE_ENV, ROOT, count_arg, postgres  # noqa: E402
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -230,8 +231,8 @@ def main() -> None:
           f"positives={m['positives']} read_s={marks['fit'] - started:.2f} "
           f"fit_s={time.perf_counter() - marks['fit']:.2f} train_auc={m['trainAuc']:.4f} "
           f"log_loss={m['logLoss']:.4f}")
-    print(f"dataset_export_s={export_s:.2f} dataset_peak_mb={peak_mb:.1f} train_s={train_s:.2f} "
-          f"holdout_auc={m['auc']:.4f}")
+    last_line(f"dataset_export_s={export_s:.2f} dataset_peak_mb={peak_mb:.1f} train_s={train_s:.2f} "
+              f"holdout_auc={m['auc']:.4f}")
     connections.close_all()
     if "BENCH_ADMIN_DATABASE_URL" in os.environ:
         postgres(os.environ["BENCH_ADMIN_DATABASE_URL"], f"DROP DATABASE IF EXISTS {BENCH_DB}")

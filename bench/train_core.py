@@ -14,6 +14,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import count_arg  # noqa: E402
+from bench._results import last_line  # noqa: E402
 from learning.core.train import train  # noqa: E402
 from placement.learned import FEATURES  # noqa: E402
 
@@ -51,7 +52,7 @@ def main() -> None:
     m = result.metrics
     print(f"rows={m['count']} train={m['trainCount']} holdout={m['holdoutCount']} "
           f"train_auc={m['trainAuc']:.4f} log_loss={m['logLoss']:.4f}")
-    print(f"train_s={elapsed:.2f} holdout_auc={m['auc']:.4f}")
+    last_line(f"train_s={elapsed:.2f} holdout_auc={m['auc']:.4f}")
 
 
 if __name__ == "__main__":

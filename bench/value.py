@@ -88,6 +88,7 @@ from bench._arms import (  # noqa: E402  (sets Django up)
     print_table, run_placed, run_pull, seeded,
 )
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
+from bench._results import last_line  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 from common.config import Config, rules_from  # noqa: E402
@@ -650,16 +651,16 @@ def main() -> None:
     best = best_arm({arm: means[arm] for arm in arms})
     pull, formula = means["pull"], means.get(FORMULA, means["pull"])
     b = means[best]
-    print(f"success_pull={pull['success']:.3f} success_{FORMULA}={formula['success']:.3f} "
-          f"success_best={b['success']:.3f} best_arm={best} "
-          f"wait_p50_pull_s={pull['wait_p50_s']:.1f} wait_p50_best_s={b['wait_p50_s']:.1f} "
-          f"wait_p95_pull_s={pull['wait_p95_s']:.1f} wait_p95_best_s={b['wait_p95_s']:.1f} "
-          f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_{FORMULA}_s={formula['lead_mean_s']:.1f} "
-          f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
-          f"lead_p95_best_s={b['lead_p95_s']:.1f}"
-          + (f" success_{NEW}={means[NEW]['success']:.3f} lead_mean_{NEW}_s={means[NEW]['lead_mean_s']:.1f} "
+    last_line(f"success_pull={pull['success']:.3f} success_{FORMULA}={formula['success']:.3f} "
+              f"success_best={b['success']:.3f} best_arm={best} "
+              f"wait_p50_pull_s={pull['wait_p50_s']:.1f} wait_p50_best_s={b['wait_p50_s']:.1f} "
+              f"wait_p95_pull_s={pull['wait_p95_s']:.1f} wait_p95_best_s={b['wait_p95_s']:.1f} "
+              f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_{FORMULA}_s={formula['lead_mean_s']:.1f} "
+              f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
+              f"lead_p95_best_s={b['lead_p95_s']:.1f}"
+              + (f" success_{NEW}={means[NEW]['success']:.3f} lead_mean_{NEW}_s={means[NEW]['lead_mean_s']:.1f} "
              f"wait_p95_{NEW}_s={means[NEW]['wait_p95_s']:.1f}" if NEW in means else "")
-          + whatif_figures)
+              + whatif_figures, variant="what-if" if args.what_if else "", scenario=scenario.name)
 
 
 if __name__ == "__main__":

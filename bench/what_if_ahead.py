@@ -31,6 +31,7 @@ from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import ROOT, count_arg, drop_database, median_ms, offline_store  # noqa: E402
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -163,9 +164,9 @@ def main() -> None:
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    print(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
-          f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
-          f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}")
+    last_line(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
+              f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
+              f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}")
 
 
 if __name__ == "__main__":

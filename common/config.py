@@ -199,6 +199,9 @@ class Config:
     formula: str = setting("SUPERDISPATCH_FORMULA", _formula, lambda: _words(formulas.recorded_names()),
                            default=formulas.DEFAULT.recorded)
     backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "on", "off", default="on")
+    # When an experiment reaches its decision, each of its boards runs the winning arm (its own
+    # formula, audited); off: the result is shown and nothing changes.
+    autopilot: str = one_of("SUPERDISPATCH_AUTOPILOT", "off", "on", default="off")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(
@@ -291,8 +294,8 @@ def load(env: Mapping[str, str] = os.environ) -> Config:
     for least, most in (("placement_window_min_seconds", "placement_window_seconds"),
                          ("hold_min_seconds", "runner_up_seconds")):
         if least in values and most in values and values[least] > values[most]:
-            problems.append(f"SUPERDISPATCH_{least.upper()} must be at most SUPERDISPATCH_{most.upper()} "
-                            f"({values[most]})")
+            # Names only: a start-up error never prints a setting's value.
+            problems.append(f"SUPERDISPATCH_{least.upper()} must be at most SUPERDISPATCH_{most.upper()}")
     if problems:
         raise ConfigError(problems)
     values["agentpod_audience"] = values["agentpod_audience"] or values["agentpod_url"]

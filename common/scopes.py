@@ -24,7 +24,7 @@ READ, BOARDS, SUGGESTIONS, TRAIN, ADMIN = "read", "boards", "suggestions", "trai
 @dataclass(frozen=True)
 class Scope:
     name: str
-    grants: str  # what it opens, in the README's words
+    grants: str  # what it opens, in docs/access.md's words
     permission: str  # the Django permission that gives it to a signed-in person
 
 

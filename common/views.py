@@ -33,9 +33,19 @@ class CredentialFirst:
     # refused call could be answered 406 or 400; here the credential is checked first, and a
     # refusal is answered bare, without the Allow header DRF adds.
 
+    #
+    # Then one rule for bodies: a route that takes none (every route but those that set
+    # `takes_body`) refuses any, `{}` included, before it reads its query or writes anything,
+    # so a body a caller meant for another route is never silently ignored (docs/api.md).
+    takes_body = False
+
     def initial(self, request, *args, **kwargs):
         self.perform_authentication(request)
         self.check_permissions(request)
+        allowed = request.method.lower() in self.http_method_names and hasattr(
+            self, request.method.lower())  # else the method's own 405 answers
+        if allowed and not self.takes_body and request.body:
+            raise bad_request("unexpected-body", f"{request.method} on this route takes no body")
         super().initial(request, *args, **kwargs)
 
     def finalize_response(self, request, response, *args, **kwargs):
@@ -56,8 +66,9 @@ class NoRoute(OperatorView):
 
     schema = None  # not a route of the API
     name = NO_ROUTE  # the browsable API leaves it out of its breadcrumbs
-    # Any credential is answered the 404 of a path with no route.
+    # Any credential is answered the 404 of a path with no route, whatever it sends.
     scopes = {m: NONE_NEEDED for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "TRACE")}
+    takes_body = True
 
     @property
     def default_response_headers(self) -> dict:

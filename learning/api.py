@@ -72,6 +72,7 @@ class Dataset(OperatorView):
 
 class Train(OperatorView):
     scopes = {"POST": TRAIN}
+    takes_body = True
 
     @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody,
                    responses={201: ONE_MODEL, 422: error(

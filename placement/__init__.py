@@ -15,6 +15,7 @@ from .why_nobody import (
     NONE_ELIGIBLE,
     ONE_CANDIDATE,
     PULL_AS_GOOD,
+    PULL_ARM,
     WAITING_ON_HOLDS,
     WAITING_ON_LOAD,
     WHY_NOBODY,
@@ -22,7 +23,7 @@ from .why_nobody import (
 
 __all__ = [
     "ANY_MATCH", "BOARD_ORDER", "CandidateRecord", "Decision", "EMPTY_LANE", "FilterResult", "Hold",
-    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "PULL_AS_GOOD", "PolicyRecord", "REASON_CODES",
+    "LoadShape", "NONE_ELIGIBLE", "NO_CANDIDATES", "ONE_CANDIDATE", "PULL_AS_GOOD", "PULL_ARM", "PolicyRecord", "REASON_CODES",
     "ROUND_ROBIN", "RUNNER_UP", "Rules", "Score", "ScoreTerms", "StageHistory", "Tier",
     "WAITING_ON_HOLDS", "WAITING_ON_LOAD", "WHY_NOBODY", "WINNER", "decide", "order_cards",
     "stage_history", "verdict_mark",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
@@ -23,10 +23,13 @@ from .stage_runs import StageHistory, stage_records
 from .waiting import Waiting
 from .waiting import rank as rank_waiting
 from .why_nobody import (
-    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, PULL_AS_GOOD, UNRECORDED, waiting_reason,
+    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, PULL_AS_GOOD, PULL_ARM, UNRECORDED,
+    waiting_reason,
 )
 
 _new_tuple = tuple.__new__
+# Nobody held, by the formula's own judgement rather than for want of a choice.
+_FORMULA_CHOSE_NOBODY = UNRECORDED | {PULL_AS_GOOD}
 
 
 class CandidateRecord(NamedTuple):
@@ -214,6 +217,13 @@ class Decision:
         """The record of one considered agent, if it was considered."""
         return next((c for c in self.candidates if c.agent_id == agent_id), None)
 
+    @property
+    def formula_chose(self) -> bool:
+        """Whether the formula took this step of the ladder itself: it holds someone, waits for a
+        hold to lapse or for load, or stepped aside. The other reasons leave the card to pull
+        whatever the formula."""
+        return self.hold is not None or self.reason in _FORMULA_CHOSE_NOBODY
+
     def to_record(self) -> dict[str, Any]:
         """The decision as records-decisions names it; the loop adds id, reservation, outcome, createdAt."""
         return {
@@ -236,6 +246,20 @@ def decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 
     Same facts in, same decision out, whatever order the rows arrive in.
     """
+    decision = _decide(facts, rules, now)
+    if rules.pull_arm and decision.formula_chose:
+        return _under_pull(decision)
+    return decision
+
+
+def _under_pull(decision: Decision) -> Decision:
+    """The board runs pull: the card the formula would hold, wait on or step aside for is held
+    by nobody, and recorded, so that pull's outcome joins the record as the formula's would.
+    A card nobody could be held for keeps its own reason: pull alone decides it in any arm."""
+    return replace(decision, chosen=None, hold=None, waiting=None, reason=PULL_ARM, record=True)
+
+
+def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     tier = next_tier(facts.ladder, rules.top_k)
     if facts.ladder.open:
         # Already open to any match: nothing to hold until a new ladder starts.

@@ -20,15 +20,15 @@ filters are a set operation, and most give one verdict to many agents.
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from .candidates import Pool
 from .facts import Facts
+from .registry import Registry
 from .rules import Rules
 
 
@@ -44,6 +44,7 @@ class Tag(StrEnum):
     NO_ROOM = "no-room"  # a load filter that says the agent has no room for more work
     HOLD = "hold"  # a load filter that ends with a hold's window: the surest to pass by a later pass
     UNRELIABLE = "unreliable"  # turned away for how the agent has behaved: unwell, or letting holds lapse
+    PULL_MAY_CLAIM = "pull-may-claim"  # bars a hold alone: under pull the agent may claim the card all the same
 
 
 class FilterResult(NamedTuple):
@@ -93,6 +94,7 @@ class Filter:
     tags: frozenset[Tag]
     reads: Read  # the fact it reads; a read that several filters share runs once per card
     check: Check
+    words: tuple[str, ...] = ()  # each reason code as a person says it after the agent's name, in order
     passed: FilterResult = field(init=False)
     rejected: FilterResult = field(init=False)  # with its first reason code
     unchecked: FilterResult = field(init=False)
@@ -101,6 +103,10 @@ class Filter:
         if not self.reasons:
             raise ValueError(f"filter {self.name} declares no reason code")
         object.__setattr__(self, "reasons", tuple(self.reasons))
+        object.__setattr__(self, "words", tuple(self.words))
+        if self.words and len(self.words) != len(self.reasons):
+            raise ValueError(f"filter {self.name} gives words for {len(self.words)} of its "
+                             f"{len(self.reasons)} reason codes")
         object.__setattr__(self, "tags", frozenset(Tag(tag) for tag in self.tags))
         object.__setattr__(self, "passed", FilterResult(self.name, True))
         object.__setattr__(self, "rejected", FilterResult(self.name, False, self.reasons[0]))
@@ -121,7 +127,6 @@ class Filter:
 
 # --- The declarations, and what is derived from them ----------------------------------------
 
-_declared: dict[str, Filter] = {}
 _tables: Tables | None = None
 
 
@@ -131,41 +136,23 @@ _NAME = re.compile(r"[a-z][A-Za-z0-9]*")
 _CODE = re.compile(r"[a-z][a-z0-9:-]*")
 
 
-def declare(declared: Filter) -> Filter:
-    """Add a filter; every table derived from the declarations is worked out again."""
-    global _tables
-    if declared.name in _declared:
-        raise ValueError(f"filter {declared.name} is already declared")
+def _check(declared: Filter) -> None:
     if not _NAME.fullmatch(declared.name):
         raise ValueError(f"filter name {declared.name!r} is not camelCase letters and digits")
     for code in declared.reasons:
         if not _CODE.fullmatch(code):
             raise ValueError(f"filter {declared.name}: reason code {code!r} is not lowercase kebab-case")
-    _declared[declared.name] = declared
-    _tables = None
-    return declared
 
 
-def withdraw(declared: Filter) -> None:
-    """Remove a declared filter (a test's own, when the test is done)."""
+def _forget_tables() -> None:
+    """Every table derived from the declarations is worked out again when next asked for."""
     global _tables
-    if _declared.get(declared.name) is not declared:
-        raise ValueError(f"filter {declared.name} is not declared")
-    del _declared[declared.name]
     _tables = None
 
 
-@contextmanager
-def declared(*filters: Filter) -> Iterator[tuple[Filter, ...]]:
-    """These filters declared for the length of the block, as if they were declared here."""
-    added: list[Filter] = []
-    try:
-        for each in filters:
-            added.append(declare(each))
-        yield filters
-    finally:
-        for each in reversed(added):
-            withdraw(each)
+_REGISTRY: Registry[Filter] = Registry("filter", lambda f: f.name, check=_check, changed=_forget_tables)
+_declared = _REGISTRY.items
+declare, withdraw, declared = _REGISTRY.declare, _REGISTRY.withdraw, _REGISTRY.declared
 
 
 class Shape(NamedTuple):
@@ -187,6 +174,9 @@ class Tables:
         # Every code any filter rejects with, and the filter that does.
         self.codes: Mapping[str, Filter] = MappingProxyType(
             {code: f for f in in_order for code in f.reasons})
+        # Each code as a person says it (the decision's explanation); a code without words is itself.
+        self.words: Mapping[str, str] = MappingProxyType(
+            {code: said for f in in_order for code, said in zip(f.reasons, f.words)})
         self.tagged: Mapping[Tag, tuple[Filter, ...]] = MappingProxyType(
             {tag: tuple(f for f in in_order if tag in f.tags) for tag in Tag})
         self._names = {tag: frozenset(f.name for f in tagged) for tag, tagged in self.tagged.items()}

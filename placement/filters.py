@@ -95,7 +95,8 @@ def roster(pool: Pool, in_set: frozenset[str]) -> Verdicts:
     return ()
 
 
-ROSTER = declare(Filter("roster", ("not-on-roster",), 10, {Tag.IDENTITY}, _candidate_set, roster))
+ROSTER = declare(Filter("roster", ("not-on-roster",), 10, {Tag.IDENTITY}, _candidate_set, roster,
+                        words=("not on the roster",)))
 
 
 def capability(pool: Pool, objections: dict) -> Verdicts:
@@ -104,7 +105,7 @@ def capability(pool: Pool, objections: dict) -> Verdicts:
 
 
 CAPABILITY = declare(Filter("capability", ("capability-missing",), 20, {Tag.CAPABILITY}, _eligibility,
-                            capability))
+                            capability, words=("lacks the capability",)))
 
 
 def grant(pool: Pool, objections: dict) -> Verdicts:
@@ -112,7 +113,7 @@ def grant(pool: Pool, objections: dict) -> Verdicts:
     return GRANT.rejecting(_objected_for(GRANT_DENIED, objections))
 
 
-GRANT = declare(Filter("grant", ("grant-denied",), 30, (), _eligibility, grant))
+GRANT = declare(Filter("grant", ("grant-denied",), 30, (), _eligibility, grant, words=("has no grant",)))
 
 
 def claimable(pool: Pool, objections: dict) -> Verdicts:
@@ -129,7 +130,8 @@ def claimable(pool: Pool, objections: dict) -> Verdicts:
     return CLAIMABLE.rejecting((*unjudged, *refused))
 
 
-CLAIMABLE = declare(Filter("claimable", ("not-claimable",), 40, (), _eligibility, claimable))
+CLAIMABLE = declare(Filter("claimable", ("not-claimable",), 40, (), _eligibility, claimable,
+                           words=("could not claim the card",)))
 
 
 def isolation(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -138,7 +140,7 @@ def isolation(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
 
 
 ISOLATION = declare(Filter("isolation", ("isolation-too-weak",), 50, {Tag.STATION}, _station_lacking,
-                           isolation))
+                           isolation, words=("its station's isolation is too weak",)))
 
 
 def model(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -146,7 +148,8 @@ def model(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(MODEL, ((lacks.model, ids) for lacks, ids in lacking.items()))
 
 
-MODEL = declare(Filter("model", ("model-mismatch",), 60, {Tag.STATION}, _station_lacking, model))
+MODEL = declare(Filter("model", ("model-mismatch",), 60, {Tag.STATION}, _station_lacking, model,
+                       words=("its station lacks the model",)))
 
 
 def tools(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -154,7 +157,8 @@ def tools(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(TOOLS, ((lacks.tools, ids) for lacks, ids in lacking.items()))
 
 
-TOOLS = declare(Filter("tools", ("tool-missing",), 70, {Tag.STATION}, _station_lacking, tools))
+TOOLS = declare(Filter("tools", ("tool-missing",), 70, {Tag.STATION}, _station_lacking, tools,
+                       words=("its station lacks a tool",)))
 
 
 def credentials(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -163,7 +167,7 @@ def credentials(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
 
 
 CREDENTIALS = declare(Filter("credentials", ("credential-missing",), 80, {Tag.STATION}, _station_lacking,
-                             credentials))
+                             credentials, words=("its station lacks a credential",)))
 
 
 def policy(pool: Pool, answers: PolicyAnswers | None) -> Verdicts:
@@ -190,7 +194,8 @@ def policy(pool: Pool, answers: PolicyAnswers | None) -> Verdicts:
 
 
 POLICY = declare(Filter("policy", (POLICY_DENIED, POLICY_UNREAD, NO_PRINCIPAL), 90, {Tag.POLICY}, _policy,
-                        policy))
+                        policy, words=("the dispatch policy denied it", "the dispatch policy could not be read",
+                                       "no principal for the dispatch policy to judge")))
 
 
 def health(pool: Pool, unhealthy: frozenset[str]) -> Verdicts:
@@ -198,7 +203,8 @@ def health(pool: Pool, unhealthy: frozenset[str]) -> Verdicts:
     return HEALTH.rejecting(unhealthy)
 
 
-HEALTH = declare(Filter("health", ("unhealthy",), 100, {Tag.HEALTH, Tag.UNRELIABLE}, _unhealthy, health))
+HEALTH = declare(Filter("health", ("unhealthy",), 100, {Tag.HEALTH, Tag.UNRELIABLE}, _unhealthy, health,
+                        words=("unhealthy",)))
 
 
 def capacity(pool: Pool, objections: dict) -> Verdicts:
@@ -206,7 +212,8 @@ def capacity(pool: Pool, objections: dict) -> Verdicts:
     return CAPACITY.rejecting(_objected_for(CONCURRENCY_REACHED, objections))
 
 
-CAPACITY = declare(Filter("capacity", ("at-capacity",), 110, {Tag.LOAD, Tag.NO_ROOM}, _eligibility, capacity))
+CAPACITY = declare(Filter("capacity", ("at-capacity",), 110, {Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM},
+                          _eligibility, capacity, words=("at capacity",)))
 
 
 def idle(pool: Pool, full: frozenset[str]) -> Verdicts:
@@ -214,7 +221,8 @@ def idle(pool: Pool, full: frozenset[str]) -> Verdicts:
     return IDLE.rejecting(full)
 
 
-IDLE = declare(Filter("idle", ("not-idle",), 120, {Tag.LOAD, Tag.NO_ROOM}, _full, idle))
+IDLE = declare(Filter("idle", ("not-idle",), 120, {Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM}, _full, idle,
+                      words=("not idle",)))
 
 
 def held(pool: Pool, holding: frozenset[str]) -> Verdicts:
@@ -222,7 +230,8 @@ def held(pool: Pool, holding: frozenset[str]) -> Verdicts:
     return HELD.rejecting(pool.in_set & holding)
 
 
-HELD = declare(Filter("held", ("holding-another",), 130, {Tag.LOAD, Tag.HOLD}, _holding, held))
+HELD = declare(Filter("held", ("holding-another",), 130, {Tag.LOAD, Tag.HOLD, Tag.PULL_MAY_CLAIM}, _holding,
+                      held, words=("holding another card",)))
 
 
 def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
@@ -237,7 +246,8 @@ def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
     )
 
 
-NO_SHOW = declare(Filter("noShow", ("recently-no-show",), 140, {Tag.UNRELIABLE}, _recent_lapses, no_show))
+NO_SHOW = declare(Filter("noShow", ("recently-no-show",), 140, {Tag.UNRELIABLE, Tag.PULL_MAY_CLAIM},
+                         _recent_lapses, no_show, words=("a recent no-show",)))
 
 
 def passed_over(pool: Pool, passed: frozenset[str]) -> Verdicts:
@@ -245,7 +255,8 @@ def passed_over(pool: Pool, passed: frozenset[str]) -> Verdicts:
     return PASSED_OVER.rejecting(pool.in_set & passed)
 
 
-PASSED_OVER = declare(Filter("passedOver", ("passed-over",), 150, (), _passed_over, passed_over))
+PASSED_OVER = declare(Filter("passedOver", ("passed-over",), 150, {Tag.PULL_MAY_CLAIM}, _passed_over,
+                             passed_over, words=("already passed over on this card's ladder",)))
 
 
 # --- What the filters share ---------------------------------------------------------------

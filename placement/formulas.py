@@ -17,10 +17,10 @@ it while the steps themselves (`scoring.py`, `waiting.py`) import `Rules`.
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Iterator
+
+from .registry import Registry
 
 
 class Need(StrEnum):
@@ -100,8 +100,6 @@ class Formula:
 
 # --- The declarations, and what is derived from them ----------------------------------------
 
-_declared: dict[str, Formula] = {}  # by recorded name, in the order declared
-
 # A name is recorded and matched as is, and `+learned:v` is added to it when a model places a card:
 # keep it plain, and short enough for the record's column (80) with that suffix.
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -109,17 +107,8 @@ _LABEL = re.compile(r"[a-z][a-z0-9]*")
 MAX_RECORDED = 60
 
 
-def declare(formula: Formula) -> Formula:
-    """Add a formula, once its declaration is one every reader can use."""
-    _check(formula)
-    _declared[formula.recorded] = formula
-    return formula
-
-
 def _check(formula: Formula) -> None:
     recorded = formula.recorded
-    if recorded in _declared:
-        raise ValueError(f"formula {recorded} is already declared")
     if not _NAME.fullmatch(formula.name):
         raise ValueError(f"formula name {formula.name!r} is not kebab-case letters and digits")
     if not isinstance(formula.version, int) or formula.version < 1:
@@ -141,26 +130,15 @@ def _check(formula: Formula) -> None:
                              "the formula must say so too")
 
 
-def withdraw(formula: Formula) -> None:
-    """Remove a declared formula (a test's own, when the test is done)."""
+def _keep_the_default(formula: Formula) -> None:
     if formula is DEFAULT:
         raise ValueError(f"formula {formula.recorded} is the default and stays declared")
-    if _declared.get(formula.recorded) is not formula:
-        raise ValueError(f"formula {formula.recorded} is not declared")
-    del _declared[formula.recorded]
 
 
-@contextmanager
-def declared(*formulas: Formula) -> Iterator[tuple[Formula, ...]]:
-    """These formulas declared for the length of the block, as if they were declared here."""
-    added: list[Formula] = []
-    try:
-        for each in formulas:
-            added.append(declare(each))
-        yield formulas
-    finally:
-        for each in reversed(added):
-            withdraw(each)
+_REGISTRY: Registry[Formula] = Registry("formula", lambda f: f.recorded, check=_check,
+                                        check_withdraw=_keep_the_default)
+_declared = _REGISTRY.items  # by recorded name, in the order declared
+declare, withdraw, declared = _REGISTRY.declare, _REGISTRY.withdraw, _REGISTRY.declared
 
 
 def named(recorded: str) -> Formula | None:
@@ -181,13 +159,9 @@ def recorded_names() -> tuple[str, ...]:
 # The documented formula: the default, and the ranking the docs describe.
 DEFAULT = declare(Formula("idle-stage-success-lru", 3, "formula", (BY_RECORD,), needs={Need.RUNS}))
 
-# Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`).
-# Version 3 keeps the documented order among the idle and moves back only those whose expected
-# lead is well over the quickest one's. Version 2 took idle agents within `rules.wait_margin`
-# (0.15) of the best idle one's outcome rate as equals and ranked them by claim latency plus run
-# time, so an agent at 60% came before one at 70% that was a little slower; version 1 ranked
-# every idle agent by lead alone (a weak agent that runs fast came first) and waited on records
-# of a run or two.
+# Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`). It
+# keeps the documented order among the idle and moves back only those whose expected lead is well
+# over the quickest one's; what each earlier version did instead, and why it changed: CHANGELOG.md.
 WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, BY_LEAD),
                                   needs={Need.RUNS, Need.TIMING}, may={May.HOLD_BUSY}))
 

@@ -37,12 +37,12 @@ Pure: numbers in, numbers out; every figure a decision weighs is kept in its rec
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .facts import Timing
 from .scoring import ScoreTerms
+from .stats import median
 
 MIN_CLAIM_S = 0.5  # nobody claims quicker than this: a poll, a read and a claim
 MIN_RATE = 0.05  # a success rate below this prices a retry as if it were this
@@ -126,11 +126,11 @@ def evidence(timing: Timing, rates: Mapping[str, float], weights: Mapping[str, f
                   else sum(rates.values()) / len(rates))
         rates = {a: (weights.get(a, 0.0) * p + RATE_PRIOR * pooled) / (weights.get(a, 0.0) + RATE_PRIOR)
                  for a, p in rates.items()}
-    medians = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
-    claim_default = _median(timing.claim_latency_s.values())
-    run_default = _median(medians.values())
-    runs = {agent_id: (len(timing.run_s[agent_id]) * median + RUN_PRIOR * run_default)
-            / (len(timing.run_s[agent_id]) + RUN_PRIOR) for agent_id, median in medians.items()}
+    medians = {agent_id: median(runs) for agent_id, runs in timing.run_s.items() if runs}
+    claim_default = median(timing.claim_latency_s.values())
+    run_default = median(medians.values())
+    runs = {agent_id: (len(timing.run_s[agent_id]) * typical + RUN_PRIOR * run_default)
+            / (len(timing.run_s[agent_id]) + RUN_PRIOR) for agent_id, typical in medians.items()}
     # An agent never held has claimed by pull, if at all: its claims there stand for its own.
     claims = {**timing.pull_claim_s, **timing.claim_latency_s}
     partial = Evidence(claims, runs, rates, claim_default, run_default, 0.0)
@@ -159,11 +159,6 @@ def known(agent_id: str, timing: Timing) -> bool:
     """Whether the agent's time to claim and run time are its own, not the fleet's."""
     return ((agent_id in timing.claim_latency_s or agent_id in timing.pull_claim_s)
             and bool(timing.run_s.get(agent_id)))
-
-
-def _median(values: Iterable[float]) -> float:
-    values = list(values)
-    return statistics.median(values) if values else 0.0
 
 
 def expected(agent_id: str, ev: Evidence) -> tuple[float, float, float, float]:

@@ -12,7 +12,6 @@ made of its choice is `what_if.py`'s.
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,6 +25,7 @@ from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside,
 from .lead import known as lead_known
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
+from .stats import median, percentile
 from .stage_runs import NO_RUNS, StageHistory, stage_history
 from .waiting import rank as rank_waiting
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
@@ -189,13 +189,13 @@ class Known:
 
     def _timing_now(self) -> Timing:
         return Timing(
-            claim_latency_s={a: statistics.median(v) for a, v in self.latency.items() if v},
+            claim_latency_s={a: median(v) for a, v in self.latency.items() if v},
             run_s={a: tuple(v) for a, v in self.run_s.items() if v},
             working_since=dict(self.working_since),
             # As the loop reads them (`records/store/holds.py`): the p95 by nearest rank.
-            claim_p95_s={a: sorted(v)[-(-len(v) * 95 // 100) - 1] for a, v in self.latency.items()
+            claim_p95_s={a: percentile(v, 95) for a, v in self.latency.items()
                          if len(v) >= P95_MIN_SAMPLE},
-            pull_claim_s={a: statistics.median(v) for a, v in self.pulled.items() if v},
+            pull_claim_s={a: median(v) for a, v in self.pulled.items() if v},
         )
 
     def claimed_within(self, agent_id: str, hold_s: float) -> tuple[float, float | None]:
@@ -205,7 +205,7 @@ class Known:
         if not latencies:
             return 1.0, None
         within = [v for v in latencies if v <= hold_s]
-        return len(within) / len(latencies), statistics.median(within) if within else None
+        return len(within) / len(latencies), median(within) if within else None
 
     def settled_on_board(self, board_id: str) -> dict[str, tuple[int, int]]:
         """(claimed, settled) holds per agent on the board, as `HoldLog.settled` reads them."""
@@ -259,10 +259,9 @@ def board_window(board_id: str, differs: Sequence[bool], known: Known, rules: Ru
     least = min(rules.window_min_s, longest)
     if len(differs) < BOARD_MIN_OUTLOOKS or sum(differs) < BOARD_DIFFERS_SHARE * len(differs):
         return least
-    waits = sorted(known.to_hold.get(board_id, ()))
-    if not waits:
+    measured = percentile(known.to_hold.get(board_id, ()), 95)
+    if measured is None:
         return longest
-    measured = waits[-(-len(waits) * 95 // 100) - 1]
     return max(least, min(longest, math.ceil(measured) + BOARD_HOLD_PAD_S))
 
 

@@ -29,6 +29,9 @@ class Rules:
     placement_window_s: int = 10  # a card waits for a busy agent only within its window
     hold_min_s: int = 10  # the shortest hold a formula that sizes holds makes
     window_min_s: int = 0  # the shortest placement window a formula that sets windows sets
+    # The board runs pull (an experiment's pull block, or its own formula): every card is weighed
+    # by `formula` and recorded, and nobody is held, so pull's outcome joins the same record.
+    pull_arm: bool = False
     # `formula`'s declaration, looked up once here rather than once a decision.
     declared_formula: Formula = field(init=False, repr=False, compare=False)
 

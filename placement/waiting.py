@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import statistics
 from datetime import datetime
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from .facts import Facts, Timing
 from .filtering import FilterResult
@@ -46,6 +46,7 @@ from .stage_runs import StageHistory
 from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
+from .stats import median
 
 LOAD_ONLY = frozenset({"capacity", "idle"})
 OVERDUE_SHARE = 0.25  # a run past all its recent ones is expected to need this share of its usual
@@ -89,9 +90,9 @@ class Leads:
 
     def __init__(self, timing: Timing, rates: Mapping[str, float], now: datetime) -> None:
         self.timing, self.rates, self.now = timing, rates, now
-        medians = {agent_id: statistics.median(runs) for agent_id, runs in timing.run_s.items() if runs}
-        self.latency_default = _median(timing.claim_latency_s.values())
-        self.run_default = _median(medians.values())
+        medians = {agent_id: median(runs) for agent_id, runs in timing.run_s.items() if runs}
+        self.latency_default = median(timing.claim_latency_s.values())
+        self.run_default = median(medians.values())
         # A few runs say little of an agent's speed: each estimate leans on the fleet's typical
         # run until it has RUN_PRIOR runs of its own, so noise in run times does not rank.
         self.runs = {agent_id: (len(runs) * medians[agent_id] + RUN_PRIOR * self.run_default)
@@ -129,9 +130,6 @@ def clearly_better(busy: StageHistory, idle: StageHistory, margin: float) -> boo
     return busy.outcome_rate - error(busy) >= idle.outcome_rate + error(idle) + margin
 
 
-def _median(values: Iterable[float]) -> float:
-    values = list(values)
-    return statistics.median(values) if values else 0.0
 
 
 def by_lead(ranking: list[tuple[str, Score]], leads: Leads) -> list[tuple[str, Score]]:

@@ -44,6 +44,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
+from .filtering import Tag, tables
 from .formulas import Formula
 from .replay import (
     BOARD_NEWEST, PRIOR, Choice, Known, Recorded, Unreplayable, _seconds, board_window, choose, recorded_choice,
@@ -55,7 +56,6 @@ PULL = "pull"  # the arm that holds nobody
 MIN_DECISIONS = 30  # fewer replayed decisions than this are too few to judge
 Z95 = 1.959964
 MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's claim rates stay finite
-PULL_MAY_CLAIM = frozenset({"capacity", "idle", "held", "noShow", "passedOver"})  # no bar to pulling
 RHO_MAX = 0.95  # the busiest an agent is taken to be under pull
 STEPS_T = 128  # the race integrals' points
 MAX_LANES = 6  # pull's steady state is solved over at most this many lanes sharing agents
@@ -201,8 +201,10 @@ class _Agents:
 
 
 def _able(d: Recorded) -> list[str]:
-    """The candidates free to pull the card: no bar but being busy, holding or passed over."""
-    return [c.agent_id for c in d.candidates if all(f.passed or f.filter in PULL_MAY_CLAIM for f in c.filters)]
+    """The candidates free to pull the card: failing no filter but those that bar a hold alone
+    (busy, holding, a no-show or passed over on our ladder: `Tag.PULL_MAY_CLAIM`)."""
+    pull_may_claim = tables().names(Tag.PULL_MAY_CLAIM)
+    return [c.agent_id for c in d.candidates if all(f.passed or f.filter in pull_may_claim for f in c.filters)]
 
 
 def _fig(value: float) -> float:

@@ -13,12 +13,16 @@ NONE_ELIGIBLE = "none-eligible"  # at the winner step, every candidate failed a 
 # A formula that may step aside held nobody: pull is expected to do as well as the best hold.
 # Not a failure, not a roster or supply signal, not a blocked lane.
 PULL_AS_GOOD = "pull-as-good"
+# The board runs pull (an experiment's pull block, or the board's own formula): the card is
+# weighed and recorded, and nobody held, so that pull's outcome is measured on the same record
+# as a formula's. Not a failure, not a roster or supply signal, not a blocked lane.
+PULL_ARM = "pull-arm"
 # ANY_MATCH: the tiers are spent, or a runner-up step has nobody left: pull decides
 WAITING_ON_HOLDS = "waiting-on-holds"  # not recorded
 WAITING_ON_LOAD = "waiting-on-load"  # not recorded
 
 WHY_NOBODY = (NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, PULL_AS_GOOD,
-              WAITING_ON_HOLDS, WAITING_ON_LOAD)
+              PULL_ARM, WAITING_ON_HOLDS, WAITING_ON_LOAD)
 UNRECORDED = frozenset({WAITING_ON_HOLDS, WAITING_ON_LOAD})
 
 

@@ -18,9 +18,12 @@ from rest_framework import serializers
 
 from common.times import iso, parse_time
 from records.models.decisions import OUTCOMES, REASONS, TIERS
+from placement.switchback_analysis import OBJECTIVES
+from records.models.experiments import ExperimentState
 from records.models.suggestions import SUGGESTION_KINDS
 
 RUN_STATUSES = ("succeeded", "failed")
+EXPERIMENT_STATES = tuple(ExperimentState.values)
 
 # --- Times: answered and read as common.times writes and reads them ---------------------
 
@@ -269,6 +272,12 @@ class BoardSerializer(Row):
     enabled = serializers.BooleanField()
     createdAt = Time(source="created_at", help_text="when it was first opted in")
     updatedAt = Time(source="updated_at", help_text="when it was last opted in or out")
+    formula = serializers.CharField(
+        required=False, allow_null=True,
+        help_text="the board's own formula (a declared formula's recorded name, or pull), over "
+                  "SUPERDISPATCH_FORMULA; left out where the board has none")
+
+    omit_when_null = ("formula",)
 
 
 # --- Decisions and their candidates -----------------------------------------------------
@@ -344,6 +353,14 @@ class RunSerializer(Columns):
     present = "run_status"
 
 
+class ExperimentBlockSerializer(Columns):
+    id = serializers.CharField(source="experiment_id")
+    block = serializers.IntegerField(source="experiment_block")
+    arm = serializers.CharField(source="experiment_arm", help_text="a formula's recorded name, or pull")
+
+    present = "experiment_id"
+
+
 class DecisionSerializer(Row):
     """One placement decision: a step of a card's ladder, with its hold and outcome."""
 
@@ -364,7 +381,8 @@ class DecisionSerializer(Row):
     reservationUnknown = serializers.CharField(
         source="reservation_unknown", required=False, allow_null=True,
         help_text="the hold was asked for and no answer came (why: `timeout`); the next read "
-                  "of the board says whether it was held")
+                  "of the board says whether it was held, or, where the card was claimed or "
+                  "had left its ladder first, it stays: nobody can say")
     outcome = OutcomeSerializer(source="*", allow_null=True)
     createdAt = Time(source="created_at", help_text="when it was decided")
     learned = LearnedJson(required=False, allow_null=True)
@@ -372,8 +390,11 @@ class DecisionSerializer(Row):
     outlook = OutlookJson(required=False, allow_null=True)
     run = RunSerializer(source="*", required=False, allow_null=True,
                         help_text="the claim's run, once SuperWitness has it")
+    experiment = ExperimentBlockSerializer(
+        source="*", required=False, allow_null=True,
+        help_text="the experiment whose block was in force when the card was decided")
 
-    omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run")
+    omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run", "experiment")
 
 
 # --- Suggestions ------------------------------------------------------------------------
@@ -476,3 +497,146 @@ class SuggestionSerializer(serializers.Serializer):
         for name in ROSTER_FIELDS if instance.is_supply else SUPPLY_FIELDS:
             del out[name]
         return out
+
+
+# --- Experiments --------------------------------------------------------------------------
+
+class BlockSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    arm = serializers.CharField(help_text="a formula's recorded name, or pull")
+    starts = serializers.CharField(help_text="a time (RFC 3339)")
+    ends = serializers.CharField(help_text="a time (RFC 3339)")
+
+
+class DroppedArmSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    at = serializers.CharField(help_text="when the guardrail dropped it (RFC 3339)")
+    why = serializers.CharField()
+
+
+class GuardrailSerializer(serializers.Serializer):
+    successDrop = serializers.FloatField(help_text="drop an arm whose success is below pull's by more than this")
+    leadRatio = serializers.FloatField(help_text="or whose mean lead exceeds pull's by this ratio")
+
+
+@extend_schema_field(BlockSerializer(many=True))
+class ScheduleJson(serializers.JSONField):
+    """The schedule drawn at the start, as stored."""
+
+
+@extend_schema_field(DroppedArmSerializer(many=True))
+class DroppedJson(serializers.JSONField):
+    """The arms the guardrail dropped, when and why."""
+
+
+@extend_schema_field(GuardrailSerializer())
+class GuardrailJson(serializers.JSONField):
+    """The guardrail's bounds, as given at the start."""
+
+
+class FigureSerializer(serializers.Serializer):
+    estimate = serializers.FloatField()
+    low = serializers.FloatField(help_text="the 95% interval's low end")
+    high = serializers.FloatField(help_text="its high end")
+
+
+class BlockFiguresSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    arm = serializers.CharField()
+    cards = serializers.IntegerField(help_text="cards that count for the block")
+    success = serializers.FloatField(allow_null=True, help_text="the share of runs that succeeded")
+    leadMeanS = serializers.FloatField(allow_null=True, help_text="mean seconds to a success")
+    waitP95S = serializers.FloatField(allow_null=True, help_text="p95 seconds to a claim")
+
+
+class ArmFiguresSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    blocks = serializers.IntegerField()
+    cards = serializers.IntegerField()
+    success = serializers.FloatField(allow_null=True)
+    lead_mean_s = serializers.FloatField(allow_null=True, help_text="mean seconds to a success")
+    wait_p95_s = serializers.FloatField(allow_null=True, help_text="p95 seconds to a claim")
+
+
+class ComparisonSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    against = serializers.CharField()
+    success = FigureSerializer(allow_null=True, help_text="the difference in success")
+    lead_ratio = FigureSerializer(allow_null=True, help_text="the ratio of mean leads")
+    wait_p95_s = FigureSerializer(allow_null=True, help_text="the difference in p95 wait, s")
+
+
+class GuardrailDropSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    metric = serializers.CharField()
+    estimate = serializers.FloatField()
+    bound = serializers.FloatField()
+    why = serializers.CharField()
+
+
+class GuardrailReadSerializer(serializers.Serializer):
+    success_drop = serializers.FloatField()
+    lead_ratio = serializers.FloatField()
+    alpha = serializers.FloatField()
+    design_effect = serializers.FloatField()
+    min_blocks = serializers.IntegerField()
+
+
+class AnalysisSerializer(serializers.Serializer):
+    """What the ended blocks say, as the newest review read them."""
+
+    objective = serializers.ChoiceField(OBJECTIVES)
+    burnInS = serializers.IntegerField()
+    blocksEnded = serializers.IntegerField()
+    blocksTotal = serializers.IntegerField()
+    blocks = BlockFiguresSerializer(many=True)
+    arms = ArmFiguresSerializer(many=True)
+    againstPull = ComparisonSerializer(many=True)
+    between = ComparisonSerializer(many=True)
+    winner = serializers.CharField(allow_null=True)
+    why = serializers.CharField()
+    blocksToDecision = serializers.IntegerField(allow_null=True,
+                                                help_text="null: the spread seen never decides")
+    drops = GuardrailDropSerializer(many=True)
+    dropped = _words()
+    guardrail = GuardrailReadSerializer()
+
+
+@extend_schema_field(AnalysisSerializer(allow_null=True))
+class AnalysisJson(serializers.JSONField):
+    """The newest analysis, as stored."""
+
+
+class ExperimentSerializer(Row):
+    """One switchback experiment: its plan, the schedule drawn at its start, what the guardrail
+    dropped, the newest analysis, and the winner once decided."""
+
+    id = serializers.CharField()
+    state = serializers.ChoiceField(EXPERIMENT_STATES, help_text="where the experiment is")
+    boards = StringsJson(help_text="board ids: whole clusters of boards that share agents")
+    arms = StringsJson(help_text="each a formula's recorded name, or pull")
+    objective = serializers.ChoiceField(OBJECTIVES, help_text="what the winner is chosen for")
+    blockSeconds = serializers.IntegerField(source="block_seconds")
+    seed = serializers.IntegerField()
+    burnInSeconds = serializers.IntegerField(source="burn_in_seconds")
+    guardrail = GuardrailJson()
+    holdbackEvery = serializers.IntegerField(
+        source="holdback_every", required=False, allow_null=True,
+        help_text="after the decision, one block in this many keeps running pull; left out without a holdback")
+    schedule = ScheduleJson()
+    dropped = DroppedJson()
+    winner = serializers.CharField(allow_null=True, help_text="the winning arm for the objective, once decided")
+    decidedAt = Time(source="decided_at", allow_null=True)
+    analysis = AnalysisJson(
+        allow_null=True, help_text="the newest analysis after a block: per arm, each against pull "
+        "with a 95% interval, blocks still needed, the guardrail's drops")
+    holdback = AnalysisJson(
+        required=False, allow_null=True,
+        help_text="the holdback's newest figure: the board's formula against pull over its blocks")
+    startsAt = Time(source="starts_at")
+    endsAt = Time(source="ends_at")
+    stoppedAt = Time(source="stopped_at", allow_null=True)
+    createdBy = serializers.CharField(source="created_by")
+    createdAt = Time(source="created_at")
+
+    omit_when_null = ("holdbackEvery", "holdback")

@@ -105,6 +105,9 @@ RELAY_LAG = Histogram(
 OUTBOX_SENDS = Counter("superdispatch_outbox_sends", "Outbox deliveries attempted",
                        ["channel", "result"])
 PRUNED = Counter("superdispatch_pruned_rows", "Rows retention pruned", ["table"])
+# superdispatch.refusals counts each, as it logs at most one line a minute of each kind.
+REFUSED_REQUESTS = Counter("superdispatch_refused_requests",
+                           "Requests refused: a host not allowed, or answered 4xx", ["why"])
 
 for _result in RELAY_RESULTS:
     RELAY_DELIVERIES.labels(_result)

@@ -86,6 +86,13 @@ def on_sweep_finished(sender, now: datetime, **kwargs) -> None:
         what_if_ahead_task.apply_async((iso(now),), expires=settings.SUPERDISPATCH.sweep_seconds)
 
 
+def on_sweep_reviews_experiments(sender, now: datetime, **kwargs) -> None:
+    """After a sweep: each live experiment with a block ended since is reviewed (the guardrail,
+    the decision, autopilot, the holdback's figure). With none live it is one query."""
+    cfg = kwargs.get("cfg") or settings.SUPERDISPATCH
+    actions.do_review_experiments(now, autopilot=cfg.autopilot == "on")
+
+
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:
     """After an opt-in or opt-out changed a board and committed: set its window, and look at it
     at once. A task the broker refused leaves no change pending, so the next write sends one;

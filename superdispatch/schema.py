@@ -5,7 +5,7 @@ drf-spectacular cannot guess their serializers: it warns (W002) and leaves the v
 and it names a collection and one of its items alike (`…_retrieve`), then warns of the
 collision (W001). This schema class reads them as they are instead:
 
-- a view that names no serializer answers a JSON object (its fields are in the README);
+- a view that names no serializer answers a JSON object (its fields are in docs/api.md);
   a view or method that declares a serializer or an `extend_schema` response keeps it;
 - each operation has a name a generated client's method can carry (`listBoards`,
   `dismissSuggestion`: OPERATION_IDS), and the tag of the resource it reads or writes (the
@@ -47,6 +47,7 @@ PATH_PATTERNS = {  # anchored: an OpenAPI pattern matches anywhere unless told o
     "decision_id": f"^{id_pattern('pld')}$",
     "suggestion_id": f"^{id_pattern('sug')}$",
     "model_id": f"^{id_pattern('mdl')}$",
+    "experiment_id": f"^{id_pattern('exp')}$",
 }
 
 
@@ -71,6 +72,9 @@ OPERATION_IDS = {
     ("GET", "/v1/models/{model_id}"): "getModel",
     ("GET", "/v1/models/{model_id}/shadow-report"): "getShadowReport",
     ("GET", "/v1/audit"): "listAuditEntries",
+    ("GET", "/v1/experiments"): "listExperiments",
+    ("POST", "/v1/experiments"): "startExperiment",
+    ("GET", "/v1/experiments/{experiment_id}"): "getExperiment",
 }
 
 # The resources, in the order a reader meets them; each operation carries its path's tag.
@@ -79,6 +83,8 @@ TAGS = [
     {"name": "decisions", "description": "Placement decisions: who was held for a card, and why."},
     {"name": "suggestions", "description": "Roster suggestions and supply proposals for a person."},
     {"name": "what-if", "description": "The recorded decisions replayed under another formula."},
+    {"name": "experiments",
+     "description": "Switchback experiments: formulas against pull on whole boards, by block."},
     {"name": "dataset", "description": "The labelled rows learned routing trains on."},
     {"name": "models",
      "description": "Learned models: train one, read its metrics and shadow report."},

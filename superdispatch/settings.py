@@ -297,8 +297,10 @@ LOGGING = {
                  "fmt": "%(levelname)s %(name)s %(message)s", "timestamp": "time",
                  "rename_fields": {"levelname": "level", "name": "logger"}},
     },
-    "filters": {"retry_lines": {"()": "superdispatch.clients.http.RetryLinesOfOurOwn"}},
-    "handlers": {"console": {"class": "logging.StreamHandler",
+    "filters": {"retry_lines": {"()": "superdispatch.clients.http.RetryLinesOfOurOwn"},
+                # A refusal anyone can cause is one line, at most one a minute of a kind.
+                "quiet_refusals": {"()": "superdispatch.refusals.QuietRefusals"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["quiet_refusals"],
                              "formatter": "json" if SUPERDISPATCH.log_format == "json" else "plain"}},
     "loggers": {
         "superdispatch": {"handlers": ["console"], "level": "INFO", "propagate": False},

@@ -3,7 +3,7 @@ from django.urls import path, re_path
 
 from common import views
 from learning import api as learning_api
-from records.api import trail, views as api, what_if
+from records.api import experiments, trail, views as api, what_if
 from records.console import pages
 from superdispatch import metrics, relay
 
@@ -23,6 +23,8 @@ urlpatterns = [
     path("v1/suggestions/<str:suggestion_id>", api.SuggestionDetail.as_view()),
     path("v1/suggestions/<str:suggestion_id>/dismiss", api.SuggestionDismiss.as_view()),
     path("v1/what-if", what_if.WhatIf.as_view()),
+    path("v1/experiments", experiments.Experiments.as_view()),
+    path("v1/experiments/<str:experiment_id>", experiments.ExperimentDetail.as_view()),
     path("v1/dataset", learning_api.Dataset.as_view()),
     path("v1/models/train", learning_api.Train.as_view()),
     path("v1/models", learning_api.Models.as_view()),

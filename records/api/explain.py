@@ -9,28 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from placement.dispatch_policy import LIMIT_PREFIX
+from placement.filtering import tables
 from placement.filters import ROSTER
-
-# Each reason code as a person would say it, after the agent's name.
-REASON_WORDS = {
-    "not-on-roster": "not on the roster",
-    "capability-missing": "lacks the capability",
-    "grant-denied": "has no grant",
-    "not-claimable": "could not claim the card",
-    "isolation-too-weak": "its station's isolation is too weak",
-    "model-mismatch": "its station lacks the model",
-    "tool-missing": "its station lacks a tool",
-    "credential-missing": "its station lacks a credential",
-    "policy-denied": "the dispatch policy denied it",
-    "policy-unread": "the dispatch policy could not be read",
-    "no-principal": "no principal for the dispatch policy to judge",
-    "unhealthy": "unhealthy",
-    "at-capacity": "at capacity",
-    "not-idle": "not idle",
-    "holding-another": "holding another card",
-    "recently-no-show": "a recent no-show",
-    "passed-over": "already passed over on this card's ladder",
-}
 
 # The ranking's terms in the order they are compared (placement/scoring.py), as phrases.
 TERMS = (
@@ -63,7 +43,7 @@ def reason_words(failed: dict[str, Any], detail: bool = True) -> str:
         return "its station lacks " + ", ".join(failed["missing"])
     if code.startswith(LIMIT_PREFIX):
         return f"over the dispatch policy's {code[len(LIMIT_PREFIX):]} limit"
-    return REASON_WORDS.get(code, code)
+    return tables().words.get(code, code)  # each filter declares its codes' words
 
 
 def in_set(candidate: dict[str, Any]) -> bool:
@@ -107,6 +87,10 @@ def _choice(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     tier = _tier_words(decision.get("tier"))
     if decision.get("reservation"):
         head = f"Held for {chosen}{tier}."
+    elif decision.get("reservationUnknown") and decision.get("outcome"):
+        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+                f"({decision['reservationUnknown']}), and the card was claimed or had left its "
+                f"ladder before a read could show the hold, so whether it was held is not known.")
     elif decision.get("reservationUnknown"):
         head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
                 f"({decision['reservationUnknown']}), and the next read of the board says "
@@ -200,6 +184,13 @@ def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
         said = f" ({outlook_words(outlook)}, for {outlook['agentId']})" if outlook else ""
         return (f"Nobody was held: pull is expected to do as well as the best hold{said}, so the "
                 "card is left to whoever claims it first.")
+    if reason == "pull-arm":
+        experiment = decision.get("experiment")
+        why = (f"experiment {experiment['id']}'s block {experiment['block']} runs pull"
+               if experiment else "the board's own formula is pull")
+        return (f"Nobody was held: {why}, so nobody is held and the card is left to whoever "
+                "claims it first; it was weighed and recorded all the same, so pull's outcome is "
+                "measured on the same record as a formula's.")
     if reason == "empty-lane":
         return ("Nobody was held: nobody on the board's roster has this stage's capability, "
                 "so pull decides (whoever off the roster claims it, or it waits).")

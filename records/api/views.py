@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.audit import of_request
-from common.errors import bad_request, not_found
+from common.errors import not_found
 from common.schema import error
 from common.scopes import BOARDS, READ, SUGGESTIONS
 from common.views import OperatorView
@@ -117,10 +117,7 @@ class BoardDetail(OperatorView):
                    responses=ONE_BOARD)
     def put(self, request, board_id: str):
         _no_query(request)
-        board_id = query.board_id(board_id)
-        if request.body:
-            raise bad_request("unexpected-body", "opting a board in takes no body")
-        board = actions.do_opt_in(board_id, timezone.now(), by=of_request(request))
+        board = actions.do_opt_in(query.board_id(board_id), timezone.now(), by=of_request(request))
         return Response({"board": BoardSerializer(board).data})
 
     @extend_schema(summary="Opt a board out; its row and decisions stay",

@@ -10,7 +10,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from common.config import rules_from
-from common.errors import bad_request
+from common.errors import bad_request, not_found
+from common.schema import error
 from common.scopes import READ
 from common.views import OperatorView
 from records.api.query import BOARD_ID, Matching, Query
@@ -44,6 +45,10 @@ class WhatIfQuery(Query):
     until = TimeInput(required=False)
 
     def validate(self, attrs: Mapping[str, Any]) -> Mapping[str, Any]:
+        if "since" in attrs and attrs["since"] < what_if.EARLIEST_SINCE:
+            # The replay reads the day before `since`, which the calendar's first day has not.
+            raise serializers.ValidationError("since must be 0001-01-02T00:00:00Z or later: "
+                                              "the replay reads the 24 hours before it")
         if "since" in attrs and "until" in attrs and attrs["since"] >= attrs["until"]:
             raise serializers.ValidationError("since must be before until")
         return attrs
@@ -96,13 +101,26 @@ class WhatIf(OperatorView):
     scopes = {"GET": READ}
 
     @extend_schema(summary="The recorded decisions replayed under another formula",
-                   parameters=[WhatIfQuery], responses=ANSWER)
+                   parameters=[WhatIfQuery], responses={
+                       200: ANSWER,
+                       400: error("a parameter is malformed or unknown (bad-parameter, "
+                                  "unknown-parameter; the message names it), or the window "
+                                  f"holds more than {what_if.MOST_REPLAYED:,} decisions, the "
+                                  "most one what-if replays (too-many-decisions)"),
+                       404: error("board is not a board SuperDispatch knows (not-found)")})
     def get(self, request):
         params = WhatIfQuery.read(request.query_params)
-        board = params.get("board")
+        board, since, until = params.get("board"), params.get("since"), params.get("until")
         if board is not None and not what_if.board_known(board):
-            raise bad_request("unknown-board", f"board {board} is not a board SuperDispatch knows")
+            raise not_found(f"board {board}")
+        # Checked before anything is read: a replay costs milliseconds a decision, so a
+        # window's size is what bounds a request's time (docs/api.md, What-if).
+        if what_if.holds_more_than(what_if.MOST_REPLAYED, board, since, until):
+            raise bad_request("too-many-decisions", f"the window holds more than "
+                              f"{what_if.MOST_REPLAYED:,} decisions, the most one what-if "
+                              "replays; narrow it with board, since or until")
         rules = rules_from(settings.SUPERDISPATCH)
         formula = params.get("formula") or what_if.other_than(rules.declared_formula)
-        answer = what_if.estimate(formula, rules, board, params.get("since"), params.get("until"))
+        answer = what_if.estimate(formula, rules, board, since, until,
+                                  look_back_most=what_if.MOST_LOOKED_BACK)
         return Response({"whatIf": answer.to_record()})

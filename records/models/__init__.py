@@ -9,6 +9,9 @@ from records.models.decisions import (
     OUTCOMES, REASONS, SETTLED_HOLDS, TIERS, Candidate, Decision, DecisionReason, OutcomeStatus,
     Roll, TierName,
 )
+from records.models.experiments import (
+    LIVE_STATES, Experiment, ExperimentState, Objective,
+)
 from records.models.fields import JSONText
 from records.models.outbox import OutboxEvent
 from records.models.relay import (
@@ -29,6 +32,7 @@ __all__ = [
     "HoldTally",
     "AgentHour", "BoardHour", "StaleHour",
     "BoardWhatIf",
+    "Experiment", "ExperimentState", "LIVE_STATES", "Objective",
     "JSONText",
     "LoopState", "RegistryRead", "SweepShard",
     "OutboxEvent",

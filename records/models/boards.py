@@ -22,6 +22,9 @@ class Board(models.Model):
     # An opt-in or opt-out announced and not yet taken up (its task not started): the changes
     # after it ride on it until then. It lapses, so a lost task never holds the next one back.
     change_pending_until = models.DateTimeField(null=True, blank=True)
+    # The board's own formula (a declared formula's recorded name, or `pull`), set by a person or
+    # by an experiment's result; null: the deployment's SUPERDISPATCH_FORMULA.
+    formula = models.CharField(max_length=80, null=True, blank=True)
 
     class Meta:
         ordering = ["board_id"]

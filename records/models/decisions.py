@@ -48,6 +48,7 @@ class DecisionReason(models.TextChoices):
     NONE_ELIGIBLE = why_nobody.NONE_ELIGIBLE, why_nobody.NONE_ELIGIBLE
     ANY_MATCH = ladder.ANY_MATCH, ladder.ANY_MATCH
     PULL_AS_GOOD = why_nobody.PULL_AS_GOOD, why_nobody.PULL_AS_GOOD
+    PULL_ARM = why_nobody.PULL_ARM, why_nobody.PULL_ARM
 
 
 OUTCOMES = tuple(OutcomeStatus.values)
@@ -96,6 +97,11 @@ class Decision(models.Model):
     # Before SuperWitness has the run, the latest it was over by, where the board read shows a
     # claim's run already over (the card came back, or moved on).
     run_ended_at = models.DateTimeField(null=True, blank=True)
+    # The experiment whose block was in force when the card was decided, that block's index and
+    # the arm it ran (a formula's recorded name, or `pull`); null outside any experiment.
+    experiment_id = models.CharField(max_length=28, null=True, blank=True)
+    experiment_block = models.IntegerField(null=True, blank=True)
+    experiment_arm = models.CharField(max_length=80, null=True, blank=True)
     created_at = models.DateTimeField()
     # Candidates outside the candidate set with no bridge row are kept as one mark each
     # against a roll of the agents, not as rows (records/store/marks.py): `candidates` merges both.
@@ -129,6 +135,9 @@ class Decision(models.Model):
             # The shadow report and the gate: the decisions a model saw.
             models.Index(KeyTransform("model", "learned"), name="decision_learned_model",
                          condition=Q(learned__isnull=False)),
+            # An experiment's analysis: its decisions, by block.
+            models.Index(fields=["experiment_id", "experiment_block"], name="decision_experiment",
+                         condition=Q(experiment_id__isnull=False)),
         ]
 
     def __str__(self) -> str:

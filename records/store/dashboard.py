@@ -45,7 +45,7 @@ RANGES = {
 DEFAULT_RANGE = "day"
 
 TIER_SERIES = ("winner", "runner-up", "any-match", "nobody chosen")
-LEFT_TO_PULL = ("one-candidate", "any-match", "pull-as-good")
+LEFT_TO_PULL = ("one-candidate", "any-match", "pull-as-good", "pull-arm")
 
 
 def in_range(rng: Range, now: datetime):

@@ -4,7 +4,6 @@ run is SuperWitness's to say, and is not read here."""
 from __future__ import annotations
 
 import json
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,6 +14,7 @@ from django.db.models import F, Q
 
 from placement.facts import Ladder
 from placement.rules import Rules
+from placement.stats import median, percentile
 from records.models import (
     Decision, DecisionReason, HoldTally, OutcomeStatus, TierName,
 )
@@ -22,7 +22,7 @@ from records.store import prepared
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
 NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
-          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD)
+          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD, DecisionReason.PULL_ARM)
 
 
 @dataclass
@@ -68,9 +68,11 @@ def holds(now: datetime, rules: Rules, agents: Iterable[str] | None = None) -> H
     # sixth of the ORM's work building each query, and nothing here reads in order.
     live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
                                    reserved_until__gt=now).order_by()
+    # A hold whose answer never came and that no read showed (`reservation_unknown` kept on
+    # its settled decision) is not known to have been made: never a lapse of its agent's.
     lapsed = Decision.objects.filter(
         chosen__isnull=False, reserved_until__gt=now - timedelta(seconds=rules.no_show_window_s),
-        reserved_until__lte=now,
+        reserved_until__lte=now, reservation_unknown__isnull=True,
     ).filter(Q(outcome_status=OutcomeStatus.EXPIRED)
              | Q(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, outcome_at__gt=F("reserved_until"))
              ).order_by()
@@ -188,6 +190,9 @@ class LadderState:
 
     ladder: Ladder
     wait_until: datetime | None  # not decided again before this (five-minute rule)
+    # When its wait is an experiment's pull block's, when that decision was made: a switch to
+    # the next block lets the card go to the next arm at once (`loop/arms.py`).
+    pulled_at: datetime | None = None
 
 
 def ladders(board_id: str, cards: Iterable[tuple[str, str, datetime]]) -> dict[str, LadderState]:
@@ -216,7 +221,9 @@ def ladder_state(steps: list[dict]) -> LadderState:
         last = steps[-1]
         if last["reason"] in NOBODY or last["outcome_status"] == OutcomeStatus.NOT_RESERVED:
             wait_until = last["created_at"] + RETRY_AFTER
-    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until)
+    pulled_at = last["created_at"] if steps and last["reason"] == DecisionReason.PULL_ARM else None
+    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until,
+                       pulled_at)
 
 
 def holds_since(agent_id: str, since: datetime) -> int:
@@ -244,6 +251,25 @@ def claims_of(board_id: str, agents: Iterable[str], since: datetime) -> list[tup
                 .values_list("chosen", "stage_key", "outcome_at"))
 
 
+def lane_leavings(board_id: str, stage_key: str, card_id: str, since: datetime,
+                  until: datetime) -> list[tuple[str, str | None, datetime]]:
+    """(card, claimant, when) for each other card of a board stage our store knows left it, or
+    was claimed there, between `since` and `until`, and for each claim there before `since`
+    whose run is not known to have ended by then: what a run at that stage ending in the span
+    may have been the run of. A claimant is None where the card left with nobody named."""
+    left = Q(outcome_at__gte=since, outcome_at__lte=until,
+             outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER,
+                                 OutcomeStatus.SUPERSEDED))
+    working = Q(outcome_at__lt=since, outcome_at__gte=since - RUN_LOOK_BACK,
+                outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER)) & (
+        Q(run_ended_at__isnull=True) | Q(run_ended_at__gte=since))
+    return list(Decision.objects
+                .filter(board_id=board_id, stage_key=stage_key,
+                        created_at__gte=since - RUN_LOOK_BACK - MAX_HOLD, created_at__lte=until)
+                .exclude(card_id=card_id).filter(left | working).order_by()
+                .values_list("card_id", "outcome_by", "outcome_at"))
+
+
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
 
 
@@ -262,7 +288,7 @@ def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
         if run_status is not None and len(runs[agent]) < TIMING_SAMPLE:
             runs[agent].append(max((ended_at - claimed_at).total_seconds(), 0.0))
-    return ({a: statistics.median(v) for a, v in latency.items() if v},
+    return ({a: median(v) for a, v in latency.items() if v},
             {a: tuple(v) for a, v in runs.items() if v})
 
 
@@ -286,7 +312,7 @@ def claim_p95s(now: datetime) -> dict[str, float]:
     for agent, held_at, claimed_at in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
-    return {agent: sorted(v)[-(-len(v) * 95 // 100) - 1] for agent, v in latency.items()
+    return {agent: percentile(v, 95) for agent, v in latency.items()
             if len(v) >= P95_MIN_SAMPLE}
 
 
@@ -307,7 +333,7 @@ def pull_claims(now: datetime) -> dict[str, float]:
     for agent, ready_at, decided_at, claimed_at in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - (ready_at or decided_at)).total_seconds(), 0.0))
-    return {agent: statistics.median(v) for agent, v in latency.items() if v}
+    return {agent: median(v) for agent, v in latency.items() if v}
 
 
 def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
@@ -316,5 +342,4 @@ def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
     rows = (Decision.objects.filter(board_id=board_id, created_at__gte=since, chosen__isnull=False,
                                     tier_name=TierName.WINNER, ladder_ready_at__isnull=False)
             .order_by("-created_at").values_list("ladder_ready_at", "created_at")[:newest])
-    waits = sorted(max((made - ready).total_seconds(), 0.0) for ready, made in rows)
-    return waits[-(-len(waits) * 95 // 100) - 1] if waits else None
+    return percentile((max((made - ready).total_seconds(), 0.0) for ready, made in rows), 95)

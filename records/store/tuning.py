@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable
 
+from placement.stats import percentile
 from records.models import SETTLED_HOLDS, Decision
 
 WINDOWS = (10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300)  # the settings' range, 10 to 300
@@ -79,13 +80,6 @@ def settled_holds(board_id: str | None = None, since: datetime | None = None) ->
     return out
 
 
-def _quantile(values: list[float], share: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(share * len(ordered)) - 1 if share > 0 else 0)]
-
-
 def figures_at(holds: list[Hold], window: int) -> WindowFigures:
     claimed = [h.latency_s for h in holds if h.latency_s is not None]
     within = [lat for lat in claimed if lat <= window]
@@ -118,7 +112,7 @@ def recommend(holds: Iterable[Hold], tier: str, min_holds: int = MIN_HOLDS) -> R
     if enough:
         window = next((f.window_s for f in table if f.missed_claims <= MISSED_SHARE), WINDOWS[-1])
     return Recommendation(tier, len(chosen), len(claimed), enough, window, table,
-                          _quantile(claimed, 0.5), _quantile(claimed, 0.9), _quantile(claimed, 0.99))
+                          percentile(claimed, 50), percentile(claimed, 90), percentile(claimed, 99))
 
 
 def recommend_both(holds: list[Hold], min_holds: int = MIN_HOLDS) -> tuple[Recommendation, Recommendation]:

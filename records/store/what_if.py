@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from placement import FilterResult, Rules, ScoreTerms, StageHistory
@@ -20,22 +20,48 @@ from placement.what_if import PULL, Estimate, Interval, WhatIf, what_if
 from records.models import Board, Candidate, Decision
 
 LOOK_BACK = timedelta(hours=24)  # read before the window, for what was known at its start
+# The look-back reaches back from `since`, so the calendar's first day has none before it.
+EARLIEST_SINCE = datetime.min.replace(tzinfo=timezone.utc) + LOOK_BACK
+# What one `GET /v1/what-if` may replay, and read of the look-back: about 2 to 3 ms of CPU a
+# decision replayed (docs/performance.md), so a request costs a few seconds at most, and a
+# window of more is refused with this cap named rather than holding a server thread for minutes.
+MOST_REPLAYED = 1000
+MOST_LOOKED_BACK = 1000
 
 _FIELDS = ("id", "board_id", "card_id", "stage_key", "policy", "created_at", "tier_name", "reason",
            "chosen", "ladder_ready_at", "reserved_until", "waiting", "outcome_status", "outcome_by",
            "outcome_at", "run_status", "run_ended_at")
 
 
-def recorded(board_id: str | None, since: datetime | None, until: datetime | None) -> list[Recorded]:
-    """The decisions from `since` less the look-back up to `until` (not included), oldest first,
-    each with its candidate set."""
+def _window(board_id: str | None, since: datetime | None, until: datetime | None):
     rows = Decision.objects.all()
     if board_id:
         rows = rows.filter(board_id=board_id)
     if since is not None:
-        rows = rows.filter(created_at__gte=since - LOOK_BACK)
+        rows = rows.filter(created_at__gte=since)
     if until is not None:
         rows = rows.filter(created_at__lt=until)
+    return rows
+
+
+def holds_more_than(most: int, board_id: str | None, since: datetime | None,
+                    until: datetime | None) -> bool:
+    """Whether the window holds more than `most` decisions, read without counting them all."""
+    return _window(board_id, since, until).order_by().values("id")[most:most + 1].exists()
+
+
+def recorded(board_id: str | None, since: datetime | None, until: datetime | None,
+             look_back_most: int | None = None) -> list[Recorded]:
+    """The decisions from `since` less the look-back up to `until` (not included), oldest first,
+    each with its candidate set; of the look-back, the newest `look_back_most` at most, when
+    given."""
+    rows = _window(board_id, None, until)
+    if since is not None:
+        start = since - LOOK_BACK
+        if look_back_most is not None:
+            start = max([start, *_window(board_id, start, since).order_by("-created_at")
+                         .values_list("created_at", flat=True)[look_back_most - 1:look_back_most]])
+        rows = rows.filter(created_at__gte=start)
     rows = list(rows.order_by("created_at", "id").values_list(*_FIELDS))
     in_set: dict[str, list[Considered]] = defaultdict(list)
     ids = [row[0] for row in rows]
@@ -57,9 +83,9 @@ def recorded(board_id: str | None, since: datetime | None, until: datetime | Non
 
 
 def estimate(formula: Formula, rules: Rules, board_id: str | None = None, since: datetime | None = None,
-             until: datetime | None = None) -> WhatIf:
+             until: datetime | None = None, look_back_most: int | None = None) -> WhatIf:
     """The window's decisions replayed under `formula` (`placement.what_if`)."""
-    decisions = recorded(board_id, since, until)
+    decisions = recorded(board_id, since, until, look_back_most)
     if since is None and decisions:
         since = decisions[0].at
     return what_if(decisions, formula, rules, since)

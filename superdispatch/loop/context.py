@@ -22,6 +22,8 @@ class Loop:
     cfg: Config
     clock: Callable[[], datetime] = utc_now
     rules: Rules = field(init=False)
+    # The deployment's rules with a board's own formula or an experiment's arm (`loop/arms.py`).
+    rules_by: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rules = rules_from(self.cfg)

@@ -17,6 +17,8 @@ from records.models import Board
 from records.store import actions, commits, holds
 from superdispatch import outbox
 from superdispatch.clients import ClientError
+from superdispatch.loop import arms
+from superdispatch.loop.arms import Running
 from superdispatch.loop.backlog import Backlog
 from superdispatch.loop.claimants import Claimants
 from superdispatch.loop.context import Loop
@@ -43,7 +45,7 @@ def lease_owner() -> str:
 # --- One pass -------------------------------------------------------------------------------
 
 def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
-                from_cache: bool, claimants: Claimants) -> BoardWork | None:
+                from_cache: bool, claimants: Claimants, running: Running) -> BoardWork | None:
     """Read a leased board and settle what it held; None when it cannot be read, or its roster
     cannot. A board read and settled counts as read either way (the sweep does not back off
     for AgentPod alone); without its roster it places nothing, and the board's row says why."""
@@ -69,8 +71,9 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
         actions.do_note_read(board_id, now, f"roster: {err.code}")
         summary.unrostered += 1
         return None
-    work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id))
-    if loop.rules.declared_formula.sets_windows:
+    work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id),
+                     running=running)
+    if work.rules.declared_formula.sets_windows:
         work.window_s = Board.objects.filter(board_id=board_id).values_list(
             "window_seconds", flat=True).first()
     claims = holds.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
@@ -113,10 +116,23 @@ def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[
     due = []
     for card in cards:
         state = work.ladders[card.card_id]
-        if state.ladder.open or (state.wait_until is not None and now < state.wait_until):
+        if state.ladder.open or (state.wait_until is not None and now < state.wait_until
+                                 and not _released(state, work)):
             continue
         due.append(card)
     return due
+
+
+def _released(state: holds.LadderState, work: BoardWork) -> bool:
+    """Whether a card that waits out the five minutes after a pull decision goes to the arm in
+    force now instead: the board no longer runs pull, or runs a block begun since. Else a card
+    left to pull by one block would go unheld, unweighed, into the next arm's block."""
+    if state.pulled_at is None:
+        return False
+    if not work.rules.pull_arm:
+        return True
+    block = work.running.block if work.running is not None else None
+    return block is not None and block.block.starts > state.pulled_at
 
 
 @dataclass(frozen=True)
@@ -182,6 +198,9 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         released.add(board_id)
         reads.concurrent = True  # so look again at agents another pass may hold since
 
+    # What each board runs now: the deployment's rules, its own formula, or an experiment's arm.
+    running = arms.running(loop, board_ids, now)
+    plain = arms.deployment(loop)
     try:
         works: dict[str, BoardWork] = {}
         due: dict[str, list[Card]] = {}
@@ -198,7 +217,8 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
                 summary.skipped += 1  # another pass holds it
                 continue
             leased.append(board_id)
-            work = _open_board(loop, board_id, now, summary, from_cache, claimants)
+            work = _open_board(loop, board_id, now, summary, from_cache, claimants,
+                               running.get(board_id, plain))
             if work is not None:
                 works[board_id] = work
                 due[board_id] = _due_cards(work, now, only_card)

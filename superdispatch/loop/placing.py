@@ -24,6 +24,7 @@ from records.models import Decision as DecisionRow
 from records.store import actions, holds
 from superdispatch import metrics
 from superdispatch.clients import BoardRead, ClientError, Refusal, Reservation
+from superdispatch.loop.arms import Running
 from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads
@@ -42,6 +43,13 @@ class BoardWork:
     settled: dict[str, tuple[int, int]]
     ladders: dict[str, holds.LadderState] = field(default_factory=dict)
     window_s: int | None = None  # the board's window as set, for a formula that sets it
+    running: Running | None = None  # what the board runs now (`loop/arms.py`); set as it opens
+
+    @property
+    def rules(self) -> Rules:
+        """The rules the board's cards are decided under now."""
+        assert self.running is not None  # set when the pass opens the board
+        return self.running.rules
 
     def considered(self, rules: Rules) -> frozenset[str] | None:
         """The agents a card of this board may be held for: its roster's, or, with
@@ -83,10 +91,11 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
 
     def place() -> str | None:
         facts = gather_facts(reads, work, card, eligibility, ladder)
-        decided = decide(reads, facts, summary)
+        decided = decide(reads, work.rules, facts, summary)
         return WAITING if decided is None else record_and_hold(reads, work, decided, summary)
 
-    if backlog is None:
+    if backlog is None or work.rules.pull_arm:
+        # Under pull every card is weighed and recorded: none waits on the backlog bound.
         place()
     else:
         backlog.weigh(card, ladder, eligibility, work.considered(reads.loop.rules),
@@ -96,7 +105,7 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
 def holdable_now(reads: PassReads, work: BoardWork) -> int:
     """How many of the board's cards could be held now (see loop/backlog.py)."""
     holding = reads.holds.holding(work.considered(reads.loop.rules))
-    return holdable(work.roster, holding, reads.load(), reads.loop.rules.formula)
+    return holdable(work.roster, holding, reads.load(), work.rules.formula)
 
 
 # --- Gather the facts -----------------------------------------------------------------------
@@ -122,7 +131,8 @@ def gather_facts(reads: PassReads, work: BoardWork, card: Card,
         _take_holds_made_since(reads, work, card)
     considered = work.considered(reads.loop.rules)  # whose holds and lapses the card's filters read
     load = reads.load()
-    needs = reads.loop.rules.declared_formula.needs
+    formula = work.rules.declared_formula
+    needs = formula.needs
     return Facts(
         card=card,
         roster=work.roster,
@@ -135,7 +145,7 @@ def gather_facts(reads: PassReads, work: BoardWork, card: Card,
                       lapses=reads.holds.lapses_of(considered),
                       settled=work.settled),
         ladder=ladder,
-        timing=reads.timing(work.roster, work.working) if Need.TIMING in needs else None,
+        timing=reads.timing(work.roster, work.working, formula.may) if Need.TIMING in needs else None,
         window_s=work.window_s,
     )
 
@@ -169,10 +179,10 @@ def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, 
 
 # --- Decide ---------------------------------------------------------------------------------
 
-def decide(reads: PassReads, facts: Facts, summary: SweepSummary) -> Decided | None:
-    """Placement's decision on the facts, with learned routing's view of it; None for a
-    decision that waits, which is counted and not recorded."""
-    decision = placement.decide(facts, reads.loop.rules, reads.now)
+def decide(reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary) -> Decided | None:
+    """Placement's decision on the facts under the board's rules, with learned routing's view
+    of it; None for a decision that waits, which is counted and not recorded."""
+    decision = placement.decide(facts, rules, reads.now)
     if not decision.record:
         summary.waits += 1
         return None
@@ -223,7 +233,8 @@ def _record(reads: PassReads, work: BoardWork, decided: Decided,
     seen = work.read.card(card.card_id)
     row = actions.do_record_decision(decision, reads.now, learned=decided.learned,
                                      stored_rolls=reads.rolls,
-                                     attempt_count=seen.attempt_count if seen else None)
+                                     attempt_count=seen.attempt_count if seen else None,
+                                     experiment=work.running.experiment_record() if work.running else None)
     summary.decisions += 1
     metrics.decision_recorded(card.board_id, decision.tier.name, decision.reason)
     if decision.waiting is not None:

@@ -17,6 +17,7 @@ from placement.formulas import May
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
 from records.models import LoopState
 from records.store import actions, holds
+from records.store.rosters import roster_key
 from superdispatch.clients import ClientError, says_no_policy
 from superdispatch.loop.context import Loop
 
@@ -24,10 +25,6 @@ log = logging.getLogger("superdispatch.loop")
 _UNREAD = object()
 ROSTER_CACHE_S = 3600
 REGISTRY_KEY = "superdispatch:registry"
-
-
-def roster_key(board_id: str) -> str:
-    return f"superdispatch:roster:v2:{board_id}"  # v2: (read at, rows)
 
 
 def read_roster(loop: Loop, board_id: str, now: datetime) -> tuple[RosterRow, ...]:
@@ -68,7 +65,7 @@ class PassReads:
         self._no_policy: bool | None = None
         self._timings: tuple[dict, dict] | None = None
         self._p95s: dict[str, float] | None = None
-        self._pulls: dict[str, float] = {}
+        self._pulls: dict[str, float] | None = None
         self.rolls: set[str] = set()  # rolls this pass's committed decisions name: stored
 
     def read_holds(self, agents: Iterable[str] | None = None) -> None:
@@ -189,22 +186,24 @@ class PassReads:
                 holds_in_window=holds.holds_since(agent_id, since))
         return verdict
 
-    def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> Timing:
+    def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime],
+               may: frozenset[May]) -> Timing:
         """Claim latencies and run times from our store (once a pass), and when each agent's
         current run began: the board read's claim where it shows one, else the roster's last
-        took work of a busy row."""
+        took work of a busy row. `may`: what the card's formula may do, which says whether it
+        reads hold lengths' and pull's claim times (each read once a pass, when first needed)."""
         if self._timings is None:
             self._timings = holds.timings(self.now)
         since = {row.agent_id: row.last_took_work_at for row in roster
                  if row.busy and row.last_took_work_at is not None}
         since.update(working)
         latency, runs = self._timings
-        if self._p95s is None:
-            may = self.loop.rules.declared_formula.may
-            self._p95s = holds.claim_p95s(self.now) if May.SIZE_HOLD in may else {}
-            self._pulls = holds.pull_claims(self.now) if May.STEP_ASIDE in may else {}
-        return Timing(claim_latency_s=latency, run_s=runs, working_since=since, claim_p95_s=self._p95s,
-                      pull_claim_s=self._pulls)
+        if self._p95s is None and May.SIZE_HOLD in may:
+            self._p95s = holds.claim_p95s(self.now)
+        if self._pulls is None and May.STEP_ASIDE in may:
+            self._pulls = holds.pull_claims(self.now)
+        return Timing(claim_latency_s=latency, run_s=runs, working_since=since,
+                      claim_p95_s=_or_none_read(self._p95s), pull_claim_s=_or_none_read(self._pulls))
 
     def no_policy(self) -> bool:
         if self._no_policy is None:
@@ -216,3 +215,10 @@ class PassReads:
         if self.no_policy() != no_policy:
             actions.do_note_no_policy(no_policy)
             self._no_policy = no_policy
+
+
+_NOT_READ: dict = {}  # one empty map for every card whose formula reads none: never written
+
+
+def _or_none_read(read: dict | None) -> dict:
+    return _NOT_READ if read is None else read

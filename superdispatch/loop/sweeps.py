@@ -83,7 +83,7 @@ def finish_sweep(loop: Loop, summary: SweepSummary, now: datetime) -> None:
         log.warning("loop: sweep budget spent; %d boards and %d cards left to the next sweep",
                     summary.deferred, summary.unplaced)
     _back_off_or_reset(state, summary, loop.cfg.sweep_seconds, now)
-    _after_sweep(now)
+    _after_sweep(loop, now)
     outbox.kick_if_written()  # chat posts for the suggestions the sync opened
     metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read - summary.unrostered,
                        summary.unrostered, summary.unread, summary.skipped, summary.deferred)
@@ -107,8 +107,9 @@ def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
     actions.do_note_sweep(failed, next_sweep_at, now, deferred_boards=summary.left)
 
 
-def _after_sweep(now: datetime) -> None:
-    """Tell the listeners (the suggestions) a sweep is done; one that fails never stops the loop."""
-    for receiver, result in sweep_finished.send_robust(Loop, now=now):
+def _after_sweep(loop: Loop, now: datetime) -> None:
+    """Tell the listeners (the suggestions, the experiments) a sweep is done, under which settings;
+    one that fails never stops the loop."""
+    for receiver, result in sweep_finished.send_robust(Loop, now=now, cfg=loop.cfg):
         if isinstance(result, Exception):
             log.error("loop: after-sweep step failed: %s", type(result).__name__)

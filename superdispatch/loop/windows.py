@@ -9,7 +9,9 @@ from django.db.models import Q
 from access.audit import SERVICE, Actor
 from records.models import Board
 from records.store import actions
+from placement import Rules
 from superdispatch.clients import ClientError
+from superdispatch.loop import arms
 from superdispatch.loop.board_windows import board_window
 from superdispatch.loop.context import Loop
 
@@ -17,12 +19,18 @@ log = logging.getLogger("superdispatch.loop")
 RETRY_AFTER = timedelta(minutes=5)
 
 
-def wanted_window(board: Board, loop: Loop, now: datetime) -> int:
+def wanted_window(board: Board, loop: Loop, now: datetime, rules: Rules | None = None) -> int:
     """The configured window on an opted-in board, or, for a formula that sets each board's
-    window, the board's own (`board_windows.py`); none on a board opted out."""
+    window, the board's own (`board_windows.py`); none on a board opted out, nor on one that
+    runs pull, which keeps pull off a card for no hold. `rules`: what the board runs now
+    (`loop/arms.py`), the deployment's when not given."""
     if not board.enabled:
         return 0
-    if loop.rules.declared_formula.sets_windows:
+    if rules is None:
+        rules = arms.running(loop, [board.board_id], now).get(board.board_id, arms.deployment(loop)).rules
+    if rules.pull_arm:
+        return 0
+    if rules.declared_formula.sets_windows:
         return board_window(loop, board.board_id, now)
     return loop.cfg.placement_window_seconds
 
@@ -47,23 +55,33 @@ def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE,
 
 
 def ensure_windows(loop: Loop, now: datetime) -> None:
-    """Set every window that differs from what is wanted and is due for another try."""
+    """Set every window that differs from what is wanted and is due for another try. A board
+    that runs other than the deployment (its own formula, an experiment's arm) is weighed by
+    what it runs; at a switch of arm its window follows within a sweep."""
+    running = arms.running(loop, None, now)
+    own = Board.objects.filter(board_id__in=list(running)) if running else Board.objects.none()
+    rest = Board.objects.exclude(board_id__in=list(running)) if running else Board.objects.all()
+    due = Q(window_retry_at__isnull=True) | Q(window_retry_at__lte=now)
+    for board in own.filter(due):
+        _ensure_window(loop, board, now, running[board.board_id].rules)
     if loop.rules.declared_formula.sets_windows:
-        _ensure_board_windows(loop, now)
+        _ensure_board_windows(loop, now, rest.filter(due))
         return
     wanted = loop.cfg.placement_window_seconds
     differs = (Q(enabled=True) & (Q(window_seconds__isnull=True) | ~Q(window_seconds=wanted))) | (
         Q(enabled=False) & Q(window_seconds__isnull=False) & ~Q(window_seconds=0))
-    due = Q(window_retry_at__isnull=True) | Q(window_retry_at__lte=now)
-    for board in Board.objects.filter(differs & due):
-        set_window(loop, board, now)
+    for board in rest.filter(differs & due):
+        set_window(loop, board, now, seconds=wanted_window(board, loop, now, loop.rules))
 
 
-def _ensure_board_windows(loop: Loop, now: datetime) -> None:
+def _ensure_board_windows(loop: Loop, now: datetime, boards) -> None:
     """Each board's own window, for a formula that sets it: every board opted in is weighed."""
-    due = Q(window_retry_at__isnull=True) | Q(window_retry_at__lte=now)
-    for board in Board.objects.filter(due & (Q(enabled=True) | (
-            Q(window_seconds__isnull=False) & ~Q(window_seconds=0)))):
-        seconds = wanted_window(board, loop, now)
-        if board.window_seconds != seconds:
-            set_window(loop, board, now, seconds=seconds)
+    for board in boards.filter(Q(enabled=True) | (
+            Q(window_seconds__isnull=False) & ~Q(window_seconds=0))):
+        _ensure_window(loop, board, now, loop.rules)
+
+
+def _ensure_window(loop: Loop, board: Board, now: datetime, rules: Rules) -> None:
+    seconds = wanted_window(board, loop, now, rules)
+    if board.window_seconds != seconds:
+        set_window(loop, board, now, seconds=seconds)

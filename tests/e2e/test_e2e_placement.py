@@ -132,3 +132,20 @@ def test_accounts_down_with_the_policy_on_fails_closed(live_server):
         for candidate in decision.candidates:
             assert {"filter": "policy", "passed": False, "reason": "policy-unread"} in candidate.filters
         assert stand.suite.pipeline.card(card_id).reservation is None
+
+
+def test_a_pulled_card_passed_on_before_a_read_is_claimed_by_other_by_the_relays_event(live_server):
+    # One agent on the lane (`one-candidate`: nobody held); it pulls the card once the window
+    # has passed, its run passes the card on, and the relay's events reach the webhook.
+    with running_stand(live_server.url, scenario(agents=("agt_a",)),
+                       toggles={"superwitness_up": False}) as stand:
+        card_id = stand.ready_card()
+        [decision] = stand.decision_count(card_id, 1)
+        assert (decision.reason, decision.reserved_until) == ("one-candidate", None)
+        with stand.suite.lock:
+            stand.advance(11)  # past the placement window
+            stand.suite.pipeline.claim("agt_a", card_id)
+            stand.advance(3)
+            stand.suite.pipeline.finish("agt_a", card_id, succeeded=True)
+        assert set(stand.deliver()) == {202}  # card.claimed, card.advanced, card.ready at ship
+        assert stand.outcome(decision) == "claimed-by-other" and decision.outcome_by == "agt_a"

@@ -183,3 +183,46 @@ def test_with_the_relay_a_claim_by_another_agent_after_the_lapse_is_theirs():
     pipeline.finish(other, card.id, succeeded=True)
     world.sweep()
     assert (settled(decision)["status"], settled(decision)["by"]) == ("claimed-by-other", other)
+
+
+# --- A lapsed hold on a card archived before the next read -----------------------------
+
+def test_a_hold_that_lapsed_before_its_card_was_archived_is_expired():
+    # The read lists the archived card (archivedAt) with the count the decision saw: nobody
+    # claimed it, and the hold lapsed while it still waited: a lapse, then a person's archive.
+    world = world_of()
+    card, decision = held_card(world)
+    world.advance(61)
+    world.suite.pipeline.archive_card(card.id)
+    world.advance(5)
+    world.sweep()
+    stored = Decision.objects.get(pk=decision.pk)
+    assert (stored.outcome_status, stored.outcome_by) == ("expired", None)
+    assert stored.outcome_at == stored.reserved_until
+
+
+def test_a_card_archived_while_its_hold_was_live_is_superseded():
+    world = world_of()
+    card, decision = held_card(world)
+    world.advance(20)
+    world.suite.pipeline.archive_card(card.id)
+    archived_at = world.now
+    world.advance(60)  # the hold's end passes after the archive
+    world.sweep()
+    stored = Decision.objects.get(pk=decision.pk)
+    assert (stored.outcome_status, stored.outcome_at) == ("superseded", archived_at)
+
+
+def test_a_lapsed_hold_on_a_card_gone_from_the_read_is_superseded():
+    # A SuperPipeline that drops archived cards from the read says neither when the card
+    # left nor whether anybody claimed it first: no lapse is recorded on no evidence.
+    world = world_of()
+    world.suite.pipeline.keep_finished_seconds = 0
+    card, decision = held_card(world)
+    world.advance(62)
+    world.suite.pipeline.archive_card(card.id)
+    world.advance(5)
+    world.sweep()
+    stored = Decision.objects.get(pk=decision.pk)
+    assert (stored.outcome_status, stored.outcome_by, stored.outcome_at) == (
+        "superseded", None, world.now)  # when the read found it gone

@@ -134,7 +134,7 @@ def test_two_sweeps_sent_at_once_hold_no_card_twice(world):
         assert wait_for(swept(2))
     assert Decision.objects.exclude(reserved_until=None).exists()
     # Agents are re-checked before a hold (records.store.holds.held_elsewhere); that no agent is
-    # held twice is not asserted here, where the store may be SQLite (README: Scaling out).
+    # held twice is not asserted here, where the store may be SQLite (docs/operating.md: Scaling out).
     check_invariants(world)
 
 

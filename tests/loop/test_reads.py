@@ -1,5 +1,6 @@
 """What a pass reads besides the board, and how each read failing is handled."""
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -193,3 +194,52 @@ def test_candidates_all_considers_agents_reporting_load_outside_the_roster():
     d = one_card_decided(make_world(scenario, candidates="all"))
     z = d.candidate("agt_z")
     assert z.source == "direct" and z.in_set
+
+
+# --- Documented rules, each pinned -------------------------------------------------------
+
+def asked_of(w):
+    """Every (method, url, query) the world's suite is asked from now on."""
+    asked = []
+    handle = w.suite.handle
+
+    def recording(method, url, query=None, *args, **kwargs):
+        split = urlsplit(url)
+        asked.append((method, split.path, {**parse_qs(split.query), **(query or {})}))
+        return handle(method, url, query, *args, **kwargs)
+
+    w.suite.handle = recording
+    return asked
+
+
+def test_candidates_all_with_the_agents_load_unread_places_the_roster_alone_that_pass():
+    scenario = lane()
+    scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"],
+                               "boards": [{"board": "brd_a", "bridge": False}]})
+    w = make_world(scenario, candidates="all")
+    d = one_card_decided(w, agents_load_verb=False)  # GET /v1/agents/load answers 404
+    assert {c.agent_id for c in d.candidates if c.in_set} == {"agt_a", "agt_b", "agt_c"}
+    assert not d.candidate("agt_z").in_set and d.chosen in {"agt_a", "agt_b", "agt_c"}
+    w.suite.toggles.agents_load_verb = True  # read again the next pass: agt_z is in the set
+    w.advance(5)
+    card = w.suite.pipeline.add_card("brd_a")
+    w.sweep()
+    [later] = w.decisions(card_id=card.id)
+    assert later.candidate("agt_z").in_set
+
+
+def test_station_filters_off_never_reads_the_registry():
+    w = make_world(stations_lane(), station_filters="off")
+    asked = asked_of(w)
+    d = one_card_decided(w)
+    assert asked and not any(path.endswith("/api/catalog/stations") for _, path, _ in asked)
+    assert d.chosen == "agt_a"  # agt_a's host isolation would fail the stage's needs
+
+
+def test_history_days_sets_how_far_back_the_runs_are_read():
+    w = make_world(lane(), history_days="7")
+    asked = asked_of(w)
+    one_card_decided(w)
+    [since] = {q["since"][0] for _, path, q in asked if path.endswith("/runs")}
+    assert since == (w.now - timedelta(days=7)).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")

@@ -67,6 +67,14 @@ def test_a_declaration_that_would_make_the_tables_ambiguous_is_refused(declarati
     assert "twin" not in filtering.REASON_CODES and tables().identity is filters.ROSTER
 
 
+def test_a_filters_words_come_one_for_each_of_its_reason_codes_and_reach_the_explanation():
+    with pytest.raises(ValueError, match="words for 1 of its 2 reason codes"):
+        Filter("wordy", ("wordy-one", "wordy-two"), 999, (), _noop, _passes, words=("one only",))
+    with filtering.declared(Filter("wordy", ("wordy-one",), 999, (), _noop, _passes, words=("is wordy",))):
+        assert tables().words["wordy-one"] == "is wordy"
+    assert "wordy-one" not in tables().words
+
+
 def test_a_filter_that_reads_an_unread_fact_passes_everyone_unchecked_and_one_that_skips_is_not_run():
     unread = Filter("unreadable", ("unreadable-reason",), 155, (), lambda *_: filtering.UNREAD,
                     lambda pool, read: pytest.fail("a filter whose fact is unread is not called"))

@@ -1,4 +1,6 @@
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,20 @@ DOCUMENTED = {
 
 def test_the_reason_code_table_is_the_documented_one_in_order():
     assert list(filtering.REASON_CODES.items()) == list(DOCUMENTED.items())
+
+
+FILTERS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "placement-filters.md"
+
+
+def test_the_filters_page_lists_each_declared_filter_in_order_with_its_reason_codes():
+    table = FILTERS_PAGE.read_text().split("| Filter | Reason codes | Passes when |", 1)[1]
+    listed = []
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        name, codes = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        listed.append((name.strip("`"), tuple(re.findall(r"`([^`]+)`", codes))))
+    assert listed == [(f.name, f.reasons) for f in filtering.tables().in_order]
 
 
 def test_filters_run_in_the_documented_order():

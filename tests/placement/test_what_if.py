@@ -354,3 +354,9 @@ def test_with_no_window_the_new_formula_leaves_a_card_to_the_agent_that_let_it_g
     alone = _replayed((*NEW_HISTORY, window), PULL_AWARE)["pld_" + f"{20:024x}"]
     assert alone.other.fleet_differs is not None
     assert alone.outlooks["other"] != replayed.outlooks["other"]
+
+
+def test_pull_may_claim_past_the_filters_that_bar_a_hold_alone_as_their_tags_say():
+    from placement.filtering import Tag, tables
+
+    assert tables().names(Tag.PULL_MAY_CLAIM) == {"capacity", "idle", "held", "noShow", "passedOver"}

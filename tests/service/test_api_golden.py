@@ -1,8 +1,8 @@
 """The API's answers over a recorded sandbox run, byte for byte.
 
-Four sandbox scenarios (demo with the policy asked and every agent that reports load
-weighed, busy-quiet, one-agent-lane, no-station-lane) run one after another on a virtual
-clock with the loop in-process (relayed card.ready placed at once, a sweep every 10 s,
+Four sandbox scenarios (saturated-demo, the demo's fleet when the file was written, with the
+policy asked and every agent that reports load weighed, busy-quiet, one-agent-lane,
+no-station-lane) run one after another on a virtual clock with the loop in-process (relayed card.ready placed at once, a sweep every 10 s,
 suggestions synced after each sweep), with record ids drawn from a counter instead of at random. Every list and
 detail route is then read through the operator API and compared with `golden/api_run.json`,
 written by the build before the record's shape moved to one owner. A change to the JSON of
@@ -78,7 +78,7 @@ def _answers(api) -> dict:
 
 def test_the_api_answers_a_recorded_run_exactly_as_before(api, counted_ids):
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
-    _recorded_run("demo", 20, policy="on", candidates="all", sweep_seconds=10)
+    _recorded_run("saturated-demo", 20, policy="on", candidates="all", sweep_seconds=10)
     _recorded_run("busy-quiet", 10)
     _recorded_run("one-agent-lane", 10)
     _recorded_run("no-station-lane", 10)

@@ -55,7 +55,7 @@ def test_api_writes_name_the_token_that_made_them(client):
     trainable(40)
     assert client.put("/v1/boards/brd_a", **token).status_code == 200
     assert client.delete("/v1/boards/brd_a", **token).status_code == 200
-    assert client.post(f"/v1/suggestions/{suggestion.id}/dismiss", **token).status_code == 200
+    assert client.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", **token).status_code == 200
     model_id = client.generic("POST", "/v1/models/train", **token).json()["model"]["id"]
     opt_in, opt_out = only("board.opt-in"), only("board.opt-out")
     assert (opt_in.actor, opt_in.actor_kind, opt_in.via, opt_in.target) == (
@@ -76,8 +76,8 @@ def test_a_write_that_changes_nothing_is_not_an_entry(client):
     suggestion = _suggestion()
     client.put("/v1/boards/brd_a", **token)
     client.put("/v1/boards/brd_a", **token)  # already in
-    client.post(f"/v1/suggestions/{suggestion.id}/dismiss", **token)
-    client.post(f"/v1/suggestions/{suggestion.id}/dismiss", **token)  # already dismissed
+    client.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", **token)
+    client.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", **token)  # already dismissed
     assert [(e.action, e.actor) for e in AuditEntry.objects.order_by("at", "id")] == [
         ("board.opt-in", "operator-token"), ("suggestion.dismiss", "operator-token")]
 
@@ -263,6 +263,6 @@ def test_a_session_without_the_scope_sees_no_write_form_and_may_not_post():
     suggestion = _suggestion()
     page = viewer.get(f"/v1/suggestions/{suggestion.id}/dismiss", HTTP_ACCEPT="text/html")
     assert "post-generic-content-form" not in page.content.decode()
-    refused = viewer.post(f"/v1/suggestions/{suggestion.id}/dismiss")
+    refused = viewer.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss")
     assert refused.status_code == 403 and refused.json()["error"]["scope"] == SUGGESTIONS
     assert not AuditEntry.objects.exists()

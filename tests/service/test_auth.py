@@ -150,7 +150,7 @@ def test_a_staff_session_writes_only_with_its_csrf_token():
     staff = Client(enforce_csrf_checks=True)  # as a browser is checked
     staff.force_login(user)
     url = f"/v1/suggestions/{suggestion.id}/dismiss"
-    refused = staff.post(url, content_type="application/json")
+    refused = staff.generic("POST", url, content_type="application/json")
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     assert "CSRF" in refused.json()["error"]["message"]
     suggestion.refresh_from_db()
@@ -158,14 +158,14 @@ def test_a_staff_session_writes_only_with_its_csrf_token():
 
     page = staff.get(url.removesuffix("/dismiss"), HTTP_ACCEPT="text/html")  # sets the cookie
     token = page.cookies["csrftoken"].value
-    done = staff.post(url, content_type="application/json", HTTP_X_CSRFTOKEN=token)
+    done = staff.generic("POST", url, content_type="application/json", HTTP_X_CSRFTOKEN=token)
     assert done.status_code == 200 and done.json()["suggestion"]["dismissedAt"]
 
 
 def test_scripts_write_with_the_token_and_no_csrf_token(client):
     suggestion = _dismissable()
     strict = Client(enforce_csrf_checks=True)
-    done = strict.post(f"/v1/suggestions/{suggestion.id}/dismiss", HTTP_AUTHORIZATION=TOKEN)
+    done = strict.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", HTTP_AUTHORIZATION=TOKEN)
     assert done.status_code == 200 and done["Content-Type"] == "application/json"
 
 

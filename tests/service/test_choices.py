@@ -17,7 +17,8 @@ def test_the_choices_are_the_documented_words():
         "claimed", "claimed-by-other", "expired", "superseded", "not-reserved"]
     assert TierName.values == ["winner", "runner-up", "any-match"]
     assert DecisionReason.values == [
-        "no-candidates", "empty-lane", "one-candidate", "none-eligible", "any-match", "pull-as-good"]
+        "no-candidates", "empty-lane", "one-candidate", "none-eligible", "any-match", "pull-as-good",
+        "pull-arm"]
     assert SuggestionKind.values == ["add-agent-to-board", "lane-single-point", "add-station",
                                      "change-model", "move-to-host", "raise-capacity"]
     assert SuggestionState.values == ["open", "dismissed", "resolved"]
@@ -26,7 +27,8 @@ def test_the_choices_are_the_documented_words():
 def test_tiers_and_reasons_are_placements_own_spelling():
     assert TierName.values == [ladder.WINNER, ladder.RUNNER_UP, ladder.ANY_MATCH]
     assert DecisionReason.values == [why_nobody.NO_CANDIDATES, why_nobody.EMPTY_LANE, why_nobody.ONE_CANDIDATE,
-                                     why_nobody.NONE_ELIGIBLE, ladder.ANY_MATCH, why_nobody.PULL_AS_GOOD]
+                                     why_nobody.NONE_ELIGIBLE, ladder.ANY_MATCH, why_nobody.PULL_AS_GOOD,
+                                     why_nobody.PULL_ARM]
 
 
 @pytest.mark.parametrize("choices", [OutcomeStatus, TierName, DecisionReason, SuggestionKind,

@@ -118,6 +118,15 @@ def test_start_refuses_top_k_11_naming_it_and_not_the_value(tmp_path):
     assert GOOD["ORG_PLANE_SERVICE_CREDENTIAL"] not in result.stderr + result.stdout
 
 
+def test_a_crossed_bound_names_both_settings_and_prints_neither_value():
+    with pytest.raises(config.ConfigError) as err:
+        config.load({**GOOD, "SUPERDISPATCH_RUNNER_UP_SECONDS": "17",
+                     "SUPERDISPATCH_HOLD_MIN_SECONDS": "23"})
+    [problem] = err.value.problems
+    assert "SUPERDISPATCH_HOLD_MIN_SECONDS" in problem and "SUPERDISPATCH_RUNNER_UP_SECONDS" in problem
+    assert "17" not in problem and "23" not in problem
+
+
 def test_the_bounds_a_formula_sets_windows_and_holds_within_are_checked_against_their_most():
     cfg = config.load(GOOD)
     assert (cfg.placement_window_min_seconds, cfg.hold_min_seconds) == (0, 10)
@@ -125,8 +134,8 @@ def test_the_bounds_a_formula_sets_windows_and_holds_within_are_checked_against_
         config.load({**GOOD, "SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS": "20",
                      "SUPERDISPATCH_HOLD_MIN_SECONDS": "40"})
     assert err.value.problems == [
-        "SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS must be at most SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS (10)",
-        "SUPERDISPATCH_HOLD_MIN_SECONDS must be at most SUPERDISPATCH_RUNNER_UP_SECONDS (30)",
+        "SUPERDISPATCH_PLACEMENT_WINDOW_MIN_SECONDS must be at most SUPERDISPATCH_PLACEMENT_WINDOW_SECONDS",
+        "SUPERDISPATCH_HOLD_MIN_SECONDS must be at most SUPERDISPATCH_RUNNER_UP_SECONDS",
     ]
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, "SUPERDISPATCH_HOLD_MIN_SECONDS": "4"})

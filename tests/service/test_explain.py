@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from placement.filtering import tables
-from records.api.explain import REASON_WORDS, explain, near_misses, reason_words
+from records.api.explain import explain, near_misses, reason_words
 
 ALL = ("roster", "capability", "grant", "claimable", "policy", "health", "capacity", "idle",
        "held", "noShow", "passedOver")
@@ -45,7 +45,10 @@ def decision(chosen=None, reason=None, candidates=(), tier=("winner", 1), held=T
 
 
 def test_every_reason_code_a_declared_filter_can_give_has_words():
-    assert set(tables().codes) <= set(REASON_WORDS)
+    assert set(tables().codes) == set(tables().words)
+    assert all(reason_words({"reason": code}) != code for code in tables().codes if code != "unhealthy")
+    assert reason_words({"filter": "policy", "passed": False, "reason": "no-principal"}) == (
+        "no principal for the dispatch policy to judge")
 
 
 def test_the_winner_is_explained_by_the_first_term_that_differs_from_the_next_best():

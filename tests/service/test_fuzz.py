@@ -72,8 +72,12 @@ ROUTES = operator_routes()
 
 # --- What is sent --------------------------------------------------------------------------
 
-EXTREME_TIMES = ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31",
-                 "0001-01-01", "0000-01-01", "10000-01-01", "2026-02-30", "2026-11-01T24:00:00Z",
+# The calendar's first day (and last), which a route that reaches back or forth from a time
+# cannot step past: what-if reads the day before its `since`.
+EDGE_DAYS = ["0001-01-01", "0001-01-01T00:00:00Z", "0001-01-01T23:59:59.999999Z",
+             "0001-01-01T12:00:00-11:00", "9999-12-31T23:59:59.999999Z"]
+EXTREME_TIMES = EDGE_DAYS + ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", "9999-12-31",
+                 "0000-01-01", "10000-01-01", "2026-02-30", "2026-11-01T24:00:00Z",
                  "2026-11-01T10:00:00+99:00", "9999-12-31T23:59:59.999999Z", "1e9", "now"]
 HUGE_NUMBERS = ["9" * 20, "9" * 400, "9" * 5000, "-" + "9" * 30, "1e999", "NaN", "Infinity",
                 "0x10", "00000000000000000001", "²", "١٢", "1_000", "-0", "18446744073709551617"]
@@ -230,6 +234,24 @@ def test_no_operator_route_answers_500_whatever_it_is_sent(route, method, stocke
         assert_the_rule(response, method)
 
     one_request()
+    assert errors(logged) == []
+
+
+TIMED = [(route, name) for route, parameters in sorted(route_parameters().items())
+         for name, schema in parameters.items() if schema.get("format") == "date-time"]
+
+
+def test_every_time_parameter_is_asked_the_calendars_edge_days():
+    assert ("v1/what-if", "since") in TIMED and ("v1/decisions", "before") in TIMED
+
+
+@pytest.mark.parametrize("route,name", TIMED)
+@pytest.mark.parametrize("value", EDGE_DAYS)
+def test_no_time_parameter_answers_500_on_the_calendars_edge_days(route, name, value, stocked,
+                                                                  logged):  # noqa: F811
+    response = Client(raise_request_exception=True).get(
+        f"/{route}", {name: value}, HTTP_AUTHORIZATION=f"Bearer {TEST_OPERATOR_TOKEN}")
+    assert_the_rule(response, "GET")
     assert errors(logged) == []
 
 

@@ -9,14 +9,13 @@ import pytest
 from common import config
 from tests.service.test_config import GOOD
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_DOC = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 TOKEN = "an-operator-token"
 DIGEST = hashlib.sha256(TOKEN.encode()).hexdigest()
 
 
 def _settings_row(name: str) -> str:
-    section = README.read_text().split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
-    [row] = [line for line in section.splitlines() if line.startswith(f"| `{name}` |")]
+    [row] = [line for line in SETTINGS_DOC.read_text().splitlines() if line.startswith(f"| `{name}` |")]
     return row
 
 

@@ -1,4 +1,4 @@
-"""Every `curl` line of the README, run against the API as curl would send it.
+"""Every `curl` line of the README and of docs/api.md, run against the API as curl would send it.
 
 Each line is read as curl reads its arguments (method, headers, `-d` body, URL) and sent
 through the Django test client the way curl sends it: `-d` makes a POST with
@@ -22,15 +22,17 @@ from tests.support.routes import rows_behind_every_route
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = (ROOT / "README.md", ROOT / "docs" / "api.md")
 README_TOKENS = ("$TOKEN", "demo-operator-token")
 FORM = "application/x-www-form-urlencoded"
 
 
 def readme_curl_lines() -> list[str]:
-    """Each curl command of the README (one with a URL): a line of a code block, or an inline
+    """Each curl command of the pages (one with a URL): a line of a code block, or an inline
     code span; a mention such as `curl -d` in prose is not a command."""
-    return re.findall(r"(?<![\w-])curl [^`\n]*?https?://[^`\n]*", README.read_text())
+    return [line for page in PAGES
+            for line in re.findall(r"(?<![\w-])curl [^`\n]*?https?://[^`\n]*", page.read_text())]
 
 
 @dataclass(frozen=True)
@@ -89,14 +91,14 @@ def _filled(text: str, ids: dict[str, str]) -> str:
     return text
 
 
-def test_the_readme_has_the_operator_calls_including_training():
+def test_the_pages_have_the_operator_calls_including_training():
     lines = readme_curl_lines()
     assert len(lines) >= 10
     assert any("/v1/models/train" in line and " -d " in line for line in lines)
 
 
 @pytest.mark.parametrize("line", readme_curl_lines())
-def test_each_readme_curl_line_answers_without_an_error(client, store, line):
+def test_each_curl_line_of_the_pages_answers_without_an_error(client, store, line):
     call = as_curl_sends_it(_filled(line, store))
     url = urlsplit(call.url)
     extra = {f"HTTP_{name.upper().replace('-', '_')}": value for name, value in call.headers.items()

@@ -35,7 +35,7 @@ def test_every_operator_route_documents_its_errors_and_the_bare_401(schema):
             assert answers[code]["content"]["application/json"]["schema"] == ERROR, (
                 method, path, code)
         assert "Needs the scope `" in operation["description"], (method, path)
-    assert seen == 16
+    assert seen == 19
 
 
 def test_the_error_body_is_the_one_shape(schema):

@@ -4,9 +4,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from drf_spectacular.generators import SchemaGenerator
 
+from common.times import iso
 from placement import formulas
 from tests.conftest import T0
+from records.store import what_if
 from tests.support.factories import make_decision
 
 pytestmark = pytest.mark.django_db
@@ -73,6 +76,7 @@ def test_the_command_says_plainly_when_there_are_too_few():
      "--since (2026-11-14T00:00:00.000Z) must be before --until (2026-11-13T00:00:00.000Z)"),
     (["--formula", "wait-for-better", "--board", "brd_nowhere"], "--board brd_nowhere is not a board"),
     (["--formula", "wait-for-better", "--board", "nowhere"], "--board must be a board id"),
+    (["--formula", "wait-for-better", "--since", "0001-01-01"], "--since must be 0001-01-02T00:00:00Z or later"),
 ])
 def test_the_command_names_a_bad_argument(args, message):
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -112,8 +116,10 @@ ROUTE = "/v1/what-if"
     ("formula=wait-for-better&since=2026-11-14&until=2026-11-13", "bad-parameter",
      "since must be before until"),
     ("formula=wait-for-better&board=nowhere", "bad-parameter", "board must be a board id (brd_…)"),
-    ("formula=wait-for-better&board=brd_nowhere", "unknown-board",
-     "board brd_nowhere is not a board SuperDispatch knows"),
+    ("since=0001-01-01", "bad-parameter",
+     "since must be 0001-01-02T00:00:00Z or later: the replay reads the 24 hours before it"),
+    ("since=0001-01-01T23:59:59.999999Z", "bad-parameter",
+     "since must be 0001-01-02T00:00:00Z or later: the replay reads the 24 hours before it"),
     ("formula=wait-for-better&colour=red", "unknown-parameter",
      "unknown parameter 'colour'; this route takes: board, formula, since, until"),
 ])
@@ -121,6 +127,55 @@ def test_the_route_names_a_bad_query(api, query, code, message):
     response = api.get(f"{ROUTE}?{query}")
     assert response.status_code == 400
     assert response.json() == {"error": {"code": code, "message": message}}
+
+
+def test_a_board_nobody_knows_is_not_found_as_on_every_other_route(api):
+    response = api.get(f"{ROUTE}?formula=wait-for-better&board=brd_nowhere")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not-found", "message": "no board brd_nowhere"}}
+
+
+def test_the_calendars_first_day_is_accepted_once_a_day_has_passed(api):
+    _decisions(3)
+    assert api.get(f"{ROUTE}?since=0001-01-02").json()["whatIf"]["decisions"] == 3
+
+
+def test_a_window_over_the_cap_is_refused_with_the_cap_named_before_any_replay(api, monkeypatch):
+    _decisions(6)
+    monkeypatch.setattr(what_if, "MOST_REPLAYED", 5)
+    monkeypatch.setattr(what_if, "estimate", lambda *a, **k: pytest.fail("replayed past the cap"))
+    response = api.get(ROUTE)
+    assert response.status_code == 400
+    assert response.json() == {"error": {"code": "too-many-decisions", "message": (
+        "the window holds more than 5 decisions, the most one what-if replays; narrow it with "
+        "board, since or until")}}
+    # A window of the cap itself is answered.
+    monkeypatch.undo()
+    monkeypatch.setattr(what_if, "MOST_REPLAYED", 5)
+    narrowed = api.get(f"{ROUTE}?since={iso(T0 + timedelta(minutes=1))}")
+    assert narrowed.status_code == 200 and narrowed.json()["whatIf"]["decisions"] == 5
+
+
+def test_the_routes_look_back_reads_the_newest_decisions_before_the_window_at_most(api, monkeypatch):
+    _decisions(10)
+    since = T0 + timedelta(minutes=6)
+    read = []
+    real = what_if.recorded
+    monkeypatch.setattr(what_if, "recorded", lambda *a: read.append(real(*a)) or read[-1])
+    monkeypatch.setattr(what_if, "MOST_LOOKED_BACK", 2)
+    assert api.get(f"{ROUTE}?since={iso(since)}").json()["whatIf"]["decisions"] == 4
+    assert [d.card_id for d in read[0]] == [f"card_{n}" for n in range(4, 10)]
+    # The command, run by an operator in a process of its own, reads the whole day before.
+    assert len(what_if.recorded(None, since, None)) == 10
+
+
+def test_the_schema_declares_every_answer_of_the_route():
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    answers = schema["paths"]["/v1/what-if"]["get"]["responses"]
+    assert {"200", "400", "401", "403", "404", "406"} <= set(answers)
+    assert "more than 1,000 decisions" in answers["400"]["description"]
+    assert "too-many-decisions" in answers["400"]["description"]
+    assert "not a board SuperDispatch knows" in answers["404"]["description"]
 
 
 def test_the_route_takes_the_operator_token(client):

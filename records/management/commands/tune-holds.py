@@ -7,6 +7,7 @@ from collections import defaultdict
 from django.core.management.base import BaseCommand, CommandError
 
 from common.times import parse_time
+from placement.stats import percentile
 from records.store import tuning
 
 
@@ -41,7 +42,7 @@ class Command(BaseCommand):
             lat = sorted(h.latency_s for h in mine if h.latency_s is not None)
             late = sum(h.late for h in mine)
             out(f"{agent:24}{tier:11}{len(mine):>7}{len(lat):>9}{late:>6}{len(mine) - len(lat):>9}"
-                f"{_s(tuning._quantile(lat, 0.5)):>8}{_s(tuning._quantile(lat, 0.9)):>8}"
+                f"{_s(percentile(lat, 50)):>8}{_s(percentile(lat, 90)):>8}"
                 f"{_s(lat[-1] if lat else None):>8}")
         if any(h.late for h in holds):
             out("late: claimed after the hold lapsed. An agent that also claims within its holds "

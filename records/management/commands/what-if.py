@@ -69,6 +69,9 @@ class Command(BaseCommand):
                 times[name] = parse_time(value) if value else None
             except ValueError:
                 raise CommandError(f"--{name} must be {parse_time.rule}") from None
+        if times["since"] and times["since"] < what_if.EARLIEST_SINCE:
+            raise CommandError("--since must be 0001-01-02T00:00:00Z or later: the replay reads "
+                               "the 24 hours before it")
         if times["since"] and times["until"] and times["since"] >= times["until"]:
             raise CommandError(f"--since ({iso(times['since'])}) must be before --until "
                                f"({iso(times['until'])})")

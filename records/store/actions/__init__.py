@@ -5,7 +5,7 @@ a person or a script asks for take `by`, who asked (access.audit.Actor: a token'
 user, a command's OS user; the loop itself when not given), and record the change in the
 audit trail in their own transaction.
 
-One module a domain: boards, decisions, sweeps, the relay, retention, rollups, suggestions, the
+One module a domain: boards, decisions, experiments, sweeps, the relay, retention, rollups, suggestions, the
 dashboard's what-if. Callers name them all from here (`actions.do_opt_in`); how rows are put in
 a table fast is the store's, beside its prepared statements (records/store/inserts.py,
 commits.py, prepared.py).
@@ -17,6 +17,10 @@ from records.store.actions.boards import (
 from records.store.actions.decisions import (
     do_record_decision, do_record_hold, do_record_refusal, do_record_run,
     do_record_unknown_hold, do_settle, do_settle_unknown_hold,
+)
+from records.store.actions.experiments import (
+    ExperimentError, Plan, do_decide_experiment, do_drop_arm, do_note_review,
+    do_review_experiments, do_set_board_formula, do_start_experiment, do_stop_experiment,
 )
 from records.store.actions.relay import (
     DELIVERIES_KEPT, do_note_delivery, do_note_relay_claim, do_note_relay_outcome,
@@ -38,6 +42,8 @@ __all__ = [
     "do_release_lease", "do_take_board_change", "do_take_lease",
     "do_record_decision", "do_record_hold", "do_record_refusal", "do_record_run",
     "do_record_unknown_hold", "do_settle", "do_settle_unknown_hold",
+    "ExperimentError", "Plan", "do_decide_experiment", "do_drop_arm", "do_note_review",
+    "do_review_experiments", "do_set_board_formula", "do_start_experiment", "do_stop_experiment",
     "DELIVERIES_KEPT", "do_note_delivery", "do_note_relay_claim", "do_note_relay_outcome",
     "do_prune_deliveries",
     "do_prune_decisions", "do_prune_rolls",

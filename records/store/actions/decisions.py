@@ -15,17 +15,21 @@ from records.store.commits import wait_for_the_disk
 @transaction.atomic
 def do_record_decision(placed, now: datetime, learned: dict | None = None,
                        stored_rolls: set[str] | None = None,
-                       attempt_count: int | None = None) -> Decision:
+                       attempt_count: int | None = None,
+                       experiment: dict | None = None) -> Decision:
     """Write a placement decision and every candidate in one transaction: a row for each
     candidate but those outside the set that a mark against the roll stands for (`roll`).
 
     `stored_rolls` is the caller's note of the rolls its own earlier decisions named once
     they were committed (a pass keeps one): those need not be asked for again.
-    `attempt_count` is the card's attemptCount as the board read showed it."""
+    `attempt_count` is the card's attemptCount as the board read showed it. `experiment`: the
+    block in force on the board, `{id, block, arm}`, when an experiment's is."""
     wait_for_the_disk()  # on disk before the hold is asked for (`pass_commits`)
     kept = marks.split(placed.candidates)
     full = placed.to_record() if outbox.events_on() else None
     record = full or replace(placed, candidates=()).to_record()
+    if experiment is not None:
+        record["experiment"] = experiment
     roll_id = _stored_roll(kept, now, stored_rolls) if kept.marks else None
     decision = Decision(**columns.decision_columns(record), ladder_ready_at=placed.card.ready_at,
                         attempt_count=attempt_count, learned=learned, roll_id=roll_id,
