@@ -194,7 +194,86 @@ def finish(result: dict, generator, request, public) -> dict:
             del schema["nullable"]
             schema["oneOf"] = [*schema.pop("allOf"), {"$ref": "#/components/schemas/Null"}]
     components["Null"] = NULL
+    for methods in result["paths"].values():
+        for operation in methods.values():
+            for code, answer in operation["responses"].items():
+                for media in (answer.get("content") or {}).values():
+                    media.setdefault("example", _example(media["schema"], components, code))
     return result
+
+
+# --- An example for each answer ----------------------------------------------------------
+# Drawn from the answer's own schema, so it is always one the schema accepts (Spectral checks
+# it), with the words a real answer carries where a field's name says what it holds.
+
+ERROR_EXAMPLES = {
+    "400": ("bad-request", "limit: Ensure this value is less than or equal to 200."),
+    "403": ("forbidden", "this route needs the scope boards"),
+    "404": ("not-found", "no decision pld_0123456789abcdef01234567"),
+    "406": ("not-acceptable", "Could not satisfy the request Accept header."),
+    "413": ("too-large", "the body is larger than 64 KiB"),
+    "422": ("too-few-rows", "training needs at least 20 labelled rows; the store has 4"),
+    "503": ("store-unavailable", "the store cannot be reached; retry shortly"),
+}
+NAMED = {
+    "boardId": "brd_review", "board": "brd_review", "cardId": "card_1014", "stageKey": "review",
+    "agentId": "agt_ada", "chosen": "agt_ada", "by": "agt_ada", "outcomeBy": "agt_ada",
+    "principalId": "prn_ada", "stationId": "station_ada", "policy": "idle-stage-success-lru@3",
+    "policyVersion": "pol_1", "formula": "idle-stage-success-lru@3",
+    "model": "mdl_0123456789abcdef01234567",
+    "decisionId": "pld_0123456789abcdef01234567", "service": "superdispatch",
+    "explanation": "Held for agt_ada as the winner: the best stage record of 3 eligible.",
+    "all": "code-review", "any": "code-review", "rostered": "agt_ada",
+    "evidence": "pld_0123456789abcdef01234567",
+    "reasons": "one-candidate", "arms": "pull", "boards": "brd_review", "dropped": "pull",
+    "missing": "gpu", "features": "stageRecord",
+}
+ID_PREFIXES = {"ExplainedDecision": "pld", "Suggestion": "sug", "Model": "mdl",
+               "Experiment": "exp", "AuditEntry": "aud"}
+TIME_EXAMPLE = "2026-12-07T11:59:22.000Z"
+
+
+def _example(schema: dict, components: dict, code: str, name: str = "", depth: int = 0,
+             owner: str = ""):
+    if "$ref" in schema:
+        ref = schema["$ref"].rsplit("/", 1)[-1]
+        if ref == "Error" and code in ERROR_EXAMPLES:
+            error_code, message = ERROR_EXAMPLES[code]
+            return {"error": {"code": error_code, "message": message}}
+        return _example(components[ref], components, code, name, depth + 1, ref)
+    for key in ("oneOf", "anyOf", "allOf"):
+        if key in schema:  # the first choice: the value, before its `Null`
+            return _example(schema[key][0], components, code, name, depth + 1, owner)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        if depth > 60:  # no answer nests this deep; a cycle would stop here
+            return {}
+        return {key: _example(prop, components, code, key, depth + 1, owner)
+                for key, prop in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        item = _example(schema.get("items", {}), components, code, name, depth + 1, owner)
+        return [] if item == {} else [item]
+    if kind == "string":
+        if schema.get("format") == "date-time":
+            return TIME_EXAMPLE
+        if schema.get("format") == "binary":
+            return '{"decisionId":"pld_0123456789abcdef01234567","agentId":"agt_ada"}\n'
+        pattern = schema.get("pattern", "")
+        for prefix in ("brd", "pld", "sug", "mdl", "exp", "agt", "card"):
+            if pattern.startswith(f"^{prefix}_"):
+                return NAMED["boardId"] if prefix == "brd" else f"{prefix}_0123456789abcdef01234567"
+        if name == "id" and owner in ID_PREFIXES:
+            return f"{ID_PREFIXES[owner]}_0123456789abcdef01234567"
+        return NAMED.get(name, name or "text")
+    if kind == "integer":
+        return max(schema.get("minimum", 1), 1) if "maximum" not in schema else schema["minimum"]
+    if kind == "number":
+        return 0.5 if schema.get("maximum", 1) >= 0.5 else schema["maximum"]
+    if kind == "boolean":
+        return True
+    return None
 
 
 NULL = {"type": "object", "nullable": True, "enum": [None], "description": "no value: null"}

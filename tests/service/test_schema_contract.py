@@ -194,3 +194,15 @@ def test_the_dataset_declares_each_format(schema):
     assert answers["application/json"]["schema"] == {"$ref": "#/components/schemas/Dataset"}
     row = schema["components"]["schemas"]["DatasetRow"]["properties"]
     assert {"decisionId", "agentId", "label", "target", "features", "filters", "pool"} <= set(row)
+
+
+def test_every_answer_has_an_example_and_an_error_example_says_its_code(schema):
+    for path, method, operation in operations(schema):
+        for code, answer in operation["responses"].items():
+            for media_type, media in (answer.get("content") or {}).items():
+                assert "example" in media, (method, path, code, media_type)
+    boards = schema["paths"]["/v1/boards"]["get"]["responses"]
+    assert boards["200"]["content"]["application/json"]["example"]["boards"][0]["boardId"] == "brd_review"
+    assert boards["403"]["content"]["application/json"]["example"]["error"]["code"] == "forbidden"
+    one = schema["paths"]["/v1/decisions/{decision_id}"]["get"]["responses"]["200"]
+    assert one["content"]["application/json"]["example"]["decision"]["id"].startswith("pld_")
