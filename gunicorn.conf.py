@@ -6,6 +6,7 @@ by a newer build then stops gunicorn itself (exit 2), rather than each worker in
 the master starts another.
 """
 preload_app = True
-# gunicorn's threaded worker, whose own refusals (a request line too long, a malformed
-# request) are answered in the API's error shape, as `manage.py serve` runs it.
+# The worker `manage.py serve` runs: uvicorn's asyncio loop reads each request whole, then one
+# of `threads` threads runs the WSGI application, so a slow client holds no thread; its own
+# refusals (a request line too long, a malformed request) are in the API's error shape.
 worker_class = "superdispatch.gunicorn_worker.Worker"

@@ -20,9 +20,10 @@ from access.site import ReadOnlyAdmin
 from placement import formulas
 from placement.filtering import tables
 from records.api.explain import explain
+from records.console import experiments as experiment_pages
 from records.console.pages import agent_url
 from records.models import (
-    Board, Candidate, Decision, LoopState, OutboxEvent, Suggestion, SuggestionState,
+    Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
 from records.store import actions, outbox
@@ -41,11 +42,26 @@ class ActionsOnlyAdmin(ReadOnlyAdmin):
 
 @admin.register(Board)
 class BoardAdmin(ActionsOnlyAdmin):
-    list_display = ("board_id", "enabled", "window_seconds", "last_read_at", "last_read_error",
-                    "updated_at")
+    list_display = ("board_id", "enabled", "formula_label", "window_seconds", "last_read_at",
+                    "last_read_error", "updated_at")
     list_filter = ("enabled",)
     search_fields = ("board_id",)
-    actions = ["opt_in", "opt_out"]
+    actions = ["opt_in", "opt_out", "deployment_formula"]
+
+    @admin.display(description="formula", ordering="formula")
+    def formula_label(self, board: Board) -> str:
+        # The board's own formula, set by a person or by an experiment's result; else the
+        # deployment's, which SUPERDISPATCH_FORMULA names.
+        return board.formula or "— (the deployment's)"
+
+    @admin.action(description="Run the deployment's formula again (clear the board's own)",
+                  permissions=["change"])
+    def deployment_formula(self, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_set_board_formula(board.board_id, None, timezone.now(), by=by)
+        self.message_user(request, f"{queryset.count()} board(s) run the deployment's formula.",
+                          messages.SUCCESS)
 
     @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):
@@ -60,6 +76,44 @@ class BoardAdmin(ActionsOnlyAdmin):
         for board in queryset:
             actions.do_opt_out(board.board_id, timezone.now(), by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(ActionsOnlyAdmin):
+    list_display = ("id", "state", "boards_label", "arms_label", "objective", "winner", "starts_at",
+                    "ends_at")
+    list_filter = ("state", "objective")
+    search_fields = ("=id",)
+    actions = ["stop"]
+    fieldsets = (
+        (None, {"fields": ("id", "state", "boards_label", "arms_label", "objective",
+                           "block_seconds", "seed", "burn_in_seconds", "holdback_every",
+                           "starts_at", "ends_at", "decided_at", "stopped_at", "created_by")}),
+        ("What it shows", {"fields": ("report",)}),
+    )
+    readonly_fields = ("id", "state", "boards_label", "arms_label", "objective", "block_seconds",
+                       "seed", "burn_in_seconds", "holdback_every", "starts_at", "ends_at",
+                       "decided_at", "stopped_at", "created_by", "report")
+
+    @admin.display(description="boards")
+    def boards_label(self, e: Experiment) -> str:
+        return ", ".join(e.boards)
+
+    @admin.display(description="arms")
+    def arms_label(self, e: Experiment) -> str:
+        return ", ".join(e.arms)
+
+    @admin.display(description="")
+    def report(self, e: Experiment) -> str:
+        return render_to_string("admin/records/experiment.html",
+                                experiment_pages.report(e, timezone.now()))
+
+    @admin.action(description="Stop the selected experiments", permissions=["change"])
+    def stop(self, request, queryset):
+        by = of_request(request)
+        for experiment in queryset:
+            actions.do_stop_experiment(experiment.id, timezone.now(), by=by)
+        self.message_user(request, f"{queryset.count()} experiment(s) stopped.", messages.SUCCESS)
 
 
 class TurnedAwayFilter(admin.SimpleListFilter):

@@ -19,6 +19,7 @@ from django.utils import timezone
 from common.scopes import READ, SCOPES
 from records.api import query
 from records.console import charts, what_if
+from records.console import experiments as experiment_pages
 from records.store import agents, dashboard
 from records.store.dashboard import DEFAULT_RANGE, RANGES, Range
 
@@ -114,6 +115,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         "advice": advice,
         "helping": helping,
         "what_if": what_if.table(dashboard.what_if([h["board"] for h in helping])),
+        "measured": experiment_pages.measured([h["board"] for h in helping]),
         "suggestion_list": reverse("admin:records_suggestion_changelist"),
     }
     for s in advice["newest"]:

@@ -15,6 +15,7 @@ from records.serializers import DecisionSerializer
 from records.store import holds
 from superdispatch.relay import note_claim
 from tests.loop.test_claims_between_reads import run, world_of
+from tests.loop.test_experiment_loop import FORMULA, _experiment
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -164,3 +165,37 @@ def test_an_any_match_card_passed_on_is_superseded_without_the_relay_whatever_su
     world.advance(5)
     world.sweep()
     assert outcome_of(decision) == ("superseded", None)  # a run names no card: anyone's
+
+
+# --- Any decision that holds nobody: an experiment's pull arm -----------------------------
+
+def pull_arm_card(world):
+    """A new ready card decided under an experiment's `pull` block; returns it and its decision."""
+    _experiment(world, ["pull", FORMULA, "pull", FORMULA])
+    card = world.suite.pipeline.add_card("brd_a")
+    world.sweep()
+    [decision] = world.decisions(card_id=card.id)
+    assert (decision.reason, decision.chosen, decision.reserved_until) == ("pull-arm", None, None)
+    return card, decision
+
+
+def test_a_pull_arm_card_claimed_and_passed_on_is_claimed_by_other_by_its_relay_event():
+    world = world_of(agents=("agt_a", "agt_b"), witness=False)
+    card, decision = pull_arm_card(world)
+    world.advance(2)
+    relay_claim(world, "agt_b", card.id)
+    run(world, "agt_b", card.id, succeeded=True, witness=False)
+    world.advance(5)
+    world.sweep()
+    assert outcome_of(decision) == ("claimed-by-other", "agt_b")
+    assert_no_no_show(world, "agt_b")
+
+
+def test_a_pull_arm_card_passed_on_is_superseded_without_the_relay_whatever_superwitness_says():
+    world = world_of(agents=("agt_a", "agt_b"))
+    card, decision = pull_arm_card(world)
+    world.advance(2)
+    run(world, "agt_b", card.id, succeeded=True)
+    world.advance(5)
+    world.sweep()
+    assert outcome_of(decision) == ("superseded", None)

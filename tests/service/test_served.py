@@ -127,6 +127,12 @@ def test_a_malformed_request_is_refused_in_the_error_shape(served, request_bytes
     assert set(json.loads(body)["error"]) == {"code", "message"}
 
 
+def test_the_admins_sign_in_page_is_served_with_its_cookie(served):
+    status, headers, body = ask(served, "GET", "/admin/login/")
+    assert status == 200, body[:300]
+    assert headers["Set-Cookie"].startswith("csrftoken=")
+
+
 # --- Bodies ---------------------------------------------------------------------------------
 
 def test_a_chunked_body_is_read_not_ignored(served):
@@ -200,8 +206,56 @@ def test_each_probe_that_once_answered_500_is_a_4xx_in_the_error_shape(served, p
 def test_the_probes_left_no_error_in_the_servers_log(served):
     for method, path, body, headers, _ in PROBES.values():
         ask(served, method, path, body=body, headers=headers() if callable(headers) else headers)
-    # A line written after theirs: each probe's lines were written before its answer.
-    ask(served, "GET", "/v1/after-the-probes", headers=TOKEN)
+    # A line written after theirs: each probe's lines were written before its answer. The
+    # relay's line for a signed body that holds no event, for Django's 4xx lines are at most
+    # one a minute of a kind in each worker (superdispatch.refusals).
+    marker = {**_signed(b"[["), "X-Treaty-Delivery": "dlv_after_the_probes"}
+    ask(served, "POST", "/v1/relay/events", body=b"[[", headers=marker)
     log = served[1]
-    assert log.wait_for("/v1/after-the-probes"), "".join(log.lines)
+    assert log.wait_for("dlv_after_the_probes"), "".join(log.lines)
     assert not [line for line in log.lines if "ERROR" in line or "Traceback" in line]
+
+
+# --- Slow clients ---------------------------------------------------------------------------
+
+SLOW_STARTS = {
+    "a header line never finished": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
+    "a body short of its length": (b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   b"Content-Length: 1000\r\n\r\n{\"type\": "),
+}
+
+
+@pytest.mark.parametrize("start", SLOW_STARTS, ids=list(SLOW_STARTS))
+def test_sixteen_slow_clients_holding_their_connections_leave_healthz_answering(served, start):
+    # Twice the threads `manage.py serve` runs (2 workers x 4): each slow client costs a socket.
+    host, port = served[0].split(":")
+    held = []
+    try:
+        for _ in range(16):
+            sock = socket.create_connection((host, int(port)), timeout=30)
+            sock.sendall(SLOW_STARTS[start])
+            held.append(sock)
+        status, _, body = ask(served, "GET", "/healthz")  # its socket gives up after 30 s
+        assert status == 200, body
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_head_that_grows_past_the_servers_buffer_is_a_431_in_the_error_shape(served):
+    # Sent in pieces, as a slow client would: the head is refused once it outgrows the buffer,
+    # not kept in memory to its end.
+    host, port = served[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"GET /v1/boards HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        try:
+            for n in range(20):
+                sock.sendall(f"X-Pad-{n}: {'p' * 8000}\r\n".encode())
+        except OSError:  # closed once refused: the answer is already on its way
+            pass
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 "), answer[:300]
+    assert json.loads(body)["error"]["code"] == "headers-too-large"

@@ -1,4 +1,9 @@
-"""Serve the operator API and admin with gunicorn on PORT, printing the start line once bound."""
+"""Serve the operator API and admin with gunicorn on PORT, printing the start line once bound.
+
+Each of gunicorn's workers reads requests on an asyncio loop and runs the application on
+`threads` threads (superdispatch.gunicorn_worker, superdispatch.front): a slow client costs a
+socket, not a thread, and a request whose answer has not begun within `timeout` is answered
+503 and its worker replaced."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +15,7 @@ from gunicorn.app.base import BaseApplication
 
 from superdispatch.store_version import refuse_a_newer_database
 
-WORKER = "superdispatch.gunicorn_worker.Worker"  # gunicorn's own refusals in the error shape
+WORKER = "superdispatch.gunicorn_worker.Worker"  # uvicorn's loop in front; refusals in the error shape
 
 
 class _Gunicorn(BaseApplication):
