@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import attrs
+import httpx
 import pytest
 
 from access import actions as access_actions
@@ -52,8 +53,6 @@ def recorded():
 @pytest.fixture
 def client_package(recorded, live_server, tmp_path, monkeypatch):
     """The generated package, imported, and a client of it signed in with a named token."""
-    import httpx
-
     schema = httpx.get(f"{live_server.url}/v1/schema?format=json",
                        headers={"Authorization": f"Bearer {recorded}"}, timeout=30)
     assert schema.status_code == 200
