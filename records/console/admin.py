@@ -26,7 +26,7 @@ from records.models import (
     Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
-from records.store import actions, outbox
+from records.store import actions, dashboard, outbox
 
 
 class ActionsOnlyAdmin(ReadOnlyAdmin):
@@ -40,13 +40,35 @@ class ActionsOnlyAdmin(ReadOnlyAdmin):
         return self.readonly_fields or [f.name for f in self.model._meta.fields]
 
 
+def formula_action_name(arm: str) -> str:
+    """The admin action that gives boards this formula (or pull) as their own."""
+    return "run_" + "".join(ch if ch.isalnum() else "_" for ch in arm)
+
+
+def _run_formula(arm: str):
+    """An action that gives the selected boards `arm` as their own formula, each change audited."""
+
+    @admin.action(description=f"Run {arm} on the selected boards (their own formula)",
+                  permissions=["change"])
+    def run(modeladmin, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_set_board_formula(board.board_id, arm, timezone.now(), by=by)
+        modeladmin.message_user(request, f"{queryset.count()} board(s) run {arm}.", messages.SUCCESS)
+
+    run.__name__ = formula_action_name(arm)
+    return run
+
+
 @admin.register(Board)
 class BoardAdmin(ActionsOnlyAdmin):
     list_display = ("board_id", "enabled", "formula_label", "window_seconds", "last_read_at",
-                    "last_read_error", "updated_at")
+                    "last_read_error", "waiting", "updated_at")
     list_filter = ("enabled",)
     search_fields = ("board_id",)
-    actions = ["opt_in", "opt_out", "deployment_formula"]
+    # One action a declared formula, and pull, derived from the declarations.
+    actions = ["opt_in", "opt_out", "deployment_formula",
+               *(_run_formula(arm) for arm in (*formulas.recorded_names(), "pull"))]
 
     @admin.display(description="formula", ordering="formula")
     def formula_label(self, board: Board) -> str:
@@ -63,18 +85,23 @@ class BoardAdmin(ActionsOnlyAdmin):
         self.message_user(request, f"{queryset.count()} board(s) run the deployment's formula.",
                           messages.SUCCESS)
 
+    @admin.display(description="waiting unrecorded, and why")
+    def waiting(self, board: Board) -> str:
+        """Its ready cards the last pass over it left waiting with no decision recorded."""
+        return dashboard.waiting_said(board.waiting_on_load, board.waiting_on_holds)
+
     @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_in(board.board_id, timezone.now(), by=by)
+            actions.do_opt_in(board.board_id, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
 
     @admin.action(description="Opt the selected boards out", permissions=["change"])
     def opt_out(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_out(board.board_id, timezone.now(), by=by)
+            actions.do_opt_out(board.board_id, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
 
 
@@ -332,9 +359,9 @@ class SuggestionAdmin(ActionsOnlyAdmin):
 
     @admin.action(description="Dismiss the selected suggestions", permissions=["change"])
     def dismiss(self, request, queryset):
-        now, by = timezone.now(), of_request(request)
+        by = of_request(request)
         for suggestion in queryset:
-            actions.do_dismiss_suggestion(suggestion, now, by=by)
+            actions.do_dismiss_suggestion(suggestion, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
                           messages.SUCCESS)
 

@@ -226,14 +226,42 @@ def no_shows(span: Span, top: int = 15) -> list[dict]:
     return [{"agent": agent, "no_shows": -n, "held": held} for n, agent, held in lapsed[:top]]
 
 
+def waiting_said(on_load: int, on_holds: int) -> str:
+    """A board's cards that wait unrecorded (placement's `waiting-on-load`, `waiting-on-holds`),
+    in words: how many, and why. A wait is no fault: each is placed when an agent frees up."""
+    said = []
+    if on_load:
+        said.append(f"{on_load} {_cards(on_load)} for an agent to free up: every agent that "
+                    f"could take {'it' if on_load == 1 else 'them'} is busy or at capacity")
+    if on_holds:
+        said.append(f"{on_holds} {_cards(on_holds)} on our holds: every agent free to take "
+                    f"{'it' if on_holds == 1 else 'them'} is held for another card")
+    return "; ".join(said) if said else "no card waits"
+
+
+def _cards(n: int) -> str:
+    return "card waits" if n == 1 else "cards wait"
+
+
 def reading(now: datetime) -> dict:
-    """Boards the last pass could not read, and the sweep loop's backoff."""
+    """Boards the last pass could not read, the cards each board's last pass left waiting
+    unrecorded and why, and the sweep loop's backoff."""
     unread = list(Board.objects.filter(enabled=True).exclude(last_read_error="")
                   .values("board_id", "last_read_error", "last_read_at")
                   .order_by("board_id"))
+    waiting = list(Board.objects.filter(enabled=True)
+                   .filter(Q(waiting_on_load__gt=0) | Q(waiting_on_holds__gt=0))
+                   .values("board_id", "waiting_on_load", "waiting_on_holds", "last_read_at")
+                   .order_by("board_id"))
+    for board in waiting:
+        board["said"] = waiting_said(board["waiting_on_load"], board["waiting_on_holds"])
+    on_load = sum(b["waiting_on_load"] for b in waiting)
+    on_holds = sum(b["waiting_on_holds"] for b in waiting)
     loop = LoopState.objects.filter(key="loop").first()
     failed = loop.failed_sweeps if loop else 0
     return {"unread": unread, "enabled": Board.objects.filter(enabled=True).count(),
+            "waiting": waiting, "waiting_on_load": on_load, "waiting_on_holds": on_holds,
+            "waiting_total": on_load + on_holds,
             "failed_sweeps": failed, "backoff": min(2 ** failed, 8) if failed else 1,
             "last_sweep_at": loop.last_sweep_at if loop else None,
             "next_sweep_at": loop.next_sweep_at if loop else None}

@@ -326,8 +326,12 @@ def pull_claims(now: datetime) -> dict[str, float]:
     """Each agent's median seconds from a card's readyAt to its claim where nobody held the card
     for it (a decision that held nobody, claimed by the agent), over its newest
     `TIMING_SAMPLE` within the look-back: how soon it claims by pull."""
+    # A claim known only by its run's end (named by SuperWitness's run or the relay's
+    # card.advanced, `loop/claimants.py`) is stamped no earlier than that end: its run's length
+    # would count as time to claim, so it is no sample.
     rows = (Decision.objects.filter(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, chosen__isnull=True,
                                     outcome_at__gte=now - RUN_LOOK_BACK, outcome_by__isnull=False)
+            .filter(Q(run_ended_at__isnull=True) | Q(outcome_at__lt=F("run_ended_at")))
             .order_by("-outcome_at").values_list("outcome_by", "ladder_ready_at", "created_at", "outcome_at"))
     latency: dict[str, list[float]] = defaultdict(list)
     for agent, ready_at, decided_at, claimed_at in rows:

@@ -167,3 +167,13 @@ def test_the_schedule_over_the_board_runs_its_own_formula_again():
     world.place("brd_a", card.id)
     [decision] = world.decisions(card_id=card.id)
     assert decision.chosen is not None and decision.experiment_id is None
+
+
+def test_the_sweep_after_the_last_block_reviews_the_experiment_and_decides_it():
+    world = one_board_world()
+    experiment = _experiment(world, ["pull", FORMULA, "pull", FORMULA])
+    world.advance(4 * BLOCK_S + 1)
+    world.sweep()  # the step after each sweep: the guardrail, the decision
+    experiment.refresh_from_db()
+    assert experiment.state == "done" and experiment.decided_at is not None
+    assert experiment.analysis["blocksEnded"] == 4

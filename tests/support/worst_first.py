@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from placement import decision, formulas
-from placement.formulas import BY_RECORD, Formula, Need, Step
+from placement.formulas import BY_RECORD, Formula, Need, Ranker
 from placement.scoring import Score
 
-WORST_FIRST_STEP = Step("worst-first")
-WORST_FIRST = Formula("worst-first", 1, "worst", (BY_RECORD, WORST_FIRST_STEP), needs={Need.RUNS})
+WORST_FIRST_RANKER = Ranker("worst-first")
+WORST_FIRST = Formula("worst-first", 1, "worst", (BY_RECORD, WORST_FIRST_RANKER), needs={Need.RUNS})
 
 
 def _worst_first(facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting):
@@ -24,11 +24,11 @@ def _worst_first(facts, rules, tier, now, pool, verdicts, eligible, stage, ranki
 
 @contextmanager
 def worst_first_declared() -> Iterator[Formula]:
-    """The worst-first formula declared, and its step run, for the length of the block."""
-    steps = decision.STEPS
-    steps[WORST_FIRST_STEP] = _worst_first  # STEPS is the module's dict; the fixture's step joins it
+    """The worst-first formula declared, and its ranker run, for the length of the block."""
+    rankers = decision.RANKERS
+    rankers[WORST_FIRST_RANKER] = _worst_first  # RANKERS is the module's dict; the fixture's ranker joins it
     try:
         with formulas.declared(WORST_FIRST):
             yield WORST_FIRST
     finally:
-        del steps[WORST_FIRST_STEP]
+        del rankers[WORST_FIRST_RANKER]
