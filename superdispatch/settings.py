@@ -58,7 +58,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "superdispatch.metrics.CountRelayAnswers",  # first: it counts every answer the relay gets
+    "superdispatch.metrics.CountRequests",  # first: it counts and times every answer
+    "superdispatch.metrics.CountRelayAnswers",  # it counts every answer the relay gets
     "django.middleware.security.SecurityMiddleware",
     "common.edge.Edge",  # bodies checked and chunked ones read; no-store and the CSP on answers
     "whitenoise.middleware.WhiteNoiseMiddleware",
