@@ -317,3 +317,17 @@ def test_is_it_helping_shows_the_experiments_measured_interval_beside_the_what_i
     assert "Measured on the fleet itself" in page
     assert f"experiment: {FORMULA} against pull" in page and experiment.id in page
     assert "+0.667 (+0.667 to +0.667)" in page  # success over pull's, with its interval
+
+
+def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_shows_it(staff, api):
+    from records.console.admin import formula_action_name
+
+    actions.do_opt_in("brd_a", T0)
+    answer = staff.post("/admin/records/board/", {"action": formula_action_name("pull"), "index": "0",
+                                                   "_selected_action": ["brd_a"]})
+    assert answer.status_code == 302
+    assert Board.objects.get(board_id="brd_a").formula == "pull"
+    entry = AuditEntry.objects.get(action="board.formula")
+    assert (entry.actor, entry.via, entry.after) == ("op", "admin", {"formula": "pull"})
+    assert api.get("/v1/boards/brd_a").json()["board"]["formula"] == "pull"
+    assert "pull" in staff.get("/admin/records/board/").content.decode()

@@ -23,6 +23,8 @@ from access import roles
 from access.audit import SERVICE
 from access.models import ApiToken, AuditEntry
 from learning.models import LearnedModel
+from placement import formulas
+from records.console.admin import formula_action_name
 from records.models import Board, Decision, Experiment, LoopState, OutboxEvent, Suggestion
 from tests.conftest import T0
 from tests.support.admin_pages import change_url
@@ -36,8 +38,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 READS = {Board, Decision, Suggestion, LoopState, LearnedModel, Experiment}
 OPERATES = {Board, Suggestion, OutboxEvent, Experiment}
 # The actions each role is offered, by model.
-ACTIONS = {Board: {"opt_in", "opt_out", "deployment_formula"}, Suggestion: {"dismiss"},
-           OutboxEvent: {"redeliver"}, Experiment: {"stop"}}
+ACTIONS = {Board: {"opt_in", "opt_out", "deployment_formula",
+                   *(formula_action_name(arm) for arm in (*formulas.recorded_names(), "pull"))},
+           Suggestion: {"dismiss"}, OutboxEvent: {"redeliver"}, Experiment: {"stop"}}
 
 
 def signed_in(role: str) -> Client:
