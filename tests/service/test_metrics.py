@@ -237,15 +237,13 @@ def test_failure_series_are_exported_at_zero_from_the_start(api):
             assert {(product, route, cause) for cause in clients.CAUSES} <= failures
     assert {p for p, _, _ in failures} == {"superpipeline", "agentpod", "accounts",
                                            "superwitness"}
-    assert all("{" in r or r.count("/") <= 3 for _, r, _ in failures), "routes are templates"
     sends = {(s.labels["channel"], s.labels["result"])
              for s in scrape.families["superdispatch_outbox_sends"].samples}
     assert {("events", "failed"), ("events", "dead"), ("chat", "failed")} <= sends
-    assert {"superpipeline", "accounts"} <= {p for p, _, _ in failures}
     outcomes = {s.labels["outcome"] for s in scrape.families["superdispatch_outcomes"].samples}
     assert {"claimed", "claimed-by-other", "expired", "not-reserved"} <= outcomes
-    queues = {s.labels["queue"]: s.value for s in scrape.families["superdispatch_queue_depth"].samples}
-    assert set(queues) == {"celery", "placement"}
+    queues = {s.labels["queue"] for s in scrape.families["superdispatch_queue_depth"].samples}
+    assert queues == {"celery", "placement"}
 
 
 def test_a_failed_product_call_is_counted_by_its_route_template_and_cause(api):
@@ -299,6 +297,8 @@ def test_requests_are_counted_and_timed_by_route_pattern_and_status_class(api):
 
 
 def test_each_queue_depth_is_read_from_the_embedded_broker_at_scrape_time(api, settings):
+    if settings.CELERY_BROKER_URL.startswith("redis"):
+        pytest.skip("reads the embedded broker's folder: REDIS_URL names a Redis broker")
     folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
     names = [f"{folder}/1_t{i}.placement.msg" for i in range(2)] + [f"{folder}/1_t.celery.msg",
                                                                      f"{folder}/2_t.placement.msg.part"]
