@@ -112,7 +112,7 @@ NEW_LEAD_BOUND, NEW_WAIT_SLACK_S = 1.03, 30
 
 # --- The arms ------------------------------------------------------------------------------
 
-_formula_holds: dict[int, list[tuning.Hold]] = {}  # by seed: the formula arm's settled holds
+_formula_holds: dict[int, list[tuning.SettledHold]] = {}  # by seed: the formula arm's settled holds
 WHAT_IF = False  # --what-if: estimate the other arms from the formula arm's store
 _estimates: dict[int, dict[str, dict[str, tuple[float, float]]]] = {}  # by seed, arm: figure's (value, half)
 
