@@ -268,8 +268,9 @@ class ScoreJson(serializers.JSONField):
 class BoardSerializer(Row):
     """A board SuperDispatch places cards on."""
 
-    boardId = serializers.CharField(source="board_id")
-    enabled = serializers.BooleanField()
+    boardId = serializers.CharField(source="board_id", help_text="SuperPipeline's board id (brd_…)")
+    enabled = serializers.BooleanField(
+        help_text="whether SuperDispatch places its cards (false: opted out)")
     createdAt = Time(source="created_at", help_text="when it was first opted in")
     updatedAt = Time(source="updated_at", help_text="when it was last opted in or out")
     formula = serializers.CharField(
@@ -285,9 +286,11 @@ class BoardSerializer(Row):
 class CandidateIdentitySerializer(Row):
     """Who the candidate is, and how it came to be considered."""
 
-    agentId = serializers.CharField(source="agent_id")
-    principalId = serializers.CharField(source="principal_id", allow_null=True)
-    stationId = serializers.CharField(source="station_id", allow_null=True)
+    agentId = serializers.CharField(source="agent_id", help_text="AgentPod's agent id (agt_…)")
+    principalId = serializers.CharField(source="principal_id", allow_null=True,
+                                        help_text="the agent's principal, as SuperWitness knows it")
+    stationId = serializers.CharField(source="station_id", allow_null=True,
+                                      help_text="the station the agent runs in, when it has one")
     source = serializers.ChoiceField(
         ["roster", "direct"], help_text="roster: on the board's roster; direct: asked for by name")
 
@@ -296,8 +299,8 @@ class CandidateSerializer(Row):
     """One agent considered for a decision."""
 
     candidate = CandidateIdentitySerializer(source="*")
-    filters = Verdicts()
-    score = ScoreJson(allow_null=True)
+    filters = Verdicts(help_text="each filter's verdict on the agent, in the filters' order")
+    score = ScoreJson(allow_null=True, help_text="its score among the eligible; null: not eligible")
     capable = serializers.BooleanField(
         allow_null=True, required=False,
         help_text="only for an agent off the roster: whether it has the stage's capability")
@@ -364,20 +367,22 @@ class ExperimentBlockSerializer(Columns):
 class DecisionSerializer(Row):
     """One placement decision: a step of a card's ladder, with its hold and outcome."""
 
-    id = serializers.CharField()
-    boardId = serializers.CharField(source="board_id")
-    cardId = serializers.CharField(source="card_id")
-    stageKey = serializers.CharField(source="stage_key")
-    policy = serializers.CharField()
-    chosen = serializers.CharField(allow_null=True)
+    id = serializers.CharField(help_text="the decision's id (pld_…)")
+    boardId = serializers.CharField(source="board_id", help_text="the card's board (brd_…)")
+    cardId = serializers.CharField(source="card_id", help_text="the card decided (card_…)")
+    stageKey = serializers.CharField(source="stage_key", help_text="the stage the card waits in")
+    policy = serializers.CharField(help_text="the formula that decided, name@version")
+    chosen = serializers.CharField(allow_null=True, help_text="the agent held for; null: nobody")
     reason = serializers.ChoiceField(REASONS, allow_null=True,
                                      help_text="why it chose as it did, when the score alone "
                                                "does not say")
     tier = TierSerializer(source="*", allow_null=True)
     requires = CapabilityJson(allow_null=True)
-    candidates = CandidateSerializer(many=True)
+    candidates = CandidateSerializer(many=True, help_text="every agent considered")
     reservation = ReservationSerializer(source="*", allow_null=True)
-    reservationRefused = serializers.CharField(source="reservation_refused", allow_null=True)
+    reservationRefused = serializers.CharField(
+        source="reservation_refused", allow_null=True,
+        help_text="why SuperPipeline refused the hold, when it did (its answer's code)")
     reservationUnknown = serializers.CharField(
         source="reservation_unknown", required=False, allow_null=True,
         help_text="the hold was asked for and no answer came (why: `timeout`); the next read "

@@ -156,3 +156,16 @@ def test_an_empty_suggestions_list_says_so_in_words(staff):
     page = staff.get("/admin/records/suggestion/").content.decode()
     assert "No open suggestions." in page and "After each sweep SuperDispatch looks" in page
     assert "0 suggestions" not in page and "Select suggestion to change" not in page
+
+
+def test_the_sign_in_page_has_a_heading_of_its_own(client):
+    page = client.get("/admin/login/").content.decode()
+    assert "<h1>Log in</h1>" in page
+
+
+def test_the_browsable_api_names_its_language_has_one_main_and_focusable_answers(staff):
+    page = staff.get("/v1/boards", HTTP_ACCEPT="text/html").content.decode()
+    assert page.count("<html") == 1 and '<html lang="en-us">' in page
+    assert page.count('role="main"') == 1
+    assert '<pre class="prettyprint">' not in page and '<pre class="prettyprint" tabindex="0">' in page
+    assert "ul.breadcrumb li.active, ul.breadcrumb li.active a { color: #555; }" in page

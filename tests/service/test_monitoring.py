@@ -3,6 +3,9 @@
 query is valid PromQL (checked by promtool as a recording rule), and every metric either names
 is one `/metrics` exports from a fresh start.
 
+Each promised alert is also run by `promtool test rules` on series that should make it fire
+and on healthy ones.
+
 promtool comes from Debian's `prometheus` package, which .ci/run installs. Without it the
 promtool checks are skipped, and say so, except under CI=true, where they fail.
 """
@@ -82,6 +85,63 @@ def test_the_alert_rules_cover_what_the_person_on_call_is_promised():
     assert set(ALERTS_NAMED) <= set(rules)
     for name, rule in rules.items():
         assert rule["annotations"]["summary"] and rule["annotations"]["description"], name
+
+
+# Each promised alert: the series that should make it fire, when it fires (its `for` included)
+# and the labels it then carries, and the healthy series under which it stays quiet.
+FIRING = {
+    "SuperDispatchSweepLate": (
+        {"superdispatch_sweep_lateness_seconds": "0 0 120x10"},
+        {"superdispatch_sweep_lateness_seconds": "0x12"}, "6m", {"severity": "page"}),
+    "SuperDispatchBoardsUnread": (
+        {'superdispatch_boards{state="unread"}': "1x10"},
+        {'superdispatch_boards{state="unread"}': "0x10"}, "6m", {"severity": "warn"}),
+    "SuperDispatchProductFailing": (
+        {'superdispatch_product_call_failures_total{product="agentpod",cause="timeout",'
+         'route="GET /api/bridge/boards/{boardId}/roster"}': "0+60x20"},
+        {'superdispatch_product_call_failures_total{product="agentpod",cause="timeout",'
+         'route="GET /api/bridge/boards/{boardId}/roster"}': "0+1x20"},
+        "15m", {"severity": "warn", "product": "agentpod"}),
+    "SuperDispatchRelayErroring": (
+        {'superdispatch_relay_deliveries_total{result="error"}': "0+5x20"},
+        {'superdispatch_relay_deliveries_total{result="error"}': "0x20"}, "15m",
+        {"severity": "warn"}),
+    "SuperDispatchNoShowSpike": (
+        {'superdispatch_no_shows_total{agent="agt_a"}': "0+2x40",
+         'superdispatch_holds_total{tier="winner"}': "0+4x40"},
+        {'superdispatch_no_shows_total{agent="agt_a"}': "0x40",
+         'superdispatch_holds_total{tier="winner"}': "0+4x40"}, "30m", {"severity": "warn"}),
+    "SuperDispatchOutboxBackingUp": (
+        {'superdispatch_outbox_events{channel="events",state="pending"}': "500x20"},
+        {'superdispatch_outbox_events{channel="events",state="pending"}': "3x20"}, "15m",
+        {"severity": "warn"}),
+}
+
+
+@pytest.mark.parametrize("alert", ALERTS_NAMED)
+def test_each_promised_alert_fires_on_its_trouble_and_stays_quiet_without(alert, tmp_path):
+    """`promtool test rules` on the shipped expressions and `for` durations (the annotations,
+    prose for a person, are left out of the comparison)."""
+    rules = yaml.safe_load(ALERTS.read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    (tmp_path / "alerts.yml").write_text(yaml.safe_dump(rules))
+    trouble, healthy, at, labels = FIRING[alert]
+
+    def case(series: dict[str, str], fires: bool) -> dict:
+        return {"interval": "1m",
+                "input_series": [{"series": name, "values": values}
+                                 for name, values in series.items()],
+                "alert_rule_test": [{"eval_time": at, "alertname": alert,
+                                     "exp_alerts": [{"exp_labels": labels}] if fires else []}]}
+
+    tests = tmp_path / "alerts_test.yml"
+    tests.write_text(yaml.safe_dump({"rule_files": ["alerts.yml"], "evaluation_interval": "1m",
+                                     "tests": [case(trouble, True), case(healthy, False)]}))
+    result = subprocess.run([promtool(), "test", "rules", str(tests)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_promtool_rejects_a_query_that_is_not_promql(tmp_path):
