@@ -432,14 +432,14 @@ def main(parser, args, scenario) -> None:
             parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(known)}")
         block_s = args.block_minutes * 60
         seconds = args.minutes * 60
-        if block_s < 60 or seconds < block_s * len(labels):
-            parser.error("--block-minutes must be at least 1, and --hours long enough for one block of each arm")
         burn_in_s = args.burn_in_minutes * 60
         alone_seconds = round(args.alone_hours * 3600) if args.alone_hours else seconds
         kept = Kept(scenario.name, labels, seconds, alone_seconds, block_s)
         if args.from_file and os.path.exists(args.from_file):
             with open(args.from_file, "rb") as f:
-                kept = pickle.load(f)
+                kept = pickle.load(f)  # the runs kept stand for the hours, blocks and arms they were run at
+        elif block_s < 60 or seconds < 2 * block_s * len(labels):
+            parser.error("--block-minutes must be at least 1, and --hours long enough for two blocks of each arm")
         target = args.save or args.from_file
 
         def save() -> None:
