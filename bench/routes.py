@@ -30,6 +30,7 @@ import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import last_line  # noqa: E402
 from _common import (  # noqa: E402
     OFFLINE_ENV, PYTHON, ROOT, base_env, count_arg, drop_database, free_port, offline_store,
     wait_until,
@@ -207,7 +208,7 @@ def main() -> None:
     slowest = max(others, key=others.get)
     load = os.getloadavg()
     print(f"\nload average before {load_before[0]:.2f}, after {load[0]:.2f}, {os.cpu_count()} cores")
-    print(f"routes={len(figures)} slowest_route_ms={others[slowest]:.0f} slowest_route={slowest} "
+    last_line(f"routes={len(figures)} slowest_route_ms={others[slowest]:.0f} slowest_route={slowest} "
           f"what_if_ms={what_if[0]:.0f} dataset_first_byte_ms={first_ms:.0f} dataset_s={total_s:.1f} "
           f"healthz_during_dataset_max_ms={max(healthz):.0f} load={load[0]:.2f}")
 
