@@ -10,8 +10,9 @@ database. Each route is asked once to warm it, then `--times` times in turn; the
 slowest count.
 
 The dataset streams up to 100,000 decisions: it is timed to its first byte and to its end, and
-while two streams run at once `/healthz` is asked every 50 ms, its slowest answer printed: a
-stream holds one server thread while it is read, and the others go on answering.
+while two are asked for at once `/healthz` is asked every 50 ms, its slowest answer printed: a
+stream holds one server thread while it is read, so each server process streams one at a time
+(the second is a 503), and its other threads go on answering.
 
 Run: BENCH_POSTGRES_URL=postgres://…/postgres .venv/bin/python bench/routes.py [decisions]
 [--times N]. The database is made afresh beside BENCH_POSTGRES_URL's (BENCH_ROUTES_DB, default
@@ -121,10 +122,12 @@ def timed(http, url: str, times: int) -> tuple[int, float, float, int]:
     return status, statistics.median(spent), max(spent), size
 
 
-def stream(http, url: str) -> tuple[float, float, int]:
+def stream(http, url: str, statuses: list | None = None) -> tuple[float, float, int]:
     """(ms to the first byte, s to the end, bytes) of the dataset read as a stream."""
     started = time.perf_counter()
     with http.get(url, headers={"Authorization": f"Bearer {TOKEN}"}, stream=True, timeout=600) as answer:
+        if statuses is not None:
+            statuses.append(answer.status_code)
         first, size = None, 0
         for chunk in answer.iter_content(65536):
             if first is None:
@@ -183,8 +186,9 @@ def main() -> None:
                 healthz.append((time.perf_counter() - started) * 1000)
                 done.wait(0.05)
 
-        streams = [threading.Thread(target=stream, args=(requests.Session(), base + "/v1/dataset"))
-                   for _ in range(2)]
+        statuses: list[int] = []
+        streams = [threading.Thread(target=stream, args=(requests.Session(), base + "/v1/dataset",
+                                                          statuses)) for _ in range(2)]
         prober = threading.Thread(target=probe)
         prober.start()
         for each in streams:
@@ -193,7 +197,8 @@ def main() -> None:
             each.join()
         done.set()
         prober.join()
-        print(f"two dataset streams at once: /healthz asked {len(healthz)} times, median "
+        print(f"two dataset streams at once, answered {sorted(statuses)} (a server process "
+              f"streams one at a time): /healthz asked {len(healthz)} times, median "
               f"{statistics.median(healthz):.0f} ms, slowest {max(healthz):.0f} ms", flush=True)
     finally:
         if server is not None:
