@@ -1,7 +1,8 @@
 """The roles of the admin: Django groups, made by a migration and kept whole after each one.
 
-- `viewer` reads decisions, boards, suggestions, the models, the dashboard and agent pages;
-- `operator` also opts boards in and out, dismisses suggestions and redelivers dead events;
+- `viewer` reads decisions, boards, suggestions, experiments, the models, the dashboard and agent pages;
+- `operator` also opts boards in and out, stops experiments, dismisses suggestions and redelivers
+  dead events;
 - `admin` may do everything (every permission there is, tokens, users and the audit trail).
 
 A person's API scopes follow from the same permissions (common.scopes.SCOPES): a viewer has
@@ -13,9 +14,9 @@ VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)
 
 READS = ("records.view_board", "records.view_decision", "records.view_suggestion",
-         "records.view_loopstate", "learning.view_learnedmodel")
+         "records.view_loopstate", "learning.view_learnedmodel", "records.view_experiment")
 OPERATES = ("records.change_board", "records.change_suggestion", "records.view_outboxevent",
-            "records.change_outboxevent")
+            "records.change_outboxevent", "records.change_experiment")
 PERMISSIONS: dict[str, tuple[str, ...] | None] = {
     VIEWER: READS,
     OPERATOR: READS + OPERATES,

@@ -10,7 +10,11 @@ placement. The loop hands every card of a pass the very same registry, runs and 
 load, and every card of a board the very same roster, so placement works out what they say
 once a pass; the first card of a pass pays for that, and is timed on its own with freshly
 read copies of all four (`first_card_per_s`).
-Run: .venv/bin/python bench/placement.py
+With `--switchback`, the switchback experiment's own cost instead: `in_force` (which block and
+arm a board runs, once a board a pass) over a 12-hour schedule of 30-minute blocks and over a
+week of them, one arm dropped, in µs per call; and `analyse` (the guardrail's look after each
+block) over a 12-hour experiment's cards, in ms.
+Run: .venv/bin/python bench/placement.py [--switchback]
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ from placement.facts import (  # noqa: E402
     RegistryFact, Requires, RosterRow, Run, Station, StationNeeds,
 )
 from bench._results import last_line  # noqa: E402
+from placement.switchback import PULL, analyse, draw_schedule, in_force  # noqa: E402
+from placement.switchback import Card as ExperimentCard  # noqa: E402
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 RULES = Rules(candidates="all")
@@ -115,7 +121,39 @@ def first_cards_per_s(n: int, budget_s: float = 1.0) -> float:
     return count / spent
 
 
+def per_call_s(call, budget_s: float) -> float:
+    count, started = 0, time.process_time()
+    while (elapsed := time.process_time() - started) < budget_s:
+        for _ in range(10):
+            call()
+        count += 10
+    return elapsed / count
+
+
+def switchback_costs() -> None:
+
+    # Four arms, pull among them, as the lab runs; what a look costs does not hang on their names.
+    arms = [PULL, "arm-b", "arm-c", "arm-d"]
+    rng = random.Random(5)
+    figures = {}
+    for name, blocks in (("12h", 24), ("week", 336)):
+        schedule = draw_schedule(arms, starts=NOW, block_seconds=1800, blocks=blocks, seed=3)
+        moments = [NOW + timedelta(seconds=rng.uniform(0, blocks * 1800)) for _ in range(100)]
+        figures[name] = per_call_s(lambda: [in_force(schedule, m, ("arm-d",)) for m in moments], 1.0) / 100
+        print(f"in_force over {blocks} blocks: {figures[name] * 1e6:.1f} us a call")
+    schedule = draw_schedule(arms, starts=NOW, block_seconds=1800, blocks=24, seed=3)
+    cards = [ExperimentCard(NOW + timedelta(seconds=rng.uniform(0, 24 * 1800)), ok := rng.random() < 0.8,
+                            rng.uniform(60, 400) if ok else None, rng.uniform(0, 60)) for _ in range(24 * 60)]
+    look = per_call_s(lambda: analyse(schedule, cards, burn_in_s=300, objective="success"), 2.0)
+    print(f"analyse over 24 blocks, {len(cards)} cards: {look * 1e3:.1f} ms a look")
+    last_line(f"switchback_in_force_us={figures['12h'] * 1e6:.1f} switchback_in_force_week_us="
+              f"{figures['week'] * 1e6:.1f} switchback_analyse_ms={look * 1e3:.1f}", variant="switchback")
+
+
 def main() -> None:
+    if "--switchback" in sys.argv[1:]:
+        switchback_costs()
+        return
     rates = {}
     for n in (10, 100, 1000):
         rate, eligible, outcome = decisions_per_s(n)

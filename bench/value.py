@@ -54,6 +54,8 @@ the runs a new one would make), to re-read the what-if without the simulation's 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
      [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
      [--save FILE | --from FILE]
+     .venv/bin/python bench/value.py --scenario NAME_OR_PATH --switchback [--hours 12] [--seeds 5]
+     [--block-minutes 30] [--arms pull,formula,new,worst] [--alone-hours H] [--save FILE | --from FILE]
 """
 from __future__ import annotations
 
@@ -110,7 +112,7 @@ NEW_LEAD_BOUND, NEW_WAIT_SLACK_S = 1.03, 30
 
 # --- The arms ------------------------------------------------------------------------------
 
-_formula_holds: dict[int, list[tuning.Hold]] = {}  # by seed: the formula arm's settled holds
+_formula_holds: dict[int, list[tuning.SettledHold]] = {}  # by seed: the formula arm's settled holds
 WHAT_IF = False  # --what-if: estimate the other arms from the formula arm's store
 _estimates: dict[int, dict[str, dict[str, tuple[float, float]]]] = {}  # by seed, arm: figure's (value, half)
 
@@ -578,7 +580,31 @@ def main() -> None:
     parser.add_argument("--from", dest="from_file", metavar="FILE",
                         help="read the runs from FILE (written by --save) instead of running them: the "
                              "simulation is deterministic by seed, so they are the runs a new one would make")
+    parser.add_argument("--hours", type=float, help="the same as --minutes 60 x HOURS")
+    parser.add_argument("--switchback", action="store_true",
+                        help="run a switchback experiment between the arms (by default pull, formula and new) "
+                             "and each arm alone on the same seeds, and read the experiment against them "
+                             "(bench/_switchback.py); `worst`, a formula that ranks worst-first, is an arm too")
+    parser.add_argument("--block-minutes", type=int, default=30, help="--switchback: each block's length")
+    parser.add_argument("--burn-in-minutes", type=int, default=2,
+                        help="--switchback: cards ready this long after a switch are left out")
+    parser.add_argument("--alone-hours", type=float, help="--switchback: each arm alone over this many hours "
+                                                          "(by default the experiment's)")
+    parser.add_argument("--part", choices=("both", "alone", "experiment", "none"), default="both",
+                        help="--switchback: which runs to make (with --from FILE, those FILE does not hold yet)")
     args = parser.parse_args()
+    if args.hours is not None:
+        args.minutes = round(args.hours * 60)
+    if args.switchback:
+        from bench import _switchback
+
+        if args.seeds < 1 or args.minutes < 1:
+            parser.error("--seeds and --hours must be at least 1")
+        logging.getLogger("superdispatch").setLevel(logging.WARNING)
+        arms_given = "--arms" in " ".join(sys.argv)
+        args.arms = args.arms if arms_given else None
+        _switchback.main(parser, args, scenario_arg(parser, args.scenario))
+        return
     global WHAT_IF
     WHAT_IF = args.what_if
     BASE_SETTINGS.update(settings_arg(parser, args.set))

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from typing import Callable
+
+# A write's time: a moment, or the clock to read it from once the write holds its lock (a
+# write that waits for a lock and then records a time taken before the wait would be out of
+# the order the writes committed in).
+Moment = datetime | Callable[[], datetime]
+
+
+def moment(now: Moment) -> datetime:
+    """`now` as given, or read from the clock it is."""
+    return now() if callable(now) else now
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework.response import Response
 
@@ -16,10 +15,10 @@ from common.views import OperatorView
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
-from learning.serializers import ModelSerializer, ShadowReportSerializer
+from learning.serializers import DatasetSerializer, ModelSerializer, ShadowReportSerializer
 from records.api import query
 from records.api.query import Body, JsonInteger, NoQuery, OneOf, Query
-from records.serializers import Time
+from records.serializers import TimeInput
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
@@ -32,12 +31,12 @@ def _model(model_id: str) -> LearnedModel:
 
 
 class DatasetQuery(Query):
-    since = Time(required=False)
+    since = TimeInput(required=False)
     format = OneOf(("jsonl", "json"), default="jsonl")
 
 
 class TrainBody(Body):
-    since = Time(required=False, allow_null=True)  # only decisions created at or after it
+    since = TimeInput(required=False, allow_null=True)  # only decisions created at or after it
     seed = JsonInteger(min_value=0, max_value=MAX_SEED, allow_null=True, default=0)
 
     def validate_seed(self, value: int | None) -> int:
@@ -49,12 +48,18 @@ class Dataset(OperatorView):
 
     @extend_schema(summary="The labelled rows, oldest first", parameters=[DatasetQuery],
                    responses={
+                       # NDJSON first: a generated client that reads it as bytes (see
+                       # docs/api.md) then reads the default format without parsing it as JSON.
                        (200, "application/x-ndjson"): OpenApiResponse(
-                           OpenApiTypes.STR, description="one row a line (format=jsonl, the default); with "
-                                       "format=json, one document"),
+                           {"type": "string", "format": "binary"},
+                           description="format=jsonl (the default): one DatasetRow a line; "
+                                       "format=json: a Dataset document"),
                        (200, "application/json"): OpenApiResponse(
-                           OpenApiTypes.OBJECT, description="format=json: one document")})
+                           DatasetSerializer, description="format=json: one document")})
     def get(self, request):
+        """The labelled rows, one per settled decision and candidate. `format=jsonl` (the
+        default) answers `application/x-ndjson`: one `DatasetRow` JSON object a line.
+        `format=json` answers `application/json`: one `Dataset` document of the same rows."""
         params = DatasetQuery.read(request.query_params)
         since = params.get("since")
         goal = settings.SUPERDISPATCH.learned_target

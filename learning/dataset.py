@@ -35,7 +35,7 @@ CANDIDATE_FIELDS = ("decision_id", *dict.fromkeys(attr for attr, _ in CANDIDATE_
 REPEATING = ("requires", "filters")
 MEMO_SIZE = 4096
 
-DecisionRow = namedtuple("DecisionRow", (*DECISION_FIELDS, *STORED_AS, "candidates"),
+DatasetDecision = namedtuple("DatasetDecision", (*DECISION_FIELDS, *STORED_AS, "candidates"),
                          defaults=((),))
 CandidateRow = namedtuple("CandidateRow", CANDIDATE_FIELDS)
 AGENT_ID = CANDIDATE_FIELDS.index("agent_id")
@@ -51,7 +51,7 @@ def settled(since: datetime | None) -> QuerySet:
     return decisions if since is None else decisions.filter(created_at__gte=since)
 
 
-def _after(last: DecisionRow, newest_first: bool) -> Q:
+def _after(last: DatasetDecision, newest_first: bool) -> Q:
     """Decisions past this one in the reading order. The plain range on created_at comes
     first so the database walks the created_at index instead of sorting every match."""
     at, id_ = last.created_at, last.id
@@ -112,13 +112,13 @@ def record_chunks(since: datetime | None, *, newest_first: bool = False,
     order = ("-created_at", "-id") if newest_first else ("created_at", "id")
     decode = _decoder()
     read = 0
-    last: DecisionRow | None = None
+    last: DatasetDecision | None = None
     while read < limit:
         page = settled(since).order_by(*order)
         if last is not None:
             page = page.filter(_after(last, newest_first))
         size = min(chunk, limit - read)
-        decisions = [DecisionRow(*_decoded(Decision, values, DECISION_FIELDS + STORED_AS, decode))
+        decisions = [DatasetDecision(*_decoded(Decision, values, DECISION_FIELDS + STORED_AS, decode))
                      for values in page.values_list(*_columns(Decision, DECISION_FIELDS), *STORED_AS)[:size]]
         if decisions:
             detailed = {d.id: (d.chosen, d.outcome_by) for d in decisions} if for_training else None

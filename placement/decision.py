@@ -13,9 +13,9 @@ from .dispatch_policy import PolicyRecord
 from .facts import Card, Facts, Requires
 from .filtering import FilterResult, Ground, Tag, ground_for, run_filters, tables
 from .filters import POLICY  # the dispatch policy's filter
-from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Step
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, May, Ranker
 from .ladder import ANY_MATCH, RUNNER_UP, Tier, hold_seconds, next_tier
-from .lead import LeadTerms, Outlook, evidence, expected, hold_length, known, race, steps_aside, with_holds
+from .lead import LeadTerms, Outlook, by_lead, evidence, fleet_differs, hold_length, known, race, steps_aside
 from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import Score, ranked, terms
@@ -275,8 +275,8 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     ranking: Ranking = []
     waiting = None
     formula = rules.declared_formula
-    for step in formula.steps:
-        ranking, waiting = STEPS[step](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
+    for ranker in formula.rankers:
+        ranking, waiting = RANKERS[ranker](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
     candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:
@@ -308,10 +308,10 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 Ranking = list[tuple[str, Score]]  # agents best first, each with its score
 Verdicts = dict[str, tuple[FilterResult, ...]]
 Stage = dict[str | None, StageHistory] | None  # the eligible's records at the stage, by principal; None: runs unread
-# A step: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
+# A ranker: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
 # ranking and busy agent so far, to the ranking and busy agent after it. Its arguments come one by
 # one, not in an object, so that running a formula costs a decision no more than calling it.
-StepRun = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
+RankerRun = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
                    tuple[Ranking, Waiting | None]]
 
 
@@ -342,26 +342,14 @@ def _by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, 
         return ranking, waiting
     principals = pool.principals
     records = {agent_id: stage[principals.get(agent_id)] for agent_id, _ in ranking}
-    ev = evidence(facts.timing, {a: r.outcome_rate for a, r in records.items()},
-                  {a: r.weight for a, r in records.items()})
     load = tables().names(Tag.LOAD)  # failing these alone, an agent is busy and nothing else
     fleet = sum(1 for filters in verdicts.values() if {r.filter for r in filters if not r.passed} <= load)
-    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
-    ev = with_holds(ev, facts.holds.settled, {a: _hold(facts, tier, rules, a).seconds for a, _ in ranking}, busy)
-    scored = []
-    for place, (agent_id, score) in enumerate(ranking):
-        claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
-        base = score.terms
-        scored.append((total, place, agent_id, LeadTerms(
-            base.stage_record, base.success_rate, base.since_last_dispatch_s,
-            claim, run, success, ev.retry, total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
-    scored.sort()
-    n = len(scored)
-    return [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)], waiting
+    hold_s = {a: _hold(facts, tier, rules, a).seconds for a, _ in ranking}
+    return by_lead(ranking, records, facts.timing, facts.holds.settled, hold_s, fleet), waiting
 
 
-# Each step a formula may list (`formulas.py`), and what runs it.
-STEPS: Mapping[Step, StepRun] = {
+# Each ranker a formula may list (`formulas.py`), and what runs it.
+RANKERS: Mapping[Ranker, RankerRun] = {
     BY_RECORD: _by_record,
     BY_LEAD: _by_lead,
     BY_PULL: _by_pull,
@@ -370,10 +358,9 @@ STEPS: Mapping[Step, StepRun] = {
 
 def _fleet(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
            stage: Stage) -> bool | None:
-    """Whether the card's fleet differs: were every candidate that is busy only for its load
-    idle too, would the best hold be sooner to a success than pull's race among them all (the
-    window left out)? Sooner, not likelier: the window keeps every card, held or not. What
-    a board's window is set by (`superdispatch/loop/board_windows.py`); None: unknown."""
+    """Whether the card's fleet differs (`lead.fleet_differs`), from the candidates busy only for
+    their load; what a board's window is set by (`superdispatch/loop/board_windows.py`). None:
+    unknown."""
     if facts.timing is None or facts.runs is None or stage is None:
         return None
     load = tables().names(Tag.LOAD)  # failing these alone, an agent is busy and nothing else
@@ -385,12 +372,8 @@ def _fleet(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, ve
     records = stage_records((principals.get(a) for a in fleet), facts.runs, now,
                             rules.history_min_sample, rules.history_half_life_days)
     histories = {a: records[principals.get(a)] for a in fleet}
-    ev = evidence(facts.timing, {a: h.outcome_rate for a, h in histories.items()},
-                  {a: h.weight for a, h in histories.items()})
-    ev = with_holds(ev, facts.holds.settled, {a: _hold(facts, tier, rules, a).seconds for a in fleet})
-    best = min(fleet, key=lambda a: (expected(a, ev)[3], a))
-    racing = race(sorted(fleet), ev)
-    return not steps_aside(expected(best, ev)[3], racing.expected_s)  # sooner: the window costs every card time
+    hold_s = {a: _hold(facts, tier, rules, a).seconds for a in fleet}
+    return fleet_differs(histories, facts.timing, facts.holds.settled, hold_s)
 
 
 def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: bool,

@@ -2,17 +2,17 @@
 
 A formula ranks the candidates that pass every filter, and each decision records it by name and
 version (the record's `policy`). As a kube-scheduler profile lists the score plugins it runs, a
-formula lists its steps, each a small named unit that `decision.py` runs in order; it says what
+formula lists its rankers, each a small named unit that `decision.py` runs in order; it says what
 it may do beyond holding the agent it ranks first, and which facts it needs the loop to read.
 
 Everything that names, lists or asks about a formula derives it from here: `Rules` (which looks
 the declaration up once), the `SUPERDISPATCH_FORMULA` setting's rule (`common/config.py`), the
 loop's reads and its backlog bound, the record, the admin's formula filter and the lab's arms
-(`bench/value.py`). Adding a formula is one declaration, plus its step if it runs one that no
+(`bench/value.py`). Adding a formula is one declaration, plus its ranker if it runs one that no
 formula runs yet.
 
 This module is pure data and imports nothing of ours, so that `Rules` and the settings can read
-it while the steps themselves (`scoring.py`, `waiting.py`) import `Rules`.
+it while the rankers themselves (`scoring.py`, `waiting.py`) import `Rules`.
 """
 from __future__ import annotations
 
@@ -42,44 +42,44 @@ class May(StrEnum):
 
 
 @dataclass(frozen=True, eq=False)
-class Step:
+class Ranker:
     """One score plugin: a small named unit of ranking, the facts it reads and what it may do.
-    `decision.STEPS` runs each."""
+    `decision.RANKERS` runs each. (Not a ladder's step: that is the record's `tier.step`.)"""
 
     name: str
     needs: frozenset[Need] = frozenset()
     may: frozenset[May] = frozenset()
 
     def __repr__(self) -> str:
-        return f"Step({self.name!r})"
+        return f"Ranker({self.name!r})"
 
 
 # Every eligible agent by its stage record, then its success on the board, then the longest since
 # it last took work (`scoring.py`); the terms each candidate's `score` records.
-BY_RECORD = Step("record-success-lru", frozenset({Need.RUNS}))
+BY_RECORD = Ranker("record-success-lru", frozenset({Need.RUNS}))
 # The idle re-ranked by expected lead to a success, and a busy agent that is clearly better held for
 # instead when the card may wait (`waiting.py`).
-BY_LEAD = Step("expected-lead", frozenset({Need.RUNS, Need.TIMING}), frozenset({May.HOLD_BUSY}))
+BY_LEAD = Ranker("expected-lead", frozenset({Need.RUNS, Need.TIMING}), frozenset({May.HOLD_BUSY}))
 # The eligible ranked by expected time to a success, and nobody held where pull is expected to do
 # as well (`lead.py`); each hold sized by its agent, a lone idle candidate held.
-BY_PULL = Step("pull-aware-lead", frozenset({Need.RUNS, Need.TIMING}),
+BY_PULL = Ranker("pull-aware-lead", frozenset({Need.RUNS, Need.TIMING}),
                frozenset({May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE}))
 
 
 @dataclass(frozen=True, eq=False)
 class Formula:
-    """One formula, declared once: a profile of steps, what it may do and the facts it needs."""
+    """One formula, declared once: a profile of rankers, what it may do and the facts it needs."""
 
     name: str  # kebab-case
     version: int  # a new version is a change of what it decides, on the same facts
     label: str  # one short word for it: the lab's arm, and that arm's keys in the lab's figures
-    steps: tuple[Step, ...]  # run in order; the first makes the ranking, the rest may re-rank it
-    needs: frozenset[Need]  # at least every fact its steps read
-    may: frozenset[May] = frozenset()  # at least whatever its steps may do
+    rankers: tuple[Ranker, ...]  # run in order; the first makes the ranking, the rest may re-rank it
+    needs: frozenset[Need]  # at least every fact its rankers read
+    may: frozenset[May] = frozenset()  # at least whatever its rankers may do
     recorded: str = field(init=False)  # `name@version`: each record's `policy`, and the setting's value
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "rankers", tuple(self.rankers))
         object.__setattr__(self, "needs", frozenset(Need(need) for need in self.needs))
         object.__setattr__(self, "may", frozenset(May(what) for what in self.may))
         object.__setattr__(self, "recorded", f"{self.name}@{self.version}")
@@ -120,13 +120,13 @@ def _check(formula: Formula) -> None:
     taken = next((f for f in _declared.values() if f.label == formula.label), None)
     if taken is not None:
         raise ValueError(f"formulas {taken.recorded} and {recorded} share label {formula.label}")
-    if not formula.steps:
-        raise ValueError(f"formula {recorded} lists no step")
-    for step in formula.steps:
-        unsaid = [f"needs {need.value}" for need in sorted(step.needs - formula.needs)]
-        unsaid += [f"may {what.value}" for what in sorted(step.may - formula.may)]
+    if not formula.rankers:
+        raise ValueError(f"formula {recorded} lists no ranker")
+    for ranker in formula.rankers:
+        unsaid = [f"needs {need.value}" for need in sorted(ranker.needs - formula.needs)]
+        unsaid += [f"may {what.value}" for what in sorted(ranker.may - formula.may)]
         if unsaid:
-            raise ValueError(f"formula {recorded}: its step {step.name} {' and '.join(unsaid)}; "
+            raise ValueError(f"formula {recorded}: its ranker {ranker.name} {' and '.join(unsaid)}; "
                              "the formula must say so too")
 
 

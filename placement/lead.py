@@ -1,6 +1,6 @@
 """Expected time to a success: what a hold for each agent is expected to give, against pull.
 
-The step `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
+The ranker `formulas.BY_PULL` weighs the whole lead time of a card. For an agent held now,
 
     expected = show x (claim + run + queue + (1 - success) x retry) + (1 - show) x (hold + retry)
 
@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Protocol, Sequence
 
 from .facts import Timing
-from .scoring import ScoreTerms
+from .scoring import Score, ScoreTerms
 from .stats import median
 
 MIN_CLAIM_S = 0.5  # nobody claims quicker than this: a poll, a read and a claim
@@ -236,6 +236,48 @@ def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_su
     if hold_success >= pull_success + SUCCESS_EDGE and hold_s <= pull_s:
         return False
     return hold_s * (1 + STEP_ASIDE_SHARE) >= pull_s
+
+
+class Rated(Protocol):
+    """A candidate's record at the stage, as the lead reads it (`StageHistory` is one)."""
+
+    outcome_rate: float
+    weight: float
+
+
+def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], timing: Timing,
+            settled: Mapping[str, tuple[int, int]], hold_s: Mapping[str, float],
+            fleet: int) -> list[tuple[str, Score]]:
+    """The ranking again by expected time to a success, its order breaking ties: the ranker
+    `BY_PULL`, in deciding a card and in replaying a decision alike. Each agent's
+    `records` and `hold_s` come in the ranking's order; `fleet` counts the candidates busy
+    only for their load, the share of them busy pricing what a longer run costs the cards behind."""
+    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
+    ev = with_holds(ev, settled, hold_s, busy)
+    scored = []
+    for place, (agent_id, score) in enumerate(ranking):
+        claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
+        base = score.terms
+        scored.append((total, place, agent_id, LeadTerms(
+            base.stage_record, base.success_rate, base.since_last_dispatch_s,
+            claim, run, success, ev.retry, total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
+    scored.sort()
+    n = len(scored)
+    return [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
+
+
+def fleet_differs(records: Mapping[str, Rated], timing: Timing, settled: Mapping[str, tuple[int, int]],
+                  hold_s: Mapping[str, float]) -> bool:
+    """Whether a card's fleet differs: were each of these candidates, busy only for their load,
+    idle, would the best hold be sooner to a success than pull's race among them all (the window
+    left out)? Sooner, not likelier: the window keeps every card, held or not. What a board's
+    window is set by, in deciding and in replaying alike."""
+    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    ev = with_holds(ev, settled, hold_s)
+    best = min(records, key=lambda a: (expected(a, ev)[3], a))
+    racing = race(sorted(records), ev)
+    return not steps_aside(expected(best, ev)[3], racing.expected_s)
 
 
 def hold_length(p95_claim_s: float | None, low: int, high: int) -> int:

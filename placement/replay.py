@@ -2,7 +2,7 @@
 
 Each replayed decision is the first step of a card's ladder that had a choice to make: agents
 eligible to hold for, and more than one rostered agent able to take the card. It is run through
-the other formula's steps on its own recorded facts (each candidate's filters, score terms and
+the other formula's rankers on its own recorded facts (each candidate's filters, score terms and
 stage record); a fact the formula needs that the record does not hold, such as how soon an agent
 claims and how long it runs, or a busy agent's record at the stage, is rebuilt from what the
 record showed *before* the decision (`Known`): a claim counts from its claim time, a run from
@@ -19,9 +19,9 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 from .facts import Card, Facts, Requires, Run, Timing
 from .filtering import FilterResult, Tag, tables
-from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Step
+from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Ranker
 from .ladder import WINNER, Tier
-from .lead import LeadTerms, evidence, expected, hold_length, race, steps_aside, with_holds
+from .lead import by_lead, evidence, fleet_differs, hold_length, race, steps_aside
 from .lead import known as lead_known
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
@@ -295,7 +295,7 @@ def _by_record(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str,
 
 
 def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`waiting.py`'s step, its timing rebuilt from the record before the decision."""
+    """`waiting.py`'s ranker, its timing rebuilt from the record before the decision."""
     if d.ready_at is None:
         raise Unreplayable("no ready time recorded, which holding for a busy agent reads")
     stage: dict[str, StageHistory] = {}
@@ -315,7 +315,7 @@ def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
 
 
 def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`lead.py`'s step as `decision.py` runs it: the eligible by expected time to a success, and
+    """`lead.py`'s ranker as `decision.py` runs it: the eligible by expected time to a success, and
     nobody held where pull is expected to do as well, each figure rebuilt from the record before
     the decision. The hold is sized by its agent's p95 time to claim as known then. The window
     left is the configured one's less the time the card had been ready: the window the formula
@@ -327,20 +327,9 @@ def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, S
     timing = known.timing()
     by_id = {c.agent_id: c for c in d.candidates}
     records = {a: by_id[a].stage or known.stage_of(d, by_id[a], rules) or NO_RUNS for a, _ in ranking}
-    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
     fleet = sum(1 for c in d.candidates if _busy_only(c))
-    busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
-    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a, _ in ranking}, busy)
-    scored = []
-    for place, (agent_id, score) in enumerate(ranking):
-        claim, run, success, total = expected(agent_id, ev)
-        base = score.terms
-        scored.append((total, place, agent_id, LeadTerms(
-            base.stage_record, base.success_rate, base.since_last_dispatch_s, claim, run, success, ev.retry,
-            total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
-    scored.sort()
-    n = len(scored)
-    ranking = [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
+    hold_s = {a: _hold_s(a, rules, timing) for a, _ in ranking}
+    ranking = by_lead(ranking, records, timing, known.settled_on_board(d.board_id), hold_s, fleet)
     best_id, best = ranking[0][0], ranking[0][1].terms
     ev_pull = evidence(timing, {a: s.terms.success for a, s in ranking})
     left = max(0.0, rules.placement_window_s - _seconds(d.at - d.ready_at))
@@ -363,22 +352,18 @@ def _busy_only(c: Considered) -> bool:
 
 
 def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
-    """`decision._fleet` on the record: were every candidate busy only for its load idle too,
-    would the best hold be sooner to a success than pull's race among them all?"""
+    """`lead.fleet_differs` on the record, as `decision._fleet` asks it of a card's facts."""
     fleet = [c for c in d.candidates if _busy_only(c)]
     if len(fleet) < 2:
         return False
     records = {c.agent_id: c.stage or known.stage_of(d, c, rules) or NO_RUNS for c in fleet}
     timing = known.timing()
-    ev = evidence(timing, {a: h.outcome_rate for a, h in records.items()}, {a: h.weight for a, h in records.items()})
-    ev = with_holds(ev, known.settled_on_board(d.board_id), {a: _hold_s(a, rules, timing) for a in records})
-    best = min(records, key=lambda a: (expected(a, ev)[3], a))
-    racing = race(sorted(records), ev)
-    return not steps_aside(expected(best, ev)[3], racing.expected_s)  # sooner, as `decision._fleet` asks
+    hold_s = {a: _hold_s(a, rules, timing) for a in records}
+    return fleet_differs(records, timing, known.settled_on_board(d.board_id), hold_s)
 
 
-# Each step a formula may list, and how a recorded decision is run through it.
-REPLAY_STEPS: Mapping[Step, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
+# Each ranker a formula may list, and how a recorded decision is run through it.
+REPLAY_RANKERS: Mapping[Ranker, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
 
 NO_CHOICE = frozenset({NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE})
 
@@ -400,10 +385,10 @@ def choose(formula: Formula, d: Recorded, rules: Rules, known: Known) -> Choice:
     """Whom `formula` holds this decision's card for, on its recorded facts."""
     ranking: list[tuple[str, Score]] = []
     busy: Choice | None = None
-    for step in formula.steps:
-        replay = REPLAY_STEPS.get(step)
+    for ranker in formula.rankers:
+        replay = REPLAY_RANKERS.get(ranker)
         if replay is None:
-            raise Unreplayable(f"the step {step.name} cannot be replayed from the record")
+            raise Unreplayable(f"the ranker {ranker.name} cannot be replayed from the record")
         ranking, waiting = replay(d, rules, known, ranking)
         busy = waiting or busy
     if busy is not None:

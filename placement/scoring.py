@@ -1,4 +1,4 @@
-"""The documented formula's ranking (the step `formulas.BY_RECORD`): stage record, success on the
+"""The documented formula's ranking (the ranker `formulas.BY_RECORD`): stage record, success on the
 board, least recently used."""
 from __future__ import annotations
 

@@ -107,11 +107,11 @@ def figures(blocks: Sequence[BlockFigures], arm: str) -> ArmFigures:
                       nearest_rank([w for b in mine for w in b.waits], 95), p95s)
 
 
-def difference(a: Ratio | None, b: Ratio | None) -> Interval | None:
+def difference(a: Ratio | None, b: Ratio | None, confidence: float = CONFIDENCE) -> Interval | None:
     """a - b with its 95% interval from both arms' block-to-block spread."""
     if a is None or b is None or a.block_var is None or b.block_var is None:
         return None
-    t = t_quantile((1 + CONFIDENCE) / 2, welch_df(a.block_var, a.blocks, b.block_var, b.blocks))
+    t = t_quantile((1 + confidence) / 2, welch_df(a.block_var, a.blocks, b.block_var, b.blocks))
     half = t * math.sqrt(a.block_var + b.block_var)
     estimate = a.value - b.value
     return Interval(estimate, estimate - half, estimate + half)
@@ -122,12 +122,12 @@ def log_ratio_var(a: Ratio, spread: float) -> float:
     return spread / a.value ** 2
 
 
-def quotient(a: Ratio | None, b: Ratio | None) -> Interval | None:
+def quotient(a: Ratio | None, b: Ratio | None, confidence: float = CONFIDENCE) -> Interval | None:
     """a / b with its 95% interval, taken on the log scale so that it stays positive."""
     if a is None or b is None or a.block_var is None or b.block_var is None or a.value <= 0 or b.value <= 0:
         return None
     va, vb = log_ratio_var(a, a.block_var), log_ratio_var(b, b.block_var)
-    t = t_quantile((1 + CONFIDENCE) / 2, welch_df(va, a.blocks, vb, b.blocks))
+    t = t_quantile((1 + confidence) / 2, welch_df(va, a.blocks, vb, b.blocks))
     half = t * math.sqrt(va + vb)
     estimate = math.log(a.value / b.value)
     return Interval(math.exp(estimate), math.exp(estimate - half), math.exp(estimate + half))
@@ -144,9 +144,20 @@ def wait_difference(a: ArmFigures, b: ArmFigures) -> Interval | None:
     return Interval(estimate, estimate - half, estimate + half)
 
 
-def compare(a: ArmFigures, b: ArmFigures) -> Comparison:
-    return Comparison(a.arm, b.arm, difference(a.success, b.success), quotient(a.lead, b.lead),
-                      wait_difference(a, b))
+def compare(a: ArmFigures, b: ArmFigures, confidence: float = CONFIDENCE) -> Comparison:
+    """a against b at `confidence` (the p95 wait's interval at 95% always: it is shown, not decided on)."""
+    return Comparison(a.arm, b.arm, difference(a.success, b.success, confidence),
+                      quotient(a.lead, b.lead, confidence), wait_difference(a, b))
+
+
+def deciding_confidence(ended: int, total: int) -> float:
+    """The confidence a decision is read at after `ended` of `total` blocks. A look before the
+    schedule is over is one of many, and an interval that clears pull at one look of many by
+    chance would stop the experiment on a fluke: so each look before the last spends 5% evenly
+    over every look the schedule plans (Bonferroni's), and the last reads the plain 95%."""
+    if ended >= total:
+        return CONFIDENCE
+    return 1 - (1 - CONFIDENCE) / max(1, total)
 
 
 
@@ -326,7 +337,12 @@ def analyse(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
     drops = tuple(guard(guardrail, judged, by_name[PULL], looks=len(schedule)))
     out = before + tuple(d.arm for d in drops)
     running = [a.arm for a in others if a.arm not in out]
-    won, why = winner(objective, against_pull, running)
+    confidence = deciding_confidence(len(blocks), len(schedule))
+    deciding = against_pull if confidence == CONFIDENCE else {
+        a.arm: compare(a, by_name[PULL], confidence) for a in others}
+    won, why = winner(objective, deciding, running)
+    if won is not None and confidence != CONFIDENCE:
+        why += f" (at {confidence:.2%}, as this look is one of the schedule's {len(schedule)})"
     more = 0 if won is not None else blocks_to_decision(objective, by_name, against_pull, running)
     return Analysis(objective, burn_in_s, len(blocks), len(schedule), blocks, arms,
                     tuple(against_pull.values()), between, won, why, more, drops, out, guardrail)

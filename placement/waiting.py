@@ -1,4 +1,4 @@
-"""The step `formulas.BY_LEAD`: the opt-in ranking that may hold a card for a busy, better agent.
+"""The ranker `formulas.BY_LEAD`: the opt-in ranking that may hold a card for a busy, better agent.
 
 Delay scheduling, as Hadoop's fair scheduler does it for locality: a card may wait a little for
 the agent it is best placed with, when that agent is busy now but likely free soon. Here the
@@ -31,7 +31,7 @@ the longer by more than the slack. At the winner step a busy agent takes the car
 - and its expected lead is shorter than the first idle agent's.
 
 A hold for it that lapses walks the ladder as any other: runner-ups are never waited for. The
-formula that runs this step, and its versions, are declared in `formulas.py`.
+formula that runs this ranker, and its versions, are declared in `formulas.py`.
 """
 from __future__ import annotations
 

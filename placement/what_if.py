@@ -63,7 +63,7 @@ MAX_LANES = 6  # pull's steady state is solved over at most this many lanes shar
 
 # --- The model, and the record's correction ----------------------------------------------
 
-class Outlook(NamedTuple):
+class Expectation(NamedTuple):
     """One decision under one formula: the chance its card's run succeeds, the time to its claim
     and the attempt's time (claim and run), each with the spread of the outcome not observed."""
 
@@ -336,8 +336,8 @@ def recorded_hold_s(d: Recorded, rules: Rules) -> float:
     return _seconds(d.held_until - d.at) if d.held_until else float(rules.reservation_seconds)
 
 
-def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct: bool) -> Outlook:
-    """The model's outlook for holding `choice` (or nobody), corrected by the recorded outcome
+def expectation(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct: bool) -> Expectation:
+    """The model's expectation for holding `choice` (or nobody), corrected by the recorded outcome
     when `correct` (the formula chose as the record did).
 
     Nobody held: pull throughout (`pull_steady`), or, where a formula stepped aside for this
@@ -361,7 +361,7 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
         ran = d.run_status is not None and d.run_ended_at is not None
         success = 1.0 if d.run_status == "succeeded" else 0.0 if d.run_status == "failed" else agents.outcome_rate(a)
         run = _seconds(d.run_ended_at - d.outcome_at) if ran else agents.run(a)
-        return Outlook(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
+        return Expectation(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
                        0.0, 0.0 if ran else run * run, observed=True)
     if correct and d.outcome == "claimed-by-other" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
@@ -369,7 +369,7 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
         known_other = other in agents.by_id
         success = agents.outcome_rate(other) if known_other else pull_success
         run = agents.run(other) if known_other else pull_run
-        return Outlook(success, claim, claim + run, _bernoulli(success), 0.0, run * run, observed=True)
+        return Expectation(success, claim, claim + run, _bernoulli(success), 0.0, run * run, observed=True)
     if correct and d.outcome == "expired":
         return _modelled(pull_success, lapsed_claim, lapsed_claim + pull_run, observed=True)
     rate = agents.claim_rate(a)
@@ -384,8 +384,8 @@ def outlook(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, correct:
     return _modelled(success, claim, attempt, observed=False)
 
 
-def corrected(model: Outlook, expected: Outlook, measured: Outlook, *, agree: bool) -> Outlook:
-    """A formula's outlook with the recorded outcome's correction: where it chose as the record
+def corrected(model: Expectation, expected: Expectation, measured: Expectation, *, agree: bool) -> Expectation:
+    """A formula's expectation with the recorded outcome's correction: where it chose as the record
     did, what the record measured; where it chose otherwise, what was measured plus the model's
     difference between its choice and the recorded one (`expected`), so that whatever the model
     gets wrong of both alike (a lane's luck, a fleet's speed) cancels. With nothing measured yet,
@@ -394,15 +394,15 @@ def corrected(model: Outlook, expected: Outlook, measured: Outlook, *, agree: bo
         return measured
     if not measured.observed:
         return model
-    return Outlook(measured.success + model.success - expected.success,
+    return Expectation(measured.success + model.success - expected.success,
                    measured.claim_s + model.claim_s - expected.claim_s,
                    measured.attempt_s + model.attempt_s - expected.attempt_s,
                    measured.success_var + model.success_var, measured.claim_var + model.claim_var,
                    measured.attempt_var + model.attempt_var, observed=True)
 
 
-def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Outlook:
-    return Outlook(success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed)
+def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Expectation:
+    return Expectation(success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed)
 
 
 def _bernoulli(p: float) -> float:
@@ -445,12 +445,12 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Replay:
-    """One replayed decision: whom each formula holds for, and each one's outlook."""
+    """One replayed decision: whom each formula holds for, and what each is expected to give."""
 
     decision_id: str
     recorded: Choice
     other: Choice
-    outlooks: Mapping[str, Outlook]  # by arm
+    expectations: Mapping[str, Expectation]  # by arm
 
 
 @dataclass(frozen=True)
@@ -502,7 +502,7 @@ class WhatIf:
         }
 
 
-def rehold(measured: Outlook, d: Recorded, agents: _Agents, rules: Rules, hold_s: float) -> Outlook:
+def rehold(measured: Expectation, d: Recorded, agents: _Agents, rules: Rules, hold_s: float) -> Expectation:
     """The recorded hold's outcome had it lasted `hold_s` rather than as recorded: a claim
     within it stands; a claim after it, or a lapse, falls to pull at its end. A longer hold
     than the record's keeps what the record measured: how many of its lapses a longer one
@@ -517,7 +517,7 @@ def rehold(measured: Outlook, d: Recorded, agents: _Agents, rules: Rules, hold_s
         return measured  # claimed by another before either hold was over
     pull_success, pull_claim, pull_run = agents.pull()
     claim = hold_s + pull_claim
-    return Outlook(pull_success, claim, claim + pull_run, _bernoulli(pull_success), 0.0, pull_run * pull_run,
+    return Expectation(pull_success, claim, claim + pull_run, _bernoulli(pull_success), 0.0, pull_run * pull_run,
                    observed=True)
 
 
@@ -538,7 +538,7 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     not_replayed: dict[str, int] = defaultdict(int)
     differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
     in_window = 0
-    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: outlooks
+    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: each outlook's fleet_differs
     formulas_seen: dict[str, None] = {}
     for d in decisions:
         if since is not None and d.at < since:
@@ -561,30 +561,30 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         mine = recorded_choice(d)
         formulas_seen[d.formula] = None
         differs[_how(mine, other)] += 1
-        measured = outlook(mine, d, agents, rules, correct=True)
-        expected = outlook(mine, d, agents, rules, correct=False)
+        measured = expectation(mine, d, agents, rules, correct=True)
+        expected = expectation(mine, d, agents, rules, correct=False)
         other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
         if other.agent_id == mine.agent_id and other.agent_id is not None \
                 and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
             estimate = rehold(measured, d, agents, rules, other_hold_s)
             if not estimate.observed:
-                estimate = outlook(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
+                estimate = expectation(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
         else:
             # Left to pull with no window, the card is the agent's that let it go: where that is
             # the agent the record held, the same agent ran it, as measured.
             taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
             same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
-            estimate = corrected(outlook(other, d, agents, rules_other, correct=False), expected, measured,
+            estimate = corrected(expectation(other, d, agents, rules_other, correct=False), expected, measured,
                                  agree=same and mine.agent_id is not None)
-        outlooks = {"recorded": measured, "other": estimate}
+        expectations = {"recorded": measured, "other": estimate}
         if chosen is None:
-            outlooks[PULL] = corrected(outlook(Choice(None), d, agents, rules, correct=False), expected,
+            expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
                                        measured, agree=mine.agent_id is None)
-        replays.append(Replay(d.decision_id, mine, other, outlooks))
+        replays.append(Replay(d.decision_id, mine, other, expectations))
     names = tuple(formulas_seen)
     arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
         ((PULL, PULL),) if chosen is None else ())
-    estimates = tuple(_estimate(arm, name, [r.outlooks[arm] for r in replays]) for arm, name in arms)
+    estimates = tuple(_estimate(arm, name, [r.expectations[arm] for r in replays]) for arm, name in arms)
     return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
                   recorded_formulas=names)
 
@@ -613,9 +613,9 @@ def _how(recorded: Choice, other: Choice) -> str:
     return "busy-agent" if other.busy else "another-agent"
 
 
-def _estimate(arm: str, formula: str, outlooks: list[Outlook]) -> Estimate:
-    n = len(outlooks)
-    observed = sum(o.observed for o in outlooks)
+def _estimate(arm: str, formula: str, expectations: list[Expectation]) -> Estimate:
+    n = len(expectations)
+    observed = sum(o.observed for o in expectations)
     if arm == "recorded":
         estimator = "measured"
     else:
@@ -623,10 +623,10 @@ def _estimate(arm: str, formula: str, outlooks: list[Outlook]) -> Estimate:
     if not n:
         nan = Interval(math.nan, math.nan, math.nan)
         return Estimate(arm, formula, estimator, 0, 0, nan, nan, nan)
-    success = _mean([o.success for o in outlooks], [o.success_var for o in outlooks])
-    claim = _mean([o.claim_s for o in outlooks], [o.claim_var for o in outlooks])
-    lead = _ratio([o.attempt_s for o in outlooks], [o.attempt_var for o in outlooks],
-                  [o.success for o in outlooks], [o.success_var for o in outlooks])
+    success = _mean([o.success for o in expectations], [o.success_var for o in expectations])
+    claim = _mean([o.claim_s for o in expectations], [o.claim_var for o in expectations])
+    lead = _ratio([o.attempt_s for o in expectations], [o.attempt_var for o in expectations],
+                  [o.success for o in expectations], [o.success_var for o in expectations])
     return Estimate(arm, formula, estimator, n, observed, _clip(success, 0.0, 1.0), _clip(claim, 0.0),
                     _clip(lead, 0.0))
 

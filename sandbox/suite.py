@@ -170,6 +170,7 @@ class Suite:
             and split.path.rstrip("/").endswith("/reservation")
         if hold and self.toggles.hold_timeout == "lost":
             self._answer_late(product, timeout)
+            return bare_error(504, "the hold was never made").encoded()  # nobody waits for it
         with self.lock:
             reply = dispatch(self, product, method, split.path or "/", merged, dict(headers or {}), body or b"")
         if hold and self.toggles.hold_timeout == "made":
@@ -178,11 +179,13 @@ class Suite:
 
     def _answer_late(self, product: str, timeout: float | None) -> None:
         """Answer past the caller's timeout: TimedOut once it has passed (in-process), or the
-        `slow` fault's delay before answering (over HTTP the caller's socket gives up first)."""
+        `slow` fault's delay before answering (over HTTP the caller's socket gives up first).
+        Over HTTP the delay is wall time on any clock: a virtual clock moved on would answer
+        at once, and the caller would never time out."""
         if timeout is not None:
             self.wait(timeout)
             raise TimedOut(f"{product} did not answer within {timeout} s")
-        self.wait(self.toggles.slow_seconds)
+        time.sleep(self.toggles.slow_seconds)
 
     def _slowness(self, product: str, method: str, path: str) -> float:
         """How long a board read takes under the `slow` toggle (0: no longer than usual)."""

@@ -5,6 +5,8 @@ so a viewer is not offered one, and a POST of it is a 403 (access.site). Each ac
 who asked to the named action, which records it in the audit trail."""
 from __future__ import annotations
 
+import math
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.db.models import Exists, OuterRef, Q
@@ -18,12 +20,13 @@ from access.site import ReadOnlyAdmin
 from placement import formulas
 from placement.filtering import tables
 from records.api.explain import explain
+from records.console import experiments as experiment_pages
 from records.console.pages import agent_url
 from records.models import (
-    Board, Candidate, Decision, LoopState, OutboxEvent, Suggestion, SuggestionState,
+    Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
-from records.store import actions, outbox
+from records.store import actions, dashboard, outbox
 
 
 class ActionsOnlyAdmin(ReadOnlyAdmin):
@@ -37,27 +40,107 @@ class ActionsOnlyAdmin(ReadOnlyAdmin):
         return self.readonly_fields or [f.name for f in self.model._meta.fields]
 
 
+def formula_action_name(arm: str) -> str:
+    """The admin action that gives boards this formula (or pull) as their own."""
+    return "run_" + "".join(ch if ch.isalnum() else "_" for ch in arm)
+
+
+def _run_formula(arm: str):
+    """An action that gives the selected boards `arm` as their own formula, each change audited."""
+
+    @admin.action(description=f"Run {arm} on the selected boards (their own formula)",
+                  permissions=["change"])
+    def run(modeladmin, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_set_board_formula(board.board_id, arm, timezone.now(), by=by)
+        modeladmin.message_user(request, f"{queryset.count()} board(s) run {arm}.", messages.SUCCESS)
+
+    run.__name__ = formula_action_name(arm)
+    return run
+
+
 @admin.register(Board)
 class BoardAdmin(ActionsOnlyAdmin):
-    list_display = ("board_id", "enabled", "window_seconds", "last_read_at", "last_read_error",
-                    "updated_at")
+    list_display = ("board_id", "enabled", "formula_label", "window_seconds", "last_read_at",
+                    "last_read_error", "waiting", "updated_at")
     list_filter = ("enabled",)
     search_fields = ("board_id",)
-    actions = ["opt_in", "opt_out"]
+    # One action a declared formula, and pull, derived from the declarations.
+    actions = ["opt_in", "opt_out", "deployment_formula",
+               *(_run_formula(arm) for arm in (*formulas.recorded_names(), "pull"))]
+
+    @admin.display(description="formula", ordering="formula")
+    def formula_label(self, board: Board) -> str:
+        # The board's own formula, set by a person or by an experiment's result; else the
+        # deployment's, which SUPERDISPATCH_FORMULA names.
+        return board.formula or "— (the deployment's)"
+
+    @admin.action(description="Run the deployment's formula again (clear the board's own)",
+                  permissions=["change"])
+    def deployment_formula(self, request, queryset):
+        by = of_request(request)
+        for board in queryset:
+            actions.do_set_board_formula(board.board_id, None, timezone.now(), by=by)
+        self.message_user(request, f"{queryset.count()} board(s) run the deployment's formula.",
+                          messages.SUCCESS)
+
+    @admin.display(description="waiting unrecorded, and why")
+    def waiting(self, board: Board) -> str:
+        """Its ready cards the last pass over it left waiting with no decision recorded."""
+        return dashboard.waiting_said(board.waiting_on_load, board.waiting_on_holds)
 
     @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_in(board.board_id, timezone.now(), by=by)
+            actions.do_opt_in(board.board_id, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
 
     @admin.action(description="Opt the selected boards out", permissions=["change"])
     def opt_out(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_out(board.board_id, timezone.now(), by=by)
+            actions.do_opt_out(board.board_id, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
+
+
+@admin.register(Experiment)
+class ExperimentAdmin(ActionsOnlyAdmin):
+    list_display = ("id", "state", "boards_label", "arms_label", "objective", "winner", "starts_at",
+                    "ends_at")
+    list_filter = ("state", "objective")
+    search_fields = ("=id",)
+    actions = ["stop"]
+    fieldsets = (
+        (None, {"fields": ("id", "state", "boards_label", "arms_label", "objective",
+                           "block_seconds", "seed", "burn_in_seconds", "holdback_every",
+                           "starts_at", "ends_at", "decided_at", "stopped_at", "created_by")}),
+        ("What it shows", {"fields": ("report",)}),
+    )
+    readonly_fields = ("id", "state", "boards_label", "arms_label", "objective", "block_seconds",
+                       "seed", "burn_in_seconds", "holdback_every", "starts_at", "ends_at",
+                       "decided_at", "stopped_at", "created_by", "report")
+
+    @admin.display(description="boards")
+    def boards_label(self, e: Experiment) -> str:
+        return ", ".join(e.boards)
+
+    @admin.display(description="arms")
+    def arms_label(self, e: Experiment) -> str:
+        return ", ".join(e.arms)
+
+    @admin.display(description="")
+    def report(self, e: Experiment) -> str:
+        return render_to_string("admin/records/experiment.html",
+                                experiment_pages.report(e, timezone.now()))
+
+    @admin.action(description="Stop the selected experiments", permissions=["change"])
+    def stop(self, request, queryset):
+        by = of_request(request)
+        for experiment in queryset:
+            actions.do_stop_experiment(experiment.id, timezone.now(), by=by)
+        self.message_user(request, f"{queryset.count()} experiment(s) stopped.", messages.SUCCESS)
 
 
 class TurnedAwayFilter(admin.SimpleListFilter):
@@ -175,7 +258,8 @@ def candidate_rows(d: Decision) -> list[dict]:
                          "unchecked": f.get("unchecked")} for f in verdicts],
             "failed": failed,
             "total": score.get("total"),
-            "terms": score.get("terms") or {},
+            "terms": [(name, significant(value))
+                      for name, value in (score.get("terms") or {}).items()],
             "history": c["stageHistory"],
             "policy": c.get("policy"),
         })
@@ -183,12 +267,42 @@ def candidate_rows(d: Decision) -> list[dict]:
     return rows
 
 
+def significant(value, figures: int = 3) -> str:
+    """A score term as a person reads it: three significant figures, never an exponent
+    (0.6874953439426286 reads 0.687, 3456.0 reads 3460); the API keeps full precision."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    decimals = figures - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, decimals):.{max(decimals, 0)}f}"
+
+
+ALL_STATES = "all"
+
+
 class StateFilter(admin.SimpleListFilter):
+    """Open suggestions unless another state is asked for, as `GET /v1/suggestions` answers."""
+
     title = "state"
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return SuggestionState.choices
+        return [*SuggestionState.choices, (ALL_STATES, ALL_STATES)]
+
+    def value(self):
+        return super().value() or SuggestionState.OPEN
+
+    def choices(self, changelist):
+        # The admin's own "All" stands for no parameter, which here reads as open.
+        counts = self.get_facet_queryset(changelist) if changelist.add_facets else None
+        for i, (value, label) in enumerate(self.lookup_choices):
+            if counts is not None:
+                label = f"{label} ({counts.get(f'{i}__c', '-')})"
+            yield {"selected": self.value() == value, "display": label,
+                   "query_string": changelist.get_query_string({self.parameter_name: value})}
 
     def queryset(self, request, queryset):
         if self.value() == SuggestionState.OPEN:
@@ -202,9 +316,11 @@ class StateFilter(admin.SimpleListFilter):
 
 @admin.register(Suggestion)
 class SuggestionAdmin(ActionsOnlyAdmin):
-    list_display = ("id", "kind", "board_id", "stage_key", "state", "evidence_count",
-                    "first_seen_at", "last_seen_at")
-    list_filter = ("kind", StateFilter, "board_id")
+    # Fits a 1366-pixel screen beside the admin's two sidebars: the kind, unbroken, opens the
+    # suggestion; the lane is one column; its id and first sighting are on its own page.
+    list_display = ("kind_label", "lane", "state", "evidence_total", "last_seen_at")
+    list_display_links = ("kind_label",)
+    list_filter = (StateFilter, "kind", "board_id")
     search_fields = ("=id", "board_id", "stage_key")
     actions = ["dismiss"]
     readonly_fields = ("id", "kind", "board_id", "stage_key", "state", "reason", "reasons",
@@ -213,6 +329,25 @@ class SuggestionAdmin(ActionsOnlyAdmin):
                        "evidence_count", "first_seen_at", "last_seen_at", "resolved_at",
                        "dismissed_at")
     exclude = ("evidence",)
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_label(self, s: Suggestion) -> str:
+        return format_html('<span class="sd-nowrap">{}</span>', s.kind)
+
+    @admin.display(description="lane", ordering="board_id")
+    def lane(self, s: Suggestion) -> str:
+        return f"{s.board_id} / {s.stage_key}"
+
+    @admin.display(description="evidence", ordering="evidence_count")
+    def evidence_total(self, s: Suggestion) -> int:
+        return s.evidence_count
+
+    def changelist_view(self, request, extra_context=None):
+        state = request.GET.get(StateFilter.parameter_name) or SuggestionState.OPEN
+        words = f"{state} " if state in SuggestionState.values else ""
+        return super().changelist_view(request, {
+            "title": f"Suggestions: {state}" if words else "Suggestions",
+            "sd_empty": f"No {words}suggestions.", **(extra_context or {})})
 
     @admin.display(description="evidence")
     def evidence_links(self, s: Suggestion) -> str:
@@ -224,9 +359,9 @@ class SuggestionAdmin(ActionsOnlyAdmin):
 
     @admin.action(description="Dismiss the selected suggestions", permissions=["change"])
     def dismiss(self, request, queryset):
-        now, by = timezone.now(), of_request(request)
+        by = of_request(request)
         for suggestion in queryset:
-            actions.do_dismiss_suggestion(suggestion, now, by=by)
+            actions.do_dismiss_suggestion(suggestion, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
                           messages.SUCCESS)
 

@@ -22,6 +22,10 @@ class Board(models.Model):
     # An opt-in or opt-out announced and not yet taken up (its task not started): the changes
     # after it ride on it until then. It lapses, so a lost task never holds the next one back.
     change_pending_until = models.DateTimeField(null=True, blank=True)
+    # Its ready cards that waited unrecorded at the last pass over the whole board, by why:
+    # every agent that could take one was at its load, or free but holding another card of ours.
+    waiting_on_load = models.IntegerField(default=0)
+    waiting_on_holds = models.IntegerField(default=0)
     # The board's own formula (a declared formula's recorded name, or `pull`), set by a person or
     # by an experiment's result; null: the deployment's SUPERDISPATCH_FORMULA.
     formula = models.CharField(max_length=80, null=True, blank=True)

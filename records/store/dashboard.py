@@ -149,6 +149,37 @@ def decisions_over_time(rng: Range, now: datetime, span: Span) -> dict:
             "boards": sorted(boards.values(), key=lambda b: (-b["total"], b["board"]))}
 
 
+# Where every decision of a range is newer than this, the chart over time starts at the first
+# of them, at the finest of these bars that draws the window in at most MOST_BARS: at the
+# range's own bars (an hour each for a day) a young store's decisions stand in one bar at the
+# right edge. Read from the decisions themselves, at most this window of them.
+RECENT = timedelta(hours=6)
+FINE_STEPS = tuple(timedelta(minutes=m) for m in (5, 10, 15, 30))
+MOST_BARS = 36
+
+
+def recent_over_time(rng: Range, now: datetime) -> dict | None:
+    """The chart over time of a range whose decisions all fall in its last RECENT, drawn from
+    the first of them at a finer bar: `{starts, by_tier, step}`; None where the range's own
+    bars read well (`decisions_over_time`)."""
+    first = (in_range(rng, now).order_by("created_at")
+             .values_list("created_at", flat=True).first())
+    if first is None or first <= now - RECENT:
+        return None
+    step = next((s for s in FINE_STEPS if (now - first) / s <= MOST_BARS), FINE_STEPS[-1])
+    if step >= rng.step:
+        return None
+    starts = bar_starts(first, now, step)
+    by_tier = {name: [0] * len(starts) for name in TIER_SERIES}
+    window = Decision.objects.filter(created_at__gte=starts[0], created_at__lte=now)
+    for row in rollups.time_rows(window, "minute"):
+        i = bar_index(row["t"], starts, step)
+        if i is not None:
+            tier = tier_of(row["tier_name"], None if row["nobody"] else "x")
+            by_tier[tier][i] += row["decisions"]
+    return {"starts": starts, "by_tier": by_tier, "step": step}
+
+
 def outcome_mix(span: Span) -> list[tuple[str, int]]:
     """How the decisions of the range ended: each outcome of a hold, still pending, or nobody
     chosen and why."""
@@ -196,14 +227,42 @@ def no_shows(span: Span, top: int = 15) -> list[dict]:
     return [{"agent": agent, "no_shows": -n, "held": held} for n, agent, held in lapsed[:top]]
 
 
+def waiting_said(on_load: int, on_holds: int) -> str:
+    """A board's cards that wait unrecorded (placement's `waiting-on-load`, `waiting-on-holds`),
+    in words: how many, and why. A wait is no fault: each is placed when an agent frees up."""
+    said = []
+    if on_load:
+        said.append(f"{on_load} {_cards(on_load)} for an agent to free up: every agent that "
+                    f"could take {'it' if on_load == 1 else 'them'} is busy or at capacity")
+    if on_holds:
+        said.append(f"{on_holds} {_cards(on_holds)} on our holds: every agent free to take "
+                    f"{'it' if on_holds == 1 else 'them'} is held for another card")
+    return "; ".join(said) if said else "no card waits"
+
+
+def _cards(n: int) -> str:
+    return "card waits" if n == 1 else "cards wait"
+
+
 def reading(now: datetime) -> dict:
-    """Boards the last pass could not read, and the sweep loop's backoff."""
+    """Boards the last pass could not read, the cards each board's last pass left waiting
+    unrecorded and why, and the sweep loop's backoff."""
     unread = list(Board.objects.filter(enabled=True).exclude(last_read_error="")
                   .values("board_id", "last_read_error", "last_read_at")
                   .order_by("board_id"))
+    waiting = list(Board.objects.filter(enabled=True)
+                   .filter(Q(waiting_on_load__gt=0) | Q(waiting_on_holds__gt=0))
+                   .values("board_id", "waiting_on_load", "waiting_on_holds", "last_read_at")
+                   .order_by("board_id"))
+    for board in waiting:
+        board["said"] = waiting_said(board["waiting_on_load"], board["waiting_on_holds"])
+    on_load = sum(b["waiting_on_load"] for b in waiting)
+    on_holds = sum(b["waiting_on_holds"] for b in waiting)
     loop = LoopState.objects.filter(key="loop").first()
     failed = loop.failed_sweeps if loop else 0
     return {"unread": unread, "enabled": Board.objects.filter(enabled=True).count(),
+            "waiting": waiting, "waiting_on_load": on_load, "waiting_on_holds": on_holds,
+            "waiting_total": on_load + on_holds,
             "failed_sweeps": failed, "backoff": min(2 ** failed, 8) if failed else 1,
             "last_sweep_at": loop.last_sweep_at if loop else None,
             "next_sweep_at": loop.next_sweep_at if loop else None}

@@ -30,7 +30,7 @@ MISSED_SHARE = 0.02  # the share of eventual claims a window may turn into lapse
 
 
 @dataclass(frozen=True)
-class Hold:
+class SettledHold:
     agent_id: str
     tier: str  # winner | runner-up
     latency_s: float | None  # from the hold to its agent's claim; None: it never claimed
@@ -64,7 +64,7 @@ class Recommendation:
     latency_p99_s: float | None
 
 
-def settled_holds(board_id: str | None = None, since: datetime | None = None) -> list[Hold]:
+def settled_holds(board_id: str | None = None, since: datetime | None = None) -> list[SettledHold]:
     """Every settled hold in the store, oldest first, with its agent's latency to claim."""
     rows = Decision.objects.filter(reserved_until__isnull=False, chosen__isnull=False,
                                    outcome_status__in=SETTLED_HOLDS)
@@ -76,11 +76,11 @@ def settled_holds(board_id: str | None = None, since: datetime | None = None) ->
     for chosen, tier, created, until, status, at in rows.order_by("created_at", "id").values_list(
             "chosen", "tier_name", "created_at", "reserved_until", "outcome_status", "outcome_at"):
         latency = max((at - created).total_seconds(), 0.0) if status == "claimed" else None
-        out.append(Hold(chosen, tier or "winner", latency, (until - created).total_seconds()))
+        out.append(SettledHold(chosen, tier or "winner", latency, (until - created).total_seconds()))
     return out
 
 
-def figures_at(holds: list[Hold], window: int) -> WindowFigures:
+def figures_at(holds: list[SettledHold], window: int) -> WindowFigures:
     claimed = [h.latency_s for h in holds if h.latency_s is not None]
     within = [lat for lat in claimed if lat <= window]
     no_shows = sum(1 for h in holds if h.latency_s is None)
@@ -94,15 +94,15 @@ def figures_at(holds: list[Hold], window: int) -> WindowFigures:
     )
 
 
-def as_evidence(holds: list[Hold]) -> list[Hold]:
+def as_evidence(holds: list[SettledHold]) -> list[SettledHold]:
     """The holds with each late claim by an agent that claims within its other holds read as a
     no-show (see above)."""
     on_time = {h.agent_id for h in holds if h.latency_s is not None and not h.late}
-    return [Hold(h.agent_id, h.tier, None, h.length_s) if h.late and h.agent_id in on_time else h
+    return [SettledHold(h.agent_id, h.tier, None, h.length_s) if h.late and h.agent_id in on_time else h
             for h in holds]
 
 
-def recommend(holds: Iterable[Hold], tier: str, min_holds: int = MIN_HOLDS) -> Recommendation:
+def recommend(holds: Iterable[SettledHold], tier: str, min_holds: int = MIN_HOLDS) -> Recommendation:
     """The window for one tier's holds, or `enough=False` when there are too few to judge."""
     chosen = as_evidence([h for h in holds if h.tier == tier])
     claimed = [h.latency_s for h in chosen if h.latency_s is not None]
@@ -115,13 +115,13 @@ def recommend(holds: Iterable[Hold], tier: str, min_holds: int = MIN_HOLDS) -> R
                           percentile(claimed, 50), percentile(claimed, 90), percentile(claimed, 99))
 
 
-def recommend_both(holds: list[Hold], min_holds: int = MIN_HOLDS) -> tuple[Recommendation, Recommendation]:
+def recommend_both(holds: list[SettledHold], min_holds: int = MIN_HOLDS) -> tuple[Recommendation, Recommendation]:
     """(winner, runner-up). A runner-up's latency is its agent's poll as a winner's is: with too
     few runner-up holds of their own, the runner-up window is read from every hold."""
     winner = recommend(holds, "winner", min_holds)
     runner = recommend(holds, "runner-up", min_holds)
     if not runner.enough:
-        pooled = recommend([Hold(h.agent_id, "runner-up", h.latency_s, h.length_s) for h in holds],
+        pooled = recommend([SettledHold(h.agent_id, "runner-up", h.latency_s, h.length_s) for h in holds],
                            "runner-up", min_holds)
         runner = pooled
     return winner, runner

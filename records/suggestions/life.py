@@ -11,7 +11,7 @@ from records.store import actions
 from records.store.registry import last_registry
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    MODEL, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
+    MODEL_ONLY, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
 )
 from records.suggestions.roster import flagging_rules, roster_suggestion
 from records.suggestions.supply import Supply, supply_proposals, wants_supply
@@ -43,7 +43,7 @@ def found_suggestions(now: datetime) -> list[Found]:
         wanting = [lane for lane in lanes if rules[lane.lane] or wants_supply(lane)]
         requires, candidates = latest_reads([lane.latest.id for lane in wanting])
         short = lane_shortfalls([pid for lane in wanting if wants_supply(lane)
-                                 for pid in lane.evidence(MODEL | SHORTFALL)])
+                                 for pid in lane.evidence(MODEL_ONLY | SHORTFALL)])
     found = []
     for lane in wanting:
         latest = lane.latest.id

@@ -26,10 +26,10 @@ from records.store.reasons import has_reason, has_reason_sql, only_reasons_sql, 
 ONE = 1 << 0  # exactly one agent on the roster with the capability
 UNRELIABLE = 1 << 1  # every such agent was unhealthy or a recent no-show (at least one)
 STALLED = 1 << 2  # part of an attempt's run of none-eligible spanning the stall time
-MODEL = 1 << 3  # blocked; a rostered agent with a station was turned away only by its model
+MODEL_ONLY = 1 << 3  # blocked; a rostered agent with a station was turned away only by its model
 SHORTFALL = 1 << 4  # blocked; a rostered agent was turned away only by station filters
 NO_CAPABILITY = 1 << 5  # blocked; nobody on the roster or in the workspace has the capability
-CAPACITY = 1 << 6  # chose nobody; every rostered capable agent failed for load alone, one at capacity
+LOAD_BOUND = 1 << 6  # chose nobody; every rostered capable agent failed for load alone, one at capacity
 EMPTY = 1 << 7  # nobody on the roster with the capability, and someone off it has it
 
 BLOCKED = (DecisionReason.NONE_ELIGIBLE, DecisionReason.ONE_CANDIDATE, DecisionReason.EMPTY_LANE)
@@ -177,7 +177,7 @@ GROUP BY d.board_id, d.stage_key, c.agent_id, c.station_id, c.filters
 """
 
 
-class DecisionRow(NamedTuple):
+class DecisionRead(NamedTuple):
     board_id: str
     stage_key: str
     card_id: str
@@ -213,11 +213,11 @@ class DecisionRow(NamedTuple):
         return (
             (ONE if rc == 1 else 0)
             | (UNRELIABLE if rc and self.sick == rc else 0)
-            | (MODEL if blocked and self.model_only else 0)
+            | (MODEL_ONLY if blocked and self.model_only else 0)
             | (SHORTFALL if blocked and self.station_only else 0)
             | (NO_CAPABILITY if blocked and not rc and not self.capable_off_roster else 0)
             | (EMPTY if not rc and self.capable_off_roster else 0)
-            | (CAPACITY if self.chosen is None and rc and self.load_bound == rc
+            | (LOAD_BOUND if self.chosen is None and rc and self.load_bound == rc
                and self.at_capacity else 0)
         )
 
@@ -249,7 +249,7 @@ class LaneTally:
     decisions: Counter = field(default_factory=Counter)  # by the exact bits a decision bears
     cards: Counter = field(default_factory=Counter)  # by the bits a card's decisions bore
     longest_stall: Stall | None = None
-    at_capacity: int = 0  # rostered capable agents at capacity, in the newest CAPACITY decision
+    at_capacity: int = 0  # rostered capable agents at capacity, in the newest LOAD_BOUND decision
     _newest: dict = field(default_factory=dict)  # bit -> min-heap of (created_at, id)
     _newest_capacity: float | None = None
 
@@ -270,7 +270,7 @@ class LaneTally:
         kept = {entry for bit, heap in self._newest.items() if bit & bits for entry in heap}
         return [pid for _, pid in sorted(kept, reverse=True)[:EVIDENCE_KEPT]]
 
-    def add(self, row: DecisionRow, bits: int) -> None:
+    def add(self, row: DecisionRead, bits: int) -> None:
         if self.latest is None or (row.created_at, row.id) > (self.latest.created_at, self.latest.id):
             self.latest = Latest(row.id, row.created_at, row.chosen, row.rostered_capable,
                                  row.capable_off_roster)
@@ -284,7 +284,7 @@ class LaneTally:
                 heapq.heappush(heap, entry)
             else:
                 heapq.heappushpop(heap, entry)
-        if bits & CAPACITY and (self._newest_capacity is None or row.created_at > self._newest_capacity):
+        if bits & LOAD_BOUND and (self._newest_capacity is None or row.created_at > self._newest_capacity):
             self._newest_capacity, self.at_capacity = row.created_at, row.at_capacity
 
 
@@ -301,10 +301,10 @@ class _Fold:
     def __init__(self, stall: timedelta):
         self.stall = stall
         self.lanes: list[LaneTally] = []
-        self.attempt: list[DecisionRow] = []  # the attempt being read, oldest first
+        self.attempt: list[DecisionRead] = []  # the attempt being read, oldest first
         self.card_bits = 0  # what the card being read has borne so far
 
-    def add(self, row: DecisionRow) -> None:
+    def add(self, row: DecisionRead) -> None:
         if self.attempt and self.attempt[-1].attempt != row.attempt:
             self._close_attempt(card_ends=self.attempt[-1].card != row.card)
         if not self.lanes or self.lanes[-1].lane != row.lane:
@@ -352,7 +352,7 @@ def lane_tallies(window: Window) -> list[LaneTally]:
         cursor.execute(decisions_sql(), _window_params(window) * 2)
         while rows := cursor.fetchmany(CHUNK):
             for raw in rows:
-                fold.add(DecisionRow(*raw))
+                fold.add(DecisionRead(*raw))
     return fold.finish()
 
 

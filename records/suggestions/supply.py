@@ -10,12 +10,12 @@ from placement.stations import PROOF_RANK, lacking_by_agent
 from records.models import SuggestionKind
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    CAPACITY, MODEL, NO_CAPABILITY, SHORTFALL, LaneTally, Shortfall,
+    LOAD_BOUND, MODEL_ONLY, NO_CAPABILITY, SHORTFALL, LaneTally, Shortfall,
 )
 from records.suggestions.words import capability_words, counted, either, needs_words
 
 MIN_EVIDENCE = 2  # decisions in the window that bear a kind out
-SUPPLY_BITS = MODEL | SHORTFALL | NO_CAPABILITY | CAPACITY
+SUPPLY_BITS = MODEL_ONLY | SHORTFALL | NO_CAPABILITY | LOAD_BOUND
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def supply_proposals(lane: LaneTally, requires: dict | None, shortfalls: list[Sh
     if _own_station_has_it(shortfalls, supply):
         shortfalls = []  # the next decision will say
     proposals = []
-    if shortfalls and lane.count(MODEL) >= MIN_EVIDENCE:
+    if shortfalls and lane.count(MODEL_ONLY) >= MIN_EVIDENCE:
         proposals += _change_model(lane, shortfalls, supply)
     host = None
     if shortfalls and lane.count(SHORTFALL) >= MIN_EVIDENCE and supply.registry is not None:
@@ -58,7 +58,7 @@ def supply_proposals(lane: LaneTally, requires: dict | None, shortfalls: list[Sh
     station_bits = SHORTFALL if shortfalls and host is None else 0
     if lane.count(NO_CAPABILITY | station_bits) >= MIN_EVIDENCE:
         proposals.append(_add_station(lane, requires, shortfalls if station_bits else [], supply))
-    if lane.count(CAPACITY) >= MIN_EVIDENCE:
+    if lane.count(LOAD_BOUND) >= MIN_EVIDENCE:
         proposals.append(_raise_capacity(lane, requires, supply))
     return proposals
 
@@ -148,13 +148,13 @@ def _change_model(lane: LaneTally, shortfalls: list[Shortfall], supply: Supply) 
     models = s.lacked[filters.MODEL.name]
     model = models[0] if models else None
     return [_proposal(
-        SuggestionKind.CHANGE_MODEL, lane, MODEL, supply,
-        rationale=(f"In {counted(lane.count(MODEL), 'decision')} at {_lane(lane)} in which nobody "
+        SuggestionKind.CHANGE_MODEL, lane, MODEL_ONLY, supply,
+        rationale=(f"In {counted(lane.count(MODEL_ONLY), 'decision')} at {_lane(lane)} in which nobody "
                    f"was eligible, an agent on the roster was turned away only for its model: "
                    f"{s.agent_id}'s station {s.station_id} runs none of {either(models or ['the models asked for'])}."),
         target={"agentId": s.agent_id, "stationId": s.station_id, "model": model},
         agents=1,
-        summary=f"{s.agent_id} could take the {_unplaced(lane, MODEL)} that went unplaced for want of {model}.",
+        summary=f"{s.agent_id} could take the {_unplaced(lane, MODEL_ONLY)} that went unplaced for want of {model}.",
         how=(f"In AgentPod, declare model {model} for station {s.station_id} in its declared "
              f"harness configuration."))]
 
@@ -216,12 +216,12 @@ def _add_station(lane: LaneTally, requires: dict | None, shortfalls: list[Shortf
 def _raise_capacity(lane: LaneTally, requires: dict | None, supply: Supply) -> Found:
     agents = lane.at_capacity
     return _proposal(
-        SuggestionKind.RAISE_CAPACITY, lane, CAPACITY, supply,
-        rationale=(f"In {counted(lane.count(CAPACITY), 'decision')} at {_lane(lane)} that chose "
+        SuggestionKind.RAISE_CAPACITY, lane, LOAD_BOUND, supply,
+        rationale=(f"In {counted(lane.count(LOAD_BOUND), 'decision')} at {_lane(lane)} that chose "
                    f"nobody, every agent on the roster with {capability_words(requires)} was "
                    f"turned away for its load alone, at least one at the board's concurrency."),
         target=None,
         agents=agents,
         summary=(f"{counted(agents, 'agent')} at capacity could take the "
-                 f"{_unplaced(lane, CAPACITY)} that went unplaced."),
+                 f"{_unplaced(lane, LOAD_BOUND)} that went unplaced."),
         how=f"In SuperPipeline, raise the agent concurrency of board {lane.board_id}.")

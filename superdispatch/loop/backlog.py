@@ -35,8 +35,11 @@ import placement
 from placement.candidates import verdicts_by_agent
 from placement.facts import AgentLoad, Card, Ladder, RosterRow, Verdict
 from placement.ladder import WINNER, next_tier
+from placement.why_nobody import UNRECORDED, WAITING_ON_HOLDS
 
-HELD, WAITING = "held", "waiting"  # what weighing a card came to, as the bound reads it
+# What weighing a card came to, as the bound reads it: HELD, or for a card that waits, why it
+# waits (`waiting-on-load` or `waiting-on-holds`, placement's UNRECORDED).
+HELD = "held"
 
 
 def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
@@ -84,6 +87,7 @@ class Backlog:
         self.no_policy = no_policy  # what the policy's last answer said (None: policy off)
         self._waited: dict[Hashable, list[Hashable]] = {}
         self._held: dict[Hashable, list[Hashable]] = {}
+        self._why: dict[Hashable, list[str]] = {}  # why each read kept in `_waited` waited
         self._full: set[str] = set()  # boards with nobody left who could be held now
         self._whole: list[Sequence[Verdict]] = []  # the whole reads remembered
         self._last: tuple[Sequence[Verdict], frozenset[str], Hashable] | None = None
@@ -91,22 +95,24 @@ class Backlog:
 
     def weigh(self, card: Card, ladder: Ladder, eligibility: Sequence[Verdict],
               considered: frozenset[str] | None, holdable_now: Callable[[], int],
-              decide: Callable[[], str | None]) -> None:
+              decide: Callable[[], str | None]) -> str | None:
         """Decide the card (`decide`, which says what it came to) unless its read says it
-        waits; `considered`: the agents its filters read (None: anybody); `holdable_now`: who
-        could be held, after the holds this pass has made so far."""
+        waits; then, why it waits. `considered`: the agents its filters read (None: anybody);
+        `holdable_now`: who could be held, after the holds this pass has made so far."""
         group = group_of(card, ladder, self.rules, self.no_policy())
         if group is None:
             decide()
-            return
+            return None
         said = self.said(eligibility, considered)
-        if self._waits(group, said, card.board_id, holdable_now):
+        why = self._waits(group, said, card.board_id, holdable_now)
+        if why is not None:
             self.held_back += 1
-            return
+            return why
         came_to = decide()
         # The group as the card's facts read it: deciding may have asked the policy.
         self._weighed(group_of(card, ladder, self.rules, self.no_policy()), said, came_to,
                       whole=considered is None)
+        return None
 
     def said(self, eligibility: Sequence[Verdict], considered: frozenset[str] | None) -> Hashable:
         """What a card's read says of the agents its filters read: the verdicts of `considered`
@@ -123,24 +129,26 @@ class Backlog:
         return said
 
     def _waits(self, group: Hashable, said: Hashable, board_id: str,
-               holdable_now: Callable[[], int]) -> bool:
-        if _among(said, self._waited.get(group, ())):
-            return True
+               holdable_now: Callable[[], int]) -> str | None:
+        """Why a card whose read is `said` waits, as a card read alike did; None: decide it."""
+        for index, waited in enumerate(self._waited.get(group, ())):
+            if said is waited or said == waited:
+                return self._why[group][index]
         if not _among(said, self._held.get(group, ())):
-            return False
+            return None
         if board_id not in self._full:
             if holdable_now() > 0:
-                return False
+                return None
             self._full.add(board_id)  # holds only add up during a pass
-        return True
+        return WAITING_ON_HOLDS
 
     def _weighed(self, group: Hashable, said: Hashable, came_to: str | None, whole: bool) -> None:
         """Remember what a card that waited or was held read. `whole`: `said` is a whole read,
         of which a pass keeps a few (a read names every agent of the workspace, and what that
         holds is in docs/performance.md; alike reads are one tuple, so a few are enough)."""
-        if came_to not in (HELD, WAITING):
+        if came_to != HELD and came_to not in UNRECORDED:
             return
-        kept = (self._waited if came_to == WAITING else self._held).setdefault(group, [])
+        kept = (self._held if came_to == HELD else self._waited).setdefault(group, [])
         if len(kept) >= KEEP or _among(said, kept):
             return
         if whole and not any(said is read for read in self._whole):
@@ -148,6 +156,8 @@ class Backlog:
                 return
             self._whole.append(said)  # type: ignore[arg-type]
         kept.append(said)
+        if came_to != HELD:
+            self._why.setdefault(group, []).append(came_to)
 
 
 def _among(said: Hashable, kept: Sequence[Hashable]) -> bool:

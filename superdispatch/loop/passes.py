@@ -13,6 +13,7 @@ from django.db import transaction
 
 import placement
 from placement.facts import Card, RosterRow
+from placement.why_nobody import WAITING_ON_HOLDS, WAITING_ON_LOAD
 from records.models import Board
 from records.store import actions, commits, holds
 from superdispatch import outbox
@@ -194,6 +195,9 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         let the board go: another pass may take it from now on."""
         if not from_cache and board_id in works:
             summary.runs += join_runs(reads, board_id, works[board_id].roster)
+        if only_card is None and board_id in works:  # a pass over the whole board: say who waits
+            waiting = works[board_id].waiting
+            actions.do_note_waiting(board_id, waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
         actions.do_release_lease(board_id, owner)
         released.add(board_id)
         reads.concurrent = True  # so look again at agents another pass may hold since

@@ -9,6 +9,7 @@ comes leaves a record that says so.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -25,7 +26,7 @@ from records.store import actions, holds
 from superdispatch import metrics
 from superdispatch.clients import BoardRead, ClientError, Refusal, Reservation
 from superdispatch.loop.arms import Running
-from superdispatch.loop.backlog import HELD, WAITING, Backlog, holdable
+from superdispatch.loop.backlog import HELD, Backlog, holdable
 from superdispatch.loop.context import Loop
 from superdispatch.loop.reads import PassReads
 from superdispatch.loop.sweeps import SweepSummary
@@ -44,6 +45,8 @@ class BoardWork:
     ladders: dict[str, holds.LadderState] = field(default_factory=dict)
     window_s: int | None = None  # the board's window as set, for a formula that sets it
     running: Running | None = None  # what the board runs now (`loop/arms.py`); set as it opens
+    # Its cards this pass left waiting unrecorded, by why (`waiting-on-load`, `waiting-on-holds`).
+    waiting: Counter[str] = field(default_factory=Counter)
 
     @property
     def rules(self) -> Rules:
@@ -91,15 +94,23 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
 
     def place() -> str | None:
         facts = gather_facts(reads, work, card, eligibility, ladder)
-        decided = decide(reads, work.rules, facts, summary)
-        return WAITING if decided is None else record_and_hold(reads, work, decided, summary)
+        # Under an experiment's block the arm alone places: a learned model, trained on
+        # another formula's record, neither replaces its holds nor is credited with them.
+        in_block = work.running is not None and work.running.block is not None
+        decided = decide(reads, work.rules, facts, summary, learned=not in_block)
+        if isinstance(decided, str):
+            work.waiting[decided] += 1
+            return decided
+        return record_and_hold(reads, work, decided, summary)
 
     if backlog is None or work.rules.pull_arm:
         # Under pull every card is weighed and recorded: none waits on the backlog bound.
         place()
     else:
-        backlog.weigh(card, ladder, eligibility, work.considered(reads.loop.rules),
-                      lambda: holdable_now(reads, work), place)
+        waits = backlog.weigh(card, ladder, eligibility, work.considered(reads.loop.rules),
+                              lambda: holdable_now(reads, work), place)
+        if waits is not None:
+            work.waiting[waits] += 1
 
 
 def holdable_now(reads: PassReads, work: BoardWork) -> int:
@@ -179,13 +190,17 @@ def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, 
 
 # --- Decide ---------------------------------------------------------------------------------
 
-def decide(reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary) -> Decided | None:
+def decide(reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary,
+           learned: bool = True) -> Decided | str:
     """Placement's decision on the facts under the board's rules, with learned routing's view
-    of it; None for a decision that waits, which is counted and not recorded."""
+    of it (unless `learned` is False); for a decision that waits, which is counted and not
+    recorded, why it waits."""
     decision = placement.decide(facts, rules, reads.now)
     if not decision.record:
         summary.waits += 1
-        return None
+        return decision.reason
+    if not learned:
+        return Decided(decision, None)
     return _with_learned_model(reads.loop, decision, reads.now)
 
 

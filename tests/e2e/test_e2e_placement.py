@@ -149,3 +149,23 @@ def test_a_pulled_card_passed_on_before_a_read_is_claimed_by_other_by_the_relays
             stand.suite.pipeline.finish("agt_a", card_id, succeeded=True)
         assert set(stand.deliver()) == {202}  # card.claimed, card.advanced, card.ready at ship
         assert stand.outcome(decision) == "claimed-by-other" and decision.outcome_by == "agt_a"
+
+
+def test_a_timed_out_hold_that_was_made_and_claimed_before_a_sweep_is_claimed(live_server):
+    # The hold's PUT is made but answered past the client's timeout; the held agent claims
+    # and its run fails back to ready before a sweep, sweeps alone (the claim's events are
+    # never delivered) and SuperWitness down: the risen count names the claimant.
+    with running_stand(live_server.url, scenario(agents=("agt_a", "agt_b")),
+                       toggles={"hold_timeout": "made", "superwitness_up": False}) as stand:
+        card_id = stand.ready_card()
+        [decision] = stand.decision_count(card_id, 1)
+        assert decision.reservation_unknown == "timeout"
+        assert stand.suite.pipeline.card(card_id).reservation.agent_id == decision.chosen
+        stand.suite.toggles.hold_timeout = ""
+        with stand.suite.lock:
+            stand.suite.pipeline.claim(decision.chosen, card_id)
+            stand.advance(3)
+            stand.suite.pipeline.finish(decision.chosen, card_id, succeeded=False)
+        stand.advance(10)
+        stand.sweep()
+        assert stand.outcome(decision) == "claimed" and decision.outcome_by == decision.chosen

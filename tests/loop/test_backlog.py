@@ -206,7 +206,8 @@ def test_what_a_read_says_is_of_the_agents_the_filters_read():
     said; one that differs on the roster does not. With candidates=all the whole read counts."""
     from placement import Rules
     from placement.facts import AgentVerdict, Card, Ladder, Requires
-    from superdispatch.loop.backlog import WAITING, Backlog
+    from placement.why_nobody import WAITING_ON_LOAD as WAITING
+    from superdispatch.loop.backlog import Backlog
 
     card = Card("brd_a", "card_1", "review", Requires(("code-review",)), None, datetime(2026, 11, 13, tzinfo=timezone.utc))
     plain = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", True))

@@ -37,6 +37,18 @@ def test_pulls_claims_are_read_from_the_decisions_that_held_nobody():
     assert holds.pull_claims(at(600)) == {"agt_q": 3.5}
 
 
+def test_a_pull_claim_known_only_by_its_runs_end_is_no_sample_of_how_soon_it_was_claimed():
+    # Named by SuperWitness's run or the relay's card.advanced, a claim is stamped with its
+    # run's end: the run's length would count as time to claim.
+    make_decision(card="card_1", reason="one-candidate", created_at=at(1), ready_at=at(0),
+                  outcome_status="claimed-by-other", outcome_by="agt_q", outcome_at=at(3),
+                  run_ended_at=at(40))  # card.claimed's own time, its run over later
+    make_decision(card="card_2", reason="one-candidate", created_at=at(11), ready_at=at(10),
+                  outcome_status="claimed-by-other", outcome_by="agt_q", outcome_at=at(70),
+                  run_ended_at=at(70))  # only the run's end
+    assert holds.pull_claims(at(600)) == {"agt_q": 3.0}
+
+
 def test_the_time_to_a_hold_is_the_p95_from_readyat_to_the_winner_hold_on_the_board():
     for i, delay in enumerate((0.2, 0.4, 1.5)):
         make_decision(card=f"card_{i}", chosen="agt_a", ready_at=at(100 * i), created_at=at(100 * i + delay))

@@ -61,6 +61,7 @@ def test_a_one_candidate_card_claimed_and_passed_on_is_claimed_by_other_by_its_r
     world.sweep()
     assert outcome_of(decision) == ("claimed-by-other", "agt_a")
     assert_no_no_show(world, "agt_a")
+    assert holds.pull_claims(world.now) == {"agt_a": WINDOW_S}  # card.claimed's own time
 
 
 def test_a_one_candidate_card_passed_on_is_claimed_by_other_by_the_lone_agents_run():
@@ -74,6 +75,7 @@ def test_a_one_candidate_card_passed_on_is_claimed_by_other_by_the_lone_agents_r
     stored = Decision.objects.get(pk=decision.pk)
     assert stored.run_status == "succeeded"
     assert_no_no_show(world, "agt_a")
+    assert holds.pull_claims(world.now) == {}  # only the run's end: no time to claim
     # The dataset's rows: the claimant's row is a claim, nobody's a hold ignored.
     shown = record(decision)
     assert [labels.label(shown, c) for c in shown["candidates"]] == [labels.LOST_CLAIMED]

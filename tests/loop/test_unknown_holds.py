@@ -165,6 +165,18 @@ def test_with_the_relay_an_unknown_hold_passed_on_is_claimed_by_its_event(witnes
     assert outcome_of(decision) == ("claimed", decision.chosen)
 
 
+@pytest.mark.parametrize("witness", SETUPS, ids=SETUP_IDS)
+def test_with_the_relay_an_unknown_hold_whose_agent_still_works_is_claimed_at_the_look(witness):
+    world, card, decision = unknown_world(witness)
+    on_tick = world.drive(sweep_every_s=10 ** 6)
+    world.advance(5)
+    world.suite.pipeline.claim(decision.chosen, card.id)
+    world.suite.relay.flush()  # card.claimed: a look at the board two seconds later
+    world.advance(2)
+    on_tick(world.now)
+    assert outcome_of(decision) == ("claimed", decision.chosen)
+
+
 def test_an_unknown_hold_passed_on_with_nothing_to_name_its_claimant_is_superseded():
     world, card, decision = unknown_world(witness=False)
     world.advance(5)

@@ -22,20 +22,20 @@ def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
     assert formulas.DEFAULT is formulas.named("idle-stage-success-lru@3")
     assert Rules().formula == formulas.DEFAULT.recorded and Rules().declared_formula is formulas.DEFAULT
     documented, waiting, new = formulas.every()
-    assert (documented.label, documented.steps, documented.needs, documented.may) == (
+    assert (documented.label, documented.rankers, documented.needs, documented.may) == (
         "formula", (BY_RECORD,), {Need.RUNS}, frozenset())
-    assert (waiting.label, waiting.steps, waiting.needs, waiting.may) == (
+    assert (waiting.label, waiting.rankers, waiting.needs, waiting.may) == (
         "waiting", (BY_RECORD, BY_LEAD), {Need.RUNS, Need.TIMING}, {May.HOLD_BUSY})
     assert not documented.holds_busy and waiting.holds_busy
-    assert (new.label, new.steps, new.needs, new.may) == (
+    assert (new.label, new.rankers, new.needs, new.may) == (
         "new", (BY_RECORD, BY_PULL), {Need.RUNS, Need.TIMING},
         {May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW})
     assert not new.holds_busy and new.sets_windows and not waiting.sets_windows
 
 
 def test_every_step_a_formula_lists_is_run_by_the_decision():
-    listed = {step for formula in formulas.every() for step in formula.steps}
-    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(decision.STEPS) == listed
+    listed = {ranker for formula in formulas.every() for ranker in formula.rankers}
+    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(decision.RANKERS) == listed
 
 
 def test_each_need_names_a_fact_the_loop_may_leave_unread():
@@ -67,7 +67,7 @@ def test_a_formula_declared_in_a_test_places_and_is_recorded_under_its_own_name(
 
 
 def _formula(**fields) -> Formula:
-    declared = dict(name="extra", version=1, label="extra", steps=(BY_RECORD,), needs={Need.RUNS})
+    declared = dict(name="extra", version=1, label="extra", rankers=(BY_RECORD,), needs={Need.RUNS})
     return Formula(**{**declared, **fields})
 
 
@@ -78,9 +78,9 @@ def _formula(**fields) -> Formula:
     (_formula(name="plus+sign"), "kebab-case"),
     (_formula(version=0), "version"),
     (_formula(label="Two words"), "label"),
-    (_formula(steps=()), "no step"),
+    (_formula(rankers=()), "no ranker"),
     (_formula(needs=()), "needs runs"),
-    (_formula(steps=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
+    (_formula(rankers=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
     (_formula(name="x" * 70), "at most"),
 ])
 def test_a_declaration_the_service_could_not_read_plainly_is_refused(declaration, complaint):

@@ -156,11 +156,11 @@ def test_a_fact_from_after_a_decision_is_not_read():
     later = decision(12, 1500, "agt_b", [A, B], claim_after=1, run_s=1)
     later_a = decision(13, 1600, "agt_a", [A, B], claim_after=2000, run_s=9000)
     planted = _replayed((*HISTORY, claimed_late, window, later, later_a))[WINDOW_ID]
-    assert planted.outlooks == alone.outlooks
+    assert planted.expectations == alone.expectations
     # The same facts from before the decision do change it: the check above could fail.
     before = decision(14, 20, "agt_a", [A], claim_after=900, run_s=5000)
     moved = _replayed((*HISTORY, before, window))[WINDOW_ID]
-    assert moved.outlooks["other"] != alone.outlooks["other"]
+    assert moved.expectations["other"] != alone.expectations["other"]
 
 
 def test_what_cannot_be_replayed_is_counted_with_why():
@@ -296,7 +296,7 @@ def test_the_new_formula_replayed_steps_aside_where_pull_does_as_well():
     replayed = _replayed((*history, window), PULL_AWARE)["pld_" + f"{20:024x}"]
     assert replayed.other.agent_id is None and replayed.other.aside
     # Nobody held: the card goes to whichever idle agent claims first, not to the record's claim.
-    assert replayed.outlooks["other"] != replayed.outlooks["recorded"]
+    assert replayed.expectations["other"] != replayed.expectations["recorded"]
 
 
 def test_the_new_formula_reads_nothing_from_after_a_decision():
@@ -311,7 +311,7 @@ def test_the_new_formula_reads_nothing_from_after_a_decision():
                *[_alike(31 + k, 1100 + 10 * k, "agt_b", 1) for k in range(5)],
                *[_alike(36 + k, 1200 + 10 * k, "agt_a", 50) for k in range(5)], _pulled(41, 1300, "agt_a"))
     with_later = _replayed((*NEW_HISTORY, window, *planted), PULL_AWARE)["pld_" + f"{20:024x}"]
-    assert with_later.other == alone.other and with_later.outlooks == alone.outlooks
+    assert with_later.other == alone.other and with_later.expectations == alone.expectations
     # The same claims before the decision do change it: the check above could fail.
     before = tuple(replace(d, at=d.at - timedelta(seconds=1000),
                            outcome_at=d.outcome_at - timedelta(seconds=1000) if d.outcome_at else None,
@@ -319,7 +319,7 @@ def test_the_new_formula_reads_nothing_from_after_a_decision():
                            run_ended_at=d.run_ended_at - timedelta(seconds=1000) if d.run_ended_at else None)
                    for d in planted[1:])
     moved = _replayed((*NEW_HISTORY, *before, window), PULL_AWARE, since=at(1000))["pld_" + f"{20:024x}"]
-    assert moved.outlooks["other"] != alone.outlooks["other"]
+    assert moved.expectations["other"] != alone.expectations["other"]
 
 
 def test_a_shorter_hold_keeps_only_the_claims_that_came_within_it():
@@ -330,8 +330,8 @@ def test_a_shorter_hold_keeps_only_the_claims_that_came_within_it():
     answer = what_if((*NEW_HISTORY, quick, slow), DEFAULT, Rules(), since=at(1000), other_rules=tuned)
     by_id = {r.decision_id: r for r in answer.replays}
     kept = by_id["pld_" + f"{20:024x}"]
-    assert kept.outlooks["other"] == kept.outlooks["recorded"]  # claimed in 4 s, within 10 s
-    lapsed = by_id["pld_" + f"{21:024x}"].outlooks["other"]
+    assert kept.expectations["other"] == kept.expectations["recorded"]  # claimed in 4 s, within 10 s
+    lapsed = by_id["pld_" + f"{21:024x}"].expectations["other"]
     assert lapsed.claim_s > 10 and lapsed.claim_s < 30  # it lapses at 10 s and pull takes it
     assert lapsed.success < 1.0  # the recorded success is no longer its own
 
@@ -348,12 +348,12 @@ def test_with_no_window_the_new_formula_leaves_a_card_to_the_agent_that_let_it_g
     assert replayed.other.agent_id is None and replayed.other.aside
     assert replayed.other.fleet_differs is None  # no decision was made
     # Claimed at once rather than after B's 30 s: the record's 4 s less the model's difference.
-    assert replayed.outlooks["other"].claim_s == pytest.approx(4 + 1.0 - 30)
+    assert replayed.expectations["other"].claim_s == pytest.approx(4 + 1.0 - 30)
     # Without that claim, nothing says who let it go: the formula decides as it would (B alone
     # is no better than pull's race of B alone, and it steps aside).
     alone = _replayed((*NEW_HISTORY, window), PULL_AWARE)["pld_" + f"{20:024x}"]
     assert alone.other.fleet_differs is not None
-    assert alone.outlooks["other"] != replayed.outlooks["other"]
+    assert alone.expectations["other"] != replayed.expectations["other"]
 
 
 def test_pull_may_claim_past_the_filters_that_bar_a_hold_alone_as_their_tags_say():

@@ -243,3 +243,114 @@ def test_each_card_counts_once_with_its_run_its_lead_to_a_success_and_its_wait()
         switchback.Card(ready_at=ready, succeeded=None, lead_s=None, wait_s=8.0),
         switchback.Card(ready_at=ready, succeeded=True, lead_s=200.0, wait_s=20.0)]
     assert first.experiment_id == "exp_x"
+
+
+# --- manage.py experiment -----------------------------------------------------------------
+
+def test_the_command_starts_shows_and_stops_an_experiment_each_in_the_audit_trail(fleet):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = StringIO()
+    call_command("experiment", "start", "--boards", "brd_a,brd_b", "--arms", f"pull,{FORMULA}",
+                 "--objective", "lead", "--blocks", "6", "--seed", "5", stdout=out)
+    experiment = Experiment.objects.get()
+    assert experiment.id in out.getvalue() and "now: block 0" in out.getvalue()
+    shown = StringIO()
+    call_command("experiment", "status", stdout=shown)
+    assert f"arms pull, {FORMULA}; objective lead; 6 blocks of 30 min" in shown.getvalue()
+    call_command("experiment", "stop", experiment.id, stdout=StringIO())
+    assert [e.via for e in AuditEntry.objects.filter(target=experiment.id).order_by("at", "id")] == [
+        "manage.py experiment"] * 2
+    with pytest.raises(CommandError, match="boards: boards brd_a, brd_b share agents"):
+        call_command("experiment", "start", "--boards", "brd_a", "--arms", f"pull,{FORMULA}",
+                     "--objective", "lead", "--blocks", "6", stdout=StringIO())
+
+
+# --- Where people see it ------------------------------------------------------------------
+
+def _recorded_blocks(experiment: Experiment) -> None:
+    """Three cards in each block, past the burn-in: the formula's succeed, pull's half do."""
+    for block in experiments.schedule_of(experiment):
+        for k in range(3):
+            ready = block.starts + timedelta(seconds=200 + 60 * k)
+            succeeded = block.arm == FORMULA or k == 0
+            make_decision(card=f"card_{block.index}_{k}", created_at=ready, ready_at=ready,
+                          reason="pull-arm" if block.arm == "pull" else None,
+                          outcome_status="claimed-by-other", outcome_by="agt_a",
+                          outcome_at=ready + timedelta(seconds=10),
+                          run_status="succeeded" if succeeded else "failed",
+                          run_ended_at=ready + timedelta(seconds=100),
+                          experiment_id=experiment.id, experiment_block=block.index,
+                          experiment_arm=block.arm)
+
+
+def test_the_admin_page_shows_the_schedule_each_arm_with_its_interval_a_chart_and_the_guardrail(staff):
+    from tests.support.admin_pages import change_url
+
+    experiment = _started()
+    _recorded_blocks(experiment)
+    actions.do_review_experiments(T0 + timedelta(seconds=2 * 600 + 1))
+    experiment.refresh_from_db()
+    assert experiment.analysis["blocksEnded"] == 2
+    page = staff.get(change_url(experiment)).content.decode()
+    assert "Each arm against pull" in page and "The guardrail" in page and "<svg" in page
+    assert FORMULA in page and "Not decided yet" in page
+    for block in experiment.schedule:
+        assert block["starts"] in page
+    listing = staff.get("/admin/records/board/").content.decode()
+    assert "the deployment&#x27;s" in listing or "the deployment's" in listing
+
+
+def test_is_it_helping_shows_the_experiments_measured_interval_beside_the_what_ifs_estimate(staff):
+    experiment = _started()
+    _recorded_blocks(experiment)
+    actions.do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1))  # the schedule is over
+    experiment.refresh_from_db()
+    # every formula block succeeded, a third of pull's: the formula wins, its lead the same
+    assert (experiment.state, experiment.winner) == (ExperimentState.DONE, FORMULA)
+    # A decision on the board in the dashboard's range puts the board in "is it helping?".
+    make_decision(card="card_now", created_at=timezone.now() - timedelta(minutes=5))
+    page = staff.get("/admin/dashboard/").content.decode()
+    assert "Measured on the fleet itself" in page
+    assert f"experiment: {FORMULA} against pull" in page and experiment.id in page
+    assert "+0.667 (+0.667 to +0.667)" in page  # success over pull's, with its interval
+
+
+def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_shows_it(staff, api):
+    from records.console.admin import formula_action_name
+
+    actions.do_opt_in("brd_a", T0)
+    answer = staff.post("/admin/records/board/", {"action": formula_action_name("pull"), "index": "0",
+                                                   "_selected_action": ["brd_a"]})
+    assert answer.status_code == 302
+    assert Board.objects.get(board_id="brd_a").formula == "pull"
+    entry = AuditEntry.objects.get(action="board.formula")
+    assert (entry.actor, entry.via, entry.after) == ("op", "admin", {"formula": "pull"})
+    assert api.get("/v1/boards/brd_a").json()["board"]["formula"] == "pull"
+    assert "pull" in staff.get("/admin/records/board/").content.decode()
+
+
+@pytest.mark.parametrize("dropped", [(), (FORMULA,), ("pull",), (FORMULA, "pull")])
+def test_the_block_in_force_found_by_its_index_is_the_one_placement_finds_over_the_schedule(dropped):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    arms = (FORMULA, "pull", "wait-for-better@3")
+    schedule = switchback.draw_schedule(arms, starts=T0, block_seconds=600, blocks=12, seed=4)
+    experiment = Experiment(id="exp_" + "0" * 24, state=ExperimentState.RUNNING, block_seconds=600,
+                            schedule=experiments.stored_schedule(schedule), starts_at=T0,
+                            ends_at=schedule[-1].ends,
+                            dropped=[{"arm": a, "at": "2026-11-01T00:00:00Z", "why": "t"} for a in dropped])
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.floats(min_value=-600, max_value=13 * 600, allow_nan=False))
+    def agrees(offset):
+        now = T0 + timedelta(seconds=offset)
+        ours = experiments.in_force(experiment, now)
+        theirs = switchback.in_force(schedule, now, dropped)
+        assert (None if ours is None else (ours.block, ours.arm)) == theirs
+
+    agrees()

@@ -23,19 +23,24 @@ from access import roles
 from access.audit import SERVICE
 from access.models import ApiToken, AuditEntry
 from learning.models import LearnedModel
-from records.models import Board, Decision, LoopState, OutboxEvent, Suggestion
+from placement import formulas
+from records.console.admin import formula_action_name
+from records.models import Board, Decision, Experiment, LoopState, OutboxEvent, Suggestion
 from tests.conftest import T0
 from tests.support.admin_pages import change_url
 from tests.support.factories import make_decision
 from tests.support.learning_factories import stored_model
+from tests.support.routes import finished_experiment
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 # What each role reads and changes in the admin, by model; any other model is an admin's.
-READS = {Board, Decision, Suggestion, LoopState, LearnedModel}
-OPERATES = {Board, Suggestion, OutboxEvent}
+READS = {Board, Decision, Suggestion, LoopState, LearnedModel, Experiment}
+OPERATES = {Board, Suggestion, OutboxEvent, Experiment}
 # The actions each role is offered, by model.
-ACTIONS = {Board: {"opt_in", "opt_out"}, Suggestion: {"dismiss"}, OutboxEvent: {"redeliver"}}
+ACTIONS = {Board: {"opt_in", "opt_out", "deployment_formula",
+                   *(formula_action_name(arm) for arm in (*formulas.recorded_names(), "pull"))},
+           Suggestion: {"dismiss"}, OutboxEvent: {"redeliver"}, Experiment: {"stop"}}
 
 
 def signed_in(role: str) -> Client:
@@ -62,6 +67,7 @@ def rows():
                                                 body="{}", state="dead", next_attempt_at=T0,
                                                 created_at=T0),
         LearnedModel: stored_model(),
+        Experiment: finished_experiment(),
         ApiToken: token,
         AuditEntry: AuditEntry.objects.filter(action="token.create").get(),
     }

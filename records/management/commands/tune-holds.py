@@ -33,7 +33,7 @@ class Command(BaseCommand):
         out = self.stdout.write
         where = f" on {board}" if board else ""
         out(f"{len(holds)} settled holds{where}")
-        by_agent: dict[tuple[str, str], list[tuning.Hold]] = defaultdict(list)
+        by_agent: dict[tuple[str, str], list[tuning.SettledHold]] = defaultdict(list)
         for hold in holds:
             by_agent[(hold.agent_id, hold.tier)].append(hold)
         if by_agent:

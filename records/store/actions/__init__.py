@@ -11,8 +11,8 @@ a table fast is the store's, beside its prepared statements (records/store/inser
 commits.py, prepared.py).
 """
 from records.store.actions.boards import (
-    CHANGE_PENDING_AT_MOST, do_note_read, do_note_window, do_opt_in, do_opt_out,
-    do_release_lease, do_take_board_change, do_take_lease,
+    CHANGE_PENDING_AT_MOST, do_note_read, do_note_waiting, do_note_window, do_opt_in,
+    do_opt_out, do_release_lease, do_take_board_change, do_take_lease,
 )
 from records.store.actions.decisions import (
     do_record_decision, do_record_hold, do_record_refusal, do_record_run,
@@ -38,8 +38,8 @@ from records.store.actions.sweeps import (
 from records.store.actions.what_if import do_what_if_ahead
 
 __all__ = [
-    "CHANGE_PENDING_AT_MOST", "do_note_read", "do_note_window", "do_opt_in", "do_opt_out",
-    "do_release_lease", "do_take_board_change", "do_take_lease",
+    "CHANGE_PENDING_AT_MOST", "do_note_read", "do_note_waiting", "do_note_window", "do_opt_in",
+    "do_opt_out", "do_release_lease", "do_take_board_change", "do_take_lease",
     "do_record_decision", "do_record_hold", "do_record_refusal", "do_record_run",
     "do_record_unknown_hold", "do_settle", "do_settle_unknown_hold",
     "ExperimentError", "Plan", "do_decide_experiment", "do_drop_arm", "do_note_review",

@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from access.actions import do_record
 from access.audit import SERVICE, Actor
+from common.times import Moment, moment
 from records.models import Board
 from records.store.signals import board_changed
 
@@ -18,29 +19,34 @@ CHANGE_PENDING_AT_MOST = timedelta(minutes=2)
 
 
 @transaction.atomic
-def do_opt_in(board_id: str, now: datetime, *, by: Actor = SERVICE) -> Board:
+def do_opt_in(board_id: str, now: Moment, *, by: Actor = SERVICE) -> Board:
     """Add a board to every sweep, or enable it again; the row is created on first opt-in.
-    Enabling an enabled board writes, records and announces nothing."""
-    board, created = Board.objects.select_for_update().get_or_create(
-        board_id=board_id, defaults={"enabled": True, "created_at": now, "updated_at": now,
-                                     "change_pending_until": now + CHANGE_PENDING_AT_MOST})
-    if created:
-        do_record(by, "board.opt-in", board_id, None, {"enabled": True}, now)
-        _announce(board)
-    elif not board.enabled:
-        _set_enabled(board, True, now, by)
+    Enabling an enabled board writes, records and announces nothing. A clock for `now` is read
+    once the board's row is locked, so the audit trail's times follow the commits."""
+    board = Board.objects.select_for_update().filter(board_id=board_id).first()
+    if board is None:
+        at = moment(now)
+        board, created = Board.objects.select_for_update().get_or_create(
+            board_id=board_id, defaults={"enabled": True, "created_at": at, "updated_at": at,
+                                         "change_pending_until": at + CHANGE_PENDING_AT_MOST})
+        if created:
+            do_record(by, "board.opt-in", board_id, None, {"enabled": True}, at)
+            _announce(board)
+            return board
+    if not board.enabled:
+        _set_enabled(board, True, moment(now), by)
     return board
 
 
 @transaction.atomic
-def do_opt_out(board_id: str, now: datetime, *, by: Actor = SERVICE) -> Board | None:
+def do_opt_out(board_id: str, now: Moment, *, by: Actor = SERVICE) -> Board | None:
     """Take a board out of the sweeps; its row and decisions stay. Disabling a disabled board
-    writes, records and announces nothing."""
+    writes, records and announces nothing. A clock for `now` is read once the row is locked."""
     board = Board.objects.select_for_update().filter(board_id=board_id).first()
     if board is None:
         return None
     if board.enabled:
-        _set_enabled(board, False, now, by)
+        _set_enabled(board, False, moment(now), by)
     return board
 
 
@@ -94,6 +100,15 @@ def do_note_read(board_id: str, now: datetime, error: str = "") -> None:
     if not error:
         fields["last_read_at"] = now
     Board.objects.filter(board_id=board_id).update(**fields)
+
+
+def do_note_waiting(board_id: str, on_load: int, on_holds: int) -> None:
+    """How many of the board's ready cards its last whole pass left waiting unrecorded, and
+    why (`waiting-on-load`, `waiting-on-holds`). Written only when the counts changed, so a
+    board whose cards wait alike sweep after sweep costs a read, not a write."""
+    (Board.objects.filter(board_id=board_id)
+     .exclude(waiting_on_load=on_load, waiting_on_holds=on_holds)
+     .update(waiting_on_load=on_load, waiting_on_holds=on_holds))
 
 
 def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None,

@@ -9,23 +9,28 @@ from django.db import transaction
 
 from access.actions import do_record
 from access.audit import SERVICE, Actor
-from common.times import iso
+from common.times import Moment, iso, moment
 from records.models import LoopState, Suggestion
 from records.store import outbox
 from records.suggestions.found import BLANK, Found
 
 
-def do_dismiss_suggestion(suggestion: Suggestion, now: datetime, *,
+def do_dismiss_suggestion(suggestion: Suggestion, now: Moment, *,
                           by: Actor = SERVICE) -> Suggestion:
-    """Dismiss a suggestion; dismissing again changes nothing (and records nothing)."""
+    """Dismiss a suggestion; dismissing again changes nothing (and records nothing). Of
+    dismissals at once, the first to lock the open row is the one; a clock for `now` is read
+    then, so its time is where it commits."""
     with transaction.atomic():
-        updated = Suggestion.objects.filter(pk=suggestion.pk, dismissed_at__isnull=True).update(
-            dismissed_at=now)
+        updated = 0
+        still_open = Suggestion.objects.filter(pk=suggestion.pk, dismissed_at__isnull=True)
+        if still_open.select_for_update().values_list("pk", flat=True).first() is not None:
+            at = moment(now)
+            updated = still_open.update(dismissed_at=at)
         if updated:
             do_record(by, "suggestion.dismiss", suggestion.pk, {"dismissedAt": None},
-                      {"dismissedAt": iso(now)}, now)
+                      {"dismissedAt": iso(at)}, at)
     if updated:
-        suggestion.dismissed_at = now
+        suggestion.dismissed_at = at
     else:
         suggestion.refresh_from_db(fields=["dismissed_at"])
     return suggestion

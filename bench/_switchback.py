@@ -1,0 +1,497 @@
+"""The switchback lab (`bench/value.py --switchback`): an experiment measured against the truth.
+
+On one scenario, seed by seed, on the sandbox's virtual clock:
+
+- the experiment: SuperDispatch's loop in process for `--hours`, following the block in force
+  of a schedule drawn from the seed (`placement.switchback`), the guardrail looked at after each
+  block, and the analysis read at the end for each objective;
+- each arm alone on the same seed, for `--alone-hours` (the same by default).
+
+Every figure is read off the sandbox's ground truth with the analysis's own definitions, one
+`Card` for each card's first readiness at a stage: success is its first run's, lead is from then
+to a success at that stage (retries counted), wait is from then to its first claim. An arm
+alone is read as a schedule of blocks of that arm alone, so its difference from pull on a seed
+has an interval from its own block-to-block spread, as the experiment's has. After the last
+block the loop runs on for `TAIL_S` under the deployment's formula, so the last block's cards
+can finish; only cards ready within the blocks count.
+
+The arms: `pull`, each declared formula by its label, and `worst`, a formula that ranks
+candidates worst-first (`tests/support/worst_first.py`), declared for the run only, to prove
+the guardrail.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from bench._arms import placed_world, run_placed, run_pull
+from placement import formulas
+from placement.switchback import (
+    PULL,
+    Analysis,
+    Block,
+    Card,
+    Guardrail,
+    analyse,
+)
+
+TAIL_S = 15 * 60  # simulated after the last block, so its cards can finish
+GUARDRAIL = Guardrail()
+
+
+# --- Cards, off the sandbox's truth ---------------------------------------------------------
+
+def cards_of(run_suite, metrics, *, until: datetime | None = None) -> list[Card]:
+    """One card for each card's first readiness at a stage (as the relay told it, or, for a
+    card ready before the relay was listening, as its first claim's wait tells it)."""
+    ready: dict[tuple[str, str, str], datetime] = {}
+    for delivery in run_suite.relay.deliveries:
+        event = delivery.event
+        if event["type"] == "card.ready":
+            key = (event["boardId"], event["cardId"], event["stageKey"])
+            if key not in ready:
+                ready[key] = datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
+    first_claim: dict[tuple[str, str, str], datetime] = {}
+    for claim in metrics.claims:
+        key = (claim.board_id, claim.card_id, claim.stage_key)
+        if key not in first_claim:
+            first_claim[key] = claim.at
+            ready.setdefault(key, claim.at - timedelta(seconds=claim.wait_seconds))
+    first_run: dict[tuple[str, str, str], bool] = {}
+    success_at: dict[tuple[str, str, str], datetime] = {}
+    for run in metrics.runs:
+        key = (run.board_id, run.card_id, run.stage_key)
+        if run.status in ("succeeded", "failed"):
+            first_run.setdefault(key, run.status == "succeeded")
+        if run.status == "succeeded":
+            success_at.setdefault(key, run.at)
+    cards = []
+    for key, at in ready.items():
+        if until is not None and at >= until:
+            continue
+        done, claimed = success_at.get(key), first_claim.get(key)
+        cards.append(Card(at, first_run.get(key),
+                          None if done is None else (done - at).total_seconds(),
+                          None if claimed is None else (claimed - at).total_seconds()))
+    return cards
+
+
+# --- The arms ---------------------------------------------------------------------------------
+
+def arm_names() -> dict[str, str]:
+    """Each arm's label -> the name an experiment records it by (a formula's `name@version`)."""
+    return {PULL: PULL, **{f.label: f.recorded for f in formulas.every()}}
+
+
+@dataclasses.dataclass
+class Alone:
+    """One arm run alone on one seed: its cards, and when its blocks began."""
+
+    cards: list[Card]
+    starts: datetime
+    seconds: int
+
+
+def run_alone(scenario, label: str, seconds: int) -> Alone:
+    """The arm alone for `seconds` (and the tail), as the lab's arms run."""
+    if label == PULL:
+        run = run_pull(scenario, seconds + TAIL_S)
+    else:
+        formula = arm_names()[label]
+        run = run_placed(scenario, seconds + TAIL_S, formula=formula)
+    starts = scenario.start
+    return Alone(cards_of(run.suite, run.metrics, until=starts + timedelta(seconds=seconds)), starts, seconds)
+
+
+def alone_schedule(alone: Alone, label: str, block_s: int) -> tuple[Block, ...]:
+    """The arm's own run cut into blocks of the experiment's length, all its own."""
+    n = max(1, alone.seconds // block_s)
+    return tuple(Block(i, label, alone.starts + timedelta(seconds=i * block_s),
+                       alone.starts + timedelta(seconds=(i + 1) * block_s)) for i in range(n))
+
+
+# --- The experiment ----------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Experiment:
+    """One seed's experiment: its schedule (labels as arms), its cards, what the guardrail
+    dropped and when, and when each objective first had a winner."""
+
+    schedule: tuple[Block, ...]
+    cards: list[Card]
+    dropped_at: dict[str, datetime]
+    drop_why: dict[str, str]
+    decided_at: dict[str, tuple[datetime, str]]  # kept empty: the decisions are read again (`decision_of`)
+    seconds: int
+
+
+def start(world, labels: list[str], seconds: int, block_s: int, burn_in_s: int, seed: int):
+    """The experiment started as an operator would (`do_start_experiment`) on every board of the
+    scenario, its schedule drawn and stored; the loop follows its block in force from now."""
+    from records.store import experiments
+    from records.store.actions.experiments import Plan, do_start_experiment
+
+    names = arm_names()
+    boards = tuple(b.id for b in world.suite.scenario.boards)
+    rosters = {b: [a.id for a in world.suite.scenario.agents
+                   if any(m.board_id == b and m.enabled for m in a.memberships)] for b in boards}
+    experiment = do_start_experiment(
+        Plan(boards=boards, arms=tuple(names[label] for label in labels), objective="success",
+             block_seconds=block_s, blocks=max(1, seconds // block_s), seed=seed, burn_in_seconds=burn_in_s),
+        world.now, rosters_read=rosters)
+    label_of = {name: label for label, name in names.items()}
+    schedule = tuple(dataclasses.replace(b, arm=label_of[b.arm]) for b in experiments.schedule_of(experiment))
+    return experiment, schedule
+
+
+def run_experiment(scenario, labels: list[str], seconds: int, block_s: int, burn_in_s: int,
+                   guardrail: Guardrail = GUARDRAIL) -> Experiment:
+    """The experiment on one seed, through the service's own path: started by its action, the
+    loop following the block in force (holds, windows, a pull block holding nobody, a switch
+    releasing the cards left to pull), and the guardrail looked at after each block, its drops
+    made by the service's action. The looks read the sandbox's truth rather than the store, so
+    what is measured is the design, not the store's adapter."""
+    from records.store.actions.experiments import do_drop_arm
+
+    names = arm_names()
+    world, on_tick = placed_world(scenario)
+    experiment, schedule = start(world, labels, seconds, block_s, burn_in_s, scenario.seed)
+    dropped_at: dict[str, datetime] = {}
+    drop_why: dict[str, str] = {}
+    ends = iter(b.ends for b in schedule)
+    look = [next(ends)]
+
+    def tick(now: datetime) -> None:
+        on_tick(now)
+        if look[0] is None or now < look[0]:
+            return
+        read = analyse(schedule, cards_of(world.suite, world.sim.metrics), burn_in_s=burn_in_s,
+                       objective="success", dropped=dropped_at, now=now, guardrail=guardrail)
+        for drop in read.drops:
+            dropped_at[drop.arm], drop_why[drop.arm] = now, drop.why
+            do_drop_arm(experiment, names[drop.arm], drop.why, now)
+        look[0] = next(ends, None)
+
+    world.sim.run(seconds + TAIL_S, on_tick=tick)
+    cards = cards_of(world.suite, world.sim.metrics, until=schedule[-1].ends)
+    return Experiment(schedule, cards, dropped_at, drop_why, {}, seconds)
+
+
+def read_experiment(e: Experiment, objective: str, burn_in_s: int) -> Analysis:
+    """The analysis at the end of the schedule, as the service reads it then."""
+    return analyse(e.schedule, e.cards, burn_in_s=burn_in_s, objective=objective, dropped=e.dropped_at,
+                   now=e.schedule[-1].ends)
+
+
+def decision_of(e: Experiment, objective: str, burn_in_s: int) -> tuple[str | None, datetime | None]:
+    """The arm the service decides on for the objective, and when: the first look (after each
+    block) with a winner, as the service's review stops the experiment there; None where no
+    look has one. Read again from the kept cards, each look counting the blocks ended by then."""
+    for block in e.schedule:
+        read = analyse(e.schedule, e.cards, burn_in_s=burn_in_s, objective=objective, dropped=e.dropped_at,
+                       now=block.ends)
+        if read.winner is not None:
+            return read.winner, block.ends
+    return None, None
+
+
+def read_alone(alone: dict[str, Alone], block_s: int) -> Analysis:
+    """Each arm alone against pull alone on one seed, as one analysis over their blocks: each
+    arm's run cut into blocks and laid after the one before, so that none overlaps."""
+    schedule: list[Block] = []
+    cards: list[Card] = []
+    offset = timedelta(0)
+    for label, run in alone.items():
+        own = alone_schedule(run, label, block_s)
+        schedule += [Block(len(schedule), label, b.starts + offset, b.ends + offset) for b in own]
+        cards += [dataclasses.replace(c, ready_at=c.ready_at + offset) for c in run.cards if c.ready_at < own[-1].ends]
+        offset += own[-1].ends - run.starts
+    return analyse(schedule, cards, burn_in_s=0, objective="success")
+
+
+def mean_half(values: list[float]) -> tuple[float, float]:
+    from bench._arms import mean_ci
+
+    return mean_ci(values)
+
+
+def pct(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
+
+
+def fmean(values) -> float:
+    values = [v for v in values if v is not None and not math.isnan(v)]
+    return statistics.fmean(values) if values else math.nan
+
+
+# --- Running, keeping and reading back ----------------------------------------------------------
+
+@dataclasses.dataclass
+class Kept:
+    """What a switchback lab run keeps (`--save`), by seed: each arm alone and the experiment."""
+
+    scenario: str
+    labels: list[str]
+    seconds: int
+    alone_seconds: int
+    block_s: int
+    alone: dict[int, dict[str, Alone]] = dataclasses.field(default_factory=dict)
+    experiments: dict[int, Experiment] = dataclasses.field(default_factory=dict)
+    took_s: dict[str, float] = dataclasses.field(default_factory=dict)  # wall seconds, by part
+
+
+def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: Callable[[], None]) -> None:
+    """Run whatever of the parts asked for `kept` does not hold yet, seed by seed, keeping each."""
+    import time
+
+    from bench._arms import seeded
+
+    for k in range(seeds):
+        run_scenario = seeded(scenario, k)
+        seed = run_scenario.seed
+        if part in ("alone", "both"):
+            mine = kept.alone.setdefault(seed, {})
+            for label in kept.labels:
+                if label not in mine:
+                    began = time.monotonic()
+                    mine[label] = run_alone(run_scenario, label, kept.alone_seconds)
+                    kept.took_s[f"alone {label}"] = kept.took_s.get(f"alone {label}", 0.0) + time.monotonic() - began
+                    save()
+        if part in ("experiment", "both") and seed not in kept.experiments:
+            began = time.monotonic()
+            kept.experiments[seed] = run_experiment(run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s)
+            kept.took_s["experiment"] = kept.took_s.get("experiment", 0.0) + time.monotonic() - began
+            save()
+
+
+# --- The reading ---------------------------------------------------------------------------------
+
+NEVER_WORSE_SUCCESS, NEVER_WORSE_LEAD = 0.01, 1.03  # the goal's "never worse than pull", on the arms' own runs
+SUCCESS_ERR, LEAD_ERR_PCT, COVERAGE, RIGHT_SHARE, GUARD_SHARE = 0.02, 5.0, 0.90, 1.0, 0.9
+GUARD_ARM = "worst"
+
+
+def _half(interval) -> float:
+    return (interval.high - interval.low) / 2
+
+
+def truth(kept: Kept) -> dict[str, dict[str, list[float]]]:
+    """Each arm's own figures on each seed (success, lead), as run alone."""
+    out: dict[str, dict[str, list[float]]] = {label: {"success": [], "lead": []} for label in kept.labels}
+    for seed in sorted(kept.alone):
+        read = read_alone(kept.alone[seed], kept.block_s)
+        for label in kept.labels:
+            arm = read.arm(label)
+            out[label]["success"].append(arm.success.value if arm and arm.success else math.nan)
+            out[label]["lead"].append(arm.lead.value if arm and arm.lead else math.nan)
+    return out
+
+
+def best_for(objective: str, means: dict[str, dict[str, float]], labels: list[str]) -> str:
+    pull = means[PULL]
+    if objective == "success":
+        fits = [a for a in labels if means[a]["lead"] <= NEVER_WORSE_LEAD * pull["lead"]] or [PULL]
+        return max(fits, key=lambda a: means[a]["success"])
+    fits = [a for a in labels if means[a]["success"] >= pull["success"] - NEVER_WORSE_SUCCESS] or [PULL]
+    return min(fits, key=lambda a: means[a]["lead"])
+
+
+def estimate_lines(kept: Kept, burn_in_s: int, arms: list[str]) -> tuple[list[str], dict[str, float]]:
+    """Per arm against pull: the experiment's estimate beside the measured difference, and the
+    errors and coverage the goals read."""
+    seeds = sorted(set(kept.alone) & set(kept.experiments))
+    rows, success_errs, lead_errs, covered, cases = [], [], [], 0, 0
+    reads = {s: read_experiment(kept.experiments[s], "success", burn_in_s) for s in seeds}
+    alone = {s: read_alone(kept.alone[s], kept.block_s) for s in seeds}
+    for label in arms:
+        est_s, meas_s, est_l, meas_l = [], [], [], []
+        for s in seeds:
+            e, a = reads[s].vs_pull(label), alone[s].vs_pull(label)
+            for metric, est, meas in (("success", est_s, meas_s), ("lead_ratio", est_l, meas_l)):
+                ei, ai = getattr(e, metric), getattr(a, metric)
+                if ei is None or ai is None:
+                    continue
+                est.append(ei.estimate)
+                meas.append(ai.estimate)
+                cases += 1
+                covered += abs(ei.estimate - ai.estimate) <= math.hypot(_half(ei), _half(ai))
+        if not est_s or not est_l:
+            rows.append(f"{label:10} too few blocks to estimate")
+            continue
+        (es, esh), (ms, msh) = mean_half(est_s), mean_half(meas_s)
+        (el, elh), (ml, mlh) = mean_half(est_l), mean_half(meas_l)
+        success_errs.append(abs(es - ms))
+        lead_errs.append(abs(el - ml) * 100)
+        rows.append(f"{label:10}{es:>+9.3f} ±{esh:.3f}{ms:>+9.3f} ±{msh:.3f}{es - ms:>+8.3f}"
+                    f"{el:>9.3f} ±{elh:.3f}{ml:>9.3f} ±{mlh:.3f}{(el - ml) * 100:>+8.1f}")
+    figures = {"success_err_max": max(success_errs, default=math.nan),
+               "lead_err_max_pct": max(lead_errs, default=math.nan),
+               "coverage": covered / cases if cases else math.nan}
+    return rows, figures
+
+
+def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
+    """Each objective's decision seed by seed, judged against the arms' own runs."""
+    seeds = sorted(set(kept.alone) & set(kept.experiments))
+    if "formula" not in kept.labels:
+        return ["not judged: the deployment's formula, which an undecided experiment leaves running, "
+                "was not an arm"], 0, 0
+    own = truth(kept)
+    means = {a: {m: fmean(v) for m, v in own[a].items()} for a in kept.labels}
+    pull = means[PULL]
+    lines, right, total = [], 0, 0
+    for objective in ("success", "lead"):
+        best = best_for(objective, means, kept.labels)
+        metric = "success" if objective == "success" else "lead"
+        chosen_by_seed = []
+        for s in seeds:
+            won, _ = decision_of(kept.experiments[s], objective, burn_in_s)
+            chosen_by_seed.append(won if won is not None else "formula")  # undecided: the deployment's formula
+        oks = []
+        for chosen in chosen_by_seed:
+            m = means[chosen]
+            never_worse = (m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS
+                           and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"])
+            diffs = [c - b for c, b in zip(own[chosen][metric], own[best][metric])]
+            mean, half = mean_half(diffs)
+            near_best = chosen == best or (not math.isnan(half) and abs(mean) <= half)
+            oks.append(never_worse and near_best)
+        right += sum(oks)
+        total += len(oks)
+        lines.append(f"{objective}: best on the arms' own runs {best}; chosen seed by seed "
+                     f"{', '.join(chosen_by_seed)}; right on {sum(oks)} of {len(oks)}")
+    return lines, right, total
+
+
+def guardrail_lines(kept: Kept) -> tuple[list[str], int, int, list[str]]:
+    """When the guardrail dropped each arm, seed by seed, and any arm dropped that is not worse."""
+    own = truth(kept)
+    means = {a: {m: fmean(v) for m, v in own[a].items()} for a in kept.labels}
+    pull = means[PULL]
+    lines, early, seeds, wrong = [], 0, 0, []
+    for s, e in sorted(kept.experiments.items()):
+        span = e.schedule[-1].ends - e.schedule[0].starts
+        third = e.schedule[0].starts + span / 3
+        cells = []
+        for arm, at in sorted(e.dropped_at.items(), key=lambda kv: kv[1]):
+            hours = (at - e.schedule[0].starts).total_seconds() / 3600
+            cells.append(f"{arm} at {hours:.1f} h")
+            m = means.get(arm)
+            if arm != GUARD_ARM and m and m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS \
+                    and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"]:
+                wrong.append(f"seed {s}: {arm}")
+        if GUARD_ARM in kept.labels:
+            seeds += 1
+            early += GUARD_ARM in e.dropped_at and e.dropped_at[GUARD_ARM] <= third
+        lines.append(f"seed {s}: dropped " + (", ".join(cells) if cells else "nothing")
+                     + "".join(f"; {arm}: {why}" for arm, why in e.drop_why.items()))
+    return lines, early, seeds, wrong
+
+
+def hours_lines(kept: Kept, burn_in_s: int) -> list[str]:
+    """How many simulated hours each objective needed to reach a decision, seed by seed."""
+    lines = []
+    for objective in ("success", "lead"):
+        cells = []
+        for s, e in sorted(kept.experiments.items()):
+            start = e.schedule[0].starts
+            won, at = decision_of(e, objective, burn_in_s)
+            if won is not None:
+                cells.append(f"{(at - start).total_seconds() / 3600:.1f} h ({won})")
+                continue
+            more = read_experiment(e, objective, burn_in_s).blocks_to_decision
+            cells.append("never at the spread seen" if more is None
+                         else f"~{(len(e.schedule) + more) * kept.block_s / 3600:.0f} h projected")
+        lines.append(f"{objective}: " + "; ".join(cells))
+    return lines
+
+
+def main(parser, args, scenario) -> None:
+    """`bench/value.py --switchback`: run (or read back) the experiment and the arms alone, and
+    print the goals."""
+    import os
+    import pickle
+    import time
+
+    from bench._arms import lab_database
+    from bench._results import last_line
+    from tests.support.worst_first import worst_first_declared
+
+    with worst_first_declared():
+        labels = [a for a in (args.arms or "pull,formula,new").split(",") if a]
+        known = arm_names()
+        if PULL not in labels or any(a not in known for a in labels):
+            parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(known)}")
+        block_s = args.block_minutes * 60
+        seconds = args.minutes * 60
+        if block_s < 60 or seconds < block_s * len(labels):
+            parser.error("--block-minutes must be at least 1, and --hours long enough for one block of each arm")
+        burn_in_s = args.burn_in_minutes * 60
+        alone_seconds = round(args.alone_hours * 3600) if args.alone_hours else seconds
+        kept = Kept(scenario.name, labels, seconds, alone_seconds, block_s)
+        if args.from_file and os.path.exists(args.from_file):
+            with open(args.from_file, "rb") as f:
+                kept = pickle.load(f)
+        target = args.save or args.from_file
+
+        def save() -> None:
+            if target:
+                with open(target + ".part", "wb") as f:
+                    pickle.dump(kept, f)
+                os.replace(target + ".part", target)
+
+        began = time.monotonic()
+        if args.part != "none":
+            with lab_database():
+                run_all(kept, scenario, args.seeds, args.part, burn_in_s, save)
+        save()
+        print(f"scenario {kept.scenario}: switchback over {kept.seconds / 3600:g} simulated hours x "
+              f"{len(kept.experiments)} seeds, blocks of {kept.block_s // 60} min, burn-in {burn_in_s // 60} min; "
+              f"arms alone over {kept.alone_seconds / 3600:g} h x {len(kept.alone)} seeds; arms {', '.join(kept.labels)}")
+        print("wall time: " + ", ".join(f"{part} {s / 60:.1f} min" for part, s in kept.took_s.items())
+              + f"; this call {(time.monotonic() - began) / 60:.1f} min; load {os.getloadavg()[0]:.1f}")
+        report(kept, burn_in_s, last_line)
+
+
+def report(kept: Kept, burn_in_s: int, last_line) -> None:
+    main_arms = [a for a in kept.labels if a not in (PULL, GUARD_ARM)]
+    print("each arm against pull: the experiment's estimate beside the arms' own runs "
+          "(mean over seeds, ±95% over seeds)")
+    print(f"{'arm':10}{'success est':>16}{'measured':>16}{'err':>8}{'lead est':>16}{'measured':>16}{'err %':>8}")
+    rows, fig = estimate_lines(kept, burn_in_s, main_arms + ([GUARD_ARM] if GUARD_ARM in kept.labels else []))
+    for row in rows:
+        print(row)
+    _, fig = estimate_lines(kept, burn_in_s, main_arms)
+    for minutes in (0, 2, 5, 10, 15):
+        _, other = estimate_lines(kept, minutes * 60, main_arms)
+        print(f"burn-in {minutes} min: success err max {other['success_err_max']:.3f}, "
+              f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}")
+    decisions, right, total = decision_lines(kept, burn_in_s)
+    for line in decisions:
+        print("decision: " + line)
+    guard, early, guard_seeds, wrong = guardrail_lines(kept)
+    for line in guard:
+        print("guardrail: " + line)
+    hours = hours_lines(kept, burn_in_s)
+    for line in hours:
+        print("hours to a decision: " + line)
+    verdict = lambda ok: "met" if ok else "MISSED"
+    print(f"goal: honest estimates: success within {SUCCESS_ERR} of the measured difference: "
+          f"{fig['success_err_max']:.3f}, {verdict(fig['success_err_max'] <= SUCCESS_ERR)}; mean lead within "
+          f"{LEAD_ERR_PCT:g}%: {fig['lead_err_max_pct']:.1f}%, {verdict(fig['lead_err_max_pct'] <= LEAD_ERR_PCT)}")
+    print(f"goal: intervals cover: {fig['coverage']:.2f} of (seed, arm, metric) cases, at least {COVERAGE}: "
+          f"{verdict(fig['coverage'] >= COVERAGE)}")
+    share = right / total if total else math.nan
+    print(f"goal: right decisions: {right} of {total} (objective, seed) decisions: {verdict(share >= RIGHT_SHARE)}")
+    if guard_seeds:
+        print(f"goal: guardrail: {GUARD_ARM} dropped within the first third on {early} of {guard_seeds} seeds "
+              f"(at least {GUARD_SHARE:.0%}); arms dropped that are not worse: {', '.join(wrong) or 'none'}: "
+              f"{verdict(early >= GUARD_SHARE * guard_seeds and not wrong)}")
+    print("goal: hours to a decision: " + " | ".join(hours))
+    last_line(f"switchback_success_err_max={fig['success_err_max']:.3f} "
+              f"switchback_lead_err_max_pct={fig['lead_err_max_pct']:.1f} "
+              f"switchback_coverage={fig['coverage']:.2f} switchback_right={share:.2f}",
+              variant="switchback", scenario=kept.scenario)

@@ -1,0 +1,34 @@
+"""A formula that ranks candidates worst-first: the documented ranking turned upside down.
+
+It exists to prove the switchback's guardrail (a harmful arm is dropped) and is declared only
+for the length of a test or a lab run (`worst_first_declared`), never by SuperDispatch itself.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from placement import decision, formulas
+from placement.formulas import BY_RECORD, Formula, Need, Ranker
+from placement.scoring import Score
+
+WORST_FIRST_RANKER = Ranker("worst-first")
+WORST_FIRST = Formula("worst-first", 1, "worst", (BY_RECORD, WORST_FIRST_RANKER), needs={Need.RUNS})
+
+
+def _worst_first(facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting):
+    """The documented ranking reversed: the agent it ranks last is held first."""
+    n = len(ranking)
+    return [(agent_id, Score(n - place, score.terms)) for place, (agent_id, score) in enumerate(reversed(ranking))], waiting
+
+
+@contextmanager
+def worst_first_declared() -> Iterator[Formula]:
+    """The worst-first formula declared, and its ranker run, for the length of the block."""
+    rankers = decision.RANKERS
+    rankers[WORST_FIRST_RANKER] = _worst_first  # RANKERS is the module's dict; the fixture's ranker joins it
+    try:
+        with formulas.declared(WORST_FIRST):
+            yield WORST_FIRST
+    finally:
+        del rankers[WORST_FIRST_RANKER]
