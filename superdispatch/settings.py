@@ -62,6 +62,7 @@ MIDDLEWARE = [
     "superdispatch.metrics.CountRelayAnswers",  # it counts every answer the relay gets
     "django.middleware.security.SecurityMiddleware",
     "common.edge.Edge",  # bodies checked and chunked ones read; no-store and the CSP on answers
+    "superdispatch.request_budget.RequestBudget",  # PostgreSQL's statement_timeout, for requests only
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -177,7 +177,8 @@ def recent_over_time(rng: Range, now: datetime) -> dict | None:
     for row in rollups.time_rows(window, "minute"):
         i = bar_index(row["t"], starts, step)
         if i is not None:
-            by_tier[tier_of(row["tier_name"], None if row["nobody"] else "x")][i] += row["decisions"]
+            tier = tier_of(row["tier_name"], None if row["nobody"] else "x")
+            by_tier[tier][i] += row["decisions"]
     return {"starts": starts, "by_tier": by_tier, "step": step}
 
 
