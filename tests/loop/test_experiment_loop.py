@@ -205,3 +205,22 @@ def test_outside_an_experiment_an_unheld_cards_run_is_not_joined_as_before():
     decision = _claimed_unheld(world)
     assert decision.reason == "pull-arm" and decision.outcome_status == "claimed-by-other"
     assert decision.run_status is None
+
+
+@pytest.mark.usefixtures("fresh_learned_reading")
+def test_under_an_experiments_block_the_arm_alone_places_and_no_model_is_consulted():
+    from tests.loop.test_learned import store_model, world_with_history
+
+    world = world_with_history(learned="shadow")
+    store_model()
+    _experiment(world, [FORMULA, "pull", FORMULA, "pull"])
+    card = _card(world)
+    world.sweep()
+    [decision] = world.decisions(card_id=card.id)
+    assert decision.experiment_arm == FORMULA and decision.chosen is not None
+    assert decision.learned is None
+    # Once the schedule is over, the model is consulted again, as before.
+    world.advance(4 * BLOCK_S + 1)
+    later = _card(world)
+    world.sweep()
+    assert world.decisions(card_id=later.id)[0].learned["mode"] == "shadow"
