@@ -1,6 +1,9 @@
 """Dataset and model routes."""
 from __future__ import annotations
 
+import threading
+from typing import Iterator
+
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -8,7 +11,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_seriali
 from rest_framework.response import Response
 
 from access.audit import of_request
-from common.errors import ApiError
+from common.errors import ApiError, unavailable
 from common.schema import error
 from common.scopes import READ, TRAIN
 from common.views import OperatorView
@@ -43,6 +46,34 @@ class TrainBody(Body):
         return 0 if value is None else value
 
 
+# A stream holds one of the server's threads for as long as its reader takes (the front paces
+# it by the reader), so a process streams one dataset at a time: its other threads stay free
+# for every other request, and a second stream meanwhile is a 503 to retry.
+STREAMS_AT_ONCE = 1
+_streams = threading.BoundedSemaphore(STREAMS_AT_ONCE)
+
+
+class _Stream:
+    """A dataset's pieces, holding a stream's place until read to the end or closed (the server
+    closes every answer it sends, read whole or not)."""
+
+    def __init__(self, pieces: Iterator[bytes]):
+        self.pieces, self.held = pieces, True
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self.pieces
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.held:
+            self.held = False
+            _streams.release()
+
+    __del__ = close  # an answer dropped unsent (its request failed after the view) frees it too
+
+
 class Dataset(OperatorView):
     scopes = {"GET": READ}
 
@@ -63,10 +94,13 @@ class Dataset(OperatorView):
         params = DatasetQuery.read(request.query_params)
         since = params.get("since")
         goal = settings.SUPERDISPATCH.learned_target
+        if not _streams.acquire(blocking=False):
+            return unavailable("busy", "this server is streaming the dataset to another reader; "
+                                       "retry shortly")
         if params["format"] == "json":
-            return StreamingHttpResponse(dataset.json_document(since, goal),
+            return StreamingHttpResponse(_Stream(dataset.json_document(since, goal)),
                                          content_type="application/json")
-        return StreamingHttpResponse(dataset.jsonl(since, goal),
+        return StreamingHttpResponse(_Stream(dataset.jsonl(since, goal)),
                                      content_type="application/x-ndjson")
 
 

@@ -170,6 +170,8 @@ def recent_over_time(rng: Range, now: datetime) -> dict | None:
     if step >= rng.step:
         return None
     starts = bar_starts(first, now, step)
+    if not starts:  # every decision made this very moment, on a bar's edge: no finer bar yet
+        return None
     by_tier = {name: [0] * len(starts) for name in TIER_SERIES}
     window = Decision.objects.filter(created_at__gte=starts[0], created_at__lte=now)
     for row in rollups.time_rows(window, "minute"):

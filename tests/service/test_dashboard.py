@@ -128,3 +128,13 @@ def test_the_dashboard_is_for_staff_only(client):
 
 def test_the_real_clock_is_the_default():
     assert pages.clock is dj_timezone.now
+
+
+def test_a_dashboard_whose_decisions_were_all_made_this_moment_answers(staff, monkeypatch):
+    """The finer chart of recent decisions has no bar yet when the first was made at the very
+    moment the page is read, on a bar's edge: the page still answers, with the range's bars."""
+    moment = T0 + timedelta(hours=2)  # on a minute's edge
+    monkeypatch.setattr(pages, "clock", lambda: moment)
+    make_decision(board="brd_a", card="card_1", chosen="agt_ada", created_at=moment)
+    assert staff.get("/admin/dashboard/", {"range": "day"}).status_code == 200
+
