@@ -40,6 +40,7 @@ from rest_framework.generics import GenericAPIView
 
 from common.schema import FORBIDDEN, REFUSED, error
 from common.scopes import needed_scope
+from placement import formulas
 from records.api import query
 from records.ids import id_pattern
 
@@ -223,8 +224,8 @@ ERROR_EXAMPLES = {
 NAMED = {
     "boardId": "brd_review", "board": "brd_review", "cardId": "card_1014", "stageKey": "review",
     "agentId": "agt_ada", "chosen": "agt_ada", "by": "agt_ada", "outcomeBy": "agt_ada",
-    "principalId": "prn_ada", "stationId": "station_ada", "policy": "idle-stage-success-lru@3",
-    "policyVersion": "pol_1", "formula": "idle-stage-success-lru@3",
+    "principalId": "prn_ada", "stationId": "station_ada", "policy": formulas.DEFAULT.recorded,
+    "policyVersion": "pol_1", "formula": formulas.DEFAULT.recorded,
     "model": "mdl_0123456789abcdef01234567",
     "decisionId": "pld_0123456789abcdef01234567", "service": "superdispatch",
     "explanation": "Held for agt_ada as the winner: the best stage record of 3 eligible.",
