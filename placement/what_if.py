@@ -42,7 +42,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from .filtering import Tag, tables
 from .formulas import Formula
@@ -451,6 +451,7 @@ class Replay:
     recorded: Choice
     other: Choice
     expectations: Mapping[str, Expectation]  # by arm
+    formula: str = ""  # the recorded formula that made the decision
 
 
 @dataclass(frozen=True)
@@ -534,56 +535,78 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
     rules_other = replace(other_rules or rules, formula=formula.recorded)
-    replays: list[Replay] = []
-    not_replayed: dict[str, int] = defaultdict(int)
-    differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
-    in_window = 0
+    judged: list[Replay | str] = []
     windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: each outlook's fleet_differs
-    formulas_seen: dict[str, None] = {}
     for d in decisions:
         if since is not None and d.at < since:
             continue
         if chosen is not None and d.decision_id not in chosen:
             continue
-        in_window += 1
-        why = replayable(d)
-        if why is not None:
-            not_replayed[why] += 1
-            continue
-        known.until(d.at)
-        try:
-            agents = _Agents(d, known, rules)
-            other = (_choose(formula, d, rules_other, known, agents, windows) if chosen is None
-                     else chosen[d.decision_id])
-        except Unreplayable as err:
-            not_replayed[str(err)] += 1
-            continue
-        mine = recorded_choice(d)
-        formulas_seen[d.formula] = None
-        differs[_how(mine, other)] += 1
-        measured = expectation(mine, d, agents, rules, correct=True)
-        expected = expectation(mine, d, agents, rules, correct=False)
-        other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
-        if other.agent_id == mine.agent_id and other.agent_id is not None \
-                and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
-            estimate = rehold(measured, d, agents, rules, other_hold_s)
-            if not estimate.observed:
-                estimate = expectation(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
-        else:
-            # Left to pull with no window, the card is the agent's that let it go: where that is
-            # the agent the record held, the same agent ran it, as measured.
-            taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
-            same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
-            estimate = corrected(expectation(other, d, agents, rules_other, correct=False), expected, measured,
-                                 agree=same and mine.agent_id is not None)
-        expectations = {"recorded": measured, "other": estimate}
         if chosen is None:
-            expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
+            judged.append(judge(d, known, rules, rules_other,
+                                lambda agents: _choose(formula, d, rules_other, known, agents, windows)))
+        else:
+            given = chosen[d.decision_id]
+            judged.append(judge(d, known, rules, rules_other, lambda agents: given, pull=False))
+    return answer(formula, judged, pull=chosen is None)
+
+
+def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
+          other_of: Callable[[_Agents], Choice], *, pull: bool = True) -> Replay | str:
+    """One decision of the window replayed, on what was known before it (`known`, moved on to
+    it here), or why it is not replayed. `other_of` gives the other arm's choice; `pull`, whether
+    pull is estimated too. What comes out depends on the decision and on the record's events
+    before it alone, which is what lets `what_if_kept` keep it between reads."""
+    why = replayable(d)
+    if why is not None:
+        return why
+    known.until(d.at)
+    try:
+        agents = _Agents(d, known, rules)
+        other = other_of(agents)
+    except Unreplayable as err:
+        return str(err)
+    mine = recorded_choice(d)
+    measured = expectation(mine, d, agents, rules, correct=True)
+    expected = expectation(mine, d, agents, rules, correct=False)
+    other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
+    if other.agent_id == mine.agent_id and other.agent_id is not None \
+            and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
+        estimate = rehold(measured, d, agents, rules, other_hold_s)
+        if not estimate.observed:
+            estimate = expectation(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
+    else:
+        # Left to pull with no window, the card is the agent's that let it go: where that is
+        # the agent the record held, the same agent ran it, as measured.
+        taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
+        same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
+        estimate = corrected(expectation(other, d, agents, rules_other, correct=False), expected, measured,
+                             agree=same and mine.agent_id is not None)
+    expectations = {"recorded": measured, "other": estimate}
+    if pull:
+        expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
                                        measured, agree=mine.agent_id is None)
-        replays.append(Replay(d.decision_id, mine, other, expectations))
+    return Replay(d.decision_id, mine, other, expectations, d.formula)
+
+
+def answer(formula: Formula, judged: Iterable[Replay | str], *, pull: bool = True) -> WhatIf:
+    """The window's answer from each of its decisions as `judge` left it, oldest first."""
+    replays: list[Replay] = []
+    not_replayed: dict[str, int] = defaultdict(int)
+    differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
+    formulas_seen: dict[str, None] = {}
+    in_window = 0
+    for one in judged:
+        in_window += 1
+        if isinstance(one, str):
+            not_replayed[one] += 1
+            continue
+        formulas_seen[one.formula] = None
+        differs[_how(one.recorded, one.other)] += 1
+        replays.append(one)
     names = tuple(formulas_seen)
     arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
-        ((PULL, PULL),) if chosen is None else ())
+        ((PULL, PULL),) if pull else ())
     estimates = tuple(_estimate(arm, name, [r.expectations[arm] for r in replays]) for arm, name in arms)
     return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
                   recorded_formulas=names)
