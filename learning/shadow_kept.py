@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Min
@@ -32,6 +32,10 @@ from records.store import what_if as what_if_store
 
 # What may change of a decision after it is written, as the store names it and as `Recorded`.
 STORE_MUTABLE = ("reserved_until", "outcome_status", "outcome_by", "outcome_at", "run_status", "run_ended_at")
+# A decision written this long after its created_at (a pass's transaction committing late) is
+# still found by the read of the newest; one written later still, by the count.
+LATE = timedelta(minutes=10)
+RUN_STATUSES = frozenset({"claimed", "claimed-by-other"})  # outcomes a run may be joined to
 RECORDED_MUTABLE = ("held_until", "outcome", "outcome_by", "outcome_at", "run_status", "run_ended_at")
 
 
@@ -46,60 +50,86 @@ class ShadowEvidence:
 
     def _forget(self) -> None:
         self.kept = KeptWhatIf(self.formula, self.rules)
-        self.start: datetime | None = None  # the earliest decision read
+        self.start: datetime | None = None  # the earliest decision read: a day before the model's first
+        self.newest: datetime | None = None  # the newest decision read
         self.recorded: dict[str, Recorded] = {}
         self.state: dict[str, tuple] = {}  # each decision's STORE_MUTABLE as last read
+        self.unsettled: set[str] = set()  # decisions that may still settle
+        self.unrun: set[str] = set()  # claims whose run may still be joined
         self.views: dict[str, dict[str, Any]] = {}  # the model's own decisions: what it chose
+        self.shadowed: dict[str, ShadowDecision] = {}  # the same, as the report reads them
+        self.chosen: dict[str, Choice] = {}  # the ones the estimate judges: the model's choice
+        self.since: datetime | None = None  # the oldest of them: the estimate's window starts there
         self.answer: tuple[dict[str, Any], WhatIf] | None = None  # the last read's, while nothing changes
 
     def read(self) -> tuple[dict[str, Any], WhatIf]:
         """The model's shadow report (`report`, under its target) and the what-if estimate of
         its choices, as the store shows them now."""
-        first = (Decision.objects.filter(learned__model=self.model_id)  # decision_learned_model
-                 .aggregate(first=Min("created_at"))["first"])
-        if first is None:
-            self._forget()
-            return report((), self.target), self._nothing()
-        start = first - what_if_store.LOOK_BACK
-        if self.start is None or start < self.start:
-            # Read from further back than before (there was nothing, or an older decision of
-            # the model came to light): what was kept does not reach it.
-            self._forget()
-            self.start = start
-        changed = self._refresh(start)
-        if changed or self.answer is None:
-            self.answer = self._work_out()
+        if self.start is None:
+            first = (Decision.objects.filter(learned__model=self.model_id)  # decision_learned_model
+                     .aggregate(first=Min("created_at"))["first"])
+            if first is None:
+                return report((), self.target), self._nothing()
+            # The model's decisions are made after it, at the time they are written, so none
+            # comes to light before its first one.
+            self.start = first - what_if_store.LOOK_BACK
+        changed, gone = self._refresh()
+        if changed or gone or self.answer is None:
+            self.answer = self._work_out(changed, gone)
         return self.answer
 
-    def _refresh(self, start: datetime) -> bool:
-        """Read what changes of every decision since `start`; True where anything did."""
-        rows = (Decision.objects.filter(created_at__gte=start).order_by()
-                .values_list("id", *STORE_MUTABLE).iterator(chunk_size=5000))
-        seen: set[str] = set()
-        new: list[str] = []
-        changed = False
-        state, recorded = self.state, self.recorded
+    def _refresh(self) -> tuple[list[str], list[str]]:
+        """Read what may have changed since the last read: the decisions that may still settle,
+        the claims whose run may still be joined, and the newest decisions. A decision settles
+        once, its run is joined once, and its hold's end changes only while it is unsettled
+        (`records.store.actions`), so nothing else can have. Where the count of decisions since
+        `start` says one came or went unseen, every decision's changing fields are read."""
+        changed: list[str] = []
+        rows = _by_ids(Decision.objects.all(), sorted(self.unsettled))
+        rows += _by_ids(Decision.objects.filter(run_status__isnull=False), sorted(self.unrun))
+        newest = self.start if self.newest is None else max(self.start, self.newest - LATE)
+        rows += Decision.objects.filter(created_at__gte=newest).values_list("id", *STORE_MUTABLE)
         for row in rows:
-            decision_id, fields = row[0], row[1:]
-            seen.add(decision_id)
-            was = state.get(decision_id)
-            if was == fields:
-                continue
-            changed = True
-            state[decision_id] = fields
-            if was is None:
-                new.append(decision_id)
-            else:
-                recorded[decision_id] = replace(recorded[decision_id], **dict(zip(RECORDED_MUTABLE, fields)))
-        if len(seen) < len(state):  # gone from the store (retention), or from before `start` now
-            changed = True
-            for decision_id in [k for k in state if k not in seen]:
-                del state[decision_id]
-                recorded.pop(decision_id, None)
-                self.views.pop(decision_id, None)
-        if new:
-            self._read_new(new)
-        return changed
+            if self._take(row[0], row[1:]):
+                changed.append(row[0])
+        gone: list[str] = []
+        if Decision.objects.filter(created_at__gte=self.start).count() != len(self.state):
+            gone = self._read_whole(changed)
+        self._read_new([k for k in changed if k not in self.recorded])
+        return changed, gone
+
+    def _take(self, decision_id: str, fields: tuple) -> bool:
+        """One decision's changing fields as read now; True where they changed."""
+        was = self.state.get(decision_id)
+        if was == fields:
+            return False
+        self.state[decision_id] = fields
+        _, status, _, _, run, _ = fields
+        self.unsettled.discard(decision_id)
+        self.unrun.discard(decision_id)
+        if status is None:
+            self.unsettled.add(decision_id)
+        elif status in RUN_STATUSES and run is None:
+            self.unrun.add(decision_id)
+        if was is not None:
+            self.recorded[decision_id] = replace(self.recorded[decision_id], **dict(zip(RECORDED_MUTABLE, fields)))
+        return True
+
+    def _read_whole(self, changed: list[str]) -> list[str]:
+        """Every decision since `start`, its changing fields: the ones gone, and any new one
+        written late."""
+        seen = set()
+        for row in (Decision.objects.filter(created_at__gte=self.start).order_by()
+                    .values_list("id", *STORE_MUTABLE).iterator(chunk_size=5000)):
+            seen.add(row[0])
+            if self._take(row[0], row[1:]):
+                changed.append(row[0])
+        gone = [k for k in self.state if k not in seen]
+        for decision_id in gone:
+            del self.state[decision_id]
+            self.unsettled.discard(decision_id)
+            self.unrun.discard(decision_id)
+        return gone
 
     def _read_new(self, ids: list[str]) -> None:
         for d in what_if_store.by_id(ids):
@@ -111,31 +141,52 @@ class ShadowEvidence:
                 if isinstance(view, dict) and view.get("model") == self.model_id:
                     self.views[decision_id] = view
 
-    def _work_out(self) -> tuple[dict[str, Any], WhatIf]:
+    def _work_out(self, changed: list[str], gone: list[str]) -> tuple[dict[str, Any], WhatIf]:
         """`store.shadow_counts`'s two readings, from the decisions as kept."""
-        shadowed = []
-        chosen: dict[str, Choice] = {}
-        since = None
-        for decision_id, view in self.views.items():
-            _, status, by, _, run, _ = self.state[decision_id]
-            shadowed.append(ShadowDecision(
-                formula_choice=view.get("formulaChoice"), model_choice=view.get("choice"), status=status,
-                by=by, model_placed=bool(view.get("placed")), run_status=run))
-            if status not in CHANCE_STATUSES or view.get("placed") or view.get("choice") is None \
-                    or view.get("formulaChoice") is None:
-                continue
-            chosen[decision_id] = Choice(view["choice"])
+        dropped = False  # a decision no longer judged: the window's start is sought anew
+        for decision_id in gone:
+            self.recorded.pop(decision_id, None)
+            self.views.pop(decision_id, None)
+            self.shadowed.pop(decision_id, None)
+            dropped |= self.chosen.pop(decision_id, None) is not None
+        for decision_id in changed:
             at = self.recorded[decision_id].at
-            since = at if since is None else min(since, at)
-        counts = report(shadowed, self.target)
+            self.newest = at if self.newest is None else max(self.newest, at)
+            view = self.views.get(decision_id)
+            if view is None:
+                continue
+            _, status, by, _, run, _ = self.state[decision_id]
+            self.shadowed[decision_id] = ShadowDecision(
+                formula_choice=view.get("formulaChoice"), model_choice=view.get("choice"), status=status,
+                by=by, model_placed=bool(view.get("placed")), run_status=run)
+            if status in CHANCE_STATUSES and not view.get("placed") and view.get("choice") is not None \
+                    and view.get("formulaChoice") is not None:
+                self.chosen[decision_id] = Choice(view["choice"])
+                self.since = at if self.since is None else min(self.since, at)
+            else:
+                dropped |= self.chosen.pop(decision_id, None) is not None
+        if dropped:
+            self.since = min((self.recorded[k].at for k in self.chosen), default=None)
+        counts = report(self.shadowed.values(), self.target)
+        since = self.since
         if since is None:
+            self.kept = KeptWhatIf(self.formula, self.rules)  # to be handed every decision afresh
             return counts, self._nothing()
-        start = since - what_if_store.LOOK_BACK
-        window = [d for d in self.recorded.values() if d.at >= start]
-        return counts, self.kept.update(window, since, chosen)
+        if not self.kept.given:
+            changed, gone = list(self.recorded), []
+        answer = self.kept.apply([self.recorded[k] for k in changed], gone, since, self.chosen,
+                                 start=since - what_if_store.LOOK_BACK)
+        return counts, answer
 
     def _nothing(self) -> WhatIf:
         return what_if([], self.formula, self.rules, None, chosen={})
+
+
+def _by_ids(rows, ids: list[str]) -> list[tuple]:
+    found: list[tuple] = []
+    for start in range(0, len(ids), 500):
+        found += rows.filter(id__in=ids[start:start + 500]).values_list("id", *STORE_MUTABLE)
+    return found
 
 
 _lock = threading.Lock()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 from datetime import datetime, timedelta, timezone
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from operator import attrgetter
 from typing import Mapping, Sequence
 
@@ -46,71 +46,122 @@ class KeptWhatIf:
         self.rules_other = replace(rules, formula=formula.recorded)
         self.replayed = 0  # how many decisions the last read replayed
         self.full = False  # whether the last read replayed the whole window
+        self._decisions: dict[str, Recorded] = {}  # every decision given, in the record or before it
+        self._order: list[tuple[datetime, str]] = []  # theirs, oldest first
         self._forget()
 
     def _forget(self) -> None:
         self._since: datetime | None | object = _NOTHING
-        self._decisions: dict[str, Recorded] = {}
+        self._start: datetime | None | object = _NOTHING
         self._judged: dict[str, tuple[Choice, Replay | str]] = {}
         self._known = Known(())
         self._at = EARLIEST  # the checkpoint: `_known` holds every event before it
         self._tail: list[_Event] = []  # the events at or after it, in the order Known takes them
+        self._answer: WhatIf | None = None
 
     def update(self, decisions: Sequence[Recorded], since: datetime | None,
                chosen: Mapping[str, Choice]) -> WhatIf:
         """What `what_if(decisions, formula, rules, since, chosen=chosen)` answers, replaying
-        only what changed since the last call."""
-        decisions = sorted(decisions, key=_order)
-        self.full = since != self._since or not self._keep(decisions, since, chosen)
-        if self.full:
-            self._forget()
-            self._keep(decisions, since, chosen)
-        return answer(self.formula, (self._judged[d.decision_id][1] for d in decisions
-                                     if _in_window(d, since, chosen)), pull=False)
-
-    def _keep(self, decisions: list[Recorded], since: datetime | None,
-              chosen: Mapping[str, Choice]) -> bool:
-        """Bring the replays up to date from the checkpoint; False, with nothing changed, where
-        a change comes before it."""
+        only what changed since the last call (a decision handed on unchanged is the same
+        object as before)."""
         before = self._decisions
         now = {d.decision_id: d for d in decisions}
-        changed = [(before.get(d.decision_id), d) for d in decisions if before.get(d.decision_id) is not d]
-        if len(now) - sum(1 for old, _ in changed if old is None) < len(before):
-            changed += [(old, None) for key, old in before.items() if key not in now]
-        moved = [t for old, new in changed if (t := _changed_at(old, new)) is not None]
+        changed = [d for d in decisions if before.get(d.decision_id) is not d]
+        gone = [k for k in before if k not in now]
+        return self.apply(changed, gone, since, chosen)
+
+    def apply(self, changed: Sequence[Recorded], gone: Sequence[str], since: datetime | None,
+              chosen: Mapping[str, Choice], start: datetime | None = None) -> WhatIf:
+        """The record changed by `changed` (decisions new or changed) and `gone` (decision ids
+        no longer in it), read as `what_if(the decisions at or after start, formula, rules,
+        since, chosen=chosen)` reads it; `chosen` may change only for decisions in `changed`."""
+        pairs = [(self._decisions.get(d.decision_id), d) for d in changed]
+        pairs += [(self._decisions[k], None) for k in gone if k in self._decisions]
+        for old, new in pairs:
+            if old is not None and new is None:
+                del self._decisions[old.decision_id]
+            elif new is not None:
+                self._decisions[new.decision_id] = new
+            if old is None or new is None or old.at != new.at:
+                self._reorder(old, new)
+        self.full = (since, start) != (self._since, self._start) \
+            or not self._keep(pairs, since, start, chosen)
+        if self.full:
+            self._forget()
+            self._keep([(None, d) for d in self._in_record(start)], since, start, chosen)
+        if self._answer is None or pairs or self.full:
+            lo = 0 if since is None else bisect_left(self._order, (since, ""))
+            judged = self._judged
+            self._answer = answer(self.formula, (judged[k][1] for _, k in self._order[lo:] if k in judged),
+                                  pull=False)
+        return self._answer
+
+    @property
+    def given(self) -> bool:
+        """Whether any decision has been handed to it yet."""
+        return bool(self._decisions)
+
+    def _reorder(self, old: Recorded | None, new: Recorded | None) -> None:
+        if old is not None:
+            self._order.pop(bisect_left(self._order, _order(old)))
+        if new is not None:
+            insort(self._order, _order(new))
+
+    def _in_record(self, start: datetime | None) -> list[Recorded]:
+        lo = 0 if start is None else bisect_left(self._order, (start, ""))
+        return [self._decisions[k] for _, k in self._order[lo:]]
+
+    def _keep(self, pairs: list[tuple[Recorded | None, Recorded | None]], since: datetime | None,
+              start: datetime | None, chosen: Mapping[str, Choice]) -> bool:
+        """Bring the replays up to date from the checkpoint; False, with nothing replayed, where
+        a change comes before it."""
+        if start is not None:  # a decision before the record's start is no part of it
+            pairs = [(o if o is not None and o.at >= start else None, n if n is not None and n.at >= start else None)
+                     for o, n in pairs]
+            pairs = [(o, n) for o, n in pairs if o is not None or n is not None]
+        moved = [t for old, new in pairs if (t := _changed_at(old, new)) is not None]
         first_change = min(moved, default=None)
         if first_change is not None and first_change < self._at:
             return False
-        again = [d for d in decisions if _in_window(d, since, chosen) and (
-            (kept := self._judged.get(d.decision_id)) is None or kept[0] != chosen[d.decision_id]
-            or before.get(d.decision_id) is not d
-            or (first_change is not None and d.at > first_change))]
-        if again and again[0].at < self._at:
+        again: dict[str, Recorded] = {}
+        for old, new in pairs:
+            if old is not None:
+                self._judged.pop(old.decision_id, None)
+            if new is not None and _in_window(new, since, chosen):
+                again[new.decision_id] = new
+        if first_change is not None:
+            after = bisect_left(self._order, (first_change, chr(0x10FFFF)))
+            for _, k in self._order[after:]:
+                if k in self._judged:
+                    again[k] = self._decisions[k]
+        replay = sorted(again.values(), key=_order)
+        if replay and replay[0].at < self._at:
             return False
 
-        gone = {(old or new).decision_id for old, new in changed}
+        gone = {(old or new).decision_id for old, new in pairs}
         tail = [e for e in self._tail if e.decision.decision_id not in gone]
-        tail += [e for _, new in changed if new is not None for e in events_of(new, _order(new))
+        tail += [e for _, new in pairs if new is not None for e in events_of(new, _order(new))
                  if e.at >= self._at]
         tail.sort(key=_event_order)
-        known = self._known.copy()
-        known._events, known._next = tail, 0
-        for d in again:
+        known = self._known.copy() if replay else None
+        if known is not None:
+            known._events, known._next = tail, 0
+        for d in replay:
             given = chosen[d.decision_id]
             self._judged[d.decision_id] = (given, judge(d, known, self.rules, self.rules_other,
                                                         lambda agents, given=given: given, pull=False))
-        self.replayed = len(again)
-        self._since, self._decisions, self._tail = since, now, tail
-        self._move_checkpoint(decisions)
+        self.replayed = len(replay)
+        self._since, self._start, self._tail = since, start, tail
+        self._move_checkpoint()
         return True
 
-    def _move_checkpoint(self, decisions: list[Recorded]) -> None:
+    def _move_checkpoint(self) -> None:
         """Move the checkpoint on to the oldest decision still open, within `LAG` of the newest."""
-        if not decisions:
+        if not self._order:
             return
-        newest = decisions[-1].at
-        recent = decisions[bisect_left(decisions, newest - LAG, key=attrgetter("at")):]
-        moment = min((d.at for d in recent if _open(d)), default=newest)
+        newest = self._order[-1][0]
+        recent = self._order[bisect_left(self._order, (newest - LAG, "")):]
+        moment = min((at for at, k in recent if _open(self._decisions[k])), default=newest)
         if moment <= self._at:
             return
         self._known._events, self._known._next = self._tail, 0
