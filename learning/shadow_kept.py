@@ -17,10 +17,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import Min
 
 from common.config import Config, rules_from
-from learning.core.shadow import CHANCE_STATUSES, ShadowDecision, report
+from learning.core.shadow import (
+    CHANCE_STATUSES, NOTHING, ShadowDecision, Tally, add, report, report_of, tally,
+)
 from learning.models import LearnedModel
 from placement import Rules
 from placement.formulas import Formula
@@ -57,7 +60,8 @@ class ShadowEvidence:
         self.unsettled: set[str] = set()  # decisions that may still settle
         self.unrun: set[str] = set()  # claims whose run may still be joined
         self.views: dict[str, dict[str, Any]] = {}  # the model's own decisions: what it chose
-        self.shadowed: dict[str, ShadowDecision] = {}  # the same, as the report reads them
+        self.tallies: dict[str, Tally] = {}  # the same, as each adds to the report
+        self.totals: Tally = NOTHING  # theirs added up
         self.chosen: dict[str, Choice] = {}  # the ones the estimate judges: the model's choice
         self.since: datetime | None = None  # the oldest of them: the estimate's window starts there
         self.answer: tuple[dict[str, Any], WhatIf] | None = None  # the last read's, while nothing changes
@@ -85,8 +89,8 @@ class ShadowEvidence:
         (`records.store.actions`), so nothing else can have. Where the count of decisions since
         `start` says one came or went unseen, every decision's changing fields are read."""
         changed: list[str] = []
-        rows = _by_ids(Decision.objects.all(), sorted(self.unsettled))
-        rows += _by_ids(Decision.objects.filter(run_status__isnull=False), sorted(self.unrun))
+        rows = _by_ids(sorted(self.unsettled))
+        rows += _by_ids(_now_run(sorted(self.unrun)))
         newest = self.start if self.newest is None else max(self.start, self.newest - LATE)
         rows += Decision.objects.filter(created_at__gte=newest).values_list("id", *STORE_MUTABLE)
         for row in rows:
@@ -147,7 +151,7 @@ class ShadowEvidence:
         for decision_id in gone:
             self.recorded.pop(decision_id, None)
             self.views.pop(decision_id, None)
-            self.shadowed.pop(decision_id, None)
+            self.totals = add(self.totals, self.tallies.pop(decision_id, NOTHING), -1)
             dropped |= self.chosen.pop(decision_id, None) is not None
         for decision_id in changed:
             at = self.recorded[decision_id].at
@@ -156,9 +160,11 @@ class ShadowEvidence:
             if view is None:
                 continue
             _, status, by, _, run, _ = self.state[decision_id]
-            self.shadowed[decision_id] = ShadowDecision(
+            self.totals = add(self.totals, self.tallies.get(decision_id, NOTHING), -1)
+            self.tallies[decision_id] = tally(ShadowDecision(
                 formula_choice=view.get("formulaChoice"), model_choice=view.get("choice"), status=status,
-                by=by, model_placed=bool(view.get("placed")), run_status=run)
+                by=by, model_placed=bool(view.get("placed")), run_status=run), self.target)
+            self.totals = add(self.totals, self.tallies[decision_id])
             if status in CHANCE_STATUSES and not view.get("placed") and view.get("choice") is not None \
                     and view.get("formulaChoice") is not None:
                 self.chosen[decision_id] = Choice(view["choice"])
@@ -167,7 +173,7 @@ class ShadowEvidence:
                 dropped |= self.chosen.pop(decision_id, None) is not None
         if dropped:
             self.since = min((self.recorded[k].at for k in self.chosen), default=None)
-        counts = report(self.shadowed.values(), self.target)
+        counts = report_of(self.totals, self.target)
         since = self.since
         if since is None:
             self.kept = KeptWhatIf(self.formula, self.rules)  # to be handed every decision afresh
@@ -182,10 +188,27 @@ class ShadowEvidence:
         return what_if([], self.formula, self.rules, None, chosen={})
 
 
-def _by_ids(rows, ids: list[str]) -> list[tuple]:
+def _by_ids(ids: list[str]) -> list[tuple]:
+    """The changing fields of the decisions named."""
     found: list[tuple] = []
     for start in range(0, len(ids), 500):
-        found += rows.filter(id__in=ids[start:start + 500]).values_list("id", *STORE_MUTABLE)
+        found += Decision.objects.filter(id__in=ids[start:start + 500]).values_list("id", *STORE_MUTABLE)
+    return found
+
+
+def _now_run(ids: list[str]) -> list[str]:
+    """Of the claims named, the ones whose run has been joined. Asked in SQL of ids alone: most
+    of them never change (a claim by another agent is joined to its run only as it settles),
+    and the ORM's work on each of thousands of parameters would cost more than the query."""
+    table = connection.ops.quote_name(Decision._meta.db_table)
+    run, key = connection.ops.quote_name("run_status"), connection.ops.quote_name("id")
+    found: list[str] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            cursor.execute(f"SELECT {key} FROM {table} WHERE {run} IS NOT NULL AND {key} IN "
+                           f"({', '.join(['%s'] * len(chunk))})", chunk)
+            found += [row[0] for row in cursor.fetchall()]
     return found
 
 

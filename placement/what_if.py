@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -454,6 +454,7 @@ class Replay:
     other: Choice
     expectations: Mapping[str, Expectation]  # by arm
     formula: str = ""  # the recorded formula that made the decision
+    differs: str = "same"  # how the other arm's choice differs from the record's (`_how`)
 
 
 @dataclass(frozen=True)
@@ -550,7 +551,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         else:
             given = chosen[d.decision_id]
             judged.append(judge(d, known, rules, rules_other, lambda agents: given, pull=False))
-    return answer(formula, judged, pull=chosen is None)
+    return answer(formula, [r for r in judged if not isinstance(r, str)],
+                  [r for r in judged if isinstance(r, str)], pull=chosen is None)
 
 
 def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
@@ -588,31 +590,25 @@ def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
     if pull:
         expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
                                        measured, agree=mine.agent_id is None)
-    return Replay(d.decision_id, mine, other, expectations, d.formula)
+    return Replay(d.decision_id, mine, other, expectations, d.formula, _how(mine, other))
 
 
-def answer(formula: Formula, judged: Iterable[Replay | str], *, pull: bool = True) -> WhatIf:
-    """The window's answer from each of its decisions as `judge` left it, oldest first."""
-    replays: list[Replay] = []
-    not_replayed: dict[str, int] = defaultdict(int)
+def answer(formula: Formula, replays: Sequence[Replay], not_replayed: Iterable[str], *,
+           pull: bool = True) -> WhatIf:
+    """The window's answer from its decisions as `judge` left them, oldest first: those
+    replayed, and why each of the others was not."""
+    # Counted and listed in C-speed passes (a Counter keeps each key where it first came):
+    # the gate's read assembles this over every shadow decision on each change.
+    why = dict(Counter(not_replayed))
     differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
-    formulas_seen: dict[str, None] = {}
-    in_window = 0
-    for one in judged:
-        in_window += 1
-        if isinstance(one, str):
-            not_replayed[one] += 1
-            continue
-        formulas_seen[one.formula] = None
-        differs[_how(one.recorded, one.other)] += 1
-        replays.append(one)
-    names = tuple(formulas_seen)
+    differs.update(Counter(map(attrgetter("differs"), replays)))
+    names = tuple(dict.fromkeys(map(attrgetter("formula"), replays)))
     arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
         ((PULL, PULL),) if pull else ())
     expectations = list(map(attrgetter("expectations"), replays))
     estimates = tuple(_estimate(arm, name, list(map(itemgetter(arm), expectations))) for arm, name in arms)
-    return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
-                  recorded_formulas=names)
+    return WhatIf(formula.recorded, len(replays) + sum(why.values()), tuple(replays), why, differs,
+                  estimates, recorded_formulas=names)
 
 
 def _choose(formula: Formula, d: Recorded, rules: Rules, known: Known, agents: _Agents,
@@ -652,34 +648,38 @@ def _estimate(arm: str, formula: str, expectations: list[Expectation]) -> Estima
     # Each column at once (an Expectation is a tuple): the gate reads this over every shadow
     # decision on each change, so it is kept to C-speed passes with the same sums as ever.
     successes, claims, attempts, success_vars, claim_vars, attempt_vars, _ = zip(*expectations)
-    success = _mean(successes, success_vars)
-    claim = _mean(claims, claim_vars)
-    lead = _ratio(attempts, attempt_vars, successes, success_vars)
-    return Estimate(arm, formula, estimator, n, observed, _clip(success, 0.0, 1.0), _clip(claim, 0.0),
-                    _clip(lead, 0.0))
+    success = _column(successes, success_vars)  # read twice: for success, and under the lead
+    lead = _ratio(attempts, _column(attempts, attempt_vars), successes, success)
+    return Estimate(arm, formula, estimator, n, observed, _clip(_mean(success, n), 0.0, 1.0),
+                    _clip(_mean(_column(claims, claim_vars), n), 0.0), _clip(lead, 0.0))
 
 
-def _mean(values: Sequence[float], spreads: Sequence[float]) -> Interval:
-    """The mean, and its 95% interval: the spread over decisions plus each one's own, over n."""
+def _column(values: Sequence[float], spreads: Sequence[float]) -> tuple[float, float]:
+    """A column's mean, and its variance: the spread over decisions plus each one's own."""
     n = len(values)
     mean = math.fsum(values) / n
-    variance = _variance(values, mean) + math.fsum(spreads) / n
+    return mean, _variance(values, mean) + math.fsum(spreads) / n
+
+
+def _mean(column: tuple[float, float], n: int) -> Interval:
+    """The mean, and its 95% interval: the column's variance over n."""
+    mean, variance = column
     half = Z95 * math.sqrt(max(variance, 0.0) / n)
     return Interval(mean, mean - half, mean + half)
 
 
-def _ratio(tops: Sequence[float], top_spreads: Sequence[float], bottoms: Sequence[float],
-           bottom_spreads: Sequence[float]) -> Interval:
-    """mean(tops) / mean(bottoms), and its 95% interval by the delta method."""
+def _ratio(tops: Sequence[float], top: tuple[float, float], bottoms: Sequence[float],
+           bottom: tuple[float, float]) -> Interval:
+    """mean(tops) / mean(bottoms), and its 95% interval by the delta method, from each
+    column's mean and variance (`_column`)."""
     n = len(tops)
-    top, bottom = math.fsum(tops) / n, math.fsum(bottoms) / n
-    if bottom <= 0:
+    (top_mean, var_top), (bottom_mean, var_bottom) = top, bottom
+    if bottom_mean <= 0:
         return Interval(math.inf, math.inf, math.inf)
-    ratio = top / bottom
-    var_top = _variance(tops, top) + math.fsum(top_spreads) / n
-    var_bottom = _variance(bottoms, bottom) + math.fsum(bottom_spreads) / n
-    covariance = math.fsum(map(mul, map(sub, tops, repeat(top)), map(sub, bottoms, repeat(bottom)))) / max(n - 1, 1)
-    variance = (var_top - 2 * ratio * covariance + ratio * ratio * var_bottom) / (bottom * bottom)
+    ratio = top_mean / bottom_mean
+    covariance = math.fsum(map(mul, map(sub, tops, repeat(top_mean)),
+                               map(sub, bottoms, repeat(bottom_mean)))) / max(n - 1, 1)
+    variance = (var_top - 2 * ratio * covariance + ratio * ratio * var_bottom) / (bottom_mean * bottom_mean)
     half = Z95 * math.sqrt(max(variance, 0.0) / n)
     return Interval(ratio, ratio - half, ratio + half)
 

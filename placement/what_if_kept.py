@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from datetime import datetime, timedelta, timezone
 from bisect import bisect_left, insort
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Mapping, Sequence
 
 from .formulas import Formula
@@ -53,7 +53,9 @@ class KeptWhatIf:
     def _forget(self) -> None:
         self._since: datetime | None | object = _NOTHING
         self._start: datetime | None | object = _NOTHING
-        self._judged: dict[str, tuple[Choice, Replay | str]] = {}
+        self._judged: dict[str, Choice] = {}  # the window's decisions, each with the choice judged
+        self._replays: dict[str, Replay] = {}  # those replayed
+        self._reasons: dict[str, str] = {}  # the others: why not
         self._known = Known(())
         self._at = EARLIEST  # the checkpoint: `_known` holds every event before it
         self._tail: list[_Event] = []  # the events at or after it, in the order Known takes them
@@ -91,9 +93,9 @@ class KeptWhatIf:
             self._keep([(None, d) for d in self._in_record(start)], since, start, chosen)
         if self._answer is None or pairs or self.full:
             lo = 0 if since is None else bisect_left(self._order, (since, ""))
-            judged = self._judged
-            self._answer = answer(self.formula, (judged[k][1] for _, k in self._order[lo:] if k in judged),
-                                  pull=False)
+            window = list(map(itemgetter(1), self._order[lo:]))  # oldest first
+            self._answer = answer(self.formula, tuple(filter(None, map(self._replays.get, window))),
+                                  filter(None, map(self._reasons.get, window)), pull=False)
         return self._answer
 
     @property
@@ -126,7 +128,7 @@ class KeptWhatIf:
         again: dict[str, Recorded] = {}
         for old, new in pairs:
             if old is not None:
-                self._judged.pop(old.decision_id, None)
+                self._unjudge(old.decision_id)
             if new is not None and _in_window(new, since, chosen):
                 again[new.decision_id] = new
         if first_change is not None:
@@ -148,12 +150,22 @@ class KeptWhatIf:
             known._events, known._next = tail, 0
         for d in replay:
             given = chosen[d.decision_id]
-            self._judged[d.decision_id] = (given, judge(d, known, self.rules, self.rules_other,
-                                                        lambda agents, given=given: given, pull=False))
+            self._unjudge(d.decision_id)
+            self._judged[d.decision_id] = given
+            one = judge(d, known, self.rules, self.rules_other, lambda agents, given=given: given, pull=False)
+            if isinstance(one, str):
+                self._reasons[d.decision_id] = one
+            else:
+                self._replays[d.decision_id] = one
         self.replayed = len(replay)
         self._since, self._start, self._tail = since, start, tail
         self._move_checkpoint()
         return True
+
+    def _unjudge(self, decision_id: str) -> None:
+        self._judged.pop(decision_id, None)
+        self._replays.pop(decision_id, None)
+        self._reasons.pop(decision_id, None)
 
     def _move_checkpoint(self) -> None:
         """Move the checkpoint on to the oldest decision still open, within `LAG` of the newest."""
