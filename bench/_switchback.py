@@ -420,6 +420,11 @@ def main(parser, args, scenario) -> None:
     from bench._results import last_line
     from tests.support.worst_first import worst_first_declared
 
+    if args.keep_pulled:
+        from superdispatch.loop import passes
+
+        # The rule before experiments: a card decided with nobody held waits out its five minutes.
+        passes._released = lambda state, work: False
     with worst_first_declared():
         labels = [a for a in (args.arms or "pull,formula,new").split(",") if a]
         known = arm_names()
@@ -456,6 +461,20 @@ def main(parser, args, scenario) -> None:
         report(kept, burn_in_s, last_line)
 
 
+def left_to_pull(kept: Kept) -> tuple[int, int]:
+    """Cards ready in a pull block and still unclaimed at its end (those a switch releases to the
+    next arm), and every card ready in a pull block."""
+    left = total = 0
+    for e in kept.experiments.values():
+        for block in e.schedule:
+            if block.arm != PULL or any(when <= block.starts for when in e.dropped_at.values()):
+                continue
+            mine = [c for c in e.cards if block.starts <= c.ready_at < block.ends]
+            total += len(mine)
+            left += sum(1 for c in mine if c.wait_s is None or c.ready_at + timedelta(seconds=c.wait_s) > block.ends)
+    return left, total
+
+
 def report(kept: Kept, burn_in_s: int, last_line) -> None:
     main_arms = [a for a in kept.labels if a not in (PULL, GUARD_ARM)]
     print("each arm against pull: the experiment's estimate beside the arms' own runs "
@@ -469,6 +488,9 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
         _, other = estimate_lines(kept, minutes * 60, main_arms)
         print(f"burn-in {minutes} min: success err max {other['success_err_max']:.3f}, "
               f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}")
+    left, pulled = left_to_pull(kept)
+    print(f"five-minute rule: {left} of {pulled} cards ready in pull blocks were still unclaimed at the block's end "
+          f"({left / pulled if pulled else 0:.1%}), each released to the next arm at the switch")
     decisions, right, total = decision_lines(kept, burn_in_s)
     for line in decisions:
         print("decision: " + line)

@@ -33,6 +33,8 @@ from placement.facts import (  # noqa: E402
     RegistryFact, Requires, RosterRow, Run, Station, StationNeeds,
 )
 from bench._results import last_line  # noqa: E402
+from placement.switchback import PULL, analyse, draw_schedule, in_force  # noqa: E402
+from placement.switchback import Card as ExperimentCard  # noqa: E402
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 RULES = Rules(candidates="all")
@@ -129,15 +131,15 @@ def per_call_s(call, budget_s: float) -> float:
 
 
 def switchback_costs() -> None:
-    from placement.switchback import Card as ExperimentCard, analyse, draw_schedule, in_force
 
-    arms = ["pull", "idle-stage-success-lru@3", "pull-aware@1", "worst-first@1"]
+    # Four arms, pull among them, as the lab runs; what a look costs does not hang on their names.
+    arms = [PULL, "arm-b", "arm-c", "arm-d"]
     rng = random.Random(5)
     figures = {}
     for name, blocks in (("12h", 24), ("week", 336)):
         schedule = draw_schedule(arms, starts=NOW, block_seconds=1800, blocks=blocks, seed=3)
         moments = [NOW + timedelta(seconds=rng.uniform(0, blocks * 1800)) for _ in range(100)]
-        figures[name] = per_call_s(lambda: [in_force(schedule, m, ("worst-first@1",)) for m in moments], 1.0) / 100
+        figures[name] = per_call_s(lambda: [in_force(schedule, m, ("arm-d",)) for m in moments], 1.0) / 100
         print(f"in_force over {blocks} blocks: {figures[name] * 1e6:.1f} us a call")
     schedule = draw_schedule(arms, starts=NOW, block_seconds=1800, blocks=24, seed=3)
     cards = [ExperimentCard(NOW + timedelta(seconds=rng.uniform(0, 24 * 1800)), ok := rng.random() < 0.8,

@@ -21,6 +21,7 @@ import time
 from urllib.parse import urlsplit
 
 from _common import PYTHON, ROOT, free_port, wait_until
+from _results import last_line
 
 ENV = {
     "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
@@ -108,7 +109,7 @@ def main() -> None:
         shown = f">{args.wait * 1000:.0f}" if seconds is None else f"{seconds * 1000:.0f}"
         print(f"  {name:>10}: {shown} ms")
         line.append(f"healthz_ms_{name}={shown}")
-    print(" ".join(line))
+    last_line(" ".join(line))
 
 
 if __name__ == "__main__":

@@ -590,6 +590,9 @@ def main() -> None:
                         help="--switchback: cards ready this long after a switch are left out")
     parser.add_argument("--alone-hours", type=float, help="--switchback: each arm alone over this many hours "
                                                           "(by default the experiment's)")
+    parser.add_argument("--keep-pulled", action="store_true",
+                        help="--switchback: a switch does not release the cards a pull block left to pull, so "
+                             "each stays unheld for its five minutes (to measure whether the release matters)")
     parser.add_argument("--part", choices=("both", "alone", "experiment", "none"), default="both",
                         help="--switchback: which runs to make (with --from FILE, those FILE does not hold yet)")
     args = parser.parse_args()

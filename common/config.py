@@ -172,6 +172,9 @@ class Config:
         "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
         "localhost,127.0.0.1,[::1]")
     https: str = one_of("SUPERDISPATCH_HTTPS", "on", "off", default="off")
+    # On PostgreSQL, a statement a web request runs is cancelled past this (its request is a
+    # 503 and its thread free again); the loop and Celery tasks, which may run long, are not.
+    request_statement_seconds: int = ranged("SUPERDISPATCH_REQUEST_STATEMENT_SECONDS", 1, 3600, "30")
     log_format: str = one_of("SUPERDISPATCH_LOG_FORMAT", "text", "json", default="text")
     # Placement
     sweep_seconds: int = ranged("SUPERDISPATCH_SWEEP_SECONDS", 5, 3600, "30")

@@ -66,6 +66,10 @@ def exception_handler(exc, context):
                             status=403)
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, str(exc.detail)), status=exc.status_code)
+    if isinstance(exc, OperationalError) and over_budget(exc):
+        log.warning("a statement ran past the request's budget and was cancelled, answered 503")
+        return unavailable("over-budget", "the request ran past its time budget and was stopped; "
+                                          "narrow it, or retry shortly")
     if isinstance(exc, (OperationalError, InterfaceError)):
         log.warning("store unavailable, answered 503: %s", type(exc).__name__)
         return store_unavailable()
@@ -77,6 +81,11 @@ def exception_handler(exc, context):
     message = detail if isinstance(detail, str) else str(detail)
     response.data = error_body(code, message)
     return response
+
+
+def over_budget(exc: Exception) -> bool:
+    """PostgreSQL cancelled the statement: its statement_timeout (superdispatch.request_budget)."""
+    return getattr(exc.__cause__, "sqlstate", None) == "57014"  # query_canceled
 
 
 def store_unavailable() -> Response:

@@ -4,6 +4,7 @@ Imports no view: DRF loads the renderers named in REST_FRAMEWORK while `rest_fra
 is being imported."""
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework.renderers import BrowsableAPIRenderer
 
 NO_ROUTE = "No route"  # the catch-all view's name (common.views.NoRoute)
@@ -11,7 +12,18 @@ NO_ROUTE = "No route"  # the catch-all view's name (common.views.NoRoute)
 
 class BrowsableAPI(BrowsableAPIRenderer):
     """DRF's browsable renderer, whose breadcrumbs leave out the prefixes that are no route
-    (`/v1/`, `/v1/suggestions/`): each would read as the catch-all's 404."""
+    (`/v1/`, `/v1/suggestions/`): each would read as the catch-all's 404.
+
+    Its page is made readable by assistive technology where DRF's base template cannot be
+    extended to say so (axe-core, tests/browser): the page names its language, it has one
+    `main` landmark (DRF nests a second inside the first), and each `pre`, which scrolls
+    sideways under a long answer, can take the keyboard's focus."""
 
     def get_breadcrumbs(self, request):
         return [(name, url) for name, url in super().get_breadcrumbs(request) if name != NO_ROUTE]
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        page = super().render(data, accepted_media_type, renderer_context)
+        return (page.replace("<html>", f'<html lang="{settings.LANGUAGE_CODE}">', 1)
+                .replace('<div class="content-main" role="main" ', '<div class="content-main" ', 1)
+                .replace('<pre class="prettyprint">', '<pre class="prettyprint" tabindex="0">'))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.negotiation import BaseContentNegotiation
@@ -100,9 +101,21 @@ class ErrorsAsJson:
 
 
 class Schema(ErrorsAsJson, CredentialFirst, SpectacularAPIView):
-    """The OpenAPI schema; who may read it is SPECTACULAR_SETTINGS' SERVE_AUTHENTICATION."""
+    """The OpenAPI schema; who may read it is SPECTACULAR_SETTINGS' SERVE_AUTHENTICATION.
+    YAML by default; JSON for `?format=json`, as every tool's tutorial asks, or for an
+    Accept header that asks for JSON."""
 
     scopes = {"GET": READ}
+    formats = {"json": OpenApiJsonRenderer, "yaml": OpenApiYamlRenderer}
+
+    def perform_content_negotiation(self, request, force=False):
+        wanted = request.query_params.get("format")
+        if wanted is None:
+            return super().perform_content_negotiation(request, force)
+        if wanted not in self.formats:
+            raise bad_request("bad-format", "format is json or yaml")
+        renderer = self.formats[wanted]()
+        return renderer, renderer.media_type
 
 
 class Docs(ErrorsAsJson, CredentialFirst, SpectacularSwaggerSplitView):

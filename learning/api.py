@@ -1,25 +1,27 @@
 """Dataset and model routes."""
 from __future__ import annotations
 
+import threading
+from typing import Iterator
+
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework.response import Response
 
 from access.audit import of_request
-from common.errors import ApiError
+from common.errors import ApiError, unavailable
 from common.schema import error
 from common.scopes import READ, TRAIN
 from common.views import OperatorView
 from learning import actions, dataset, store
 from learning.core.train import TrainingError
 from learning.models import LearnedModel
-from learning.serializers import ModelSerializer, ShadowReportSerializer
+from learning.serializers import DatasetSerializer, ModelSerializer, ShadowReportSerializer
 from records.api import query
 from records.api.query import Body, JsonInteger, NoQuery, OneOf, Query
-from records.serializers import Time
+from records.serializers import TimeInput
 
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
 
@@ -32,16 +34,44 @@ def _model(model_id: str) -> LearnedModel:
 
 
 class DatasetQuery(Query):
-    since = Time(required=False)
+    since = TimeInput(required=False)
     format = OneOf(("jsonl", "json"), default="jsonl")
 
 
 class TrainBody(Body):
-    since = Time(required=False, allow_null=True)  # only decisions created at or after it
+    since = TimeInput(required=False, allow_null=True)  # only decisions created at or after it
     seed = JsonInteger(min_value=0, max_value=MAX_SEED, allow_null=True, default=0)
 
     def validate_seed(self, value: int | None) -> int:
         return 0 if value is None else value
+
+
+# A stream holds one of the server's threads for as long as its reader takes (the front paces
+# it by the reader), so a process streams one dataset at a time: its other threads stay free
+# for every other request, and a second stream meanwhile is a 503 to retry.
+STREAMS_AT_ONCE = 1
+_streams = threading.BoundedSemaphore(STREAMS_AT_ONCE)
+
+
+class _Stream:
+    """A dataset's pieces, holding a stream's place until read to the end or closed (the server
+    closes every answer it sends, read whole or not)."""
+
+    def __init__(self, pieces: Iterator[bytes]):
+        self.pieces, self.held = pieces, True
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self.pieces
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.held:
+            self.held = False
+            _streams.release()
+
+    __del__ = close  # an answer dropped unsent (its request failed after the view) frees it too
 
 
 class Dataset(OperatorView):
@@ -49,19 +79,28 @@ class Dataset(OperatorView):
 
     @extend_schema(summary="The labelled rows, oldest first", parameters=[DatasetQuery],
                    responses={
+                       # NDJSON first: a generated client that reads it as bytes (see
+                       # docs/api.md) then reads the default format without parsing it as JSON.
                        (200, "application/x-ndjson"): OpenApiResponse(
-                           OpenApiTypes.STR, description="one row a line (format=jsonl, the default); with "
-                                       "format=json, one document"),
+                           {"type": "string", "format": "binary"},
+                           description="format=jsonl (the default): one DatasetRow a line; "
+                                       "format=json: a Dataset document"),
                        (200, "application/json"): OpenApiResponse(
-                           OpenApiTypes.OBJECT, description="format=json: one document")})
+                           DatasetSerializer, description="format=json: one document")})
     def get(self, request):
+        """The labelled rows, one per settled decision and candidate. `format=jsonl` (the
+        default) answers `application/x-ndjson`: one `DatasetRow` JSON object a line.
+        `format=json` answers `application/json`: one `Dataset` document of the same rows."""
         params = DatasetQuery.read(request.query_params)
         since = params.get("since")
         goal = settings.SUPERDISPATCH.learned_target
+        if not _streams.acquire(blocking=False):
+            return unavailable("busy", "this server is streaming the dataset to another reader; "
+                                       "retry shortly")
         if params["format"] == "json":
-            return StreamingHttpResponse(dataset.json_document(since, goal),
+            return StreamingHttpResponse(_Stream(dataset.json_document(since, goal)),
                                          content_type="application/json")
-        return StreamingHttpResponse(dataset.jsonl(since, goal),
+        return StreamingHttpResponse(_Stream(dataset.jsonl(since, goal)),
                                      content_type="application/x-ndjson")
 
 

@@ -17,14 +17,22 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from common.times import iso, parse_time
+from records.models.decisions import OUTCOMES, REASONS, TIERS
+from placement.switchback_analysis import OBJECTIVES
+from records.models.experiments import ExperimentState
+from records.models.suggestions import SUGGESTION_KINDS
+
+RUN_STATUSES = ("succeeded", "failed")
+EXPERIMENT_STATES = tuple(ExperimentState.values)
 
 # --- Times: answered and read as common.times writes and reads them ---------------------
 
 class Time(serializers.DateTimeField):
-    """A time: answered as `iso` writes it, read as `parse_time` reads it."""
+    """A time: answered as `iso` writes it, read as `parse_time` reads it. The schema's words
+    are an answer's; a parameter or body field is a `TimeInput`."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("help_text", parse_time.rule)
+        kwargs.setdefault("help_text", ANSWERED_TIME)
         super().__init__(**kwargs)
 
     def to_representation(self, value: datetime) -> str | None:
@@ -35,6 +43,17 @@ class Time(serializers.DateTimeField):
             return parse_time(value)
         except (ValueError, TypeError, AttributeError):
             self.fail("invalid", format=parse_time.rule)
+
+
+ANSWERED_TIME = "RFC 3339 in UTC, to the millisecond (2026-11-13T10:03:12.000Z)"
+
+
+class TimeInput(Time):
+    """A time a caller sends: RFC 3339, or a plain date."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", parse_time.rule)
+        super().__init__(**kwargs)
 
 
 # --- Building blocks --------------------------------------------------------------------
@@ -60,7 +79,7 @@ class Row(serializers.Serializer):
             # A JSON field answers its value as it is, and a CharField str(value), which a
             # string column's value already is.
             as_is = (isinstance(field, serializers.JSONField) and not field.binary
-                     or type(field) is serializers.CharField)
+                     or type(field) in (serializers.CharField, serializers.ChoiceField))
             plan.append((field.field_name, get, None if as_is else field.to_representation))
         return plan
 
@@ -85,6 +104,119 @@ class Columns(Row):
         return None if getattr(instance, self.present) is None else instance
 
 
+# --- The JSON a record keeps, as the schema declares it ---------------------------------
+# These values are answered as they were kept (JSONField); the serializers below only state
+# their shape, so a generated client reads each key as a typed field.
+
+def _words(**kwargs) -> serializers.ListField:
+    return serializers.ListField(child=serializers.CharField(), **kwargs)
+
+
+class CapabilitySerializer(serializers.Serializer):
+    all = _words(help_text="capabilities an agent must have, every one")
+    any = _words(help_text="capabilities of which an agent must have at least one (none: no "
+                           "such need)")
+
+
+@extend_schema_field(CapabilitySerializer(allow_null=True))
+class CapabilityJson(serializers.JSONField):
+    """`{all, any}`: what the card's stage asks of an agent."""
+
+
+class StageHistorySerializer(serializers.Serializer):
+    """The runs read and the record they give; the counts behind it where the record kept them."""
+
+    runs = serializers.IntegerField(help_text="SuperWitness runs read at this stage")
+    succeeded = serializers.IntegerField(
+        required=False, help_text="of those, the runs that succeeded")
+    verdicts = serializers.IntegerField(
+        required=False, help_text="runs whose newest verdict gave a mark")
+    passes = serializers.IntegerField(
+        required=False, help_text="of those, marks of one half or more")
+    weight = serializers.FloatField(
+        required=False, help_text="the runs' total weight, newer runs weighing more")
+    outcomeRate = serializers.FloatField(
+        required=False, help_text="the weighed share of runs that succeeded")
+    verdictRate = serializers.FloatField(
+        required=False, help_text="the weighed share of passing marks")
+    stageRecord = serializers.FloatField(help_text="the record the score ranks by, 0 to 1")
+
+
+@extend_schema_field(StageHistorySerializer(allow_null=True))
+class StageHistoryJson(serializers.JSONField):
+    """The agent's runs at the card's stage, as the score read them."""
+
+
+class PolicyVerdictSerializer(serializers.Serializer):
+    allow = serializers.BooleanField(help_text="whether the dispatch policy allows the agent")
+    reasons = _words(help_text="the policy's reason codes")
+    policyVersion = serializers.CharField(allow_null=True,
+                                          help_text="the policy version that answered")
+
+
+@extend_schema_field(PolicyVerdictSerializer(allow_null=True))
+class PolicyVerdictJson(serializers.JSONField):
+    """The dispatch policy's verdict on the agent, when it was asked."""
+
+
+class LearnedViewSerializer(serializers.Serializer):
+    model = serializers.CharField(help_text="the model's id, mdl_…")
+    version = serializers.IntegerField()
+    mode = serializers.ChoiceField(["shadow", "on"], help_text="shadow: it only watched")
+    choice = serializers.CharField(allow_null=True, help_text="the agent the model ranks first")
+    formulaChoice = serializers.CharField(allow_null=True,
+                                          help_text="the agent the formula chose")
+    placed = serializers.BooleanField(help_text="whether the model's choice was held")
+    probabilities = serializers.DictField(child=serializers.FloatField(),
+                                          help_text="each eligible agent's chance, by agent id")
+
+
+@extend_schema_field(LearnedViewSerializer())
+class LearnedJson(serializers.JSONField):
+    """Learned routing's view of the decision, in shadow or on."""
+
+
+class PassedOverSerializer(serializers.Serializer):
+    agentId = serializers.CharField()
+    outcomeRate = serializers.FloatField()
+    expectedLeadS = serializers.FloatField(help_text="its expected seconds to a finished run")
+    why = serializers.CharField(help_text="success-below-margin")
+    detail = serializers.CharField(help_text="the same, in words")
+
+
+class WaitingSerializer(serializers.Serializer):
+    agentId = serializers.CharField(help_text="the busy agent held")
+    idle = serializers.BooleanField(help_text="false: it was busy when held")
+    expectedWaitS = serializers.FloatField(help_text="its expected seconds until it is free")
+    outcomeRate = serializers.FloatField()
+    expectedLeadS = serializers.FloatField(help_text="its expected seconds to a finished run")
+    passedOver = PassedOverSerializer(help_text="the idle agent it was preferred to, and why")
+
+
+@extend_schema_field(WaitingSerializer())
+class WaitingJson(serializers.JSONField):
+    """The hold `wait-for-better` made for a busy agent."""
+
+
+class OutlookSerializer(serializers.Serializer):
+    agentId = serializers.CharField(allow_null=True, help_text="the best hold's agent")
+    holdS = serializers.FloatField(help_text="its expected seconds to a success")
+    pullS = serializers.FloatField(help_text="pull's expected seconds to a success")
+    windowS = serializers.FloatField(help_text="what was left of the placement window")
+    steppedAside = serializers.BooleanField(help_text="whether the card was left to pull")
+    shareNeeded = serializers.FloatField(
+        help_text="how much sooner than pull a hold must be expected to succeed")
+    holdSuccess = serializers.FloatField(help_text="the best hold's chance of success")
+    pullSuccess = serializers.FloatField(help_text="pull's winner's chance of success")
+    fleetDiffers = serializers.BooleanField(
+        allow_null=True, help_text="whether a hold would beat pull were every busy agent idle")
+
+
+@extend_schema_field(OutlookSerializer())
+class OutlookJson(serializers.JSONField):
+    """What `pull-aware` weighed: pull's expected time to a success against the best hold's."""
+
+
 class FilterVerdictSerializer(serializers.Serializer):
     filter = serializers.CharField()
     passed = serializers.BooleanField()
@@ -101,9 +233,29 @@ class Verdicts(serializers.JSONField):
     """Every filter's verdict on a candidate, kept as placement recorded them."""
 
 
+class ScoreTermsSerializer(serializers.Serializer):
+    """The numbers a formula ranked by, in its order; a term that did not weigh is absent."""
+
+    stageRecord = serializers.FloatField(required=False,
+                                         help_text="the agent's record at this stage, 0 to 1")
+    successRate = serializers.FloatField(required=False,
+                                         help_text="its holds on this board that it claimed")
+    sinceLastDispatchS = serializers.FloatField(
+        required=False, allow_null=True, help_text="seconds since it last took work; null: never")
+    claimS = serializers.FloatField(required=False, help_text="pull-aware: seconds to a claim")
+    runS = serializers.FloatField(required=False, help_text="pull-aware: seconds a run takes")
+    success = serializers.FloatField(required=False, help_text="pull-aware: chance of success")
+    retryS = serializers.FloatField(required=False, help_text="pull-aware: seconds to retry")
+    show = serializers.FloatField(required=False, help_text="pull-aware: chance it claims")
+    holdS = serializers.FloatField(required=False, help_text="pull-aware: the hold's length")
+    queueS = serializers.FloatField(required=False, help_text="pull-aware: seconds queued")
+    expectedS = serializers.FloatField(required=False,
+                                       help_text="pull-aware: expected seconds to a success")
+
+
 class ScoreSerializer(serializers.Serializer):
     total = serializers.FloatField()
-    terms = serializers.DictField(help_text="stageRecord, successRate, sinceLastDispatchS")
+    terms = ScoreTermsSerializer()
 
 
 @extend_schema_field(ScoreSerializer(allow_null=True))
@@ -114,10 +266,13 @@ class ScoreJson(serializers.JSONField):
 # --- Boards -----------------------------------------------------------------------------
 
 class BoardSerializer(Row):
-    boardId = serializers.CharField(source="board_id")
-    enabled = serializers.BooleanField()
-    createdAt = Time(source="created_at")
-    updatedAt = Time(source="updated_at")
+    """A board SuperDispatch places cards on."""
+
+    boardId = serializers.CharField(source="board_id", help_text="SuperPipeline's board id (brd_…)")
+    enabled = serializers.BooleanField(
+        help_text="whether SuperDispatch places its cards (false: opted out)")
+    createdAt = Time(source="created_at", help_text="when it was first opted in")
+    updatedAt = Time(source="updated_at", help_text="when it was last opted in or out")
     formula = serializers.CharField(
         required=False, allow_null=True,
         help_text="the board's own formula (a declared formula's recorded name, or pull), over "
@@ -129,37 +284,45 @@ class BoardSerializer(Row):
 # --- Decisions and their candidates -----------------------------------------------------
 
 class CandidateIdentitySerializer(Row):
-    agentId = serializers.CharField(source="agent_id")
-    principalId = serializers.CharField(source="principal_id", allow_null=True)
-    stationId = serializers.CharField(source="station_id", allow_null=True)
-    source = serializers.CharField(help_text="roster or direct")
+    """Who the candidate is, and how it came to be considered."""
+
+    agentId = serializers.CharField(source="agent_id", help_text="AgentPod's agent id (agt_…)")
+    principalId = serializers.CharField(source="principal_id", allow_null=True,
+                                        help_text="the agent's principal, as SuperWitness knows it")
+    stationId = serializers.CharField(source="station_id", allow_null=True,
+                                      help_text="the station the agent runs in, when it has one")
+    source = serializers.ChoiceField(
+        ["roster", "direct"], help_text="roster: on the board's roster; direct: asked for by name")
 
 
 class CandidateSerializer(Row):
     """One agent considered for a decision."""
 
     candidate = CandidateIdentitySerializer(source="*")
-    filters = Verdicts()
-    score = ScoreJson(allow_null=True)
+    filters = Verdicts(help_text="each filter's verdict on the agent, in the filters' order")
+    score = ScoreJson(allow_null=True, help_text="its score among the eligible; null: not eligible")
     capable = serializers.BooleanField(
         allow_null=True, required=False,
         help_text="only for an agent off the roster: whether it has the stage's capability")
-    stageHistory = serializers.JSONField(source="stage_history", allow_null=True)
-    policy = serializers.JSONField(required=False, allow_null=True,
-                                   help_text="{allow, reasons, policyVersion}, when asked")
+    stageHistory = StageHistoryJson(source="stage_history", allow_null=True)
+    policy = PolicyVerdictJson(required=False, allow_null=True)
 
     omit_when_null = ("capable", "policy")
 
 
 class TierSerializer(Columns):
-    name = serializers.CharField(source="tier_name", help_text="winner, runner-up or any-match")
+    """The step of the card's ladder this decision was made at."""
+
+    name = serializers.ChoiceField(TIERS, source="tier_name", help_text="the ladder's tier")
     step = serializers.IntegerField(source="tier_step")
 
     present = "tier_name"
 
 
 class ReservationSerializer(Columns):
-    reservedUntil = Time(source="reserved_until")
+    """The hold on the card; null when nobody was held, or while its answer is unknown."""
+
+    reservedUntil = Time(source="reserved_until", help_text="when the hold lapses")
 
     present = "reserved_until"
 
@@ -171,17 +334,24 @@ class ReservationSerializer(Columns):
 
 
 class OutcomeSerializer(Columns):
-    status = serializers.CharField(source="outcome_status")
-    by = serializers.CharField(source="outcome_by", allow_null=True)
-    at = Time(source="outcome_at")
+    """What became of the decision's card; null until it is settled."""
+
+    status = serializers.ChoiceField(OUTCOMES, source="outcome_status",
+                                     help_text="what became of the card")
+    by = serializers.CharField(source="outcome_by", allow_null=True,
+                               help_text="the agent that claimed it, when one did")
+    at = Time(source="outcome_at", help_text="when it was settled")
 
     present = "outcome_status"
 
 
 class RunSerializer(Columns):
-    status = serializers.CharField(source="run_status", help_text="succeeded or failed")
+    """The claim's run, as SuperWitness recorded it."""
+
+    status = serializers.ChoiceField(RUN_STATUSES, source="run_status",
+                                     help_text="how the claim's run ended")
     verdictMark = serializers.FloatField(source="run_mark", allow_null=True)
-    endedAt = Time(source="run_ended_at", allow_null=True)
+    endedAt = Time(source="run_ended_at", allow_null=True, help_text="when the run ended")
 
     present = "run_status"
 
@@ -197,30 +367,32 @@ class ExperimentBlockSerializer(Columns):
 class DecisionSerializer(Row):
     """One placement decision: a step of a card's ladder, with its hold and outcome."""
 
-    id = serializers.CharField()
-    boardId = serializers.CharField(source="board_id")
-    cardId = serializers.CharField(source="card_id")
-    stageKey = serializers.CharField(source="stage_key")
-    policy = serializers.CharField()
-    chosen = serializers.CharField(allow_null=True)
-    reason = serializers.CharField(allow_null=True)
+    id = serializers.CharField(help_text="the decision's id (pld_…)")
+    boardId = serializers.CharField(source="board_id", help_text="the card's board (brd_…)")
+    cardId = serializers.CharField(source="card_id", help_text="the card decided (card_…)")
+    stageKey = serializers.CharField(source="stage_key", help_text="the stage the card waits in")
+    policy = serializers.CharField(help_text="the formula that decided, name@version")
+    chosen = serializers.CharField(allow_null=True, help_text="the agent held for; null: nobody")
+    reason = serializers.ChoiceField(REASONS, allow_null=True,
+                                     help_text="why it chose as it did, when the score alone "
+                                               "does not say")
     tier = TierSerializer(source="*", allow_null=True)
-    requires = serializers.JSONField(allow_null=True, help_text="{all, any}")
-    candidates = CandidateSerializer(many=True)
+    requires = CapabilityJson(allow_null=True)
+    candidates = CandidateSerializer(many=True, help_text="every agent considered")
     reservation = ReservationSerializer(source="*", allow_null=True)
-    reservationRefused = serializers.CharField(source="reservation_refused", allow_null=True)
+    reservationRefused = serializers.CharField(
+        source="reservation_refused", allow_null=True,
+        help_text="why SuperPipeline refused the hold, when it did (its answer's code)")
     reservationUnknown = serializers.CharField(
         source="reservation_unknown", required=False, allow_null=True,
         help_text="the hold was asked for and no answer came (why: `timeout`); the next read "
                   "of the board says whether it was held, or, where the card was claimed or "
                   "had left its ladder first, it stays: nobody can say")
     outcome = OutcomeSerializer(source="*", allow_null=True)
-    createdAt = Time(source="created_at")
-    learned = serializers.JSONField(required=False, allow_null=True)
-    waiting = serializers.JSONField(required=False, allow_null=True,
-                                    help_text="the waiting formula's hold for a busy agent")
-    outlook = serializers.JSONField(required=False, allow_null=True,
-                                    help_text="pull's expected time to a success against the best hold's")
+    createdAt = Time(source="created_at", help_text="when it was decided")
+    learned = LearnedJson(required=False, allow_null=True)
+    waiting = WaitingJson(required=False, allow_null=True)
+    outlook = OutlookJson(required=False, allow_null=True)
     run = RunSerializer(source="*", required=False, allow_null=True,
                         help_text="the claim's run, once SuperWitness has it")
     experiment = ExperimentBlockSerializer(
@@ -232,6 +404,61 @@ class DecisionSerializer(Row):
 
 # --- Suggestions ------------------------------------------------------------------------
 
+class SuggestedAgentSerializer(serializers.Serializer):
+    agentId = serializers.CharField()
+    principalId = serializers.CharField(allow_null=True)
+    stationId = serializers.CharField(allow_null=True)
+
+
+@extend_schema_field(SuggestedAgentSerializer(many=True))
+class AgentsJson(serializers.JSONField):
+    """Agents, as a suggestion names them."""
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class StringsJson(serializers.JSONField):
+    """A list of words or ids, kept as found."""
+
+
+class TargetSerializer(serializers.Serializer):
+    """What a supply proposal asks for; each kind answers its own keys."""
+
+    capability = CapabilityJson(required=False, allow_null=True,
+                                help_text="add-station: the capability the station serves")
+    isolation = serializers.CharField(required=False, allow_null=True,
+                                      help_text="add-station, move-to-host: the isolation")
+    models = _words(required=False, help_text="add-station: the models it needs")
+    tools = _words(required=False, help_text="add-station: the tools it needs")
+    credentials = _words(required=False, help_text="add-station: the credentials it needs")
+    agentId = serializers.CharField(required=False, help_text="change-model: the agent")
+    stationId = serializers.CharField(required=False,
+                                      help_text="change-model, move-to-host: the station")
+    model = serializers.CharField(required=False, allow_null=True,
+                                  help_text="change-model, move-to-host: the model")
+    occupant = serializers.CharField(required=False, allow_null=True,
+                                     help_text="move-to-host: the agent in the station now")
+    runtime = serializers.CharField(required=False, allow_null=True,
+                                    help_text="move-to-host: the station's runtime")
+    harness = serializers.CharField(required=False, allow_null=True,
+                                    help_text="move-to-host: the station's harness")
+
+
+@extend_schema_field(TargetSerializer(allow_null=True))
+class TargetJson(serializers.JSONField):
+    """What the proposal asks for; null for raise-capacity."""
+
+
+class EffectSerializer(serializers.Serializer):
+    cards = serializers.IntegerField(help_text="cards that went unplaced for want of it")
+    agents = serializers.IntegerField(help_text="agents it would make able to take them")
+    summary = serializers.CharField(help_text="the same, in words")
+
+
+@extend_schema_field(EffectSerializer(allow_null=True))
+class EffectJson(serializers.JSONField):
+    """What the proposal would change."""
+
+
 ROSTER_FIELDS = ("capability", "rostered", "candidates", "reasons", "reason")
 SUPPLY_FIELDS = ("rationale", "target", "estimatedEffect", "howToApply", "registry")
 
@@ -240,29 +467,35 @@ class SuggestionSerializer(serializers.Serializer):
     """A roster suggestion or a supply proposal; each answers its own kind's fields."""
 
     id = serializers.CharField()
-    kind = serializers.CharField()
+    kind = serializers.ChoiceField(SUGGESTION_KINDS, help_text="add-agent-to-board and "
+                                   "lane-single-point are roster suggestions; the rest, supply "
+                                   "proposals")
     boardId = serializers.CharField(source="board_id")
     stageKey = serializers.CharField(source="stage_key")
     # Roster suggestions
-    capability = serializers.JSONField(required=False, allow_null=True)
-    rostered = serializers.JSONField(required=False)
-    candidates = serializers.JSONField(required=False)
-    reasons = serializers.JSONField(required=False)
-    reason = serializers.CharField(required=False)
+    capability = CapabilityJson(required=False, allow_null=True)
+    rostered = StringsJson(required=False, help_text="the agents on the lane's roster")
+    candidates = AgentsJson(required=False, help_text="agents off the roster that could take "
+                                                      "the lane's cards")
+    reasons = StringsJson(required=False, help_text="the rules that found it")
+    reason = serializers.CharField(required=False, help_text="the suggestion, in words")
     # Supply proposals
-    rationale = serializers.CharField(required=False)
-    target = serializers.JSONField(required=False, allow_null=True)
-    estimatedEffect = serializers.JSONField(source="estimated_effect", required=False,
-                                            allow_null=True)
-    howToApply = serializers.CharField(source="how_to_apply", required=False)
-    registry = serializers.CharField(required=False, help_text="read or unread")
+    rationale = serializers.CharField(required=False, help_text="why, in words")
+    target = TargetJson(required=False, allow_null=True)
+    estimatedEffect = EffectJson(source="estimated_effect", required=False, allow_null=True)
+    howToApply = serializers.CharField(source="how_to_apply", required=False,
+                                       help_text="what to do, and where")
+    registry = serializers.ChoiceField(["read", "unread"], required=False,
+                                       help_text="whether AgentPod's station registry was read")
     # Both
-    evidence = serializers.JSONField(help_text="the newest decisions that bear it out")
+    evidence = StringsJson(help_text="the newest decisions that bear it out (pld_…)")
     evidenceCount = serializers.IntegerField(source="evidence_count")
-    firstSeenAt = Time(source="first_seen_at")
-    lastSeenAt = Time(source="last_seen_at")
-    resolvedAt = Time(source="resolved_at", allow_null=True)
-    dismissedAt = Time(source="dismissed_at", allow_null=True)
+    firstSeenAt = Time(source="first_seen_at", help_text="when it was first found")
+    lastSeenAt = Time(source="last_seen_at", help_text="when it was last found")
+    resolvedAt = Time(source="resolved_at", allow_null=True,
+                      help_text="when it stopped being found; null: it still is")
+    dismissedAt = Time(source="dismissed_at", allow_null=True,
+                       help_text="when a person dismissed it; null: nobody has")
 
     def to_representation(self, instance) -> dict[str, Any]:
         out = super().to_representation(instance)
@@ -306,15 +539,88 @@ class GuardrailJson(serializers.JSONField):
     """The guardrail's bounds, as given at the start."""
 
 
+class FigureSerializer(serializers.Serializer):
+    estimate = serializers.FloatField()
+    low = serializers.FloatField(help_text="the 95% interval's low end")
+    high = serializers.FloatField(help_text="its high end")
+
+
+class BlockFiguresSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    arm = serializers.CharField()
+    cards = serializers.IntegerField(help_text="cards that count for the block")
+    success = serializers.FloatField(allow_null=True, help_text="the share of runs that succeeded")
+    leadMeanS = serializers.FloatField(allow_null=True, help_text="mean seconds to a success")
+    waitP95S = serializers.FloatField(allow_null=True, help_text="p95 seconds to a claim")
+
+
+class ArmFiguresSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    blocks = serializers.IntegerField()
+    cards = serializers.IntegerField()
+    success = serializers.FloatField(allow_null=True)
+    lead_mean_s = serializers.FloatField(allow_null=True, help_text="mean seconds to a success")
+    wait_p95_s = serializers.FloatField(allow_null=True, help_text="p95 seconds to a claim")
+
+
+class ComparisonSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    against = serializers.CharField()
+    success = FigureSerializer(allow_null=True, help_text="the difference in success")
+    lead_ratio = FigureSerializer(allow_null=True, help_text="the ratio of mean leads")
+    wait_p95_s = FigureSerializer(allow_null=True, help_text="the difference in p95 wait, s")
+
+
+class GuardrailDropSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    metric = serializers.CharField()
+    estimate = serializers.FloatField()
+    bound = serializers.FloatField()
+    why = serializers.CharField()
+
+
+class GuardrailReadSerializer(serializers.Serializer):
+    success_drop = serializers.FloatField()
+    lead_ratio = serializers.FloatField()
+    alpha = serializers.FloatField()
+    design_effect = serializers.FloatField()
+    min_blocks = serializers.IntegerField()
+
+
+class AnalysisSerializer(serializers.Serializer):
+    """What the ended blocks say, as the newest review read them."""
+
+    objective = serializers.ChoiceField(OBJECTIVES)
+    burnInS = serializers.IntegerField()
+    blocksEnded = serializers.IntegerField()
+    blocksTotal = serializers.IntegerField()
+    blocks = BlockFiguresSerializer(many=True)
+    arms = ArmFiguresSerializer(many=True)
+    againstPull = ComparisonSerializer(many=True)
+    between = ComparisonSerializer(many=True)
+    winner = serializers.CharField(allow_null=True)
+    why = serializers.CharField()
+    blocksToDecision = serializers.IntegerField(allow_null=True,
+                                                help_text="null: the spread seen never decides")
+    drops = GuardrailDropSerializer(many=True)
+    dropped = _words()
+    guardrail = GuardrailReadSerializer()
+
+
+@extend_schema_field(AnalysisSerializer(allow_null=True))
+class AnalysisJson(serializers.JSONField):
+    """The newest analysis, as stored."""
+
+
 class ExperimentSerializer(Row):
     """One switchback experiment: its plan, the schedule drawn at its start, what the guardrail
     dropped, the newest analysis, and the winner once decided."""
 
     id = serializers.CharField()
-    state = serializers.CharField(help_text="running, holdback, done or stopped")
-    boards = serializers.JSONField(help_text="[boardId, ...]: whole clusters of boards that share agents")
-    arms = serializers.JSONField(help_text="[a formula's recorded name, or pull, ...]")
-    objective = serializers.CharField(help_text="success or lead")
+    state = serializers.ChoiceField(EXPERIMENT_STATES, help_text="where the experiment is")
+    boards = StringsJson(help_text="board ids: whole clusters of boards that share agents")
+    arms = StringsJson(help_text="each a formula's recorded name, or pull")
+    objective = serializers.ChoiceField(OBJECTIVES, help_text="what the winner is chosen for")
     blockSeconds = serializers.IntegerField(source="block_seconds")
     seed = serializers.IntegerField()
     burnInSeconds = serializers.IntegerField(source="burn_in_seconds")
@@ -326,10 +632,10 @@ class ExperimentSerializer(Row):
     dropped = DroppedJson()
     winner = serializers.CharField(allow_null=True, help_text="the winning arm for the objective, once decided")
     decidedAt = Time(source="decided_at", allow_null=True)
-    analysis = serializers.JSONField(
+    analysis = AnalysisJson(
         allow_null=True, help_text="the newest analysis after a block: per arm, each against pull "
-        "with a 95% interval, blocks still needed, the guardrail's drops (placement/switchback.py)")
-    holdback = serializers.JSONField(
+        "with a 95% interval, blocks still needed, the guardrail's drops")
+    holdback = AnalysisJson(
         required=False, allow_null=True,
         help_text="the holdback's newest figure: the board's formula against pull over its blocks")
     startsAt = Time(source="starts_at")

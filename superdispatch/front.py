@@ -8,7 +8,8 @@ an event loop (see `superdispatch.gunicorn_worker`), and this front waits, on th
 the whole of it: the head, checked against the server's limits, then the body, up to the
 API's limit. Only then does a thread of a small fixed pool run the WSGI application (Django,
 unchanged: its middleware, its database connection kept per thread as before), and the loop
-writes the answer at the client's pace. A thread is held only while the application works.
+writes the answer at the client's pace. A thread is held only while the application works;
+`/healthz` has a thread of its own, so the probe is not answered after a backlog of reads.
 
 What it keeps from gunicorn's threaded worker:
 - a request line over `limit_request_line` is a 414, a header over `limit_request_field_size`
@@ -53,6 +54,7 @@ PIECE = 64 * 1024
 # but not free.
 BODY_TIMEOUT_S = 30
 INTERNAL = "something went wrong; see the service log"  # as common.errors.json_500 says
+PROBE = b"/healthz"
 
 
 class _Gone(Exception):
@@ -209,6 +211,10 @@ class Front:
                  body_timeout_s: float = BODY_TIMEOUT_S, wait_for=asyncio.wait_for):
         self.wsgi = wsgi
         self.pool = _Pool(threads)
+        # `/healthz` on a thread of its own: a probe answers while the pool works through a
+        # backlog of reads, rather than after it (compose restarts a web server whose probe
+        # waits too long).
+        self.probe_pool = _Pool(1)
         self.limits = limits or Limits()
         self.budget_s = budget_s
         self.on_overrun = on_overrun or (lambda scope: None)
@@ -253,7 +259,8 @@ class Front:
 
     async def _answer(self, scope: dict, environ: dict, receive, send) -> None:
         answer = _Answer(asyncio.get_running_loop())
-        self.pool.submit(lambda: self._run(environ, answer))
+        pool = self.probe_pool if scope["raw_path"] == PROBE else self.pool
+        pool.submit(lambda: self._run(environ, answer))
         watch = asyncio.ensure_future(self._watch(receive, answer))
         try:
             try:

@@ -29,11 +29,13 @@ import functools
 import os
 import re
 import socket
+import time
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Count, Min
-from django.urls import reverse
+from django.urls import URLPattern, get_resolver, reverse
 from django.utils import timezone
 
 # The multiprocess directory must be named before the first metric exists; prometheus_client
@@ -49,12 +51,16 @@ from prometheus_client.core import GaugeMetricFamily  # noqa: E402
 from prometheus_client.django import PrometheusDjangoView  # noqa: E402
 from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
 from drf_spectacular.utils import extend_schema  # noqa: E402
+from kombu.transport.redis import Channel as KombuRedisChannel  # noqa: E402
+from redis import Redis, RedisError  # noqa: E402
 
 from common.scopes import READ  # noqa: E402
 from common.views import FirstRenderer, OperatorView  # noqa: E402
 from records.models import (  # noqa: E402
-    SUGGESTION_KINDS, Board, LoopState, OutboxEvent, RelayDelivery, Suggestion,
+    OUTCOMES as OUTCOME_STATES, SUGGESTION_KINDS, Board, LoopState, OutboxEvent, RelayDelivery,
+    Suggestion,
 )
+from superdispatch import clients  # noqa: E402
 
 _HOST = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
 
@@ -74,6 +80,14 @@ RELAY_RESULTS = ("accepted", "duplicate", "ignored", "refused", "unreadable", "e
 UNREADABLE_CODES = ("bad-json", "bad-event")
 BOARD_RESULTS = ("read", "unrostered", "unread", "skipped", "deferred")
 NO_REASON = "none"  # a decision that chose somebody records no reason
+OUTBOX_RESULTS = ("delivered", "failed", "dead")
+# A series per agent and per board grows with the fleet: each costs Prometheus a few KB of
+# memory and every scrape a line per process that counted it. A process gives its own series
+# to the first this many agents (no-shows) and boards (decisions) it counts, and counts the
+# rest under OTHER: a bound per process (docs/operating.md, Metrics).
+MAX_AGENT_SERIES = 200
+MAX_BOARD_SERIES = 200
+OTHER = "other"
 
 # --- What happens, counted where it happens ---------------------------------------------
 
@@ -108,6 +122,19 @@ PRUNED = Counter("superdispatch_pruned_rows", "Rows retention pruned", ["table"]
 # superdispatch.refusals counts each, as it logs at most one line a minute of each kind.
 REFUSED_REQUESTS = Counter("superdispatch_refused_requests",
                            "Requests refused: a host not allowed, or answered 4xx", ["why"])
+PRODUCT_FAILURES = Counter(
+    "superdispatch_product_call_failures",
+    "Calls to a product of the suite that failed, by the call's route (a template) and why: "
+    "timeout, unreachable, unavailable (5xx, 408, 429), refused (4xx), bad-shape",
+    ["product", "route", "cause"])
+API_REQUESTS = Counter("superdispatch_api_requests",
+                       "Requests answered, by the route's pattern and the status's class",
+                       ["route", "status"])
+API_SECONDS = Histogram(
+    "superdispatch_api_request_duration_seconds", "From a request's arrival to its answer",
+    ["route"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
+UNROUTED = "unrouted"  # a request no URL pattern matched: never its raw path
 
 for _result in RELAY_RESULTS:
     RELAY_DELIVERIES.labels(_result)
@@ -117,10 +144,49 @@ for _tier in TIERS:
     HOLDS.labels(_tier)
     REFUSALS.labels(_tier)
     HOLD_TO_CLAIM.labels(_tier)
+    for _outcome in OUTCOME_STATES:
+        OUTCOMES.labels(_tier, _outcome)
+for _channel in OutboxEvent.CHANNELS:
+    for _result in OUTBOX_RESULTS:
+        OUTBOX_SENDS.labels(_channel, _result)
+for _product, _routes in clients.PRODUCT_ROUTES.items():
+    for _route in _routes:
+        for _cause in clients.CAUSES:
+            PRODUCT_FAILURES.labels(_product, _route, _cause)
+NO_SHOWS.labels(OTHER)
+DECISIONS.labels(OTHER, TIERS[0], NO_REASON)
+
+
+class Bounded:
+    """The label values a process gives series of their own: the first `most` it meets; any
+    after those is OTHER."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.named: set[str] = set()
+
+    def __call__(self, value: str) -> str:
+        if value in self.named:
+            return value
+        if len(self.named) >= self.most:
+            return OTHER
+        self.named.add(value)
+        return value
+
+
+_agents = Bounded(MAX_AGENT_SERIES)
+_boards = Bounded(MAX_BOARD_SERIES)
+
+
+def product_call_failed(product: str, route: str, cause: str) -> None:
+    PRODUCT_FAILURES.labels(product, route, cause).inc()
+
+
+clients.listen(product_call_failed)
 
 
 def decision_recorded(board_id: str, tier: str, reason: str | None) -> None:
-    DECISIONS.labels(board_id, tier, reason or NO_REASON).inc()
+    DECISIONS.labels(_boards(board_id), tier, reason or NO_REASON).inc()
 
 
 def hold_made(tier: str) -> None:
@@ -141,7 +207,7 @@ def settled(tier: str | None, status: str, held_for: str | None, claim_after_s: 
     if claim_after_s is not None:
         HOLD_TO_CLAIM.labels(tier).observe(max(0.0, claim_after_s))
     if no_show and held_for:
-        NO_SHOWS.labels(held_for).inc()
+        NO_SHOWS.labels(_agents(held_for)).inc()
 
 
 def sweep_done(seconds: float, read: int, unrostered: int, unread: int, skipped: int,
@@ -209,12 +275,86 @@ class StoreCollector:
             "superdispatch_sweep_backoff_factor",
             "How many intervals the next sweep waits: 1, or 2, 4, 8 after sweeps that read no "
             "board", value=min(2 ** failed, 8) if failed else 1)
+        yield GaugeMetricFamily(
+            "superdispatch_sweep_lateness_seconds",
+            "How long past its due time the next sweep is: the last sweep's time plus the "
+            "interval (times the backoff), 0 while not due or before the first sweep",
+            value=sweep_lateness(state, timezone.now()))
+        yield from _queue_gauges()
         if state is not None and state.last_sweep_at is not None:
             yield GaugeMetricFamily("superdispatch_last_sweep_timestamp_seconds",
                                     "When the last sweep ran (unix seconds)",
                                     value=state.last_sweep_at.timestamp())
         yield from _outbox_gauges()
         yield from _relay_gauges()
+
+
+def sweep_lateness(state: LoopState | None, now) -> float:
+    """Seconds since the next sweep fell due: 0 while it is not due, and before any sweep ran
+    (a fresh store has nothing to be late for)."""
+    if state is None or state.last_sweep_at is None:
+        return 0.0
+    due = state.next_sweep_at or (state.last_sweep_at
+                                  + timedelta(seconds=settings.SUPERDISPATCH.sweep_seconds))
+    return max(0.0, (now - due).total_seconds())
+
+
+def _queue_gauges():
+    """The Celery queues' depth, read from the broker at scrape time: messages waiting, not
+    those a worker has taken. A broker that cannot be read leaves the family without samples."""
+    family = GaugeMetricFamily(
+        "superdispatch_queue_depth",
+        "Tasks waiting in each Celery queue: celery (beat's sweeps, their shards and "
+        "housekeeping) and placement (relayed cards, board looks, opt-ins)", labels=["queue"])
+    for queue, depth in queue_depths().items():
+        family.add_metric([queue], depth)
+    yield family
+
+
+def queue_depths() -> dict[str, int]:
+    """Each queue's waiting messages, from Redis (its lists, one a priority step) or from the
+    embedded broker's folder (one file a message); {} when the broker cannot be read."""
+    queues = [q.name for q in settings.CELERY_TASK_QUEUES]
+    try:
+        if settings.CELERY_BROKER_URL.startswith("redis"):
+            return _redis_depths(queues)
+        return _folder_depths(queues, settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+    except (OSError, RedisError):
+        return {}
+
+
+def _folder_depths(queues: list[str], folder: str) -> dict[str, int]:
+    depths = dict.fromkeys(queues, 0)
+    suffixes = {f".{queue}.msg": queue for queue in queues}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            queue = suffixes.get(entry.name[entry.name.find("."):]) if "." in entry.name else None
+            if queue is not None:
+                depths[queue] += 1
+    return depths
+
+
+# kombu keeps a queue's messages in one Redis list a priority step: the queue's name for the
+# first, then the name, its separator and the step (kombu.transport.redis's `_q_for_pri`).
+_PRIORITY_STEPS = tuple(KombuRedisChannel.priority_steps)
+_PRIORITY_SEP = KombuRedisChannel.sep
+
+
+@functools.lru_cache(maxsize=1)
+def _redis(url: str) -> Redis:
+    # A scrape must answer even while Redis hangs: a second to connect, a second to answer.
+    return Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
+
+
+def _redis_depths(queues: list[str]) -> dict[str, int]:
+    client = _redis(settings.CELERY_BROKER_URL)
+    with client.pipeline(transaction=False) as pipe:
+        for queue in queues:
+            for step in _PRIORITY_STEPS:
+                pipe.llen(queue if not step else f"{queue}{_PRIORITY_SEP}{step}")
+        lengths = pipe.execute()
+    n = len(_PRIORITY_STEPS)
+    return {queue: sum(lengths[i * n:(i + 1) * n]) for i, queue in enumerate(queues)}
 
 
 def _relay_gauges():
@@ -301,3 +441,36 @@ class CountRelayAnswers:
         if request.path_info == self.path:
             relay_answered(relay_result(response))
         return response
+
+
+class CountRequests:
+    """Counts every request by the route's pattern (`v1/decisions/<str:decision_id>`, never
+    the path with its ids) and its answer's status class, and times it: the outermost
+    middleware, so the time is the whole answer's and a refusal of any other counts too.
+    Each of our own routes' series starts at zero with the first request a process answers."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.started = False
+
+    def __call__(self, request):
+        if not self.started:
+            self.started = True
+            for route in own_routes():
+                API_SECONDS.labels(route)
+                for status in STATUS_CLASSES:
+                    API_REQUESTS.labels(route, status)
+        began = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        route = match.route if match is not None and match.route else UNROUTED
+        API_REQUESTS.labels(route, f"{min(response.status_code // 100, 5)}xx").inc()
+        API_SECONDS.labels(route).observe(time.perf_counter() - began)
+        return response
+
+
+def own_routes() -> list[str]:
+    """The patterns of our own routes (the API, health, metrics), not the admin's."""
+    return [str(p.pattern) for p in get_resolver().url_patterns
+            if isinstance(p, URLPattern) and not str(p.pattern).startswith(("admin", "^"))]
+

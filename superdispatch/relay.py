@@ -174,6 +174,10 @@ class RelayEvents(APIView):
 
     @extend_schema(
         summary="The event relay's deliveries (signed; no operator token)", auth=[],
+        description="SuperPipeline's events, delivered by the event relay and signed with the "
+                    "shared delivery secret (the X-Treaty headers). A ready card is placed at "
+                    "once; any other event has its board looked at again. A delivery seen "
+                    "before is answered 200 and acted on once.",
         parameters=RELAY_HEADERS, request=OpenApiTypes.OBJECT,
         responses={
             200: OpenApiResponse(RELAY_ANSWER, description="a redelivery, or an event for a "

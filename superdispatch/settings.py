@@ -58,9 +58,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "superdispatch.metrics.CountRelayAnswers",  # first: it counts every answer the relay gets
+    "superdispatch.metrics.CountRequests",  # first: it counts and times every answer
+    "superdispatch.metrics.CountRelayAnswers",  # it counts every answer the relay gets
     "django.middleware.security.SecurityMiddleware",
     "common.edge.Edge",  # bodies checked and chunked ones read; no-store and the CSP on answers
+    "superdispatch.request_budget.RequestBudget",  # PostgreSQL's statement_timeout, for requests only
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -160,6 +162,8 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Times on the console's pages: to the second, with the zone (superdispatch/formats).
+FORMAT_MODULE_PATH = ["superdispatch.formats"]
 USE_I18N = False
 USE_TZ = True
 
@@ -203,6 +207,19 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Which agent takes the card, and why.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Lint-clean for Redocly and Spectral, servers and tags included (superdispatch.schema).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "superdispatch.schema.finish"],
+    # A nullable choice reads as its enum and null (`nullable: true`), with no `NullEnum`.
+    "ENUM_ADD_EXPLICIT_BLANK_NULL_CHOICE": False,
+    "ENUM_NAME_OVERRIDES": {
+        "OutcomeStatus": "records.models.decisions.OUTCOMES",
+        "TierName": "records.models.decisions.TIERS",
+        "DecisionReason": "records.models.decisions.REASONS",
+        "SuggestionKind": "records.models.suggestions.SUGGESTION_KINDS",
+        "RunStatus": "records.serializers.RUN_STATUSES",
+    },
+    "CONTACT": {"name": "SuperDispatch"},
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -17,14 +17,22 @@ from placement import switchback
 from records.api import query
 from records.api.query import BOARD_ID, Body, JsonInteger, Matching, NoQuery
 from records.models import Experiment
-from records.serializers import ExperimentSerializer, Time
+from records.serializers import ExperimentSerializer, TimeInput
 from records.store import actions
 from records.store.actions import ExperimentError, Plan
-from records.store.actions.experiments import BLOCK_SECONDS, BURN_IN_SECONDS, MAX_BLOCKS, MAX_BOARDS
+from records.store.actions.experiments import (
+    BLOCK_SECONDS, BURN_IN_SECONDS, MAX_BLOCKS, MAX_BOARDS, arm_names,
+)
 
 ONE = inline_serializer("ExperimentAnswer", {"experiment": ExperimentSerializer()})
 MANY = inline_serializer("ExperimentsAnswer", {"experiments": ExperimentSerializer(many=True)})
 MAX_SEED = 2**53 - 1  # the largest integer every JSON reader keeps exactly
+
+
+@extend_schema_field({"type": "string", "enum": list(arm_names())})
+class ArmName(serializers.CharField):
+    """An arm: a declared formula's recorded name, or pull (the start names the one it does
+    not know, and the ones it does)."""
 
 
 class GuardrailBody(serializers.Serializer):
@@ -37,12 +45,12 @@ class ExperimentBody(Body):
         child=Matching(BOARD_ID), min_length=1, max_length=MAX_BOARDS,
         help_text="a list of board ids (brd_…), whole clusters of boards that share agents")
     arms = serializers.ListField(
-        child=serializers.CharField(max_length=80), min_length=2, max_length=10,
+        child=ArmName(max_length=80), min_length=2, max_length=10,
         help_text="a list of 2 to 10 arms, each a declared formula's recorded name or pull, pull among them")
     objective = serializers.ChoiceField(switchback.OBJECTIVES, help_text="one of success, lead")
     blockMinutes = JsonInteger(min_value=1, max_value=1440, required=False, default=BLOCK_SECONDS // 60)
     blocks = JsonInteger(min_value=1, max_value=MAX_BLOCKS, required=False)
-    endsAt = Time(required=False)
+    endsAt = TimeInput(required=False)
     seed = JsonInteger(min_value=0, max_value=MAX_SEED, required=False)
     guardrail = GuardrailBody(required=False, help_text="{successDrop?: 0 to 1, leadRatio?: 1 to 10}")
     holdbackEvery = JsonInteger(min_value=2, max_value=100, required=False)

@@ -11,7 +11,7 @@ from rest_framework.settings import api_settings
 from common.errors import bad_request, not_found
 from records.ids import is_id
 from records.models import SUGGESTION_KINDS
-from records.serializers import Time
+from records.serializers import TimeInput
 
 BOARD_ID = re.compile(r"brd_[A-Za-z0-9_-]{1,100}")
 CARD_ID = re.compile(r"card_[A-Za-z0-9_-]{1,100}")
@@ -131,7 +131,7 @@ class DecisionsQuery(Query):
     card = Matching(CARD_ID, required=False, help_text="a card id (card_…)")
     agent = Matching(AGENT_ID, required=False, help_text="an agent id (agt_…): the decisions "
                      "that considered it, each with `agent`, its own verdict and record")
-    before = Time(required=False)
+    before = TimeInput(required=False)
     limit = Integer(min_value=1, max_value=200, default=50)
 
     def validate(self, attrs: Mapping[str, Any]) -> Mapping[str, Any]:

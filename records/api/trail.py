@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_field, inline_ser
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from access.models import AuditEntry
+from access.models import ActorKind, AuditEntry
 from common.scopes import ADMIN
 from common.times import parse_time
 from common.views import OperatorView
@@ -40,6 +40,14 @@ class Before(serializers.CharField):
             self.fail("invalid")
 
 
+@extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
+class Snapshot(serializers.JSONField):
+    """Some fields of the target, by name: their values are the target's own."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, **kwargs)
+
+
 class AuditQuery(Query):
     actor = Matching(WHO, required=False, help_text="who: a token's name, a user, an OS user")
     action = Matching(ACTION, required=False, help_text="what: board.opt-out, token.create, …")
@@ -50,17 +58,19 @@ class AuditQuery(Query):
 
 class AuditEntrySerializer(serializers.Serializer):
     id = serializers.CharField()
-    at = Time()
+    at = Time(help_text="when the write was made")
     actor = serializers.CharField(help_text="a token's name, a user, a command's OS user, or "
                                             "superdispatch")
-    actorKind = serializers.CharField(source="actor_kind",
-                                      help_text="token, user, command or service")
+    actorKind = serializers.ChoiceField(ActorKind.values, source="actor_kind",
+                                        help_text="what the actor is")
     user = serializers.CharField(help_text="the person a token speaks for, or empty")
     via = serializers.CharField(help_text="api, admin, manage.py <command> or loop")
     action = serializers.CharField()
     target = serializers.CharField()
-    before = serializers.JSONField(allow_null=True)
-    after = serializers.JSONField(allow_null=True)
+    before = Snapshot(help_text="the values the write changed, as they were; null: it made "
+                                "the target")
+    after = Snapshot(help_text="the same values as the write left them; null: it removed "
+                               "the target")
 
 
 class Audit(OperatorView):

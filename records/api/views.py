@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from access.audit import of_request
 from common.errors import not_found
+from common.schema import error
 from common.scopes import BOARDS, READ, SUGGESTIONS
 from common.views import OperatorView
 from records.api import query
@@ -28,15 +29,29 @@ from records.serializers import (
 from records.store import actions, agents
 
 
+class AgentVerdictSerializer(serializers.Serializer):
+    agentId = serializers.CharField()
+    verdict = serializers.ChoiceField(["chosen", "eligible", "rejected"],
+                                      help_text="what the decision made of the agent")
+    reasons = serializers.ListField(child=serializers.CharField(),
+                                    help_text="the reason codes of every filter it failed")
+    record = CandidateSerializer(help_text="its entry in candidates")
+
+
 class ExplainedDecisionSerializer(DecisionSerializer):
     """A decision as the operator API answers it: the record, then `explanation`, the same
     words as its admin page. The dataset reads the record alone (`DecisionSerializer`)."""
 
+    about = ("One placement decision: a step of a card's ladder, who was held and why, with "
+             "what became of the hold; `explanation` says it in words.")
+
     explanation = serializers.CharField(read_only=True, help_text="the decision in words")
+    agent = AgentVerdictSerializer(required=False, help_text=(
+        "only in a list read with `?agent=`: what the decision made of that agent"))
 
     @cached_property
     def _plan(self) -> list[tuple[str, Callable, Callable | None]]:
-        return [step for step in super()._plan if step[0] != "explanation"]
+        return [step for step in super()._plan if step[0] not in ("explanation", "agent")]
 
     def to_representation(self, instance) -> dict[str, Any]:
         record = super().to_representation(instance)
@@ -62,8 +77,15 @@ class Health(APIView):
     authentication_classes = []  # liveness: no token
     permission_classes = [AllowAny]
 
-    @extend_schema(summary="Liveness", auth=[], responses=inline_serializer(
-        "Health", {"ok": serializers.BooleanField(), "service": serializers.CharField()}))
+    @extend_schema(
+        summary="Liveness", auth=[],
+        description="Whether the service answers and its store can be read; no credential. A "
+                    "probe reads 200 as healthy and 503 as \"not now, ask again after "
+                    "Retry-After seconds\".",
+        responses={200: inline_serializer("Health", {
+            "ok": serializers.BooleanField(help_text="always true on a 200"),
+            "service": serializers.CharField(help_text="superdispatch")}),
+            503: error("the store cannot be read for now: ask again after Retry-After seconds")})
     def get(self, request):
         with connection.cursor() as cursor:  # the store answers (else 503, see common.errors)
             cursor.execute("SELECT 1")

@@ -15,7 +15,7 @@ from common.schema import error
 from common.scopes import READ
 from common.views import OperatorView
 from records.api.query import BOARD_ID, Matching, Query
-from records.serializers import Time
+from records.serializers import TimeInput
 from records.store import what_if
 
 
@@ -41,8 +41,8 @@ class FormulaName(serializers.CharField):
 class WhatIfQuery(Query):
     formula = FormulaName(required=False)
     board = Matching(BOARD_ID, required=False, help_text="a board id (brd_…)")
-    since = Time(required=False)
-    until = Time(required=False)
+    since = TimeInput(required=False)
+    until = TimeInput(required=False)
 
     def validate(self, attrs: Mapping[str, Any]) -> Mapping[str, Any]:
         if "since" in attrs and attrs["since"] < what_if.EARLIEST_SINCE:

@@ -5,6 +5,8 @@ so a viewer is not offered one, and a POST of it is a 403 (access.site). Each ac
 who asked to the named action, which records it in the audit trail."""
 from __future__ import annotations
 
+import math
+
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.db.models import Exists, OuterRef, Q
@@ -256,7 +258,8 @@ def candidate_rows(d: Decision) -> list[dict]:
                          "unchecked": f.get("unchecked")} for f in verdicts],
             "failed": failed,
             "total": score.get("total"),
-            "terms": score.get("terms") or {},
+            "terms": [(name, significant(value))
+                      for name, value in (score.get("terms") or {}).items()],
             "history": c["stageHistory"],
             "policy": c.get("policy"),
         })
@@ -264,12 +267,42 @@ def candidate_rows(d: Decision) -> list[dict]:
     return rows
 
 
+def significant(value, figures: int = 3) -> str:
+    """A score term as a person reads it: three significant figures, never an exponent
+    (0.6874953439426286 reads 0.687, 3456.0 reads 3460); the API keeps full precision."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    decimals = figures - 1 - math.floor(math.log10(abs(value)))
+    return f"{round(value, decimals):.{max(decimals, 0)}f}"
+
+
+ALL_STATES = "all"
+
+
 class StateFilter(admin.SimpleListFilter):
+    """Open suggestions unless another state is asked for, as `GET /v1/suggestions` answers."""
+
     title = "state"
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return SuggestionState.choices
+        return [*SuggestionState.choices, (ALL_STATES, ALL_STATES)]
+
+    def value(self):
+        return super().value() or SuggestionState.OPEN
+
+    def choices(self, changelist):
+        # The admin's own "All" stands for no parameter, which here reads as open.
+        counts = self.get_facet_queryset(changelist) if changelist.add_facets else None
+        for i, (value, label) in enumerate(self.lookup_choices):
+            if counts is not None:
+                label = f"{label} ({counts.get(f'{i}__c', '-')})"
+            yield {"selected": self.value() == value, "display": label,
+                   "query_string": changelist.get_query_string({self.parameter_name: value})}
 
     def queryset(self, request, queryset):
         if self.value() == SuggestionState.OPEN:
@@ -283,9 +316,11 @@ class StateFilter(admin.SimpleListFilter):
 
 @admin.register(Suggestion)
 class SuggestionAdmin(ActionsOnlyAdmin):
-    list_display = ("id", "kind", "board_id", "stage_key", "state", "evidence_count",
-                    "first_seen_at", "last_seen_at")
-    list_filter = ("kind", StateFilter, "board_id")
+    # Fits a 1366-pixel screen beside the admin's two sidebars: the kind, unbroken, opens the
+    # suggestion; the lane is one column; its id and first sighting are on its own page.
+    list_display = ("kind_label", "lane", "state", "evidence_total", "last_seen_at")
+    list_display_links = ("kind_label",)
+    list_filter = (StateFilter, "kind", "board_id")
     search_fields = ("=id", "board_id", "stage_key")
     actions = ["dismiss"]
     readonly_fields = ("id", "kind", "board_id", "stage_key", "state", "reason", "reasons",
@@ -294,6 +329,25 @@ class SuggestionAdmin(ActionsOnlyAdmin):
                        "evidence_count", "first_seen_at", "last_seen_at", "resolved_at",
                        "dismissed_at")
     exclude = ("evidence",)
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_label(self, s: Suggestion) -> str:
+        return format_html('<span class="sd-nowrap">{}</span>', s.kind)
+
+    @admin.display(description="lane", ordering="board_id")
+    def lane(self, s: Suggestion) -> str:
+        return f"{s.board_id} / {s.stage_key}"
+
+    @admin.display(description="evidence", ordering="evidence_count")
+    def evidence_total(self, s: Suggestion) -> int:
+        return s.evidence_count
+
+    def changelist_view(self, request, extra_context=None):
+        state = request.GET.get(StateFilter.parameter_name) or SuggestionState.OPEN
+        words = f"{state} " if state in SuggestionState.values else ""
+        return super().changelist_view(request, {
+            "title": f"Suggestions: {state}" if words else "Suggestions",
+            "sd_empty": f"No {words}suggestions.", **(extra_context or {})})
 
     @admin.display(description="evidence")
     def evidence_links(self, s: Suggestion) -> str:

@@ -6,7 +6,7 @@ with none (no permission to read decisions) is refused, 403.
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
@@ -55,6 +55,12 @@ def _labels(rng: Range, starts: list[datetime]) -> list[str]:
     return [s.strftime(LABELS[rng.name]) for s in starts]
 
 
+def _bar_words(step: timedelta) -> str:
+    minutes = int(step.total_seconds() // 60)
+    return f"{minutes} minutes" if minutes < 60 else f"{minutes // 60} hour" + (
+        "s" if minutes >= 120 else "")
+
+
 def _context(request: HttpRequest, title: str, rng: Range) -> dict:
     return {**admin.site.each_context(request), "title": title, "range": rng.name,
             "ranges": list(RANGES)}
@@ -82,6 +88,7 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
     span = dashboard.Span.read(rng, now)
     over_time = dashboard.decisions_over_time(rng, now, span)
     boards = over_time["boards"]
+    chart = dashboard.recent_over_time(rng, now) or over_time
     for b in boards:
         b["spark"] = charts.sparkline(b["points"])
     mix = dashboard.outcome_mix(span)
@@ -97,7 +104,8 @@ def dashboard_page(request: HttpRequest, now: datetime) -> HttpResponse:
         **_context(request, "Dashboard", rng),
         "now": now,
         "decided": sum(b["total"] for b in boards),
-        "over_time": charts.stacked_bars(_labels(rng, over_time["starts"]), over_time["by_tier"]),
+        "over_time": charts.stacked_bars(_labels(rng, chart["starts"]), chart["by_tier"]),
+        "bar": _bar_words(chart.get("step", rng.step)),
         "boards": boards,
         "mix": charts.hbars(mix),
         "claim_times": claim_times,

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from html import escape
 
+from django.utils.formats import date_format
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timezone import localtime
 
 RECORDED, PULL = "recorded", "pull"
-TIME = "%Y-%m-%d %H:%M"
+
+def _time(moment) -> str:
+    """A time as every page of the console shows it (superdispatch/formats)."""
+    return date_format(localtime(moment), "DATETIME_FORMAT")
+
 
 
 def _e(value: object) -> str:
@@ -42,15 +48,29 @@ def _head(key: tuple[str, str]) -> str:
             "</small></th>")
 
 
+# The replay's reasons for the two gaps a young store has, as a person reads them; any other
+# reason is shown as the replay gives it.
+WHY = {
+    "no claim before it to time claims by":
+        "no hold had been claimed before them, so how soon agents claim is not known yet",
+    "no finished run before it to time runs by":
+        "no run had finished before them, so how long runs take is not known yet",
+}
+NO_FORMULA = "-"  # the replay's name for the recorded formula when it replayed no decision
+
+
 def _cell(row: dict | None) -> str:
     if row is None:
         return '<td class="sd-quiet">—</td>'
-    whose = f"{_e(row['formula'])}: " if row["arm"] == RECORDED else ""
+    named = row["arm"] == RECORDED and row["formula"] != NO_FORMULA
+    whose = f"{_e(row['formula'])}: " if named else ""
     counts = f"{whose}{row['replayed']:d} of {row['decisions']:d} replayed"
     if not row["enough"]:
-        why = f": {_e(row['why'])}" if row["why"] else ""
+        why = WHY.get(row["why"], row["why"])
+        because = f" Most of the rest were not replayed: {_e(why)}." if why else ""
         return (f'<td><span class="sd-quiet">too few decisions to judge</span><br><small>'
-                f"{counts}, {row['needed']:d} needed{why}</small></td>")
+                f"{whose}{row['replayed']:d} of {row['decisions']:d} decisions replayed, and "
+                f"{row['needed']:d} are needed to judge.{because}</small></td>")
     return (f"<td>{_e(row['success'])}<br>{_e(row['lead'])}<br><small>{counts}, "
             f"{_e(row['estimator'])}</small></td>")
 
@@ -65,8 +85,8 @@ def table(boards: list[dict]) -> SafeString:
         by_key = {_key(r): r for r in b["rows"]}
         cells = "".join(_cell(by_key.get(k)) for k in keys)
         body.append(f"<tr><td>{_e(b['board'])}</td>{cells}<td><small>"
-                    f"{b['computed_at'].strftime(TIME)} UTC, over {b['since'].strftime(TIME)} to "
-                    f"{b['until'].strftime(TIME)}</small></td></tr>")
+                    f"{_time(b['computed_at'])}, over {_time(b['since'])} to "
+                    f"{_time(b['until'])}</small></td></tr>")
     head = "".join(_head(k) for k in keys)
     return mark_safe(f'<table class="sd-table" id="sd-what-if"><thead><tr><th>board</th>{head}'
                      f'<th>worked out</th></tr></thead><tbody>{"".join(body)}</tbody></table>')

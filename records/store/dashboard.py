@@ -149,6 +149,39 @@ def decisions_over_time(rng: Range, now: datetime, span: Span) -> dict:
             "boards": sorted(boards.values(), key=lambda b: (-b["total"], b["board"]))}
 
 
+# Where every decision of a range is newer than this, the chart over time starts at the first
+# of them, at the finest of these bars that draws the window in at most MOST_BARS: at the
+# range's own bars (an hour each for a day) a young store's decisions stand in one bar at the
+# right edge. Read from the decisions themselves, at most this window of them.
+RECENT = timedelta(hours=6)
+FINE_STEPS = tuple(timedelta(minutes=m) for m in (5, 10, 15, 30))
+MOST_BARS = 36
+
+
+def recent_over_time(rng: Range, now: datetime) -> dict | None:
+    """The chart over time of a range whose decisions all fall in its last RECENT, drawn from
+    the first of them at a finer bar: `{starts, by_tier, step}`; None where the range's own
+    bars read well (`decisions_over_time`)."""
+    first = (in_range(rng, now).order_by("created_at")
+             .values_list("created_at", flat=True).first())
+    if first is None or first <= now - RECENT:
+        return None
+    step = next((s for s in FINE_STEPS if (now - first) / s <= MOST_BARS), FINE_STEPS[-1])
+    if step >= rng.step:
+        return None
+    starts = bar_starts(first, now, step)
+    if not starts:  # every decision made this very moment, on a bar's edge: no finer bar yet
+        return None
+    by_tier = {name: [0] * len(starts) for name in TIER_SERIES}
+    window = Decision.objects.filter(created_at__gte=starts[0], created_at__lte=now)
+    for row in rollups.time_rows(window, "minute"):
+        i = bar_index(row["t"], starts, step)
+        if i is not None:
+            tier = tier_of(row["tier_name"], None if row["nobody"] else "x")
+            by_tier[tier][i] += row["decisions"]
+    return {"starts": starts, "by_tier": by_tier, "step": step}
+
+
 def outcome_mix(span: Span) -> list[tuple[str, int]]:
     """How the decisions of the range ended: each outcome of a hold, still pending, or nobody
     chosen and why."""

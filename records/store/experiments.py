@@ -39,6 +39,20 @@ def stored_schedule(blocks: Iterable[Block]) -> list[dict]:
             for b in blocks]
 
 
+def _block_at(experiment: Experiment, now: datetime) -> Block | None:
+    """The stored block in force at `now`, found by its index rather than by reading the whole
+    schedule: each pass asks, and the blocks are of one length from the start."""
+    if now < experiment.starts_at:
+        return None
+    index = int((now - experiment.starts_at).total_seconds() // experiment.block_seconds)
+    if index >= len(experiment.schedule):
+        return None
+    stored = experiment.schedule[index]
+    block = Block(index=stored["index"], arm=stored["arm"], starts=parse_time(stored["starts"]),
+                  ends=parse_time(stored["ends"]))
+    return block if block.starts <= now < block.ends else None
+
+
 def dropped_arms(experiment: Experiment) -> tuple[str, ...]:
     return tuple(d["arm"] for d in experiment.dropped or ())
 
@@ -51,11 +65,15 @@ def dropped_at(experiment: Experiment) -> dict[str, datetime]:
 def in_force(experiment: Experiment, now: datetime) -> InForce | None:
     """The block the experiment runs at `now`, and its arm; None outside its blocks."""
     if experiment.state == ExperimentState.RUNNING:
-        found = switchback.in_force(schedule_of(experiment), now, dropped_arms(experiment))
-        if found is None:
+        block = _block_at(experiment, now)
+        if block is None:
             return None
-        block, arm = found
-        return InForce(experiment.id, block, arm)
+        dropped = dropped_arms(experiment)
+        if block.arm not in dropped:
+            return InForce(experiment.id, block, block.arm)
+        # Its arm was dropped: the stand-in is chosen over the whole schedule's arms.
+        found = switchback.in_force(schedule_of(experiment), now, dropped)
+        return None if found is None else InForce(experiment.id, *found)
     if experiment.state == ExperimentState.HOLDBACK and experiment.holdback_every:
         block = holdback.holdback_block(
             starts=experiment.ends_at, block_seconds=experiment.block_seconds,

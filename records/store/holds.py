@@ -235,20 +235,41 @@ def holds_since(agent_id: str, since: datetime) -> int:
 RUN_LOOK_BACK = timedelta(hours=24)  # a claim older than this whose run never showed stays unknown
 
 
+# A claim our store knows who made: by the chosen agent, or, on an experiment's decision, by
+# whoever claimed the card (`outcome_by`). An experiment compares each arm's success, `pull`'s
+# too, where nobody is held and every claim is another's; outside an experiment such a claim's
+# run is not joined, as before.
+KNOWN_CLAIM = Q(outcome_status="claimed") | Q(outcome_status="claimed-by-other",
+                                              experiment_id__isnull=False, outcome_by__isnull=False)
+
+
+def claimer(decision: Decision) -> str | None:
+    """Who made a known claim: the chosen agent, or whoever claimed an experiment's card."""
+    return decision.chosen if decision.outcome_status == "claimed" else decision.outcome_by
+
+
 def claims_without_run(board_id: str, now: datetime) -> list[Decision]:
-    """Decisions on a board claimed by their chosen agent within the look-back whose run is not
-    known yet, oldest claim first."""
-    return list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
-                                        run_status__isnull=True,
+    """Decisions on a board with a known claim (`KNOWN_CLAIM`) within the look-back whose run is
+    not known yet, oldest claim first."""
+    return list(Decision.objects.filter(KNOWN_CLAIM, board_id=board_id, run_status__isnull=True,
                                         outcome_at__gte=now - RUN_LOOK_BACK)
-                .order_by("outcome_at", "id").only("id", "stage_key", "chosen", "outcome_at"))
+                .order_by("outcome_at", "id")
+                .only("id", "stage_key", "chosen", "outcome_status", "outcome_by", "outcome_at"))
 
 
-def claims_of(board_id: str, agents: Iterable[str], since: datetime) -> list[tuple[str, str, datetime]]:
-    """(agent, stage, claimed at) of every claim our store knows on a board since a time."""
-    return list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
-                                        chosen__in=list(agents), outcome_at__gte=since)
-                .values_list("chosen", "stage_key", "outcome_at"))
+def claims_of(board_id: str, agents: Iterable[str], since: datetime,
+              experiments: bool = False) -> list[tuple[str, str, datetime]]:
+    """(agent, stage, claimed at) of every claim our store knows on a board since a time: by
+    the chosen agent, and with `experiments`, by whoever claimed an experiment's card."""
+    agents = list(agents)
+    claims = list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
+                                          chosen__in=agents, outcome_at__gte=since)
+                  .values_list("chosen", "stage_key", "outcome_at"))
+    if experiments:
+        claims += Decision.objects.filter(
+            board_id=board_id, outcome_status="claimed-by-other", experiment_id__isnull=False,
+            outcome_by__in=agents, outcome_at__gte=since).values_list("outcome_by", "stage_key", "outcome_at")
+    return claims
 
 
 def lane_leavings(board_id: str, stage_key: str, card_id: str, since: datetime,

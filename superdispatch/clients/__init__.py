@@ -11,18 +11,28 @@ from typing import Callable, Protocol
 
 import requests
 
+from . import accounts, agentpod, superpipeline, superwitness
 from .accounts import Accounts, says_no_policy
 from .agentpod import AgentPod
-from .http import BadShape, ClientError, Refused, Unavailable
+from .http import CAUSES, BadShape, ClientError, Refused, Unavailable, listen
 from .superpipeline import Refusal, SuperPipeline
 from .superpipeline_board import BoardCard, BoardRead, Reservation, Stage
 from .superwitness import SuperWitness
 
 __all__ = [
-    "Accounts", "AgentPod", "BadShape", "BoardCard", "BoardRead", "ClientError", "Clients",
-    "Refusal", "Refused", "Reservation", "Stage", "SuperPipeline", "SuperWitness",
-    "Unavailable", "build_clients", "says_no_policy",
+    "CAUSES", "PRODUCT_ROUTES", "Accounts", "AgentPod", "BadShape", "BoardCard", "BoardRead",
+    "ClientError", "Clients", "Refusal", "Refused", "Reservation", "Stage", "SuperPipeline",
+    "SuperWitness", "Unavailable", "build_clients", "listen", "says_no_policy",
 ]
+
+# Every call of every client by product, as `superdispatch_product_call_failures_total`
+# labels it: the metric starts each at zero.
+PRODUCT_ROUTES: dict[str, tuple[str, ...]] = {
+    "superpipeline": superpipeline.ROUTES,
+    "agentpod": agentpod.ROUTES,
+    "accounts": accounts.ROUTES,
+    "superwitness": superwitness.ROUTES,
+}
 
 
 class SuiteSettings(Protocol):

@@ -17,6 +17,7 @@ from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, BadShape, Http, Unavai
 log = logging.getLogger("superdispatch.clients")
 TOKEN_PATH = "/api/token/service"
 DECIDE_PATH = "/api/policy/decide"
+ROUTES = (f"POST {TOKEN_PATH}", f"POST {DECIDE_PATH}")  # every call, as a metric names it
 REFRESH_BEFORE_EXPIRY = 30.0  # seconds: a token this close to expiry is asked for again
 RENEW_AGAIN_S = 5.0  # seconds: a good token whose renewal failed is used this long before asking again
 NO_POLICY = "no-policy"

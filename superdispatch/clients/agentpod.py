@@ -12,6 +12,12 @@ from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, Refused, TokenSource, segment
 
 
+ROSTER_ROUTE = "/api/bridge/boards/{boardId}/roster"
+STATIONS_ROUTE = "/api/catalog/stations"
+# Every call this client makes, as a metric names it: method and path template.
+ROUTES = (f"GET {ROSTER_ROUTE}", f"GET {STATIONS_ROUTE}")
+
+
 class AgentPod:
     """AgentPod's roster and registry reads, with tokens for the hub's audience."""
 
@@ -27,13 +33,14 @@ class AgentPod:
     def roster(self, board_id: str) -> tuple[RosterRow, ...]:
         """The board's bridge rows. Slow in production (the hub probes every station)."""
         path = f"/api/bridge/boards/{segment(board_id)}/roster"
-        return self._http.call("GET", path, _roster, read=True)
+        return self._http.call("GET", path, _roster, read=True, route=ROSTER_ROUTE)
 
     def stations(self) -> tuple[Station, ...] | None:
         """The capability registry, or None when the hub has none (it answers 404). Any other
         failure raises, so a refused or unreachable registry is told apart from an absent one."""
         try:
-            return self._http.call("GET", "/api/catalog/stations", _stations, read=True)
+            return self._http.call("GET", STATIONS_ROUTE, _stations, read=True,
+                                   expected=frozenset({404}))
         except Refused as err:
             if err.status == 404:
                 return None

@@ -4,7 +4,9 @@ Every call has a (connect, read) timeout. Only calls marked as reads are retried
 `retries` more times with a short backoff, and only on a transient failure; a write is sent
 once. Reads go through their own session, whose adapter carries urllib3's `Retry`; writes go
 through a session that never retries. A failure is logged once, on one line naming product,
-method, path and outcome, never a header, token or credential.
+method, path and outcome, never a header, token or credential, and told to every listener
+(`listen`: the metrics count it by product, route and cause) under the call's route, its path
+as a template (`GET /v1/boards/{boardId}`), never the path with its ids.
 """
 from __future__ import annotations
 
@@ -38,6 +40,28 @@ TRANSIENT_STATUSES = (frozenset(range(500, 1000)) - {501}) | {408, 429}
 # token POST, which changes nothing (asking twice only mints a second token).
 READ_METHODS = frozenset({"GET", "POST"})
 _CODE_MAX = 80  # an error body's code is echoed in logs and records; keep it short
+# Why a call failed, in few enough words to label a metric by: no answer in time, no
+# connection, an answer that says try later (5xx, 408, 429), one that says no (4xx or an error
+# body), a 2xx whose body is not the documented shape.
+CAUSES = ("timeout", "unreachable", "unavailable", "refused", "bad-shape")
+_listeners: list[Callable[[str, str, str], None]] = []
+
+
+def listen(failed: Callable[[str, str, str], None]) -> None:
+    """Have `failed(product, route, cause)` called for every failed call from now on."""
+    if failed not in _listeners:
+        _listeners.append(failed)
+
+
+def cause_of(err: "ClientError") -> str:
+    """One of CAUSES for a failed call."""
+    if isinstance(err, BadShape):
+        return "bad-shape"
+    if isinstance(err, Refused):
+        return "refused"
+    if err.status is None and err.code in ("timeout", "unreachable"):
+        return err.code
+    return "unavailable"
 
 
 class ClientError(Exception):
@@ -185,12 +209,29 @@ class Http:
     def call(self, method: str, path: str, parse: Callable[[Any], T], *,
              params: list[tuple[str, str]] | None = None, body: Any = None,
              headers: dict[str, str] | None = None, read: bool = False,
-             fast: Callable[[bytes], T | None] | None = None) -> T:
+             fast: Callable[[bytes], T | None] | None = None, route: str | None = None,
+             expected: frozenset[int] = frozenset()) -> T:
         """Send one request and return `parse(json body)`; raise a ClientError on any failure.
         `read=True` sends it through the read session, whose transport retries a transient
         failure; a write is sent exactly once. `fast`, when given, reads a 2xx body's bytes
         first: what it returns is the answer, and None sends the body the usual way, so it
-        only ever has to know the well-formed answer."""
+        only ever has to know the well-formed answer. `route`: the path as a template, for a
+        path that carries ids (a failure is counted under it); `expected`: refusals the caller
+        reads as an answer (a registry's 404: none kept), not counted as failures."""
+        try:
+            return self._call(method, path, parse, params=params, body=body, headers=headers,
+                              read=read, fast=fast)
+        except ClientError as err:
+            counted = err.product == self.product and err.status not in expected
+            if counted:  # Accounts' own failure to give a token is counted as Accounts' own
+                for failed in _listeners:
+                    failed(self.product, f"{method} {route or path}", cause_of(err))
+            raise
+
+    def _call(self, method: str, path: str, parse: Callable[[Any], T], *,
+              params: list[tuple[str, str]] | None, body: Any,
+              headers: dict[str, str] | None, read: bool,
+              fast: Callable[[bytes], T | None] | None) -> T:
         what = f"{method} {path}"
         headers = dict(headers or {})
         if self.tokens is not None:

@@ -42,6 +42,16 @@ class Refusal:
     unknown: bool = False
 
 
+BOARD_ROUTE = "/v1/boards/{boardId}"
+ELIGIBILITY_ROUTE = "/v1/boards/{boardId}/cards/{cardId}/eligibility"
+LOAD_ROUTE = "/v1/agents/load"
+RESERVATION_ROUTE = "/v1/boards/{boardId}/cards/{cardId}/reservation"
+SCHEDULING_ROUTE = "/v1/boards/{boardId}/scheduling"
+# Every call this client makes, as a metric names it: method and path template.
+ROUTES = (f"GET {BOARD_ROUTE}", f"GET {ELIGIBILITY_ROUTE}", f"GET {LOAD_ROUTE}",
+          f"PUT {RESERVATION_ROUTE}", f"PUT {SCHEDULING_ROUTE}")
+
+
 class SuperPipeline:
     """SuperPipeline's API, with tokens for its own URL as audience."""
 
@@ -57,15 +67,16 @@ class SuperPipeline:
 
     def board(self, board_id: str) -> BoardRead:
         return self._http.call("GET", f"/v1/boards/{segment(board_id)}", wire.board, read=True,
-                               fast=wire.plain_board)
+                               fast=wire.plain_board, route=BOARD_ROUTE)
 
     def eligibility(self, board_id: str, card_id: str) -> tuple[EligibilityVerdict, ...]:
         """SuperPipeline's verdict on every agent of the workspace for the card."""
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
-        return self._http.call("GET", path, wire.eligibility, read=True, fast=self._alike.verdicts)
+        return self._http.call("GET", path, wire.eligibility, read=True, fast=self._alike.verdicts,
+                               route=ELIGIBILITY_ROUTE)
 
     def agents_load(self) -> tuple[AgentLoad, ...]:
-        return self._http.call("GET", "/v1/agents/load", wire.load, read=True)
+        return self._http.call("GET", LOAD_ROUTE, wire.load, read=True)
 
     def reserve(self, board_id: str, card_id: str, agent_id: str,
                 seconds: int) -> Reservation | Refusal:
@@ -77,7 +88,8 @@ class SuperPipeline:
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/reservation"
         try:
             return self._http.call("PUT", path, wire.reservation,
-                                   body={"agentId": agent_id, "seconds": seconds})
+                                   body={"agentId": agent_id, "seconds": seconds},
+                                   route=RESERVATION_ROUTE)
         except ClientError as err:
             sent = err.product == "superpipeline"  # else no token: the PUT never went out
             code = err.code if sent else f"token-{err.code}"
@@ -91,4 +103,4 @@ class SuperPipeline:
         if seconds < 0:
             raise ValueError("a placement window is 0 or more seconds")
         return self._http.call("PUT", f"/v1/boards/{segment(board_id)}/scheduling", wire.window,
-                               body={"placementWindowSeconds": seconds})
+                               body={"placementWindowSeconds": seconds}, route=SCHEDULING_ROUTE)

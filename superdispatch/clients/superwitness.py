@@ -14,6 +14,7 @@ from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource
 
 RUNS_PATH = "/v1/runs"
+ROUTES = (f"GET {RUNS_PATH}",)  # every call this client makes, as a metric names it
 PAGE_SIZE = 200
 MAX_RUNS = 1000
 _OUTCOMES = {"succeeded": True, "failed": False}

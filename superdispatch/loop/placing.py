@@ -94,7 +94,10 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
 
     def place() -> str | None:
         facts = gather_facts(reads, work, card, eligibility, ladder)
-        decided = decide(reads, work.rules, facts, summary)
+        # Under an experiment's block the arm alone places: a learned model, trained on
+        # another formula's record, neither replaces its holds nor is credited with them.
+        in_block = work.running is not None and work.running.block is not None
+        decided = decide(reads, work.rules, facts, summary, learned=not in_block)
         if isinstance(decided, str):
             work.waiting[decided] += 1
             return decided
@@ -187,13 +190,17 @@ def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, 
 
 # --- Decide ---------------------------------------------------------------------------------
 
-def decide(reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary) -> Decided | str:
+def decide(reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary,
+           learned: bool = True) -> Decided | str:
     """Placement's decision on the facts under the board's rules, with learned routing's view
-    of it; for a decision that waits, which is counted and not recorded, why it waits."""
+    of it (unless `learned` is False); for a decision that waits, which is counted and not
+    recorded, why it waits."""
     decision = placement.decide(facts, rules, reads.now)
     if not decision.record:
         summary.waits += 1
         return decision.reason
+    if not learned:
+        return Decided(decision, None)
     return _with_learned_model(reads.loop, decision, reads.now)
 
 

@@ -72,15 +72,17 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
     if not pending:
         return 0
     principals = {row.agent_id: row.principal_id for row in roster if row.principal_id}
-    unnamed = [d.id for d in pending if d.chosen not in principals]
+    unnamed = [d.id for d in pending if holds.claimer(d) not in principals]
     if unnamed:  # an agent off the roster (candidates=all): the principal its candidate row gave
         for agent_id, principal_id in (Candidate.objects.filter(decision_id__in=unnamed)
                                        .values_list("agent_id", "principal_id")):
             if principal_id:
                 principals.setdefault(agent_id, principal_id)
+    # An experiment's claims by whoever claimed its card bound the next claim's run too.
+    experiments = any(d.outcome_status != "claimed" for d in pending)
     by_stage: dict[str, list[Claim]] = defaultdict(list)
     for d in pending:
-        by_stage[d.stage_key].append(Claim(d.id, d.chosen, d.stage_key, d.outcome_at))
+        by_stage[d.stage_key].append(Claim(d.id, holds.claimer(d), d.stage_key, d.outcome_at))
     joined = 0
     for stage_key, claims in by_stage.items():
         runs = reads.runs(board_id, stage_key)
@@ -88,7 +90,7 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
             continue  # SuperWitness unread (or not configured): known later, or never
         agents = {c.agent_id for c in claims}
         known = [Claim("", agent, stage, at)
-                 for agent, stage, at in holds.claims_of(board_id, agents, claims[0].at)
+                 for agent, stage, at in holds.claims_of(board_id, agents, claims[0].at, experiments)
                  if stage == stage_key]
         for decision_id, run in match_runs(claims, known, principals, runs).items():
             status = "succeeded" if run.succeeded else "failed"

@@ -1,7 +1,8 @@
 """The operator API against its own OpenAPI schema: schemathesis, `--checks all`, every operation
 (the relay's webhook included), over a live server with a store that holds a board, settled
-decisions, a suggestion, a trained model and entries of the audit trail, so that the stateful
-phase follows real ids and every answer's schema is checked against a real answer. It calls
+decisions, a suggestion, a trained model, an experiment reviewed once and entries of the audit
+trail, so that the stateful phase follows real ids and every answer's schema is checked against
+a real answer. It calls
 with a named token that has every scope. It must end with no failure.
 
 Its exceptions are in schemathesis.toml and hooks.py beside this file, each with its reason.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,9 @@ from access.audit import SERVICE
 from common.scopes import SCOPES
 from learning import actions as learning_actions
 from records.models import Suggestion
+from placement.formulas import DEFAULT
 from records.store import actions
+from records.store.actions import Plan
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
 
@@ -42,6 +46,11 @@ def stocked():
                               first_seen_at=T0, last_seen_at=T0)
     trainable(40)
     learning_actions.do_train(None, 1, now=T0)
+    # An experiment one block in, reviewed, so its analysis is an answer checked too.
+    actions.do_start_experiment(
+        Plan(boards=("brd_a",), arms=(DEFAULT.recorded, "pull"), objective="success",
+             block_seconds=600, blocks=4, seed=1), T0, rosters_read={"brd_a": {"agt_ada"}})
+    actions.do_review_experiments(T0 + timedelta(seconds=601))
     _, secret = access_actions.do_create_token("contract", list(SCOPES), by=SERVICE, now=T0)
     return secret
 
@@ -63,6 +72,6 @@ def test_the_api_keeps_its_contract(stocked, live_server):
                          timeout=900)
     report = run.stdout + run.stderr
     assert run.returncode == 0, report
-    assert "Operations:       18 selected / 18 total" in report, report
+    assert "Operations:       21 selected / 21 total" in report, report
     summary = re.search(r"(\d+) generated, (\d+) passed", report)
     assert summary and summary[1] == summary[2] and int(summary[1]) > 500, report  # no failure

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from django.db import transaction
 
 from placement.dispatch_policy import LIMIT_PREFIX, POLICY_DENIED
 from placement.filtering import Tag, tables
@@ -22,7 +23,7 @@ from records.models import Candidate, Decision, Suggestion
 from records.models.suggestions import ROSTER_KINDS
 from tests.support.world import make_world
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 ENV_DEMO = Path(__file__).resolve().parents[2] / ".env.demo"
 MINUTES = 10
@@ -44,8 +45,10 @@ def demo_settings() -> dict[str, str]:
     return settings
 
 
-def test_demo_settings_are_the_ones_the_demo_places_with():
-    assert demo_settings() == {"sweep_seconds": "10", "policy": "on", "candidates": "all"}
+def test_the_run_reads_how_the_demo_places_from_env_demo():
+    settings = demo_settings()
+    assert {"sweep_seconds": "10", "policy": "on", "candidates": "all"}.items() <= settings.items()
+    assert not any(name.endswith(("_url", "_secret", "_dir")) for name in settings)
 
 
 @dataclass(frozen=True)
@@ -62,28 +65,38 @@ class Shown:
                 if d[1] == tier and d[2] is not None and (outcome is None or d[3] == outcome)]
 
 
+class _Forget(Exception):
+    """Rolls the run back once it is read, so the store is as the tests before left it."""
+
+
 @pytest.fixture(scope="module")
 def shown(django_db_blocker, django_db_setup) -> Shown:
-    """One ten-minute run shared by the tests below."""
+    """One ten-minute run shared by the tests below, read and then rolled back."""
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
     settings = demo_settings()
     with django_db_blocker.unblock():
-        world = make_world("demo", arrivals=True, **settings)
-        world.opt_in(*(b.id for b in world.suite.scenario.boards))
-        world.sweep()
-        world.sim.run(MINUTES * 60, on_tick=world.drive(int(settings["sweep_seconds"])))
-        reasons: set[str] = set()
-        for row in Candidate.objects.values_list("reasons", flat=True):
-            reasons.update(code for code in row.split(",") if code)
-        shown = Shown(
-            decisions=tuple(Decision.objects.order_by("created_at", "id").values_list(
-                "card_id", "tier_name", "chosen", "outcome_status")),
-            reasons=frozenset(reasons),
-            suggestions=frozenset(Suggestion.objects.values_list("kind", flat=True)),
-            claims=world.sim.metrics.summary()["claims"])
-        for model in (Candidate, Decision, Suggestion):
-            model.objects.all().delete()
-    return shown
+        try:
+            with transaction.atomic():
+                world = make_world("demo", arrivals=True, **settings)
+                world.opt_in(*(b.id for b in world.suite.scenario.boards))
+                world.sweep()
+                world.sim.run(MINUTES * 60, on_tick=world.drive(int(settings["sweep_seconds"])))
+                shown = read_shown(world)
+                raise _Forget
+        except _Forget:
+            return shown
+
+
+def read_shown(world) -> Shown:
+    reasons: set[str] = set()
+    for row in Candidate.objects.values_list("reasons", flat=True):
+        reasons.update(code for code in row.split(",") if code)
+    return Shown(
+        decisions=tuple(Decision.objects.order_by("created_at", "id").values_list(
+            "card_id", "tier_name", "chosen", "outcome_status")),
+        reasons=frozenset(reasons),
+        suggestions=frozenset(Suggestion.objects.values_list("kind", flat=True)),
+        claims=world.sim.metrics.summary()["claims"])
 
 
 def test_winners_are_held_and_claimed(shown):

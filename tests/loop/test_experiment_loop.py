@@ -177,3 +177,50 @@ def test_the_sweep_after_the_last_block_reviews_the_experiment_and_decides_it():
     experiment.refresh_from_db()
     assert experiment.state == "done" and experiment.decided_at is not None
     assert experiment.analysis["blocksEnded"] == 4
+
+
+def _claimed_unheld(world):
+    """A card left to pull (a pull block, or a board whose own formula is pull), claimed and run
+    to its end with the relay's events delivered (they name who claimed it), then swept."""
+    on_tick = world.drive()
+    card = _card(world)
+    world.sim.run(90, on_tick=on_tick)  # placed as relayed; an idle agent pulls it and runs it
+    world.sweep()
+    [decision] = world.decisions(card_id=card.id, stage_key="review")
+    return decision
+
+
+def test_an_experiments_card_claimed_by_whoever_pulled_it_is_joined_to_its_run():
+    world = one_board_world()
+    _experiment(world, ["pull", FORMULA, "pull", FORMULA])
+    decision = _claimed_unheld(world)
+    assert decision.reason == "pull-arm" and decision.outcome_status == "claimed-by-other"
+    assert decision.outcome_by is not None and decision.run_status in ("succeeded", "failed")
+
+
+def test_outside_an_experiment_an_unheld_cards_run_is_not_joined_as_before():
+    world = one_board_world()
+    world.sweep()
+    actions.do_set_board_formula("brd_a", "pull", world.now)
+    decision = _claimed_unheld(world)
+    assert decision.reason == "pull-arm" and decision.outcome_status == "claimed-by-other"
+    assert decision.run_status is None
+
+
+@pytest.mark.usefixtures("fresh_learned_reading")
+def test_under_an_experiments_block_the_arm_alone_places_and_no_model_is_consulted():
+    from tests.loop.test_learned import store_model, world_with_history
+
+    world = world_with_history(learned="shadow")
+    store_model()
+    _experiment(world, [FORMULA, "pull", FORMULA, "pull"])
+    card = _card(world)
+    world.sweep()
+    [decision] = world.decisions(card_id=card.id)
+    assert decision.experiment_arm == FORMULA and decision.chosen is not None
+    assert decision.learned is None
+    # Once the schedule is over, the model is consulted again, as before.
+    world.advance(4 * BLOCK_S + 1)
+    later = _card(world)
+    world.sweep()
+    assert world.decisions(card_id=later.id)[0].learned["mode"] == "shadow"

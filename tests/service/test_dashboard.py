@@ -1,6 +1,7 @@
 """The admin's dashboard: what the loop did over a range, every figure counted in the database."""
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -85,6 +86,27 @@ def test_the_hour_leaves_out_what_the_day_has(staff, now):
     assert "7 decisions on 2 boards" in week
 
 
+def _bars(page: str) -> set[str]:
+    """The x of each bar of the chart over time."""
+    chart = page[page.index('aria-label="decisions over time by tier"'):]
+    return set(re.findall(r'<rect x="([0-9.]+)"', chart[:chart.index("</svg>")]))
+
+
+def test_a_young_store_s_day_is_drawn_from_its_first_decision_at_finer_bars(staff, now):
+    for minutes in (25, 15, 5):
+        _held("brd_a", f"card_{minutes}", "agt_ada", now - timedelta(minutes=minutes))
+    page = staff.get("/admin/dashboard/", {"range": "day"}).content.decode()
+    assert "Each bar: 5 minutes." in page
+    assert len(_bars(page)) == 3  # not all three in the day's last hourly bar
+
+
+def test_a_day_with_older_decisions_keeps_its_hourly_bars(staff, now):
+    _a_day(now)
+    page = staff.get("/admin/dashboard/", {"range": "day"}).content.decode()
+    assert "Each bar: 1 hour." in page
+    assert len(_bars(page)) == 4  # 6, 5 and 3 hours before, and the last hour
+
+
 @pytest.mark.parametrize("query", [{"range": "month"}, {"range": ""}, {"range": ["day", "week"]}])
 def test_other_ranges_are_400_naming_the_parameter(staff, query):
     response = staff.get("/admin/dashboard/", query)
@@ -106,3 +128,13 @@ def test_the_dashboard_is_for_staff_only(client):
 
 def test_the_real_clock_is_the_default():
     assert pages.clock is dj_timezone.now
+
+
+def test_a_dashboard_whose_decisions_were_all_made_this_moment_answers(staff, monkeypatch):
+    """The finer chart of recent decisions has no bar yet when the first was made at the very
+    moment the page is read, on a bar's edge: the page still answers, with the range's bars."""
+    moment = T0 + timedelta(hours=2)  # on a minute's edge
+    monkeypatch.setattr(pages, "clock", lambda: moment)
+    make_decision(board="brd_a", card="card_1", chosen="agt_ada", created_at=moment)
+    assert staff.get("/admin/dashboard/", {"range": "day"}).status_code == 200
+

@@ -192,7 +192,8 @@ def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
     # The new formula's column is replayed as the others are, not refused.
     assert table.count("<small>38 of 40 replayed, doubly-robust</small>") >= 2
     assert "0 of 40 replayed" not in table
-    assert "<td><small>2026-11-13 12:00 UTC, over 2026-11-06 12:00 to 2026-11-13 12:00</small></td>" in table
+    assert ("<td><small>2026-11-13 12:00:00 UTC, over 2026-11-06 12:00:00 UTC to "
+            "2026-11-13 12:00:00 UTC</small></td>") in table
 
 
 def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
@@ -200,8 +201,22 @@ def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
     _sweep(SWEPT)
     table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
     assert table.count("too few decisions to judge") == 4
-    assert "too few decisions to judge</span><br><small>8 of 10 replayed, 30 needed:" in table
+    assert ("too few decisions to judge</span><br><small>8 of 10 decisions replayed, and 30 are "
+            "needed to judge. Most of the rest were not replayed: ") in table
     assert "% (" not in table  # no figure is shown for a thin estimate
+
+
+def test_a_recorded_formula_that_replayed_nothing_is_not_named_and_the_reason_reads(staff, now):
+    _decisions(3)
+    _sweep(SWEPT)
+    BoardWhatIf.objects.filter(arm="recorded").update(
+        formula="-", replayed=0, decisions=2, enough=False,
+        not_replayed="no claim before it to time claims by")
+    table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
+    assert "-: " not in table
+    assert ("<small>0 of 2 decisions replayed, and 30 are needed to judge. Most of the rest were "
+            "not replayed: no hold had been claimed before them, so how soon agents claim is "
+            "not known yet.</small>") in table
 
 
 def test_the_dashboard_before_any_is_worked_out_says_so(staff, now):

@@ -331,3 +331,26 @@ def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_show
     assert (entry.actor, entry.via, entry.after) == ("op", "admin", {"formula": "pull"})
     assert api.get("/v1/boards/brd_a").json()["board"]["formula"] == "pull"
     assert "pull" in staff.get("/admin/records/board/").content.decode()
+
+
+@pytest.mark.parametrize("dropped", [(), (FORMULA,), ("pull",), (FORMULA, "pull")])
+def test_the_block_in_force_found_by_its_index_is_the_one_placement_finds_over_the_schedule(dropped):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    arms = (FORMULA, "pull", "wait-for-better@3")
+    schedule = switchback.draw_schedule(arms, starts=T0, block_seconds=600, blocks=12, seed=4)
+    experiment = Experiment(id="exp_" + "0" * 24, state=ExperimentState.RUNNING, block_seconds=600,
+                            schedule=experiments.stored_schedule(schedule), starts_at=T0,
+                            ends_at=schedule[-1].ends,
+                            dropped=[{"arm": a, "at": "2026-11-01T00:00:00Z", "why": "t"} for a in dropped])
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.floats(min_value=-600, max_value=13 * 600, allow_nan=False))
+    def agrees(offset):
+        now = T0 + timedelta(seconds=offset)
+        ours = experiments.in_force(experiment, now)
+        theirs = switchback.in_force(schedule, now, dropped)
+        assert (None if ours is None else (ours.block, ours.arm)) == theirs
+
+    agrees()

@@ -252,3 +252,21 @@ def test_a_header_value_with_a_leading_space_is_sent_without_it():
 
     client = run(Front(cookie), Client())
     assert (b"Set-Cookie", b"csrftoken=abc; Path=/") in client.sent[0]["headers"]
+
+
+def test_healthz_is_answered_while_every_thread_of_the_pool_is_busy():
+    release = threading.Event()
+
+    def app(environ, start_response):
+        if environ["PATH_INFO"] != "/healthz":
+            release.wait(WAIT_S)
+        start_response("200 OK", [])
+        return [environ["PATH_INFO"].encode()]
+
+    front = Front(app, threads=1)
+    front.pool.submit(lambda: release.wait(WAIT_S))  # the pool's one thread is busy
+    try:
+        client = run(front, Client())  # /healthz
+        assert (client.status, client.body) == (200, b"/healthz")
+    finally:
+        release.set()

@@ -2,6 +2,7 @@
 counts that move with what the loop, the relay and the store did."""
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 import pytest
@@ -9,10 +10,12 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from django.test import override_settings
+
 from records.models import Board, LoopState, RelayOutcome, Suggestion
 from records.store import actions
 from sandbox.clock import rfc3339
-from superdispatch import tasks
+from superdispatch import clients, metrics, tasks
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver
 from tests.support.world import lane
@@ -39,6 +42,12 @@ FAMILIES = {
     "superdispatch_outbox_events": ("gauge", {"channel", "state"}),
     "superdispatch_relay_unreported": ("gauge", set()),
     "superdispatch_relay_unreported_oldest_seconds": ("gauge", set()),
+    "superdispatch_outbox_sends": ("counter", {"channel", "result"}),
+    "superdispatch_product_call_failures": ("counter", {"product", "route", "cause"}),
+    "superdispatch_queue_depth": ("gauge", {"queue"}),
+    "superdispatch_sweep_lateness_seconds": ("gauge", set()),
+    "superdispatch_api_requests": ("counter", {"route", "status"}),
+    "superdispatch_api_request_duration_seconds": ("histogram", {"route"}),
 }
 
 
@@ -215,3 +224,150 @@ def test_relay_gauges_count_the_taken_cards_whose_pass_never_reported(api):
     scrape = Scrape(api)
     assert scrape.value("superdispatch_relay_unreported") == 0
     assert scrape.value("superdispatch_relay_unreported_oldest_seconds") == 0
+
+
+def test_failure_series_are_exported_at_zero_from_the_start(api):
+    """Every product call, outbox result and outcome a failure can land on is a series before
+    anything failed, so a rate over it reads 0, not nothing."""
+    scrape = Scrape(api)
+    failures = {(s.labels["product"], s.labels["route"], s.labels["cause"])
+                for s in scrape.families["superdispatch_product_call_failures"].samples}
+    for product, routes in clients.PRODUCT_ROUTES.items():
+        for route in routes:
+            assert {(product, route, cause) for cause in clients.CAUSES} <= failures
+    assert {p for p, _, _ in failures} == {"superpipeline", "agentpod", "accounts",
+                                           "superwitness"}
+    sends = {(s.labels["channel"], s.labels["result"])
+             for s in scrape.families["superdispatch_outbox_sends"].samples}
+    assert {("events", "failed"), ("events", "dead"), ("chat", "failed")} <= sends
+    outcomes = {s.labels["outcome"] for s in scrape.families["superdispatch_outcomes"].samples}
+    assert {"claimed", "claimed-by-other", "expired", "not-reserved"} <= outcomes
+    queues = {s.labels["queue"] for s in scrape.families["superdispatch_queue_depth"].samples}
+    assert queues == {"celery", "placement"}
+
+
+def test_a_failed_product_call_is_counted_by_its_route_template_and_cause(api):
+    world = make_world(lane())
+    world.opt_in("brd_a")
+    before = Scrape(api)
+    with pytest.raises(clients.ClientError):
+        world.loop.clients.superpipeline.board("brd_nowhere")
+    world.suite.toggles.faults["agentpod"] = "down"
+    world.sweep()
+    after = Scrape(api)
+
+    def delta(**labels):
+        return (after.value("superdispatch_product_call_failures_total", **labels)
+                - before.value("superdispatch_product_call_failures_total", **labels))
+
+    assert delta(product="superpipeline", route="GET /v1/boards/{boardId}", cause="refused") == 1
+    assert delta(product="agentpod", route="GET /api/bridge/boards/{boardId}/roster") >= 1
+    raw = {s.labels["route"] for s in after.families["superdispatch_product_call_failures"].samples}
+    assert not any("brd_" in route for route in raw), "never a path with its ids"
+
+
+def test_a_registry_that_is_not_there_is_no_failure(api):
+    world = make_world(lane())
+    world.suite.toggles.station_registry = False
+    before = Scrape(api)
+    world.loop.clients.agentpod.stations()
+    after = Scrape(api)
+    assert after.value("superdispatch_product_call_failures_total", product="agentpod") == \
+        before.value("superdispatch_product_call_failures_total", product="agentpod")
+
+
+def test_requests_are_counted_and_timed_by_route_pattern_and_status_class(api):
+    before = Scrape(api)
+    api.get("/v1/boards")
+    api.get("/v1/boards")
+    api.get("/v1/decisions/dec_00000000000000000000000")
+    api.get("/no/such/page")
+    after = Scrape(api)
+
+    def delta(sample, **labels):
+        return after.value(sample, **labels) - before.value(sample, **labels)
+
+    assert delta("superdispatch_api_requests_total", route="v1/boards", status="2xx") == 2
+    assert delta("superdispatch_api_requests_total", route="v1/decisions/<str:decision_id>",
+                 status="4xx") == 1
+    assert delta("superdispatch_api_requests_total", route="unrouted", status="4xx") == 1
+    assert delta("superdispatch_api_request_duration_seconds_count", route="v1/boards") == 2
+    routes = {s.labels["route"] for s in after.families["superdispatch_api_requests"].samples}
+    assert "v1/audit" in routes and not any("dec_" in r for r in routes)
+
+
+def test_each_queue_depth_is_read_from_the_embedded_broker_at_scrape_time(api, settings):
+    if settings.CELERY_BROKER_URL.startswith("redis"):
+        pytest.skip("reads the embedded broker's folder: REDIS_URL names a Redis broker")
+    folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+    names = [f"{folder}/1_t{i}.placement.msg" for i in range(2)] + [f"{folder}/1_t.celery.msg",
+                                                                     f"{folder}/2_t.placement.msg.part"]
+    for name in names:
+        open(name, "w").close()
+    try:
+        depths = metrics.queue_depths()
+    finally:
+        for name in names:
+            os.remove(name)
+    assert depths["placement"] >= 2 and depths["celery"] >= 1
+    assert metrics.queue_depths()["placement"] == depths["placement"] - 2
+
+
+@pytest.mark.celery
+def test_each_queue_depth_is_read_from_redis_at_scrape_time():
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        pytest.skip("needs a Redis: set REDIS_URL")
+    from kombu import Queue
+    from redis import Redis
+
+    client = Redis.from_url(url)
+    queue = "sd-depth-test"
+    client.delete(queue, f"{queue}{metrics._PRIORITY_SEP}3")
+    client.lpush(queue, "a", "b")
+    client.lpush(f"{queue}{metrics._PRIORITY_SEP}3", "c")
+    try:
+        with override_settings(CELERY_BROKER_URL=url, CELERY_TASK_QUEUES=(Queue(queue),)):
+            assert metrics.queue_depths() == {queue: 3}
+        with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0",
+                               CELERY_TASK_QUEUES=(Queue(queue),)):
+            assert metrics.queue_depths() == {}  # unreadable: no sample, not a made-up 0
+    finally:
+        client.delete(queue, f"{queue}{metrics._PRIORITY_SEP}3")
+
+
+def test_the_sweep_is_late_only_once_past_its_interval_or_its_backoff(settings):
+    interval = settings.SUPERDISPATCH.sweep_seconds
+    now = T0 + timedelta(hours=1)
+    assert metrics.sweep_lateness(None, now) == 0
+    assert metrics.sweep_lateness(LoopState(last_sweep_at=now - timedelta(seconds=interval)), now) == 0
+    late = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45))
+    assert metrics.sweep_lateness(late, now) == 45
+    backing_off = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45),
+                            next_sweep_at=now + timedelta(seconds=10))
+    assert metrics.sweep_lateness(backing_off, now) == 0
+
+
+def test_the_sweep_lateness_is_read_from_the_store_at_scrape_time(api, settings):
+    interval = settings.SUPERDISPATCH.sweep_seconds
+    LoopState.objects.update_or_create(pk="loop", defaults={
+        "last_sweep_at": timezone.now() - timedelta(seconds=interval + 600)})
+    assert Scrape(api).value("superdispatch_sweep_lateness_seconds") >= 600
+
+
+def test_series_per_agent_and_per_board_are_bounded_per_process(monkeypatch, api):
+    bounded = metrics.Bounded(2)
+    assert [bounded(v) for v in ("agt_a", "agt_b", "agt_c", "agt_a", "agt_d")] == \
+        ["agt_a", "agt_b", "other", "agt_a", "other"]
+    monkeypatch.setattr(metrics, "_boards", metrics.Bounded(0))
+    monkeypatch.setattr(metrics, "_agents", metrics.Bounded(0))
+    before = Scrape(api)
+    metrics.decision_recorded("brd_unbounded", "winner", None)
+    metrics.settled("winner", "expired", "agt_unbounded", None, no_show=True)
+    after = Scrape(api)
+    assert after.value("superdispatch_decisions_total", board="other") - \
+        before.value("superdispatch_decisions_total", board="other") == 1
+    assert after.value("superdispatch_no_shows_total", agent="other") - \
+        before.value("superdispatch_no_shows_total", agent="other") == 1
+    assert "brd_unbounded" not in {s.labels.get("board") for s in
+                                   after.families["superdispatch_decisions"].samples}

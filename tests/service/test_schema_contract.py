@@ -1,6 +1,8 @@
 """The OpenAPI schema states every answer: errors with their body, the bare 401, the patterns
 of path ids, and the learning routes' answers. (tests/contract checks the live API against it.)
 """
+import re
+
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
@@ -82,3 +84,125 @@ def test_the_learning_answers_have_their_serializers(schema):
     assert {"id", "version", "weights", "metrics", "createdAt"} <= set(
         models["Model"]["properties"])
     assert models["ShadowReport"]["properties"]["marginPct"]["nullable"] is True
+
+
+# --- What generated clients and schema linters read (issue 48) ---------------------------
+
+def test_format_json_answers_the_schema_as_json_and_accept_still_chooses(api):
+    as_json = api.get("/v1/schema?format=json")
+    assert as_json.status_code == 200 and as_json["Content-Type"].endswith("+json")
+    assert as_json.json()["openapi"].startswith("3.")
+    assert api.get("/v1/schema?format=yaml")["Content-Type"].startswith("application/vnd.oai.openapi")
+    assert api.get("/v1/schema", HTTP_ACCEPT="application/json")["Content-Type"] == "application/json"
+    assert api.get("/v1/schema").content.startswith(b"openapi: ")  # YAML, as before
+
+
+def test_an_unknown_schema_format_is_a_400_naming_it(api):
+    response = api.get("/v1/schema?format=xml")
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "bad-format", "message": "format is json or yaml"}
+
+
+def test_every_operation_has_a_readable_name_and_a_declared_resource_tag(schema):
+    from superdispatch.schema import OPERATION_IDS
+
+    declared = {tag["name"] for tag in schema["tags"]}
+    named = set()
+    for path, method, operation in operations(schema):
+        assert operation["operationId"] == OPERATION_IDS.get((method.upper(), path)), (method, path)
+        assert re.fullmatch(r"[a-z][A-Za-z]+", operation["operationId"]), operation["operationId"]
+        named.add(operation["operationId"])
+        (tag,) = operation["tags"]
+        assert tag in declared, (method, path, tag)
+    assert len(named) == sum(1 for _ in operations(schema))  # each name once
+    assert schema["paths"]["/v1/audit"]["get"]["operationId"] == "listAuditEntries"
+    assert (schema["paths"]["/v1/suggestions/{suggestion_id}/dismiss"]["post"]["operationId"]
+            == "dismissSuggestion")
+
+
+def test_no_answer_property_is_left_untyped(schema):
+    untyped = []
+    for name, component in schema["components"]["schemas"].items():
+        for key, prop in (component.get("properties") or {}).items():
+            if not {"type", "$ref", "allOf", "oneOf", "anyOf"} & set(prop):
+                untyped.append(f"{name}.{key}")
+            elif prop.get("additionalProperties") == {}:
+                untyped.append(f"{name}.{key}")
+    assert untyped == [], untyped
+
+
+def test_words_the_docs_list_are_enums(schema):
+    components = schema["components"]["schemas"]
+    assert components["OutcomeStatus"]["enum"] == [
+        "claimed", "claimed-by-other", "expired", "superseded", "not-reserved"]
+    assert components["TierName"]["enum"] == ["winner", "runner-up", "any-match"]
+    assert "add-station" in components["SuggestionKind"]["enum"]
+    assert components["Outcome"]["properties"]["status"] == {
+        "$ref": "#/components/schemas/OutcomeStatus"} or components["Outcome"]["properties"][
+        "status"]["allOf"] == [{"$ref": "#/components/schemas/OutcomeStatus"}]
+
+
+def test_the_agent_key_of_a_decision_read_by_agent_is_declared(schema):
+    agent = schema["components"]["schemas"]["ExplainedDecision"]["properties"]["agent"]
+    verdict = schema["components"]["schemas"]["AgentVerdict"]
+    assert "?agent=" in agent["description"]
+    assert set(verdict["properties"]) == {"agentId", "verdict", "reasons", "record"}
+    assert "agent" not in schema["components"]["schemas"]["ExplainedDecision"]["required"]
+
+
+def test_descriptions_speak_to_the_user_and_answered_times_are_not_described_as_input(schema):
+    from common.times import parse_time
+
+    for name, component in schema["components"]["schemas"].items():
+        text = component.get("description", "")
+        assert "source=" not in text and "omit_when_null" not in text, name
+        for key, prop in (component.get("properties") or {}).items():
+            if prop.get("format") == "date-time" and not name.endswith("Body"):  # answers
+                assert prop.get("description") != parse_time.rule, (name, key)
+    parameters = {p["name"]: p for p in schema["paths"]["/v1/decisions"]["get"]["parameters"]}
+    assert parameters["before"]["description"] == parse_time.rule  # an input says what it reads
+
+
+def test_omitted_keys_are_optional_and_a_nullable_reference_is_one_of_it_or_null(schema):
+    decision = schema["components"]["schemas"]["ExplainedDecision"]["properties"]
+    for key in ("learned", "waiting", "outlook", "run"):
+        assert "nullable" not in decision[key], key
+    null = {"$ref": "#/components/schemas/Null"}
+    for key in ("tier", "outcome", "reservation", "requires", "reason"):
+        assert decision[key]["oneOf"][-1] == null and "nullable" not in decision[key], key
+    assert schema["components"]["schemas"]["Null"] == {
+        "type": "object", "nullable": True, "enum": [None], "description": "no value: null"}
+
+
+def test_open_routes_say_they_need_no_credential_and_the_schema_names_its_server(schema):
+    assert schema["paths"]["/healthz"]["get"]["security"] == []
+    assert schema["paths"]["/v1/relay/events"]["post"]["security"] == []
+    assert schema["paths"]["/v1/boards"]["get"]["security"] != []
+    assert schema["servers"] and schema["servers"][0]["url"].startswith("http")
+
+
+def test_health_declares_its_503_with_retry_after(schema):
+    answer = schema["paths"]["/healthz"]["get"]["responses"]["503"]
+    assert answer["content"]["application/json"]["schema"] == ERROR
+    assert answer["headers"]["Retry-After"]["schema"]["type"] == "integer"
+
+
+def test_the_dataset_declares_each_format(schema):
+    answers = schema["paths"]["/v1/dataset"]["get"]["responses"]["200"]["content"]
+    assert list(answers) == ["application/x-ndjson", "application/json"]
+    assert answers["application/x-ndjson"]["schema"] == {"type": "string", "format": "binary"}
+    assert answers["application/json"]["schema"] == {"$ref": "#/components/schemas/Dataset"}
+    row = schema["components"]["schemas"]["DatasetRow"]["properties"]
+    assert {"decisionId", "agentId", "label", "target", "features", "filters", "pool"} <= set(row)
+
+
+def test_every_answer_has_an_example_and_an_error_example_says_its_code(schema):
+    for path, method, operation in operations(schema):
+        for code, answer in operation["responses"].items():
+            for media_type, media in (answer.get("content") or {}).items():
+                assert "example" in media, (method, path, code, media_type)
+    boards = schema["paths"]["/v1/boards"]["get"]["responses"]
+    assert boards["200"]["content"]["application/json"]["example"]["boards"][0]["boardId"] == "brd_review"
+    assert boards["403"]["content"]["application/json"]["example"]["error"]["code"] == "forbidden"
+    one = schema["paths"]["/v1/decisions/{decision_id}"]["get"]["responses"]["200"]
+    assert one["content"]["application/json"]["example"]["decision"]["id"].startswith("pld_")

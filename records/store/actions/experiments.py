@@ -144,6 +144,8 @@ def do_start_experiment(plan: Plan, now: datetime, *, by: Actor = SERVICE,
     """Check the plan, draw its schedule from the seed and store both; the first block is in
     force at once. `rosters_read`: who is on each board (the loop's cache when not given)."""
     blocks = _check(plan, now)
+    # Two starts naming a board at once: the second waits for the first, then finds it live.
+    list(Board.objects.select_for_update().filter(board_id__in=list(plan.boards)).values_list("pk"))
     _check_boards(plan.boards, rosters_read)
     seed = plan.seed if plan.seed is not None else secrets.randbelow(2 ** 63)
     schedule = switchback.draw_schedule(plan.arms, starts=now, block_seconds=plan.block_seconds,

@@ -47,4 +47,8 @@ class Command(BaseCommand):
         refuse_a_newer_database()  # here, before gunicorn forks its workers
         _Gunicorn({"bind": f"{host}:{cfg.port}", "workers": workers, "threads": 4,
                    "worker_class": WORKER, "accesslog": None, "errorlog": "-",
-                   "loglevel": "warning", "timeout": 60}, cfg.start_line).run()
+                   "loglevel": "warning", "timeout": 60,
+                   # An idle kept-alive connection costs a socket, not a thread: kept 5 s (not
+                   # gunicorn's 2), a client pausing between calls reuses it rather than racing
+                   # its close and reading a reset.
+                   "keepalive": 5}, cfg.start_line).run()
