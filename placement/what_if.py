@@ -685,10 +685,11 @@ def _ratio(tops: Sequence[float], top: tuple[float, float], bottoms: Sequence[fl
 
 
 def _variance(values: Sequence[float], mean: float) -> float:
-    """The sample variance: the sum of each (v - mean) ** 2, over n - 1."""
+    """The sample variance: the sum of each (v - mean) squared, over n - 1."""
     if len(values) < 2:
         return 0.0
-    return math.fsum(map(pow, map(sub, values, repeat(mean)), repeat(2))) / (len(values) - 1)
+    deviations = list(map(sub, values, repeat(mean)))
+    return math.fsum(map(mul, deviations, deviations)) / (len(values) - 1)
 
 
 def _clip(interval: Interval, low: float, high: float = math.inf) -> Interval:
