@@ -195,7 +195,7 @@ class WaitingSerializer(serializers.Serializer):
 
 @extend_schema_field(WaitingSerializer())
 class WaitingJson(serializers.JSONField):
-    """The hold `wait-for-better` made for a busy agent."""
+    """The hold made for a busy agent, by a formula that may hold one."""
 
 
 class OutlookSerializer(serializers.Serializer):
@@ -214,7 +214,7 @@ class OutlookSerializer(serializers.Serializer):
 
 @extend_schema_field(OutlookSerializer())
 class OutlookJson(serializers.JSONField):
-    """What `pull-aware` weighed: pull's expected time to a success against the best hold's."""
+    """What a formula that may step aside weighed: pull's expected time to a success against the best hold's."""
 
 
 class FilterVerdictSerializer(serializers.Serializer):
@@ -242,15 +242,15 @@ class ScoreTermsSerializer(serializers.Serializer):
                                          help_text="its holds on this board that it claimed")
     sinceLastDispatchS = serializers.FloatField(
         required=False, allow_null=True, help_text="seconds since it last took work; null: never")
-    claimS = serializers.FloatField(required=False, help_text="pull-aware: seconds to a claim")
-    runS = serializers.FloatField(required=False, help_text="pull-aware: seconds a run takes")
-    success = serializers.FloatField(required=False, help_text="pull-aware: chance of success")
-    retryS = serializers.FloatField(required=False, help_text="pull-aware: seconds to retry")
-    show = serializers.FloatField(required=False, help_text="pull-aware: chance it claims")
-    holdS = serializers.FloatField(required=False, help_text="pull-aware: the hold's length")
-    queueS = serializers.FloatField(required=False, help_text="pull-aware: seconds queued")
+    claimS = serializers.FloatField(required=False, help_text="ranked by lead: seconds to a claim")
+    runS = serializers.FloatField(required=False, help_text="ranked by lead: seconds a run takes")
+    success = serializers.FloatField(required=False, help_text="ranked by lead: chance of success")
+    retryS = serializers.FloatField(required=False, help_text="ranked by lead: seconds to retry")
+    show = serializers.FloatField(required=False, help_text="ranked by lead: chance it claims")
+    holdS = serializers.FloatField(required=False, help_text="ranked by lead: the hold's length")
+    queueS = serializers.FloatField(required=False, help_text="ranked by lead: seconds queued")
     expectedS = serializers.FloatField(required=False,
-                                       help_text="pull-aware: expected seconds to a success")
+                                       help_text="ranked by lead: expected seconds to a success")
 
 
 class ScoreSerializer(serializers.Serializer):

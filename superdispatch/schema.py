@@ -21,7 +21,8 @@ complete (schemathesis checks it, `--checks all`, in tests/contract):
 - a route that takes the operator token answers a refusal as a bare 401, with no body, and
   a 403 (the error body with `scope`) to a credential without the scope the route needs,
   or to a write by a staff session without its CSRF token (the browsable API); its
-  description names that scope.
+  description names that scope; and a 503 with Retry-After while the store cannot be reached
+  or a statement ran past the request's budget.
 
 After generation, `finish` (a postprocessing hook) makes what drf-spectacular writes pass
 Redocly's and Spectral's rules, as tests/contract/test_schema_lint.py runs them, and read
@@ -39,6 +40,7 @@ from rest_framework.generics import GenericAPIView
 
 from common.schema import FORBIDDEN, REFUSED, error
 from common.scopes import needed_scope
+from placement import formulas
 from records.api import query
 from records.ids import id_pattern
 
@@ -152,6 +154,10 @@ class AutoSchema(openapi.AutoSchema):
                                   "unknown; the message names it")
             errors["401"] = REFUSED
             errors["403"] = FORBIDDEN
+            errors["503"] = error("try again after Retry-After: the store cannot be reached "
+                                  "(store-unavailable); on PostgreSQL, a statement ran past the "
+                                  "request's budget and was stopped (over-budget); for the "
+                                  "dataset, this server is streaming it to another reader (busy)")
         return errors
 
     def get_description(self) -> str:
@@ -218,8 +224,8 @@ ERROR_EXAMPLES = {
 NAMED = {
     "boardId": "brd_review", "board": "brd_review", "cardId": "card_1014", "stageKey": "review",
     "agentId": "agt_ada", "chosen": "agt_ada", "by": "agt_ada", "outcomeBy": "agt_ada",
-    "principalId": "prn_ada", "stationId": "station_ada", "policy": "idle-stage-success-lru@3",
-    "policyVersion": "pol_1", "formula": "idle-stage-success-lru@3",
+    "principalId": "prn_ada", "stationId": "station_ada", "policy": formulas.DEFAULT.recorded,
+    "policyVersion": "pol_1", "formula": formulas.DEFAULT.recorded,
     "model": "mdl_0123456789abcdef01234567",
     "decisionId": "pld_0123456789abcdef01234567", "service": "superdispatch",
     "explanation": "Held for agt_ada as the winner: the best stage record of 3 eligible.",

@@ -78,7 +78,7 @@ def test_the_schema_takes_parameters_and_answers_from_the_serializers():
         "id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier", "requires",
         "candidates", "reservation", "reservationRefused", "reservationUnknown", "outcome",
         "createdAt", "learned",
-        "waiting", "outlook", "run", "experiment", "explanation"}
+        "waiting", "outlook", "run", "experiment", "explanation", "agent"}
     assert set(schema["components"]["schemas"]["Candidate"]["properties"]) == {
         "candidate", "filters", "score", "capable", "stageHistory", "policy"}
     train = schema["paths"]["/v1/models/train"]["post"]["requestBody"]

@@ -172,7 +172,8 @@ def test_the_routes_look_back_reads_the_newest_decisions_before_the_window_at_mo
 def test_the_schema_declares_every_answer_of_the_route():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     answers = schema["paths"]["/v1/what-if"]["get"]["responses"]
-    assert {"200", "400", "401", "403", "404", "406"} <= set(answers)
+    assert {"200", "400", "401", "403", "404", "406", "503"} <= set(answers)
+    assert "over-budget" in answers["503"]["description"]
     assert "more than 1,000 decisions" in answers["400"]["description"]
     assert "too-many-decisions" in answers["400"]["description"]
     assert "not a board SuperDispatch knows" in answers["404"]["description"]
