@@ -351,19 +351,28 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
             won, _ = decision_of(kept.experiments[s], objective, burn_in_s)
             chosen_by_seed.append(won if won is not None else "formula")  # undecided: the deployment's formula
         oks = []
-        for chosen in chosen_by_seed:
+        for s, chosen in zip(seeds, chosen_by_seed):
             m = means[chosen]
             never_worse = (m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS
                            and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"])
-            diffs = [c - b for c, b in zip(own[chosen][metric], own[best][metric])]
-            mean, half = mean_half(diffs)
-            near_best = chosen == best or (not math.isnan(half) and abs(mean) <= half)
-            oks.append(never_worse and near_best)
+            oks.append(never_worse and (chosen == best or _near(kept, s, chosen, best, objective)))
         right += sum(oks)
         total += len(oks)
         lines.append(f"{objective}: best on the arms' own runs {best}; chosen seed by seed "
                      f"{', '.join(chosen_by_seed)}; right on {sum(oks)} of {len(oks)}")
     return lines, right, total
+
+
+def _near(kept: Kept, seed: int, chosen: str, best: str, objective: str) -> bool:
+    """Whether, on this seed's arms alone, the chosen arm is within its interval of the best one
+    for the objective (the block-to-block interval of their difference holds none)."""
+    read = read_alone(kept.alone[seed], kept.block_s)
+    pair = next((c for c in (*read.against_pull, *read.between) if {c.arm, c.against} == {chosen, best}), None)
+    if pair is None:
+        return False
+    if objective == "success":
+        return pair.success is not None and pair.success.low <= 0 <= pair.success.high
+    return pair.lead_ratio is not None and pair.lead_ratio.low <= 1 <= pair.lead_ratio.high
 
 
 def guardrail_lines(kept: Kept) -> tuple[list[str], int, int, list[str]]:
@@ -432,14 +441,14 @@ def main(parser, args, scenario) -> None:
             parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(known)}")
         block_s = args.block_minutes * 60
         seconds = args.minutes * 60
-        if block_s < 60 or seconds < block_s * len(labels):
-            parser.error("--block-minutes must be at least 1, and --hours long enough for one block of each arm")
         burn_in_s = args.burn_in_minutes * 60
         alone_seconds = round(args.alone_hours * 3600) if args.alone_hours else seconds
         kept = Kept(scenario.name, labels, seconds, alone_seconds, block_s)
         if args.from_file and os.path.exists(args.from_file):
             with open(args.from_file, "rb") as f:
-                kept = pickle.load(f)
+                kept = pickle.load(f)  # the runs kept stand for the hours, blocks and arms they were run at
+        elif block_s < 60 or seconds < 2 * block_s * len(labels):
+            parser.error("--block-minutes must be at least 1, and --hours long enough for two blocks of each arm")
         target = args.save or args.from_file
 
         def save() -> None:
@@ -490,7 +499,7 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
               f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}")
     left, pulled = left_to_pull(kept)
     print(f"five-minute rule: {left} of {pulled} cards ready in pull blocks were still unclaimed at the block's end "
-          f"({left / pulled if pulled else 0:.1%}), each released to the next arm at the switch")
+          f"({left / pulled if pulled else 0:.1%}): those a switch releases to the next arm")
     decisions, right, total = decision_lines(kept, burn_in_s)
     for line in decisions:
         print("decision: " + line)
