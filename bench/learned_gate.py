@@ -185,7 +185,7 @@ def main() -> None:
         drop_database(kind, BENCH_DB)
     last_line(f"gate_read_ms={statistics.median(minute_ms):.1f} gate_read_idle_ms={idle_ms:.1f} "
               f"gate_first_read_ms={first_ms:.0f} gate_full_replay_ms={full_ms:.0f} "
-              f"shadow_decisions={decisions}")
+              f"shadow_decisions={decisions}", database=kind)
 
 
 if __name__ == "__main__":
