@@ -96,3 +96,4 @@ def placement_model(now: datetime, config: Config | None = None) -> PlacementMod
 def reset_cache() -> None:
     """Forget the last reading, so the next call reads the store (for tests and after training)."""
     _cache.reset()
+    store.shadow_kept.forget()

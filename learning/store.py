@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator
 
 from common.config import Config, rules_from
 from common.times import iso, parse_time
-from learning import dataset
+from learning import dataset, shadow_kept
 from learning.core import labels
 from learning.core.shadow import (
     CHANCE_STATUSES, ESTIMATE, GateReading, ShadowDecision, estimated, gate, report,
@@ -100,6 +100,15 @@ def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
 def shadow_counts(model: LearnedModel, config: Config) -> dict[str, Any]:
     """The model's shadow report's figures under `SUPERDISPATCH_LEARNED_CREDIT`: the documented
     lower bound, or the disagreements credited by the what-if estimator."""
+    if config.learned_credit != ESTIMATE:
+        return report(shadow_decisions(model.id), model.target)
+    # Kept in this process between reads (`shadow_kept`), so a read costs what changed since
+    # the last one; it answers as `full_shadow_counts` does.
+    return estimated(*shadow_kept.read(model, config))
+
+
+def full_shadow_counts(model: LearnedModel, config: Config) -> dict[str, Any]:
+    """`shadow_counts` read and replayed whole, with nothing kept from an earlier read."""
     counts = report(shadow_decisions(model.id), model.target)
     if config.learned_credit != ESTIMATE:
         return counts

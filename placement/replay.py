@@ -89,26 +89,32 @@ class _Event(NamedTuple):
     decision: Recorded
 
 
+def events_of(d: Recorded, order) -> list[_Event]:
+    """What a decision adds to the record, and when: it was decided; its hold settled; its card
+    was pulled with nobody held; its claim's run ended. `order` is its place among the
+    decisions, so events at one time are taken in one order."""
+    events = [_Event(d.at, order, "decided", d)]
+    if d.chosen is None:
+        if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
+            events.append(_Event(d.outcome_at, order, "pulled", d))
+        return events
+    if d.outcome in ("claimed", "claimed-by-other", "expired"):
+        settled_at = d.outcome_at or d.held_until
+        if settled_at is not None:
+            events.append(_Event(settled_at, order, "settled", d))
+    if d.outcome == "claimed" and d.run_status is not None and d.run_ended_at is not None \
+            and d.outcome_at is not None:
+        events.append(_Event(d.run_ended_at, order, "ran", d))
+    return events
+
+
 class Known:
     """What the record showed at a moment: each agent's holds settled, claim latencies, finished
     runs and current claim, and each principal's newest recorded stage history. Moved forward
     with `until`; it never reads an event at or after the moment it is asked about."""
 
     def __init__(self, decisions: Sequence[Recorded]) -> None:
-        events: list[_Event] = []
-        for order, d in enumerate(decisions):
-            events.append(_Event(d.at, order, "decided", d))
-            if d.chosen is None:
-                if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
-                    events.append(_Event(d.outcome_at, order, "pulled", d))
-                continue
-            if d.outcome in ("claimed", "claimed-by-other", "expired"):
-                settled_at = d.outcome_at or d.held_until
-                if settled_at is not None:
-                    events.append(_Event(settled_at, order, "settled", d))
-            if d.outcome == "claimed" and d.run_status is not None and d.run_ended_at is not None \
-                    and d.outcome_at is not None:
-                events.append(_Event(d.run_ended_at, order, "ran", d))
+        events = [e for order, d in enumerate(decisions) for e in events_of(d, order)]
         events.sort(key=lambda e: (e.at, e.order, e.what))
         self._events = events
         self._next = 0
@@ -139,6 +145,14 @@ class Known:
             self._take(events[self._next])
             self._next += 1
         return self
+
+    def copy(self) -> Known:
+        """Another Known at the same moment, moved forward apart from this one: each container
+        copied, the values in them (times, runs, recorded decisions) being never changed."""
+        other = object.__new__(Known)
+        for name, value in vars(self).items():
+            setattr(other, name, _copied(value))
+        return other
 
     def _take(self, event: _Event) -> None:
         d = event.decision
@@ -249,6 +263,17 @@ class Known:
         if not runs:
             return None
         return stage_history(tuple(runs), d.at, rules.history_min_sample, rules.history_half_life_days)
+
+
+def _copied(value):
+    """A container of Known's copied to the depth at which its values stop changing."""
+    if isinstance(value, defaultdict):
+        return defaultdict(value.default_factory, {k: _copied(v) for k, v in value.items()})
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (list, deque)):
+        return value.copy()
+    return value  # a time, a count, the cached Timing: replaced, never changed in place
 
 
 def board_window(board_id: str, differs: Sequence[bool], known: Known, rules: Rules) -> int:

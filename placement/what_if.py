@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from itertools import repeat
+from operator import attrgetter, itemgetter, mul, sub
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from .filtering import Tag, tables
 from .formulas import Formula
@@ -451,6 +453,8 @@ class Replay:
     recorded: Choice
     other: Choice
     expectations: Mapping[str, Expectation]  # by arm
+    formula: str = ""  # the recorded formula that made the decision
+    differs: str = "same"  # how the other arm's choice differs from the record's (`_how`)
 
 
 @dataclass(frozen=True)
@@ -534,59 +538,77 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
     rules_other = replace(other_rules or rules, formula=formula.recorded)
-    replays: list[Replay] = []
-    not_replayed: dict[str, int] = defaultdict(int)
-    differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
-    in_window = 0
+    judged: list[Replay | str] = []
     windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: each outlook's fleet_differs
-    formulas_seen: dict[str, None] = {}
     for d in decisions:
         if since is not None and d.at < since:
             continue
         if chosen is not None and d.decision_id not in chosen:
             continue
-        in_window += 1
-        why = replayable(d)
-        if why is not None:
-            not_replayed[why] += 1
-            continue
-        known.until(d.at)
-        try:
-            agents = _Agents(d, known, rules)
-            other = (_choose(formula, d, rules_other, known, agents, windows) if chosen is None
-                     else chosen[d.decision_id])
-        except Unreplayable as err:
-            not_replayed[str(err)] += 1
-            continue
-        mine = recorded_choice(d)
-        formulas_seen[d.formula] = None
-        differs[_how(mine, other)] += 1
-        measured = expectation(mine, d, agents, rules, correct=True)
-        expected = expectation(mine, d, agents, rules, correct=False)
-        other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
-        if other.agent_id == mine.agent_id and other.agent_id is not None \
-                and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
-            estimate = rehold(measured, d, agents, rules, other_hold_s)
-            if not estimate.observed:
-                estimate = expectation(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
-        else:
-            # Left to pull with no window, the card is the agent's that let it go: where that is
-            # the agent the record held, the same agent ran it, as measured.
-            taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
-            same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
-            estimate = corrected(expectation(other, d, agents, rules_other, correct=False), expected, measured,
-                                 agree=same and mine.agent_id is not None)
-        expectations = {"recorded": measured, "other": estimate}
         if chosen is None:
-            expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
+            judged.append(judge(d, known, rules, rules_other,
+                                lambda agents: _choose(formula, d, rules_other, known, agents, windows)))
+        else:
+            given = chosen[d.decision_id]
+            judged.append(judge(d, known, rules, rules_other, lambda agents: given, pull=False))
+    return answer(formula, [r for r in judged if not isinstance(r, str)],
+                  [r for r in judged if isinstance(r, str)], pull=chosen is None)
+
+
+def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
+          other_of: Callable[[_Agents], Choice], *, pull: bool = True) -> Replay | str:
+    """One decision of the window replayed, on what was known before it (`known`, moved on to
+    it here), or why it is not replayed. `other_of` gives the other arm's choice; `pull`, whether
+    pull is estimated too. What comes out depends on the decision and on the record's events
+    before it alone, which is what lets `what_if_kept` keep it between reads."""
+    why = replayable(d)
+    if why is not None:
+        return why
+    known.until(d.at)
+    try:
+        agents = _Agents(d, known, rules)
+        other = other_of(agents)
+    except Unreplayable as err:
+        return str(err)
+    mine = recorded_choice(d)
+    measured = expectation(mine, d, agents, rules, correct=True)
+    expected = expectation(mine, d, agents, rules, correct=False)
+    other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
+    if other.agent_id == mine.agent_id and other.agent_id is not None \
+            and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
+        estimate = rehold(measured, d, agents, rules, other_hold_s)
+        if not estimate.observed:
+            estimate = expectation(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
+    else:
+        # Left to pull with no window, the card is the agent's that let it go: where that is
+        # the agent the record held, the same agent ran it, as measured.
+        taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
+        same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
+        estimate = corrected(expectation(other, d, agents, rules_other, correct=False), expected, measured,
+                             agree=same and mine.agent_id is not None)
+    expectations = {"recorded": measured, "other": estimate}
+    if pull:
+        expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
                                        measured, agree=mine.agent_id is None)
-        replays.append(Replay(d.decision_id, mine, other, expectations))
-    names = tuple(formulas_seen)
+    return Replay(d.decision_id, mine, other, expectations, d.formula, _how(mine, other))
+
+
+def answer(formula: Formula, replays: Sequence[Replay], not_replayed: Iterable[str], *,
+           pull: bool = True) -> WhatIf:
+    """The window's answer from its decisions as `judge` left them, oldest first: those
+    replayed, and why each of the others was not."""
+    # Counted and listed in C-speed passes (a Counter keeps each key where it first came):
+    # the gate's read assembles this over every shadow decision on each change.
+    why = dict(Counter(not_replayed))
+    differs = {"same": 0, "another-agent": 0, "nobody": 0, "busy-agent": 0}
+    differs.update(Counter(map(attrgetter("differs"), replays)))
+    names = tuple(dict.fromkeys(map(attrgetter("formula"), replays)))
     arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
-        ((PULL, PULL),) if chosen is None else ())
-    estimates = tuple(_estimate(arm, name, [r.expectations[arm] for r in replays]) for arm, name in arms)
-    return WhatIf(formula.recorded, in_window, tuple(replays), dict(not_replayed), differs, estimates,
-                  recorded_formulas=names)
+        ((PULL, PULL),) if pull else ())
+    expectations = list(map(attrgetter("expectations"), replays))
+    estimates = tuple(_estimate(arm, name, list(map(itemgetter(arm), expectations))) for arm, name in arms)
+    return WhatIf(formula.recorded, len(replays) + sum(why.values()), tuple(replays), why, differs,
+                  estimates, recorded_formulas=names)
 
 
 def _choose(formula: Formula, d: Recorded, rules: Rules, known: Known, agents: _Agents,
@@ -615,7 +637,7 @@ def _how(recorded: Choice, other: Choice) -> str:
 
 def _estimate(arm: str, formula: str, expectations: list[Expectation]) -> Estimate:
     n = len(expectations)
-    observed = sum(o.observed for o in expectations)
+    observed = sum(map(attrgetter("observed"), expectations))
     if arm == "recorded":
         estimator = "measured"
     else:
@@ -623,41 +645,51 @@ def _estimate(arm: str, formula: str, expectations: list[Expectation]) -> Estima
     if not n:
         nan = Interval(math.nan, math.nan, math.nan)
         return Estimate(arm, formula, estimator, 0, 0, nan, nan, nan)
-    success = _mean([o.success for o in expectations], [o.success_var for o in expectations])
-    claim = _mean([o.claim_s for o in expectations], [o.claim_var for o in expectations])
-    lead = _ratio([o.attempt_s for o in expectations], [o.attempt_var for o in expectations],
-                  [o.success for o in expectations], [o.success_var for o in expectations])
-    return Estimate(arm, formula, estimator, n, observed, _clip(success, 0.0, 1.0), _clip(claim, 0.0),
-                    _clip(lead, 0.0))
+    # Each column at once (an Expectation is a tuple): the gate reads this over every shadow
+    # decision on each change, so it is kept to C-speed passes with the same sums as ever.
+    successes, claims, attempts, success_vars, claim_vars, attempt_vars, _ = zip(*expectations)
+    success = _column(successes, success_vars)  # read twice: for success, and under the lead
+    lead = _ratio(attempts, _column(attempts, attempt_vars), successes, success)
+    return Estimate(arm, formula, estimator, n, observed, _clip(_mean(success, n), 0.0, 1.0),
+                    _clip(_mean(_column(claims, claim_vars), n), 0.0), _clip(lead, 0.0))
 
 
-def _mean(values: list[float], spreads: list[float]) -> Interval:
-    """The mean, and its 95% interval: the spread over decisions plus each one's own, over n."""
+def _column(values: Sequence[float], spreads: Sequence[float]) -> tuple[float, float]:
+    """A column's mean, and its variance: the spread over decisions plus each one's own."""
     n = len(values)
     mean = math.fsum(values) / n
-    variance = _variance(values, mean) + math.fsum(spreads) / n
+    return mean, _variance(values, mean) + math.fsum(spreads) / n
+
+
+def _mean(column: tuple[float, float], n: int) -> Interval:
+    """The mean, and its 95% interval: the column's variance over n."""
+    mean, variance = column
     half = Z95 * math.sqrt(max(variance, 0.0) / n)
     return Interval(mean, mean - half, mean + half)
 
 
-def _ratio(tops: list[float], top_spreads: list[float], bottoms: list[float],
-           bottom_spreads: list[float]) -> Interval:
-    """mean(tops) / mean(bottoms), and its 95% interval by the delta method."""
+def _ratio(tops: Sequence[float], top: tuple[float, float], bottoms: Sequence[float],
+           bottom: tuple[float, float]) -> Interval:
+    """mean(tops) / mean(bottoms), and its 95% interval by the delta method, from each
+    column's mean and variance (`_column`)."""
     n = len(tops)
-    top, bottom = math.fsum(tops) / n, math.fsum(bottoms) / n
-    if bottom <= 0:
+    (top_mean, var_top), (bottom_mean, var_bottom) = top, bottom
+    if bottom_mean <= 0:
         return Interval(math.inf, math.inf, math.inf)
-    ratio = top / bottom
-    var_top = _variance(tops, top) + math.fsum(top_spreads) / n
-    var_bottom = _variance(bottoms, bottom) + math.fsum(bottom_spreads) / n
-    covariance = math.fsum((t - top) * (b - bottom) for t, b in zip(tops, bottoms)) / max(n - 1, 1)
-    variance = (var_top - 2 * ratio * covariance + ratio * ratio * var_bottom) / (bottom * bottom)
+    ratio = top_mean / bottom_mean
+    covariance = math.fsum(map(mul, map(sub, tops, repeat(top_mean)),
+                               map(sub, bottoms, repeat(bottom_mean)))) / max(n - 1, 1)
+    variance = (var_top - 2 * ratio * covariance + ratio * ratio * var_bottom) / (bottom_mean * bottom_mean)
     half = Z95 * math.sqrt(max(variance, 0.0) / n)
     return Interval(ratio, ratio - half, ratio + half)
 
 
-def _variance(values: list[float], mean: float) -> float:
-    return math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+def _variance(values: Sequence[float], mean: float) -> float:
+    """The sample variance: the sum of each (v - mean) squared, over n - 1."""
+    if len(values) < 2:
+        return 0.0
+    deviations = list(map(sub, values, repeat(mean)))
+    return math.fsum(map(mul, deviations, deviations)) / (len(values) - 1)
 
 
 def _clip(interval: Interval, low: float, high: float = math.inf) -> Interval:

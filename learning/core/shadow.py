@@ -44,6 +44,40 @@ def _claimed_by(decision: ShadowDecision, agent_id: str) -> bool:
     return decision.status != "expired" and decision.by == agent_id
 
 
+# What one decision adds to the report: counted, agree, formula claims, model claims, model
+# claimed anyway, formula succeeded, model succeeded, then one per exclusion, in `EXCLUSIONS`.
+EXCLUSIONS = ("modelPlaced", "noChance", "noChoice", "runUnknown")
+Tally = tuple[int, ...]
+NOTHING: Tally = (0,) * (7 + len(EXCLUSIONS))
+
+
+def tally(d: ShadowDecision, target: str = CLAIMED) -> Tally:
+    """What one decision adds to `report`'s counts, so that a report can be kept as decisions
+    change by taking one's tally out and putting its new one in."""
+    excluded = None
+    if d.model_placed:
+        excluded = 0
+    elif d.status not in CHANCE_STATUSES:
+        excluded = 1
+    elif d.formula_choice is None or d.model_choice is None:
+        excluded = 2
+    elif target == SUCCEEDED and d.status == "claimed" and d.run_status is None:
+        excluded = 3
+    if excluded is not None:
+        return (0,) * 7 + tuple(int(i == excluded) for i in range(len(EXCLUSIONS)))
+    succeeded = d.run_status == "succeeded"
+    formula_claim = _claimed_by(d, d.formula_choice)
+    model_claim = _claimed_by(d, d.model_choice)
+    model_hit = model_claim and (target == CLAIMED or succeeded)
+    agree = d.formula_choice == d.model_choice
+    return (1, int(agree), int(formula_claim), int(model_claim), int(not agree and model_hit),
+            int(formula_claim and succeeded), int(model_claim and succeeded)) + (0,) * len(EXCLUSIONS)
+
+
+def add(totals: Tally, one: Tally, sign: int = 1) -> Tally:
+    return tuple(t + sign * o for t, o in zip(totals, one))
+
+
 def report(decisions: Iterable[ShadowDecision], target: str = CLAIMED) -> dict[str, Any]:
     """How often each choice hit (claimed the card, or claimed it and succeeded, by `target`),
     over the decisions that count.
@@ -54,32 +88,18 @@ def report(decisions: Iterable[ShadowDecision], target: str = CLAIMED) -> dict[s
     """
     if target not in (CLAIMED, SUCCEEDED):
         raise ValueError(f"unknown target {target!r}")
-    counted = agree = formula_claims = model_claims = credited_anyway = 0
-    formula_succeeded = model_succeeded = 0
-    excluded = {"modelPlaced": 0, "noChance": 0, "noChoice": 0, "runUnknown": 0}
+    totals = NOTHING
     for d in decisions:
-        if d.model_placed:
-            excluded["modelPlaced"] += 1
-        elif d.status not in CHANCE_STATUSES:
-            excluded["noChance"] += 1
-        elif d.formula_choice is None or d.model_choice is None:
-            excluded["noChoice"] += 1
-        elif target == SUCCEEDED and d.status == "claimed" and d.run_status is None:
-            excluded["runUnknown"] += 1
-        else:
-            counted += 1
-            succeeded = d.run_status == "succeeded"
-            formula_claim = _claimed_by(d, d.formula_choice)
-            model_claim = _claimed_by(d, d.model_choice)
-            formula_claims += formula_claim
-            model_claims += model_claim
-            formula_succeeded += formula_claim and succeeded
-            model_succeeded += model_claim and succeeded
-            model_hit = model_claim and (target == CLAIMED or succeeded)
-            if d.formula_choice == d.model_choice:
-                agree += 1
-            else:
-                credited_anyway += model_hit
+        totals = add(totals, tally(d, target))
+    return report_of(totals, target)
+
+
+def report_of(totals: Tally, target: str = CLAIMED) -> dict[str, Any]:
+    """`report` from its decisions' tallies added up."""
+    if target not in (CLAIMED, SUCCEEDED):
+        raise ValueError(f"unknown target {target!r}")
+    counted, agree, formula_claims, model_claims, credited_anyway, formula_succeeded, model_succeeded = totals[:7]
+    excluded = dict(zip(EXCLUSIONS, totals[7:]))
     formula_hits, model_hits = ((formula_claims, model_claims) if target == CLAIMED
                                 else (formula_succeeded, model_succeeded))
     return {

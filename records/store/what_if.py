@@ -62,7 +62,19 @@ def recorded(board_id: str | None, since: datetime | None, until: datetime | Non
             start = max([start, *_window(board_id, start, since).order_by("-created_at")
                          .values_list("created_at", flat=True)[look_back_most - 1:look_back_most]])
         rows = rows.filter(created_at__gte=start)
-    rows = list(rows.order_by("created_at", "id").values_list(*_FIELDS))
+    return with_candidates(list(rows.order_by("created_at", "id").values_list(*_FIELDS)))
+
+
+def by_id(ids: list[str]) -> list[Recorded]:
+    """The decisions named, each with its candidate set, in no particular order."""
+    rows = []
+    for start in range(0, len(ids), 500):
+        rows += Decision.objects.filter(id__in=ids[start:start + 500]).values_list(*_FIELDS)
+    return with_candidates(rows)
+
+
+def with_candidates(rows: list[tuple]) -> list[Recorded]:
+    """Decision rows (`_FIELDS`) as the replay reads them, with their candidate sets."""
     in_set: dict[str, list[Considered]] = defaultdict(list)
     ids = [row[0] for row in rows]
     for start in range(0, len(ids), 500):

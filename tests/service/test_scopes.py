@@ -106,7 +106,12 @@ def _path(route: str, ids: dict[str, str]) -> str:
 
 def _call(client, method: str, path: str, token: str | None):
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
-    return client.generic(method, path, **headers)
+    answer = client.generic(method, path, **headers)
+    if answer.streaming:
+        # A stream (the dataset) holds its place until it is read or closed, as a server closes
+        # every answer it sends; the test client leaves that to the reader, so it is read here.
+        b"".join(answer.streaming_content)
+    return answer
 
 
 NEEDS_A_BODY = {("v1/experiments", "POST")}  # its answer with a body: tests/service/test_experiments.py
