@@ -2,6 +2,8 @@
 a slice of a large pool of agents, and one quiet board the relay's cards go to."""
 from __future__ import annotations
 
+import time
+
 RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
 
 
@@ -32,3 +34,31 @@ def held_agent_runs_it(suite, card_id: str) -> None:
         if reservation is not None:
             suite.pipeline.claim(reservation.agent_id, card_id)
             suite.pipeline.finish(reservation.agent_id, card_id, True)
+
+
+WARMUP = 20  # relayed passes before the timed ones: caches and the hold tally warm
+
+
+def time_relayed_passes(loop, suite, passes: int) -> dict[str, float]:
+    """Each of `passes` relayed cards placed alone (`place_one`) and run by the agent held, after
+    WARMUP more: wall and CPU milliseconds and queries a pass. Django must be set up."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from superdispatch.loop import place_one
+
+    def relay_one() -> None:
+        with suite.lock:
+            card = suite.pipeline.add_card(RELAY_BOARD)
+        place_one(loop, RELAY_BOARD, card.id)
+        held_agent_runs_it(suite, card.id)
+
+    for _ in range(WARMUP):
+        relay_one()
+    started, cpu = time.perf_counter(), time.process_time()
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(passes):
+            relay_one()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall_ms": wall / passes * 1000, "cpu_ms": cpu / passes * 1000,
+            "queries": len(queries) / passes}

@@ -24,21 +24,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import count_arg  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
-from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
+from bench._fleet import RELAY_BOARD, WARMUP, scenario, time_relayed_passes  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_relay_pass"
 HOLDS = (0, 5000, 50000)  # live holds of other cards
 SETTLED = 100_000  # holds settled on the relay board, in the last run
 BOARDS, AGENTS, ROSTER = 20, 10000, 100
-WARMUP = 20
 
 
 def run(holds: int, settled: int, passes: int) -> dict:
@@ -49,11 +47,8 @@ def run(holds: int, settled: int, passes: int) -> dict:
     # After stand_up (django.setup()): these need the app registry.
     import gc
 
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     from records.models import Decision, HoldTally, OutcomeStatus
-    from superdispatch.loop import look_at_board, place_one
+    from superdispatch.loop import look_at_board
 
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
     # Live holds of the workspace's agents on other boards' cards, as a sweep makes them.
@@ -88,21 +83,7 @@ def run(holds: int, settled: int, passes: int) -> dict:
     del history
     gc.freeze()  # the stand-in's workspace lives as long as the run
 
-    def relay_one() -> None:
-        with suite.lock:
-            card = suite.pipeline.add_card(RELAY_BOARD)
-        place_one(loop, RELAY_BOARD, card.id)
-        held_agent_runs_it(suite, card.id)
-
-    for _ in range(WARMUP):
-        relay_one()
-    started, cpu = time.perf_counter(), time.process_time()
-    with CaptureQueriesContext(connection) as queries:
-        for _ in range(passes):
-            relay_one()
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"wall_ms": wall / passes * 1000, "cpu_ms": cpu / passes * 1000,
-            "queries": len(queries) / passes}
+    return time_relayed_passes(loop, suite, passes)
 
 
 def main() -> None:

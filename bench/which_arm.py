@@ -18,28 +18,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import count_arg  # noqa: E402
-from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
+from bench._fleet import RELAY_BOARD, WARMUP, scenario, time_relayed_passes  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_which_arm"
 BOARDS, AGENTS, ROSTER = 20, 1000, 50
-WARMUP = 20
 WAYS = ("none", "board_formula", "experiment")
 
 
 def run(way: str, passes: int) -> dict:
     standing = stand_up(scenario(BOARDS, AGENTS, ROSTER, 0))
     suite, loop, now = standing.suite, standing.loop, standing.now
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
-    from superdispatch.loop import look_at_board, place_one
+    from superdispatch.loop import look_at_board
 
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
     if way == "board_formula":
@@ -57,21 +53,7 @@ def run(way: str, passes: int) -> dict:
         experiment.schedule = [{**b, "arm": loop.rules.formula} for b in experiment.schedule]
         experiment.save(update_fields=["schedule"])
 
-    def relay_one() -> None:
-        with suite.lock:
-            card = suite.pipeline.add_card(RELAY_BOARD)
-        place_one(loop, RELAY_BOARD, card.id)
-        held_agent_runs_it(suite, card.id)
-
-    for _ in range(WARMUP):
-        relay_one()
-    started, cpu = time.perf_counter(), time.process_time()
-    with CaptureQueriesContext(connection) as queries:
-        for _ in range(passes):
-            relay_one()
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"wall_ms": wall / passes * 1000, "cpu_ms": cpu / passes * 1000,
-            "queries": len(queries) / passes}
+    return time_relayed_passes(loop, suite, passes)
 
 
 def main() -> None:
