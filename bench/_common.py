@@ -265,3 +265,35 @@ def answers(http, base: str, path: str) -> bool:
         return http.get(base + path, timeout=1).status_code == 200
     except requests.RequestException:
         return False
+
+
+def start_make_run(env: dict[str, str], data_dir: str, port: int) -> tuple[subprocess.Popen, str]:
+    """`make run`'s processes as it starts them (`honcho -f Procfile start`), their output to a
+    log under `data_dir`: honcho's process, and the log's path. The store is migrated first."""
+    log_path = os.path.join(data_dir, "processes.log")
+    log = open(log_path, "w")
+    honcho = subprocess.Popen([PYTHON, "-m", "honcho", "-e", "/dev/null", "-f", "Procfile",
+                               "start", "--port", str(port)],
+                              env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    return honcho, log_path
+
+
+def candidate_rows(decision, board: int, agents, skill, verdicts) -> list:
+    """A generated decision's candidate rows, best first, as the what-if benches store them: each
+    agent's stage record from its skill on the board. Django must be set up."""
+    from records.models import Candidate
+
+    rows = []
+    for position, a in enumerate(agents):
+        rate = skill[board, a]
+        record = (rate + 0.5) / 2
+        rows.append(Candidate(
+            decision=decision, position=position, agent_id=f"agt_{board:03d}_{a}",
+            principal_id=f"prn_{board:03d}_{a}", source="roster", filters=verdicts,
+            score={"total": 4 - position, "terms": {"stageRecord": record, "successRate": 0.7,
+                                                    "sinceLastDispatchS": 100.0}},
+            stage_history={"runs": 10, "succeeded": round(10 * rate), "verdicts": 0,
+                           "passes": 0, "weight": 10.0, "outcomeRate": rate,
+                           "verdictRate": 0.5, "stageRecord": record},
+            in_set=True, eligible=True))
+    return rows

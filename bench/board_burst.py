@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, ROOT, base_env, count_arg, fresh_database, free_port, temp_dir, workspace,
+    PYTHON, ROOT, base_env, count_arg, fresh_database, free_port, start_make_run, temp_dir, workspace,
 )
 from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite  # noqa: E402
@@ -80,11 +80,7 @@ def main() -> None:
     os.environ.update(env)
     subprocess.run([PYTHON, os.path.join(ROOT, "manage.py"), "migrate", "-v", "0"], env=env,
                    check=True, cwd=ROOT)
-    log_path = os.path.join(data_dir, "processes.log")
-    log = open(log_path, "w")
-    honcho = subprocess.Popen([PYTHON, "-m", "honcho", "-e", "/dev/null", "-f", "Procfile",
-                               "start", "--port", str(port)],
-                              env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    honcho, log_path = start_make_run(env, data_dir, port)
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
     http = requests.Session()

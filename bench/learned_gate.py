@@ -29,7 +29,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+from _common import ROOT, candidate_rows, count_arg, drop_database, offline_store  # noqa: E402
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -91,18 +91,7 @@ class Seeder:
                 requires={"all": ["code-review"], "any": []}, ladder_ready_at=made, created_at=made,
                 reserved_until=made + timedelta(seconds=60), learned=learned, **row)
             batch_d.append(decision)
-            for position, a in enumerate(agents):
-                rate = self.skill[b, a]
-                record = (rate + 0.5) / 2
-                batch_c.append(Candidate(
-                    decision=decision, position=position, agent_id=f"agt_{b:03d}_{a}",
-                    principal_id=f"prn_{b:03d}_{a}", source="roster", filters=self.verdicts,
-                    score={"total": 4 - position, "terms": {"stageRecord": record, "successRate": 0.7,
-                                                            "sinceLastDispatchS": 100.0}},
-                    stage_history={"runs": 10, "succeeded": round(10 * rate), "verdicts": 0,
-                                   "passes": 0, "weight": 10.0, "outcomeRate": rate,
-                                   "verdictRate": 0.5, "stageRecord": record},
-                    in_set=True, eligible=True))
+            batch_c.extend(candidate_rows(decision, b, agents, self.skill, self.verdicts))
             made += EVERY
             if len(batch_d) == 2000:
                 Decision.objects.bulk_create(batch_d)

@@ -57,7 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
     PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, drop_database, fresh_database, free_port, percentile,
-    signed_headers, temp_dir,
+    signed_headers, start_make_run, temp_dir,
 )
 from bench._fleet import RELAY_BOARD, scenario  # noqa: E402
 from bench._results import last_line  # noqa: E402
@@ -222,11 +222,7 @@ def main() -> None:
     redis.Redis.from_url(REDIS_DB_URL).flushdb()  # the bench's own database: no stale tasks
     subprocess.run([PYTHON, "manage.py", "migrate", "-v", "0"], env=env, check=True, cwd=ROOT)
     tokens = {name: make_token(env, name, scopes) for name, scopes in TOKENS.items()}
-    log_path = os.path.join(data_dir, "processes.log")
-    log = open(log_path, "w")
-    honcho = subprocess.Popen([PYTHON, "-m", "honcho", "-e", "/dev/null", "-f", "Procfile",
-                               "start", "--port", str(port)],
-                              env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    honcho, log_path = start_make_run(env, data_dir, port)
     base = f"http://127.0.0.1:{port}"
     done = threading.Event()
     tally = Tally()
