@@ -243,28 +243,84 @@ class Kept:
     took_s: dict[str, float] = dataclasses.field(default_factory=dict)  # wall seconds, by part
 
 
-def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: Callable[[], None]) -> None:
-    """Run whatever of the parts asked for `kept` does not hold yet, seed by seed, keeping each."""
+def units(kept: Kept, scenario, seeds: int, part: str) -> list[tuple[int, str | None]]:
+    """The runs the parts asked for need that `kept` does not hold yet, seed by seed: (the
+    seed's index, an arm's label to run it alone, or None for the experiment)."""
+    from bench._arms import seeded
+
+    todo: list[tuple[int, str | None]] = []
+    for k in range(seeds):
+        seed = seeded(scenario, k).seed
+        if part in ("alone", "both"):
+            todo += [(k, label) for label in kept.labels if label not in kept.alone.get(seed, {})]
+        if part in ("experiment", "both") and seed not in kept.experiments:
+            todo.append((k, None))
+    return todo
+
+
+def run_unit(kept: Kept, scenario, k: int, label: str | None, burn_in_s: int) -> None:
+    """One run into `kept`: the experiment on the k-th seed, or an arm alone on it."""
     import time
 
     from bench._arms import seeded
 
-    for k in range(seeds):
-        run_scenario = seeded(scenario, k)
-        seed = run_scenario.seed
-        if part in ("alone", "both"):
-            mine = kept.alone.setdefault(seed, {})
-            for label in kept.labels:
-                if label not in mine:
-                    began = time.monotonic()
-                    mine[label] = run_alone(run_scenario, label, kept.alone_seconds)
-                    kept.took_s[f"alone {label}"] = kept.took_s.get(f"alone {label}", 0.0) + time.monotonic() - began
-                    save()
-        if part in ("experiment", "both") and seed not in kept.experiments:
-            began = time.monotonic()
-            kept.experiments[seed] = run_experiment(run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s)
-            kept.took_s["experiment"] = kept.took_s.get("experiment", 0.0) + time.monotonic() - began
-            save()
+    run_scenario = seeded(scenario, k)
+    began = time.monotonic()
+    if label is None:
+        kept.experiments[run_scenario.seed] = run_experiment(
+            run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s)
+        part = "experiment"
+    else:
+        kept.alone.setdefault(run_scenario.seed, {})[label] = run_alone(run_scenario, label, kept.alone_seconds)
+        part = f"alone {label}"
+    kept.took_s[part] = kept.took_s.get(part, 0.0) + time.monotonic() - began
+
+
+def merge(kept: Kept, other: Kept) -> None:
+    """Another process's runs (`--unit`) into `kept`."""
+    for seed, arms in other.alone.items():
+        kept.alone.setdefault(seed, {}).update(arms)
+    kept.experiments.update(other.experiments)
+    for part, seconds in other.took_s.items():
+        kept.took_s[part] = kept.took_s.get(part, 0.0) + seconds
+
+
+def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: Callable[[], None]) -> None:
+    """Run whatever of the parts asked for `kept` does not hold yet, seed by seed, keeping each."""
+    for k, label in units(kept, scenario, seeds, part):
+        run_unit(kept, scenario, k, label, burn_in_s)
+        save()
+
+
+def run_in_processes(kept: Kept, scenario, seeds: int, part: str, jobs: int, child_args: list[str],
+                     save: Callable[[], None]) -> None:
+    """`run_all`, each run in a process of its own (`value.py --unit`), `jobs` at a time, the
+    experiments first as they are the longest. Each process has a data directory and so a
+    database of its own; the simulation is deterministic by seed, so a run's figures are the
+    ones it would give in this process."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from pathlib import Path
+
+    todo = sorted(units(kept, scenario, seeds, part), key=lambda u: u[1] is not None)
+    env = {k: v for k, v in os.environ.items() if k != "SUPERDISPATCH_DATA_DIR"}
+    script = str(Path(__file__).resolve().parent / "value.py")
+    with tempfile.TemporaryDirectory(prefix="switchback-") as tmp:
+        def one(k: int, label: str | None) -> Kept:
+            out = os.path.join(tmp, f"{k}-{label or 'experiment'}.pickle")
+            subprocess.run([sys.executable, script, *child_args, "--unit", f"{k}:{label or ''}", "--save", out],
+                           env=env, check=True, stdout=subprocess.DEVNULL)
+            with open(out, "rb") as f:
+                return pickle.load(f)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for done in as_completed([pool.submit(one, k, label) for k, label in todo]):
+                merge(kept, done.result())
+                save()
 
 
 # --- The reading ---------------------------------------------------------------------------------
@@ -429,6 +485,11 @@ def main(parser, args, scenario) -> None:
     from bench._results import last_line
     from tests.support.worst_first import worst_first_declared
 
+    # Placing never reads the suggestions, and their sync after each sweep reads the whole
+    # window's decisions again, a cost that grows with the run: the lab syncs them once a day.
+    from django.conf import settings
+
+    settings.SUPERDISPATCH = dataclasses.replace(settings.SUPERDISPATCH, suggest_every_seconds=86400)
     if args.keep_pulled:
         from superdispatch.loop import passes
 
@@ -458,7 +519,15 @@ def main(parser, args, scenario) -> None:
                 os.replace(target + ".part", target)
 
         began = time.monotonic()
-        if args.part != "none":
+        if args.unit:  # one run for a parent's --jobs: kept alone, not read
+            k, _, label = args.unit.partition(":")
+            with lab_database():
+                run_unit(kept, scenario, int(k), label or None, burn_in_s)
+            save()
+            return
+        if args.part != "none" and args.jobs > 1:
+            run_in_processes(kept, scenario, args.seeds, args.part, args.jobs, child_args(args, kept), save)
+        elif args.part != "none":
             with lab_database():
                 run_all(kept, scenario, args.seeds, args.part, burn_in_s, save)
         save()
@@ -468,6 +537,14 @@ def main(parser, args, scenario) -> None:
         print("wall time: " + ", ".join(f"{part} {s / 60:.1f} min" for part, s in kept.took_s.items())
               + f"; this call {(time.monotonic() - began) / 60:.1f} min; load {os.getloadavg()[0]:.1f}")
         report(kept, burn_in_s, last_line)
+
+
+def child_args(args, kept: Kept) -> list[str]:
+    """The arguments a `--unit` process needs to make one of this call's runs."""
+    return ["--scenario", args.scenario, "--switchback", "--minutes", str(kept.seconds // 60),
+            "--alone-hours", repr(kept.alone_seconds / 3600), "--block-minutes", str(kept.block_s // 60),
+            "--burn-in-minutes", str(args.burn_in_minutes), "--arms", ",".join(kept.labels),
+            *(["--keep-pulled"] if args.keep_pulled else [])]
 
 
 def left_to_pull(kept: Kept) -> tuple[int, int]:

@@ -595,6 +595,10 @@ def main() -> None:
                              "each stays unheld for its five minutes (to measure whether the release matters)")
     parser.add_argument("--part", choices=("both", "alone", "experiment", "none"), default="both",
                         help="--switchback: which runs to make (with --from FILE, those FILE does not hold yet)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="--switchback: make the runs in this many processes at once (each seed's "
+                             "experiment and each arm alone is one run)")
+    parser.add_argument("--unit", help=argparse.SUPPRESS)  # --jobs: one run, "K:" or "K:LABEL", kept in --save
     args = parser.parse_args()
     if args.hours is not None:
         args.minutes = round(args.hours * 60)
