@@ -319,6 +319,7 @@ def analyse(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     if burn_in_s < 0:
         raise ValueError(f"burn_in_s must be 0 or more, not {burn_in_s!r}")
+    per_run = len(set(b.arm for b in schedule))  # the drawn arms: a run of blocks holds each once
     if isinstance(dropped, Mapping):
         schedule = as_run(schedule, dropped)
     before = tuple(dict.fromkeys(dropped))
@@ -334,7 +335,10 @@ def analyse(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
                         "no pull arm to compare against", None, (), before, guardrail)
     against_pull = {a.arm: compare(a, by_name[PULL]) for a in others}
     judged = [a for a in others if a.arm not in before]
-    drops = tuple(guard(guardrail, judged, by_name[PULL], looks=len(schedule)))
+    # The guardrail reads the runs of blocks complete by now, and looks once a run.
+    complete = blocks[:len(blocks) // per_run * per_run]
+    drops = tuple(guard(guardrail, [figures(complete, a.arm) for a in judged], figures(complete, PULL),
+                        looks=len(schedule) // per_run))
     out = before + tuple(d.arm for d in drops)
     running = [a.arm for a in others if a.arm not in out]
     confidence = deciding_confidence(len(blocks), len(schedule))

@@ -2,16 +2,19 @@
 against figures worked out by hand."""
 import itertools
 import math
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.estimates import nearest_rank, t_quantile
+from placement.estimates import Ratio, nearest_rank, t_quantile
 from placement.switchback import (
     PULL,
+    ArmFigures,
     Block,
+    BlockFigures,
     Card,
     Guardrail,
     analyse,
@@ -22,6 +25,8 @@ from placement.switchback import (
     in_force,
     split_clusters,
 )
+from placement.switchback_analysis import figures
+from placement.switchback_guardrail import design_effect, guard
 
 START = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 HALF_HOUR = 1800
@@ -342,6 +347,83 @@ def test_the_guardrail_never_drops_an_arm_at_least_as_good_as_pull(seed, data):
     not_worse = (c.success is None or c.success.estimate >= 0) and (c.lead_ratio is None or c.lead_ratio.estimate <= 1)
     if not_worse:
         assert read.drops == ()
+
+
+def _arm(name: str, success: Ratio | None, lead: Ratio | None = None) -> ArmFigures:
+    return ArmFigures(name, 3, 60, success, lead, None, ())
+
+
+def test_the_guardrail_bound_worked_by_hand_on_success():
+    # One arm against pull over 4 planned looks: 2 tests (success, lead) a look, so each at
+    # 0.05 / 8 one-sided, z = 2.4977. The design effect the blocks show, each arm's block spread
+    # over its cards' weighted by its 3 - 1 blocks: (2 x 0.002/0.0016 + 2 x 0.004/0.0025) / 4
+    # = 1.425. The difference's error: sqrt(1.425 x (0.0016 + 0.0025)) = 0.07644.
+    pull = _arm("pull", Ratio(0.8, 0.002, 0.0016, 3))
+    assert design_effect([pull.success, Ratio(0.5, 0.004, 0.0025, 3)], 1.0) == pytest.approx(1.425)
+    # 0.5 against 0.8: at most -0.3 + 2.4977 x 0.07644 = -0.109, below pull's by more than 0.05
+    (drop,) = guard(Guardrail(), [_arm("worst", Ratio(0.5, 0.004, 0.0025, 3))], pull, looks=4)
+    assert drop.metric == "success" and drop.bound == pytest.approx(-0.10908, abs=1e-5)
+    # 0.68 against 0.8: at most -0.12 + 0.19092 = +0.071, so it stays
+    assert guard(Guardrail(), [_arm("new", Ratio(0.68, 0.004, 0.0025, 3))], pull, looks=4) == []
+
+
+def test_the_guardrail_bound_worked_by_hand_on_lead():
+    # The same success (no drop there); lead 140 s against 100 s. Design effect (2 x 16/16 +
+    # 2 x 36/25) / 4 = 1.22; the log ratio's error sqrt(1.22 x (25/140^2 + 16/100^2)) = 0.05923;
+    # at least exp(ln 1.4 - 2.4977 x 0.05923) = 1.2075x, over 1.15x.
+    same = Ratio(0.8, 0.002, 0.0016, 3)
+    pull = _arm("pull", same, Ratio(100.0, 16.0, 16.0, 3))
+    (drop,) = guard(Guardrail(), [_arm("slow", same, Ratio(140.0, 36.0, 25.0, 3))], pull, looks=4)
+    assert drop.metric == "lead" and drop.estimate == pytest.approx(1.4)
+    assert drop.bound == pytest.approx(1.20748, abs=1e-5)
+    # the operator's least design effect, where larger than the blocks show, is the one used:
+    # at 2, sqrt(2 x 0.0028755) = 0.07584, at least exp(0.33647 - 0.18942) = 1.1584x, still over
+    (drop,) = guard(Guardrail(design_effect=2.0), [_arm("slow", same, Ratio(140.0, 36.0, 25.0, 3))], pull, looks=4)
+    assert drop.bound == pytest.approx(1.1584, abs=1e-4)
+
+
+def test_blocks_that_agree_more_than_their_cards_cannot_narrow_the_bound():
+    assert design_effect([Ratio(0.8, 0.0001, 0.0016, 3), Ratio(0.8, 0.0002, 0.0016, 3)], 1.0) == 1.0
+    assert design_effect([Ratio(0.8, None, 0.0016, 1)], 1.5) == 1.5
+
+
+def _null_experiment(draw: random.Random, *, gap: float, lead_ratio: float, per_block: int, shared: float,
+                     blocks: int) -> bool:
+    """One simulated experiment of pull against an arm `gap` below it in success and at
+    `lead_ratio` times its lead, each block's cards sharing a draw of the block's own (`shared`:
+    how far a block's success rate may stray, as cards in a block share supply). Whether the
+    guardrail drops the arm at any look, a look at each run's end as `analyse` makes them."""
+    schedule = draw_schedule(["pull", "new"], starts=START, block_seconds=HALF_HOUR, blocks=blocks,
+                             seed=draw.randrange(10**6))
+    ended = []
+    for block in schedule:
+        worse = block.arm != PULL
+        p = min(1.0, max(0.0, 0.8 - (gap if worse else 0.0) + draw.uniform(-shared, shared)))
+        mean_lead = 100.0 * (lead_ratio if worse else 1.0) * (1 + draw.uniform(-shared, shared))
+        ok = [draw.random() < p for _ in range(per_block)]
+        leads = tuple(draw.expovariate(1 / mean_lead) for good in ok if good)
+        ended.append(BlockFigures(block, per_block, per_block, sum(ok), leads, ()))
+        if len(ended) % 2 == 0 and guard(Guardrail(), [figures(ended, "new")], figures(ended, PULL),
+                                         looks=blocks // 2):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("per_block, shared, blocks", [(10, 0.0, 24), (30, 0.05, 24), (80, 0.05, 24), (30, 0.0, 8)])
+def test_an_arm_at_the_guardrails_margins_is_dropped_at_most_at_its_error_rate(per_block, shared, blocks):
+    # An arm exactly at the margins (success 0.05 below pull's, lead 1.15x) is the least worse
+    # arm the guardrail may not drop beyond alpha (0.05) over the whole schedule; a not-worse arm
+    # (the same as pull) far less. Out of 300 simulated experiments a case, the share dropped,
+    # with two standard errors of the draw (0.025) as slack; the draws are seeded, so the test
+    # reads the same every time.
+    draw = random.Random(per_block * 1000 + blocks)
+    runs = 300
+    at_margins = sum(_null_experiment(draw, gap=0.05, lead_ratio=1.15, per_block=per_block, shared=shared,
+                                      blocks=blocks) for _ in range(runs))
+    same = sum(_null_experiment(draw, gap=0.0, lead_ratio=1.0, per_block=per_block, shared=shared,
+                                blocks=blocks) for _ in range(runs))
+    assert at_margins / runs <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs)
+    assert same / runs <= 0.01
 
 
 def test_guardrail_bounds_that_cannot_work_are_refused():
