@@ -55,7 +55,8 @@ Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--s
      [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
      [--save FILE | --from FILE]
      .venv/bin/python bench/value.py --scenario NAME_OR_PATH --switchback [--hours 12] [--seeds 5]
-     [--block-minutes 30] [--arms pull,formula,new,worst] [--alone-hours H] [--save FILE | --from FILE]
+     [--block-minutes 30] [--arms pull,formula,new,worst] [--alone-hours H] [--jobs N]
+     [--save FILE | --from FILE]
 """
 from __future__ import annotations
 
