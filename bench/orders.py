@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._arms import figures, frontier, lab_database, print_table, run_placed, run_pull, seeded  # noqa: E402
 from bench._lab import scenario_arg  # noqa: E402
 from bench._results import last_line  # noqa: E402
-from placement import decision, formulas  # noqa: E402
+from placement import formulas, rankers  # noqa: E402
 from placement.scoring import Score  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -84,7 +84,7 @@ def main() -> None:
             results["pull"].append(figures(run_pull(run_scenario, seconds)))
             results[formula].append(figures(run_placed(run_scenario, seconds)))
             for arm, order in zip(arms[2:], orders):
-                with mock.patch.object(decision, "ranked", fixed_ranking(order)):
+                with mock.patch.object(rankers, "ranked", fixed_ranking(order)):
                     results[arm].append(figures(run_placed(run_scenario, seconds)))
 
     print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds; "

@@ -2,8 +2,9 @@
 
 A formula ranks the candidates that pass every filter, and each decision records it by name and
 version (the record's `policy`). As a kube-scheduler profile lists the score plugins it runs, a
-formula lists its rankers, each a small named unit that `decision.py` runs in order; it says what
-it may do beyond holding the agent it ranks first, and which facts it needs the loop to read.
+formula lists its rankers, each a small named unit that `decision.py` runs in order (each one's
+runs are `rankers.RANKERS`); it says what it may do beyond holding the agent it ranks first, and
+which facts it needs the loop to read.
 
 Everything that names, lists or asks about a formula derives it from here: `Rules` (which looks
 the declaration up once), the `SUPERDISPATCH_FORMULA` setting's rule (`common/config.py`), the
@@ -44,7 +45,7 @@ class May(StrEnum):
 @dataclass(frozen=True, eq=False)
 class Ranker:
     """One score plugin: a small named unit of ranking, the facts it reads and what it may do.
-    `decision.RANKERS` runs each. (Not a ladder's step: that is the record's `tier.step`.)"""
+    `rankers.RANKERS` runs each. (Not a ladder's step: that is the record's `tier.step`.)"""
 
     name: str
     needs: frozenset[Need] = frozenset()

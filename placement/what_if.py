@@ -32,7 +32,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .formulas import Formula
 from .intervals import Interval, clipped, column_of, mean_interval, ratio_interval
-from .replay import BOARD_NEWEST, Choice, Known, Recorded, Unreplayable, board_window, choose, recorded_choice, replayable
+from .rankers import choose
+from .replay import BOARD_NEWEST, Choice, Known, Recorded, Unreplayable, board_window, recorded_choice, replayable
 from .rules import Rules
 from .what_if_model import Agents, Expectation, corrected, expectation, recorded_hold_s, rehold
 
@@ -210,7 +211,7 @@ def answer(formula: Formula, replays: Sequence[Replay], not_replayed: Iterable[s
 
 def _choose(formula: Formula, d: Recorded, rules: Rules, known: Known, agents: Agents,
             windows: dict[str, deque[bool]]) -> Choice:
-    """`replay.choose`, and for a formula that sets each board's window, the window it would
+    """`rankers.choose`, and for a formula that sets each board's window, the window it would
     have set there: with none, a card let go by an agent that may take it is claimed by that
     agent before any decision is made (nobody held)."""
     if not formula.sets_windows:

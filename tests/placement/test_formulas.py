@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from placement import Rules, decide, decision, formulas
+from placement import Rules, decide, formulas, rankers
 from placement.facts import Facts
 from placement.formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, May, Need
 
@@ -35,7 +35,14 @@ def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
 
 def test_every_step_a_formula_lists_is_run_by_the_decision():
     listed = {ranker for formula in formulas.every() for ranker in formula.rankers}
-    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(decision.RANKERS) == listed
+    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(rankers.RANKERS) == listed
+
+
+def test_each_ranker_is_run_by_deciding_and_by_replaying_from_one_map():
+    # One entry a ranker: the what-if replays exactly what deciding runs, so a declared formula
+    # is never judged by a ranker that deciding does not have.
+    assert all(runs.decide is not None and runs.replay is not None for runs in rankers.RANKERS.values())
+    assert rankers.RANKERS[BY_PULL] == rankers.Runs(rankers.decide_by_pull, rankers.replay_by_pull)
 
 
 def test_each_need_names_a_fact_the_loop_may_leave_unread():
