@@ -29,7 +29,7 @@ from django.db.models import Value
 from django.db.models.functions import Length, Replace
 
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
-from placement.decision import Candidates
+from placement.candidate_records import Candidates
 from placement.filtering import Tables, tables
 from placement.load import DIRECT
 from records.store.reasons import reasons_column

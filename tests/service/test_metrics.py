@@ -15,7 +15,7 @@ from django.test import override_settings
 from records.models import Board, LoopState, RelayOutcome, Suggestion
 from records.store import actions
 from sandbox.clock import rfc3339
-from superdispatch import clients, metrics, tasks
+from superdispatch import clients, metrics, scrape, tasks
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver
 from tests.support.world import lane
@@ -305,12 +305,12 @@ def test_each_queue_depth_is_read_from_the_embedded_broker_at_scrape_time(api, s
     for name in names:
         open(name, "w").close()
     try:
-        depths = metrics.queue_depths()
+        depths = scrape.queue_depths()
     finally:
         for name in names:
             os.remove(name)
     assert depths["placement"] >= 2 and depths["celery"] >= 1
-    assert metrics.queue_depths()["placement"] == depths["placement"] - 2
+    assert scrape.queue_depths()["placement"] == depths["placement"] - 2
 
 
 @pytest.mark.celery
@@ -323,29 +323,29 @@ def test_each_queue_depth_is_read_from_redis_at_scrape_time():
 
     client = Redis.from_url(url)
     queue = "sd-depth-test"
-    client.delete(queue, f"{queue}{metrics._PRIORITY_SEP}3")
+    client.delete(queue, f"{queue}{scrape._PRIORITY_SEP}3")
     client.lpush(queue, "a", "b")
-    client.lpush(f"{queue}{metrics._PRIORITY_SEP}3", "c")
+    client.lpush(f"{queue}{scrape._PRIORITY_SEP}3", "c")
     try:
         with override_settings(CELERY_BROKER_URL=url, CELERY_TASK_QUEUES=(Queue(queue),)):
-            assert metrics.queue_depths() == {queue: 3}
+            assert scrape.queue_depths() == {queue: 3}
         with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0",
                                CELERY_TASK_QUEUES=(Queue(queue),)):
-            assert metrics.queue_depths() == {}  # unreadable: no sample, not a made-up 0
+            assert scrape.queue_depths() == {}  # unreadable: no sample, not a made-up 0
     finally:
-        client.delete(queue, f"{queue}{metrics._PRIORITY_SEP}3")
+        client.delete(queue, f"{queue}{scrape._PRIORITY_SEP}3")
 
 
 def test_the_sweep_is_late_only_once_past_its_interval_or_its_backoff(settings):
     interval = settings.SUPERDISPATCH.sweep_seconds
     now = T0 + timedelta(hours=1)
-    assert metrics.sweep_lateness(None, now) == 0
-    assert metrics.sweep_lateness(LoopState(last_sweep_at=now - timedelta(seconds=interval)), now) == 0
+    assert scrape.sweep_lateness(None, now) == 0
+    assert scrape.sweep_lateness(LoopState(last_sweep_at=now - timedelta(seconds=interval)), now) == 0
     late = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45))
-    assert metrics.sweep_lateness(late, now) == 45
+    assert scrape.sweep_lateness(late, now) == 45
     backing_off = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45),
                             next_sweep_at=now + timedelta(seconds=10))
-    assert metrics.sweep_lateness(backing_off, now) == 0
+    assert scrape.sweep_lateness(backing_off, now) == 0
 
 
 def test_the_sweep_lateness_is_read_from_the_store_at_scrape_time(api, settings):
