@@ -143,7 +143,7 @@ else:
 
 # SUPERDISPATCH_HTTPS=on: served over HTTPS behind a proxy that terminates TLS and says so in
 # X-Forwarded-Proto (it must set that header on every request, never pass a client's on).
-if SUPERDISPATCH.https == "on":
+if SUPERDISPATCH.https:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
     # The container's healthcheck and the smoke ask /healthz directly, in plain HTTP.

@@ -237,8 +237,8 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         ordered = placement.order_cards(queued, loop.cfg.fairness)
         last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
         backlog = None
-        if loop.cfg.backlog_bound == "on":  # a policy verdict left unread passes on its last answer
-            backlog = Backlog(loop.rules, lambda: reads.no_policy() if loop.cfg.policy == "on" else None)
+        if loop.cfg.backlog_bound:  # a policy verdict left unread passes on its last answer
+            backlog = Backlog(loop.rules, lambda: reads.no_policy() if loop.cfg.policy else None)
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
                 summary.unplaced = len(ordered) - index
