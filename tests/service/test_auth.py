@@ -11,14 +11,13 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import get_resolver
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from records.models import Board, LoopState, Suggestion
 from common import auth
 from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication, token_matches
-from common.renderers import BrowsableAPI
+from common.renderers import BrowsableAPI, JSONRenderer
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import T0
 from common.views import CredentialFirst
