@@ -95,7 +95,7 @@ from bench._arms import (  # noqa: E402  (sets Django up)
 )
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from bench._results import last_line  # noqa: E402
-from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
+from sandbox.pipeline_state import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 from common.config import Config, rules_from  # noqa: E402
 from placement.what_if import PULL, what_if  # noqa: E402

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from sandbox import Suite, parse_scenario
-from sandbox.pipeline import Card
+from sandbox.pipeline_state import Card
 
 
 def small_scenario(**board_overrides: Any):
