@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from contextlib import contextmanager
-from typing import Iterator
 import os
 import statistics
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings_test")

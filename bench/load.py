@@ -56,8 +56,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, drop_database, fresh_database, free_port, percentile,
-    signed_headers, start_make_run, temp_dir,
+    PYTHON,
+    REDIS_DB_URL,
+    ROOT,
+    CpuShares,
+    base_env,
+    drop_database,
+    free_port,
+    fresh_database,
+    percentile,
+    signed_headers,
+    start_make_run,
+    temp_dir,
 )
 from bench._fleet import RELAY_BOARD, scenario  # noqa: E402
 from bench._results import last_line  # noqa: E402

@@ -27,14 +27,31 @@ from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._results import last_line  # noqa: E402
 from placement import Rules, decide  # noqa: E402
 from placement.facts import (  # noqa: E402
-    AgentLoad, AgentVerdict, Card, Facts, HoldLog, Ladder, PolicyFacts, PolicyVerdict,
-    RegistryFact, Requires, RosterRow, Run, Station, StationNeeds,
+    AgentLoad,
+    AgentVerdict,
+    Card,
+    Facts,
+    HoldLog,
+    Ladder,
+    PolicyFacts,
+    PolicyVerdict,
+    RegistryFact,
+    Requires,
+    RosterRow,
+    Run,
+    Station,
+    StationNeeds,
 )
-from bench._results import last_line  # noqa: E402
-from placement.switchback import PULL, analyse, draw_schedule, in_force  # noqa: E402
-from placement.switchback import Card as ExperimentCard  # noqa: E402
+from placement.switchback import (  # noqa: E402
+    PULL,
+    Card as ExperimentCard,
+    analyse,
+    draw_schedule,
+    in_force,
+)
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 RULES = Rules(candidates="all")

@@ -27,9 +27,17 @@ from datetime import datetime, timedelta
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suggestions as seeded  # noqa: E402  (its log and its writer)
 from _common import (  # noqa: E402
-    PYTHON, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir, workspace,
+    PYTHON,
+    ROOT,
+    base_env,
+    drop_database,
+    fresh_database,
+    percentile,
+    temp_dir,
+    workspace,
 )
 from _results import last_line  # noqa: E402
+
 from sandbox import Suite, sandbox_session  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
 

@@ -31,11 +31,18 @@ import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import last_line  # noqa: E402
 from _common import (  # noqa: E402
-    OFFLINE_ENV, PYTHON, ROOT, base_env, count_arg, drop_database, free_port, offline_store,
+    OFFLINE_ENV,
+    PYTHON,
+    ROOT,
+    base_env,
+    count_arg,
+    drop_database,
+    free_port,
+    offline_store,
     wait_until,
 )
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -57,15 +64,15 @@ def build(decisions: int) -> dict[str, str]:
     import django
 
     django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
     # Imported here, after django.setup() in this process: the project's modules load models.
     from dashboard import settle_the_holds
+    from django.core.management import call_command
+    from django.db import connection
+    from suggestions import NOW, remember_a_registry, seed
+
     from learning import actions as learning_actions
     from records.models import Candidate, Decision, Suggestion
     from records.store import actions
-    from suggestions import NOW, remember_a_registry, seed
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()

@@ -47,11 +47,21 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, free_port, fresh_database, percentile,
-    signed_headers, stop, temp_dir, wait_until,
+    PYTHON,
+    REDIS_DB_URL,
+    ROOT,
+    CpuShares,
+    base_env,
+    free_port,
+    fresh_database,
+    percentile,
+    signed_headers,
+    stop,
+    temp_dir,
+    wait_until,
 )
+from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_scale"

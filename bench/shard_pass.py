@@ -30,8 +30,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import proc_stat  # noqa: E402
-from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._fleet import scenario  # noqa: E402
+from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_shard_pass"

@@ -82,21 +82,31 @@ import django  # noqa: E402
 django.setup()
 
 
-from placement import formulas  # noqa: E402
-from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
-from learning.core.train import TrainingError  # noqa: E402
 from bench._arms import (  # noqa: E402  (sets Django up)
-    BASE_SETTINGS, SWEEP_EVERY_S, Run, figures, frontier, lab_database, mean_ci, placed_world,
-    print_table, run_placed, run_pull, seeded,
+    BASE_SETTINGS,
+    SWEEP_EVERY_S,
+    Run,
+    figures,
+    frontier,
+    lab_database,
+    mean_ci,
+    placed_world,
+    print_table,
+    run_placed,
+    run_pull,
+    seeded,
 )
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from bench._results import last_line  # noqa: E402
+from common.config import Config, rules_from  # noqa: E402
+from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
+from learning.core.train import TrainingError  # noqa: E402
+from placement import formulas  # noqa: E402
+from placement.what_if import PULL, what_if  # noqa: E402
+from records.models import Decision  # noqa: E402
+from records.store import tuning, what_if as what_if_store  # noqa: E402
 from sandbox.pipeline import has_capability, stage_requires  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
-from common.config import Config, rules_from  # noqa: E402
-from placement.what_if import PULL, what_if  # noqa: E402
-from records.store import tuning, what_if as what_if_store  # noqa: E402
-from records.models import Decision  # noqa: E402
 
 LAB_ARMS = ("pull", "tuned", "learned")  # the lab's own arms; each declared formula adds one
 FORMULA = formulas.DEFAULT.label  # the default formula's arm, which the lab's goals are read against

@@ -10,7 +10,6 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
-
 # While the store cannot be reached (a database restart, a failover), a request is answered
 # 503 with Retry-After, so the event relay delivers again and a probe says "not now", never 500.
 STORE_RETRY_AFTER_S = 5

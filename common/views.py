@@ -22,7 +22,6 @@ from common.errors import Refusal, bad_request, json_404
 from common.renderers import NO_ROUTE
 from common.scopes import NONE_NEEDED, READ
 
-
 # The two classes below carry comments, not docstrings: drf-spectacular would print a base
 # view's docstring as the description of every route.
 

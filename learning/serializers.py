@@ -11,7 +11,11 @@ from rest_framework import serializers
 from learning.core.labels import LABELS
 from records.models.decisions import OUTCOMES, TIERS
 from records.serializers import (
-    RUN_STATUSES, CapabilityJson, ScoreJson, StageHistoryJson, Time,
+    RUN_STATUSES,
+    CapabilityJson,
+    ScoreJson,
+    StageHistoryJson,
+    Time,
 )
 
 

@@ -22,7 +22,14 @@ from django.db.models import Min
 
 from common.config import Config, rules_from
 from learning.core.shadow import (
-    CHANCE_STATUSES, NOTHING, ShadowDecision, Tally, add, report, report_of, tally,
+    CHANCE_STATUSES,
+    NOTHING,
+    ShadowDecision,
+    Tally,
+    add,
+    report,
+    report_of,
+    tally,
 )
 from learning.models import LearnedModel
 from placement import Rules

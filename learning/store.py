@@ -9,7 +9,13 @@ from common.times import iso, parse_time
 from learning import dataset, shadow_kept
 from learning.core import labels
 from learning.core.shadow import (
-    CHANCE_STATUSES, ESTIMATE, GateReading, ShadowDecision, estimated, gate, report,
+    CHANCE_STATUSES,
+    ESTIMATE,
+    GateReading,
+    ShadowDecision,
+    estimated,
+    gate,
+    report,
 )
 from learning.core.train import Example
 from learning.models import LearnedModel

@@ -7,7 +7,13 @@ from datetime import datetime
 from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 from .candidates import (
-    CAPABILITY_MISMATCH, OFF_CAPABLE, OWN_RECORD, Judged, Pool, off_set_kind, pool_for,
+    CAPABILITY_MISMATCH,
+    OFF_CAPABLE,
+    OWN_RECORD,
+    Judged,
+    Pool,
+    off_set_kind,
+    pool_for,
 )
 from .dispatch_policy import PolicyRecord
 from .facts import Card, Facts, Requires
@@ -20,10 +26,15 @@ from .load import DIRECT, ROSTER, LoadShape
 from .rules import Rules
 from .scoring import Score, ranked, terms
 from .stage_runs import StageHistory, stage_records
-from .waiting import Waiting
-from .waiting import rank as rank_waiting
+from .waiting import Waiting, rank as rank_waiting
 from .why_nobody import (
-    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, PULL_AS_GOOD, PULL_ARM, UNRECORDED,
+    EMPTY_LANE,
+    NO_CANDIDATES,
+    NONE_ELIGIBLE,
+    ONE_CANDIDATE,
+    PULL_ARM,
+    PULL_AS_GOOD,
+    UNRECORDED,
     waiting_reason,
 )
 

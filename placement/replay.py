@@ -21,12 +21,11 @@ from .facts import Card, Facts, Requires, Run, Timing
 from .filtering import FilterResult, Tag, tables
 from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Ranker
 from .ladder import WINNER, Tier
-from .lead import by_lead, evidence, fleet_differs, hold_length, race, steps_aside
-from .lead import known as lead_known
+from .lead import by_lead, evidence, fleet_differs, hold_length, known as lead_known, race, steps_aside
 from .rules import Rules
 from .scoring import Score, ScoreTerms, ranked
-from .stats import median, percentile
 from .stage_runs import NO_RUNS, StageHistory, stage_history
+from .stats import median, percentile
 from .waiting import rank as rank_waiting
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
 

@@ -42,10 +42,10 @@ from typing import Any, Mapping, NamedTuple
 
 from .facts import Facts, Timing
 from .filtering import FilterResult
-from .stage_runs import StageHistory
 from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
+from .stage_runs import StageHistory
 from .stats import median
 
 LOAD_ONLY = frozenset({"capacity", "idle"})

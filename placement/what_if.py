@@ -49,7 +49,16 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 from .filtering import Tag, tables
 from .formulas import Formula
 from .replay import (
-    BOARD_NEWEST, PRIOR, Choice, Known, Recorded, Unreplayable, _seconds, board_window, choose, recorded_choice,
+    BOARD_NEWEST,
+    PRIOR,
+    Choice,
+    Known,
+    Recorded,
+    Unreplayable,
+    _seconds,
+    board_window,
+    choose,
+    recorded_choice,
     replayable,
 )
 from .rules import Rules

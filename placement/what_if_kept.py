@@ -18,9 +18,9 @@ the newest decision, so a decision left open for ever does not hold it back.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import fields, replace
 from datetime import datetime, timedelta, timezone
-from bisect import bisect_left, insort
 from operator import attrgetter, itemgetter
 from typing import Mapping, Sequence
 

@@ -17,8 +17,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from common.times import iso, parse_time
-from records.models.decisions import OUTCOMES, REASONS, TIERS
 from placement.switchback_analysis import OBJECTIVES
+from records.models.decisions import OUTCOMES, REASONS, TIERS
 from records.models.experiments import ExperimentState
 from records.models.suggestions import SUGGESTION_KINDS
 

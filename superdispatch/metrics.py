@@ -44,20 +44,28 @@ METRICS_DIR = Path(settings.DATA_DIR) / "metrics"
 METRICS_DIR.mkdir(exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
 
+from drf_spectacular.utils import extend_schema  # noqa: E402
+from kombu.transport.redis import Channel as KombuRedisChannel  # noqa: E402
 from prometheus_client import (  # noqa: E402  (after the directory is named, as it requires)
-    CollectorRegistry, Counter, Histogram, values,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    values,
 )
 from prometheus_client.core import GaugeMetricFamily  # noqa: E402
 from prometheus_client.django import PrometheusDjangoView  # noqa: E402
 from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
-from drf_spectacular.utils import extend_schema  # noqa: E402
-from kombu.transport.redis import Channel as KombuRedisChannel  # noqa: E402
 from redis import Redis, RedisError  # noqa: E402
 
 from common.scopes import READ  # noqa: E402
 from common.views import FirstRenderer, OperatorView  # noqa: E402
 from records.models import (  # noqa: E402
-    OUTCOMES as OUTCOME_STATES, SUGGESTION_KINDS, Board, LoopState, OutboxEvent, RelayDelivery,
+    OUTCOMES as OUTCOME_STATES,
+    SUGGESTION_KINDS,
+    Board,
+    LoopState,
+    OutboxEvent,
+    RelayDelivery,
     Suggestion,
 )
 from superdispatch import clients  # noqa: E402

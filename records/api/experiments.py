@@ -21,7 +21,11 @@ from records.serializers import ExperimentSerializer, TimeInput
 from records.store import actions
 from records.store.actions import ExperimentError, Plan
 from records.store.actions.experiments import (
-    BLOCK_SECONDS, BURN_IN_SECONDS, MAX_BLOCKS, MAX_BOARDS, arm_names,
+    BLOCK_SECONDS,
+    BURN_IN_SECONDS,
+    MAX_BLOCKS,
+    MAX_BOARDS,
+    arm_names,
 )
 
 ONE = inline_serializer("ExperimentAnswer", {"experiment": ExperimentSerializer()})

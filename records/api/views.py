@@ -24,7 +24,10 @@ from records.api.explain import explain
 from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.models import Board, Candidate, Decision, Suggestion
 from records.serializers import (
-    BoardSerializer, CandidateSerializer, DecisionSerializer, SuggestionSerializer,
+    BoardSerializer,
+    CandidateSerializer,
+    DecisionSerializer,
+    SuggestionSerializer,
 )
 from records.store import actions, agents
 

@@ -17,7 +17,12 @@ from placement.filtering import tables
 from records.models import AgentHour, Candidate, Decision, Roll, Suggestion
 from records.store import actions, marks, rollups
 from records.store.dashboard import (
-    Edges, Range, bar_index, bar_starts, in_range, whole_agent_hours,
+    Edges,
+    Range,
+    bar_index,
+    bar_starts,
+    in_range,
+    whole_agent_hours,
 )
 
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one

@@ -12,8 +12,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from placement import FilterResult, Rules, ScoreTerms, StageHistory
-from placement import formulas
+from placement import FilterResult, Rules, ScoreTerms, StageHistory, formulas
 from placement.formulas import Formula
 from placement.replay import Considered, Recorded
 from placement.what_if import PULL, Estimate, Interval, WhatIf, what_if

@@ -11,10 +11,16 @@ from records.store import actions
 from records.store.registry import last_registry
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    MODEL_ONLY, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
+    MODEL_ONLY,
+    SHORTFALL,
+    Window,
+    lane_shortfalls,
+    lane_tallies,
+    latest_reads,
 )
 from records.suggestions.roster import flagging_rules, roster_suggestion
 from records.suggestions.supply import Supply, supply_proposals, wants_supply
+
 
 def sync(now: datetime) -> actions.SyncSummary:
     """Read our own decisions of the window before `now` and bring every suggestion up to date."""

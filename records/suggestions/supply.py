@@ -10,7 +10,12 @@ from placement.stations import PROOF_RANK, lacking_by_agent
 from records.models import SuggestionKind
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    LOAD_BOUND, MODEL_ONLY, NO_CAPABILITY, SHORTFALL, LaneTally, Shortfall,
+    LOAD_BOUND,
+    MODEL_ONLY,
+    NO_CAPABILITY,
+    SHORTFALL,
+    LaneTally,
+    Shortfall,
 )
 from records.suggestions.words import capability_words, counted, either, needs_words
 

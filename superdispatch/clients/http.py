@@ -21,8 +21,7 @@ import msgspec
 import requests
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
-from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
-from urllib3.exceptions import TimeoutError as TransportTimeout
+from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError, TimeoutError as TransportTimeout
 from urllib3.util.retry import Retry
 
 from .shape import ShapeError

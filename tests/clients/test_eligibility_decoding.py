@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from placement import Rules, decide
 from placement.facts import AgentVerdict
+from superdispatch.clients import superpipeline_wire as wire
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ShapeError
-from superdispatch.clients import superpipeline_wire as wire
-
 from tests.support.placement import NOW, board, roster_row
 
 from . import bodies

@@ -8,7 +8,11 @@ import pytest
 from urllib3.util.retry import Retry
 
 from superdispatch.clients import (
-    Accounts, BadShape, Refused, SuperPipeline, Unavailable,
+    Accounts,
+    BadShape,
+    Refused,
+    SuperPipeline,
+    Unavailable,
 )
 from superdispatch.clients.http import Http
 

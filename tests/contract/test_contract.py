@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import timedelta
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,8 @@ from access import actions as access_actions
 from access.audit import SERVICE
 from common.scopes import SCOPES
 from learning import actions as learning_actions
-from records.models import Suggestion
 from placement.formulas import DEFAULT
+from records.models import Suggestion
 from records.store import actions
 from records.store.actions import Plan
 from tests.support.factories import T0, make_decision

@@ -8,11 +8,11 @@ import json
 import math
 import statistics
 
+from learning.core.shadow import ShadowDecision, estimated, gate, report
 from placement import Rules
 from placement.formulas import DEFAULT
 from placement.replay import Choice
 from placement.what_if import Z95, what_if
-from learning.core.shadow import ShadowDecision, estimated, gate, report
 from tests.placement.test_what_if import decision, idle
 
 # Before the window: each agent's one hold claimed (in 4 s and 8 s) and its run succeeded, so

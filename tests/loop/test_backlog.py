@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-
 from django.core.cache import cache
 from django.db import transaction
 
@@ -17,8 +16,7 @@ from common import config
 from placement.facts import AgentLoad, RosterRow
 from records.models import Decision
 from superdispatch.loop.backlog import holdable
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

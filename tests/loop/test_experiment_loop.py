@@ -4,7 +4,6 @@ lets cards left to pull go to the next arm, and each decision records its experi
 and arm; a deployment with no experiment decides as before."""
 from __future__ import annotations
 
-
 import pytest
 
 from placement.formulas import DEFAULT

@@ -1,7 +1,6 @@
 import pytest
 
 from placement import order_cards
-
 from tests.support.placement import ago, card
 
 

@@ -10,9 +10,7 @@ import pytest
 from placement import Rules, decide, decision, formulas
 from placement.facts import Facts
 from placement.formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, May, Need
-
 from tests.support.placement import board
-
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,6 @@ from dataclasses import replace
 import pytest
 
 from placement.facts import HoldLog, Ladder
-
 from tests.support.placement import board, decided
 
 

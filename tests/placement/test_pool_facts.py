@@ -4,10 +4,27 @@ from datetime import datetime, timedelta, timezone
 
 from placement import Rules, decide
 from placement.facts import (
-    AgentLoad, AgentVerdict, Card, Facts, RegistryFact, Requires, RosterRow, Station, StationNeeds,
+    AgentLoad,
+    AgentVerdict,
+    Card,
+    Facts,
+    RegistryFact,
+    Requires,
+    RosterRow,
+    Station,
+    StationNeeds,
 )
-
-from tests.support.placement import ago, board, card, decided, failing, load_row, roster_row, station, with_rows
+from tests.support.placement import (
+    ago,
+    board,
+    card,
+    decided,
+    failing,
+    load_row,
+    roster_row,
+    station,
+    with_rows,
+)
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 

@@ -2,8 +2,7 @@
 import random
 from dataclasses import replace
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from placement import Rules, decide
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
@@ -11,7 +10,6 @@ from placement.decision import Candidates
 from placement.facts import Facts, HoldLog, Ladder, StationNeeds
 from placement.filtering import tables
 from placement.load import DIRECT, ROSTER
-
 from tests.support.placement import NOW, ago, card, load_row, roster_row, run, station, verdict
 
 AGENTS = [f"agt_{i:02d}" for i in range(12)]

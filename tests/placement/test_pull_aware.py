@@ -2,13 +2,12 @@
 candidate held, each hold sized by its agent; and the pure estimates it stands on (`lead.py`)."""
 from __future__ import annotations
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from placement import PULL_AS_GOOD, Rules, decide, lead
 from dataclasses import replace
 
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from placement import PULL_AS_GOOD, Rules, decide, lead
 from placement.facts import Facts, HoldLog, Timing
 from placement.formulas import PULL_AWARE
 from placement.lead import LeadTerms, evidence, hold_length, race

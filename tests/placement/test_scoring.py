@@ -1,7 +1,6 @@
 from dataclasses import replace
 
 from placement.facts import HoldLog
-
 from tests.support.placement import ago, board, decided, roster_row, run, with_rows
 
 

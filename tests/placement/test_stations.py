@@ -1,7 +1,6 @@
 import pytest
 
 from placement.facts import RegistryFact, Station, StationNeeds
-
 from tests.support.placement import board, card, decided, failing, roster_row, station, with_rows
 
 NEEDS = StationNeeds(isolation="container", models=("m-large", "m-small"), tools=("git", "rg"),

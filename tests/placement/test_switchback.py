@@ -5,8 +5,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from placement.estimates import nearest_rank, t_quantile
 from placement.switchback import (

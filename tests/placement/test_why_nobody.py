@@ -1,7 +1,6 @@
 from dataclasses import replace
 
 from placement.facts import Facts, HoldLog, Ladder
-
 from tests.support.placement import board, card, decided, load_row, roster_row, verdict, with_rows
 
 

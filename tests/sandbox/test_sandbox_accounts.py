@@ -1,7 +1,7 @@
 """Accounts: tokens bound to audience, scopes and expiry; products refuse the wrong ones."""
 import json
 
-from sandbox import parse_scenario, Suite
+from sandbox import Suite, parse_scenario
 from tests.support.sandbox_world import World, small_scenario
 
 

@@ -4,9 +4,16 @@ import threading
 
 import pytest
 
-from sandbox import (RealtimeDriver, ScenarioError, Simulation, Suite, load_scenario, parse_scenario,
-                     shipped_scenarios)
-from sandbox import system_clock
+from sandbox import (
+    RealtimeDriver,
+    ScenarioError,
+    Simulation,
+    Suite,
+    load_scenario,
+    parse_scenario,
+    shipped_scenarios,
+    system_clock,
+)
 from sandbox.scenario import SCENARIO_DIR
 from tests.support.sandbox_world import World, small_scenario
 

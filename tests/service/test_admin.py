@@ -4,8 +4,8 @@ from django.core.management import call_command
 
 from placement.why_nobody import UNRECORDED, WHY_NOBODY
 from records.models import REASONS, Board, Suggestion
-from tests.support.admin_pages import change_url
 from tests.conftest import T0, at
+from tests.support.admin_pages import change_url
 from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]

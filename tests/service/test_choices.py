@@ -6,7 +6,13 @@ from django.core.management import call_command
 
 from placement import ladder, why_nobody
 from records.models import (
-    Decision, DecisionReason, OutcomeStatus, Suggestion, SuggestionKind, SuggestionState, TierName,
+    Decision,
+    DecisionReason,
+    OutcomeStatus,
+    Suggestion,
+    SuggestionKind,
+    SuggestionState,
+    TierName,
 )
 from tests.conftest import at
 from tests.support.factories import make_decision

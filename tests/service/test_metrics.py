@@ -6,11 +6,9 @@ import os
 from datetime import timedelta
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
-
-from django.test import override_settings
 
 from records.models import Board, LoopState, RelayOutcome, Suggestion
 from records.store import actions
@@ -18,8 +16,7 @@ from sandbox.clock import rfc3339
 from superdispatch import clients, metrics, tasks
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

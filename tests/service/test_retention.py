@@ -12,7 +12,9 @@ from records.models import Candidate, Decision
 from records.store import actions, retention
 from superdispatch import tasks
 from superdispatch.schedule import (
-    OUTBOX_TASK_NAME, PRUNE_TASK_NAME, ensure_housekeeping_schedule,
+    OUTBOX_TASK_NAME,
+    PRUNE_TASK_NAME,
+    ensure_housekeeping_schedule,
 )
 from tests.conftest import T0
 from tests.service.test_config import GOOD

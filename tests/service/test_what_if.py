@@ -8,8 +8,8 @@ from drf_spectacular.generators import SchemaGenerator
 
 from common.times import iso
 from placement import formulas
-from tests.conftest import T0
 from records.store import what_if
+from tests.conftest import T0
 from tests.support.factories import make_decision
 
 pytestmark = pytest.mark.django_db

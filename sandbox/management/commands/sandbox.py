@@ -18,7 +18,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from sandbox import (
-    RealtimeDriver, Receiver, ReceiverServer, SandboxServers, ScenarioError, Simulation, Suite, load_scenario,
+    RealtimeDriver,
+    Receiver,
+    ReceiverServer,
+    SandboxServers,
+    ScenarioError,
+    Simulation,
+    Suite,
+    load_scenario,
     system_clock,
 )
 from sandbox.suite import PRODUCTS, ProductUrls
