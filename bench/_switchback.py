@@ -345,7 +345,6 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
     lines, right, total = [], 0, 0
     for objective in ("success", "lead"):
         best = best_for(objective, means, kept.labels)
-        metric = "success" if objective == "success" else "lead"
         chosen_by_seed = []
         for s in seeds:
             won, _ = decision_of(kept.experiments[s], objective, burn_in_s)
@@ -509,7 +508,10 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
     hours = hours_lines(kept, burn_in_s)
     for line in hours:
         print("hours to a decision: " + line)
-    verdict = lambda ok: "met" if ok else "MISSED"
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
     print(f"goal: honest estimates: success within {SUCCESS_ERR} of the measured difference: "
           f"{fig['success_err_max']:.3f}, {verdict(fig['success_err_max'] <= SUCCESS_ERR)}; mean lead within "
           f"{LEAD_ERR_PCT:g}%: {fig['lead_err_max_pct']:.1f}%, {verdict(fig['lead_err_max_pct'] <= LEAD_ERR_PCT)}")

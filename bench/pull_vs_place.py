@@ -12,7 +12,6 @@ Run: .venv/bin/python bench/pull_vs_place.py [--scenario busy-quiet] [--minutes 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys

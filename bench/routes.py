@@ -171,7 +171,7 @@ def main() -> None:
                 return False
 
         wait_until(up, 120, "the server's /healthz", bench="routes")
-        print(f"\n| Route | Status | Median | Slowest | Bytes |\n| --- | --- | --- | --- | --- |")
+        print("\n| Route | Status | Median | Slowest | Bytes |\n| --- | --- | --- | --- | --- |")
         figures = {}
         for path in routes(ids):
             status, median, slowest, size = timed(http, base + path, times)

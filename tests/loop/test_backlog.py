@@ -101,7 +101,7 @@ def test_a_card_read_otherwise_than_the_one_that_waited_is_decided(monkeypatch):
     for agent in ("agt_a", "agt_b"):
         pipeline.claim(agent, pipeline.add_card("brd_a").id)
     world.advance(30)
-    first, refused, third = (pipeline.add_card("brd_a"), pipeline.add_card("brd_a", grants=()),
+    first, refused, _ = (pipeline.add_card("brd_a"), pipeline.add_card("brd_a", grants=()),
                              pipeline.add_card("brd_a"))
     decided = count_decisions(monkeypatch)
     summary = world.sweep()

@@ -98,7 +98,7 @@ def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_d
     world = make_world(lane())
     world.opt_in("brd_a")
     first = world.suite.pipeline.add_card("brd_a")
-    second = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()  # agt_a and agt_b each hold one
     world.advance(4)
     world.suite.pipeline.claim("agt_a", first.id)
