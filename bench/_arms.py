@@ -128,7 +128,9 @@ def figures(run: Run) -> dict[str, float]:
         "completed": float(len(lead)),
         "claims": float(len(metrics.claims)),
         "no_shows": float(len(metrics.no_shows)),
-        "held_share": sum(c.reserved for c in metrics.claims) / len(metrics.claims) if metrics.claims else math.nan,
+        "held_share": sum(c.reserved for c in metrics.claims) / len(metrics.claims)
+        if metrics.claims
+        else math.nan,
     }
 
 
@@ -173,7 +175,9 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[st
             mean, half = mean_ci([f[name] for f in results[arm]])
             means.setdefault(arm, {})[name] = mean
             digits = 3 if name in ("success", "skill", "held_share") else 1
-            cells.append(f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}")
+            cells.append(
+                f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}"
+            )
         print(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
     # Every arm runs the same seeds, so its difference from pull, seed by seed, is known far
     # more closely than either mean alone.

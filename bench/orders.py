@@ -94,11 +94,21 @@ def main() -> None:
     means = print_table(results)
     on = frontier(means)
     pull = means["pull"]["lead_mean_s"]
-    print("success against mean lead: " + ", ".join(
-        f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
-        f"({means[arm]['lead_mean_s'] / pull:.3f}x)" + (" [on the frontier]" if arm in on else "") for arm in arms))
-    last_line(" ".join(f"success_{arm}={means[arm]['success']:.3f} lead_mean_{arm}_s={means[arm]['lead_mean_s']:.1f}"
-                   for arm in arms), scenario=scenario.name)
+    print(
+        "success against mean lead: "
+        + ", ".join(
+            f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
+            f"({means[arm]['lead_mean_s'] / pull:.3f}x)" + (" [on the frontier]" if arm in on else "")
+            for arm in arms
+        )
+    )
+    last_line(
+        " ".join(
+            f"success_{arm}={means[arm]['success']:.3f} lead_mean_{arm}_s={means[arm]['lead_mean_s']:.1f}"
+            for arm in arms
+        ),
+        scenario=scenario.name,
+    )
 
 
 if __name__ == "__main__":

@@ -96,9 +96,16 @@ def build(decisions: int) -> dict[str, str]:
     newest = Decision.objects.order_by("-created_at").values_list("id", "board_id", "card_id")[0]
     agent = Candidate.objects.filter(decision_id=newest[0]).values_list("agent_id", flat=True)[0]
     connection.close()
-    return {"decision": newest[0], "board": newest[1], "card": newest[2], "agent": agent,
-            "suggestion": suggestion.id, "model": model.id, "day": (NOW - timedelta(hours=2)).date().isoformat(),
-            "hour": (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {
+        "decision": newest[0],
+        "board": newest[1],
+        "card": newest[2],
+        "agent": agent,
+        "suggestion": suggestion.id,
+        "model": model.id,
+        "day": (NOW - timedelta(hours=2)).date().isoformat(),
+        "hour": (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def routes(ids: dict[str, str]) -> list[str]:

@@ -270,11 +270,14 @@ def main() -> None:
             sys.exit(f"scale bench: the run with {workers} workers failed")
         figures[workers] = result = json.loads(done.stdout.strip().splitlines()[-1])
         relay = result["relay_ms"]
-        print(f"  {workers} worker process(es): sweep {result['sweep_s']:.2f} s, "
-              f"{result['reads']} eligibility reads, {result['holds']} holds, "
-              f"{result['deferred']} boards and {result['unplaced']} cards left; relay during it: {len(relay)} held, "
-              f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
-              f"p99 {percentile(relay, 99):.0f} ms")
+        print(
+            f"  {workers} worker process(es): sweep {result['sweep_s']:.2f} s, "
+            f"{result['reads']} eligibility reads, {result['holds']} holds, "
+            f"{result['deferred']} boards and {result['unplaced']} cards left; "
+            f"relay during it: {len(relay)} held, "
+            f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
+            f"p99 {percentile(relay, 99):.0f} ms"
+        )
         cpu = result["cpu_s"]
         print(f"    CPU during it: sweeps workers {cpu.get('sweeps', 0):.1f} s, PostgreSQL "
               f"{cpu.get('postgres', 0):.1f} s, this process (the stand-in, the relay) "

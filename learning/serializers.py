@@ -68,7 +68,9 @@ class ExcludedSerializer(serializers.Serializer):
     modelPlaced = serializers.IntegerField()
     noChance = serializers.IntegerField()
     noChoice = serializers.IntegerField()
-    runUnknown = serializers.IntegerField(help_text="target succeeded: a held claim whose run is not known yet")
+    runUnknown = serializers.IntegerField(
+        help_text="target succeeded: a held claim whose run is not known yet"
+    )
 
 
 class GateTestSerializer(serializers.Serializer):
@@ -109,7 +111,9 @@ class ShadowEstimateSerializer(serializers.Serializer):
     formula = IntervalSerializer(allow_null=True, help_text="the formula's success, as measured")
     model = IntervalSerializer(allow_null=True, help_text="the model's success, estimated")
     marginLowPct = serializers.FloatField(
-        allow_null=True, help_text="the model's interval's lower end less the formula's rate, in points: what the gate reads")
+        allow_null=True,
+        help_text="the model's interval's lower end less the formula's rate, in points: what the gate reads",
+    )
     notReplayed = NotReplayedSerializer(many=True)
 
 

@@ -287,7 +287,9 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     waiting = None
     formula = rules.declared_formula
     for ranker in formula.rankers:
-        ranking, waiting = RANKERS[ranker](facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
+        ranking, waiting = RANKERS[ranker](
+            facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting
+        )
     candidates = _candidates(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:
@@ -303,7 +305,9 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     if waiting is not None:
         return _decision(facts, tier, candidates, waiting.agent_id, None, rules, waiting=waiting)
     if ranking and May.STEP_ASIDE in formula.may:
-        outlook = _outlook(facts, rules, now, ranking, lone, _fleet(facts, rules, tier, now, pool, verdicts, stage))
+        outlook = _outlook(
+            facts, rules, now, ranking, lone, _fleet(facts, rules, tier, now, pool, verdicts, stage)
+        )
         if outlook is not None and outlook.stepped_aside:
             return _decision(facts, tier, candidates, None, PULL_AS_GOOD, rules, outlook=outlook)
         return _decision(facts, tier, candidates, ranking[0][0], None, rules, outlook=outlook)
@@ -318,12 +322,15 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 
 Ranking = list[tuple[str, Score]]  # agents best first, each with its score
 Verdicts = dict[str, tuple[FilterResult, ...]]
-Stage = dict[str | None, StageHistory] | None  # the eligible's records at the stage, by principal; None: runs unread
+# The eligible's records at the stage, by principal; None: runs unread.
+Stage = dict[str | None, StageHistory] | None
 # A ranker: the card's facts, its filters' verdicts and who passed them all (`eligible`), and the
 # ranking and busy agent so far, to the ranking and busy agent after it. Its arguments come one by
 # one, not in an object, so that running a formula costs a decision no more than calling it.
-RankerRun = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
-                   tuple[Ranking, Waiting | None]]
+RankerRun = Callable[
+    [Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
+    tuple[Ranking, Waiting | None],
+]
 
 
 def _by_record(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
@@ -403,7 +410,9 @@ def _outlook(facts: Facts, rules: Rules, now: datetime, ranking: Ranking, lone: 
     pull, pull_success = racing.expected_s + left, racing.success(ev)
     sure = all(known(agent_id, facts.timing) for agent_id, _ in ranking)
     aside = not lone and sure and steps_aside(best.expected_s, pull, best.success, pull_success)
-    return Outlook(ranking[0][0], best.expected_s, pull, left, aside, best.success, pull_success, fleet_differs)
+    return Outlook(
+        ranking[0][0], best.expected_s, pull, left, aside, best.success, pull_success, fleet_differs
+    )
 
 
 def _waiting(

@@ -36,7 +36,9 @@ MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is
 # A board's window, as `superdispatch/loop/board_windows.py` sets it: its newest outlooks, the
 # fewest that say anything, the share that must find a hold better, the pad on the time to a hold.
 BOARD_NEWEST, BOARD_MIN_OUTLOOKS, BOARD_DIFFERS_SHARE, BOARD_HOLD_PAD_S = 60, 10, 0.2, 2
-P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
+P95_MIN_SAMPLE = (
+    5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
+)
 
 
 # --- What the record holds ---------------------------------------------------------------
@@ -118,9 +120,11 @@ class Known:
         self._events = events
         self._next = 0
         self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
-        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (board, agent): the same
+        # (board, agent): the same
+        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
-        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))  # readyAt to claim, nobody held
+        # readyAt to claim, nobody held
+        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
@@ -132,9 +136,12 @@ class Known:
         # card back from a failed run), None for a card new to the board's lanes; how many.
         self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
             lambda: defaultdict(int))
-        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
-        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): its newest claim's agent, when
-        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # readyAt to winner hold
+        # (board, card): its newest ladder's lane
+        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}
+        # (board, card): its newest claim's agent, when
+        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}
+        # readyAt to winner hold
+        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:
@@ -310,7 +317,9 @@ class Unreplayable(Exception):
     """A decision that cannot be replayed, and why (its message, as the answer lists it)."""
 
 
-Replayer = Callable[[Recorded, Rules, Known, list[tuple[str, Score]]], tuple[list[tuple[str, Score]], Choice | None]]
+Replayer = Callable[
+    [Recorded, Rules, Known, list[tuple[str, Score]]], tuple[list[tuple[str, Score]], Choice | None]
+]
 
 
 def _by_record(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):

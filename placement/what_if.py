@@ -173,8 +173,10 @@ class _Agents:
             return self.pull()
         lanes = self._lanes_shared(able, rate)
         # To three figures, so that the decisions of a quiet stretch share one solution.
-        return _pull_steady_remembered(tuple(self._lane(agents, lane_rate) for agents, lane_rate in lanes),
-                                       self._feeds([(agents.d.board_id, agents.d.stage_key) for agents, _ in lanes]))[0]
+        return _pull_steady_remembered(
+            tuple(self._lane(agents, lane_rate) for agents, lane_rate in lanes),
+            self._feeds([(agents.d.board_id, agents.d.stage_key) for agents, _ in lanes]),
+        )[0]
 
     def _feeds(self, keys: list[tuple[str, str]]) -> tuple:
         """For each lane, the share of its cards that came from each lane among them (by place)."""
@@ -215,7 +217,9 @@ def _able(d: Recorded) -> list[str]:
     """The candidates free to pull the card: failing no filter but those that bar a hold alone
     (busy, holding, a no-show or passed over on our ladder: `Tag.PULL_MAY_CLAIM`)."""
     pull_may_claim = tables().names(Tag.PULL_MAY_CLAIM)
-    return [c.agent_id for c in d.candidates if all(f.passed or f.filter in pull_may_claim for f in c.filters)]
+    return [
+        c.agent_id for c in d.candidates if all(f.passed or f.filter in pull_may_claim for f in c.filters)
+    ]
 
 
 def _fig(value: float) -> float:
@@ -264,7 +268,9 @@ def pull_steady_lanes(lanes: list[Lane], feeds: Sequence[Mapping[int, float]] | 
         load = dict.fromkeys(busy, 0.0)
         moved_on = [lane.let_go(failed=False) for lane in solved]  # as the last round left them
         for i, (lane, fed) in enumerate(zip(solved, feeds)):
-            carried = {j: (share, lane.let_go(failed=True) if j == i else moved_on[j]) for j, share in fed.items()}
+            carried = {
+                j: (share, lane.let_go(failed=True) if j == i else moved_on[j]) for j, share in fed.items()
+            }
             for a, taken in lane.step(busy, carried).items():
                 load[a] += taken
         busy_now = {a: min(taken, RHO_MAX) for a, taken in load.items()}
@@ -319,8 +325,9 @@ class _LaneRace:
         race = [p * (1 - nobody) / found for p in race]  # the quadrature's error kept off the total
         freeing = math.fsum(self.frees)
         raced = [race[i] + nobody * self.frees[i] / freeing for i in range(n)]
-        claim = (math.fsum(w * (p - nobody) for w, p in zip(weights, product))
-                 + nobody * (1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(self.frees, rates)) / freeing))
+        claim = math.fsum(w * (p - nobody) for w, p in zip(weights, product)) + nobody * (
+            1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(self.frees, rates)) / freeing
+        )
         # A card let go by an agent that may take it here is its at once; the rest race.
         place = {a: i for i, a in enumerate(self.ids)}
         kept = [0.0] * n
@@ -370,7 +377,13 @@ def expectation(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, corr
     if correct and d.outcome == "claimed" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
         ran = d.run_status is not None and d.run_ended_at is not None
-        success = 1.0 if d.run_status == "succeeded" else 0.0 if d.run_status == "failed" else agents.outcome_rate(a)
+        success = (
+            1.0
+            if d.run_status == "succeeded"
+            else 0.0
+            if d.run_status == "failed"
+            else agents.outcome_rate(a)
+        )
         run = _seconds(d.run_ended_at - d.outcome_at) if ran else agents.run(a)
         return Expectation(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
                        0.0, 0.0 if ran else run * run, observed=True)
@@ -395,7 +408,9 @@ def expectation(choice: Choice, d: Recorded, agents: _Agents, rules: Rules, corr
     return _modelled(success, claim, attempt, observed=False)
 
 
-def corrected(model: Expectation, expected: Expectation, measured: Expectation, *, agree: bool) -> Expectation:
+def corrected(
+    model: Expectation, expected: Expectation, measured: Expectation, *, agree: bool
+) -> Expectation:
     """A formula's expectation with the recorded outcome's correction: where it chose as the record
     did, what the record measured; where it chose otherwise, what was measured plus the model's
     difference between its choice and the recorded one (`expected`), so that whatever the model
@@ -413,7 +428,9 @@ def corrected(model: Expectation, expected: Expectation, measured: Expectation, 
 
 
 def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Expectation:
-    return Expectation(success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed)
+    return Expectation(
+        success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed
+    )
 
 
 def _bernoulli(p: float) -> float:
@@ -530,8 +547,15 @@ def rehold(measured: Expectation, d: Recorded, agents: _Agents, rules: Rules, ho
         return measured  # claimed by another before either hold was over
     pull_success, pull_claim, pull_run = agents.pull()
     claim = hold_s + pull_claim
-    return Expectation(pull_success, claim, claim + pull_run, _bernoulli(pull_success), 0.0, pull_run * pull_run,
-                   observed=True)
+    return Expectation(
+        pull_success,
+        claim,
+        claim + pull_run,
+        _bernoulli(pull_success),
+        0.0,
+        pull_run * pull_run,
+        observed=True,
+    )
 
 
 def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
@@ -548,7 +572,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     known = Known(decisions)
     rules_other = replace(other_rules or rules, formula=formula.recorded)
     judged: list[Replay | str] = []
-    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: each outlook's fleet_differs
+    # By board: each outlook's fleet_differs.
+    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
     for d in decisions:
         if since is not None and d.at < since:
             continue

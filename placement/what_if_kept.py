@@ -118,8 +118,13 @@ class KeptWhatIf:
         """Bring the replays up to date from the checkpoint; False, with nothing replayed, where
         a change comes before it."""
         if start is not None:  # a decision before the record's start is no part of it
-            pairs = [(o if o is not None and o.at >= start else None, n if n is not None and n.at >= start else None)
-                     for o, n in pairs]
+            pairs = [
+                (
+                    o if o is not None and o.at >= start else None,
+                    n if n is not None and n.at >= start else None,
+                )
+                for o, n in pairs
+            ]
             pairs = [(o, n) for o, n in pairs if o is not None or n is not None]
         moved = [t for old, new in pairs if (t := _changed_at(old, new)) is not None]
         first_change = min(moved, default=None)

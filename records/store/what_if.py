@@ -164,7 +164,9 @@ def _terms(score: Any) -> ScoreTerms | None:
     if not isinstance(score, dict):
         return None
     terms = score.get("terms") or {}
-    return ScoreTerms(terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS"))
+    return ScoreTerms(
+        terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS")
+    )
 
 
 def _stage(value: Any) -> StageHistory | None:

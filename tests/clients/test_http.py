@@ -286,7 +286,9 @@ def test_a_call_is_sent_as_requests_would_prepare_it(method, path, params, body,
     assert length == (str(len(ours.body)) if ours.body else (None if method == "GET" else "0"))
     theirs.headers.pop("Content-Length", None)
     assert dict(ours.headers) == dict(theirs.headers)
-    assert (json.loads(ours.body) if ours.body else None) == (json.loads(theirs.body) if theirs.body else None)
+    assert (json.loads(ours.body) if ours.body else None) == (
+        json.loads(theirs.body) if theirs.body else None
+    )
 
 
 def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(suite, naps):

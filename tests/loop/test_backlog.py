@@ -207,10 +207,23 @@ def test_what_a_read_says_is_of_the_agents_the_filters_read():
     from placement.why_nobody import WAITING_ON_LOAD as WAITING
     from superdispatch.loop.backlog import Backlog
 
-    card = Card("brd_a", "card_1", "review", Requires(("code-review",)), None, datetime(2026, 11, 13, tzinfo=timezone.utc))
+    card = Card(
+        "brd_a",
+        "card_1",
+        "review",
+        Requires(("code-review",)),
+        None,
+        datetime(2026, 11, 13, tzinfo=timezone.utc),
+    )
     plain = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", True))
-    off_roster = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", False, ("grant_denied",)))
-    on_roster = (AgentVerdict("agt_a", "prn_a", False, ("grant_denied",)), AgentVerdict("agt_x", "prn_x", True))
+    off_roster = (
+        AgentVerdict("agt_a", "prn_a", True),
+        AgentVerdict("agt_x", "prn_x", False, ("grant_denied",)),
+    )
+    on_roster = (
+        AgentVerdict("agt_a", "prn_a", False, ("grant_denied",)),
+        AgentVerdict("agt_x", "prn_x", True),
+    )
 
     def decided(considered, reads) -> list[int]:
         backlog, made = Backlog(Rules(), lambda: None), []

@@ -1,4 +1,6 @@
-"""Properties that hold for any facts: the chosen passed everything and ranks first, and order never matters."""
+"""Properties that hold for any facts: the chosen passed everything and ranks first, and order never
+matters."""
+
 import random
 from dataclasses import replace
 
@@ -13,8 +15,11 @@ from placement.load import DIRECT, ROSTER
 from tests.support.placement import NOW, ago, card, load_row, roster_row, run, station, verdict
 
 AGENTS = [f"agt_{i:02d}" for i in range(12)]
-REASONS = st.just([]) | st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "concurrency_reached", "other"]),
-                   max_size=2, unique=True)
+REASONS = st.just([]) | st.lists(
+    st.sampled_from(["capability_mismatch", "grant_denied", "concurrency_reached", "other"]),
+    max_size=2,
+    unique=True,
+)
 
 
 @st.composite

@@ -128,8 +128,14 @@ def test_load_does_not_wait_when_the_agent_also_fails_for_another_reason():
 
 
 def test_off_roster_agents_never_make_a_card_wait():
-    facts = with_rows(board(), eligibility=[verdict("agt_ada", "grant_denied"), verdict("agt_bob", "grant_denied"),
-                                            verdict("agt_eli", "concurrency_reached")])
+    facts = with_rows(
+        board(),
+        eligibility=[
+            verdict("agt_ada", "grant_denied"),
+            verdict("agt_bob", "grant_denied"),
+            verdict("agt_eli", "concurrency_reached"),
+        ],
+    )
     assert decided(facts).reason == "none-eligible"
 
 

@@ -153,7 +153,9 @@ def test_policy_decide_needs_the_policy_scope():
 
 
 def test_policy_decide_accepts_the_service_credential_itself(world):
-    status, _ = world.call("POST", "accounts", "/api/policy/decide", _question("agt_ada"), token=world.suite.credential)
+    status, _ = world.call(
+        "POST", "accounts", "/api/policy/decide", _question("agt_ada"), token=world.suite.credential
+    )
     assert status == 200
 
 
