@@ -4,8 +4,13 @@ Imports no view: DRF loads the renderers named in REST_FRAMEWORK while `rest_fra
 is being imported."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.conf import settings
 from rest_framework.renderers import BrowsableAPIRenderer
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
 
 NO_ROUTE = "No route"  # the catch-all view's name (common.views.NoRoute)
 
@@ -19,11 +24,12 @@ class BrowsableAPI(BrowsableAPIRenderer):
     `main` landmark (DRF nests a second inside the first), and each `pre`, which scrolls
     sideways under a long answer, can take the keyboard's focus."""
 
-    def get_breadcrumbs(self, request):
+    def get_breadcrumbs(self, request: Request) -> list[tuple[str, str]]:
         return [(name, url) for name, url in super().get_breadcrumbs(request) if name != NO_ROUTE]
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        page = super().render(data, accepted_media_type, renderer_context)
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: dict[str, Any] | None = None) -> str:
+        page: str = super().render(data, accepted_media_type, renderer_context)
         return (page.replace("<html>", f'<html lang="{settings.LANGUAGE_CODE}">', 1)
                 .replace('<div class="content-main" role="main" ', '<div class="content-main" ', 1)
                 .replace('<pre class="prettyprint">', '<pre class="prettyprint" tabindex="0">'))
