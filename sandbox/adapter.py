@@ -1,6 +1,7 @@
 """A `requests` transport that answers the suite's URLs in-process, with no sockets."""
 from __future__ import annotations
 
+import io
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -43,7 +44,7 @@ class SandboxAdapter(BaseAdapter):
         response.status_code = status
         response.reason = HTTPStatus(status).phrase
         response.headers = CaseInsensitiveDict({**headers, "Content-Length": str(len(data))})
-        response._content = data
+        response.raw = io.BytesIO(data)  # read as a body off the wire is, through public API
         response.encoding = "utf-8"
         response.url = request.url
         response.request = request

@@ -23,7 +23,8 @@ from records.models import (
     LoopState,
     Suggestion,
 )
-from records.store import actions, rollups
+from records.store import rollups
+from records.store.actions.rollups import do_roll_up
 from records.store.rollups import (
     AGENT_SUMS,
     BANDS,
@@ -98,7 +99,7 @@ class Span:
 
     @classmethod
     def read(cls, rng: Range, now: datetime) -> Span:
-        actions.do_roll_up(now)
+        do_roll_up(now)
         edges = Edges.of(rng, now)
         boards = rollups.board_rows(edges.partial, trunc=None)
         times = rollups.time_rows(edges.partial, rng.trunc)

@@ -11,8 +11,9 @@ import statistics
 from learning.core.shadow import ShadowDecision, estimated, gate, report
 from placement import Rules
 from placement.formulas import DEFAULT
+from placement.intervals import Z95
 from placement.replay import Choice
-from placement.what_if import Z95, what_if
+from placement.what_if import what_if
 from tests.placement.test_what_if import decision, idle
 
 # Before the window: each agent's one hold claimed (in 4 s and 8 s) and its run succeeded, so

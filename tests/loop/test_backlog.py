@@ -55,7 +55,7 @@ def test_the_bound_is_on_by_default():
 
 def test_five_thousand_ready_cards_and_three_idle_agents_cost_three_decisions(monkeypatch):
     world = make_world(lane(agents=("agt_a", "agt_b", "agt_c")))  # the default settings
-    assert world.loop.cfg.backlog_bound == "on"
+    assert world.loop.cfg.backlog_bound is True
     world.opt_in("brd_a")
     cards = [world.suite.pipeline.add_card("brd_a") for _ in range(5000)]
     reads = count_eligibility_reads(world, monkeypatch)

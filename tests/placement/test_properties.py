@@ -7,8 +7,8 @@ from dataclasses import replace
 from hypothesis import given, settings, strategies as st
 
 from placement import Rules, decide
+from placement.candidate_records import Candidates
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
-from placement.decision import Candidates
 from placement.facts import Facts, HoldLog, Ladder, StationNeeds
 from placement.filtering import tables
 from placement.load import DIRECT, ROSTER
