@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ from bench._common import (  # noqa: E402
     free_port,
     fresh_database,
     start_make_run,
+    stop_make_run,
     temp_dir,
     workspace,
 )
@@ -155,11 +155,7 @@ def main() -> None:
         last_line(f"next_sweep_s={next_sweep:.1f} longest_gap_s={longest:.1f} "
                   f"queued_at_end={sum(waiting.values())} burst_s={took:.1f}")
     finally:
-        honcho.send_signal(signal.SIGTERM)  # honcho ends every process it started
-        try:
-            honcho.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            honcho.kill()
+        stop_make_run(honcho)
         from django.db import connection
 
         connection.close()

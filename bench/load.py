@@ -43,7 +43,6 @@ import argparse
 import hashlib
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -67,6 +66,7 @@ from bench._common import (  # noqa: E402
     percentile,
     signed_headers,
     start_make_run,
+    stop_make_run,
     temp_dir,
 )
 from bench._fleet import RELAY_BOARD, scenario  # noqa: E402
@@ -425,11 +425,7 @@ def main() -> None:
         late = [max(0.0, gap - SWEEP_S) for gap in gaps]
     finally:
         done.set()
-        honcho.send_signal(signal.SIGTERM)  # honcho ends every process it started
-        try:
-            honcho.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            honcho.kill()
+        stop_make_run(honcho)
         servers.stop()
         drop_database("postgres", args.database)
 

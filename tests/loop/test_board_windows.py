@@ -60,11 +60,7 @@ def test_the_documented_formula_keeps_the_configured_window_whatever_the_outlook
 @pytest.mark.django_db
 @pytest.mark.storage
 def test_its_decisions_record_their_outlook_and_the_api_answers_it_with_its_words(api):
-    world = make_world(lane(), formula=NEW)
-    world.opt_in("brd_a")
-    card = world.suite.pipeline.add_card("brd_a")
-    world.sweep()
-    decision = world.decisions(card_id=card.id)[0]
+    decision = make_world(lane(), formula=NEW).decide_a_card()
     assert decision.policy == NEW and decision.outlook is not None
     answer = api.get(f"/v1/decisions/{decision.id}").json()["decision"]
     assert answer["outlook"] == decision.outlook

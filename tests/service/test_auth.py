@@ -11,14 +11,13 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import get_resolver
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from access.auth import NamedTokenAuthentication
 from common import auth
 from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication, token_matches
-from common.renderers import BrowsableAPI
+from common.renderers import BrowsableAPI, JSONRenderer
 from common.scopes import ScopeRequired
 from common.views import CredentialFirst
 from records.models import Board, LoopState, Suggestion
