@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
 import statistics
-import signal
 import subprocess
 import sys
 import tempfile

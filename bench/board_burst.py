@@ -35,7 +35,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, ROOT, base_env, count_arg, fresh_database, free_port, start_make_run, stop_make_run, temp_dir,
+    PYTHON,
+    ROOT,
+    base_env,
+    count_arg,
+    free_port,
+    fresh_database,
+    start_make_run,
+    stop_make_run,
+    temp_dir,
     workspace,
 )
 from bench._results import last_line  # noqa: E402

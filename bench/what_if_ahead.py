@@ -106,9 +106,9 @@ def main() -> None:
     from common.config import rules_from
     from records.models import BoardWhatIf
     from records.store import dashboard
+    from records.store.actions import what_if
     from records.store.actions.rollups import do_roll_up
     from records.store.actions.what_if import do_what_if_ahead
-    from records.store.actions import what_if
 
     try:
         call_command("migrate", verbosity=0)
@@ -149,9 +149,11 @@ def main() -> None:
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    last_line(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
-              f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
-              f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}")
+    last_line(
+        f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
+        f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
+        f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}"
+    )
 
 
 if __name__ == "__main__":

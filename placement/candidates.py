@@ -114,8 +114,11 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         disabled=roster.disabled,
         rows=rows,
         verdicts=verdicts,
-        objections={agent_id: verdict for agent_id in in_set if (verdict := verdicts.get(agent_id)) is not None
-                    and (verdict.reasons or not verdict.eligible)},
+        objections={
+            agent_id: verdict
+            for agent_id in in_set
+            if (verdict := verdicts.get(agent_id)) is not None and (verdict.reasons or not verdict.eligible)
+        },
         loads=loads,
         unhealthy=unhealthy,
         full=full,
@@ -165,7 +168,9 @@ _judgements: IdentityMemo[Judged] = IdentityMemo(4)
 _load_reads: IdentityMemo[Reported] = IdentityMemo(4)
 
 
-def _shared(memo: IdentityMemo[Reported], read: Sequence, key: tuple, work: Callable[[], Reported]) -> Reported:
+def _shared(
+    memo: IdentityMemo[Reported], read: Sequence, key: tuple, work: Callable[[], Reported]
+) -> Reported:
     return memo.get(read, key, work) if type(read) is tuple else work()
 
 

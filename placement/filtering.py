@@ -44,7 +44,9 @@ class Tag(StrEnum):
     NO_ROOM = "no-room"  # a load filter that says the agent has no room for more work
     HOLD = "hold"  # a load filter that ends with a hold's window: the surest to pass by a later pass
     UNRELIABLE = "unreliable"  # turned away for how the agent has behaved: unwell, or letting holds lapse
-    PULL_MAY_CLAIM = "pull-may-claim"  # bars a hold alone: under pull the agent may claim the card all the same
+    PULL_MAY_CLAIM = (
+        "pull-may-claim"  # bars a hold alone: under pull the agent may claim the card all the same
+    )
 
 
 class FilterResult(NamedTuple):

@@ -77,7 +77,9 @@ class RecentLapses(NamedTuple):
 
 def _recent_lapses(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> RecentLapses:
     """Facts.holds.lapses, and the no-show window and count of the rules."""
-    return RecentLapses(facts.holds.lapses, now - timedelta(seconds=rules.no_show_window_s), rules.no_show_count)
+    return RecentLapses(
+        facts.holds.lapses, now - timedelta(seconds=rules.no_show_window_s), rules.no_show_count
+    )
 
 
 def _passed_over(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset[str]:
@@ -193,9 +195,21 @@ def policy(pool: Pool, answers: PolicyAnswers | None) -> Verdicts:
             *((FilterResult(POLICY.name, False, why), agent_ids) for why, agent_ids in refused.items())]
 
 
-POLICY = declare(Filter("policy", (POLICY_DENIED, POLICY_UNREAD, NO_PRINCIPAL), 90, {Tag.POLICY}, _policy,
-                        policy, words=("the dispatch policy denied it", "the dispatch policy could not be read",
-                                       "no principal for the dispatch policy to judge")))
+POLICY = declare(
+    Filter(
+        "policy",
+        (POLICY_DENIED, POLICY_UNREAD, NO_PRINCIPAL),
+        90,
+        {Tag.POLICY},
+        _policy,
+        policy,
+        words=(
+            "the dispatch policy denied it",
+            "the dispatch policy could not be read",
+            "no principal for the dispatch policy to judge",
+        ),
+    )
+)
 
 
 def health(pool: Pool, unhealthy: frozenset[str]) -> Verdicts:

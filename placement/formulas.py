@@ -187,6 +187,14 @@ WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, B
 # Opt-in: it weighs the whole lead time, steps aside where pull is expected to do as well, holds a
 # lone idle candidate, sizes each hold by its agent's time to claim, and sets each board's
 # placement window from whether its fleet differs (`lead.py`, `superdispatch/loop/board_windows.py`).
-PULL_AWARE = declare(Formula("pull-aware", 1, "pull-aware", (BY_RECORD, BY_PULL), needs={Need.RUNS, Need.TIMING},
-                             may={May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW},
-                             former_labels=("new",)))
+PULL_AWARE = declare(
+    Formula(
+        "pull-aware",
+        1,
+        "pull-aware",
+        (BY_RECORD, BY_PULL),
+        needs={Need.RUNS, Need.TIMING},
+        may={May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW},
+        former_labels=("new",),
+    )
+)

@@ -28,7 +28,9 @@ class IdentityMemo(Generic[T]):
             return remembered[1]
         return self._remember(shared, key, work())
 
-    def get_each(self, shared: Iterable[tuple], key: tuple[Hashable, ...], work: Callable[[tuple], T]) -> list[T]:
+    def get_each(
+        self, shared: Iterable[tuple], key: tuple[Hashable, ...], work: Callable[[tuple], T]
+    ) -> list[T]:
         """The answer for each tuple, in order, worked out only for those not remembered."""
         answers = self._answers_for(key)
         found = []

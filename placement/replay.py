@@ -2,12 +2,12 @@
 
 Each replayed decision is the first step of a card's ladder that had a choice to make: agents
 eligible to hold for, and more than one rostered agent able to take the card. It is run through
-the other formula's rankers (each one's replay, `rankers.py`) on its own recorded facts (each candidate's filters, score terms and
-stage record); a fact the formula needs that the record does not hold, such as how soon an agent
-claims and how long it runs, or a busy agent's record at the stage, is rebuilt from what the
-record showed *before* the decision (`Known`): a claim counts from its claim time, a run from
-its end, so nothing that happened after the decision is read. What each formula would have
-made of its choice is `what_if.py`'s.
+the other formula's rankers (each one's replay, `rankers.py`) on its own recorded facts (each
+candidate's filters, score terms and stage record); a fact the formula needs that the record does
+not hold, such as how soon an agent claims and how long it runs, or a busy agent's record at the
+stage, is rebuilt from what the record showed *before* the decision (`Known`): a claim counts from
+its claim time, a run from its end, so nothing that happened after the decision is read. What each
+formula would have made of its choice is `what_if.py`'s.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from .filtering import FilterResult
 from .ladder import WINNER
 from .rules import Rules
 from .scoring import ScoreTerms
-from .stats import median, percentile
 from .stage_runs import StageHistory, stage_history
+from .stats import median, percentile
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
 
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
@@ -33,7 +33,9 @@ MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is
 # A board's window, as `superdispatch/loop/board_windows.py` sets it: its newest outlooks, the
 # fewest that say anything, the share that must find a hold better, the pad on the time to a hold.
 BOARD_NEWEST, BOARD_MIN_OUTLOOKS, BOARD_DIFFERS_SHARE, BOARD_HOLD_PAD_S = 60, 10, 0.2, 2
-P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
+P95_MIN_SAMPLE = (
+    5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
+)
 
 
 # --- What the record holds ---------------------------------------------------------------
@@ -115,9 +117,11 @@ class Known:
         self._events = events
         self._next = 0
         self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
-        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (board, agent): the same
+        # (board, agent): the same
+        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
-        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))  # readyAt to claim, nobody held
+        # readyAt to claim, nobody held
+        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
@@ -129,9 +133,12 @@ class Known:
         # card back from a failed run), None for a card new to the board's lanes; how many.
         self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
             lambda: defaultdict(int))
-        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
-        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): its newest claim's agent, when
-        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # readyAt to winner hold
+        # (board, card): its newest ladder's lane
+        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}
+        # (board, card): its newest claim's agent, when
+        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}
+        # readyAt to winner hold
+        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:

@@ -38,9 +38,14 @@ class Score(NamedTuple):
         return {"total": self.total, "terms": self.terms.to_record()}
 
 
-def terms(eligible: Iterable[str], principals: Mapping[str, str], stage: Mapping[str | None, StageHistory] | None,
-          settled: Mapping[str, tuple[int, int]], loads: Mapping[str, LoadShape], now: datetime,
-          ) -> dict[str, ScoreTerms]:
+def terms(
+    eligible: Iterable[str],
+    principals: Mapping[str, str],
+    stage: Mapping[str | None, StageHistory] | None,
+    settled: Mapping[str, tuple[int, int]],
+    loads: Mapping[str, LoadShape],
+    now: datetime,
+) -> dict[str, ScoreTerms]:
     """What each eligible agent is ranked by:
 
     - its record at the stage (`stage_runs.py`), by its principal; None for everyone when the

@@ -67,7 +67,8 @@ def agents_lacking(
 class StationAnswers(NamedTuple):
     """What each station of a registry lacks of one stage's needs; None for one that meets them all."""
 
-    lacking: dict[str, Lacking | None]  # by station id, every station the registry lists; shared: never change it
+    # By station id, every station the registry lists; shared: never change it.
+    lacking: dict[str, Lacking | None]
     unlisted: Lacking | None  # a station the registry does not list, or no station at all
 
 

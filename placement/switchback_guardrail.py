@@ -30,10 +30,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Guardrail:  # the operator's bounds; defaults deliberately conservative
-    success_drop: float = 0.05  # drop an arm whose success is below pull's by more than this, beyond the bound
+    success_drop: float = (
+        0.05  # drop an arm whose success is below pull's by more than this, beyond the bound
+    )
     lead_ratio: float = 1.15  # ... or whose mean lead exceeds pull's by this ratio, beyond the bound
     alpha: float = 0.05  # the chance over the whole schedule of dropping an arm within those margins
-    design_effect: float = 2.0  # the cards' own squared error is widened by this, as cards in a block share supply
+    design_effect: float = (
+        2.0  # the cards' own squared error is widened by this, as cards in a block share supply
+    )
     min_blocks: int = 2  # blocks each of the arm and pull need before it is judged
 
     def __post_init__(self) -> None:
@@ -119,6 +123,11 @@ def _lead_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float
     lowest = math.exp(log_ratio - z * _spread(a, p, guardrail.design_effect, a.value ** 2, p.value ** 2))
     if lowest <= guardrail.lead_ratio:
         return None
-    return Drop(arm.arm, "lead", math.exp(log_ratio), lowest,
-                f"mean lead {math.exp(log_ratio):.2f}x pull's, at least {lowest:.2f}x by the sequential bound: "
-                f"over {guardrail.lead_ratio}x after {a.blocks} blocks")
+    return Drop(
+        arm.arm,
+        "lead",
+        math.exp(log_ratio),
+        lowest,
+        f"mean lead {math.exp(log_ratio):.2f}x pull's, at least {lowest:.2f}x by the sequential bound: "
+        f"over {guardrail.lead_ratio}x after {a.blocks} blocks",
+    )

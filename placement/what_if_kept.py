@@ -18,9 +18,9 @@ the newest decision, so a decision left open for ever does not hold it back.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import fields, replace
 from datetime import datetime, timedelta, timezone
-from bisect import bisect_left, insort
 from operator import attrgetter, itemgetter
 from typing import Mapping, Sequence
 
@@ -118,8 +118,13 @@ class KeptWhatIf:
         """Bring the replays up to date from the checkpoint; False, with nothing replayed, where
         a change comes before it."""
         if start is not None:  # a decision before the record's start is no part of it
-            pairs = [(o if o is not None and o.at >= start else None, n if n is not None and n.at >= start else None)
-                     for o, n in pairs]
+            pairs = [
+                (
+                    o if o is not None and o.at >= start else None,
+                    n if n is not None and n.at >= start else None,
+                )
+                for o, n in pairs
+            ]
             pairs = [(o, n) for o, n in pairs if o is not None or n is not None]
         moved = [t for old, new in pairs if (t := _changed_at(old, new)) is not None]
         first_change = min(moved, default=None)

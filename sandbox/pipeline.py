@@ -2,10 +2,10 @@
 
 An agent may claim a card only where its grants admit it: the agent's own (the boards it may
 claim on) and, where the card has one, the card's own grant (the agents it admits); either
-refusing is `grant_denied`. A claim takes the highest-priority, then oldest-ready card an agent may claim, except that a
-card held for the agent comes first. A hold lapses on its own; a board's placement window
-keeps a newly ready card from pull (but not from its held agent) for that many seconds. What it
-keeps of boards, cards and agents is `pipeline_state.py`'s.
+refusing is `grant_denied`. A claim takes the highest-priority, then oldest-ready card an agent may
+claim, except that a card held for the agent comes first. A hold lapses on its own; a board's
+placement window keeps a newly ready card from pull (but not from its held agent) for that many
+seconds. What it keeps of boards, cards and agents is `pipeline_state.py`'s.
 """
 from __future__ import annotations
 
@@ -27,7 +27,12 @@ MAX_PLACEMENT_WINDOW_SECONDS = 30
 
 def _verdict_json(agent: WorkspaceAgent, reasons: list[str]) -> dict:
     """One agent's verdict in the eligibility answer."""
-    return {"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons, "reasons": reasons}
+    return {
+        "agentId": agent.id,
+        "principalId": agent.principal_id,
+        "eligible": not reasons,
+        "reasons": reasons,
+    }
 
 
 class Pipeline:
@@ -120,9 +125,15 @@ class Pipeline:
 
     def judged(self, agent: WorkspaceAgent, card: Card) -> list[str]:
         """SuperPipeline's reasons the agent may not claim the card, as eligibility gives them."""
-        return self._reasons(agent, card.board_id, stage_requires(self.boards[card.board_id].stage(card.stage_key)),
-                             not self.in_lane(card), self.live_reservation(card),
-                             {agent.id: self._working_count(agent.id, card.board_id)}, card.grants)
+        return self._reasons(
+            agent,
+            card.board_id,
+            stage_requires(self.boards[card.board_id].stage(card.stage_key)),
+            not self.in_lane(card),
+            self.live_reservation(card),
+            {agent.id: self._working_count(agent.id, card.board_id)},
+            card.grants,
+        )
 
     def refusal(self, agent_id: str, card: Card) -> str | None:
         """Why a claim by this agent would be refused now, or None when it would succeed."""
@@ -155,15 +166,23 @@ class Pipeline:
             ]
         if not claimable:
             return None
-        held = [c for c in claimable if (r := self.live_reservation(c)) is not None and r.agent_id == agent_id]
+        held = [
+            c for c in claimable if (r := self.live_reservation(c)) is not None and r.agent_id == agent_id
+        ]
         if held:
             return min(held, key=lambda c: (c.ready_at, c.seq))
         return min(claimable, key=lambda c: (-c.priority, c.ready_at, c.seq))
 
     # -- changes --------------------------------------------------------------------------
 
-    def add_card(self, board_id: str, title: str | None = None, priority: int = 0, stage_key: str | None = None,
-                 grants: Iterable[str] | None = None) -> Card:
+    def add_card(
+        self,
+        board_id: str,
+        title: str | None = None,
+        priority: int = 0,
+        stage_key: str | None = None,
+        grants: Iterable[str] | None = None,
+    ) -> Card:
         """A new card, ready in its stage (the board's first stage unless named); `grants`: the
         agents its own grant admits (None: no grant of its own)."""
         board = self.board(board_id)
@@ -265,8 +284,14 @@ class Pipeline:
         board = self.board(board_id)
         if not isinstance(agent_id, str) or not agent_id:
             raise Refused(400, "invalid_request", "agentId is required")
-        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_RESERVATION_SECONDS:
-            raise Refused(400, "invalid_request", f"seconds must be a whole number from 1 to {MAX_RESERVATION_SECONDS}")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or not 1 <= seconds <= MAX_RESERVATION_SECONDS
+        ):
+            raise Refused(
+                400, "invalid_request", f"seconds must be a whole number from 1 to {MAX_RESERVATION_SECONDS}"
+            )
         card = board.cards.get(card_id)
         if card is None:
             raise Refused(404, "card_not_found", f"no card {card_id} on {board_id}")
@@ -287,8 +312,14 @@ class Pipeline:
 
     def set_placement_window(self, board_id: str, seconds: Any) -> int:
         board = self.board(board_id)
-        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= MAX_PLACEMENT_WINDOW_SECONDS:
-            raise Refused(400, "invalid_request", f"placementWindowSeconds must be 0 to {MAX_PLACEMENT_WINDOW_SECONDS}")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or not 0 <= seconds <= MAX_PLACEMENT_WINDOW_SECONDS
+        ):
+            raise Refused(
+                400, "invalid_request", f"placementWindowSeconds must be 0 to {MAX_PLACEMENT_WINDOW_SECONDS}"
+            )
         board.placement_window_seconds = seconds
         return seconds
 
@@ -296,7 +327,9 @@ class Pipeline:
         """The card waits afresh in a stage: a new readyAt, so a new ladder."""
         now = self.clock()
         card.stage_key = stage.key
-        card.state = {"capability": "submitted", "agent": "submitted", "human": "input-required"}[stage.owner_kind]
+        card.state = {"capability": "submitted", "agent": "submitted", "human": "input-required"}[
+            stage.owner_kind
+        ]
         card.delegate_agent_id = stage.owner if stage.owner_kind == "agent" else None
         card.ready_at = card.updated_at = now
         card.claimed_at = None
@@ -363,9 +396,13 @@ class Pipeline:
                 working_here[agent_id] = count
         not_ready = not self.in_lane(card)
         if not_ready or held is not None or card.grants is not None:
-            verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires, not_ready, held, working_here,
-                                                           card.grants))
-                        for agent in self.agents_by_id()]
+            verdicts = [
+                _verdict_json(
+                    agent,
+                    self._reasons(agent, board_id, requires, not_ready, held, working_here, card.grants),
+                )
+                for agent in self.agents_by_id()
+            ]
         else:
             agents, verdicts, at = self._judged_here(board_id, requires)
             at_capacity = [at[agent_id] for agent_id, count in working_here.items()
@@ -374,7 +411,11 @@ class Pipeline:
                 verdicts = list(verdicts)
                 for i in at_capacity:
                     plain = verdicts[i]
-                    verdicts[i] = {**plain, "eligible": False, "reasons": [*plain["reasons"], "concurrency_reached"]}
+                    verdicts[i] = {
+                        **plain,
+                        "eligible": False,
+                        "reasons": [*plain["reasons"], "concurrency_reached"],
+                    }
         return {"cardId": card.id, "stageKey": card.stage_key, "requires": requires, "agents": verdicts}
 
     def encoded_verdicts(self, verdicts: list[dict]) -> list[dict] | msgspec.Raw:
@@ -390,7 +431,9 @@ class Pipeline:
             return raw
         return verdicts
 
-    def _judged_here(self, board_id: str, requires: dict) -> tuple[list[WorkspaceAgent], list[dict], dict[str, int]]:
+    def _judged_here(
+        self, board_id: str, requires: dict
+    ) -> tuple[list[WorkspaceAgent], list[dict], dict[str, int]]:
         """Every agent's verdict on a ready, unheld card of this board and stage requirement
         with nobody working it: its capability and grants alone (which an agent has from the
         moment it joins). Worked out again when the workspace gains an agent."""
@@ -467,7 +510,9 @@ def _card_json(card: Card) -> dict:
         "readyAt": rfc3339(card.ready_at),
         "claimedAt": rfc3339(card.claimed_at),
         "archivedAt": rfc3339(card.archived_at),
-        "reservation": {"agentId": held.agent_id, "reservedUntil": rfc3339(held.reserved_until)} if held else None,
+        "reservation": {"agentId": held.agent_id, "reservedUntil": rfc3339(held.reserved_until)}
+        if held
+        else None,
         "createdAt": rfc3339(card.created_at),
         "updatedAt": rfc3339(card.updated_at),
         "attemptCount": card.attempt_count,

@@ -23,7 +23,14 @@ from records.api.explain import explain
 from records.console import experiments as experiment_pages
 from records.console.pages import agent_url
 from records.models import (
-    Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
+    Board,
+    Candidate,
+    Decision,
+    Experiment,
+    LoopState,
+    OutboxEvent,
+    Suggestion,
+    SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
 from records.store import dashboard, outbox

@@ -8,7 +8,11 @@ import pytest
 import requests
 
 from superdispatch.clients import (
-    Accounts, BadShape, Refused, SuperPipeline, Unavailable,
+    Accounts,
+    BadShape,
+    Refused,
+    SuperPipeline,
+    Unavailable,
 )
 from superdispatch.clients.http import Http
 

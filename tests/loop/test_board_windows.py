@@ -33,8 +33,12 @@ def test_a_fleet_differs_where_holds_beat_pull_often_enough_the_window_left_out(
 
 @pytest.mark.django_db
 @pytest.mark.storage
-@pytest.mark.parametrize("verdict, least, expected", [(None, 0, 0), (None, 2, 2), (True, 0, 10), (False, 0, 0), (False, 3, 3)])
-def test_each_board_gets_the_window_its_evidence_asks_for_within_the_bounds(monkeypatch, verdict, least, expected):
+@pytest.mark.parametrize(
+    "verdict, least, expected", [(None, 0, 0), (None, 2, 2), (True, 0, 10), (False, 0, 0), (False, 3, 3)]
+)
+def test_each_board_gets_the_window_its_evidence_asks_for_within_the_bounds(
+    monkeypatch, verdict, least, expected
+):
     monkeypatch.setattr(board_windows, "differs", lambda outlooks: verdict)
     world = make_world(lane(), formula=NEW, placement_window_min_seconds=least)
     world.opt_in("brd_a")

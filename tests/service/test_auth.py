@@ -14,15 +14,15 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from records.models import Board, LoopState, Suggestion
+from access.auth import NamedTokenAuthentication
 from common import auth
 from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication, token_matches
 from common.renderers import BrowsableAPI, JSONRenderer
+from common.scopes import ScopeRequired
+from common.views import CredentialFirst
+from records.models import Board, LoopState, Suggestion
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import T0
-from common.views import CredentialFirst
-from access.auth import NamedTokenAuthentication
-from common.scopes import ScopeRequired
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

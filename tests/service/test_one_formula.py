@@ -21,7 +21,9 @@ PLAIN = "plain-record@1"
 @pytest.fixture
 def plain():
     """A test-only formula: the documented ranking under a name and label of its own."""
-    with formulas.declared(Formula("plain-record", 1, "plain", (BY_RECORD,), needs={Need.RUNS})) as (declared,):
+    with formulas.declared(Formula("plain-record", 1, "plain", (BY_RECORD,), needs={Need.RUNS})) as (
+        declared,
+    ):
         yield declared
     assert formulas.named(PLAIN) is None
 
