@@ -16,7 +16,14 @@ import msgspec
 
 from .clock import Clock, rfc3339
 from .pipeline_state import (
-    Board, Card, Claim, Grant, Reservation, WorkspaceAgent, has_capability, stage_requires,
+    Board,
+    Card,
+    Claim,
+    Grant,
+    Reservation,
+    WorkspaceAgent,
+    has_capability,
+    stage_requires,
 )
 from .replies import Refused
 from .scenario import AgentSpec, BoardSpec, StageSpec
