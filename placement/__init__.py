@@ -1,4 +1,6 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
+from typing import Mapping
+
 from . import filtering, filters, formulas  # noqa: F401  (filters declares every filter before any table is read)
 from .decision import decide
 from .decision_record import CandidateRecord, Decision, Hold
@@ -56,8 +58,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Mapping[str, str]:
     # The reason-code table as the filters' declarations stand now, not as they stood at import.
     if name == "REASON_CODES":
-        return filtering.REASON_CODES
+        return filtering.tables().reason_codes
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -193,7 +193,7 @@ class Tables:
         self.reads = tuple(reads)  # each distinct read once, in the order filters first need it
         self.read_at = tuple(reads[f.reads] for f in in_order)
         self._read_index = {f: reads[f.reads] for f in in_order}
-        self._shapes: dict[tuple, Shape] = {}
+        self._shapes: dict[tuple[object, ...], Shape] = {}
 
     def names(self, tag: Tag) -> frozenset[str]:
         """The names of the filters with this tag."""
@@ -203,11 +203,12 @@ class Tables:
         """Every reason code of the filters with this tag, in the order they run."""
         return self._codes[tag]
 
-    def shape(self, marks: tuple) -> Shape:
+    def shape(self, marks: tuple[object, ...]) -> Shape:
         """The filters that run when the reads are marked so (SKIP, UNREAD or None), remembered."""
         shape = self._shapes.get(marks)
         if shape is None:
-            passing, checks = [], []
+            passing: list[FilterResult] = []
+            checks: list[tuple[int, Check, int]] = []
             for f, at in zip(self.in_order, self.read_at):
                 mark = marks[at]
                 if mark is SKIP:
@@ -225,7 +226,8 @@ class Tables:
 
 
 def _check_declarations(in_order: tuple[Filter, ...]) -> None:
-    orders, codes = {}, {}
+    orders: dict[int, str] = {}
+    codes: dict[str, str] = {}
     for f in in_order:
         if f.order in orders:
             raise ValueError(f"filters {orders[f.order]} and {f.name} share order {f.order}")
@@ -320,7 +322,7 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
     failing = 0  # the bits of the verdicts that reject
     # The station filters give their verdicts to the very same groups of agents, so each
     # group gathers its bits before its agents do. Every group is kept, so no id is reused.
-    groups: dict[int, list] = {}  # by the id of a group of agents: the group and its bits
+    groups: dict[int, list[Any]] = {}  # by the id of a group of agents: the group and its bits
     for place, check, at in ground.checks:
         for result, agent_ids in check(pool, read[at]):
             bit = 1 << len(given)

@@ -258,7 +258,8 @@ def pull_outlook(ranking: Sequence[tuple[str, Score]], timing: Timing, window_le
     if not isinstance(best, LeadTerms):
         return None
     agents = [agent_id for agent_id, _ in ranking]
-    ev = evidence(timing, {agent_id: score.terms.success for agent_id, score in ranking})  # type: ignore[attr-defined]
+    # Every candidate ranked by lead carries the lead's terms, as the first one does.
+    ev = evidence(timing, {agent_id: score.terms.success for agent_id, score in ranking})  # type: ignore[union-attr]
     racing = race(agents, ev)
     pull, pull_success = racing.expected_s + window_left_s, racing.success(ev)
     sure = all(known(agent_id, timing) for agent_id in agents)
@@ -271,8 +272,10 @@ def pull_outlook(ranking: Sequence[tuple[str, Score]], timing: Timing, window_le
 class Rated(Protocol):
     """A candidate's record at the stage, as the lead reads it (`StageHistory` is one)."""
 
-    outcome_rate: float
-    weight: float
+    @property
+    def outcome_rate(self) -> float: ...
+    @property
+    def weight(self) -> float: ...
 
 
 def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], timing: Timing,

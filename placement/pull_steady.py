@@ -17,7 +17,10 @@ STEPS_T = 128  # the race integrals' points
 
 
 @lru_cache(maxsize=4096)
-def pull_steady_remembered(lanes: tuple, feeds: tuple) -> list[tuple[float, float, float]]:
+def pull_steady_remembered(
+    lanes: tuple[tuple[float, float | None, tuple[tuple[Any, float, float, float], ...]], ...],
+    feeds: tuple[tuple[tuple[int, float], ...], ...],
+) -> list[tuple[float, float, float]]:
     """`pull_steady_lanes` over lanes and feeds given as tuples (figures to three places), so
     that the decisions of a quiet stretch share one solution."""
     return pull_steady_lanes([(arrivals, observed, list(agents)) for arrivals, observed, agents in lanes],
@@ -94,7 +97,7 @@ class _LaneRace:
 
     def let_go(self, failed: bool) -> dict[Any, float]:
         """Who lets this lane's cards go, by share: whoever ran them, or only whoever failed."""
-        weights = {}
+        weights: dict[Any, float] = {}
         for a, s, p in zip(self.ids, self.shares, self.successes):
             weights[a] = weights.get(a, 0.0) + s * ((1 - p) if failed else p)
         total = math.fsum(weights.values())

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 
 from .load import LoadShape
 from .stage_runs import StageHistory
+
+if TYPE_CHECKING:
+    from .lead import LeadTerms
 
 _new_tuple = tuple.__new__  # a score is made for every eligible agent of every card: not through its class
 
@@ -32,7 +35,7 @@ class Score(NamedTuple):
     """`{total, terms}`: total is how many eligible candidates it outranks, plus one."""
 
     total: int
-    terms: ScoreTerms
+    terms: ScoreTerms | LeadTerms  # the lead's, under a formula that ranks by lead
 
     def to_record(self) -> dict[str, Any]:
         return {"total": self.total, "terms": self.terms.to_record()}

@@ -151,7 +151,7 @@ def _met(needs: StationNeeds, bits: NeedBits, station: Station, counted: frozens
 def _lacking(needs: StationNeeds, bits: NeedBits, mask: int) -> Lacking | None:
     """What a station that meets the needs in `mask` lacks; None when it meets every stated need."""
     lacks = Lacking(
-        isolation=(needs.isolation,) if needs.isolation and not mask & ISOLATED else (),  # type: ignore[arg-type]
+        isolation=(needs.isolation,) if needs.isolation and not mask & ISOLATED else (),
         model=needs.models if needs.models and not any(mask & bits.models[m] for m in needs.models) else (),
         tools=tuple(tool for tool in needs.tools if not mask & bits.tools[tool]),
         credentials=tuple(name for name in needs.credentials if not mask & bits.credentials[name]),

@@ -195,12 +195,12 @@ def winner(
     better = [arm for arm in running if _wins(objective, against_pull[arm])]
     if better:
         if objective == "success":
-            best = max(better, key=lambda arm: against_pull[arm].success.estimate)
+            best = max(better, key=lambda arm: _success_gain(against_pull[arm]))
             return (
                 best,
                 f"{best}: the most success over pull's, clear of it, its mean lead within {LEAD_WITHIN}x",
             )
-        best = min(better, key=lambda arm: against_pull[arm].lead_ratio.estimate)
+        best = min(better, key=lambda arm: _lead_ratio(against_pull[arm]))
         return (
             best,
             f"{best}: the shortest lead under pull's, clear of it, its success within {SUCCESS_WITHIN}",
@@ -208,6 +208,16 @@ def winner(
     if all(_beaten(objective, against_pull[arm]) for arm in running):
         return PULL, "pull: every other arm is clearly worse for the objective, or dropped"
     return None, "no arm is clear of pull for the objective yet"
+
+
+def _success_gain(c: Comparison) -> float:
+    """The arm's success over pull's; a comparison without one never wins on success."""
+    return c.success.estimate if c.success is not None else -math.inf
+
+
+def _lead_ratio(c: Comparison) -> float:
+    """The arm's mean lead over pull's; a comparison without one never wins on lead."""
+    return c.lead_ratio.estimate if c.lead_ratio is not None else math.inf
 
 
 def _more_blocks(

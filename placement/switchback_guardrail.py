@@ -98,13 +98,13 @@ def guard(guardrail: Guardrail, arms: list[ArmFigures], pull: ArmFigures, *, loo
     return drops
 
 
-def _enough(guardrail: Guardrail, a: Ratio | None, b: Ratio | None) -> bool:
-    return a is not None and b is not None and min(a.blocks, b.blocks) >= guardrail.min_blocks
+def _enough(guardrail: Guardrail, a: Ratio, b: Ratio) -> bool:
+    return min(a.blocks, b.blocks) >= guardrail.min_blocks
 
 
 def _success_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float) -> Drop | None:
     a, p = arm.success, pull.success
-    if not _enough(guardrail, a, p):
+    if a is None or p is None or not _enough(guardrail, a, p):
         return None
     estimate = a.value - p.value
     highest = estimate + z * _spread(a, p, guardrail.design_effect)
@@ -117,7 +117,7 @@ def _success_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: fl
 
 def _lead_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float) -> Drop | None:
     a, p = arm.lead, pull.lead
-    if not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
+    if a is None or p is None or not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
         return None
     log_ratio = math.log(a.value / p.value)
     lowest = math.exp(log_ratio - z * _spread(a, p, guardrail.design_effect, a.value ** 2, p.value ** 2))

@@ -137,10 +137,10 @@ class Agents:
             self._feeds([(agents.d.board_id, agents.d.stage_key) for agents, _ in lanes]),
         )[0]
 
-    def _feeds(self, keys: list[tuple[str, str]]) -> tuple:
+    def _feeds(self, keys: list[tuple[str, str]]) -> tuple[tuple[tuple[int, float], ...], ...]:
         """For each lane, the share of its cards that came from each lane among them (by place)."""
         place = {key: i for i, key in enumerate(keys)}
-        feeds = []
+        feeds: list[tuple[tuple[int, float], ...]] = []
         for key in keys:
             came = self.known.came_from.get(key, {})
             total = sum(came.values())
@@ -165,7 +165,9 @@ class Agents:
         return [(self, rate)] + [(Agents(d, self.known, self.rules), lane_rate)
                                  for lane_rate, _, d in shared[:MAX_LANES - 1]]
 
-    def _lane(self, agents: Agents, rate: float) -> tuple:
+    def _lane(
+        self, agents: Agents, rate: float
+    ) -> tuple[float, float | None, tuple[tuple[str, float, float, float], ...]]:
         observed = self.known.lane_success(agents.d)
         return (_fig(rate), None if observed is None else _fig(observed), tuple(
             (a, _fig(1.0 / agents.latency(a)), _fig(agents.run(a)), _fig(agents.outcome_rate(a)))
@@ -214,7 +216,8 @@ def expectation(choice: Choice, d: Recorded, agents: Agents, rules: Rules, corre
     lapsed_claim = hold_s + pull_claim
     if correct and d.outcome == "claimed" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
-        ran = d.run_status is not None and d.run_ended_at is not None
+        ended = d.run_ended_at if d.run_status is not None else None
+        ran = ended is not None
         success = (
             1.0
             if d.run_status == "succeeded"
@@ -222,15 +225,16 @@ def expectation(choice: Choice, d: Recorded, agents: Agents, rules: Rules, corre
             if d.run_status == "failed"
             else agents.outcome_rate(a)
         )
-        run = _seconds(d.run_ended_at - d.outcome_at) if ran else agents.run(a)
+        run = _seconds(ended - d.outcome_at) if ended is not None else agents.run(a)
         return Expectation(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
                        0.0, 0.0 if ran else run * run, observed=True)
     if correct and d.outcome == "claimed-by-other" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
         other = d.outcome_by
-        known_other = other in agents.by_id
-        success = agents.outcome_rate(other) if known_other else pull_success
-        run = agents.run(other) if known_other else pull_run
+        if other is not None and other in agents.by_id:
+            success, run = agents.outcome_rate(other), agents.run(other)
+        else:
+            success, run = pull_success, pull_run
         return Expectation(success, claim, claim + run, _bernoulli(success), 0.0, run * run, observed=True)
     if correct and d.outcome == "expired":
         return _modelled(pull_success, lapsed_claim, lapsed_claim + pull_run, observed=True)
