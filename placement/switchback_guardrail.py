@@ -22,6 +22,7 @@ good, while leaving a bad arm in costs only its share of the blocks until the ne
   does, so two blocks that happen to agree cannot make it narrow;
 - each arm and pull need `min_blocks` blocks with the figure first.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Guardrail:  # the operator's bounds; defaults deliberately conservative
-    success_drop: float = 0.05  # drop an arm whose success is below pull's by more than this, beyond the bound
+    success_drop: float = (
+        0.05  # drop an arm whose success is below pull's by more than this, beyond the bound
+    )
     lead_ratio: float = 1.15  # ... or whose mean lead exceeds pull's by this ratio, beyond the bound
     alpha: float = 0.05  # the chance over the whole schedule of dropping an arm within those margins
     design_effect: float = 1.0  # the least design effect: the one the blocks show is used where larger
@@ -55,8 +58,13 @@ class Guardrail:  # the operator's bounds; defaults deliberately conservative
             raise ValueError(f"guardrail min_blocks must be a whole number from 1, not {self.min_blocks!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"success_drop": self.success_drop, "lead_ratio": self.lead_ratio, "alpha": self.alpha,
-                "design_effect": self.design_effect, "min_blocks": self.min_blocks}
+        return {
+            "success_drop": self.success_drop,
+            "lead_ratio": self.lead_ratio,
+            "alpha": self.alpha,
+            "design_effect": self.design_effect,
+            "min_blocks": self.min_blocks,
+        }
 
 
 @dataclass(frozen=True)
@@ -70,8 +78,13 @@ class Drop:
     why: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arm": self.arm, "metric": self.metric, "estimate": round(self.estimate, 4),
-                "bound": round(self.bound, 4), "why": self.why}
+        return {
+            "arm": self.arm,
+            "metric": self.metric,
+            "estimate": round(self.estimate, 4),
+            "bound": round(self.bound, 4),
+            "why": self.why,
+        }
 
 
 def bound_z(guardrail: Guardrail, looks: int, arms: int) -> float:
@@ -109,40 +122,53 @@ def guard(guardrail: Guardrail, arms: list[ArmFigures], pull: ArmFigures, *, loo
     lead_effect = design_effect([a.lead for a in every], guardrail.design_effect)
     drops = []
     for arm in arms:
-        drop = (_success_drop(guardrail, arm, pull, z, success_effect)
-                or _lead_drop(guardrail, arm, pull, z, lead_effect))
+        drop = _success_drop(guardrail, arm, pull, z, success_effect) or _lead_drop(
+            guardrail, arm, pull, z, lead_effect
+        )
         if drop is not None:
             drops.append(drop)
     return drops
 
 
-def _enough(guardrail: Guardrail, a: Ratio | None, b: Ratio | None) -> bool:
-    return a is not None and b is not None and min(a.blocks, b.blocks) >= guardrail.min_blocks
+def _enough(guardrail: Guardrail, a: Ratio, b: Ratio) -> bool:
+    return min(a.blocks, b.blocks) >= guardrail.min_blocks
 
 
-def _success_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float,
-                  effect: float) -> Drop | None:
+def _success_drop(
+    guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float, effect: float
+) -> Drop | None:
     a, p = arm.success, pull.success
-    if not _enough(guardrail, a, p):
+    if a is None or p is None or not _enough(guardrail, a, p):
         return None
     estimate = a.value - p.value
     highest = estimate + z * _spread(a, p, effect)
     if highest >= -guardrail.success_drop:
         return None
-    return Drop(arm.arm, "success", estimate, highest,
-                f"success {estimate:+.3f} against pull's, at most {highest:+.3f} by the sequential bound: "
-                f"below pull's by more than {guardrail.success_drop} after {a.blocks} blocks")
+    return Drop(
+        arm.arm,
+        "success",
+        estimate,
+        highest,
+        f"success {estimate:+.3f} against pull's, at most {highest:+.3f} by the sequential bound: "
+        f"below pull's by more than {guardrail.success_drop} after {a.blocks} blocks",
+    )
 
 
-def _lead_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float,
-               effect: float) -> Drop | None:
+def _lead_drop(
+    guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float, effect: float
+) -> Drop | None:
     a, p = arm.lead, pull.lead
-    if not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
+    if a is None or p is None or not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
         return None
     log_ratio = math.log(a.value / p.value)
-    lowest = math.exp(log_ratio - z * _spread(a, p, effect, a.value ** 2, p.value ** 2))
+    lowest = math.exp(log_ratio - z * _spread(a, p, effect, a.value**2, p.value**2))
     if lowest <= guardrail.lead_ratio:
         return None
-    return Drop(arm.arm, "lead", math.exp(log_ratio), lowest,
-                f"mean lead {math.exp(log_ratio):.2f}x pull's, at least {lowest:.2f}x by the sequential bound: "
-                f"over {guardrail.lead_ratio}x after {a.blocks} blocks")
+    return Drop(
+        arm.arm,
+        "lead",
+        math.exp(log_ratio),
+        lowest,
+        f"mean lead {math.exp(log_ratio):.2f}x pull's, at least {lowest:.2f}x by the sequential bound: "
+        f"over {guardrail.lead_ratio}x after {a.blocks} blocks",
+    )

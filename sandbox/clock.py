@@ -1,4 +1,5 @@
 """Time for the sandbox: a virtual clock for tests and simulations, RFC 3339 on the wire."""
+
 from __future__ import annotations
 
 import functools

@@ -12,11 +12,11 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from placement import FilterResult, Rules, ScoreTerms, StageHistory
-from placement import formulas
+from placement import FilterResult, Rules, ScoreTerms, StageHistory, formulas
 from placement.formulas import Formula
+from placement.intervals import Interval
 from placement.replay import Considered, Recorded
-from placement.what_if import PULL, Estimate, Interval, WhatIf, what_if
+from placement.what_if import PULL, Estimate, WhatIf, what_if
 from records.models import Board, Candidate, Decision
 
 LOOK_BACK = timedelta(hours=24)  # read before the window, for what was known at its start
@@ -165,7 +165,9 @@ def _terms(score: Any) -> ScoreTerms | None:
     if not isinstance(score, dict):
         return None
     terms = score.get("terms") or {}
-    return ScoreTerms(terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS"))
+    return ScoreTerms(
+        terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS")
+    )
 
 
 def _stage(value: Any) -> StageHistory | None:

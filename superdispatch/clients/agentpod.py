@@ -11,7 +11,6 @@ from placement.facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, RosterRo
 from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, Refused, TokenSource, segment
 
-
 ROSTER_ROUTE = "/api/bridge/boards/{boardId}/roster"
 STATIONS_ROUTE = "/api/catalog/stations"
 # Every call this client makes, as a metric names it: method and path template.

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
+from superdispatch.clients import superpipeline_wire as wire
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ShapeError
-from superdispatch.clients import superpipeline_wire as wire
 
 from . import bodies
 

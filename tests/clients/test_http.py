@@ -5,10 +5,14 @@ import logging
 import socket
 
 import pytest
-from urllib3.util.retry import Retry
+import requests
 
 from superdispatch.clients import (
-    Accounts, BadShape, Refused, SuperPipeline, Unavailable,
+    Accounts,
+    BadShape,
+    Refused,
+    SuperPipeline,
+    Unavailable,
 )
 from superdispatch.clients.http import Http
 
@@ -197,18 +201,23 @@ def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
     assert Http("superpipeline", suite.url).call("GET", "/v1/ping", dict) == {"ok": True}
 
 
-# --- urllib3's Retry carries the read retries ------------------------------------------------
+# --- the read retries -------------------------------------------------------------------
 
-def test_reads_go_through_a_session_whose_adapter_retries_and_writes_through_one_that_never_does(
-        suite, pipeline):
-    http = pipeline._http
-    reads = http.read_session.get_adapter(suite.url).max_retries
-    writes = http.session.get_adapter(suite.url).max_retries
-    assert isinstance(reads, Retry) and reads.total == 2
-    assert reads.allowed_methods == {"GET", "POST"}  # POST: Accounts' token, asked like a read
-    assert 503 in reads.status_forcelist and 501 not in reads.status_forcelist
-    assert {408, 429} <= reads.status_forcelist and 404 not in reads.status_forcelist
-    assert writes.total == 0 and http.session is not http.read_session
+def test_a_read_is_retried_on_no_connection_and_a_write_is_not(naps):
+    http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
+    with pytest.raises(Unavailable) as caught:
+        http.call("POST", "/api/token/service", dict, body={}, read=True)
+    assert (caught.value.code, caught.value.attempts) == ("unreachable", 3)
+    assert naps == [0.2, 0.5]
+
+
+def test_a_given_sessions_adapters_decide_its_retries(suite, naps):
+    suite.route("GET", BOARD, Reply(503), Reply(200, bodies.board()))
+    http = Http("superpipeline", suite.url, session=requests.Session(), sleep=naps.append)
+    with pytest.raises(Unavailable) as caught:
+        http.call("GET", BOARD, dict, read=True)
+    assert (caught.value.status, caught.value.attempts) == (503, 1)
+    assert len(suite.hits("GET", BOARD)) == 1 and naps == []
 
 
 def test_a_not_implemented_read_is_refused_at_once(suite, pipeline, naps):
@@ -266,23 +275,19 @@ def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mi
     ("PUT", "/v1/boards/brd_1/scheduling", None, {"placementWindowSeconds": 10}, {}),
     ("DELETE", "/v1/boards/brd_1/cards/crd_1/reservation", None, None, {}),
 ])
-def test_a_call_is_sent_as_requests_would_prepare_it(method, path, params, body, headers):
-    import json
-
-    import requests
-
-    http = Http("superpipeline", "http://pipeline.test:8080/")
-    session = requests.Session()
-    ours = http._prepared(session, method, path, params, body, headers)
-    theirs = session.prepare_request(requests.Request(
-        method, http.base_url + path, params=params, json=body, headers=headers))
-    assert (ours.method, ours.url) == (theirs.method, theirs.url)
-    # The same JSON, though not byte for byte: each body's length is its own.
-    length = ours.headers.pop("Content-Length", None)
-    assert length == (str(len(ours.body)) if ours.body else (None if method == "GET" else "0"))
-    theirs.headers.pop("Content-Length", None)
-    assert dict(ours.headers) == dict(theirs.headers)
-    assert (json.loads(ours.body) if ours.body else None) == (json.loads(theirs.body) if theirs.body else None)
+def test_a_call_arrives_as_requests_would_have_sent_it(suite, method, path, params, body, headers):
+    """The pool and a requests session put the same request on the wire, but for the
+    headers each says of itself (its User-Agent and Accept)."""
+    suite.route(method, path, Reply(200, {}))
+    Http("superpipeline", suite.url).call(method, path, dict, params=params, body=body,
+                                          headers=headers)
+    Http("superpipeline", suite.url, session=requests.Session()).call(
+        method, path, dict, params=params, body=body, headers=headers)
+    ours, theirs = suite.hits(method, path)
+    assert (ours.path, ours.query, ours.body) == (theirs.path, theirs.query, theirs.body)
+    own = {"user-agent", "accept", "connection"}
+    assert ({k: v for k, v in ours.headers.items() if k not in own}
+            == {k: v for k, v in theirs.headers.items() if k not in own})
 
 
 def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(suite, naps):
