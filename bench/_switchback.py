@@ -207,7 +207,11 @@ def read_alone(alone: dict[str, Alone], block_s: int) -> Analysis:
     for label, run in alone.items():
         own = alone_schedule(run, label, block_s)
         schedule += [Block(len(schedule), label, b.starts + offset, b.ends + offset) for b in own]
-        cards += [dataclasses.replace(c, ready_at=c.ready_at + offset) for c in run.cards if c.ready_at < own[-1].ends]
+        cards += [
+            dataclasses.replace(c, ready_at=c.ready_at + offset)
+            for c in run.cards
+            if c.ready_at < own[-1].ends
+        ]
         offset += own[-1].ends - run.starts
     return analyse(schedule, cards, burn_in_s=0, objective="success")
 
@@ -269,18 +273,23 @@ def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: C
                 if label not in mine:
                     began = time.monotonic()
                     mine[label] = run_alone(run_scenario, label, kept.alone_seconds)
-                    kept.took_s[f"alone {label}"] = kept.took_s.get(f"alone {label}", 0.0) + time.monotonic() - began
+                    kept.took_s[f"alone {label}"] = (
+                        kept.took_s.get(f"alone {label}", 0.0) + time.monotonic() - began
+                    )
                     save()
         if part in ("experiment", "both") and seed not in kept.experiments:
             began = time.monotonic()
-            kept.experiments[seed] = run_experiment(run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s)
+            kept.experiments[seed] = run_experiment(
+                run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s
+            )
             kept.took_s["experiment"] = kept.took_s.get("experiment", 0.0) + time.monotonic() - began
             save()
 
 
 # --- The reading ---------------------------------------------------------------------------------
 
-NEVER_WORSE_SUCCESS, NEVER_WORSE_LEAD = 0.01, 1.03  # the goal's "never worse than pull", on the arms' own runs
+# The goal's "never worse than pull", on the arms' own runs.
+NEVER_WORSE_SUCCESS, NEVER_WORSE_LEAD = 0.01, 1.03
 SUCCESS_ERR, LEAD_ERR_PCT, COVERAGE, RIGHT_SHARE, GUARD_SHARE = 0.02, 5.0, 0.90, 1.0, 0.9
 GUARD_ARM = "worst"
 
@@ -356,11 +365,11 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
     lines, right, total = [], 0, 0
     for objective in ("success", "lead"):
         best = best_for(objective, means, kept.labels)
-        metric = "success" if objective == "success" else "lead"
         chosen_by_seed = []
         for s in seeds:
             won, _ = decision_of(kept.experiments[s], objective, burn_in_s)
-            chosen_by_seed.append(won if won is not None else formulas.DEFAULT.label)  # undecided: the deployment's
+            # Undecided: the deployment's.
+            chosen_by_seed.append(won if won is not None else formulas.DEFAULT.label)
         oks = []
         for s, chosen in zip(seeds, chosen_by_seed):
             m = means[chosen]
@@ -378,7 +387,9 @@ def _near(kept: Kept, seed: int, chosen: str, best: str, objective: str) -> bool
     """Whether, on this seed's arms alone, the chosen arm is within its interval of the best one
     for the objective (the block-to-block interval of their difference holds none)."""
     read = read_alone(kept.alone[seed], kept.block_s)
-    pair = next((c for c in (*read.against_pull, *read.between) if {c.arm, c.against} == {chosen, best}), None)
+    pair = next(
+        (c for c in (*read.against_pull, *read.between) if {c.arm, c.against} == {chosen, best}), None
+    )
     if pair is None:
         return False
     if objective == "success":
@@ -458,9 +469,12 @@ def main(parser, args, scenario) -> None:
         kept = Kept(scenario.name, labels, seconds, alone_seconds, block_s)
         if args.from_file and os.path.exists(args.from_file):
             with open(args.from_file, "rb") as f:
-                kept = relabelled(pickle.load(f))  # the runs kept stand for the hours, blocks and arms they were run at
+                # The runs kept stand for the hours, blocks and arms they were run at.
+                kept = relabelled(pickle.load(f))
         elif block_s < 60 or seconds < 2 * block_s * len(labels):
-            parser.error("--block-minutes must be at least 1, and --hours long enough for two blocks of each arm")
+            parser.error(
+                "--block-minutes must be at least 1, and --hours long enough for two blocks of each arm"
+            )
         target = args.save or args.from_file
 
         def save() -> None:
@@ -474,9 +488,12 @@ def main(parser, args, scenario) -> None:
             with lab_database():
                 run_all(kept, scenario, args.seeds, args.part, burn_in_s, save)
         save()
-        print(f"scenario {kept.scenario}: switchback over {kept.seconds / 3600:g} simulated hours x "
-              f"{len(kept.experiments)} seeds, blocks of {kept.block_s // 60} min, burn-in {burn_in_s // 60} min; "
-              f"arms alone over {kept.alone_seconds / 3600:g} h x {len(kept.alone)} seeds; arms {', '.join(kept.labels)}")
+        print(
+            f"scenario {kept.scenario}: switchback over {kept.seconds / 3600:g} simulated hours x "
+            f"{len(kept.experiments)} seeds, blocks of {kept.block_s // 60} min, "
+            f"burn-in {burn_in_s // 60} min; arms alone over {kept.alone_seconds / 3600:g} h x "
+            f"{len(kept.alone)} seeds; arms {', '.join(kept.labels)}"
+        )
         print("wall time: " + ", ".join(f"{part} {s / 60:.1f} min" for part, s in kept.took_s.items())
               + f"; this call {(time.monotonic() - began) / 60:.1f} min; load {os.getloadavg()[0]:.1f}")
         report(kept, burn_in_s, last_line)
@@ -492,7 +509,9 @@ def left_to_pull(kept: Kept) -> tuple[int, int]:
                 continue
             mine = [c for c in e.cards if block.starts <= c.ready_at < block.ends]
             total += len(mine)
-            left += sum(1 for c in mine if c.wait_s is None or c.ready_at + timedelta(seconds=c.wait_s) > block.ends)
+            left += sum(
+                1 for c in mine if c.wait_s is None or c.ready_at + timedelta(seconds=c.wait_s) > block.ends
+            )
     return left, total
 
 
@@ -500,7 +519,9 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
     main_arms = [a for a in kept.labels if a not in (PULL, GUARD_ARM)]
     print("each arm against pull: the experiment's estimate beside the arms' own runs "
           "(mean over seeds, ±95% over seeds)")
-    print(f"{'arm':10}{'success est':>16}{'measured':>16}{'err':>8}{'lead est':>16}{'measured':>16}{'err %':>8}")
+    print(
+        f"{'arm':10}{'success est':>16}{'measured':>16}{'err':>8}{'lead est':>16}{'measured':>16}{'err %':>8}"
+    )
     rows, fig = estimate_lines(kept, burn_in_s, main_arms + ([GUARD_ARM] if GUARD_ARM in kept.labels else []))
     for row in rows:
         print(row)
@@ -510,8 +531,11 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
         print(f"burn-in {minutes} min: success err max {other['success_err_max']:.3f}, "
               f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}")
     left, pulled = left_to_pull(kept)
-    print(f"five-minute rule: {left} of {pulled} cards ready in pull blocks were still unclaimed at the block's end "
-          f"({left / pulled if pulled else 0:.1%}): those a switch releases to the next arm")
+    print(
+        f"five-minute rule: {left} of {pulled} cards ready in pull blocks were still unclaimed "
+        f"at the block's end "
+        f"({left / pulled if pulled else 0:.1%}): those a switch releases to the next arm"
+    )
     decisions, right, total = decision_lines(kept, burn_in_s)
     for line in decisions:
         print("decision: " + line)
@@ -521,18 +545,29 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
     hours = hours_lines(kept, burn_in_s)
     for line in hours:
         print("hours to a decision: " + line)
-    verdict = lambda ok: "met" if ok else "MISSED"
-    print(f"goal: honest estimates: success within {SUCCESS_ERR} of the measured difference: "
-          f"{fig['success_err_max']:.3f}, {verdict(fig['success_err_max'] <= SUCCESS_ERR)}; mean lead within "
-          f"{LEAD_ERR_PCT:g}%: {fig['lead_err_max_pct']:.1f}%, {verdict(fig['lead_err_max_pct'] <= LEAD_ERR_PCT)}")
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    print(
+        f"goal: honest estimates: success within {SUCCESS_ERR} of the measured difference: "
+        f"{fig['success_err_max']:.3f}, {verdict(fig['success_err_max'] <= SUCCESS_ERR)}; mean lead within "
+        f"{LEAD_ERR_PCT:g}%: {fig['lead_err_max_pct']:.1f}%, "
+        f"{verdict(fig['lead_err_max_pct'] <= LEAD_ERR_PCT)}"
+    )
     print(f"goal: intervals cover: {fig['coverage']:.2f} of (seed, arm, metric) cases, at least {COVERAGE}: "
           f"{verdict(fig['coverage'] >= COVERAGE)}")
     share = right / total if total else math.nan
-    print(f"goal: right decisions: {right} of {total} (objective, seed) decisions: {verdict(share >= RIGHT_SHARE)}")
+    print(
+        f"goal: right decisions: {right} of {total} (objective, seed) decisions: "
+        f"{verdict(share >= RIGHT_SHARE)}"
+    )
     if guard_seeds:
-        print(f"goal: guardrail: {GUARD_ARM} dropped within the first third on {early} of {guard_seeds} seeds "
-              f"(at least {GUARD_SHARE:.0%}); arms dropped that are not worse: {', '.join(wrong) or 'none'}: "
-              f"{verdict(early >= GUARD_SHARE * guard_seeds and not wrong)}")
+        print(
+            f"goal: guardrail: {GUARD_ARM} dropped within the first third on {early} of {guard_seeds} seeds "
+            f"(at least {GUARD_SHARE:.0%}); arms dropped that are not worse: {', '.join(wrong) or 'none'}: "
+            f"{verdict(early >= GUARD_SHARE * guard_seeds and not wrong)}"
+        )
     print("goal: hours to a decision: " + " | ".join(hours))
     last_line(f"switchback_success_err_max={fig['success_err_max']:.3f} "
               f"switchback_lead_err_max_pct={fig['lead_err_max_pct']:.1f} "

@@ -29,7 +29,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, base_env, drop_database, fresh_database, temp_dir, workspace,
+    PYTHON,
+    REDIS_DB_URL,
+    base_env,
+    drop_database,
+    fresh_database,
+    temp_dir,
+    workspace,
 )
 from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite, sandbox_session  # noqa: E402

@@ -88,10 +88,11 @@ def _absolute_path(raw: str) -> str:
     return raw
 
 
-def _database_url(raw: str) -> dict:
+def _database_url(raw: str) -> dict[str, Any]:
     if not raw.startswith(("postgres://", "postgresql://", "sqlite:///")):
         raise ValueError
-    return environ.Env.db_url_config(raw)
+    config: dict[str, Any] = environ.Env.db_url_config(raw)
+    return config
 
 
 def _redis_url(raw: str) -> str:
@@ -107,9 +108,9 @@ def _hosts(raw: str) -> tuple[str, ...]:
     return hosts
 
 
-def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple]:
+def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
     """A comma-separated list, each entry read by `parse`; an empty entry is malformed."""
-    def parse_all(raw: str) -> tuple:
+    def parse_all(raw: str) -> tuple[Any, ...]:
         items = [item.strip() for item in raw.split(",")]
         if not all(items):
             raise ValueError
@@ -167,7 +168,7 @@ class Config:
         "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),
         "at least 16 characters, none of them whitespace")
     # Several digests, comma-separated, let a new token be rolled out before the old one goes.
-    operator_token_sha256: tuple = setting(
+    operator_token_sha256: tuple[str, ...] = setting(
         "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _each(_sha256_hex),
         "64 hex digits, either case (the SHA-256 of the operator token), or several comma-separated")
     # Where it runs
@@ -175,11 +176,11 @@ class Config:
         "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL
     data_dir: str = setting("SUPERDISPATCH_DATA_DIR", _absolute_path, "an absolute path", "/data")
     port: int = ranged("PORT", 1, 65535, "8796")
-    database: dict = setting(
+    database: dict[str, Any] = setting(
         "DATABASE_URL", _database_url, "postgres://… or sqlite:///…",
         default="")  # "" → SQLite under SUPERDISPATCH_DATA_DIR
     redis_url: str = setting("REDIS_URL", _redis_url, "redis://…", default="")  # "" → no Redis
-    allowed_hosts: tuple = setting(
+    allowed_hosts: tuple[str, ...] = setting(
         "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
         "localhost,127.0.0.1,[::1]")
     https: bool = on_off("SUPERDISPATCH_HTTPS", default="off")
@@ -266,7 +267,8 @@ class Config:
         """The line the web process prints at start, naming the settings that widen its reach."""
         return (
             f"superdispatch: listening on :{self.port}, sweeping every {self.sweep_seconds}s, "
-            f"candidates {self.candidates}, policy {'on' if self.policy else 'off'}, learned routing {self.learned}"
+            f"candidates {self.candidates}, policy {'on' if self.policy else 'off'}, "
+            f"learned routing {self.learned}"
         )
 
 
@@ -275,8 +277,8 @@ def declared() -> list[tuple[str, str | None, str]]:
     return [(f.metadata["env"], f.metadata["default"], _rule(f)) for f in fields(Config)]
 
 
-def _rule(f: Field) -> str:
-    rule = f.metadata["rule"]
+def _rule(f: Field[Any]) -> str:
+    rule: str | Callable[[], str] = f.metadata["rule"]
     return rule() if callable(rule) else rule
 
 

@@ -135,7 +135,12 @@ def quotient(a: Ratio | None, b: Ratio | None, confidence: float = CONFIDENCE) -
 
 def wait_difference(a: ArmFigures, b: ArmFigures) -> Interval | None:
     """a's pooled p95 wait less b's, its interval from the spread of each block's own p95."""
-    if a.wait_p95_s is None or b.wait_p95_s is None or len(a.block_wait_p95s) < 2 or len(b.block_wait_p95s) < 2:
+    if (
+        a.wait_p95_s is None
+        or b.wait_p95_s is None
+        or len(a.block_wait_p95s) < 2
+        or len(b.block_wait_p95s) < 2
+    ):
         return None
     va, vb = mean_and_var(a.block_wait_p95s)[1], mean_and_var(b.block_wait_p95s)[1]
     t = t_quantile((1 + CONFIDENCE) / 2, welch_df(va, len(a.block_wait_p95s), vb, len(b.block_wait_p95s)))
@@ -182,27 +187,54 @@ def _beaten(objective: str, c: Comparison) -> bool:
             or (c.success is not None and c.success.high < -SUCCESS_WITHIN))
 
 
-def winner(objective: str, against_pull: Mapping[str, Comparison], running: Sequence[str]) -> tuple[str | None, str]:
+def winner(
+    objective: str, against_pull: Mapping[str, Comparison], running: Sequence[str]
+) -> tuple[str | None, str]:
     """The arm that wins for the objective, and why; or None and why not yet. `against_pull`
     holds each arm still running (not pull) against pull."""
     better = [arm for arm in running if _wins(objective, against_pull[arm])]
     if better:
         if objective == "success":
-            best = max(better, key=lambda arm: against_pull[arm].success.estimate)
-            return best, f"{best}: the most success over pull's, clear of it, its mean lead within {LEAD_WITHIN}x"
-        best = min(better, key=lambda arm: against_pull[arm].lead_ratio.estimate)
-        return best, f"{best}: the shortest lead under pull's, clear of it, its success within {SUCCESS_WITHIN}"
+            best = max(better, key=lambda arm: _success_gain(against_pull[arm]))
+            return (
+                best,
+                f"{best}: the most success over pull's, clear of it, its mean lead within {LEAD_WITHIN}x",
+            )
+        best = min(better, key=lambda arm: _lead_ratio(against_pull[arm]))
+        return (
+            best,
+            f"{best}: the shortest lead under pull's, clear of it, its success within {SUCCESS_WITHIN}",
+        )
     if all(_beaten(objective, against_pull[arm]) for arm in running):
         return PULL, "pull: every other arm is clearly worse for the objective, or dropped"
     return None, "no arm is clear of pull for the objective yet"
 
 
-def _more_blocks(objective: str, arm: ArmFigures, pull: ArmFigures, c: Comparison, arms: int) -> tuple[float, float]:
+def _success_gain(c: Comparison) -> float:
+    """The arm's success over pull's; a comparison without one never wins on success."""
+    return c.success.estimate if c.success is not None else -math.inf
+
+
+def _lead_ratio(c: Comparison) -> float:
+    """The arm's mean lead over pull's; a comparison without one never wins on lead."""
+    return c.lead_ratio.estimate if c.lead_ratio is not None else math.inf
+
+
+def _more_blocks(
+    objective: str, arm: ArmFigures, pull: ArmFigures, c: Comparison, arms: int
+) -> tuple[float, float]:
     """How many more blocks of the schedule (each arm taking one in `arms`) the objective's
     interval, at the spread seen, needs to be clear of pull's: on the side
     the estimate lies, as (to win, to be beaten); infinite for the side it does not lie on."""
     a, p = (arm.success, pull.success) if objective == "success" else (arm.lead, pull.lead)
-    if a is None or p is None or a.block_var is None or p.block_var is None or c.success is None or c.lead_ratio is None:
+    if (
+        a is None
+        or p is None
+        or a.block_var is None
+        or p.block_var is None
+        or c.success is None
+        or c.lead_ratio is None
+    ):
         return math.inf, math.inf
     if objective == "success":
         gap, va, vp = a.value - p.value, a.block_var, p.block_var
@@ -232,14 +264,20 @@ def _more_blocks(objective: str, arm: ArmFigures, pull: ArmFigures, c: Compariso
     return math.inf, float(low)
 
 
-def blocks_to_decision(objective: str, figures_of: Mapping[str, ArmFigures], against_pull: Mapping[str, Comparison],
-                       running: Sequence[str]) -> int | None:
+def blocks_to_decision(
+    objective: str,
+    figures_of: Mapping[str, ArmFigures],
+    against_pull: Mapping[str, Comparison],
+    running: Sequence[str],
+) -> int | None:
     """The fewest more blocks after which, at the spread and differences seen, some arm would
     win or every arm would be clearly worse than pull; None where neither comes at any length."""
     if not running:
         return 0
-    sides = {arm: _more_blocks(objective, figures_of[arm], figures_of[PULL], against_pull[arm], len(running) + 1)
-             for arm in running}
+    sides = {
+        arm: _more_blocks(objective, figures_of[arm], figures_of[PULL], against_pull[arm], len(running) + 1)
+        for arm in running
+    }
     soonest = min(min(win for win, _ in sides.values()), max(beaten for _, beaten in sides.values()))
     return None if math.isinf(soonest) else max(1, int(soonest))  # undecided now: one more at least
 
@@ -274,17 +312,29 @@ class Analysis:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "objective": self.objective, "burnInS": self.burn_in_s,
-            "blocksEnded": self.blocks_ended, "blocksTotal": self.blocks_total,
-            "blocks": [{"index": b.block.index, "arm": b.block.arm, "cards": b.cards,
-                        "success": round(b.successes / b.runs, 4) if b.runs else None,
-                        "leadMeanS": round(sum(b.leads) / len(b.leads), 1) if b.leads else None,
-                        "waitP95S": None if b.wait_p95_s is None else round(b.wait_p95_s, 1)} for b in self.blocks],
+            "objective": self.objective,
+            "burnInS": self.burn_in_s,
+            "blocksEnded": self.blocks_ended,
+            "blocksTotal": self.blocks_total,
+            "blocks": [
+                {
+                    "index": b.block.index,
+                    "arm": b.block.arm,
+                    "cards": b.cards,
+                    "success": round(b.successes / b.runs, 4) if b.runs else None,
+                    "leadMeanS": round(sum(b.leads) / len(b.leads), 1) if b.leads else None,
+                    "waitP95S": None if b.wait_p95_s is None else round(b.wait_p95_s, 1),
+                }
+                for b in self.blocks
+            ],
             "arms": [a.to_dict() for a in self.arms],
             "againstPull": [c.to_dict() for c in self.against_pull],
             "between": [c.to_dict() for c in self.between],
-            "winner": self.winner, "why": self.why, "blocksToDecision": self.blocks_to_decision,
-            "drops": [d.to_dict() for d in self.drops], "dropped": list(self.dropped),
+            "winner": self.winner,
+            "why": self.why,
+            "blocksToDecision": self.blocks_to_decision,
+            "drops": [d.to_dict() for d in self.drops],
+            "dropped": list(self.dropped),
             "guardrail": self.guardrail.to_dict(),
         }
 

@@ -30,10 +30,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Guardrail:  # the operator's bounds; defaults deliberately conservative
-    success_drop: float = 0.05  # drop an arm whose success is below pull's by more than this, beyond the bound
+    success_drop: float = (
+        0.05  # drop an arm whose success is below pull's by more than this, beyond the bound
+    )
     lead_ratio: float = 1.15  # ... or whose mean lead exceeds pull's by this ratio, beyond the bound
     alpha: float = 0.05  # the chance over the whole schedule of dropping an arm within those margins
-    design_effect: float = 2.0  # the cards' own squared error is widened by this, as cards in a block share supply
+    design_effect: float = (
+        2.0  # the cards' own squared error is widened by this, as cards in a block share supply
+    )
     min_blocks: int = 2  # blocks each of the arm and pull need before it is judged
 
     def __post_init__(self) -> None:
@@ -94,13 +98,13 @@ def guard(guardrail: Guardrail, arms: list[ArmFigures], pull: ArmFigures, *, loo
     return drops
 
 
-def _enough(guardrail: Guardrail, a: Ratio | None, b: Ratio | None) -> bool:
-    return a is not None and b is not None and min(a.blocks, b.blocks) >= guardrail.min_blocks
+def _enough(guardrail: Guardrail, a: Ratio, b: Ratio) -> bool:
+    return min(a.blocks, b.blocks) >= guardrail.min_blocks
 
 
 def _success_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float) -> Drop | None:
     a, p = arm.success, pull.success
-    if not _enough(guardrail, a, p):
+    if a is None or p is None or not _enough(guardrail, a, p):
         return None
     estimate = a.value - p.value
     highest = estimate + z * _spread(a, p, guardrail.design_effect)
@@ -113,12 +117,17 @@ def _success_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: fl
 
 def _lead_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float) -> Drop | None:
     a, p = arm.lead, pull.lead
-    if not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
+    if a is None or p is None or not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
         return None
     log_ratio = math.log(a.value / p.value)
     lowest = math.exp(log_ratio - z * _spread(a, p, guardrail.design_effect, a.value ** 2, p.value ** 2))
     if lowest <= guardrail.lead_ratio:
         return None
-    return Drop(arm.arm, "lead", math.exp(log_ratio), lowest,
-                f"mean lead {math.exp(log_ratio):.2f}x pull's, at least {lowest:.2f}x by the sequential bound: "
-                f"over {guardrail.lead_ratio}x after {a.blocks} blocks")
+    return Drop(
+        arm.arm,
+        "lead",
+        math.exp(log_ratio),
+        lowest,
+        f"mean lead {math.exp(log_ratio):.2f}x pull's, at least {lowest:.2f}x by the sequential bound: "
+        f"over {guardrail.lead_ratio}x after {a.blocks} blocks",
+    )

@@ -19,8 +19,15 @@ class SandboxAdapter(BaseAdapter):
         super().__init__()
         self.suite = suite
 
-    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout=None, verify=True, cert=None,
-             proxies=None) -> requests.Response:
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout=None,
+        verify=True,
+        cert=None,
+        proxies=None,
+    ) -> requests.Response:
         split = urlsplit(request.url)
         if self.suite.urls.product_at(f"{split.scheme}://{split.netloc}") is None:
             raise requests.ConnectionError(f"nothing answers at {split.netloc}", request=request)
@@ -28,8 +35,9 @@ class SandboxAdapter(BaseAdapter):
         if isinstance(body, str):
             body = body.encode()
         try:
-            status, headers, data = self.suite.handle(request.method, request.url, None, dict(request.headers),
-                                                      body, timeout=_read_timeout(timeout))
+            status, headers, data = self.suite.handle(
+                request.method, request.url, None, dict(request.headers), body, timeout=_read_timeout(timeout)
+            )
         except TimedOut as slow:
             raise requests.ReadTimeout(str(slow), request=request) from None
         response = requests.Response()

@@ -9,10 +9,10 @@ from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from common.times import iso
+from records.store.actions import what_if
 from records.store.actions.boards import do_take_board_change
 from records.store.actions.experiments import do_review_experiments
 from records.store.actions.rollups import do_roll_up
-from records.store.actions import what_if
 from superdispatch.tasks import board_changed_task, what_if_ahead_task
 
 log = logging.getLogger("superdispatch.loop")

@@ -13,8 +13,8 @@ import requests
 from placement.facts import PolicyVerdict, Requires
 
 from . import shape
-from .shape import Answer, Text
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, BadShape, Http, Unavailable
+from .shape import Answer, Text
 
 log = logging.getLogger("superdispatch.clients")
 TOKEN_PATH = "/api/token/service"

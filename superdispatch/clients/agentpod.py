@@ -10,9 +10,8 @@ import requests
 from placement.facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, RosterRow, Station
 
 from . import shape
-from .shape import Answer, Text, Time
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, Refused, TokenSource, segment
-
+from .shape import Answer, Text, Time
 
 ROSTER_ROUTE = "/api/bridge/boards/{boardId}/roster"
 STATIONS_ROUTE = "/api/catalog/stations"

@@ -15,7 +15,14 @@ from placement.facts import AgentLoad
 
 from . import superpipeline_wire as wire
 from .http import (
-    BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, ClientError, Http, Refused, TokenSource, segment,
+    BACKOFF,
+    DEFAULT_TIMEOUT,
+    READ_RETRIES,
+    ClientError,
+    Http,
+    Refused,
+    TokenSource,
+    segment,
 )
 from .superpipeline_board import BoardRead, Reservation
 from .superpipeline_wire import EligibilityVerdict

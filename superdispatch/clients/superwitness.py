@@ -12,8 +12,8 @@ from placement.facts import Run
 from placement.stage_runs import verdict_mark
 
 from . import shape
-from .shape import Answer, Text, Time
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource
+from .shape import Answer, Text, Time
 
 RUNS_PATH = "/v1/runs"
 ROUTES = (f"GET {RUNS_PATH}",)  # every call this client makes, as a metric names it

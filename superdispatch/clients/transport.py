@@ -13,8 +13,7 @@ from typing import Any, NamedTuple, Protocol
 
 import requests
 import urllib3
-from urllib3.exceptions import HTTPError, NewConnectionError
-from urllib3.exceptions import TimeoutError as TransportTimeout
+from urllib3.exceptions import HTTPError, NewConnectionError, TimeoutError as TransportTimeout
 
 # What every call says of itself. requests sent its own defaults; these say who is asking,
 # and that JSON, gzipped or not, is what it reads.

@@ -13,8 +13,8 @@ from typing import Callable, Iterable, Mapping
 
 from django.core.cache import cache
 
-from placement.formulas import May
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
+from placement.formulas import May
 from records.models import LoopState
 from records.store import holds
 from records.store.actions.sweeps import do_note_no_policy, do_remember_registry

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
+from superdispatch.clients import superpipeline_wire as wire
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ErrorBody, ShapeError
-from superdispatch.clients import superpipeline_wire as wire
 
 from . import bodies
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from placement import Rules, decide
 from placement.facts import AgentVerdict
+from superdispatch.clients import superpipeline_wire as wire
 from superdispatch.clients.http import _error_code
 from superdispatch.clients.shape import ErrorBody, ShapeError
-from superdispatch.clients import superpipeline_wire as wire
-
 from tests.support.placement import NOW, board, roster_row
 
 from . import bodies
@@ -186,7 +184,8 @@ def test_an_answer_alike_is_known_by_its_last_bytes_only_when_they_are_its_agent
     reads = wire.AlikeReads()
     first = reads.verdicts(_answer("card_1", AGENTS))
     assert reads.verdicts(f'{{"cardId": "card_2", "agents": {seen}}}\n'.encode()) is first
-    assert reads.verdicts(f'{{"agents": [], "agents":{seen}}}'.encode()) is first  # the last, as json reads it
+    # The last, as json reads it.
+    assert reads.verdicts(f'{{"agents": [], "agents":{seen}}}'.encode()) is first
     for body in (f'{{"cardId": "card_2", "other": {seen}}}',  # not the agents
                  f'{{"agents": [], "other": {seen}}}',
                  f'{{"agents": 0, "other": {seen}}}',

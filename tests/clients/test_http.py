@@ -4,12 +4,16 @@ from __future__ import annotations
 import logging
 import socket
 
-import pytest
 import msgspec
+import pytest
 import requests
 
 from superdispatch.clients import (
-    Accounts, BadShape, Refused, SuperPipeline, Unavailable,
+    Accounts,
+    BadShape,
+    Refused,
+    SuperPipeline,
+    Unavailable,
 )
 from superdispatch.clients.http import Http
 

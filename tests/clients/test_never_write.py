@@ -13,13 +13,18 @@ import requests
 
 from placement.facts import Requires
 from superdispatch.clients import (
-    Accounts, AgentPod, ClientError, Clients, SuperPipeline, SuperWitness, build_clients,
+    Accounts,
+    AgentPod,
+    ClientError,
+    Clients,
+    SuperPipeline,
+    SuperWitness,
+    build_clients,
 )
 from superdispatch.clients.receivers import Receiver
-
-from . import bodies
 from tests.conftest import log_formatter
 
+from . import bodies
 from .conftest import CREDENTIAL, TokenMint
 from .server import Reply
 

@@ -5,8 +5,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from placement.estimates import nearest_rank, t_quantile
 from placement.switchback import (
@@ -36,7 +35,9 @@ def blocks(*arms: str, seconds: int = HALF_HOUR) -> tuple[Block, ...]:
     return tuple(Block(i, arm, at(i * seconds), at((i + 1) * seconds)) for i, arm in enumerate(arms))
 
 
-def cards_in(block: Block, outcomes: list[tuple[bool | None, float | None, float | None]], offset_s: int = 600):
+def cards_in(
+    block: Block, outcomes: list[tuple[bool | None, float | None, float | None]], offset_s: int = 600
+):
     """Cards ready from `offset_s` into the block, a second apart: (succeeded, lead_s, wait_s)."""
     return [Card(block.starts + timedelta(seconds=offset_s + i), ok, lead, wait)
             for i, (ok, lead, wait) in enumerate(outcomes)]
@@ -93,8 +94,13 @@ def test_a_dropped_arm_is_never_run_again(arms, count, seed, data):
         block, arm = found
         assert block.starts <= moment < block.ends
         assert arm not in dropped
-        assert arm == (block.arm if block.arm not in dropped else PULL if PULL in scheduled and PULL not in dropped
-                       else next(a for a in dict.fromkeys(b.arm for b in schedule) if a not in dropped))
+        assert arm == (
+            block.arm
+            if block.arm not in dropped
+            else PULL
+            if PULL in scheduled and PULL not in dropped
+            else next(a for a in dict.fromkeys(b.arm for b in schedule) if a not in dropped)
+        )
     when = {arm: at(data.draw(st.integers(0, count * HALF_HOUR))) for arm in dropped}
     for block in as_run(schedule, when):
         gone = {arm for arm, t in when.items() if t <= block.starts}
@@ -154,8 +160,11 @@ def test_experiments_that_split_no_cluster_never_run_two_arms_at_once_for_an_age
         if not wanted or split_clusters(wanted, rosters):
             continue
         owner.update({board: len(schedules) for board in wanted})
-        schedules.append(draw_schedule(["pull", "formula", "new"], starts=at(n * 700), block_seconds=HALF_HOUR,
-                                       blocks=6, seed=seed))
+        schedules.append(
+            draw_schedule(
+                ["pull", "formula", "new"], starts=at(n * 700), block_seconds=HALF_HOUR, blocks=6, seed=seed
+            )
+        )
     for moment in range(0, 12 * HALF_HOUR, 450):
         arms_of_agent: dict[str, set[str]] = {}
         for board, n in owner.items():
@@ -203,11 +212,18 @@ def test_only_blocks_ended_by_now_count():
 def hand_case():
     """pull, new, pull, new, four cards each: success 2/4, 3/4, 1/4, 4/4."""
     schedule = blocks("pull", "new", "pull", "new")
-    cards = (cards_in(schedule[0], [(True, 100.0, 10.0), (True, 200.0, 20.0), (False, None, 30.0), (False, None, 40.0)])
-             + cards_in(schedule[1], [(True, 100.0, 5.0), (True, 100.0, 5.0), (True, 100.0, 5.0), (False, None, 5.0)])
-             + cards_in(schedule[2], [(True, 300.0, 10.0), (False, None, 10.0), (False, None, 10.0),
-                                      (False, None, 10.0)])
-             + cards_in(schedule[3], [(True, 50.0, 2.0)] * 4))
+    cards = (
+        cards_in(
+            schedule[0], [(True, 100.0, 10.0), (True, 200.0, 20.0), (False, None, 30.0), (False, None, 40.0)]
+        )
+        + cards_in(
+            schedule[1], [(True, 100.0, 5.0), (True, 100.0, 5.0), (True, 100.0, 5.0), (False, None, 5.0)]
+        )
+        + cards_in(
+            schedule[2], [(True, 300.0, 10.0), (False, None, 10.0), (False, None, 10.0), (False, None, 10.0)]
+        )
+        + cards_in(schedule[3], [(True, 50.0, 2.0)] * 4)
+    )
     return schedule, cards
 
 
@@ -274,7 +290,9 @@ def test_an_arm_clearly_more_successful_within_the_lead_bound_wins_success_but_n
 
 
 def test_the_shortest_lead_wins_lead_and_pull_wins_when_every_other_arm_is_clearly_worse():
-    schedule = draw_schedule(["pull", "new", "formula"], starts=START, block_seconds=HALF_HOUR, blocks=12, seed=2)
+    schedule = draw_schedule(
+        ["pull", "new", "formula"], starts=START, block_seconds=HALF_HOUR, blocks=12, seed=2
+    )
     cards = steady(schedule, {"pull": (0.5, 100.0), "new": (0.5, 80.0), "formula": (0.5, 60.0)})
     assert analyse(schedule, cards, burn_in_s=0, objective="lead").winner == "formula"
     worse = steady(schedule, {"pull": (0.6, 100.0), "new": (0.4, 100.0), "formula": (0.6, 150.0)})
@@ -294,7 +312,9 @@ def test_a_look_before_the_schedule_is_over_needs_a_wider_interval_to_decide():
     cards = []
     for block in schedule:  # new at 0.7 against pull's 0.5, two cards either way every other pair of blocks
         wins = round({"pull": 0.5, "new": 0.7}[block.arm] * 20) + (2 if block.index % 4 < 2 else -2)
-        cards += cards_in(block, [(i < wins, 100.0 if i < wins else None, 5.0) for i in range(20)], offset_s=0)
+        cards += cards_in(
+            block, [(i < wins, 100.0 if i < wins else None, 5.0) for i in range(20)], offset_s=0
+        )
     at_the_end = analyse(schedule, cards, burn_in_s=0, objective="success")
     before = analyse(schedule, cards, burn_in_s=0, objective="success", now=schedule[-2].ends)
     assert at_the_end.winner == "new"
@@ -305,7 +325,9 @@ def test_a_look_before_the_schedule_is_over_needs_a_wider_interval_to_decide():
 # --- The guardrail ------------------------------------------------------------------------------
 
 def test_the_guardrail_drops_an_arm_clearly_worse_than_pull_and_says_why():
-    schedule = draw_schedule(["pull", "new", "worst"], starts=START, block_seconds=HALF_HOUR, blocks=24, seed=9)
+    schedule = draw_schedule(
+        ["pull", "new", "worst"], starts=START, block_seconds=HALF_HOUR, blocks=24, seed=9
+    )
     cards = steady(schedule, {"pull": (0.8, 100.0), "new": (0.8, 100.0), "worst": (0.2, 100.0)}, per_block=60)
     read = analyse(schedule, cards, burn_in_s=0, objective="success", now=schedule[5].ends)
     assert [d.arm for d in read.drops] == ["worst"] and read.dropped == ("worst",)
@@ -339,13 +361,21 @@ def test_the_guardrail_never_drops_an_arm_at_least_as_good_as_pull(seed, data):
         cards += cards_in(block, [(ok, lead if ok else None, 1.0) for ok, lead in drawn], offset_s=0)
     read = analyse(schedule, cards, burn_in_s=0, objective="success")
     c = read.vs_pull("new")
-    not_worse = (c.success is None or c.success.estimate >= 0) and (c.lead_ratio is None or c.lead_ratio.estimate <= 1)
+    not_worse = (c.success is None or c.success.estimate >= 0) and (
+        c.lead_ratio is None or c.lead_ratio.estimate <= 1
+    )
     if not_worse:
         assert read.drops == ()
 
 
 def test_guardrail_bounds_that_cannot_work_are_refused():
-    for bad in ({"success_drop": 0}, {"lead_ratio": 1.0}, {"alpha": 1}, {"design_effect": 0.5}, {"min_blocks": 0}):
+    for bad in (
+        {"success_drop": 0},
+        {"lead_ratio": 1.0},
+        {"alpha": 1},
+        {"design_effect": 0.5},
+        {"min_blocks": 0},
+    ):
         with pytest.raises(ValueError):
             Guardrail(**bad)
 

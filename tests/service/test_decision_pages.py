@@ -10,8 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.renderers import JSONRenderer
 
-from common.renderers import Written
-from common.renderers import JSONRenderer as OurJSONRenderer
+from common.renderers import JSONRenderer as OurJSONRenderer, Written
 from records.api import pages
 from records.api.views import ExplainedDecisionSerializer
 from records.models import Decision
