@@ -443,6 +443,8 @@ def estimate_lines(kept: Kept, burn_in_s: int, arms: list[str]) -> tuple[list[st
         est_s, meas_s, est_l, meas_l = [], [], [], []
         for s in seeds:
             e, a = reads[s].vs_pull(label), alone[s].vs_pull(label)
+            if e is None or a is None:
+                continue  # a seed whose arm alone is not run yet
             for metric, est, meas in (("success", est_s, meas_s), ("lead_ratio", est_l, meas_l)):
                 ei, ai = getattr(e, metric), getattr(a, metric)
                 if ei is None or ai is None:
