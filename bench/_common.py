@@ -158,9 +158,14 @@ class CpuShares:
     process of the machine, by default: run nothing else on it meanwhile). A process that
     starts and ends between two looks is missed."""
 
-    def __init__(self, trees: dict[str, int], servers: tuple[str, ...] = ("postgres",)) -> None:
+    def __init__(self, trees: dict[str, int], servers: tuple[str, ...] = ("postgres",),
+                 database: str | None = None) -> None:
         self.trees = trees  # part -> the pid its tree starts at
         self.servers = servers  # parts named by their processes' name, machine-wide
+        # With a database named, PostgreSQL's part is the server's own processes and the
+        # backends of that database alone: other databases' backends (other work on a shared
+        # machine) are left out.
+        self.database = database
         self.first: dict[int, float] = {}
         self.last: dict[int, tuple[str, float]] = {}
         self._done = threading.Event()
@@ -200,11 +205,28 @@ class CpuShares:
                     part = roots[up]
                     break
                 up = stats[up][1] if up in stats else 0
-            if part is None and comm in self.servers:
+            if part is None and comm in self.servers and self._counted(pid, comm):
                 part = comm
             if part is not None:
                 seen[pid] = (part, cpu)
         return seen
+
+
+    def _counted(self, pid: int, comm: str) -> bool:
+        """Whether a server's process counts: every one, unless a database is named and this
+        is a PostgreSQL backend of another database."""
+        if self.database is None or comm != "postgres":
+            return True
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().replace(b"\0", b" ").decode(errors="replace").split()
+        except OSError:
+            return False
+        # A backend's title is `postgres: CLUSTER: USER DATABASE HOST(PORT) STATE`; the
+        # server's own processes (checkpointer, walwriter, ...) name no database.
+        if len(title) >= 5 and "(" in title[4]:
+            return title[3] == self.database
+        return True
 
 
 def temp_dir(prefix: str) -> str:

@@ -54,7 +54,7 @@ from bench._common import (  # noqa: E402
 )
 from bench._results import last_line  # noqa: E402
 
-BENCH_DB = "superdispatch_bench_scale"
+BENCH_DB = ["superdispatch_bench_scale"]  # the database's name (--database)
 OPERATOR_TOKEN = "bench-operator-token"
 SHARD_CARDS = 100  # the most ready cards one shard's task passes (see the docstring)
 SWEEP_S = 3600  # the sweep interval, so the pass's budget: longer than any whole sweep here
@@ -105,7 +105,7 @@ def run(workers: int, size: dict) -> dict:
     servers.start()
     data_dir = temp_dir("scale")
     port = free_port()
-    database_url = fresh_database("postgres", BENCH_DB, data_dir)
+    database_url = fresh_database("postgres", BENCH_DB[0], data_dir)
     env = base_env(suite.dispatch_config().as_env(), data_dir, database_url, REDIS_DB_URL)
     env.update({
         "PORT": str(port),
@@ -193,7 +193,7 @@ def run(workers: int, size: dict) -> dict:
         # suite's tokens), a quarter second once, which is start-up and not the sweep's.
         relay_one()
         cpu = CpuShares({"sweeps": started[1].pid, "placement": started[2].pid,
-                         "web": started[0].pid, "bench": os.getpid()})
+                         "web": started[0].pid, "bench": os.getpid()}, database=BENCH_DB[0])
         cpu.start()
         sweep_started = time.monotonic()
         app.send_task("superdispatch.sweep")
@@ -214,9 +214,9 @@ def run(workers: int, size: dict) -> dict:
                 "deferred": len(state.deferred_boards or []), "failed": state.failed_sweeps,
                 "unplaced": sum(int((shard.summary or {}).get("unplaced", 0))
                                 for shard in SweepShard.objects.all()),
-                "boards": len(boards)}
+                "boards": len(boards), "load": os.getloadavg()[0]}
     finally:
-        stop(started, servers, "postgres", BENCH_DB, wait_s=30)
+        stop(started, servers, "postgres", BENCH_DB[0], wait_s=30)
 
 
 def main() -> None:
@@ -230,6 +230,8 @@ def main() -> None:
     parser.add_argument("--sweep-nice", type=int, default=0, metavar="N",
                         help="start the sweeps worker under `nice -n N` (the placement worker "
                              "and the rest at the usual priority)")
+    parser.add_argument("--database", default=BENCH_DB[0],
+                        help="the PostgreSQL database the run makes, and drops at its end")
     args = parser.parse_args()
     if min(args.boards, args.agents, args.roster, args.cards) < 1:
         parser.error("--boards, --agents, --roster and --cards must each be at least 1")
@@ -241,6 +243,7 @@ def main() -> None:
         counts = []
     if not counts or min(counts) < 1:
         parser.error(f"--workers takes worker process counts, comma-separated (1,2,4), not {args.workers!r}")
+    BENCH_DB[0] = args.database
     if args.sweep_nice:
         SWEEP_NICE[:] = ["nice", "-n", str(args.sweep_nice)]
     size = {"boards": args.boards, "agents": args.agents, "roster": args.roster,
@@ -253,7 +256,7 @@ def main() -> None:
     figures = {}
     for workers in counts:
         done = subprocess.run([PYTHON, __file__, "--run", str(workers),
-                               f"--sweep-nice={args.sweep_nice}",
+                               f"--sweep-nice={args.sweep_nice}", f"--database={args.database}",
                                *(f"--{k}={v}" for k, v in size.items())],
                               stdout=subprocess.PIPE, text=True)
         if done.returncode:
@@ -264,22 +267,32 @@ def main() -> None:
               f"{result['reads']} eligibility reads, {result['holds']} holds, "
               f"{result['deferred']} boards and {result['unplaced']} cards left; relay during it: {len(relay)} held, "
               f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
-              f"p99 {percentile(relay, 99):.0f} ms")
+              f"p99 {percentile(relay, 99):.0f} ms; load average {result['load']:.2f}")
         cpu = result["cpu_s"]
         print(f"    CPU during it: sweeps workers {cpu.get('sweeps', 0):.1f} s, PostgreSQL "
               f"{cpu.get('postgres', 0):.1f} s, this process (the stand-in, the relay) "
               f"{cpu.get('bench', 0):.1f} s, placement worker {cpu.get('placement', 0):.1f} s, "
               f"web {cpu.get('web', 0):.1f} s: {sum(cpu.values()):.0f} of the "
-              f"{result['sweep_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had")
+              f"{result['sweep_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had; "
+              f"a card weighed: sweeps {cpu.get('sweeps', 0) * 1000 / max(1, result['reads']):.2f} ms, "
+              f"PostgreSQL {cpu.get('postgres', 0) * 1000 / max(1, result['reads']):.2f} ms")
     fewest = min(figures)
     one = figures[fewest]
     per_card = sum(one["card_ms"]) / max(1, len(one["card_ms"]))
     # The sweep's process-time (its wall time on each of its processes), less its cards'.
     per_board = (one["sweep_s"] * 1000 * fewest - per_card * len(one["card_ms"])) / one["boards"]
-    relay_w2 = figures.get(2, one)["relay_ms"]
+    w2 = figures.get(2, one)
+    relay_w2 = w2["relay_ms"]
+    # A card's CPU, in the run with two sweep processes (else the fewest): the sweeps workers'
+    # and PostgreSQL's over the cards the sweep weighed (each one eligibility read).
+    weighed = max(1, w2["reads"])
+    sweep_cpu = w2["cpu_s"].get("sweeps", 0) * 1000 / weighed
+    pg_cpu = w2["cpu_s"].get("postgres", 0) * 1000 / weighed
     line = " ".join(f"sweep_s_w{w}={figures[w]['sweep_s']:.2f}" for w in sorted(figures))
     last_line(f"{line} relay_p99_during_sweep_ms={percentile(relay_w2, 99):.0f} "
-              f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f}")
+              f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f} "
+              f"sweep_cpu_ms_per_card={sweep_cpu:.2f} pg_cpu_ms_per_card={pg_cpu:.2f} "
+              f"load={os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
