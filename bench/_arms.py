@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from contextlib import contextmanager
 from typing import Iterator
 import os
@@ -30,6 +31,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench._common import percentile  # noqa: E402
+from placement import formulas  # noqa: E402
 from sandbox import Metrics, Simulation, Suite  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 from tests.support.world import World, make_world  # noqa: E402
@@ -52,6 +54,35 @@ def lab_database() -> Iterator[None]:
         yield
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+# --- The arms' names ------------------------------------------------------------------------
+
+def arm_named(word: str) -> str:
+    """The arm a name given to the lab means: a formula's label, or one the lab knew it by before
+    (`formula` for the documented formula, `new` for the one that weighs pull); any other word as
+    it is."""
+    formula = formulas.labelled(word)
+    return formula.label if formula is not None else word
+
+
+def key_of(arm: str) -> str:
+    """An arm as its figures' keys spell it: `success_pull_aware`."""
+    return arm.replace("-", "_")
+
+
+def with_former_keys(line: str) -> str:
+    """A last line, with each formula's figures in it given again under each label the lab knew it
+    by before (`success_formula=…` after `success_documented=…`): other tools read those keys."""
+    again = []
+    for formula in formulas.every():
+        pattern = re.compile(rf"(\w+?)_{formula.key}(_s)?=(\S+)")
+        for former in formula.former_labels:
+            for token in line.split():
+                found = pattern.fullmatch(token)
+                if found:
+                    again.append(f"{found[1]}_{key_of(former)}{found[2] or ''}={found[3]}")
+    return " ".join([line, *again])
 
 
 # --- One run ------------------------------------------------------------------------------

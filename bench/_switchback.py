@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from bench._arms import placed_world, run_placed, run_pull
+from bench._arms import arm_named, placed_world, run_placed, run_pull
 from placement import formulas
 from placement.switchback import (
     PULL,
@@ -243,6 +243,17 @@ class Kept:
     took_s: dict[str, float] = dataclasses.field(default_factory=dict)  # wall seconds, by part
 
 
+def relabelled(kept: Kept) -> Kept:
+    """A run kept under the lab's labels of then (`formula`, `new`), read under today's."""
+    for experiment in kept.experiments.values():
+        experiment.schedule = tuple(dataclasses.replace(b, arm=arm_named(b.arm)) for b in experiment.schedule)
+        experiment.dropped_at = {arm_named(a): at for a, at in experiment.dropped_at.items()}
+        experiment.drop_why = {arm_named(a): why for a, why in experiment.drop_why.items()}
+    kept.labels = [arm_named(a) for a in kept.labels]
+    kept.alone = {seed: {arm_named(a): run for a, run in runs.items()} for seed, runs in kept.alone.items()}
+    return kept
+
+
 def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: Callable[[], None]) -> None:
     """Run whatever of the parts asked for `kept` does not hold yet, seed by seed, keeping each."""
     import time
@@ -336,7 +347,7 @@ def estimate_lines(kept: Kept, burn_in_s: int, arms: list[str]) -> tuple[list[st
 def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
     """Each objective's decision seed by seed, judged against the arms' own runs."""
     seeds = sorted(set(kept.alone) & set(kept.experiments))
-    if "formula" not in kept.labels:
+    if formulas.DEFAULT.label not in kept.labels:
         return ["not judged: the deployment's formula, which an undecided experiment leaves running, "
                 "was not an arm"], 0, 0
     own = truth(kept)
@@ -349,7 +360,7 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
         chosen_by_seed = []
         for s in seeds:
             won, _ = decision_of(kept.experiments[s], objective, burn_in_s)
-            chosen_by_seed.append(won if won is not None else "formula")  # undecided: the deployment's formula
+            chosen_by_seed.append(won if won is not None else formulas.DEFAULT.label)  # undecided: the deployment's
         oks = []
         for s, chosen in zip(seeds, chosen_by_seed):
             m = means[chosen]
@@ -435,7 +446,8 @@ def main(parser, args, scenario) -> None:
         # The rule before experiments: a card decided with nobody held waits out its five minutes.
         passes._released = lambda state, work: False
     with worst_first_declared():
-        labels = [a for a in (args.arms or "pull,formula,new").split(",") if a]
+        given = args.arms or f"{PULL},{formulas.DEFAULT.label},{formulas.PULL_AWARE.label}"
+        labels = [arm_named(a) for a in given.split(",") if a]
         known = arm_names()
         if PULL not in labels or any(a not in known for a in labels):
             parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(known)}")
@@ -446,7 +458,7 @@ def main(parser, args, scenario) -> None:
         kept = Kept(scenario.name, labels, seconds, alone_seconds, block_s)
         if args.from_file and os.path.exists(args.from_file):
             with open(args.from_file, "rb") as f:
-                kept = pickle.load(f)  # the runs kept stand for the hours, blocks and arms they were run at
+                kept = relabelled(pickle.load(f))  # the runs kept stand for the hours, blocks and arms they were run at
         elif block_s < 60 or seconds < 2 * block_s * len(labels):
             parser.error("--block-minutes must be at least 1, and --hours long enough for two blocks of each arm")
         target = args.save or args.from_file

@@ -11,8 +11,9 @@ the formula beside them, on the same seeds, and prints `bench/value.py`'s table 
 Run: .venv/bin/python bench/orders.py --scenario NAME_OR_PATH --order truth
      [--order agt_b,agt_c,agt_d,agt_a,agt_e ...] [--minutes 60] [--seeds 5]
 An order names agents by id; agents it leaves out follow, by id. Last line:
-`success_pull=… lead_mean_pull_s=… success_formula=… lead_mean_formula_s=…` and, for each order
-k, `success_order<k>=… lead_mean_order<k>_s=…`.
+`success_pull=… lead_mean_pull_s=… success_documented=… lead_mean_documented_s=…` and, for each
+order k, `success_order<k>=… lead_mean_order<k>_s=…`; then the documented formula's two again under
+the lab's label of before, `success_formula=… lead_mean_formula_s=…`.
 """
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._arms import figures, frontier, lab_database, print_table, run_placed, run_pull, seeded  # noqa: E402
+from bench._arms import (  # noqa: E402
+    figures, frontier, key_of, lab_database, print_table, run_placed, run_pull, seeded, with_former_keys,
+)
 from bench._lab import scenario_arg  # noqa: E402
 from bench._results import last_line  # noqa: E402
-from placement import decision, formulas  # noqa: E402
+from placement import formulas, rankers  # noqa: E402
 from placement.scoring import Score  # noqa: E402
 from sandbox.scenario import Scenario  # noqa: E402
 
@@ -84,7 +87,7 @@ def main() -> None:
             results["pull"].append(figures(run_pull(run_scenario, seconds)))
             results[formula].append(figures(run_placed(run_scenario, seconds)))
             for arm, order in zip(arms[2:], orders):
-                with mock.patch.object(decision, "ranked", fixed_ranking(order)):
+                with mock.patch.object(rankers, "ranked", fixed_ranking(order)):
                     results[arm].append(figures(run_placed(run_scenario, seconds)))
 
     print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds; "
@@ -97,8 +100,9 @@ def main() -> None:
     print("success against mean lead: " + ", ".join(
         f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
         f"({means[arm]['lead_mean_s'] / pull:.3f}x)" + (" [on the frontier]" if arm in on else "") for arm in arms))
-    last_line(" ".join(f"success_{arm}={means[arm]['success']:.3f} lead_mean_{arm}_s={means[arm]['lead_mean_s']:.1f}"
-                   for arm in arms), scenario=scenario.name)
+    last_line(with_former_keys(" ".join(
+        f"success_{key_of(arm)}={means[arm]['success']:.3f} lead_mean_{key_of(arm)}_s={means[arm]['lead_mean_s']:.1f}"
+        for arm in arms)), scenario=scenario.name)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ class SweepRig:
         from django.conf import settings
 
         # Imported here, after django.setup() in this process: the project's modules load models.
-        from records.store import actions
+        from records.store.actions.boards import do_opt_in
         from records.store.signals import board_changed
         from superdispatch.clients import build_clients
         from superdispatch.loop import Loop
@@ -77,7 +77,7 @@ class SweepRig:
         board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
         self.suite = suite
         for board in suite.scenario.boards:
-            actions.do_opt_in(board.id, suite.clock())
+            do_opt_in(board.id, suite.clock())
         cfg = settings.SUPERDISPATCH
         self.loop = Loop(build_clients(cfg, session=sandbox_session(suite),
                                        now=lambda: suite.clock().timestamp()),

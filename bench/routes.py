@@ -64,7 +64,8 @@ def build(decisions: int) -> dict[str, str]:
     from dashboard import settle_the_holds
     from learning import actions as learning_actions
     from records.models import Candidate, Decision, Suggestion
-    from records.store import actions
+    from records.store.actions.boards import do_opt_in, do_opt_out
+    from records.store.actions.rollups import do_roll_up
     from suggestions import NOW, remember_a_registry, seed
 
     call_command("migrate", verbosity=0)
@@ -74,10 +75,10 @@ def build(decisions: int) -> dict[str, str]:
     held = settle_the_holds()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    actions.do_roll_up(NOW)
+    do_roll_up(NOW)
     for b in range(5):
-        actions.do_opt_out(f"brd_{b:03d}", NOW)
-        actions.do_opt_in(f"brd_{b:03d}", NOW + timedelta(seconds=1))
+        do_opt_out(f"brd_{b:03d}", NOW)
+        do_opt_in(f"brd_{b:03d}", NOW + timedelta(seconds=1))
     suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_000",
                                            stage_key="review", first_seen_at=NOW, last_seen_at=NOW)
     print(f"decisions={Decision.objects.count()} candidates={Candidate.objects.count()} "

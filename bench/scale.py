@@ -128,7 +128,7 @@ def run(workers: int, size: dict) -> dict:
     from django.utils import timezone
 
     from records.models import LoopState, SweepShard
-    from records.store import actions
+    from records.store.actions.boards import do_opt_in
     from records.store.signals import board_changed
     from superdispatch.celery import app
     from superdispatch.loop import Loop, look_at_board
@@ -138,7 +138,7 @@ def run(workers: int, size: dict) -> dict:
     board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
     now = timezone.now()
     for board in spec["boards"]:
-        actions.do_opt_in(board["id"], now)
+        do_opt_in(board["id"], now)
     loop = Loop.from_settings()
     ensure_windows(loop, now)
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would

@@ -62,7 +62,7 @@ def run(transport: str, profile: bool) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from records.store import actions
+    from records.store.actions.boards import do_opt_in
     from records.store.signals import board_changed
     from superdispatch.clients import build_clients
     from superdispatch.loop import Loop, sweep
@@ -74,7 +74,7 @@ def run(transport: str, profile: bool) -> dict:
     board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
     now = parse_rfc3339(scenario()["start"])  # the stand-in's clock stands still at its start
     for board in scenario()["boards"]:
-        actions.do_opt_in(board["id"], now)
+        do_opt_in(board["id"], now)
     cfg = settings.SUPERDISPATCH
     loop = Loop(build_clients(cfg, session=session, now=now.timestamp), cfg, clock=lambda: now)
     ensure_windows(loop, now)

@@ -4,10 +4,13 @@ Each arm runs the scenario on the sandbox's virtual clock with SuperDispatch's l
 (relayed card.ready placed at once, a sweep every 30 s), seed after seed:
 
 - pull: no SuperDispatch at all;
-- one arm for each formula `placement/formulas.py` declares, named by its label: `formula` (the
-  documented one, the default, under default settings), `waiting` (the opt-in one that may
-  hold a card for a busy, better agent) and `new` (the one that steps aside where pull
-  is expected to do as well);
+- one arm for each formula `placement/formulas.py` declares, named by its label: `documented`
+  (the documented one, the default, under default settings), `waiting` (the opt-in one that may
+  hold a card for a busy, better agent) and the one that steps aside where pull is expected to do
+  as well, labelled by its name (`formulas.PULL_AWARE`). The labels the lab used before, `formula` and
+  `new`, still name those arms in `--arms`, and the last line gives their figures under the old
+  keys too (`success_formula`, `success_new`, `lead_mean_new_s`, `wait_p95_new_s`), after the
+  new ones (`success_documented=…`, and the one that weighs pull's, `success_pull_aware=…`);
 - tuned: the formula with the holds `tune-holds` picks from the formula arm's own settled holds;
 - learned: the formula with learned routing, target `succeeded`: the formula places the run's
   first third, a model is trained on it (`learning.actions.do_train`), watches the second third
@@ -30,7 +33,8 @@ arm's gain within 1.05x of pull's lead; then the new formula's three goals: neve
 pull (success within 0.01, mean lead within 1.03x, p95 wait within 30 s), clearly better where
 skill differs so at under 60% load (success +0.05 within 1.03x the lead), and on the frontier
 (no arm beats it on both success and mean lead beyond their paired intervals). The last line
-ends with `success_new=… lead_mean_new_s=… wait_p95_new_s=…` when the `new` arm ran.
+ends with `success_pull_aware=… lead_mean_pull_aware_s=… wait_p95_pull_aware_s=…` when the arm
+that weighs pull ran.
 
 With `--what-if`, each seed's formula arm's store (its recorded decisions, as a deployment
 would have them) is replayed under every other arm (`placement/what_if.py`): pull, each other
@@ -52,10 +56,10 @@ them back instead of running the arms (the simulation is deterministic by seed, 
 the runs a new one would make), to re-read the what-if without the simulation's wall time.
 
 Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--seeds 5]
-     [--arms pull,formula,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
+     [--arms pull,documented,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
      [--save FILE | --from FILE]
      .venv/bin/python bench/value.py --scenario NAME_OR_PATH --switchback [--hours 12] [--seeds 5]
-     [--block-minutes 30] [--arms pull,formula,new,worst] [--alone-hours H] [--save FILE | --from FILE]
+     [--block-minutes 30] [--arms pull,documented,…,worst] [--alone-hours H] [--save FILE | --from FILE]
 """
 from __future__ import annotations
 
@@ -86,8 +90,8 @@ from placement import formulas  # noqa: E402
 from learning import actions as learning_actions, runtime as learning_runtime, store as learning_store  # noqa: E402
 from learning.core.train import TrainingError  # noqa: E402
 from bench._arms import (  # noqa: E402  (sets Django up)
-    BASE_SETTINGS, SWEEP_EVERY_S, Run, figures, frontier, lab_database, mean_ci, placed_world,
-    print_table, run_placed, run_pull, seeded,
+    BASE_SETTINGS, SWEEP_EVERY_S, Run, arm_named, figures, frontier, key_of, lab_database, mean_ci,
+    placed_world, print_table, run_placed, run_pull, seeded, with_former_keys,
 )
 from bench._lab import scenario_arg, settings_arg  # noqa: E402
 from bench._results import last_line  # noqa: E402
@@ -553,6 +557,8 @@ def _load_runs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dic
     except (OSError, pickle.UnpicklingError, EOFError) as err:
         parser.error(f"--from {args.from_file}: {err}")
     args.minutes, args.seeds = saved["minutes"], saved["seeds"]
+    for part in ("results", "shares", "notes"):  # kept under the labels of then: `formula`, `new`
+        saved[part] = {arm_named(arm): kept for arm, kept in saved[part].items()}
     for store in saved["stores"].values():
         if store.seconds is None:  # kept before the store named its length
             store.seconds = args.minutes * 60
@@ -565,7 +571,8 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=5)
     runners = arm_runners()
-    parser.add_argument("--arms", default=",".join(runners), help="comma-separated, from " + ", ".join(runners))
+    parser.add_argument("--arms", default=",".join(runners), help="comma-separated, from " + ", ".join(runners)
+                        + f" (formula and new, the labels of before, name {FORMULA} and {NEW})")
     parser.add_argument("--agents", action="store_true", help="also print each arm's share of claims per agent")
     parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
                                                       "(comma-separated seconds) and print the table")
@@ -582,7 +589,7 @@ def main() -> None:
                              "simulation is deterministic by seed, so they are the runs a new one would make")
     parser.add_argument("--hours", type=float, help="the same as --minutes 60 x HOURS")
     parser.add_argument("--switchback", action="store_true",
-                        help="run a switchback experiment between the arms (by default pull, formula and new) "
+                        help=f"run a switchback experiment between the arms (by default pull, {FORMULA} and {NEW}) "
                              "and each arm alone on the same seeds, and read the experiment against them "
                              "(bench/_switchback.py); `worst`, a formula that ranks worst-first, is an arm too")
     parser.add_argument("--block-minutes", type=int, default=30, help="--switchback: each block's length")
@@ -611,7 +618,7 @@ def main() -> None:
     global WHAT_IF
     WHAT_IF = args.what_if
     BASE_SETTINGS.update(settings_arg(parser, args.set))
-    arms = [a for a in args.arms.split(",") if a]
+    arms = [arm_named(a) for a in args.arms.split(",") if a]
     unknown = [a for a in arms if a not in runners]
     if unknown or "pull" not in arms:
         parser.error(f"--arms: pull is required, and each arm must be one of {', '.join(runners)}")
@@ -680,16 +687,18 @@ def main() -> None:
     best = best_arm({arm: means[arm] for arm in arms})
     pull, formula = means["pull"], means.get(FORMULA, means["pull"])
     b = means[best]
-    last_line(f"success_pull={pull['success']:.3f} success_{FORMULA}={formula['success']:.3f} "
+    documented, new = key_of(FORMULA), key_of(NEW)
+    last_line(with_former_keys(
+              f"success_pull={pull['success']:.3f} success_{documented}={formula['success']:.3f} "
               f"success_best={b['success']:.3f} best_arm={best} "
               f"wait_p50_pull_s={pull['wait_p50_s']:.1f} wait_p50_best_s={b['wait_p50_s']:.1f} "
               f"wait_p95_pull_s={pull['wait_p95_s']:.1f} wait_p95_best_s={b['wait_p95_s']:.1f} "
-              f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_{FORMULA}_s={formula['lead_mean_s']:.1f} "
+              f"lead_mean_pull_s={pull['lead_mean_s']:.1f} lead_mean_{documented}_s={formula['lead_mean_s']:.1f} "
               f"lead_mean_best_s={b['lead_mean_s']:.1f} lead_p95_pull_s={pull['lead_p95_s']:.1f} "
               f"lead_p95_best_s={b['lead_p95_s']:.1f}"
-              + (f" success_{NEW}={means[NEW]['success']:.3f} lead_mean_{NEW}_s={means[NEW]['lead_mean_s']:.1f} "
-             f"wait_p95_{NEW}_s={means[NEW]['wait_p95_s']:.1f}" if NEW in means else "")
-              + whatif_figures, variant="what-if" if args.what_if else "", scenario=scenario.name)
+              + (f" success_{new}={means[NEW]['success']:.3f} lead_mean_{new}_s={means[NEW]['lead_mean_s']:.1f} "
+                 f"wait_p95_{new}_s={means[NEW]['wait_p95_s']:.1f}" if NEW in means else "")
+              + whatif_figures), variant="what-if" if args.what_if else "", scenario=scenario.name)
 
 
 if __name__ == "__main__":

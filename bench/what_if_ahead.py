@@ -1,5 +1,5 @@
 """What the dashboard's what-if costs to work out ahead: every board's week of decisions
-replayed under each formula but the configured one (`records.store.actions.do_what_if_ahead`),
+replayed under each formula but the configured one (`records.store.actions.what_if.do_what_if_ahead`),
 on decisions the replay can replay.
 
 The store is `boards` boards (50 by default) with `decisions` decisions between them (100,000 by
@@ -111,7 +111,9 @@ def main() -> None:
 
     from common.config import rules_from
     from records.models import BoardWhatIf
-    from records.store import actions, dashboard
+    from records.store import dashboard
+    from records.store.actions.rollups import do_roll_up
+    from records.store.actions.what_if import do_what_if_ahead
     from records.store.actions import what_if
 
     try:
@@ -123,14 +125,14 @@ def main() -> None:
         print(f"database={kind} decisions={decisions} boards={boards} "
               f"seed_s={time.perf_counter() - started:.1f}", flush=True)
         started = time.perf_counter()
-        actions.do_roll_up(NOW)
+        do_roll_up(NOW)
         print(f"rollup_s={time.perf_counter() - started:.1f}", flush=True)
         rules = rules_from(settings.SUPERDISPATCH)
         boards_ms, boards_cpu_ms, replayed = [], [], 0
         started = time.perf_counter()
         while True:  # one run a sweep, as the sweeps send them, until no board is due
             began, cpu = time.perf_counter(), time.process_time()
-            done = actions.do_what_if_ahead(NOW, rules).done
+            done = do_what_if_ahead(NOW, rules).done
             if not done:
                 break
             boards_ms.append((time.perf_counter() - began) * 1000)

@@ -1,13 +1,54 @@
-"""The browsable API: DRF's, for staff signed in to the admin (common.auth).
+"""The API's renderers: DRF's JSON, which also takes an answer already written as JSON text,
+and its browsable API for staff signed in to the admin (common.auth).
 
 Imports no view: DRF loads the renderers named in REST_FRAMEWORK while `rest_framework.views`
 is being imported."""
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
+from rest_framework import renderers
 from rest_framework.renderers import BrowsableAPIRenderer
+from rest_framework.utils.encoders import JSONEncoder
 
 NO_ROUTE = "No route"  # the catch-all view's name (common.views.NoRoute)
+
+# A value's JSON text exactly as DRF's JSON renderer writes an answer without indent (its own
+# encoder and settings, read from the renderer): pieces of one answer written apart and joined
+# read the same as the whole written at once.
+encode = JSONEncoder(
+    ensure_ascii=renderers.JSONRenderer.ensure_ascii, allow_nan=not renderers.JSONRenderer.strict,
+    separators=(renderers.SHORT_SEPARATORS if renderers.JSONRenderer.compact
+                else renderers.LONG_SEPARATORS)).encode
+
+
+class Written:
+    """An answer already written as JSON text, by `encode` and joined: a page of decisions,
+    most of whose pieces are written once a process (records.api.pages)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def value(self) -> Any:
+        """The answer as parsed JSON, for a renderer that writes it its own way."""
+        return json.loads(self.text)
+
+
+class JSONRenderer(renderers.JSONRenderer):
+    """DRF's JSON renderer, which answers a `Written` answer's text as it is (indented, when
+    asked for, as DRF indents any answer)."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, Written):
+            if self.get_indent(accepted_media_type, renderer_context or {}) is None:
+                # As DRF escapes them in any answer: JSON that is a strict JavaScript subset.
+                return data.text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()
+            data = data.value()
+        return super().render(data, accepted_media_type, renderer_context)
 
 
 class BrowsableAPI(BrowsableAPIRenderer):

@@ -1,6 +1,7 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
 from . import filtering, filters, formulas  # filters declares every filter before any table is read
-from .decision import CandidateRecord, Decision, Hold, decide
+from .decision import decide
+from .decision_record import CandidateRecord, Decision, Hold
 from .fairness import BOARD_ORDER, ROUND_ROBIN, order_cards
 from .dispatch_policy import PolicyRecord
 from .filtering import FilterResult

@@ -246,6 +246,13 @@ def tables() -> Tables:
     return current
 
 
+def busy_only(filters: Iterable[FilterResult]) -> bool:
+    """Whether every filter failed is a load filter: the agent is busy and nothing else, so it
+    passes once the work in hand is done."""
+    load = tables().names(Tag.LOAD)
+    return all(result.passed or result.filter in load for result in filters)
+
+
 def __getattr__(name: str) -> Any:
     # The derived tables by their names, always as the declarations stand now. Read them as
     # `filtering.REASON_CODES` (or through `tables()`), so a filter declared later is seen.

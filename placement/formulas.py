@@ -2,8 +2,9 @@
 
 A formula ranks the candidates that pass every filter, and each decision records it by name and
 version (the record's `policy`). As a kube-scheduler profile lists the score plugins it runs, a
-formula lists its rankers, each a small named unit that `decision.py` runs in order; it says what
-it may do beyond holding the agent it ranks first, and which facts it needs the loop to read.
+formula lists its rankers, each a small named unit that `decision.py` runs in order (each one's
+runs are `rankers.RANKERS`); it says what it may do beyond holding the agent it ranks first, and
+which facts it needs the loop to read.
 
 Everything that names, lists or asks about a formula derives it from here: `Rules` (which looks
 the declaration up once), the `SUPERDISPATCH_FORMULA` setting's rule (`common/config.py`), the
@@ -44,7 +45,7 @@ class May(StrEnum):
 @dataclass(frozen=True, eq=False)
 class Ranker:
     """One score plugin: a small named unit of ranking, the facts it reads and what it may do.
-    `decision.RANKERS` runs each. (Not a ladder's step: that is the record's `tier.step`.)"""
+    `rankers.RANKERS` runs each. (Not a ladder's step: that is the record's `tier.step`.)"""
 
     name: str
     needs: frozenset[Need] = frozenset()
@@ -72,17 +73,26 @@ class Formula:
 
     name: str  # kebab-case
     version: int  # a new version is a change of what it decides, on the same facts
-    label: str  # one short word for it: the lab's arm, and that arm's keys in the lab's figures
+    label: str  # a short name for what it does: the lab's arm, and that arm's keys in the lab's figures
     rankers: tuple[Ranker, ...]  # run in order; the first makes the ranking, the rest may re-rank it
     needs: frozenset[Need]  # at least every fact its rankers read
     may: frozenset[May] = frozenset()  # at least whatever its rankers may do
+    # Labels the lab knew it by before: still accepted for its arm, and its keys printed under them
+    # too, as other tools read them.
+    former_labels: tuple[str, ...] = ()
     recorded: str = field(init=False)  # `name@version`: each record's `policy`, and the setting's value
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rankers", tuple(self.rankers))
+        object.__setattr__(self, "former_labels", tuple(self.former_labels))
         object.__setattr__(self, "needs", frozenset(Need(need) for need in self.needs))
         object.__setattr__(self, "may", frozenset(May(what) for what in self.may))
         object.__setattr__(self, "recorded", f"{self.name}@{self.version}")
+
+    @property
+    def key(self) -> str:
+        """The label as the lab's figures' keys spell it: `success_pull_aware`."""
+        return self.label.replace("-", "_")
 
     @property
     def holds_busy(self) -> bool:
@@ -103,7 +113,7 @@ class Formula:
 # A name is recorded and matched as is, and `+learned:v` is added to it when a model places a card:
 # keep it plain, and short enough for the record's column (80) with that suffix.
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
-_LABEL = re.compile(r"[a-z][a-z0-9]*")
+_LABEL = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 MAX_RECORDED = 60
 
 
@@ -115,11 +125,14 @@ def _check(formula: Formula) -> None:
         raise ValueError(f"formula {formula.name}: version {formula.version!r} is not a whole number from 1")
     if len(recorded) > MAX_RECORDED:
         raise ValueError(f"formula {recorded}: a recorded name is at most {MAX_RECORDED} characters")
-    if not _LABEL.fullmatch(formula.label):
-        raise ValueError(f"formula {recorded}: label {formula.label!r} is not one lowercase word")
-    taken = next((f for f in _declared.values() if f.label == formula.label), None)
-    if taken is not None:
-        raise ValueError(f"formulas {taken.recorded} and {recorded} share label {formula.label}")
+    for label in (formula.label, *formula.former_labels):
+        if not _LABEL.fullmatch(label):
+            raise ValueError(f"formula {recorded}: label {label!r} is not lowercase kebab-case")
+        taken = next((f for f in _declared.values() if label in (f.label, *f.former_labels)), None)
+        if taken is not None:
+            raise ValueError(f"formulas {taken.recorded} and {recorded} share label {label}")
+    if len({formula.label, *formula.former_labels}) != 1 + len(formula.former_labels):
+        raise ValueError(f"formula {recorded}: a label is given twice")
     if not formula.rankers:
         raise ValueError(f"formula {recorded} lists no ranker")
     for ranker in formula.rankers:
@@ -156,8 +169,14 @@ def recorded_names() -> tuple[str, ...]:
     return tuple(_declared)
 
 
+def labelled(label: str) -> Formula | None:
+    """The formula the lab knows by this label, or by one it knew it by before."""
+    return next((f for f in _declared.values() if label in (f.label, *f.former_labels)), None)
+
+
 # The documented formula: the default, and the ranking the docs describe.
-DEFAULT = declare(Formula("idle-stage-success-lru", 3, "formula", (BY_RECORD,), needs={Need.RUNS}))
+DEFAULT = declare(Formula("idle-stage-success-lru", 3, "documented", (BY_RECORD,), needs={Need.RUNS},
+                          former_labels=("formula",)))
 
 # Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`). It
 # keeps the documented order among the idle and moves back only those whose expected lead is well
@@ -168,5 +187,6 @@ WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, B
 # Opt-in: it weighs the whole lead time, steps aside where pull is expected to do as well, holds a
 # lone idle candidate, sizes each hold by its agent's time to claim, and sets each board's
 # placement window from whether its fleet differs (`lead.py`, `superdispatch/loop/board_windows.py`).
-PULL_AWARE = declare(Formula("pull-aware", 1, "new", (BY_RECORD, BY_PULL), needs={Need.RUNS, Need.TIMING},
-                             may={May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW}))
+PULL_AWARE = declare(Formula("pull-aware", 1, "pull-aware", (BY_RECORD, BY_PULL), needs={Need.RUNS, Need.TIMING},
+                             may={May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW},
+                             former_labels=("new",)))

@@ -238,6 +238,24 @@ def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_su
     return hold_s * (1 + STEP_ASIDE_SHARE) >= pull_s
 
 
+def pull_outlook(ranking: Sequence[tuple[str, Score]], timing: Timing, window_left_s: float, *,
+                 lone: bool = False, fleet_differs: bool | None = None) -> Outlook | None:
+    """Pull's expectation, from the ranked racing for the card once its window is over, against
+    the best hold's, and whether to step aside: never for a lone candidate (it is held), never
+    while a racer's timing is not its own. In deciding a card and in replaying a decision alike;
+    None where the ranking is not by lead."""
+    best = ranking[0][1].terms
+    if not isinstance(best, LeadTerms):
+        return None
+    agents = [agent_id for agent_id, _ in ranking]
+    ev = evidence(timing, {agent_id: score.terms.success for agent_id, score in ranking})  # type: ignore[attr-defined]
+    racing = race(agents, ev)
+    pull, pull_success = racing.expected_s + window_left_s, racing.success(ev)
+    sure = all(known(agent_id, timing) for agent_id in agents)
+    aside = not lone and sure and steps_aside(best.expected_s, pull, best.success, pull_success)
+    return Outlook(agents[0], best.expected_s, pull, window_left_s, aside, best.success, pull_success, fleet_differs)
+
+
 class Rated(Protocol):
     """A candidate's record at the stage, as the lead reads it (`StageHistory` is one)."""
 

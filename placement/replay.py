@@ -2,7 +2,7 @@
 
 Each replayed decision is the first step of a card's ladder that had a choice to make: agents
 eligible to hold for, and more than one rostered agent able to take the card. It is run through
-the other formula's rankers on its own recorded facts (each candidate's filters, score terms and
+the other formula's rankers (each one's replay, `rankers.py`) on its own recorded facts (each candidate's filters, score terms and
 stage record); a fact the formula needs that the record does not hold, such as how soon an agent
 claims and how long it runs, or a busy agent's record at the stage, is rebuilt from what the
 record showed *before* the decision (`Known`): a claim counts from its claim time, a run from
@@ -15,19 +15,15 @@ import math
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
-from .facts import Card, Facts, Requires, Run, Timing
-from .filtering import FilterResult, Tag, tables
-from .formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, Ranker
-from .ladder import WINNER, Tier
-from .lead import by_lead, evidence, fleet_differs, hold_length, race, steps_aside
-from .lead import known as lead_known
+from .facts import Run, Timing
+from .filtering import FilterResult
+from .ladder import WINNER
 from .rules import Rules
-from .scoring import Score, ScoreTerms, ranked
+from .scoring import ScoreTerms
 from .stats import median, percentile
-from .stage_runs import NO_RUNS, StageHistory, stage_history
-from .waiting import rank as rank_waiting
+from .stage_runs import StageHistory, stage_history
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
 
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
@@ -311,85 +307,6 @@ class Unreplayable(Exception):
     """A decision that cannot be replayed, and why (its message, as the answer lists it)."""
 
 
-Replayer = Callable[[Recorded, Rules, Known, list[tuple[str, Score]]], tuple[list[tuple[str, Score]], Choice | None]]
-
-
-def _by_record(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`scoring.py`'s order, from each eligible candidate's recorded terms."""
-    return ranked({c.agent_id: c.terms for c in d.candidates if c.terms is not None}), None
-
-
-def _by_lead(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`waiting.py`'s ranker, its timing rebuilt from the record before the decision."""
-    if d.ready_at is None:
-        raise Unreplayable("no ready time recorded, which holding for a busy agent reads")
-    stage: dict[str, StageHistory] = {}
-    for c in d.candidates:
-        history = c.stage or known.stage_of(d, c, rules)
-        if history is not None:
-            stage[c.agent_id] = history
-    # The card's priority is not recorded: read as 0, the default.
-    card = Card(d.board_id, d.card_id, d.stage_key, Requires(), None, d.ready_at)
-    facts = Facts(card=card, roster=(), eligibility=(), timing=known.timing())
-    verdicts = {c.agent_id: c.filters for c in d.candidates}
-    ranking, waiting = rank_waiting(facts, rules, Tier(WINNER, 1), d.at, ranking, verdicts,
-                                    frozenset(verdicts), stage)
-    if waiting is None:
-        return ranking, None
-    return ranking, Choice(waiting.agent_id, busy=True, wait_s=waiting.expected_wait_s)
-
-
-def _by_pull(d: Recorded, rules: Rules, known: Known, ranking: list[tuple[str, Score]]):
-    """`lead.py`'s ranker as `decision.py` runs it: the eligible by expected time to a success, and
-    nobody held where pull is expected to do as well, each figure rebuilt from the record before
-    the decision. The hold is sized by its agent's p95 time to claim as known then. The window
-    left is the configured one's less the time the card had been ready: the window the formula
-    would have set for the board is not rebuilt."""
-    if not ranking:
-        return ranking, None
-    if d.ready_at is None:
-        raise Unreplayable("no ready time recorded, which weighing pull reads")
-    timing = known.timing()
-    by_id = {c.agent_id: c for c in d.candidates}
-    records = {a: by_id[a].stage or known.stage_of(d, by_id[a], rules) or NO_RUNS for a, _ in ranking}
-    fleet = sum(1 for c in d.candidates if _busy_only(c))
-    hold_s = {a: _hold_s(a, rules, timing) for a, _ in ranking}
-    ranking = by_lead(ranking, records, timing, known.settled_on_board(d.board_id), hold_s, fleet)
-    best_id, best = ranking[0][0], ranking[0][1].terms
-    ev_pull = evidence(timing, {a: s.terms.success for a, s in ranking})
-    left = max(0.0, rules.placement_window_s - _seconds(d.at - d.ready_at))
-    racing = race([a for a, _ in ranking], ev_pull)
-    sure = all(lead_known(a, timing) for a, _ in ranking)
-    differs = _fleet_differs(d, rules, known)
-    if sure and steps_aside(best.expected_s, racing.expected_s + left, best.success, racing.success(ev_pull)):
-        return ranking, Choice(None, wait_s=left, aside=True, fleet_differs=differs)
-    return ranking, Choice(best_id, hold_s=_hold_s(best_id, rules, timing), fleet_differs=differs)
-
-
-def _hold_s(agent_id: str, rules: Rules, timing: Timing) -> float:
-    """A winner hold's length for the agent, sized by its p95 time to claim (`lead.hold_length`)."""
-    return float(hold_length(timing.claim_p95_s.get(agent_id), rules.hold_min_s, rules.reservation_seconds))
-
-
-def _busy_only(c: Considered) -> bool:
-    """Failing nothing but the filters that pass once the work in hand is done."""
-    return {f.filter for f in c.filters if not f.passed} <= tables().names(Tag.LOAD)
-
-
-def _fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:
-    """`lead.fleet_differs` on the record, as `decision._fleet` asks it of a card's facts."""
-    fleet = [c for c in d.candidates if _busy_only(c)]
-    if len(fleet) < 2:
-        return False
-    records = {c.agent_id: c.stage or known.stage_of(d, c, rules) or NO_RUNS for c in fleet}
-    timing = known.timing()
-    hold_s = {a: _hold_s(a, rules, timing) for a in records}
-    return fleet_differs(records, timing, known.settled_on_board(d.board_id), hold_s)
-
-
-# Each ranker a formula may list, and how a recorded decision is run through it.
-REPLAY_RANKERS: Mapping[Ranker, Replayer] = {BY_RECORD: _by_record, BY_LEAD: _by_lead, BY_PULL: _by_pull}
-
 NO_CHOICE = frozenset({NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE})
 
 
@@ -404,21 +321,6 @@ def replayable(d: Recorded) -> str | None:
     if d.chosen is not None and not any(c.agent_id == d.chosen for c in d.candidates):
         return "its candidates are not recorded"
     return None
-
-
-def choose(formula: Formula, d: Recorded, rules: Rules, known: Known) -> Choice:
-    """Whom `formula` holds this decision's card for, on its recorded facts."""
-    ranking: list[tuple[str, Score]] = []
-    busy: Choice | None = None
-    for ranker in formula.rankers:
-        replay = REPLAY_RANKERS.get(ranker)
-        if replay is None:
-            raise Unreplayable(f"the ranker {ranker.name} cannot be replayed from the record")
-        ranking, waiting = replay(d, rules, known, ranking)
-        busy = waiting or busy
-    if busy is not None:
-        return busy
-    return Choice(ranking[0][0] if ranking else None)
 
 
 def recorded_choice(d: Recorded) -> Choice:

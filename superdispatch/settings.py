@@ -192,7 +192,7 @@ REST_FRAMEWORK = {
                                    "common.scopes.ScopeRequired"],
     "UNAUTHENTICATED_USER": None,
     # JSON unless the request asks for `text/html` (a browser): then DRF's browsable API.
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer",
+    "DEFAULT_RENDERER_CLASSES": ["common.renderers.JSONRenderer",
                                  "common.renderers.BrowsableAPI"],
     # JSON, whatever content type it comes with (`curl -d` sends a form's), nested at most
     # common.parsers.MAX_DEPTH deep.

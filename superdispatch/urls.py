@@ -5,7 +5,7 @@ from common import views
 from learning import api as learning_api
 from records.api import experiments, trail, views as api, what_if
 from records.console import pages
-from superdispatch import metrics, relay
+from superdispatch import relay, scrape
 
 handler400 = "common.errors.json_400"
 handler404 = "common.errors.json_404"
@@ -33,7 +33,7 @@ urlpatterns = [
     path("v1/audit", trail.Audit.as_view()),
     path("v1/schema", views.Schema.as_view(), name="schema"),
     path("v1/docs", views.Docs.as_view(url_name="schema")),
-    path("metrics", metrics.MetricsView.as_view()),
+    path("metrics", scrape.MetricsView.as_view()),
     # The admin's own pages, ahead of its catch-all; admin_view keeps them staff-only.
     path("admin/dashboard/", admin.site.admin_view(pages.dashboard_view), name="sd-dashboard"),
     path("admin/agents/<str:agent_id>/", admin.site.admin_view(pages.agent_view), name="sd-agent"),

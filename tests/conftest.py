@@ -14,13 +14,17 @@ T0 = datetime(2026, 11, 13, 10, 0, 0, tzinfo=timezone.utc)
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    """Each test starts with an empty cache; pure tests (run without Django) have none."""
+    """Each test starts with empty caches; pure tests (run without Django) have none."""
     from django.conf import settings
 
     if settings.configured:
         from django.core.cache import cache
 
         cache.clear()
+        # The decisions' texts kept by id: a test's store is emptied, and its ids drawn again.
+        from records.api.pages import WRITTEN
+
+        WRITTEN.clear()
     yield
 
 

@@ -6,7 +6,6 @@ from functools import cached_property
 from typing import Any, Callable
 
 from django.db import connection
-from django.db.models import Prefetch
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -19,14 +18,16 @@ from common.errors import not_found
 from common.schema import error
 from common.scopes import BOARDS, READ, SUGGESTIONS
 from common.views import OperatorView
-from records.api import query
+from records.api import pages, query
 from records.api.explain import explain
 from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
-from records.models import Board, Candidate, Decision, Suggestion
+from records.models import Board, Decision, Suggestion
 from records.serializers import (
     BoardSerializer, CandidateSerializer, DecisionSerializer, SuggestionSerializer,
 )
-from records.store import actions, agents
+from records.store import agents
+from records.store.actions.boards import do_opt_in, do_opt_out
+from records.store.actions.suggestions import do_dismiss_suggestion
 
 
 class AgentVerdictSerializer(serializers.Serializer):
@@ -117,33 +118,18 @@ class BoardDetail(OperatorView):
                    responses=ONE_BOARD)
     def put(self, request, board_id: str):
         _no_query(request)
-        board = actions.do_opt_in(query.board_id(board_id), timezone.now, by=of_request(request))
+        board = do_opt_in(query.board_id(board_id), timezone.now, by=of_request(request))
         return Response({"board": BoardSerializer(board).data})
 
     @extend_schema(summary="Opt a board out; its row and decisions stay",
                    responses={200: ONE_BOARD})
     def delete(self, request, board_id: str):
         _no_query(request)
-        board = actions.do_opt_out(query.board_id(board_id), timezone.now,
+        board = do_opt_out(query.board_id(board_id), timezone.now,
                                    by=of_request(request))
         if board is None:
             raise not_found(f"board {board_id}")
         return Response({"board": BoardSerializer(board).data})
-
-
-def _with_agent(d: Decision, agent_id: str) -> dict:
-    """The decision, and `agent`: what it made of that agent (chosen, eligible or rejected,
-    with the reason codes) and the agent's candidate record as `candidates` lists it."""
-    record = ExplainedDecisionSerializer(d).data
-    candidate = next(c for c in d.candidates if c.agent_id == agent_id)
-    record["agent"] = {"agentId": agent_id, **agents.verdict(candidate, d.chosen),
-                       "record": CandidateSerializer(candidate).data}
-    return record
-
-
-def _with_candidates(decisions):
-    return decisions.prefetch_related(
-        Prefetch("candidate_rows", queryset=Candidate.objects.order_by("position")))
 
 
 class Decisions(OperatorView):
@@ -163,10 +149,7 @@ class Decisions(OperatorView):
                 id__in=agents.decisions_considering(params["agent"]).values("id"))
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
-        page = _with_candidates(decisions)[: params["limit"]]
-        if "agent" in params:
-            return Response({"decisions": [_with_agent(d, params["agent"]) for d in page]})
-        return Response({"decisions": ExplainedDecisionSerializer(page, many=True).data})
+        return Response(pages.decisions(decisions[: params["limit"]], params.get("agent")))
 
 
 class DecisionDetail(OperatorView):
@@ -175,9 +158,8 @@ class DecisionDetail(OperatorView):
     @extend_schema(summary="One decision (pld_…)", responses=ONE_DECISION)
     def get(self, request, decision_id: str):
         _no_query(request)
-        decision = query.by_id(_with_candidates(Decision.objects), "pld", decision_id,
-                               "decision")
-        return Response({"decision": ExplainedDecisionSerializer(decision).data})
+        decision = query.by_id(Decision.objects, "pld", decision_id, "decision")
+        return Response(pages.decision(decision))
 
 
 class Suggestions(OperatorView):
@@ -223,6 +205,6 @@ class SuggestionDismiss(OperatorView):
                    responses=ONE_SUGGESTION)
     def post(self, request, suggestion_id: str):
         _no_query(request)
-        suggestion = actions.do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now,
+        suggestion = do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now,
                                                    by=of_request(request))
         return Response({"suggestion": SuggestionSerializer(suggestion).data})

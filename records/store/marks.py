@@ -29,7 +29,7 @@ from django.db.models import Value
 from django.db.models.functions import Length, Replace
 
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
-from placement.decision import Candidates
+from placement.candidate_records import Candidates
 from placement.filtering import Tables, tables
 from placement.load import DIRECT
 from records.store.reasons import reasons_column
@@ -41,6 +41,7 @@ INCAPABLE = OFF_INCAPABLE  # ... and lacks it
 OFF_SET = (CAPABLE, INCAPABLE)
 
 T = TypeVar("T")
+U = TypeVar("U")
 Agents = Sequence[Sequence[Any]]  # a roll: (agentId, principalId) per position
 
 
@@ -148,6 +149,19 @@ def merged(decision_id: str, rows: Iterable[T], agents: Agents, marks: str,
             out.append(off_set(**off_set_columns(decision_id, position, agent_id, principal_id,
                                                  mark == CAPABLE)))
     return out
+
+
+def merged_by_position(rows: Iterable[T], marks: str, off_set: Callable[[int, bool], U]
+                       ) -> list[T | U]:
+    """`merged`, for a reader that keeps what each mark stands for itself: a marked candidate
+    is `off_set(position, capable)`, the record `off_set_columns` gives the roll's agent at that
+    position. Every decision of a roll marks the same agents at the same places, so the
+    operator API presents a roll's marked candidates once a process, not once a decision."""
+    if not marks:
+        return list(rows)
+    given = iter(rows)
+    return [next(given) if mark == ROW else off_set(position, mark == CAPABLE)
+            for position, mark in enumerate(marks)]
 
 
 def as_row(row_type: Callable[..., T]) -> Callable[..., T]:

@@ -15,8 +15,9 @@ from typing import Any
 from placement import FilterResult, Rules, ScoreTerms, StageHistory
 from placement import formulas
 from placement.formulas import Formula
+from placement.intervals import Interval
 from placement.replay import Considered, Recorded
-from placement.what_if import PULL, Estimate, Interval, WhatIf, what_if
+from placement.what_if import PULL, Estimate, WhatIf, what_if
 from records.models import Board, Candidate, Decision
 
 LOOK_BACK = timedelta(hours=24)  # read before the window, for what was known at its start

@@ -4,7 +4,7 @@ After each sweep (`records.store.signals.sweep_finished`) `sync_if_due(now)` run
 A sync reads only our store: the decisions of the last SUPERDISPATCH_SUGGEST_WINDOW_HOURS on enabled boards (created
 after `now - window`, at or before `now`: a decision exactly the window old has aged out) and
 the registry as the loop last remembered it (`records.store.registry`). It calls no client. It
-writes every suggestion in one transaction (`records.store.actions.do_sync_suggestions`) and never
+writes every suggestion in one transaction (`records.store.actions.suggestions.do_sync_suggestions`) and never
 edits a roster or a station.
 
 Where the docs leave things open, this is what is meant:

@@ -16,7 +16,8 @@ from django.core.cache import cache
 from placement.formulas import May
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
 from records.models import LoopState
-from records.store import actions, holds
+from records.store import holds
+from records.store.actions.sweeps import do_note_no_policy, do_remember_registry
 from records.store.rosters import roster_key
 from superdispatch.clients import ClientError, says_no_policy
 from superdispatch.loop.context import Loop
@@ -122,7 +123,7 @@ class PassReads:
         and a card.ready's hold should not wait on it.
         """
         if self._registry_read_now:
-            actions.do_remember_registry(self._registry, self.now)  # type: ignore[arg-type]
+            do_remember_registry(self._registry, self.now)  # type: ignore[arg-type]
 
     def runs(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
         """SuperWitness's finished runs at this board stage, by executor principal: read once a
@@ -213,7 +214,7 @@ class PassReads:
 
     def _remember_no_policy(self, no_policy: bool) -> None:
         if self.no_policy() != no_policy:
-            actions.do_note_no_policy(no_policy)
+            do_note_no_policy(no_policy)
             self._no_policy = no_policy
 
 

@@ -11,7 +11,8 @@ import statistics
 from placement import Rules
 from placement.formulas import DEFAULT
 from placement.replay import Choice
-from placement.what_if import Z95, what_if
+from placement.intervals import Z95
+from placement.what_if import what_if
 from learning.core.shadow import ShadowDecision, estimated, gate, report
 from tests.placement.test_what_if import decision, idle
 

@@ -118,7 +118,7 @@ def test_a_hold_for_a_busy_agent_says_so_with_the_ids_as_fields(caplog, monkeypa
     card = SimpleNamespace(board_id="brd_a", card_id="card_1")
     decision = SimpleNamespace(card=card, waiting=waiting, reason=None, tier=SimpleNamespace(name="winner"))
     row = SimpleNamespace(id="pld_waits")
-    monkeypatch.setattr(placing.actions, "do_record_decision", lambda *args, **kwargs: row)
+    monkeypatch.setattr(placing, "do_record_decision", lambda *args, **kwargs: row)
     reads = SimpleNamespace(now=None, rolls=None)
     work = SimpleNamespace(read=SimpleNamespace(card=lambda card_id: None), running=None)
     caplog.set_level("INFO", logger="superdispatch.loop")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from placement import Rules, decide, decision, formulas
+from placement import Rules, decide, formulas, rankers
 from placement.facts import Facts
 from placement.formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, May, Need
 
@@ -23,19 +23,26 @@ def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
     assert Rules().formula == formulas.DEFAULT.recorded and Rules().declared_formula is formulas.DEFAULT
     documented, waiting, new = formulas.every()
     assert (documented.label, documented.rankers, documented.needs, documented.may) == (
-        "formula", (BY_RECORD,), {Need.RUNS}, frozenset())
+        "documented", (BY_RECORD,), {Need.RUNS}, frozenset())
     assert (waiting.label, waiting.rankers, waiting.needs, waiting.may) == (
         "waiting", (BY_RECORD, BY_LEAD), {Need.RUNS, Need.TIMING}, {May.HOLD_BUSY})
     assert not documented.holds_busy and waiting.holds_busy
     assert (new.label, new.rankers, new.needs, new.may) == (
-        "new", (BY_RECORD, BY_PULL), {Need.RUNS, Need.TIMING},
+        "pull-aware", (BY_RECORD, BY_PULL), {Need.RUNS, Need.TIMING},
         {May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW})
     assert not new.holds_busy and new.sets_windows and not waiting.sets_windows
 
 
 def test_every_step_a_formula_lists_is_run_by_the_decision():
     listed = {ranker for formula in formulas.every() for ranker in formula.rankers}
-    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(decision.RANKERS) == listed
+    assert listed == {BY_RECORD, BY_LEAD, BY_PULL} and set(rankers.RANKERS) == listed
+
+
+def test_each_ranker_is_run_by_deciding_and_by_replaying_from_one_map():
+    # One entry a ranker: the what-if replays exactly what deciding runs, so a declared formula
+    # is never judged by a ranker that deciding does not have.
+    assert all(runs.decide is not None and runs.replay is not None for runs in rankers.RANKERS.values())
+    assert rankers.RANKERS[BY_PULL] == rankers.Runs(rankers.decide_by_pull, rankers.replay_by_pull)
 
 
 def test_each_need_names_a_fact_the_loop_may_leave_unread():
@@ -78,6 +85,9 @@ def _formula(**fields) -> Formula:
     (_formula(name="plus+sign"), "kebab-case"),
     (_formula(version=0), "version"),
     (_formula(label="Two words"), "label"),
+    (_formula(label="formula"), "label formula"),  # the documented formula's label of before
+    (_formula(former_labels=("new",)), "label new"),
+    (_formula(former_labels=("extra",)), "given twice"),
     (_formula(rankers=()), "no ranker"),
     (_formula(needs=()), "needs runs"),
     (_formula(rankers=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
@@ -88,6 +98,13 @@ def test_a_declaration_the_service_could_not_read_plainly_is_refused(declaration
         with formulas.declared(declaration):
             pass
     assert formulas.recorded_names() == ("idle-stage-success-lru@3", "wait-for-better@3", "pull-aware@1")
+
+
+def test_the_lab_knows_each_formula_by_its_label_and_by_the_one_it_had_before():
+    assert formulas.labelled("documented") is formulas.labelled("formula") is formulas.DEFAULT
+    assert formulas.labelled("pull-aware") is formulas.labelled("new") is formulas.PULL_AWARE
+    assert formulas.labelled("waiting") is formulas.WAIT_FOR_BETTER and formulas.labelled("pull") is None
+    assert (formulas.DEFAULT.key, formulas.PULL_AWARE.key) == ("documented", "pull_aware")
 
 
 def test_the_default_formula_cannot_be_withdrawn():

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from placement import Rules, decide
 from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
-from placement.decision import Candidates
+from placement.candidate_records import Candidates
 from placement.facts import Facts, HoldLog, Ladder, StationNeeds
 from placement.filtering import tables
 from placement.load import DIRECT, ROSTER

@@ -10,8 +10,10 @@ import pytest
 from placement import Rules, ScoreTerms, StageHistory, decide
 from placement.filtering import FilterResult
 from placement.formulas import DEFAULT, PULL_AWARE, WAIT_FOR_BETTER
-from placement.replay import Considered, Known, Recorded, choose
-from placement.what_if import MIN_DECISIONS, PULL, pull_steady, pull_steady_lanes, what_if
+from placement.rankers import choose
+from placement.replay import Considered, Known, Recorded
+from placement.pull_steady import pull_steady, pull_steady_lanes
+from placement.what_if import MIN_DECISIONS, PULL, what_if
 from tests.placement.test_waiting import _facts
 from tests.support.placement import NOW
 

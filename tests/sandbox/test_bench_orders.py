@@ -8,7 +8,7 @@ import pytest
 
 from bench import orders
 from bench._lab import scenario_arg
-from placement import decision
+from placement import rankers
 from tests.support.world import lane, make_world
 
 
@@ -28,7 +28,7 @@ def test_truth_is_the_scenarios_own_success_rates_best_first():
 def test_the_order_decides_whom_the_card_is_held_for():
     world = make_world(lane())
     world.opt_in("brd_a")
-    with mock.patch.object(decision, "ranked", orders.fixed_ranking(["agt_c", "agt_b", "agt_a"])):
+    with mock.patch.object(rankers, "ranked", orders.fixed_ranking(["agt_c", "agt_b", "agt_a"])):
         card = world.suite.pipeline.add_card("brd_a")
         world.sweep()
     [held] = world.decisions()

@@ -4,6 +4,7 @@ from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
 from bench import value
+from bench._arms import arm_named, with_former_keys
 from sandbox.metrics import ClaimRecord, RunRecord
 from sandbox.scenario import load_scenario, parse_scenario
 from tests.support.world import lane
@@ -47,18 +48,18 @@ def _means(**arms):
 
 
 def test_each_goal_reads_met_or_missed_from_the_means():
-    means = _means(pull=(0.70, 100.0, 20.0), formula=(0.80, 106.0, 30.0), waiting=(0.78, 104.0, 85.0))
+    means = _means(pull=(0.70, 100.0, 20.0), documented=(0.80, 106.0, 30.0), waiting=(0.78, 104.0, 85.0))
     lines = value.goal_lines(means, spread=0.45, load=0.4)
     assert lines[0].endswith("+0.100, met")
     assert lines[1].endswith("1.060x, MISSED")
     assert lines[2].endswith("waiting +65.0 s, MISSED")
     # the waiting arm's p95 wait puts it out of `best`: the formula is best, and over the bound
-    assert "formula +0.100 at 1.060x, MISSED" in lines[3]
+    assert "documented +0.100 at 1.060x, MISSED" in lines[3]
 
 
 def test_the_best_arms_goal_applies_only_where_skill_differs_at_under_the_load():
-    means = _means(pull=(0.70, 100.0, 20.0), formula=(0.76, 104.0, 30.0))
-    assert value.goal_lines(means, spread=0.45, load=0.4)[-1].endswith("formula +0.060 at 1.040x, met")
+    means = _means(pull=(0.70, 100.0, 20.0), documented=(0.76, 104.0, 30.0))
+    assert value.goal_lines(means, spread=0.45, load=0.4)[-1].endswith("documented +0.060 at 1.040x, met")
     assert value.goal_lines(means, spread=0.2, load=0.4)[-1].endswith("it does not apply")
     assert value.goal_lines(means, spread=0.45, load=0.7)[-1].endswith("it does not apply")
 
@@ -70,17 +71,33 @@ def _seeds(*rows):
 
 def test_the_new_formulas_goals_read_met_or_missed_from_the_means_and_the_paired_seeds():
     results = {"pull": _seeds((0.70, 100.0), (0.72, 104.0)),
-               "new": _seeds((0.78, 102.0), (0.80, 106.0)),
-               "formula": _seeds((0.79, 104.0), (0.81, 108.0))}
-    means = _means(pull=(0.71, 102.0, 20.0), new=(0.79, 104.0, 45.0), formula=(0.80, 106.0, 20.0))
+               "pull-aware": _seeds((0.78, 102.0), (0.80, 106.0)),
+               "documented": _seeds((0.79, 104.0), (0.81, 108.0))}
+    means = {**_means(pull=(0.71, 102.0, 20.0), documented=(0.80, 106.0, 20.0)),
+             "pull-aware": _means(it=(0.79, 104.0, 45.0))["it"]}
     never, better, frontier = value.new_goal_lines(results, means, spread=0.45, load=0.4)
     assert never.startswith("never worse") and "(+0.080)" in never and "(1.020x)" in never
     assert never.endswith("(+25.0 s): met")
     assert better.endswith("+0.080 at 1.020x, met")
     assert frontier.endswith(": met")  # the formula is more successful but slower
-    results["formula"] = _seeds((0.80, 100.0), (0.82, 104.0))
+    results["documented"] = _seeds((0.80, 100.0), (0.82, 104.0))
     assert value.new_goal_lines(results, means, spread=0.2, load=0.4)[1].endswith("it does not apply")
-    assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[2].endswith("beaten by formula, MISSED")
-    means["new"]["lead_mean_s"] = 106.0
+    assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[2].endswith("beaten by documented, MISSED")
+    means["pull-aware"]["lead_mean_s"] = 106.0
     assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[0].endswith(": MISSED")
     assert value.new_goal_lines({"pull": results["pull"]}, {"pull": means["pull"]}, 0.45, 0.4) == []
+
+
+def test_the_labels_of_before_still_name_their_arms():
+    assert [arm_named(a) for a in "pull,formula,new,waiting,tuned".split(",")] == [
+        "pull", "documented", "pull-aware", "waiting", "tuned"]
+
+
+def test_the_last_line_gives_each_formulas_figures_again_under_its_label_of_before():
+    line = ("success_pull=0.813 success_documented=0.882 best_arm=documented lead_mean_pull_s=90.1 "
+            "lead_mean_documented_s=84.0 success_pull_aware=0.872 lead_mean_pull_aware_s=80.5 "
+            "wait_p95_pull_aware_s=31.0 whatif_coverage=1.00")
+    assert with_former_keys(line) == line + (
+        " success_formula=0.882 lead_mean_formula_s=84.0"
+        " success_new=0.872 lead_mean_new_s=80.5 wait_p95_new_s=31.0")
+    assert with_former_keys("success_pull=0.813") == "success_pull=0.813"  # pull's keys are its own

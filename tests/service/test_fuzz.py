@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, note, settings as hypothesis_settings
 
 from learning import actions as learning_actions
 from records.models import Suggestion
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from superdispatch import tasks
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.service.test_edge import logged  # noqa: F401  (a fixture)
@@ -192,7 +192,7 @@ def stocked(monkeypatch):
     tasks are not sent."""
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
     monkeypatch.setattr(tasks.look_at_board_task, "apply_async", lambda *a, **k: None)
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     decision = make_decision(board="brd_a", card="card_1", chosen="agt_ada",
                              candidates=[{"agent": "agt_ada", "total": 2.0}])
     suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from placement import decide
-from placement.decision import Candidates
+from placement.candidate_records import Candidates
 from records.store import marks
 from tests.placement.test_properties import RULES, facts
 from tests.support.placement import NOW

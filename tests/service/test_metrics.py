@@ -13,9 +13,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from django.test import override_settings
 
 from records.models import Board, LoopState, RelayOutcome, Suggestion
-from records.store import actions
+from records.store.actions.boards import do_note_read, do_opt_in
+from records.store.actions.relay import do_note_delivery, do_note_relay_outcome
 from sandbox.clock import rfc3339
-from superdispatch import clients, metrics, tasks
+from superdispatch import clients, metrics, scrape, tasks
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver
 from tests.support.world import lane
@@ -154,7 +155,7 @@ def test_a_board_read_without_its_roster_counts_as_unrostered_and_shows_unread(a
 
 def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypatch):
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     before = Scrape(api)
     deliver(api, READY, delivery="dlv_m1")
     deliver(api, READY, delivery="dlv_m1")
@@ -179,11 +180,11 @@ def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypat
 
 
 def test_store_gauges_read_suggestions_boards_and_backoff_at_scrape_time(api):
-    actions.do_opt_in("brd_a", T0)
-    actions.do_opt_in("brd_b", T0)
-    actions.do_opt_in("brd_c", T0)
-    actions.do_note_read("brd_a", T0)
-    actions.do_note_read("brd_b", T0, "http-503")
+    do_opt_in("brd_a", T0)
+    do_opt_in("brd_b", T0)
+    do_opt_in("brd_c", T0)
+    do_note_read("brd_a", T0)
+    do_note_read("brd_b", T0, "http-503")
     for kind, stage, dismissed in (("lane-single-point", "review", None),
                                    ("add-station", "review", None), ("add-station", "ship", T0)):
         Suggestion.objects.create(kind=kind, board_id="brd_a", stage_key=stage,
@@ -211,16 +212,16 @@ def test_relay_gauges_count_the_taken_cards_whose_pass_never_reported(api):
     """A card.ready's task lost (or no worker serving its queue) shows as an unreported
     delivery growing old; one reported, and any other event's row, are not counted."""
     now = timezone.now()
-    actions.do_note_delivery("dlv_lost", now - timedelta(seconds=300), "card_1", "brd_a")
-    actions.do_note_delivery("dlv_in_flight", now - timedelta(seconds=1), "card_2", "brd_a")
-    actions.do_note_delivery("dlv_placed", now - timedelta(seconds=900), "card_3", "brd_a")
-    actions.do_note_relay_outcome("dlv_placed", RelayOutcome.PLACED)
-    actions.do_note_delivery("dlv_claimed_event", now - timedelta(seconds=900))  # not a card.ready
+    do_note_delivery("dlv_lost", now - timedelta(seconds=300), "card_1", "brd_a")
+    do_note_delivery("dlv_in_flight", now - timedelta(seconds=1), "card_2", "brd_a")
+    do_note_delivery("dlv_placed", now - timedelta(seconds=900), "card_3", "brd_a")
+    do_note_relay_outcome("dlv_placed", RelayOutcome.PLACED)
+    do_note_delivery("dlv_claimed_event", now - timedelta(seconds=900))  # not a card.ready
     scrape = Scrape(api)
     assert scrape.value("superdispatch_relay_unreported") == 2
     assert 300 <= scrape.value("superdispatch_relay_unreported_oldest_seconds") < 360
-    actions.do_note_relay_outcome("dlv_lost", RelayOutcome.LEFT)
-    actions.do_note_relay_outcome("dlv_in_flight", RelayOutcome.WAITING)
+    do_note_relay_outcome("dlv_lost", RelayOutcome.LEFT)
+    do_note_relay_outcome("dlv_in_flight", RelayOutcome.WAITING)
     scrape = Scrape(api)
     assert scrape.value("superdispatch_relay_unreported") == 0
     assert scrape.value("superdispatch_relay_unreported_oldest_seconds") == 0
@@ -305,12 +306,12 @@ def test_each_queue_depth_is_read_from_the_embedded_broker_at_scrape_time(api, s
     for name in names:
         open(name, "w").close()
     try:
-        depths = metrics.queue_depths()
+        depths = scrape.queue_depths()
     finally:
         for name in names:
             os.remove(name)
     assert depths["placement"] >= 2 and depths["celery"] >= 1
-    assert metrics.queue_depths()["placement"] == depths["placement"] - 2
+    assert scrape.queue_depths()["placement"] == depths["placement"] - 2
 
 
 @pytest.mark.celery
@@ -323,29 +324,29 @@ def test_each_queue_depth_is_read_from_redis_at_scrape_time():
 
     client = Redis.from_url(url)
     queue = "sd-depth-test"
-    client.delete(queue, f"{queue}{metrics._PRIORITY_SEP}3")
+    client.delete(queue, f"{queue}{scrape._PRIORITY_SEP}3")
     client.lpush(queue, "a", "b")
-    client.lpush(f"{queue}{metrics._PRIORITY_SEP}3", "c")
+    client.lpush(f"{queue}{scrape._PRIORITY_SEP}3", "c")
     try:
         with override_settings(CELERY_BROKER_URL=url, CELERY_TASK_QUEUES=(Queue(queue),)):
-            assert metrics.queue_depths() == {queue: 3}
+            assert scrape.queue_depths() == {queue: 3}
         with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0",
                                CELERY_TASK_QUEUES=(Queue(queue),)):
-            assert metrics.queue_depths() == {}  # unreadable: no sample, not a made-up 0
+            assert scrape.queue_depths() == {}  # unreadable: no sample, not a made-up 0
     finally:
-        client.delete(queue, f"{queue}{metrics._PRIORITY_SEP}3")
+        client.delete(queue, f"{queue}{scrape._PRIORITY_SEP}3")
 
 
 def test_the_sweep_is_late_only_once_past_its_interval_or_its_backoff(settings):
     interval = settings.SUPERDISPATCH.sweep_seconds
     now = T0 + timedelta(hours=1)
-    assert metrics.sweep_lateness(None, now) == 0
-    assert metrics.sweep_lateness(LoopState(last_sweep_at=now - timedelta(seconds=interval)), now) == 0
+    assert scrape.sweep_lateness(None, now) == 0
+    assert scrape.sweep_lateness(LoopState(last_sweep_at=now - timedelta(seconds=interval)), now) == 0
     late = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45))
-    assert metrics.sweep_lateness(late, now) == 45
+    assert scrape.sweep_lateness(late, now) == 45
     backing_off = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45),
                             next_sweep_at=now + timedelta(seconds=10))
-    assert metrics.sweep_lateness(backing_off, now) == 0
+    assert scrape.sweep_lateness(backing_off, now) == 0
 
 
 def test_the_sweep_lateness_is_read_from_the_store_at_scrape_time(api, settings):

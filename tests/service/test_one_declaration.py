@@ -12,7 +12,7 @@ from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow
 from placement.filtering import Filter, Tag, tables
 from placement.why_nobody import WAITING_ON_LOAD
 from records.models import Decision
-from records.store import actions
+from records.store.actions.decisions import do_record_decision
 from tests.conftest import T0
 from tests.support.admin_pages import change_url
 
@@ -75,8 +75,8 @@ def test_tagged_load_it_makes_the_card_wait_for_load_and_counts_as_busy(cool_dow
 @pytest.mark.django_db
 @pytest.mark.storage
 def test_the_admin_shows_it_on_the_decision_page_and_filters_by_its_reason(cool_down, staff):
-    cooling = actions.do_record_decision(decide(_facts("agt_bob"), Rules(), T0), T0)
-    calm = actions.do_record_decision(decide(_facts(), Rules(), T0), T0 + timedelta(seconds=1))
+    cooling = do_record_decision(decide(_facts("agt_bob"), Rules(), T0), T0)
+    calm = do_record_decision(decide(_facts(), Rules(), T0), T0 + timedelta(seconds=1))
     page = staff.get(change_url(cooling)).content.decode()
     assert "coolDown" in page and COOLING in page
     listed = staff.get("/admin/records/decision/").content.decode()

@@ -62,7 +62,7 @@ def test_the_loop_places_by_it_and_the_record_and_the_api_name_it(plain, api):
 
 @pytest.mark.django_db
 @pytest.mark.storage
-@pytest.mark.parametrize("timed_for", ["patient", "formula"])
+@pytest.mark.parametrize("timed_for", ["patient", "documented"])
 def test_the_loop_reads_timing_only_for_a_formula_that_needs_it(patient, monkeypatch, timed_for):
     timed = []
     monkeypatch.setattr(stored, "timings", lambda now: timed.append(now) or ({}, {}))
@@ -100,7 +100,7 @@ def test_the_lab_runs_it_as_an_arm_by_its_label(plain, monkeypatch):
     placed = []
     monkeypatch.setattr(value, "run_placed", lambda scenario, seconds, **settings: placed.append(settings))
     runners = value.arm_runners()
-    assert list(runners) == ["pull", "formula", "waiting", "new", "plain", "tuned", "learned"]
+    assert list(runners) == ["pull", "documented", "waiting", "pull-aware", "plain", "tuned", "learned"]
     runners["plain"](None, 60)
     runners["waiting"](None, 60)
     assert placed == [{"formula": PLAIN}, {"formula": "wait-for-better@3"}]

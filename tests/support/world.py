@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from common import config
 from records.models import Decision
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from sandbox import Simulation, Suite, sandbox_session
 from sandbox.scenario import Scenario, parse_scenario
 from superdispatch.clients import build_clients
@@ -33,7 +33,7 @@ class World:
 
     def opt_in(self, *board_ids: str) -> None:
         for board_id in board_ids:
-            actions.do_opt_in(board_id, self.now)
+            do_opt_in(board_id, self.now)
 
     def sweep(self):
         return sweep(self.loop, self.now)

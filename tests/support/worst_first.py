@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from placement import decision, formulas
+from placement import formulas
 from placement.formulas import BY_RECORD, Formula, Need, Ranker
+from placement.rankers import RANKERS, Runs
 from placement.scoring import Score
 
 WORST_FIRST_RANKER = Ranker("worst-first")
@@ -25,10 +26,9 @@ def _worst_first(facts, rules, tier, now, pool, verdicts, eligible, stage, ranki
 @contextmanager
 def worst_first_declared() -> Iterator[Formula]:
     """The worst-first formula declared, and its ranker run, for the length of the block."""
-    rankers = decision.RANKERS
-    rankers[WORST_FIRST_RANKER] = _worst_first  # RANKERS is the module's dict; the fixture's ranker joins it
+    RANKERS[WORST_FIRST_RANKER] = Runs(_worst_first, replay=None)  # the map is the module's dict: it joins it
     try:
         with formulas.declared(WORST_FIRST):
             yield WORST_FIRST
     finally:
-        del rankers[WORST_FIRST_RANKER]
+        del RANKERS[WORST_FIRST_RANKER]

@@ -11,8 +11,9 @@ from access.audit import of_command
 from common.times import iso, parse_time
 from placement import switchback
 from records.models import LIVE_STATES, Experiment
-from records.store import actions, experiments
-from records.store.actions import ExperimentError, Plan
+from records.store import experiments
+from records.store.actions.experiments import do_start_experiment, do_stop_experiment
+from records.store.actions.experiments import ExperimentError, Plan
 from records.store.actions.experiments import BLOCK_SECONDS, BURN_IN_SECONDS
 
 
@@ -96,7 +97,7 @@ class Command(BaseCommand):
                 self.stdout.write("\n".join(status_lines(experiment, now)))
         else:
             try:
-                experiment = actions.do_stop_experiment(options["id"], now, by=by)
+                experiment = do_stop_experiment(options["id"], now, by=by)
             except ExperimentError as err:
                 raise CommandError(f"{err.field}: {err.message}") from None
             self.stdout.write(f"{experiment.id} {experiment.state}")
@@ -114,7 +115,7 @@ class Command(BaseCommand):
                     holdback_every=options.get("holdback_every"),
                     burn_in_seconds=options["burn_in_seconds"])
         try:
-            return actions.do_start_experiment(plan, now, by=by)
+            return do_start_experiment(plan, now, by=by)
         except ExperimentError as err:
             raise CommandError(f"{err.field}: {err.message}") from None
 

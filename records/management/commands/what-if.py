@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from common.config import rules_from
 from common.times import iso, parse_time
-from placement.what_if import Interval, WhatIf
+from placement.intervals import Interval
+from placement.what_if import WhatIf
 from records.api.query import BOARD_ID
 from records.store import what_if
 
