@@ -16,7 +16,7 @@ from placement.facts import Card, RosterRow
 from placement.why_nobody import WAITING_ON_HOLDS, WAITING_ON_LOAD
 from records.models import Board
 from records.store import commits, holds
-from records.store.actions.boards import do_note_read, do_note_waiting, do_release_lease, do_take_lease
+from records.store.actions.boards import do_note_read, do_release_lease, do_take_lease
 from superdispatch import outbox
 from superdispatch.clients import ClientError
 from superdispatch.loop import arms
@@ -196,10 +196,11 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         let the board go: another pass may take it from now on."""
         if not from_cache and board_id in works:
             summary.runs += join_runs(reads, board_id, works[board_id].roster)
+        counts = None
         if only_card is None and board_id in works:  # a pass over the whole board: say who waits
             waiting = works[board_id].waiting
-            do_note_waiting(board_id, waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
-        do_release_lease(board_id, owner)
+            counts = (waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
+        do_release_lease(board_id, owner, counts)
         released.add(board_id)
         reads.concurrent = True  # so look again at agents another pass may hold since
 

@@ -90,9 +90,13 @@ def do_take_lease(board_id: str, owner: str, now: datetime, until: datetime) -> 
         lease_owner=owner, lease_until=until) == 1
 
 
-def do_release_lease(board_id: str, owner: str) -> None:
+def do_release_lease(board_id: str, owner: str, waiting: tuple[int, int] | None = None) -> None:
+    """Let the board go. `waiting`: what `do_note_waiting` notes, (on load, on holds), written
+    in the same statement, as a pass over the whole board lets it go: one write a board, not
+    two. A pass whose lease another has taken since notes nothing; that one notes its own."""
+    counts = {} if waiting is None else {"waiting_on_load": waiting[0], "waiting_on_holds": waiting[1]}
     Board.objects.filter(board_id=board_id, lease_owner=owner).update(
-        lease_owner="", lease_until=None)
+        lease_owner="", lease_until=None, **counts)
 
 
 def do_note_read(board_id: str, now: datetime, error: str = "") -> None:

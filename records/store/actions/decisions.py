@@ -9,7 +9,6 @@ from django.db import connection, transaction
 
 from records.models import SETTLED_HOLDS, Candidate, Decision, HoldTally, OutcomeStatus, Roll
 from records.store import columns, inserts, marks, outbox, prepared
-from records.store.commits import wait_for_the_disk
 
 
 @transaction.atomic
@@ -24,7 +23,6 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None,
     they were committed (a pass keeps one): those need not be asked for again.
     `attempt_count` is the card's attemptCount as the board read showed it. `experiment`: the
     block in force on the board, `{id, block, arm}`, when an experiment's is."""
-    wait_for_the_disk()  # on disk before the hold is asked for (`pass_commits`)
     kept = marks.split(placed.candidates)
     full = placed.to_record() if outbox.events_on() else None
     record = full or replace(placed, candidates=()).to_record()
@@ -34,7 +32,7 @@ def do_record_decision(placed, now: datetime, learned: dict | None = None,
     decision = Decision(**columns.decision_columns(record), ladder_ready_at=placed.card.ready_at,
                         attempt_count=attempt_count, learned=learned, roll_id=roll_id,
                         roll_marks=kept.marks, created_at=now)
-    inserts.insert_row(decision)
+    inserts.insert_row(decision, on_disk=True)  # on disk before the hold is asked for (`pass_commits`)
     # Candidates that passed every filter share one verdicts tuple: encode each tuple once.
     encoded: dict[int, tuple[str, str]] = {}
     rows = []
