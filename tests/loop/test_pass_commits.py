@@ -35,7 +35,7 @@ def test_a_pass_writes_its_leases_without_waiting_and_its_decision_only_once_on_
     def note(execute, sql, params, many, context):
         kind = ("decision" if sql.startswith('INSERT INTO "records_decision"')
                 else "hold" if re.match(r'UPDATE "records_decision" SET "reserved_until"', sql)
-                else "lease" if re.match(r'UPDATE "records_board" SET "lease_owner"', sql)
+                else "lease" if re.match(r'UPDATE "?records_board"? SET "?lease_owner', sql)
                 else None)
         result = execute(sql, params, many, context)
         if kind:

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 
 from access.actions import do_record
 from access.audit import SERVICE, Actor
 from common.times import Moment, moment
 from records.models import Board
+from records.store import prepared
 from records.store.signals import board_changed
 
 # An announced change whose task has not started by then is taken as lost (with the broker, or
@@ -83,27 +83,46 @@ def _announce(board: Board) -> None:
 
 # --- The lease that keeps passes apart, the board's last read, and its placement window ----
 
+# A pass takes and lets go each board's lease and notes its read, three writes a board, in
+# plain SQL prepared once a connection: through the ORM each cost more of the sweep's CPU than
+# the store spent on it (docs/performance.md).
+_BOARDS = Board._meta.db_table
+
+
 def do_take_lease(board_id: str, owner: str, now: datetime, until: datetime) -> bool:
     """Lease a board for one pass; False when another pass holds it (compare-and-set)."""
-    free = Q(lease_until__isnull=True) | Q(lease_until__lte=now) | Q(lease_owner=owner)
-    return Board.objects.filter(free, board_id=board_id).update(
-        lease_owner=owner, lease_until=until) == 1
+    adapt = connection.ops.adapt_datetimefield_value
+    with prepared.cursor() as cursor:
+        cursor.execute(f"UPDATE {_BOARDS} SET lease_owner = %s, lease_until = %s WHERE board_id = %s "
+                       "AND (lease_until IS NULL OR lease_until <= %s OR lease_owner = %s)",
+                       [owner, adapt(until), board_id, adapt(now), owner])
+        return cursor.rowcount == 1
 
 
 def do_release_lease(board_id: str, owner: str, waiting: tuple[int, int] | None = None) -> None:
     """Let the board go. `waiting`: what `do_note_waiting` notes, (on load, on holds), written
     in the same statement, as a pass over the whole board lets it go: one write a board, not
     two. A pass whose lease another has taken since notes nothing; that one notes its own."""
-    counts = {} if waiting is None else {"waiting_on_load": waiting[0], "waiting_on_holds": waiting[1]}
-    Board.objects.filter(board_id=board_id, lease_owner=owner).update(
-        lease_owner="", lease_until=None, **counts)
+    with prepared.cursor() as cursor:
+        if waiting is None:
+            cursor.execute(f"UPDATE {_BOARDS} SET lease_owner = '', lease_until = NULL "
+                           "WHERE board_id = %s AND lease_owner = %s", [board_id, owner])
+        else:
+            cursor.execute(f"UPDATE {_BOARDS} SET lease_owner = '', lease_until = NULL, "
+                           "waiting_on_load = %s, waiting_on_holds = %s "
+                           "WHERE board_id = %s AND lease_owner = %s", [*waiting, board_id, owner])
 
 
 def do_note_read(board_id: str, now: datetime, error: str = "") -> None:
-    fields = {"last_read_error": error[:200]}
-    if not error:
-        fields["last_read_at"] = now
-    Board.objects.filter(board_id=board_id).update(**fields)
+    """The board's last read: when it was read, or why it could not be (its time kept)."""
+    with prepared.cursor() as cursor:
+        if error:
+            cursor.execute(f"UPDATE {_BOARDS} SET last_read_error = %s WHERE board_id = %s",
+                           [error[:200], board_id])
+        else:
+            cursor.execute(f"UPDATE {_BOARDS} SET last_read_error = '', last_read_at = %s "
+                           "WHERE board_id = %s",
+                           [connection.ops.adapt_datetimefield_value(now), board_id])
 
 
 def do_note_waiting(board_id: str, on_load: int, on_holds: int) -> None:
