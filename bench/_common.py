@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -276,6 +277,40 @@ def start_make_run(env: dict[str, str], data_dir: str, port: int) -> tuple[subpr
                                "start", "--port", str(port)],
                               env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     return honcho, log_path
+
+
+def stop_make_run(honcho: subprocess.Popen) -> None:
+    """Stop what `start_make_run` started: honcho ends every process it started on SIGTERM;
+    one that has not ended within 30 s is killed."""
+    honcho.send_signal(signal.SIGTERM)
+    try:
+        honcho.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        honcho.kill()
+
+
+class Batched:
+    """Generated decisions and their candidates, bulk-created 2,000 decisions at a time, so a
+    bench's store of a million rows is written without holding them all. Django must be set up."""
+
+    EVERY = 2000
+
+    def __init__(self) -> None:
+        self.decisions: list = []
+        self.candidates: list = []
+
+    def add(self, decision, candidates: list) -> None:
+        self.decisions.append(decision)
+        self.candidates.extend(candidates)
+        if len(self.decisions) == self.EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        from records.models import Candidate, Decision
+
+        Decision.objects.bulk_create(self.decisions)
+        Candidate.objects.bulk_create(self.candidates)
+        self.decisions, self.candidates = [], []
 
 
 def candidate_rows(decision, board: int, agents, skill, verdicts) -> list:

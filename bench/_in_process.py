@@ -39,7 +39,7 @@ def stand_up(spec: dict) -> Standing:
     from django.core.cache import cache
     from django.core.management import call_command
 
-    from records.store import actions
+    from records.store.actions.boards import do_opt_in
     from records.store.signals import board_changed
     from superdispatch.clients import build_clients
     from superdispatch.loop import Loop
@@ -51,7 +51,7 @@ def stand_up(spec: dict) -> Standing:
     board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
     now = parse_rfc3339(spec["start"])
     for board in spec["boards"]:
-        actions.do_opt_in(board["id"], now)
+        do_opt_in(board["id"], now)
     loop = Loop(build_clients(settings.SUPERDISPATCH, session=sandbox_session(suite), now=now.timestamp),
                 settings.SUPERDISPATCH, clock=lambda: now)
     ensure_windows(loop, now)

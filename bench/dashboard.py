@@ -5,7 +5,7 @@ The store is bench/suggestions.py's day of decisions (50 boards x 4 stages, five
 decision), built by its own `seed`, with the holds it chose settled as a day of holds would
 be: most claimed, some claimed by another agent after the hold, some expired. The rows go in by
 INSERT or COPY beside the ORM, so the rollups' triggers (migration 0014) mark every hour stale
-as any writer would; the first `actions.do_roll_up` then works the rollups out (`rollup_s`),
+as any writer would; the first `do_roll_up` then works the rollups out (`rollup_s`),
 and every board's what-if is worked out ahead (`what_if_s`), so the dashboard shows its rows.
 Each page is rendered for the last hour, day and week half an hour before the log's end (so
 each range ends mid-hour, its live half hour read from the decisions), three times each after
@@ -36,7 +36,14 @@ from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
-    POSTGRES_ADMIN, PYTHON, ROOT, CpuShares, count_arg, drop_database, median_ms, offline_store,
+    POSTGRES_ADMIN,
+    PYTHON,
+    ROOT,
+    CpuShares,
+    count_arg,
+    drop_database,
+    median_ms,
+    offline_store,
 )
 from _results import last_line  # noqa: E402
 
@@ -102,20 +109,20 @@ def one_store(decisions: int) -> None:
     import django
 
     django.setup()
+    # Imported here, after django.setup() in this process: the project's modules load models.
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
     from django.db.models import Count
     from django.test import RequestFactory
 
-    # Imported here, after django.setup() in this process: the project's modules load models.
-    from django.conf import settings
-
     from common.config import rules_from
     from records.console import pages
     from records.models import BoardHour, BoardWhatIf, Candidate
-    from records.store import actions
     from records.store.actions import what_if
+    from records.store.actions.rollups import do_roll_up
+    from records.store.actions.what_if import do_what_if_ahead
 
     now = NOW - BEFORE_THE_END
     try:
@@ -131,7 +138,7 @@ def one_store(decisions: int) -> None:
         print(f"database={kind} decisions={decisions} candidates={candidates} holds={held} "
               f"agent={agent} seed_s={time.perf_counter() - started:.1f}", flush=True)
         started = time.perf_counter()
-        hours = actions.do_roll_up(now)
+        hours = do_roll_up(now)
         rollup_s = time.perf_counter() - started
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
@@ -143,7 +150,7 @@ def one_store(decisions: int) -> None:
         # read and the replay's skeleton; bench/what_if_ahead.py prices the replay itself.
         started, worked = time.perf_counter(), 0
         rules = rules_from(settings.SUPERDISPATCH)
-        while actions.do_what_if_ahead(now, rules).done:
+        while do_what_if_ahead(now, rules).done:
             worked += 1
         what_if_s = time.perf_counter() - started
         assert not what_if.wanted(now)  # every board is worked out: what each sweep's listener asks

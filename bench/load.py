@@ -10,11 +10,11 @@ ten boards). A held card is claimed and finished at once by this process, as pul
 its hold settled at the next read of its board (a relayed card's pass, or the sweep).
 
 For `--seconds` (120 by default), all at once, over loopback only:
-- `--clients` API clients (50), each waiting 1 to 3 s between calls (about 25 calls a second in all), with the named tokens a
-  team would make (docs/access.md): four in five `team-reader` (`read`: the boards, a board,
-  decisions, a board's decisions, suggestions), one in ten `triage` (`read`, `suggestions`: the
-  open suggestions, a decision), one in ten `board-bot` (`read`, `boards`: opting its own two
-  boards in and out, each in turn, then reading it back);
+- `--clients` API clients (50), each waiting 1 to 3 s between calls (about 25 calls a second in
+  all), with the named tokens a team would make (docs/access.md): four in five `team-reader`
+  (`read`: the boards, a board, decisions, a board's decisions, suggestions), one in ten `triage`
+  (`read`, `suggestions`: the open suggestions, a decision), one in ten `board-bot` (`read`,
+  `boards`: opting its own two boards in and out, each in turn, then reading it back);
 - `--rate` relay deliveries a second (20): a card added to a swept board in turn and its
   `card.ready` posted signed as the relay signs it (16 at a time at most); its figure is from
   the card's being added (when the relay would send it) to the stand-in receiving its hold (a
@@ -45,7 +45,6 @@ import argparse
 import hashlib
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
@@ -60,8 +59,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, drop_database, fresh_database, free_port, percentile,
-    signed_headers, start_make_run, temp_dir,
+    PYTHON,
+    REDIS_DB_URL,
+    ROOT,
+    CpuShares,
+    base_env,
+    drop_database,
+    free_port,
+    fresh_database,
+    percentile,
+    signed_headers,
+    start_make_run,
+    stop_make_run,
+    temp_dir,
 )
 from bench._fleet import RELAY_BOARD, scenario  # noqa: E402
 from bench._results import last_line  # noqa: E402
@@ -450,11 +460,7 @@ def main() -> None:
         late = [max(0.0, gap - SWEEP_S) for gap in gaps]
     finally:
         done.set()
-        honcho.send_signal(signal.SIGTERM)  # honcho ends every process it started
-        try:
-            honcho.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            honcho.kill()
+        stop_make_run(honcho)
         servers.stop()
         drop_database("postgres", args.database)
 

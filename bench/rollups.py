@@ -7,7 +7,7 @@ cards on each of 1,000 boards) is written as the loop writes each: its row inser
 (`inserts.insert_row`) in a transaction of its own, then its hold (`do_record_hold`, one
 UPDATE). Rounds alternate with the triggers of migration 0014 in place and dropped, each round
 in an hour of its own; `trigger_us` is the median round's extra time a decision (its row and
-its hold). Then the roll-up step a sweep ends with (`actions.do_roll_up`) is timed when
+its hold). Then the roll-up step a sweep ends with (`do_roll_up`) is timed when
 one hour of those 5,000 decisions has just ended (`rollup_hour_ms`: once an hour) and when
 nothing is stale (`rollup_idle_ms`: every other sweep). The load average is printed with the
 figures, for the machine is shared.
@@ -47,8 +47,9 @@ def main() -> None:
 
     # Imported here, after django.setup() in this process: the project's modules load models.
     from records.models import Decision, StaleHour
-    from records.store import actions, inserts
+    from records.store import inserts
     from records.store.actions.decisions import do_record_hold
+    from records.store.actions.rollups import do_roll_up
 
     migration = importlib.import_module("records.migrations.0014_rollups")
     vendor = {"sqlite": (migration.SQLITE[:3], migration.SQLITE_REVERSE),
@@ -99,12 +100,12 @@ def main() -> None:
         Decision.objects.filter(created_at__gte=last).update(policy="q")  # marks that hour
         stale = StaleHour.objects.count()
         started = time.perf_counter()
-        worked = actions.do_roll_up(last + timedelta(hours=1, seconds=1))
+        worked = do_roll_up(last + timedelta(hours=1, seconds=1))
         hour_ms = (time.perf_counter() - started) * 1000
         idle = []
         for _ in range(5):
             started = time.perf_counter()
-            actions.do_roll_up(last + timedelta(hours=1, seconds=2))
+            do_roll_up(last + timedelta(hours=1, seconds=2))
             idle.append((time.perf_counter() - started) * 1000)
         load = os.getloadavg()
         print(f"stale_before={stale} board_hours_worked_out={worked} load_average={load[0]:.2f}")

@@ -47,11 +47,21 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, free_port, fresh_database, percentile,
-    signed_headers, stop, temp_dir, wait_until,
+    PYTHON,
+    REDIS_DB_URL,
+    ROOT,
+    CpuShares,
+    base_env,
+    free_port,
+    fresh_database,
+    percentile,
+    signed_headers,
+    stop,
+    temp_dir,
+    wait_until,
 )
+from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_scale"
@@ -128,7 +138,7 @@ def run(workers: int, size: dict) -> dict:
     from django.utils import timezone
 
     from records.models import LoopState, SweepShard
-    from records.store import actions
+    from records.store.actions.boards import do_opt_in
     from records.store.signals import board_changed
     from superdispatch.celery import app
     from superdispatch.loop import Loop, look_at_board
@@ -138,7 +148,7 @@ def run(workers: int, size: dict) -> dict:
     board_changed.disconnect(dispatch_uid="superdispatch.board_changed")
     now = timezone.now()
     for board in spec["boards"]:
-        actions.do_opt_in(board["id"], now)
+        do_opt_in(board["id"], now)
     loop = Loop.from_settings()
     ensure_windows(loop, now)
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
@@ -260,11 +270,14 @@ def main() -> None:
             sys.exit(f"scale bench: the run with {workers} workers failed")
         figures[workers] = result = json.loads(done.stdout.strip().splitlines()[-1])
         relay = result["relay_ms"]
-        print(f"  {workers} worker process(es): sweep {result['sweep_s']:.2f} s, "
-              f"{result['reads']} eligibility reads, {result['holds']} holds, "
-              f"{result['deferred']} boards and {result['unplaced']} cards left; relay during it: {len(relay)} held, "
-              f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
-              f"p99 {percentile(relay, 99):.0f} ms")
+        print(
+            f"  {workers} worker process(es): sweep {result['sweep_s']:.2f} s, "
+            f"{result['reads']} eligibility reads, {result['holds']} holds, "
+            f"{result['deferred']} boards and {result['unplaced']} cards left; "
+            f"relay during it: {len(relay)} held, "
+            f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
+            f"p99 {percentile(relay, 99):.0f} ms"
+        )
         cpu = result["cpu_s"]
         print(f"    CPU during it: sweeps workers {cpu.get('sweeps', 0):.1f} s, PostgreSQL "
               f"{cpu.get('postgres', 0):.1f} s, this process (the stand-in, the relay) "

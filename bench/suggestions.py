@@ -175,7 +175,7 @@ def _write(connection, decisions: list, candidates: list) -> int:
 def remember_a_registry() -> None:
     # Imported here, after django.setup() in this process: the project's modules load models.
     from placement.facts import RegistryFact, Station
-    from records.store.actions import do_remember_registry as remember_registry
+    from records.store.actions.sweeps import do_remember_registry as remember_registry
 
     stations = [Station(f"stn_{a:04d}", runtime="rt_1", harness="codex", occupant=f"agt_{a:04d}",
                         isolation=RegistryFact("host", "probed"),

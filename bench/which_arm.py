@@ -39,14 +39,13 @@ def run(way: str, passes: int) -> dict:
 
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
     if way == "board_formula":
-        from records.store import actions
+        from records.store.actions.experiments import do_set_board_formula
 
-        actions.do_set_board_formula("brd_0000", "pull", now)
+        do_set_board_formula("brd_0000", "pull", now)
     elif way == "experiment":
-        from records.store import actions
-        from records.store.actions import Plan
+        from records.store.actions.experiments import Plan, do_start_experiment
 
-        experiment = actions.do_start_experiment(
+        experiment = do_start_experiment(
             Plan(boards=(RELAY_BOARD,), arms=(loop.rules.formula, "pull"), objective="success",
                  blocks=4, seed=1), now)
         # Every block runs the deployment's formula: the decisions are those of `none`.

@@ -13,9 +13,9 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from kombu.exceptions import OperationalError as KombuOperationalError
 from redis.exceptions import RedisError
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
@@ -29,7 +29,7 @@ from common.times import parse_time
 from common.views import FirstRenderer
 from records.api.query import BOARD_ID, CARD_ID
 from records.models import Board, RelayOutcome
-from records.store import actions
+from records.store.actions.relay import do_note_delivery, do_note_relay_claim, do_note_relay_outcome
 from superdispatch import tasks
 
 log = logging.getLogger("superdispatch.loop")
@@ -113,7 +113,7 @@ def note_claim(event: dict, now: datetime | None = None) -> bool:
         at = parse_time(ts) if isinstance(ts, str) and len(ts) <= MAX_TS else now
     except (ValueError, OverflowError):  # not a time, or one past the calendar's ends
         at = now
-    actions.do_note_relay_claim(event["boardId"], card_id, stage_key, agent_id, event["type"],
+    do_note_relay_claim(event["boardId"], card_id, stage_key, agent_id, event["type"],
                                 at, now)
     return True
 
@@ -135,7 +135,7 @@ def accept(event: dict, delivery: str) -> dict:
     board_id = event["boardId"]
     if not Board.objects.filter(board_id=board_id, enabled=True).exists():
         if event["type"] == "card.ready":
-            actions.do_note_relay_outcome(delivery, RelayOutcome.IGNORED)
+            do_note_relay_outcome(delivery, RelayOutcome.IGNORED)
         return {"ok": True, "ignored": True}
     note_claim(event)
     if event["type"] == "card.ready":
@@ -205,7 +205,7 @@ class RelayEvents(APIView):
         try:
             with transaction.atomic():
                 ready = event["type"] == "card.ready"
-                if not actions.do_note_delivery(delivery, timezone.now(),
+                if not do_note_delivery(delivery, timezone.now(),
                                                 event["cardId"][:128] if ready else "",
                                                 event["boardId"][:128] if ready else ""):
                     return Response({"ok": True, "duplicate": True})

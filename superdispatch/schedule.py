@@ -9,8 +9,10 @@ from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from common.times import iso
-from records.store import actions
 from records.store.actions import what_if
+from records.store.actions.boards import do_take_board_change
+from records.store.actions.experiments import do_review_experiments
+from records.store.actions.rollups import do_roll_up
 from superdispatch.tasks import board_changed_task, what_if_ahead_task
 
 log = logging.getLogger("superdispatch.loop")
@@ -81,7 +83,7 @@ def on_sweep_finished(sender, now: datetime, **kwargs) -> None:
     like a sweep, so a worker that falls behind never runs a queue of them; the next sweep
     sends one again. The boards come from the rollups, brought up to date first (records' own
     listener then finds nothing stale)."""
-    actions.do_roll_up(now)
+    do_roll_up(now)
     if what_if.wanted(now):
         what_if_ahead_task.apply_async((iso(now),), expires=settings.SUPERDISPATCH.sweep_seconds)
 
@@ -90,7 +92,7 @@ def on_sweep_reviews_experiments(sender, now: datetime, **kwargs) -> None:
     """After a sweep: each live experiment with a block ended since is reviewed (the guardrail,
     the decision, autopilot, the holdback's figure). With none live it is one query."""
     cfg = kwargs.get("cfg") or settings.SUPERDISPATCH
-    actions.do_review_experiments(now, autopilot=cfg.autopilot == "on")
+    do_review_experiments(now, autopilot=cfg.autopilot)
 
 
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:
@@ -100,5 +102,5 @@ def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:
     try:
         board_changed_task.delay(board_id)
     except Exception:
-        actions.do_take_board_change(board_id)
+        do_take_board_change(board_id)
         raise

@@ -16,7 +16,10 @@ from common.config import rules_from
 from common.times import parse_time
 from learning import store as learning_store
 from records.models import Board, RelayDelivery, RelayOutcome
-from records.store import actions, retention
+from records.store import retention
+from records.store.actions.boards import do_take_board_change
+from records.store.actions.relay import DELIVERIES_KEPT, do_note_relay_outcome, do_prune_deliveries
+from records.store.actions.what_if import do_what_if_ahead
 from superdispatch import metrics, outbox
 from superdispatch.loop import Loop, look_at_board, place_one
 from superdispatch.loop.context import utc_now
@@ -152,7 +155,7 @@ def relay_outcome(summary) -> str:
 
 def _note_outcome(delivery_id: str | None, outcome: str, card_id: str) -> None:
     if delivery_id:  # None: a task sent before deliveries were named
-        actions.do_note_relay_outcome(delivery_id, outcome, card_id)
+        do_note_relay_outcome(delivery_id, outcome, card_id)
 
 
 def _seconds_since(ts: str, the_loop: Loop) -> float | None:
@@ -186,7 +189,7 @@ def board_changed_task(board_id: str) -> None:
     after taking them), so the changes that came while it waited queued nothing more. The
     window is in the audit trail under whoever made the board's last change, as the trail
     has it (each change is recorded in its own transaction, before it is announced)."""
-    actions.do_take_board_change(board_id)
+    do_take_board_change(board_id)
     board = Board.objects.filter(board_id=board_id).first()
     if board is None:
         return
@@ -200,7 +203,7 @@ def board_changed_task(board_id: str) -> None:
 @shared_task(name="superdispatch.prune_deliveries", ignore_result=True)
 def prune_deliveries_task() -> None:
     """Forget relay delivery ids older than a redelivery is recognised for (a day)."""
-    actions.do_prune_deliveries(timezone.now() - actions.DELIVERIES_KEPT)
+    do_prune_deliveries(timezone.now() - DELIVERIES_KEPT)
 
 
 @shared_task(name="superdispatch.prune", ignore_result=True)
@@ -228,7 +231,7 @@ def _count_pruned(candidates: int, decisions: int) -> None:
 def what_if_ahead_task(swept_at: str) -> None:
     """The dashboard's what-if of the board due first, worked out after the sweep that ended at
     `swept_at` (records/store/actions/what_if.py), under the formula the settings configure."""
-    ahead = actions.do_what_if_ahead(parse_time(swept_at), rules_from(settings.SUPERDISPATCH))
+    ahead = do_what_if_ahead(parse_time(swept_at), rules_from(settings.SUPERDISPATCH))
     for board_id, error in ahead.failed.items():
         log.error("what-if: board %s could not be replayed (%s); passed over", board_id, error)
     if ahead.done:

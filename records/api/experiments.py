@@ -18,10 +18,15 @@ from records.api import query
 from records.api.query import BOARD_ID, Body, JsonInteger, Matching, NoQuery
 from records.models import Experiment
 from records.serializers import ExperimentSerializer, TimeInput
-from records.store import actions
-from records.store.actions import ExperimentError, Plan
 from records.store.actions.experiments import (
-    BLOCK_SECONDS, BURN_IN_SECONDS, MAX_BLOCKS, MAX_BOARDS, arm_names,
+    BLOCK_SECONDS,
+    BURN_IN_SECONDS,
+    MAX_BLOCKS,
+    MAX_BOARDS,
+    ExperimentError,
+    Plan,
+    arm_names,
+    do_start_experiment,
 )
 
 ONE = inline_serializer("ExperimentAnswer", {"experiment": ExperimentSerializer()})
@@ -95,7 +100,7 @@ class Experiments(OperatorView):
         body = ExperimentBody.read(request.data if request.body else {})
         now: datetime = timezone.now()
         try:
-            experiment = actions.do_start_experiment(plan_of(body), now, by=of_request(request))
+            experiment = do_start_experiment(plan_of(body), now, by=of_request(request))
         except ExperimentError as err:
             raise refused(err) from None
         return Response({"experiment": ExperimentSerializer(experiment).data}, status=201)

@@ -23,9 +23,14 @@ from records.api.explain import explain
 from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.models import Board, Decision, Suggestion
 from records.serializers import (
-    BoardSerializer, CandidateSerializer, DecisionSerializer, SuggestionSerializer,
+    BoardSerializer,
+    CandidateSerializer,
+    DecisionSerializer,
+    SuggestionSerializer,
 )
-from records.store import actions, agents
+from records.store import agents
+from records.store.actions.boards import do_opt_in, do_opt_out
+from records.store.actions.suggestions import do_dismiss_suggestion
 
 
 class AgentVerdictSerializer(serializers.Serializer):
@@ -116,14 +121,14 @@ class BoardDetail(OperatorView):
                    responses=ONE_BOARD)
     def put(self, request, board_id: str):
         _no_query(request)
-        board = actions.do_opt_in(query.board_id(board_id), timezone.now, by=of_request(request))
+        board = do_opt_in(query.board_id(board_id), timezone.now, by=of_request(request))
         return Response({"board": BoardSerializer(board).data})
 
     @extend_schema(summary="Opt a board out; its row and decisions stay",
                    responses={200: ONE_BOARD})
     def delete(self, request, board_id: str):
         _no_query(request)
-        board = actions.do_opt_out(query.board_id(board_id), timezone.now,
+        board = do_opt_out(query.board_id(board_id), timezone.now,
                                    by=of_request(request))
         if board is None:
             raise not_found(f"board {board_id}")
@@ -203,6 +208,6 @@ class SuggestionDismiss(OperatorView):
                    responses=ONE_SUGGESTION)
     def post(self, request, suggestion_id: str):
         _no_query(request)
-        suggestion = actions.do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now,
+        suggestion = do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now,
                                                    by=of_request(request))
         return Response({"suggestion": SuggestionSerializer(suggestion).data})

@@ -23,10 +23,20 @@ from records.api.explain import explain
 from records.console import experiments as experiment_pages
 from records.console.pages import agent_url
 from records.models import (
-    Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
+    Board,
+    Candidate,
+    Decision,
+    Experiment,
+    LoopState,
+    OutboxEvent,
+    Suggestion,
+    SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
-from records.store import actions, dashboard, outbox
+from records.store import dashboard, outbox
+from records.store.actions.boards import do_opt_in, do_opt_out
+from records.store.actions.experiments import do_set_board_formula, do_stop_experiment
+from records.store.actions.suggestions import do_dismiss_suggestion
 
 
 class ActionsOnlyAdmin(ReadOnlyAdmin):
@@ -53,7 +63,7 @@ def _run_formula(arm: str):
     def run(modeladmin, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_set_board_formula(board.board_id, arm, timezone.now(), by=by)
+            do_set_board_formula(board.board_id, arm, timezone.now(), by=by)
         modeladmin.message_user(request, f"{queryset.count()} board(s) run {arm}.", messages.SUCCESS)
 
     run.__name__ = formula_action_name(arm)
@@ -81,7 +91,7 @@ class BoardAdmin(ActionsOnlyAdmin):
     def deployment_formula(self, request, queryset):
         by = of_request(request)
         for board in queryset:
-            actions.do_set_board_formula(board.board_id, None, timezone.now(), by=by)
+            do_set_board_formula(board.board_id, None, timezone.now(), by=by)
         self.message_user(request, f"{queryset.count()} board(s) run the deployment's formula.",
                           messages.SUCCESS)
 
@@ -92,17 +102,18 @@ class BoardAdmin(ActionsOnlyAdmin):
 
     @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):
-        by = of_request(request)
-        for board in queryset:
-            actions.do_opt_in(board.board_id, timezone.now, by=by)
-        self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
+        self._each_board(request, queryset, do_opt_in, "opted in")
 
     @admin.action(description="Opt the selected boards out", permissions=["change"])
     def opt_out(self, request, queryset):
+        self._each_board(request, queryset, do_opt_out, "opted out")
+
+    def _each_board(self, request, queryset, action, done: str) -> None:
+        """The action on each selected board, as whoever asked, and how many it was done to."""
         by = of_request(request)
         for board in queryset:
-            actions.do_opt_out(board.board_id, timezone.now, by=by)
-        self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
+            action(board.board_id, timezone.now, by=by)
+        self.message_user(request, f"{queryset.count()} board(s) {done}.", messages.SUCCESS)
 
 
 @admin.register(Experiment)
@@ -139,7 +150,7 @@ class ExperimentAdmin(ActionsOnlyAdmin):
     def stop(self, request, queryset):
         by = of_request(request)
         for experiment in queryset:
-            actions.do_stop_experiment(experiment.id, timezone.now(), by=by)
+            do_stop_experiment(experiment.id, timezone.now(), by=by)
         self.message_user(request, f"{queryset.count()} experiment(s) stopped.", messages.SUCCESS)
 
 
@@ -361,7 +372,7 @@ class SuggestionAdmin(ActionsOnlyAdmin):
     def dismiss(self, request, queryset):
         by = of_request(request)
         for suggestion in queryset:
-            actions.do_dismiss_suggestion(suggestion, timezone.now, by=by)
+            do_dismiss_suggestion(suggestion, timezone.now, by=by)
         self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
                           messages.SUCCESS)
 

@@ -15,9 +15,15 @@ from django.db.models.functions import Cast, Substr, Trunc
 from placement.dispatch_policy import LIMIT_PREFIX
 from placement.filtering import tables
 from records.models import AgentHour, Candidate, Decision, Roll, Suggestion
-from records.store import actions, marks, rollups
+from records.store import marks, rollups
+from records.store.actions.rollups import do_roll_up
 from records.store.dashboard import (
-    Edges, Range, bar_index, bar_starts, in_range, whole_agent_hours,
+    Edges,
+    Range,
+    bar_index,
+    bar_starts,
+    in_range,
+    whole_agent_hours,
 )
 
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one
@@ -84,7 +90,7 @@ def tallies(agent_id: str, rng: Range, now: datetime) -> dict:
 def chosen_tallies(agent_id: str, rng: Range, now: datetime) -> dict:
     """How often, in the range, the agent was chosen, held, claimed its hold, and lapsed: the
     whole hours from the rollups, the partial hours at the edges from the decisions."""
-    actions.do_roll_up(now)
+    do_roll_up(now)
     edges = Edges.of(rng, now)
     rows = rollups.agent_rows(edges.partial.filter(chosen=agent_id), by=())
     if edges.first < edges.last:

@@ -16,7 +16,11 @@ from placement.facts import Ladder
 from placement.rules import Rules
 from placement.stats import median, percentile
 from records.models import (
-    Decision, DecisionReason, HoldTally, OutcomeStatus, TierName,
+    Decision,
+    DecisionReason,
+    HoldTally,
+    OutcomeStatus,
+    TierName,
 )
 from records.store import prepared
 

@@ -1,7 +1,7 @@
 """AgentPod's capability registry as the loop last read it, kept in the store for every process.
 
 The loop remembers each pass's read (None when it could not read it) through
-`records.store.actions.do_remember_registry`; supply proposals read it back. Stations are kept as
+`records.store.actions.sweeps.do_remember_registry`; supply proposals read it back. Stations are kept as
 JSON in the registry's own shape.
 """
 from __future__ import annotations

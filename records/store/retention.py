@@ -4,7 +4,7 @@ entries older than the same days (never sooner: an entry is kept as long as a de
 
 A prune walks the settled decisions oldest first by keyset (created_at, id) on the
 `decision_settled_time` index and deletes them in batches through
-`actions.do_prune_decisions`: each batch's candidates in one short transaction, then its
+`do_prune_decisions`: each batch's candidates in one short transaction, then its
 decisions in another. A pass never waits on those rows (it writes only unsettled decisions),
 and a batch is small enough that SQLite's single writer is held for milliseconds at a time.
 
@@ -32,7 +32,7 @@ from django.db.models import Q
 
 from access import actions as access_actions
 from records.models import Decision
-from records.store import actions
+from records.store.actions.retention import do_prune_decisions, do_prune_rolls
 
 BATCH = 500  # decisions per batch: ~5,000 candidate rows at ten a decision
 
@@ -75,11 +75,11 @@ def prune(now: datetime, retain_days: int, *, keep_model: str | None = None,
             return summary
         rows = prunable(before, keep_model, after, batch)
         if not rows:
-            summary.rolls = actions.do_prune_rolls(before)
+            summary.rolls = do_prune_rolls(before)
             summary.audit = access_actions.do_prune_audit(before)
             return summary
         after = rows[-1]
-        candidates, decisions = actions.do_prune_decisions([id_ for _, id_ in rows])
+        candidates, decisions = do_prune_decisions([id_ for _, id_ in rows])
         summary.candidates += candidates
         summary.decisions += decisions
         summary.batches += 1

@@ -7,7 +7,7 @@ from django.dispatch import Signal
 
 # After an opt-in or opt-out that changed the board has committed: `board_id`, `enabled`. The
 # service sets the board's placement window and looks at it. A change made while one announced
-# before still waits for its task is not announced (records.store.actions.do_opt_in).
+# before still waits for its task is not announced (records.store.actions.boards.do_opt_in).
 board_changed = Signal()
 
 # After each sweep: `now`. The advice (roster suggestions, supply proposals) syncs from our

@@ -7,21 +7,30 @@ from django.conf import settings
 from django.db import transaction
 
 from records.models import LoopState
-from records.store import actions
+
+# The module, not its names: the actions read `records.suggestions.found`, and so import this
+# package, while they are still loading.
+from records.store.actions import suggestions as suggestion_actions
 from records.store.registry import last_registry
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    MODEL_ONLY, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
+    MODEL_ONLY,
+    SHORTFALL,
+    Window,
+    lane_shortfalls,
+    lane_tallies,
+    latest_reads,
 )
 from records.suggestions.roster import flagging_rules, roster_suggestion
 from records.suggestions.supply import Supply, supply_proposals, wants_supply
 
-def sync(now: datetime) -> actions.SyncSummary:
+
+def sync(now: datetime) -> suggestion_actions.SyncSummary:
     """Read our own decisions of the window before `now` and bring every suggestion up to date."""
-    return actions.do_sync_suggestions(found_suggestions(now), now)
+    return suggestion_actions.do_sync_suggestions(found_suggestions(now), now)
 
 
-def sync_if_due(now: datetime) -> actions.SyncSummary | None:
+def sync_if_due(now: datetime) -> suggestion_actions.SyncSummary | None:
     """`sync`, unless the last one was less than SUPERDISPATCH_SUGGEST_EVERY_SECONDS ago."""
     every = settings.SUPERDISPATCH.suggest_every_seconds
     last = LoopState.objects.filter(key="loop").values_list("last_suggest_at", flat=True).first()

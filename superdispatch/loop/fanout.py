@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Callable
 
 from records.models import SweepShard
-from records.store import actions
+from records.store.actions.sweeps import do_close_sweep, do_finish_shard, do_forget_sweeps, do_start_sweep
 from superdispatch.loop.context import Loop
 from superdispatch.loop.passes import pass_budget, run_pass, sweep
 from superdispatch.loop.sweeps import SweepSummary, backing_off, finish_sweep, opted_in
@@ -64,7 +64,7 @@ def start_sweep(loop: Loop, dispatch: Dispatch, now: datetime | None = None) -> 
     board_ids = first + [b for b in board_ids if b not in set(first)]  # left last time: first
     shards = split(board_ids, size)
     sweep_id = uuid.uuid4().hex
-    actions.do_start_sweep(sweep_id, now, shards)
+    do_start_sweep(sweep_id, now, shards)
     for index in range(len(shards)):
         dispatch(sweep_id, index)
     log.info("loop: sweep of %d boards sent in %d shards", len(board_ids), len(shards))
@@ -86,7 +86,7 @@ def run_shard(loop: Loop, sweep_id: str, index: int) -> SweepSummary | None:
         log.error("loop: sweep shard %d of %d failed, its %d boards left to the next sweep: %s",
                   index + 1, shard.shards, len(boards), type(err).__name__)
         summary = SweepSummary(boards=len(boards), deferred=len(boards), left=boards)
-    if actions.do_finish_shard(sweep_id, index, _to_json(summary), loop.clock()):
+    if do_finish_shard(sweep_id, index, _to_json(summary), loop.clock()):
         _sum_up(loop, sweep_id, shard.started_at)
     return summary
 
@@ -98,10 +98,10 @@ def close_stale_sweeps(loop: Loop, now: datetime) -> None:
     open_sweeps = SweepShard.objects.filter(index=0, finished_at__isnull=True,
                                             started_at__lte=stale)
     for sweep_id, started_at in open_sweeps.values_list("sweep_id", "started_at"):
-        if actions.do_close_sweep(sweep_id, loop.clock()):
+        if do_close_sweep(sweep_id, loop.clock()):
             log.warning("loop: a sweep's shards did not all report; their boards go first next")
             finish_sweep(loop, summed(sweep_id), started_at)
-    actions.do_forget_sweeps(now - SHARDS_KEPT)
+    do_forget_sweeps(now - SHARDS_KEPT)
 
 
 def _sum_up(loop: Loop, sweep_id: str, started_at: datetime) -> None:

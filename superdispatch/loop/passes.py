@@ -15,7 +15,8 @@ import placement
 from placement.facts import Card, RosterRow
 from placement.why_nobody import WAITING_ON_HOLDS, WAITING_ON_LOAD
 from records.models import Board
-from records.store import actions, commits, holds
+from records.store import commits, holds
+from records.store.actions.boards import do_note_read, do_note_waiting, do_release_lease, do_take_lease
 from superdispatch import outbox
 from superdispatch.clients import ClientError
 from superdispatch.loop import arms
@@ -55,11 +56,11 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     except ClientError as err:
         log.warning("loop: %s unread, nothing settled: %s", board_id, err.code,
                     extra={"board": board_id})
-        actions.do_note_read(board_id, now, err.code)
+        do_note_read(board_id, now, err.code)
         summary.unread += 1
         return None
     with transaction.atomic():  # one commit for the read and every settlement it brings
-        actions.do_note_read(board_id, now)
+        do_note_read(board_id, now)
         summary.settled += settle_board(read, now, claimants)
     try:
         if from_cache:
@@ -69,7 +70,7 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
     except ClientError as err:
         log.warning("loop: %s roster unread, nothing placed: %s", board_id, err.code,
                     extra={"board": board_id})
-        actions.do_note_read(board_id, now, f"roster: {err.code}")
+        do_note_read(board_id, now, f"roster: {err.code}")
         summary.unrostered += 1
         return None
     work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id),
@@ -197,8 +198,8 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
             summary.runs += join_runs(reads, board_id, works[board_id].roster)
         if only_card is None and board_id in works:  # a pass over the whole board: say who waits
             waiting = works[board_id].waiting
-            actions.do_note_waiting(board_id, waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
-        actions.do_release_lease(board_id, owner)
+            do_note_waiting(board_id, waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
+        do_release_lease(board_id, owner)
         released.add(board_id)
         reads.concurrent = True  # so look again at agents another pass may hold since
 
@@ -217,7 +218,7 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
                 summary.deferred = len(summary.left)
                 break
             taken = loop.clock()
-            if not actions.do_take_lease(board_id, owner, taken, taken + lease):
+            if not do_take_lease(board_id, owner, taken, taken + lease):
                 summary.skipped += 1  # another pass holds it
                 continue
             leased.append(board_id)
@@ -236,8 +237,8 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         ordered = placement.order_cards(queued, loop.cfg.fairness)
         last_card = {board_id: index for index, (board_id, _) in enumerate(ordered)}
         backlog = None
-        if loop.cfg.backlog_bound == "on":  # a policy verdict left unread passes on its last answer
-            backlog = Backlog(loop.rules, lambda: reads.no_policy() if loop.cfg.policy == "on" else None)
+        if loop.cfg.backlog_bound:  # a policy verdict left unread passes on its last answer
+            backlog = Backlog(loop.rules, lambda: reads.no_policy() if loop.cfg.policy else None)
         for index, (board_id, card) in enumerate(ordered):
             if spent("place"):
                 summary.unplaced = len(ordered) - index
@@ -251,7 +252,7 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
             done_with(board_id)
     finally:
         for board_id in [b for b in leased if b not in released]:
-            actions.do_release_lease(board_id, owner)
+            do_release_lease(board_id, owner)
         outbox.kick_if_written()  # events out are sent by a worker, after the pass
     return summary
 

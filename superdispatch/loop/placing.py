@@ -22,7 +22,13 @@ from placement.formulas import Need
 from placement.learned import consider
 from placement.rules import Rules
 from records.models import Decision as DecisionRow
-from records.store import actions, holds
+from records.store import holds
+from records.store.actions.decisions import (
+    do_record_decision,
+    do_record_hold,
+    do_record_refusal,
+    do_record_unknown_hold,
+)
 from superdispatch import metrics
 from superdispatch.clients import BoardRead, ClientError, Refusal, Reservation
 from superdispatch.loop.arms import Running
@@ -230,7 +236,7 @@ def record_and_hold(reads: PassReads, work: BoardWork, decided: Decided,
         return None
     if holds.held_elsewhere(hold.agent_id, card.board_id, card.card_id, reads.now, row.id):
         # Another pass running now (another shard) holds the agent for another card.
-        actions.do_record_refusal(row, HELD_ELSEWHERE, reads.now)
+        do_record_refusal(row, HELD_ELSEWHERE, reads.now)
         summary.refused += 1
         _say(logging.WARNING, decision, row,
              "%s not held: %s is held elsewhere by a pass running now", _tier(decision),
@@ -246,7 +252,7 @@ def _record(reads: PassReads, work: BoardWork, decided: Decided,
     """Record the decision, with the card's attempt count as the board read shows it."""
     decision, card = decided.decision, decided.decision.card
     seen = work.read.card(card.card_id)
-    row = actions.do_record_decision(decision, reads.now, learned=decided.learned,
+    row = do_record_decision(decision, reads.now, learned=decided.learned,
                                      stored_rolls=reads.rolls,
                                      attempt_count=seen.attempt_count if seen else None,
                                      experiment=work.running.experiment_record() if work.running else None)
@@ -265,7 +271,7 @@ def _record_answer(reads: PassReads, decision: placement.Decision, row: Decision
     hold, card, tier = decision.hold, decision.card, _tier(decision)
     assert hold is not None  # only a decision that holds is asked for one
     if isinstance(answer, Reservation):
-        actions.do_record_hold(row, answer.reserved_until)
+        do_record_hold(row, answer.reserved_until)
         reads.holds.add(hold.agent_id, card.board_id, card.card_id)
         summary.holds += 1
         metrics.hold_made(decision.tier.name)
@@ -276,14 +282,14 @@ def _record_answer(reads: PassReads, decision: placement.Decision, row: Decision
         # Perhaps held: the next read of the board says. Meanwhile the agent counts as holding
         # the card, until the latest the hold could last.
         latest = reads.loop.clock() + timedelta(seconds=hold.seconds)
-        actions.do_record_unknown_hold(row, answer.code, latest)
+        do_record_unknown_hold(row, answer.code, latest)
         reads.holds.add(hold.agent_id, card.board_id, card.card_id)
         summary.unanswered += 1
         _say(logging.WARNING, decision, row,
              "%s hold for %s unanswered (%s): held or not, the board's next read says",
              tier, hold.agent_id, answer.code, agent=hold.agent_id)
         return HELD
-    actions.do_record_refusal(row, answer.code, reads.now)
+    do_record_refusal(row, answer.code, reads.now)
     summary.refused += 1
     metrics.hold_refused(decision.tier.name)
     _say(logging.WARNING, decision, row, "%s hold refused: %s", tier, answer.code,

@@ -13,10 +13,11 @@ from typing import Callable, Iterable, Mapping
 
 from django.core.cache import cache
 
-from placement.formulas import May
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
+from placement.formulas import May
 from records.models import LoopState
-from records.store import actions, holds
+from records.store import holds
+from records.store.actions.sweeps import do_note_no_policy, do_remember_registry
 from records.store.rosters import roster_key
 from superdispatch.clients import ClientError, says_no_policy
 from superdispatch.loop.context import Loop
@@ -93,7 +94,7 @@ class PassReads:
 
     def registry(self, card: Card) -> tuple[Station, ...] | None:
         """AgentPod's station registry, read once a pass, only for a stage that states needs."""
-        if self.loop.cfg.station_filters != "on" or card.needs is None \
+        if not self.loop.cfg.station_filters or card.needs is None \
                 or not card.needs.states_anything:
             return None
         if self._registry is _UNREAD and self.from_cache:
@@ -122,7 +123,7 @@ class PassReads:
         and a card.ready's hold should not wait on it.
         """
         if self._registry_read_now:
-            actions.do_remember_registry(self._registry, self.now)  # type: ignore[arg-type]
+            do_remember_registry(self._registry, self.now)  # type: ignore[arg-type]
 
     def runs(self, board_id: str, stage_key: str) -> Mapping[str, tuple[Run, ...]] | None:
         """SuperWitness's finished runs at this board stage, by executor principal: read once a
@@ -149,7 +150,7 @@ class PassReads:
     def policy(self, card: Card, askable: Callable[[], list[tuple[str, str]]]) -> PolicyFacts | None:
         """The dispatch policy's verdicts on the `askable()` (agent, principal) pairs, once per
         agent and stage; `askable` is not called with the policy off."""
-        if self.loop.cfg.policy != "on":
+        if not self.loop.cfg.policy:
             return None
         verdicts = {}
         for agent_id, principal_id in askable():
@@ -213,7 +214,7 @@ class PassReads:
 
     def _remember_no_policy(self, no_policy: bool) -> None:
         if self.no_policy() != no_policy:
-            actions.do_note_no_policy(no_policy)
+            do_note_no_policy(no_policy)
             self._no_policy = no_policy
 
 

@@ -17,7 +17,8 @@ from typing import Mapping, NamedTuple
 
 from placement.facts import RosterRow, Run
 from records.models import Candidate
-from records.store import actions, holds
+from records.store import holds
+from records.store.actions.decisions import do_record_run
 from superdispatch.loop.reads import PassReads
 
 log = logging.getLogger("superdispatch.loop")
@@ -94,7 +95,7 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
                  if stage == stage_key]
         for decision_id, run in match_runs(claims, known, principals, runs).items():
             status = "succeeded" if run.succeeded else "failed"
-            if actions.do_record_run(decision_id, status, run.mark, run.ended_at):
+            if do_record_run(decision_id, status, run.mark, run.ended_at):
                 joined += 1
                 log.info("loop: %s %s run %s", board_id, decision_id, status)
     return joined

@@ -7,7 +7,8 @@ from typing import Callable, NamedTuple
 
 from placement.facts import Run
 from records.models import Decision, OutcomeStatus
-from records.store import actions, holds
+from records.store import holds
+from records.store.actions.decisions import do_record_run, do_settle, do_settle_unknown_hold
 from superdispatch import metrics
 from superdispatch.clients import BoardCard, BoardRead
 from superdispatch.loop.claimants import RUN_SLACK, Claimants, Found
@@ -171,13 +172,13 @@ def settle_board(read: BoardRead, now: datetime, claimants: Claimants | None = N
             continue
         quiet = _lane_quiet(read, unsettled, decision, now)
         result = outcome(decision, card, now, claimants, quiet)
-        if result is None or not actions.do_settle(decision.id, result.status, result.by,
+        if result is None or not do_settle(decision.id, result.status, result.by,
                                                    result.at, now=now,
                                                    run_over_by=result.run_over_by):
             continue
         if result.run is not None:
             run = result.run
-            actions.do_record_run(decision.id, "succeeded" if run.succeeded else "failed",
+            do_record_run(decision.id, "succeeded" if run.succeeded else "failed",
                                   run.mark, run.ended_at)
         settled += 1
         _count(decision, result)
@@ -225,7 +226,7 @@ def _know_hold(decision: Decision, card: BoardCard | None, now: datetime) -> boo
     fields = {"board": decision.board_id, "card": decision.card_id, "decision": decision.id,
               "agent": decision.chosen}
     if held is not None and held.agent_id == decision.chosen:
-        actions.do_settle_unknown_hold(decision, held.reserved_until, now)
+        do_settle_unknown_hold(decision, held.reserved_until, now)
         metrics.hold_made(decision.tier_name)
         log.info("loop: %s %s %s hold unanswered, then read: held for %s until %s",
                  decision.board_id, decision.card_id, decision.id, decision.chosen,
@@ -238,7 +239,7 @@ def _know_hold(decision: Decision, card: BoardCard | None, now: datetime) -> boo
                  extra=fields)
         return True
     code = decision.reservation_unknown
-    actions.do_settle_unknown_hold(decision, None, now)
+    do_settle_unknown_hold(decision, None, now)
     metrics.hold_refused(decision.tier_name)
     log.info("loop: %s %s %s hold unanswered (%s), then read: not held, settled not-reserved",
              decision.board_id, decision.card_id, decision.id, code, extra=fields)

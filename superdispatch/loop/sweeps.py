@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from records.models import Board, LoopState
-from records.store import actions
+from records.store.actions.sweeps import do_note_sweep
 from records.store.signals import sweep_finished
 from superdispatch import metrics, outbox
 from superdispatch.loop.context import Loop
@@ -104,7 +104,7 @@ def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
         next_sweep_at = now + timedelta(seconds=interval * factor - interval / 2)
         summary.backoff_until = next_sweep_at
         log.warning("loop: every board unread, next sweep in %ds", interval * factor)
-    actions.do_note_sweep(failed, next_sweep_at, now, deferred_boards=summary.left)
+    do_note_sweep(failed, next_sweep_at, now, deferred_boards=summary.left)
 
 
 def _after_sweep(loop: Loop, now: datetime) -> None:

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from access.audit import SERVICE, Actor
-from records.models import Board
-from records.store import actions
 from placement import Rules
+from records.models import Board
+from records.store.actions.boards import do_note_window
 from superdispatch.clients import ClientError
 from superdispatch.loop import arms
 from superdispatch.loop.board_windows import board_window
@@ -46,9 +46,9 @@ def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE,
     except ClientError as err:
         log.warning("loop: %s placement window refused, retrying in 5 minutes: %s",
                     board.board_id, err.code, extra={"board": board.board_id})
-        actions.do_note_window(board.board_id, None, now + RETRY_AFTER)
+        do_note_window(board.board_id, None, now + RETRY_AFTER)
         return False
-    actions.do_note_window(board.board_id, accepted, None, now, by=by)
+    do_note_window(board.board_id, accepted, None, now, by=by)
     log.info("loop: %s placement window %ds", board.board_id, accepted,
              extra={"board": board.board_id})
     return True

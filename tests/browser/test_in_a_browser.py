@@ -25,7 +25,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from records.console import pages
 from records.models import Decision, Suggestion
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from tests.support.admin_pages import change_url
 from tests.support.factories import make_decision
 from tests.support.world import make_world
@@ -270,7 +270,7 @@ def test_a_viewer_reads_the_dashboard_and_is_offered_no_opt_out(live_server, bro
     for role in ("viewer", "operator"):
         call_command("create_operator", "--username", role, "--password", PASSWORD,
                      "--role", role)
-    actions.do_opt_in("brd_review", pages.clock())
+    do_opt_in("brd_review", pages.clock())
     make_decision(board="brd_review", card="card_1", chosen="agt_ada",
                   created_at=pages.clock(), candidates=[{"agent": "agt_ada", "total": 1.0}])
 

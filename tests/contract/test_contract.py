@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import timedelta
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,10 +24,10 @@ from access import actions as access_actions
 from access.audit import SERVICE
 from common.scopes import SCOPES
 from learning import actions as learning_actions
-from records.models import Suggestion
 from placement.formulas import DEFAULT
-from records.store import actions
-from records.store.actions import Plan
+from records.models import Suggestion
+from records.store.actions.boards import do_opt_in
+from records.store.actions.experiments import Plan, do_review_experiments, do_start_experiment
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
 
@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.contract, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def stocked():
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     make_decision(board="brd_a", card="card_1", chosen="agt_ada", candidates=[
         {"agent": "agt_ada", "total": 2.0}, {"agent": "agt_cyd", "failing": {"idle": "not-idle"}}])
     Suggestion.objects.create(kind="lane-single-point", board_id="brd_a", stage_key="review",
@@ -47,10 +47,10 @@ def stocked():
     trainable(40)
     learning_actions.do_train(None, 1, now=T0)
     # An experiment one block in, reviewed, so its analysis is an answer checked too.
-    actions.do_start_experiment(
+    do_start_experiment(
         Plan(boards=("brd_a",), arms=(DEFAULT.recorded, "pull"), objective="success",
              block_seconds=600, blocks=4, seed=1), T0, rosters_read={"brd_a": {"agt_ada"}})
-    actions.do_review_experiments(T0 + timedelta(seconds=601))
+    do_review_experiments(T0 + timedelta(seconds=601))
     _, secret = access_actions.do_create_token("contract", list(SCOPES), by=SERVICE, now=T0)
     return secret
 

@@ -10,7 +10,7 @@ import pytest
 
 from learning import shadow_kept, store
 from records.models import Decision
-from records.store import actions
+from records.store.actions.decisions import do_record_run, do_settle
 from tests.conftest import at
 from tests.support.factories import make_decision
 from tests.support.learning_factories import learned_settings, stored_model
@@ -60,12 +60,12 @@ class Period:
             d = Decision.objects.get(pk=decision_id)
             made = (d.created_at - at(0)).total_seconds()
             if self.rng.random() < 0.7:
-                actions.do_settle(decision_id, "claimed", d.chosen, at(made + self.rng.uniform(2, 40)))
+                do_settle(decision_id, "claimed", d.chosen, at(made + self.rng.uniform(2, 40)))
                 d.refresh_from_db()
                 ran = "succeeded" if self.rng.random() < self.skill[d.chosen] else "failed"
-                actions.do_record_run(decision_id, ran, None, d.outcome_at + (at(200) - at(0)))
+                do_record_run(decision_id, ran, None, d.outcome_at + (at(200) - at(0)))
             else:
-                actions.do_settle(decision_id, "expired", None, at(made + 60))
+                do_settle(decision_id, "expired", None, at(made + 60))
 
 
 def same_as_whole(model, cfg) -> dict:

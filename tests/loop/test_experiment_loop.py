@@ -4,13 +4,17 @@ lets cards left to pull go to the next arm, and each decision records its experi
 and arm; a deployment with no experiment decides as before."""
 from __future__ import annotations
 
-
 import pytest
 
 from placement.formulas import DEFAULT
 from records.models import Board, Experiment
-from records.store import actions, experiments
-from records.store.actions import Plan
+from records.store import experiments
+from records.store.actions.experiments import (
+    Plan,
+    do_set_board_formula,
+    do_start_experiment,
+    do_stop_experiment,
+)
 from superdispatch.loop import arms
 from tests.support.world import one_board_world
 
@@ -23,7 +27,7 @@ def _experiment(world, order: list[str]) -> Experiment:
     """An experiment on brd_a whose blocks run `order`, one after another from now (the drawn
     schedule replaced, so the test says which arm runs when)."""
     world.sweep()  # the loop reads (and caches) the roster an experiment's start checks
-    experiment = actions.do_start_experiment(
+    experiment = do_start_experiment(
         Plan(boards=("brd_a",), arms=(FORMULA, "pull"), objective="success",
              block_seconds=BLOCK_S, blocks=len(order), seed=7, burn_in_seconds=30), world.now)
     blocks = experiments.schedule_of(experiment)
@@ -117,7 +121,7 @@ def test_within_one_pull_block_a_card_left_to_pull_waits_its_five_minutes():
 def test_a_stopped_experiment_leaves_the_board_to_its_formula():
     world = one_board_world()
     experiment = _experiment(world, ["pull", FORMULA, "pull", FORMULA])
-    actions.do_stop_experiment(experiment.id, world.now)
+    do_stop_experiment(experiment.id, world.now)
     card = _card(world)
     world.sweep()
     [decision] = world.decisions(card_id=card.id)
@@ -128,7 +132,7 @@ def test_a_stopped_experiment_leaves_the_board_to_its_formula():
 def test_a_board_whose_own_formula_is_pull_holds_nobody_and_records_no_experiment():
     world = one_board_world()
     world.sweep()
-    actions.do_set_board_formula("brd_a", "pull", world.now)
+    do_set_board_formula("brd_a", "pull", world.now)
     card = _card(world)
     world.sweep()
     [decision] = world.decisions(card_id=card.id)
@@ -201,7 +205,7 @@ def test_an_experiments_card_claimed_by_whoever_pulled_it_is_joined_to_its_run()
 def test_outside_an_experiment_an_unheld_cards_run_is_not_joined_as_before():
     world = one_board_world()
     world.sweep()
-    actions.do_set_board_formula("brd_a", "pull", world.now)
+    do_set_board_formula("brd_a", "pull", world.now)
     decision = _claimed_unheld(world)
     assert decision.reason == "pull-arm" and decision.outcome_status == "claimed-by-other"
     assert decision.run_status is None

@@ -12,7 +12,9 @@ from django.db import connection
 from django.db.models import Count, Q
 
 from records.models import SETTLED_HOLDS, Decision, HoldTally
-from records.store import actions, holds, retention
+from records.store import holds, retention
+from records.store.actions.decisions import do_record_refusal, do_settle
+from records.store.actions.retention import do_prune_decisions
 from tests.conftest import T0
 from tests.support.factories import make_decision
 from tests.support.world import make_world
@@ -53,14 +55,14 @@ def test_each_settled_hold_counts_once_and_only_where_it_was_held():
     refused = unsettled("agt_a", "card_4")
     superseded = unsettled("agt_a", "card_5")
     nobody = make_decision(card="card_6", chosen=None, reason="no-candidates").id
-    assert actions.do_settle(claimed, "claimed", "agt_a", T0)
-    assert not actions.do_settle(claimed, "claimed", "agt_a", T0)  # settles once
-    actions.do_settle(lapsed, "expired", None, T0)
-    actions.do_settle(pulled, "claimed-by-other", "agt_b", T0)
-    actions.do_settle(elsewhere, "claimed", "agt_a", T0)
-    actions.do_record_refusal(Decision.objects.get(pk=refused), "card-not-ready", T0)
-    actions.do_settle(superseded, "superseded", None, T0)
-    actions.do_settle(nobody, "expired", None, T0)
+    assert do_settle(claimed, "claimed", "agt_a", T0)
+    assert not do_settle(claimed, "claimed", "agt_a", T0)  # settles once
+    do_settle(lapsed, "expired", None, T0)
+    do_settle(pulled, "claimed-by-other", "agt_b", T0)
+    do_settle(elsewhere, "claimed", "agt_a", T0)
+    do_record_refusal(Decision.objects.get(pk=refused), "card-not-ready", T0)
+    do_settle(superseded, "superseded", None, T0)
+    do_settle(nobody, "expired", None, T0)
     assert holds.settled_on_board("brd_a") == {"agt_a": (1, 3)} == counted("brd_a")
     assert holds.settled_on_board("brd_b") == {"agt_a": (1, 1)}
 
@@ -75,14 +77,14 @@ def test_a_prune_takes_off_exactly_the_holds_it_deletes(monkeypatch, returning):
             ("agt_a", "claimed", old), ("agt_a", "expired", old), ("agt_b", "claimed", old),
             ("agt_a", "claimed", recent), ("agt_b", "claimed-by-other", recent)]):
         d = unsettled(agent, f"card_{i}", at=at)
-        actions.do_settle(d, status, "agt_x" if status == "claimed-by-other" else agent, at)
+        do_settle(d, status, "agt_x" if status == "claimed-by-other" else agent, at)
     assert holds.settled_on_board("brd_a") == {"agt_a": (2, 3), "agt_b": (1, 2)}
     pruned = list(Decision.objects.filter(created_at=old).values_list("id", flat=True))
     summary = retention.prune(now, 90)
     assert summary.decisions == len(pruned) == 3
     assert holds.settled_on_board("brd_a") == {"agt_a": (1, 1), "agt_b": (0, 1)} == counted("brd_a")
     # Asked again for what it deleted: gone already, so nothing is taken off twice.
-    assert actions.do_prune_decisions(pruned) == (0, 0)
+    assert do_prune_decisions(pruned) == (0, 0)
     assert holds.settled_on_board("brd_a") == counted("brd_a")
 
 
@@ -90,7 +92,7 @@ def test_an_agent_whose_holds_are_all_pruned_has_no_tally_left():
     now = T0 + timedelta(days=200)
     old = now - timedelta(days=91)
     d = unsettled("agt_a", "card_1", at=old)
-    actions.do_settle(d, "claimed", "agt_a", old)
+    do_settle(d, "claimed", "agt_a", old)
     retention.prune(now, 90)
     assert not HoldTally.objects.exists()
 

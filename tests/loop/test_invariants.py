@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from records.store import actions
+from records.store.actions.relay import do_note_delivery, do_note_relay_outcome
 from sandbox import Suite
 from tests.conftest import T0
 from tests.support.factories import make_decision
@@ -84,11 +84,11 @@ def test_a_taken_card_ready_is_placed_said_why_not_or_lost(suite):
     make_decision(card=placed.id, chosen="agt_a", candidates=AGENT, ready_at=placed.ready_at)
     weighed = suite.pipeline.add_card("brd_a")
     waiting = _taken(ledger, suite)
-    actions.do_note_delivery(waiting.delivery_id, T0, weighed.id)
-    actions.do_note_relay_outcome(waiting.delivery_id, "waiting")  # weighed; waits for an agent
+    do_note_delivery(waiting.delivery_id, T0, weighed.id)
+    do_note_relay_outcome(waiting.delivery_id, "waiting")  # weighed; waits for an agent
     suite.pipeline.add_card("brd_a")
     lost = _taken(ledger, suite)
-    actions.do_note_delivery(lost.delivery_id, T0, "card_x")  # taken, and its task never ran
+    do_note_delivery(lost.delivery_id, T0, "card_x")  # taken, and its task never ran
     suite.pipeline.add_card("brd_a")
     _taken(ledger, suite, status=503)  # not taken: the relay delivers it again
     suite.pipeline.add_card("brd_a")

@@ -11,9 +11,8 @@ import pytest
 
 from records.models import Decision
 from tests.conftest import log_formatter
-from tests.support.world import lane
-from tests.support.world import make_world
 from tests.service.test_config import GOOD, ROOT
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 IDS = {"board": r"\bbrd_\w+", "card": r"\bcard_\w+", "decision": r"\bpld_\w+",
@@ -118,7 +117,7 @@ def test_a_hold_for_a_busy_agent_says_so_with_the_ids_as_fields(caplog, monkeypa
     card = SimpleNamespace(board_id="brd_a", card_id="card_1")
     decision = SimpleNamespace(card=card, waiting=waiting, reason=None, tier=SimpleNamespace(name="winner"))
     row = SimpleNamespace(id="pld_waits")
-    monkeypatch.setattr(placing.actions, "do_record_decision", lambda *args, **kwargs: row)
+    monkeypatch.setattr(placing, "do_record_decision", lambda *args, **kwargs: row)
     reads = SimpleNamespace(now=None, rolls=None)
     work = SimpleNamespace(read=SimpleNamespace(card=lambda card_id: None), running=None)
     caplog.set_level("INFO", logger="superdispatch.loop")

@@ -4,8 +4,9 @@ from datetime import timedelta
 import pytest
 
 from records.models import Board, LoopState
-from records.store import actions
+from records.store.actions.boards import do_take_lease
 from records.store.signals import sweep_finished
+from superdispatch.loop import passes
 from superdispatch.loop.passes import lease_owner, run_pass
 from tests.support.factories import make_decision
 from tests.support.world import filters_of, lane, make_world, one_board_world, stations_lane
@@ -49,7 +50,7 @@ def test_a_claim_by_the_held_agent_settles_claimed(world, caplog):
 
 
 def test_a_lapsed_winner_is_passed_over_on_the_next_step(world):
-    card = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()
     world.advance(61)
     world.sweep()
@@ -150,7 +151,8 @@ def test_a_lapse_older_than_thirty_minutes_has_aged_out(world):
 
 
 def test_one_live_hold_per_agent_across_cards_in_one_sweep(world):
-    cards = [world.suite.pipeline.add_card("brd_a") for _ in range(4)]
+    for _ in range(4):
+        world.suite.pipeline.add_card("brd_a")
     world.sweep()
     held = [d.chosen for d in world.decisions() if d.reserved_until]
     assert sorted(held) == ["agt_a", "agt_b", "agt_c"]
@@ -159,7 +161,7 @@ def test_one_live_hold_per_agent_across_cards_in_one_sweep(world):
 
 def test_a_refused_hold_is_not_reserved_and_waits_five_minutes(world):
     world.suite.toggles.reservation_verb = False
-    card = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()
     [d] = world.decisions()
     assert (d.outcome_status, d.reservation_refused) == ("not-reserved", "http-404")
@@ -238,7 +240,7 @@ def test_every_board_down_backs_off_doubling_to_eight_times_then_resets(failure)
 
 def test_a_board_leased_by_another_pass_is_skipped(world):
     world.suite.pipeline.add_card("brd_a")
-    actions.do_take_lease("brd_a", "other-worker", world.now, world.now + timedelta(minutes=3))
+    do_take_lease("brd_a", "other-worker", world.now, world.now + timedelta(minutes=3))
     assert world.sweep().skipped == 1
     assert world.decisions() == []
 
@@ -249,7 +251,7 @@ def test_a_lease_a_dead_pass_left_lapses_after_the_lease_seconds_setting():
     w = make_world(lane(), lease_seconds=20)
     w.opt_in("brd_a")
     w.suite.pipeline.add_card("brd_a")
-    actions.do_take_lease("brd_a", "dead-worker", w.now, w.now + timedelta(seconds=20))
+    do_take_lease("brd_a", "dead-worker", w.now, w.now + timedelta(seconds=20))
     w.advance(19)
     assert w.sweep().skipped == 1
     w.advance(1)
@@ -258,8 +260,8 @@ def test_a_lease_a_dead_pass_left_lapses_after_the_lease_seconds_setting():
 
 def test_a_pass_leases_each_board_for_the_lease_seconds_from_when_it_takes_it(world, monkeypatch):
     seen = []
-    take = actions.do_take_lease
-    monkeypatch.setattr(actions, "do_take_lease",
+    take = do_take_lease
+    monkeypatch.setattr(passes, "do_take_lease",  # as the pass calls it
                         lambda b, owner, now, until: seen.append((now, until)) or take(b, owner, now, until))
     started = world.now
     world.advance(7)  # a shard reached late: its pass's `now` is its sweep's start
@@ -409,7 +411,7 @@ def test_a_pass_in_the_same_process_never_takes_another_pass_s_lease(world):
     """Two passes at once in one worker process (its threads) are two owners: the second skips
     the board rather than passing it beside the first."""
     first = lease_owner()
-    assert actions.do_take_lease("brd_a", first, world.now, world.now + timedelta(minutes=3))
+    assert do_take_lease("brd_a", first, world.now, world.now + timedelta(minutes=3))
     world.suite.pipeline.add_card("brd_a")
     summary = run_pass(world.loop, ["brd_a"], world.now)
     assert summary.skipped == 1 and world.decisions() == []

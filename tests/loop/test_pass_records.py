@@ -2,8 +2,9 @@
 import pytest
 
 from records.models import Decision
-from records.store import actions
+from records.store.actions.decisions import do_record_decision
 from records.store.registry import last_registry
+from superdispatch.loop import placing
 from tests.support.world import make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -37,8 +38,8 @@ def test_every_candidate_is_stored_as_the_decision_recorded_it(monkeypatch):
         recorded.append(placed)
         return real(placed, now, **kwargs)
 
-    real = actions.do_record_decision
-    monkeypatch.setattr(actions, "do_record_decision", record)
+    real = do_record_decision
+    monkeypatch.setattr(placing, "do_record_decision", record)  # as the loop calls it
     world.suite.pipeline.add_card("brd_a")
     world.sweep()
 

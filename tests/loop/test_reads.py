@@ -5,7 +5,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from records.models import Board
-from records.store import actions
+from records.store.actions.boards import do_opt_out
 from sandbox.replies import Refused
 from tests.support.world import filters_of, lane, make_world, stations_lane
 
@@ -76,7 +76,7 @@ def test_opting_out_sets_the_window_back_to_none():
     w = make_world(lane())
     w.opt_in("brd_a")
     w.sweep()
-    actions.do_opt_out("brd_a", w.now)
+    do_opt_out("brd_a", w.now)
     w.sweep()
     assert w.suite.pipeline.board("brd_a").placement_window_seconds == 0
     assert Board.objects.get().window_seconds == 0

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 
 from records.models import RelayDelivery
-from records.store import actions
+from records.store.actions.boards import do_opt_out, do_take_lease
+from records.store.actions.relay import do_note_delivery, do_note_relay_outcome
 from superdispatch import tasks
 from tests.support.world import lane, make_world
 
@@ -28,7 +29,7 @@ def world():
 
 def relayed(world, card_id: str, delivery: str = "dlv_1") -> str:
     """The delivery taken (as the webhook notes it), then its task run here."""
-    actions.do_note_delivery(delivery, world.now, card_id)
+    do_note_delivery(delivery, world.now, card_id)
     result = tasks.place_card_task.apply(args=("brd_a", card_id, None, delivery))
     assert result.successful(), result.traceback
     return RelayDelivery.objects.get(pk=delivery).outcome
@@ -43,7 +44,7 @@ def test_a_placed_card_says_placed(world):
 def test_a_board_leased_past_the_retries_leaves_the_card_to_the_next_sweep_and_says_so(
         world, caplog):
     card = world.suite.pipeline.add_card("brd_a")
-    actions.do_take_lease("brd_a", "dead-worker:1", world.now, world.now + timedelta(minutes=3))
+    do_take_lease("brd_a", "dead-worker:1", world.now, world.now + timedelta(minutes=3))
     with caplog.at_level(logging.WARNING, logger="superdispatch.loop"):
         assert relayed(world, card.id) == "left"
     assert f"brd_a {card.id} not placed: its board stayed leased by another pass" in caplog.text
@@ -82,6 +83,7 @@ def test_a_card_whose_board_cannot_be_read_is_unread(world):
 
 def test_a_card_whose_roster_cannot_be_read_is_unread(world):
     from django.core.cache import cache
+
     from superdispatch.loop.reads import roster_key
 
     cache.delete(roster_key("brd_a"))  # no roster cached: the relayed card reads AgentPod's
@@ -93,7 +95,7 @@ def test_a_card_whose_roster_cannot_be_read_is_unread(world):
 
 def test_a_card_of_a_board_opted_out_since_is_ignored(world):
     card = world.suite.pipeline.add_card("brd_a")
-    actions.do_opt_out("brd_a", world.now)
+    do_opt_out("brd_a", world.now)
     assert relayed(world, card.id) == "ignored"
 
 
@@ -131,7 +133,7 @@ def test_an_outcome_noted_before_the_webhook_commits_its_row_is_kept():
     def webhook():
         try:
             with transaction.atomic():
-                actions.do_note_delivery("dlv_race", T0, "card_7")
+                do_note_delivery("dlv_race", T0, "card_7")
                 written.set()  # the task is sent here, and runs at once
                 noted.wait(0.5)  # the worker's note is made (or waits) before this commits
         finally:
@@ -140,7 +142,7 @@ def test_an_outcome_noted_before_the_webhook_commits_its_row_is_kept():
     def worker():
         written.wait(5)
         try:
-            actions.do_note_relay_outcome("dlv_race", "placed", "card_7", T0)
+            do_note_relay_outcome("dlv_race", "placed", "card_7", T0)
         finally:
             noted.set()
             connection.close()
@@ -161,9 +163,9 @@ def test_a_relayed_card_whose_task_was_lost_is_sent_again_by_a_sweep(world, monk
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *args: sent.append(args))
     for delivery, age_s, outcome in (("dlv_lost", 150, ""), ("dlv_fresh", 30, ""),
                                       ("dlv_old", 900, ""), ("dlv_done", 150, "placed")):
-        actions.do_note_delivery(delivery, world.now - timedelta(seconds=age_s), "card_9", "brd_a")
+        do_note_delivery(delivery, world.now - timedelta(seconds=age_s), "card_9", "brd_a")
         if outcome:
-            actions.do_note_relay_outcome(delivery, outcome)
-    actions.do_note_delivery("dlv_look", world.now - timedelta(seconds=150))  # not a card.ready
+            do_note_relay_outcome(delivery, outcome)
+    do_note_delivery("dlv_look", world.now - timedelta(seconds=150))  # not a card.ready
     assert tasks.sweep_task.apply().successful()
     assert sent == [("brd_a", "card_9", None, "dlv_lost")]

@@ -20,7 +20,8 @@ from access.models import AuditEntry
 from common.scopes import BOARDS, SUGGESTIONS, TRAIN
 from placement import Rules
 from records.models import Board, OutboxEvent, Suggestion
-from records.store import actions, retention
+from records.store import retention
+from records.store.actions.boards import do_opt_in, do_opt_out
 from superdispatch.loop import windows
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from superdispatch.tasks import board_changed_task
@@ -180,7 +181,7 @@ def window_of_45(monkeypatch):
 
 
 def test_the_placement_window_written_names_who_opted_the_board_in(window_of_45):
-    actions.do_opt_in("brd_a", T0, by=Actor("ops-script", "token", "api"))
+    do_opt_in("brd_a", T0, by=Actor("ops-script", "token", "api"))
     board_changed_task("brd_a")
     entry = only("board.window")
     assert (entry.actor, entry.target, entry.before, entry.after) == (
@@ -192,11 +193,11 @@ def test_the_placement_window_written_names_who_opted_the_board_in(window_of_45)
 def test_one_task_for_several_changes_names_who_made_the_last(window_of_45):
     """Changes made while the first one's task waits queue nothing more; that task acts on
     them all, and the window it writes is the last change's."""
-    actions.do_opt_in("brd_a", T0, by=Actor("alice", "user", "admin"))
+    do_opt_in("brd_a", T0, by=Actor("alice", "user", "admin"))
     board_changed_task("brd_a")
-    actions.do_opt_out("brd_a", T0 + timedelta(seconds=1), by=Actor("ci", "token", "api"))
-    actions.do_opt_in("brd_a", T0 + timedelta(seconds=2), by=Actor("bob", "user", "admin"))
-    actions.do_opt_out("brd_a", T0 + timedelta(seconds=3), by=Actor("ops", "token", "api"))
+    do_opt_out("brd_a", T0 + timedelta(seconds=1), by=Actor("ci", "token", "api"))
+    do_opt_in("brd_a", T0 + timedelta(seconds=2), by=Actor("bob", "user", "admin"))
+    do_opt_out("brd_a", T0 + timedelta(seconds=3), by=Actor("ops", "token", "api"))
     board_changed_task("brd_a")  # the task the opt-out by ci queued
     assert sorted((e.actor, e.after["windowSeconds"]) for e in entries("board.window")) == [
         ("alice", 45), ("ops", 0)]
@@ -204,7 +205,7 @@ def test_one_task_for_several_changes_names_who_made_the_last(window_of_45):
 
 def test_the_admin_browses_the_trail_and_can_change_or_delete_none_of_it(staff):
     Board.objects.create(board_id="brd_a", enabled=False, created_at=T0, updated_at=T0)
-    actions.do_opt_in("brd_a", T0, by=Actor("ci", "token", "api"))
+    do_opt_in("brd_a", T0, by=Actor("ci", "token", "api"))
     entry = only("board.opt-in")
     listing = staff.get("/admin/access/auditentry/?actor=ci&action=board.opt-in")
     assert listing.status_code == 200 and "brd_a" in listing.content.decode()

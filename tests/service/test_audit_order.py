@@ -22,7 +22,7 @@ from django.test import Client
 from access.models import AuditEntry
 from records.api import views
 from records.models import Board, Suggestion
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.support.factories import T0
 
@@ -168,7 +168,7 @@ def _board_trail() -> list[AuditEntry]:
 
 
 def test_a_write_that_waited_for_the_boards_lock_is_timed_when_it_got_it(clock):
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     held, answers = _board_lock(), []
     writer = _in_thread(answers, "DELETE", "/v1/boards/brd_a")
     held.wait_for([writer])
@@ -182,7 +182,7 @@ def test_a_write_that_waited_for_the_boards_lock_is_timed_when_it_got_it(clock):
 
 
 def test_forty_opt_ins_and_outs_at_once_chain_and_agree_with_the_store():
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     start, answers = threading.Barrier(40, timeout=WAIT_AT_MOST_S), []
 
     def call(method: str) -> None:

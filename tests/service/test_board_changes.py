@@ -4,13 +4,19 @@ from datetime import timedelta
 
 import pytest
 
-from records.store import actions
+from records.store.actions.boards import CHANGE_PENDING_AT_MOST, do_opt_in, do_opt_out, do_take_board_change
 from records.store.signals import board_changed
 from superdispatch import tasks
 from tests.conftest import T0
 from tests.support.queues import (
-    BOARDS, PLACEMENT, SWEEPS, empty_queues, send_the_sweep_as_beat_does, take_all,
-    take_everything, toggle,
+    BOARDS,
+    PLACEMENT,
+    SWEEPS,
+    empty_queues,
+    send_the_sweep_as_beat_does,
+    take_all,
+    take_everything,
+    toggle,
 )
 from tests.support.world import lane, make_world
 
@@ -113,17 +119,17 @@ def test_a_change_whose_task_was_lost_is_announced_again_once_its_mark_lapses(
     board_changed.connect(note, dispatch_uid="test-board-changes")
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            actions.do_opt_in("brd_a", T0)  # announced; its task is then lost
+            do_opt_in("brd_a", T0)  # announced; its task is then lost
         with django_capture_on_commit_callbacks(execute=True):
-            actions.do_opt_out("brd_a", T0 + timedelta(seconds=60))
+            do_opt_out("brd_a", T0 + timedelta(seconds=60))
         assert announced == ["brd_a"]  # the mark stands: not announced again
-        lapsed = T0 + actions.CHANGE_PENDING_AT_MOST + timedelta(seconds=1)
+        lapsed = T0 + CHANGE_PENDING_AT_MOST + timedelta(seconds=1)
         with django_capture_on_commit_callbacks(execute=True):
-            actions.do_opt_in("brd_a", lapsed)
+            do_opt_in("brd_a", lapsed)
         assert announced == ["brd_a", "brd_a"]
-        actions.do_take_board_change("brd_a")  # its task started
+        do_take_board_change("brd_a")  # its task started
         with django_capture_on_commit_callbacks(execute=True):
-            actions.do_opt_out("brd_a", lapsed + timedelta(seconds=1))
+            do_opt_out("brd_a", lapsed + timedelta(seconds=1))
         assert announced == ["brd_a", "brd_a", "brd_a"]
     finally:
         board_changed.disconnect(dispatch_uid="test-board-changes")

@@ -10,13 +10,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.renderers import JSONRenderer
 
-from common.renderers import Written
-from common.renderers import JSONRenderer as OurJSONRenderer
+from common.renderers import JSONRenderer as OurJSONRenderer, Written
 from records.api import pages
 from records.api.views import ExplainedDecisionSerializer
 from records.models import Decision
 from records.serializers import CandidateSerializer
-from records.store import actions, agents, marks
+from records.store import agents, marks
+from records.store.actions.decisions import do_record_decision, do_settle
 from tests.service.test_marks import workspace_decided
 from tests.support.placement import NOW, board, decided
 
@@ -34,11 +34,11 @@ def _decisions(n: int = 3):
     made = []
     for i in range(n):
         placed = workspace_decided(f"card_{i}")
-        d = actions.do_record_decision(placed, NOW + timedelta(seconds=i))
+        d = do_record_decision(placed, NOW + timedelta(seconds=i))
         made.append(d)
-    actions.do_settle(made[0].id, "claimed", "agt_ada", NOW + timedelta(seconds=30))
+    do_settle(made[0].id, "claimed", "agt_ada", NOW + timedelta(seconds=30))
     # One without marks: every candidate in the candidate set.
-    made.append(actions.do_record_decision(decided(board(*ROSTER)), NOW + timedelta(seconds=9)))
+    made.append(do_record_decision(decided(board(*ROSTER)), NOW + timedelta(seconds=9)))
     return [Decision.objects.get(pk=d.pk) for d in made]
 
 
@@ -98,7 +98,7 @@ def test_a_page_read_again_reads_no_candidates_and_a_settled_decision_reads_sett
 
     held = made[1]
     assert api.get(f"/v1/decisions/{held.id}").json()["decision"]["outcome"] is None
-    actions.do_settle(held.id, "expired", None, NOW + timedelta(minutes=5))
+    do_settle(held.id, "expired", None, NOW + timedelta(minutes=5))
     held = Decision.objects.get(pk=held.pk)
     answer = api.get(f"/v1/decisions/{held.id}")
     assert answer.json()["decision"]["outcome"]["status"] == "expired"

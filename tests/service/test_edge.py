@@ -14,8 +14,8 @@ from django.conf import settings
 from django.test import Client
 
 from records.models import Board, RelayDelivery
-from records.store import actions
-from superdispatch import relay, tasks
+from records.store.actions.boards import do_opt_in
+from superdispatch import relay
 from tests.conftest import T0
 from tests.service.test_metrics import Scrape
 from tests.service.test_relay import READY, deliver, enqueued  # noqa: F401 (a fixture)
@@ -93,7 +93,7 @@ def test_a_timestamp_not_of_ascii_digits_is_refused_as_a_stale_one_and_logs_no_e
 
 
 def test_the_current_time_in_other_digits_is_refused_even_when_signed(client, enqueued):
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     now = str(int(time.time()))
     assert deliver(client, READY, ts=now.translate(ARABIC_INDIC)).status_code == 401
     assert deliver(client, READY, ts=now).status_code == 202
@@ -110,7 +110,7 @@ def test_a_signature_that_is_not_ascii_is_a_bad_signature(client, signature, log
 
 @pytest.mark.parametrize("delivery", ["dlv\x00", "dlv 1", "d\u00e9", "x" * 201])
 def test_a_signed_delivery_with_an_odd_delivery_id_is_400(client, delivery, enqueued):
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     assert_error(deliver(client, READY, delivery=delivery), 400, "bad-delivery")
     assert not RelayDelivery.objects.exists() and enqueued == []
 
@@ -119,7 +119,7 @@ def test_a_signed_delivery_with_an_odd_delivery_id_is_400(client, delivery, enqu
                                    {**READY, "cardId": "card_\x00"}, {**READY, "cardId": "7"},
                                    {**READY, "boardId": "brd_" + "a" * 300}])
 def test_a_signed_event_naming_ids_of_the_wrong_shape_is_400(client, event, enqueued):
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     assert_error(deliver(client, event), 400, "bad-event")
     assert not RelayDelivery.objects.exists() and enqueued == []
 
@@ -150,7 +150,7 @@ def test_a_signed_event_of_the_wrong_shape_is_counted_as_unreadable_too(api, enq
 # --- Every relay answer is counted ------------------------------------------------------------
 
 def test_a_relay_answer_of_500_is_counted_as_an_error(api, monkeypatch):
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
 
     def broken(event, delivery):
         raise RuntimeError("a fault below the webhook")
@@ -250,7 +250,7 @@ def test_a_chunked_body_a_server_cannot_end_is_refused_with_411(api):
 
 
 def test_a_chunked_relay_delivery_is_read_and_verified(client, enqueued):
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     body = json.dumps(READY).encode()
     response = chunked(client, "POST", "/v1/relay/events", body, **signed(body))
     assert response.status_code == 202, response.content

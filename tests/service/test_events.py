@@ -16,7 +16,7 @@ from django.db import transaction
 
 from common import config
 from records.models import Board, Decision, OutboxEvent
-from records.store import actions
+from records.store.actions.decisions import do_settle
 from records.suggestions import sync
 from sandbox import Receiver, ReceiverServer
 from superdispatch import outbox
@@ -24,8 +24,7 @@ from superdispatch.clients.receivers import Receiver as ReceiverClient
 from tests.conftest import T0
 from tests.service.test_config import GOOD
 from tests.support.factories import make_decision
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 SECRET = "events-secret-for-tests-0123"
@@ -114,7 +113,7 @@ def test_each_decision_and_settlement_is_an_event_in_the_outbox(events_on, kicks
 def test_a_decision_rolled_back_leaves_no_event(events_on):
     decided = make_decision(chosen="agt_a")
     with pytest.raises(RuntimeError), transaction.atomic():
-        actions.do_settle(decided.id, "expired", None, T0)
+        do_settle(decided.id, "expired", None, T0)
         raise RuntimeError("the transaction fails after the settlement")
     assert OutboxEvent.objects.count() == 0
     assert Decision.objects.get().outcome_status is None
@@ -177,7 +176,7 @@ def test_retries_back_off_exponentially_then_dead_letter_and_redeliver_sends_aga
         events_on, kicks, capsys):
     events_on.receiver.status = 500
     make_decision(chosen="agt_a")
-    actions.do_settle(Decision.objects.get().id, "expired", None, T0)
+    do_settle(Decision.objects.get().id, "expired", None, T0)
     clock = Clock()
     waits = []
     for attempt in range(1, outbox.MAX_ATTEMPTS + 1):
@@ -218,7 +217,7 @@ def test_a_new_suggestion_is_posted_to_chat_once_with_its_admin_link(events_on, 
 
 def test_the_admin_lists_the_outbox_and_redelivers_a_dead_event(events_on, staff):
     make_decision(chosen="agt_a")
-    actions.do_settle(Decision.objects.get().id, "expired", None, T0)
+    do_settle(Decision.objects.get().id, "expired", None, T0)
     OutboxEvent.objects.update(state="dead", attempts=12, last_error="http-500")
     [row] = rows()
     page = staff.get("/admin/records/outboxevent/?state__exact=dead")
@@ -256,7 +255,7 @@ def test_no_error_or_log_line_names_a_webhook_url_or_the_secret(settings, caplog
                                      events_secret=SECRET)
     Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
     make_decision(chosen="agt_a")
-    actions.do_settle(Decision.objects.get().id, "expired", None, T0)
+    do_settle(Decision.objects.get().id, "expired", None, T0)
     OutboxEvent.objects.create(channel="chat", type="suggestion.opened", body='{"text":"x"}',
                                next_attempt_at=T0, created_at=T0)
     caplog.set_level("DEBUG")

@@ -13,9 +13,17 @@ from access.models import AuditEntry
 from placement import switchback
 from placement.formulas import DEFAULT
 from records.models import Board, Experiment, ExperimentState
-from records.store import actions, experiments
-from records.store.actions import ExperimentError, Plan
+from records.store import experiments
 from records.store.actions import experiments as experiment_actions
+from records.store.actions.boards import do_opt_in
+from records.store.actions.experiments import (
+    ExperimentError,
+    Plan,
+    do_review_experiments,
+    do_set_board_formula,
+    do_start_experiment,
+    do_stop_experiment,
+)
 from tests.conftest import T0
 from tests.support.factories import make_decision
 from tests.support.world import lane, make_world
@@ -109,9 +117,9 @@ def test_giving_both_blocks_and_an_end_time_is_a_400(api, fleet):
 
 
 def test_a_board_whose_roster_the_loop_has_not_read_is_a_400():
-    actions.do_opt_in("brd_q", T0)
+    do_opt_in("brd_q", T0)
     with pytest.raises(ExperimentError, match="roster has not been read"):
-        actions.do_start_experiment(Plan(boards=("brd_q",), arms=(FORMULA, "pull"),
+        do_start_experiment(Plan(boards=("brd_q",), arms=(FORMULA, "pull"),
                                          objective="lead", blocks=4), T0)
 
 
@@ -119,8 +127,8 @@ def test_a_board_whose_roster_the_loop_has_not_read_is_a_400():
 
 def _started(boards=("brd_a",), **over) -> Experiment:
     for board in boards:
-        actions.do_opt_in(board, T0)
-    return actions.do_start_experiment(
+        do_opt_in(board, T0)
+    return do_start_experiment(
         Plan(boards=boards, arms=(FORMULA, "pull"), objective="success", block_seconds=600,
              blocks=4, seed=1, **over), T0, rosters_read={b: {f"agt_{b}"} for b in boards})
 
@@ -141,13 +149,13 @@ def reads(monkeypatch):
 
 def test_nothing_is_reviewed_before_a_block_ends(reads):
     _started()
-    assert actions.do_review_experiments(T0 + timedelta(seconds=599)) == 0
+    assert do_review_experiments(T0 + timedelta(seconds=599)) == 0
 
 
 def test_the_guardrail_drops_an_arm_from_the_rest_of_the_schedule_and_says_why(reads):
     experiment = _started()
     reads["analysis"] = _analysis(drops=[(FORMULA, "success below pull's beyond the bound")])
-    assert actions.do_review_experiments(T0 + timedelta(seconds=601)) == 1
+    assert do_review_experiments(T0 + timedelta(seconds=601)) == 1
     experiment.refresh_from_db()
     assert experiment.dropped[0]["arm"] == FORMULA and "beyond the bound" in experiment.dropped[0]["why"]
     entry = AuditEntry.objects.get(action="experiment.drop-arm")
@@ -160,7 +168,7 @@ def test_the_guardrail_drops_an_arm_from_the_rest_of_the_schedule_and_says_why(r
 def test_autopilot_gives_each_board_the_winner_with_an_audit_entry_naming_the_experiment(reads):
     experiment = _started(boards=("brd_a", "brd_b"))
     reads["analysis"] = _analysis(winner="pull", blocks_to_decision=0)
-    actions.do_review_experiments(T0 + timedelta(seconds=601), autopilot=True)
+    do_review_experiments(T0 + timedelta(seconds=601), autopilot=True)
     experiment.refresh_from_db()
     assert experiment.state == ExperimentState.DONE and experiment.winner == "pull"
     assert dict(Board.objects.values_list("board_id", "formula")) == {"brd_a": "pull", "brd_b": "pull"}
@@ -173,7 +181,7 @@ def test_autopilot_gives_each_board_the_winner_with_an_audit_entry_naming_the_ex
 def test_without_autopilot_the_decision_is_recorded_and_no_board_changes(reads):
     experiment = _started()
     reads["analysis"] = _analysis(winner=FORMULA, blocks_to_decision=0)
-    actions.do_review_experiments(T0 + timedelta(seconds=601))
+    do_review_experiments(T0 + timedelta(seconds=601))
     experiment.refresh_from_db()
     assert experiment.winner == FORMULA and experiment.decided_at is not None
     assert Board.objects.get(board_id="brd_a").formula is None
@@ -182,7 +190,7 @@ def test_without_autopilot_the_decision_is_recorded_and_no_board_changes(reads):
 
 def test_no_winner_at_the_schedules_end_changes_nothing_even_under_autopilot(reads):
     experiment = _started()
-    actions.do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1), autopilot=True)
+    do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1), autopilot=True)
     experiment.refresh_from_db()
     assert experiment.state == ExperimentState.DONE and experiment.winner is None
     assert Board.objects.get(board_id="brd_a").formula is None
@@ -191,7 +199,7 @@ def test_no_winner_at_the_schedules_end_changes_nothing_even_under_autopilot(rea
 def test_with_a_holdback_the_decided_experiment_keeps_running_pull_one_block_in_n(reads):
     experiment = _started(holdback_every=4)
     reads["analysis"] = _analysis(winner=FORMULA, blocks_to_decision=0)
-    actions.do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1), autopilot=True)
+    do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1), autopilot=True)
     experiment.refresh_from_db()
     assert experiment.state == ExperimentState.HOLDBACK
     arms = [experiments.in_force(experiment, experiment.ends_at + timedelta(seconds=600 * k + 1)).arm
@@ -199,14 +207,14 @@ def test_with_a_holdback_the_decided_experiment_keeps_running_pull_one_block_in_
     assert arms.count("pull") == 2 and arms[:4].count("pull") == 1  # exactly one in each run of 4
     assert set(arms) == {"pull", "own"}
     # the holdback's figure is worked out after each of its blocks
-    actions.do_review_experiments(experiment.ends_at + timedelta(seconds=601))
+    do_review_experiments(experiment.ends_at + timedelta(seconds=601))
     experiment.refresh_from_db()
     assert experiment.holdback == {"winner": FORMULA, "blocksToDecision": 0}
 
 
 def test_stopping_an_experiment_is_audited_and_lets_its_boards_go():
     experiment = _started()
-    actions.do_stop_experiment(experiment.id, T0 + timedelta(seconds=10))
+    do_stop_experiment(experiment.id, T0 + timedelta(seconds=10))
     experiment.refresh_from_db()
     assert experiment.state == ExperimentState.STOPPED
     assert experiments.in_force_on(["brd_a"], T0 + timedelta(seconds=20)) == {}
@@ -214,11 +222,11 @@ def test_stopping_an_experiment_is_audited_and_lets_its_boards_go():
 
 
 def test_a_board_formula_set_by_a_person_is_audited_and_an_undeclared_one_refused():
-    actions.do_opt_in("brd_a", T0)
-    actions.do_set_board_formula("brd_a", FORMULA, T0)
+    do_opt_in("brd_a", T0)
+    do_set_board_formula("brd_a", FORMULA, T0)
     assert AuditEntry.objects.get(action="board.formula").after == {"formula": FORMULA}
     with pytest.raises(ExperimentError, match="not one of"):
-        actions.do_set_board_formula("brd_a", "nope@1", T0)
+        do_set_board_formula("brd_a", "nope@1", T0)
 
 
 # --- The record as cards ------------------------------------------------------------------
@@ -292,7 +300,7 @@ def test_the_admin_page_shows_the_schedule_each_arm_with_its_interval_a_chart_an
 
     experiment = _started()
     _recorded_blocks(experiment)
-    actions.do_review_experiments(T0 + timedelta(seconds=2 * 600 + 1))
+    do_review_experiments(T0 + timedelta(seconds=2 * 600 + 1))
     experiment.refresh_from_db()
     assert experiment.analysis["blocksEnded"] == 2
     page = staff.get(change_url(experiment)).content.decode()
@@ -307,7 +315,7 @@ def test_the_admin_page_shows_the_schedule_each_arm_with_its_interval_a_chart_an
 def test_is_it_helping_shows_the_experiments_measured_interval_beside_the_what_ifs_estimate(staff):
     experiment = _started()
     _recorded_blocks(experiment)
-    actions.do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1))  # the schedule is over
+    do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1))  # the schedule is over
     experiment.refresh_from_db()
     # every formula block succeeded, a third of pull's: the formula wins, its lead the same
     assert (experiment.state, experiment.winner) == (ExperimentState.DONE, FORMULA)
@@ -322,7 +330,7 @@ def test_is_it_helping_shows_the_experiments_measured_interval_beside_the_what_i
 def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_shows_it(staff, api):
     from records.console.admin import formula_action_name
 
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     answer = staff.post("/admin/records/board/", {"action": formula_action_name("pull"), "index": "0",
                                                    "_selected_action": ["brd_a"]})
     assert answer.status_code == 302
@@ -335,8 +343,7 @@ def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_show
 
 @pytest.mark.parametrize("dropped", [(), (FORMULA,), ("pull",), (FORMULA, "pull")])
 def test_the_block_in_force_found_by_its_index_is_the_one_placement_finds_over_the_schedule(dropped):
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     arms = (FORMULA, "pull", "wait-for-better@3")
     schedule = switchback.draw_schedule(arms, starts=T0, block_seconds=600, blocks=12, seed=4)

@@ -28,11 +28,13 @@ from hypothesis import HealthCheck, given, note, settings as hypothesis_settings
 
 from learning import actions as learning_actions
 from records.models import Suggestion
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from superdispatch import tasks
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
-from tests.service.test_edge import logged  # noqa: F401  (a fixture)
-from tests.service.test_edge import errors
+from tests.service.test_edge import (
+    errors,
+    logged,  # noqa: F401  (a fixture)
+)
 from tests.service.test_metrics import Scrape
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
@@ -192,7 +194,7 @@ def stocked(monkeypatch):
     tasks are not sent."""
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
     monkeypatch.setattr(tasks.look_at_board_task, "apply_async", lambda *a, **k: None)
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     decision = make_decision(board="brd_a", card="card_1", chosen="agt_ada",
                              candidates=[{"agent": "agt_ada", "total": 2.0}])
     suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",

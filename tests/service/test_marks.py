@@ -13,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from learning import dataset
 from records.console.admin import candidate_rows
 from records.models import Candidate, Decision, Roll
-from records.store import actions, agents, retention
+from records.store import agents, retention
+from records.store.actions.decisions import do_record_decision, do_settle
 from records.store.dashboard import RANGES
 from tests.support.placement import NOW, board, card, decided, roster_row, verdict, with_rows
 
@@ -48,8 +49,8 @@ def _answered(api, decision_id: str) -> dict:
 
 def test_only_the_candidate_set_and_the_out_of_the_ordinary_get_rows_and_one_roll_serves_all(api):
     first, second = workspace_decided("card_1"), workspace_decided("card_2")
-    d1 = actions.do_record_decision(first, NOW)
-    d2 = actions.do_record_decision(second, NOW)
+    d1 = do_record_decision(first, NOW)
+    d2 = do_record_decision(second, NOW)
 
     # The two rostered agents and the disabled bridge row (source roster) have rows.
     assert sorted(Candidate.objects.filter(decision=d1).values_list("agent_id", flat=True)) == [
@@ -71,10 +72,10 @@ def test_a_pass_asks_for_its_roll_once_its_first_decision_is_committed(
     stored: set[str] = set()
     with CaptureQueriesContext(connection) as first, \
             django_capture_on_commit_callbacks(execute=True):
-        d1 = actions.do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
+        d1 = do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
     assert stored == {d1.roll_id} and _roll_queries(first.captured_queries) == 2  # asked, stored
     with CaptureQueriesContext(connection) as second:
-        d2 = actions.do_record_decision(workspace_decided("card_2"), NOW, stored_rolls=stored)
+        d2 = do_record_decision(workspace_decided("card_2"), NOW, stored_rolls=stored)
     assert d2.roll_id == d1.roll_id and _roll_queries(second.captured_queries) == 0
     assert Roll.objects.count() == 1
 
@@ -83,23 +84,23 @@ def test_a_roll_whose_decision_was_rolled_back_is_asked_for_again(django_capture
     stored: set[str] = set()
     with pytest.raises(RuntimeError), django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
-            actions.do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
+            do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
             raise RuntimeError("the pass fails before it commits")
     assert stored == set() and Roll.objects.count() == 0
-    d = actions.do_record_decision(workspace_decided("card_2"), NOW, stored_rolls=stored)
+    d = do_record_decision(workspace_decided("card_2"), NOW, stored_rolls=stored)
     assert Roll.objects.filter(digest=d.roll_id).exists()
 
 
 def test_a_decision_with_nobody_off_the_set_keeps_rows_alone(api):
     placed = decided(board(*ROSTER))
-    d = actions.do_record_decision(placed, NOW)
+    d = do_record_decision(placed, NOW)
     assert (d.roll_id, d.roll_marks) == (None, "") and Roll.objects.count() == 0
     assert _answered(api, d.id)["candidates"] == _record(placed)["candidates"]
 
 
 def test_an_agent_off_the_set_has_its_story_in_the_api_and_its_tallies(api):
-    d1 = actions.do_record_decision(workspace_decided("card_1"), NOW - timedelta(minutes=2))
-    d2 = actions.do_record_decision(workspace_decided("card_2"), NOW - timedelta(minutes=1))
+    d1 = do_record_decision(workspace_decided("card_1"), NOW - timedelta(minutes=2))
+    d2 = do_record_decision(workspace_decided("card_2"), NOW - timedelta(minutes=1))
 
     body = api.get("/v1/decisions?agent=agt_w03").json()["decisions"]
     assert [d["id"] for d in body] == [d2.id, d1.id]
@@ -123,7 +124,7 @@ def test_an_agent_off_the_set_has_its_story_in_the_api_and_its_tallies(api):
 
 
 def test_the_admin_shows_every_candidate_and_finds_decisions_by_the_identity_filters_code(staff):
-    d = actions.do_record_decision(workspace_decided(), NOW)
+    d = do_record_decision(workspace_decided(), NOW)
     rows = candidate_rows(Decision.objects.get(pk=d.pk))
     assert len(rows) == 15
     assert {r["agent"]: r["capable"] for r in rows}["agt_w07"] is False
@@ -133,8 +134,8 @@ def test_the_admin_shows_every_candidate_and_finds_decisions_by_the_identity_fil
 
 def test_the_dataset_reads_marked_candidates_as_the_api_does(api):
     placed = workspace_decided()
-    d = actions.do_record_decision(placed, NOW)
-    actions.do_settle(d.id, "claimed", placed.chosen, NOW + timedelta(seconds=5))
+    d = do_record_decision(placed, NOW)
+    do_settle(d.id, "claimed", placed.chosen, NOW + timedelta(seconds=5))
     [chunk] = list(dataset.record_chunks(None))
     assert chunk[0]["candidates"] == _record(placed)["candidates"]
     [training] = list(dataset.record_chunks(None, for_training=True))
@@ -144,12 +145,12 @@ def test_the_dataset_reads_marked_candidates_as_the_api_does(api):
 
 def test_retention_counts_the_marks_and_forgets_a_roll_no_decision_names(api):
     old = NOW - timedelta(days=100)
-    gone = actions.do_record_decision(workspace_decided("card_1"), old)
-    actions.do_settle(gone.id, "claimed", "agt_ada", old + timedelta(seconds=5))
+    gone = do_record_decision(workspace_decided("card_1"), old)
+    do_settle(gone.id, "claimed", "agt_ada", old + timedelta(seconds=5))
     # A newer workspace: one more agent, so another roll, still named by a kept decision.
     newer = with_rows(board(*ROSTER, card=card(card_id="card_2")),
                       eligibility=[verdict(a) for a in OFF + ("agt_w99",)])
-    kept = actions.do_record_decision(decided(newer), old)
+    kept = do_record_decision(decided(newer), old)
 
     summary = retention.prune(NOW, 90)
 

@@ -6,20 +6,18 @@ import os
 from datetime import timedelta
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from django.test import override_settings
-
 from records.models import Board, LoopState, RelayOutcome, Suggestion
-from records.store import actions
+from records.store.actions.boards import do_note_read, do_opt_in
+from records.store.actions.relay import do_note_delivery, do_note_relay_outcome
 from sandbox.clock import rfc3339
 from superdispatch import clients, metrics, scrape, tasks
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -101,7 +99,7 @@ def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_d
     world = make_world(lane())
     world.opt_in("brd_a")
     first = world.suite.pipeline.add_card("brd_a")
-    second = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()  # agt_a and agt_b each hold one
     world.advance(4)
     world.suite.pipeline.claim("agt_a", first.id)
@@ -154,7 +152,7 @@ def test_a_board_read_without_its_roster_counts_as_unrostered_and_shows_unread(a
 
 def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypatch):
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *a: None)
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     before = Scrape(api)
     deliver(api, READY, delivery="dlv_m1")
     deliver(api, READY, delivery="dlv_m1")
@@ -179,11 +177,11 @@ def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypat
 
 
 def test_store_gauges_read_suggestions_boards_and_backoff_at_scrape_time(api):
-    actions.do_opt_in("brd_a", T0)
-    actions.do_opt_in("brd_b", T0)
-    actions.do_opt_in("brd_c", T0)
-    actions.do_note_read("brd_a", T0)
-    actions.do_note_read("brd_b", T0, "http-503")
+    do_opt_in("brd_a", T0)
+    do_opt_in("brd_b", T0)
+    do_opt_in("brd_c", T0)
+    do_note_read("brd_a", T0)
+    do_note_read("brd_b", T0, "http-503")
     for kind, stage, dismissed in (("lane-single-point", "review", None),
                                    ("add-station", "review", None), ("add-station", "ship", T0)):
         Suggestion.objects.create(kind=kind, board_id="brd_a", stage_key=stage,
@@ -211,16 +209,16 @@ def test_relay_gauges_count_the_taken_cards_whose_pass_never_reported(api):
     """A card.ready's task lost (or no worker serving its queue) shows as an unreported
     delivery growing old; one reported, and any other event's row, are not counted."""
     now = timezone.now()
-    actions.do_note_delivery("dlv_lost", now - timedelta(seconds=300), "card_1", "brd_a")
-    actions.do_note_delivery("dlv_in_flight", now - timedelta(seconds=1), "card_2", "brd_a")
-    actions.do_note_delivery("dlv_placed", now - timedelta(seconds=900), "card_3", "brd_a")
-    actions.do_note_relay_outcome("dlv_placed", RelayOutcome.PLACED)
-    actions.do_note_delivery("dlv_claimed_event", now - timedelta(seconds=900))  # not a card.ready
+    do_note_delivery("dlv_lost", now - timedelta(seconds=300), "card_1", "brd_a")
+    do_note_delivery("dlv_in_flight", now - timedelta(seconds=1), "card_2", "brd_a")
+    do_note_delivery("dlv_placed", now - timedelta(seconds=900), "card_3", "brd_a")
+    do_note_relay_outcome("dlv_placed", RelayOutcome.PLACED)
+    do_note_delivery("dlv_claimed_event", now - timedelta(seconds=900))  # not a card.ready
     scrape = Scrape(api)
     assert scrape.value("superdispatch_relay_unreported") == 2
     assert 300 <= scrape.value("superdispatch_relay_unreported_oldest_seconds") < 360
-    actions.do_note_relay_outcome("dlv_lost", RelayOutcome.LEFT)
-    actions.do_note_relay_outcome("dlv_in_flight", RelayOutcome.WAITING)
+    do_note_relay_outcome("dlv_lost", RelayOutcome.LEFT)
+    do_note_relay_outcome("dlv_in_flight", RelayOutcome.WAITING)
     scrape = Scrape(api)
     assert scrape.value("superdispatch_relay_unreported") == 0
     assert scrape.value("superdispatch_relay_unreported_oldest_seconds") == 0

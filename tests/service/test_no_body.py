@@ -12,7 +12,7 @@ from access.models import AuditEntry
 from common.views import CredentialFirst
 from learning import actions as learning_actions
 from records.models import Board, Suggestion
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
 from tests.support.routes import finished_experiment
@@ -40,7 +40,7 @@ ROUTES = _routes_without_a_body()
 
 @pytest.fixture
 def ids():
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     decision = make_decision(board="brd_a", chosen="agt_ada", candidates=[{"agent": "agt_ada"}])
     suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
                                            stage_key="review", first_seen_at=T0, last_seen_at=T0)

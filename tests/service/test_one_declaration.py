@@ -12,7 +12,7 @@ from placement.facts import AgentVerdict, Card, Facts, Requires, RosterRow
 from placement.filtering import Filter, Tag, tables
 from placement.why_nobody import WAITING_ON_LOAD
 from records.models import Decision
-from records.store import actions
+from records.store.actions.decisions import do_record_decision
 from tests.conftest import T0
 from tests.support.admin_pages import change_url
 
@@ -41,10 +41,21 @@ def _facts(*cooling: str) -> Facts:
     """agt_ada and agt_bob rostered and eligible; those named took work 30 s ago, the rest an hour ago."""
     agents = ("agt_ada", "agt_bob")
     return Facts(
-        card=Card("brd_a", "card_1", "review", Requires(all=("code-review",)), None, T0 - timedelta(minutes=1)),
-        roster=tuple(RosterRow(a, "prn_" + a[4:], None, True, True, False,
-                               T0 - (timedelta(seconds=30) if a in cooling else timedelta(hours=1)))
-                     for a in agents),
+        card=Card(
+            "brd_a", "card_1", "review", Requires(all=("code-review",)), None, T0 - timedelta(minutes=1)
+        ),
+        roster=tuple(
+            RosterRow(
+                a,
+                "prn_" + a[4:],
+                None,
+                True,
+                True,
+                False,
+                T0 - (timedelta(seconds=30) if a in cooling else timedelta(hours=1)),
+            )
+            for a in agents
+        ),
         eligibility=tuple(AgentVerdict(a, "prn_" + a[4:], True) for a in agents),
     )
 
@@ -75,8 +86,8 @@ def test_tagged_load_it_makes_the_card_wait_for_load_and_counts_as_busy(cool_dow
 @pytest.mark.django_db
 @pytest.mark.storage
 def test_the_admin_shows_it_on_the_decision_page_and_filters_by_its_reason(cool_down, staff):
-    cooling = actions.do_record_decision(decide(_facts("agt_bob"), Rules(), T0), T0)
-    calm = actions.do_record_decision(decide(_facts(), Rules(), T0), T0 + timedelta(seconds=1))
+    cooling = do_record_decision(decide(_facts("agt_bob"), Rules(), T0), T0)
+    calm = do_record_decision(decide(_facts(), Rules(), T0), T0 + timedelta(seconds=1))
     page = staff.get(change_url(cooling)).content.decode()
     assert "coolDown" in page and COOLING in page
     listed = staff.get("/admin/records/decision/").content.decode()

@@ -6,9 +6,13 @@ import pytest
 from common.times import iso
 from records.models import Candidate, Decision
 from records.serializers import CandidateSerializer
-from records.store import actions
+from records.store.actions.decisions import do_record_decision, do_record_hold, do_settle
 from records.store.columns import (
-    CANDIDATE_DERIVED, CANDIDATE_READS, CANDIDATE_STORED, DECISION_READS, candidate_columns,
+    CANDIDATE_DERIVED,
+    CANDIDATE_READS,
+    CANDIDATE_STORED,
+    DECISION_READS,
+    candidate_columns,
 )
 from tests.conftest import at
 from tests.support.placement import NOW, board, decided, every_kind_decided
@@ -28,9 +32,9 @@ def _answered(api, decision_id: str) -> dict:
 def test_a_decision_reads_back_from_the_api_as_placement_recorded_it(api):
     placed = every_kind_decided()
     learned = {"model": "mdl_" + "0" * 24, "choice": "agt_ada", "placed": False}
-    decision = actions.do_record_decision(placed, NOW, learned=learned)
-    actions.do_record_hold(decision, at(60))
-    actions.do_settle(decision.id, "claimed", "agt_ada", at(19))
+    decision = do_record_decision(placed, NOW, learned=learned)
+    do_record_hold(decision, at(60))
+    do_settle(decision.id, "claimed", "agt_ada", at(19))
 
     body = _answered(api, decision.id)
 
@@ -48,7 +52,7 @@ def test_a_decision_reads_back_from_the_api_as_placement_recorded_it(api):
 def test_a_decision_nobody_was_held_for_reads_back_with_nothing_added(api):
     placed = decided(board("agt_ada"))  # one candidate: pull decides
     assert placed.chosen is None and placed.reason == "one-candidate"
-    decision = actions.do_record_decision(placed, NOW)
+    decision = do_record_decision(placed, NOW)
 
     body = _answered(api, decision.id)
 
@@ -67,7 +71,7 @@ def test_capable_reads_back_for_the_agents_off_the_roster_alone(api):
     facts = with_rows(board("agt_ada", "agt_bob"), roster=[roster_row("agt_bob", enabled=False)],
                       eligibility=[verdict("agt_eli", "capability_mismatch")])
     placed = decided(replace(facts, load=(load_row("agt_eli"),)), candidates="all")
-    decision = actions.do_record_decision(placed, NOW)
+    decision = do_record_decision(placed, NOW)
 
     body = _answered(api, decision.id)
 
@@ -78,7 +82,7 @@ def test_capable_reads_back_for_the_agents_off_the_roster_alone(api):
 
 def test_the_write_keeps_the_columns_the_store_queries_by():
     placed = every_kind_decided()
-    decision = actions.do_record_decision(placed, NOW)
+    decision = do_record_decision(placed, NOW)
     rows = {c.agent_id: c for c in Decision.objects.get(pk=decision.pk).candidates}
     assert [c.position for c in sorted(rows.values(), key=lambda c: c.agent_id)] == [0, 1, 2]
     # The agent off the set is a mark against the roll, not a row.

@@ -11,7 +11,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from records.models import RelayClaim, RelayDelivery
-from records.store import actions
+from records.store.actions.boards import do_opt_in
+from records.store.actions.relay import do_prune_deliveries
 from superdispatch import relay, tasks
 from tests.conftest import T0
 
@@ -29,7 +30,7 @@ def enqueued(monkeypatch):
 
 @pytest.fixture
 def board():
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
 
 
 def deliver(client, event, *, delivery="dlv_1", ts=None, secret=None, body=None):
@@ -106,7 +107,7 @@ def test_a_claims_event_keeps_who_took_the_card_at_its_stage_for_settling(client
         ("brd_a", "card_7", "review", "agt_ada", "card.claimed", T0 + timedelta(seconds=5.25)),
         ("brd_a", "card_7", "review", "agt_ada", "card.advanced", T0 + timedelta(seconds=9))]
     assert enqueued == [("look", ("brd_a",), 2)]
-    actions.do_prune_deliveries(timezone.now() + timedelta(seconds=1))
+    do_prune_deliveries(timezone.now() + timedelta(seconds=1))
     assert not RelayClaim.objects.exists()  # forgotten with the delivery ids
 
 

@@ -11,7 +11,8 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from records.models import RelayDelivery
-from records.store import actions
+from records.store.actions.boards import do_opt_in
+from records.store.actions.relay import DELIVERIES_KEPT, do_note_delivery
 from superdispatch import relay, tasks
 from superdispatch.celery import app
 from superdispatch.schedule import PRUNE_DELIVERIES_TASK_NAME
@@ -30,7 +31,7 @@ def placed(monkeypatch):
 
 @pytest.mark.django_db
 def test_a_thousand_deliveries_then_each_again_are_all_known_as_duplicates(client, placed):
-    actions.do_opt_in("brd_a", timezone.now())
+    do_opt_in("brd_a", timezone.now())
     ids = [f"dlv_{i:04d}" for i in range(1000)]
     first = [deliver(client, {**READY, "cardId": f"card_{d}"}, delivery=d).status_code
              for d in ids]
@@ -50,7 +51,7 @@ def test_an_ignored_event_is_remembered_too(client, placed):
 @pytest.mark.django_db
 def test_a_hand_off_that_fails_forgets_the_id_so_the_relays_retry_is_accepted(
         client, placed, monkeypatch):
-    actions.do_opt_in("brd_a", timezone.now())
+    do_opt_in("brd_a", timezone.now())
     real = tasks.place_card_task.delay
 
     def broker_down(*args):
@@ -66,7 +67,7 @@ def test_a_hand_off_that_fails_forgets_the_id_so_the_relays_retry_is_accepted(
 
 @pytest.mark.django_db(transaction=True)
 def test_two_racing_copies_of_one_delivery_start_exactly_one_task(placed, monkeypatch):
-    actions.do_opt_in("brd_a", timezone.now())
+    do_opt_in("brd_a", timezone.now())
     # Both copies are verified and parsed before either records its id: they meet at the insert.
     both_parsed = threading.Barrier(2, timeout=10)
     parse = relay._event
@@ -98,8 +99,8 @@ def test_two_racing_copies_of_one_delivery_start_exactly_one_task(placed, monkey
 @pytest.mark.django_db
 def test_ids_older_than_a_day_are_pruned_by_a_beat_task():
     now = timezone.now()
-    actions.do_note_delivery("dlv_old", now - actions.DELIVERIES_KEPT - timedelta(minutes=1))
-    actions.do_note_delivery("dlv_new", now - actions.DELIVERIES_KEPT + timedelta(minutes=1))
+    do_note_delivery("dlv_old", now - DELIVERIES_KEPT - timedelta(minutes=1))
+    do_note_delivery("dlv_new", now - DELIVERIES_KEPT + timedelta(minutes=1))
     tasks.prune_deliveries_task()
     assert list(RelayDelivery.objects.values_list("delivery_id", flat=True)) == ["dlv_new"]
     PeriodicTask.objects.filter(name=PRUNE_DELIVERIES_TASK_NAME).delete()

@@ -9,10 +9,14 @@ from django_celery_beat.models import PeriodicTask
 
 from common import config
 from records.models import Candidate, Decision
-from records.store import actions, retention
+from records.store import retention
+from records.store.actions.decisions import do_settle
+from records.store.actions.retention import do_prune_decisions
 from superdispatch import tasks
 from superdispatch.schedule import (
-    OUTBOX_TASK_NAME, PRUNE_TASK_NAME, ensure_housekeeping_schedule,
+    OUTBOX_TASK_NAME,
+    PRUNE_TASK_NAME,
+    ensure_housekeeping_schedule,
 )
 from tests.conftest import T0
 from tests.service.test_config import GOOD
@@ -28,7 +32,7 @@ TWO = [{"agent": "agt_a"}, {"agent": "agt_b"}]
 def decision(at, settled=True, learned=None, card="card_1"):
     d = make_decision(card=card, created_at=at, chosen="agt_a", candidates=TWO, learned=learned)
     if settled:
-        actions.do_settle(d.id, "claimed", "agt_a", at + timedelta(seconds=5))
+        do_settle(d.id, "claimed", "agt_a", at + timedelta(seconds=5))
     return d.id
 
 
@@ -68,7 +72,7 @@ def test_it_works_in_batches_and_stops_on_its_budget_leaving_the_rest_for_later(
 
 def test_an_unsettled_decision_is_never_deleted_even_when_named():
     waiting = decision(OLD, settled=False)
-    assert actions.do_prune_decisions([waiting]) == (0, 0)
+    assert do_prune_decisions([waiting]) == (0, 0)
     assert Decision.objects.filter(id=waiting).exists() and Candidate.objects.count() == 2
 
 

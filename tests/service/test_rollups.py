@@ -14,8 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, Phase, given, settings as hypothesis_settings, strategies as st
 
 from records.models import AgentHour, BoardHour, Decision, StaleHour
-from records.store import actions, agents, dashboard, rollups
+from records.store import agents, dashboard, rollups
 from records.store.actions.retention import do_prune_decisions
+from records.store.actions.rollups import do_roll_up
 from records.store.dashboard import RANGES, Span
 from records.store.signals import sweep_finished
 
@@ -224,19 +225,19 @@ def test_a_trigger_marks_the_hour_of_a_decision_written_by_hand():
     assert list(StaleHour.objects.values_list("board_id", "hour")) == [
         ("brd_a", NOW - timedelta(hours=3))]
     assert created.minute == 17
-    actions.do_roll_up(NOW)
+    do_roll_up(NOW)
     assert not StaleHour.objects.exists()
     assert BoardHour.objects.get().decisions == 1
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table} SET outcome_status = %s WHERE id = %s",
                        ["expired", "pld_000001"])
     assert StaleHour.objects.count() == 1
-    actions.do_roll_up(NOW)
+    do_roll_up(NOW)
     assert AgentHour.objects.get().lapsed == 1
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {table} WHERE id = %s", ["pld_000001"])
     assert StaleHour.objects.count() == 1
-    actions.do_roll_up(NOW)
+    do_roll_up(NOW)
     assert not BoardHour.objects.exists() and not AgentHour.objects.exists()
 
 
@@ -245,12 +246,12 @@ def test_an_update_that_moves_a_decision_marks_both_hours():
         "board": "brd_a", "hours_back": 5, "second": 0, "chosen": None, "tier": None,
         "reason": "one-candidate", "outcome": None, "after": 0, "held": False,
         "ready_before": None}, NOW)])
-    actions.do_roll_up(NOW)
+    do_roll_up(NOW)
     Decision.objects.filter(id="pld_000001").update(board_id="brd_b",
                                                     created_at=NOW - timedelta(hours=2))
     assert set(StaleHour.objects.values_list("board_id", "hour")) == {
         ("brd_a", NOW - timedelta(hours=5)), ("brd_b", NOW - timedelta(hours=2))}
-    actions.do_roll_up(NOW)
+    do_roll_up(NOW)
     assert list(BoardHour.objects.values_list("board_id", "hour", "decisions")) == [
         ("brd_b", NOW - timedelta(hours=2), 1)]
 
@@ -260,11 +261,11 @@ def test_the_hour_still_running_is_left_stale_and_read_from_the_decisions():
         "board": "brd_a", "hours_back": 0, "second": 60, "chosen": "agt_ada", "tier": "winner",
         "reason": None, "outcome": None, "after": 0, "held": True, "ready_before": None}, NOW)])
     now = NOW + timedelta(minutes=30)
-    assert actions.do_roll_up(now) == 0
+    assert do_roll_up(now) == 0
     assert StaleHour.objects.count() == 1 and not BoardHour.objects.exists()
     span = Span.read(RANGES["day"], now)
     assert sum(row["decisions"] for row in span.boards) == 1
-    assert actions.do_roll_up(NOW + timedelta(hours=1)) == 1
+    assert do_roll_up(NOW + timedelta(hours=1)) == 1
     assert not StaleHour.objects.exists()
 
 
@@ -273,9 +274,9 @@ def test_nothing_stale_costs_one_read():
         "board": "brd_a", "hours_back": 4, "second": 0, "chosen": None, "tier": None,
         "reason": "one-candidate", "outcome": None, "after": 0, "held": False,
         "ready_before": None}, NOW)])
-    assert actions.do_roll_up(NOW) == 1
+    assert do_roll_up(NOW) == 1
     with CaptureQueriesContext(connection) as queries:
-        assert actions.do_roll_up(NOW) == 0
+        assert do_roll_up(NOW) == 0
     assert len(queries) == 1
 
 

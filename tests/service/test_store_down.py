@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from django.db import OperationalError, connections
 
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver, enqueued  # noqa: F401 (a fixture)
 
@@ -36,7 +36,7 @@ def test_healthz_answers_503_with_retry_after_while_the_store_is_down(client):
 
 def test_a_relay_delivery_answers_503_while_the_store_is_down_and_is_taken_on_redelivery(
         client, enqueued):  # noqa: F811
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     with store_down():
         response = deliver(client, READY, delivery="dlv_down")
     assert response.status_code == 503 and response["Retry-After"] == "5"
@@ -97,7 +97,7 @@ def test_a_relay_delivery_answers_503_while_the_queue_is_down_and_is_taken_on_re
     from records.models import RelayDelivery
     from superdispatch import tasks
 
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
     sent = []
 
     def delay(*args):
@@ -121,7 +121,7 @@ def test_another_event_answers_503_while_the_cache_is_down(client, monkeypatch):
 
     from superdispatch import relay
 
-    actions.do_opt_in("brd_a", T0)
+    do_opt_in("brd_a", T0)
 
     def add(*args, **kwargs):
         raise CacheDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")

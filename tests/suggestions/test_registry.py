@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
-from records.store.actions import do_remember_registry as remember_registry
+from records.store.actions.sweeps import do_remember_registry as remember_registry
 from records.store.registry import last_registry
 from tests.conftest import at
 

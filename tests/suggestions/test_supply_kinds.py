@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
-from records.store.actions import do_remember_registry as remember_registry
+from records.store.actions.sweeps import do_remember_registry as remember_registry
 from tests.conftest import at
 from tests.suggestions.conftest import synced as synced_all
 from tests.support.factories import make_decision

@@ -11,7 +11,7 @@ import requests
 import superdispatch.clients
 from placement.facts import RegistryFact, Station
 from records.models import Suggestion
-from records.store.actions import do_remember_registry as remember_registry
+from records.store.actions.sweeps import do_remember_registry as remember_registry
 from records.suggestions import sync, sync_if_due
 from superdispatch.clients import AgentPod, SuperPipeline
 from tests.conftest import at

@@ -5,7 +5,8 @@ from datetime import datetime
 
 from placement.filtering import Tag, tables
 from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
-from records.store import actions, marks
+from records.store import marks
+from records.store.actions.decisions import _count_settled_hold
 from tests.conftest import T0
 
 REQUIRES = {"all": ["code-review"], "any": []}
@@ -41,7 +42,7 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
     in_set?, total?, ...}; `ready_at` (the card's readyAt) defaults to `created_at`. An agent
     off the roster with no station is a mark against the roll, as the loop writes it, unless
     `marked` is False (a row, as every candidate was kept before marks). A settled hold is
-    counted in its agent's tally on the board, as `actions.do_settle` counts it."""
+    counted in its agent's tally on the board, as `do_settle` counts it."""
     decision = Decision(
         board_id=board, card_id=card, stage_key=stage, policy="idle-stage-success-lru@3",
         chosen=chosen, reason=reason, tier_name=tier[0] if tier else None,
@@ -77,5 +78,5 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
     decision.save(force_insert=True)
     Candidate.objects.bulk_create(rows)
     if decision.outcome_status in SETTLED_HOLDS:
-        actions.decisions._count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
+        _count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
     return decision

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from common import config
 from records.models import Decision
-from records.store import actions
+from records.store.actions.boards import do_opt_in
 from sandbox import Simulation, Suite, sandbox_session
 from sandbox.scenario import Scenario, parse_scenario
 from superdispatch.clients import build_clients
@@ -33,7 +33,7 @@ class World:
 
     def opt_in(self, *board_ids: str) -> None:
         for board_id in board_ids:
-            actions.do_opt_in(board_id, self.now)
+            do_opt_in(board_id, self.now)
 
     def sweep(self):
         return sweep(self.loop, self.now)
@@ -75,6 +75,13 @@ class World:
 
     def decisions(self, **filters) -> list[Decision]:
         return list(Decision.objects.filter(**filters).order_by("created_at", "id"))
+
+    def decide_a_card(self, board_id: str = "brd_a") -> Decision:
+        """Opt the board in, add one card to it and sweep: that card's first decision."""
+        self.opt_in(board_id)
+        card = self.suite.pipeline.add_card(board_id)
+        self.sweep()
+        return self.decisions(card_id=card.id)[0]
 
 
 def make_world(scenario: str | dict | Scenario = "demo", arrivals: bool = False, **settings) -> World:

@@ -11,9 +11,15 @@ from access.audit import of_command
 from common.times import iso, parse_time
 from placement import switchback
 from records.models import LIVE_STATES, Experiment
-from records.store import actions, experiments
-from records.store.actions import ExperimentError, Plan
-from records.store.actions.experiments import BLOCK_SECONDS, BURN_IN_SECONDS
+from records.store import experiments
+from records.store.actions.experiments import (
+    BLOCK_SECONDS,
+    BURN_IN_SECONDS,
+    ExperimentError,
+    Plan,
+    do_start_experiment,
+    do_stop_experiment,
+)
 
 
 def _interval(value: dict | None, unit: str = "") -> str:
@@ -50,14 +56,18 @@ def status_lines(experiment: Experiment, now: datetime) -> list[str]:
             lines.append(f"    {arm['arm'][:31]:32}{arm['cards']:>7}  "
                          f"{_interval(against.get('success')):30}{_ratio(against.get('lead_ratio'))}")
         more = analysis.get("blocksToDecision")
-        lines.append(f"  {analysis.get('why', '')}" + (f"; about {more} more blocks to decide" if more else ""))
+        lines.append(
+            f"  {analysis.get('why', '')}" + (f"; about {more} more blocks to decide" if more else "")
+        )
     if experiment.decided_at is not None:
         lines.append(f"  decided {iso(experiment.decided_at)}: winner {experiment.winner or 'none'}")
     if experiment.holdback:
         versus = {c["arm"]: c for c in experiment.holdback.get("againstPull", ())}
         own = versus.get("own", {})
-        lines.append(f"  holdback: the board's formula against pull, success {_interval(own.get('success'))}, "
-                     f"lead {_ratio(own.get('lead_ratio'))}")
+        lines.append(
+            f"  holdback: the board's formula against pull, success {_interval(own.get('success'))}, "
+            f"lead {_ratio(own.get('lead_ratio'))}"
+        )
     return lines
 
 
@@ -96,7 +106,7 @@ class Command(BaseCommand):
                 self.stdout.write("\n".join(status_lines(experiment, now)))
         else:
             try:
-                experiment = actions.do_stop_experiment(options["id"], now, by=by)
+                experiment = do_stop_experiment(options["id"], now, by=by)
             except ExperimentError as err:
                 raise CommandError(f"{err.field}: {err.message}") from None
             self.stdout.write(f"{experiment.id} {experiment.state}")
@@ -114,7 +124,7 @@ class Command(BaseCommand):
                     holdback_every=options.get("holdback_every"),
                     burn_in_seconds=options["burn_in_seconds"])
         try:
-            return actions.do_start_experiment(plan, now, by=by)
+            return do_start_experiment(plan, now, by=by)
         except ExperimentError as err:
             raise CommandError(f"{err.field}: {err.message}") from None
 
@@ -126,5 +136,7 @@ class Command(BaseCommand):
             return [found]
         shown = list(Experiment.objects.filter(state__in=LIVE_STATES)) or list(Experiment.objects.all()[:1])
         if not shown:
-            self.stdout.write("no experiment yet: manage.py experiment start --boards … --arms … --objective …")
+            self.stdout.write(
+                "no experiment yet: manage.py experiment start --boards … --arms … --objective …"
+            )
         return shown
