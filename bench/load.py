@@ -261,10 +261,9 @@ def main() -> None:
 
         django.setup()
         from django.db import connection
-
-        from access.models import AuditEntry
         from django.db.models import Min
 
+        from access.models import AuditEntry
         from records.models import Board, Decision, LoopState, RelayDelivery
 
         def last_sweep():

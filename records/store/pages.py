@@ -7,6 +7,7 @@ named tuples of the columns the record's serializers read, and leaves each mark 
 to stand in for (`marks.merged_by_position`), since every decision of a roll marks the same
 agents.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def candidate_rows(decision_ids: Iterable[str]) -> dict[str, list[CandidateRow]]
     """The Candidate rows of these decisions, by decision, in position order."""
     found: dict[str, list[CandidateRow]] = {}
     verdicts: dict[str, list] = {}
-    rows = (Candidate.objects.filter(decision_id__in=list(decision_ids))
-            .order_by("decision_id", "position").values_list(*_COLUMNS))
+    rows = (
+        Candidate.objects.filter(decision_id__in=list(decision_ids))
+        .order_by("decision_id", "position")
+        .values_list(*_COLUMNS)
+    )
     for values in rows:
         text = values[_FILTERS]
         filters = verdicts.get(text)
@@ -49,8 +53,9 @@ def candidate_rows(decision_ids: Iterable[str]) -> dict[str, list[CandidateRow]]
     return found
 
 
-def candidates_of(decision: Decision, rows: list[CandidateRow],
-                  off_set: Callable[[int, bool], U]) -> list[CandidateRow | U]:
+def candidates_of(
+    decision: Decision, rows: list[CandidateRow], off_set: Callable[[int, bool], U]
+) -> list[CandidateRow | U]:
     """A decision's candidates in record order: its rows, and `off_set(position, capable)` for
     each candidate a mark stands for (the roll's agent at that position)."""
     return marks.merged_by_position(rows, decision.roll_marks, off_set)
