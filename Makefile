@@ -8,7 +8,7 @@ WITH_ENV := $(PY) -m superdispatch.envfile $(ENV_FILE) --
 ADMIN_USER ?= operator
 ADMIN_PASSWORD ?= operator-demo
 
-.PHONY: run test venv migrate clean
+.PHONY: run test lint venv migrate clean
 
 venv: $(STAMP)
 
@@ -25,8 +25,14 @@ run: migrate
 	@echo "admin console: http://127.0.0.1:$${PORT:-8796}/admin/ (login above); API docs: /v1/docs"
 	$(WITH_ENV) $(PY) -m honcho -f Procfile start --port $${PORT:-8796}
 
-test: venv
+# The layers (import-linter), the linter (ruff) and the type checker (mypy, strict on placement
+# and common), before any test runs (docs/testing.md).
+lint: venv
 	.venv/bin/lint-imports --no-cache
+	.venv/bin/ruff check .
+	.venv/bin/mypy
+
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The demo: the sandbox suite with simulated agents, and SuperDispatch placing their cards,

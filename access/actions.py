@@ -35,19 +35,24 @@ class TokenError(ValueError):
 def do_record(by: Actor, action: str, target: str, before: dict | None, after: dict | None,
               now: datetime) -> AuditEntry:
     """One entry of the audit trail, in the caller's transaction."""
-    return AuditEntry.objects.create(id=new_audit_id(now), at=now, actor=by.name, actor_kind=by.kind, user=by.user,
-                                     via=by.via, action=action, target=target,
-                                     before=before, after=after)
+    entry = _entry(by, action, target, before, after, now)
+    entry.save(force_insert=True)
+    return entry
 
 
 def do_record_many(by: Actor, action: str, entries: Iterable[tuple[str, dict | None, dict | None]],
                    now: datetime) -> int:
     """Entries of one write that touched several targets: (target, before, after) each."""
-    rows = [AuditEntry(id=new_audit_id(now), at=now, actor=by.name, actor_kind=by.kind, user=by.user, via=by.via,
-                       action=action, target=target, before=before, after=after)
-            for target, before, after in entries]
+    rows = [_entry(by, action, target, before, after, now) for target, before, after in entries]
     AuditEntry.objects.bulk_create(rows)
     return len(rows)
+
+
+def _entry(by: Actor, action: str, target: str, before: dict | None, after: dict | None,
+           now: datetime) -> AuditEntry:
+    """An entry as written, not saved yet: who did what to which target, before and after."""
+    return AuditEntry(id=new_audit_id(now), at=now, actor=by.name, actor_kind=by.kind, user=by.user,
+                      via=by.via, action=action, target=target, before=before, after=after)
 
 
 def do_record_change(by: Actor, obj, verb: str, before: dict | None, after: dict | None,

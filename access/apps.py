@@ -1,5 +1,4 @@
-from django.apps import AppConfig
-from django.apps import apps as live_apps
+from django.apps import AppConfig, apps as live_apps
 from django.contrib.admin import apps as admin_apps
 from django.db.models.signals import post_migrate
 

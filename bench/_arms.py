@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
-from contextlib import contextmanager
-from typing import Iterator
 import os
+import re
 import statistics
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "superdispatch.settings_test")
@@ -159,7 +159,9 @@ def figures(run: Run) -> dict[str, float]:
         "completed": float(len(lead)),
         "claims": float(len(metrics.claims)),
         "no_shows": float(len(metrics.no_shows)),
-        "held_share": sum(c.reserved for c in metrics.claims) / len(metrics.claims) if metrics.claims else math.nan,
+        "held_share": sum(c.reserved for c in metrics.claims) / len(metrics.claims)
+        if metrics.claims
+        else math.nan,
     }
 
 
@@ -204,7 +206,9 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[st
             mean, half = mean_ci([f[name] for f in results[arm]])
             means.setdefault(arm, {})[name] = mean
             digits = 3 if name in ("success", "skill", "held_share") else 1
-            cells.append(f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}")
+            cells.append(
+                f"{mean:.{digits}f} ±{half:.{digits}f}" if not math.isnan(half) else f"{mean:.{digits}f}"
+            )
         print(f"{name:14}" + "".join(f"{c:>18}" for c in cells))
     # Every arm runs the same seeds, so its difference from pull, seed by seed, is known far
     # more closely than either mean alone.

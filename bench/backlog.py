@@ -59,7 +59,7 @@ def run(bound: str, cards: int, agents: int, roster: int, free: int) -> dict:
     import placement
     from superdispatch.loop.passes import run_pass
 
-    assert loop.cfg.backlog_bound == bound
+    assert loop.cfg.backlog_bound == (bound == "on")
     pipeline.set_placement_window(SIDE, 0)  # the side board is not placed: pull takes its cards
     for a in range(free, roster):
         pipeline.claim(f"agt_{a:05d}", pipeline.add_card(SIDE).id)

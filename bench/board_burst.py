@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -36,7 +35,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, ROOT, base_env, count_arg, fresh_database, free_port, start_make_run, temp_dir, workspace,
+    PYTHON,
+    ROOT,
+    base_env,
+    count_arg,
+    free_port,
+    fresh_database,
+    start_make_run,
+    stop_make_run,
+    temp_dir,
+    workspace,
 )
 from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite  # noqa: E402
@@ -147,11 +155,7 @@ def main() -> None:
         last_line(f"next_sweep_s={next_sweep:.1f} longest_gap_s={longest:.1f} "
                   f"queued_at_end={sum(waiting.values())} burst_s={took:.1f}")
     finally:
-        honcho.send_signal(signal.SIGTERM)  # honcho ends every process it started
-        try:
-            honcho.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            honcho.kill()
+        stop_make_run(honcho)
         from django.db import connection
 
         connection.close()

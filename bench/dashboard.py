@@ -36,7 +36,14 @@ from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
-    POSTGRES_ADMIN, PYTHON, ROOT, CpuShares, count_arg, drop_database, median_ms, offline_store,
+    POSTGRES_ADMIN,
+    PYTHON,
+    ROOT,
+    CpuShares,
+    count_arg,
+    drop_database,
+    median_ms,
+    offline_store,
 )
 from _results import last_line  # noqa: E402
 
@@ -102,21 +109,20 @@ def one_store(decisions: int) -> None:
     import django
 
     django.setup()
+    # Imported here, after django.setup() in this process: the project's modules load models.
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
     from django.db.models import Count
     from django.test import RequestFactory
 
-    # Imported here, after django.setup() in this process: the project's modules load models.
-    from django.conf import settings
-
     from common.config import rules_from
     from records.console import pages
     from records.models import BoardHour, BoardWhatIf, Candidate
+    from records.store.actions import what_if
     from records.store.actions.rollups import do_roll_up
     from records.store.actions.what_if import do_what_if_ahead
-    from records.store.actions import what_if
 
     now = NOW - BEFORE_THE_END
     try:

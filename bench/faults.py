@@ -83,11 +83,24 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, ROOT, base_env, free_port, fresh_database, percentile, signed_headers, stop, temp_dir,
+    PYTHON,
+    ROOT,
+    base_env,
+    free_port,
+    fresh_database,
+    percentile,
+    signed_headers,
+    stop,
+    temp_dir,
 )
 from bench._results import last_line  # noqa: E402
 from sandbox import (  # noqa: E402
-    RealtimeDriver, Receiver, ReceiverServer, SandboxServers, Simulation, Suite,
+    RealtimeDriver,
+    Receiver,
+    ReceiverServer,
+    SandboxServers,
+    Simulation,
+    Suite,
 )
 from sandbox.clock import system_clock  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402

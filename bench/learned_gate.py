@@ -29,7 +29,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, candidate_rows, count_arg, drop_database, offline_store  # noqa: E402
+from _common import ROOT, Batched, candidate_rows, count_arg, drop_database, offline_store  # noqa: E402
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -55,10 +55,10 @@ class Seeder:
 
     def write(self, count: int, start: datetime, *, shadow: bool, now: datetime) -> datetime:
         """`count` decisions from `start`, settled as far as `now` shows; the next one's time."""
-        from records.models import Candidate, Decision
+        from records.models import Decision
 
         rng = self.rng
-        batch_d, batch_c = [], []
+        batched = Batched()
         made = start
         for _ in range(count):
             n, b = self.n, self.n % BOARDS
@@ -90,15 +90,9 @@ class Seeder:
                 policy=_configured(), chosen=chosen, tier_name="winner", tier_step=1,
                 requires={"all": ["code-review"], "any": []}, ladder_ready_at=made, created_at=made,
                 reserved_until=made + timedelta(seconds=60), learned=learned, **row)
-            batch_d.append(decision)
-            batch_c.extend(candidate_rows(decision, b, agents, self.skill, self.verdicts))
+            batched.add(decision, candidate_rows(decision, b, agents, self.skill, self.verdicts))
             made += EVERY
-            if len(batch_d) == 2000:
-                Decision.objects.bulk_create(batch_d)
-                Candidate.objects.bulk_create(batch_c)
-                batch_d, batch_c = [], []
-        Decision.objects.bulk_create(batch_d)
-        Candidate.objects.bulk_create(batch_c)
+        batched.flush()
         return made
 
 

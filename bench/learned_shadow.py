@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import logging
 import os
 import re

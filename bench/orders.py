@@ -26,7 +26,15 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._arms import (  # noqa: E402
-    figures, frontier, key_of, lab_database, print_table, run_placed, run_pull, seeded, with_former_keys,
+    figures,
+    frontier,
+    key_of,
+    lab_database,
+    print_table,
+    run_placed,
+    run_pull,
+    seeded,
+    with_former_keys,
 )
 from bench._lab import scenario_arg  # noqa: E402
 from bench._results import last_line  # noqa: E402
@@ -97,12 +105,24 @@ def main() -> None:
     means = print_table(results)
     on = frontier(means)
     pull = means["pull"]["lead_mean_s"]
-    print("success against mean lead: " + ", ".join(
-        f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
-        f"({means[arm]['lead_mean_s'] / pull:.3f}x)" + (" [on the frontier]" if arm in on else "") for arm in arms))
-    last_line(with_former_keys(" ".join(
-        f"success_{key_of(arm)}={means[arm]['success']:.3f} lead_mean_{key_of(arm)}_s={means[arm]['lead_mean_s']:.1f}"
-        for arm in arms)), scenario=scenario.name)
+    print(
+        "success against mean lead: "
+        + ", ".join(
+            f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s "
+            f"({means[arm]['lead_mean_s'] / pull:.3f}x)" + (" [on the frontier]" if arm in on else "")
+            for arm in arms
+        )
+    )
+    last_line(
+        with_former_keys(
+            " ".join(
+                f"success_{key_of(arm)}={means[arm]['success']:.3f} "
+                f"lead_mean_{key_of(arm)}_s={means[arm]['lead_mean_s']:.1f}"
+                for arm in arms
+            )
+        ),
+        scenario=scenario.name,
+    )
 
 
 if __name__ == "__main__":

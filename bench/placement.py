@@ -27,14 +27,31 @@ from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._results import last_line  # noqa: E402
 from placement import Rules, decide  # noqa: E402
 from placement.facts import (  # noqa: E402
-    AgentLoad, AgentVerdict, Card, Facts, HoldLog, Ladder, PolicyFacts, PolicyVerdict,
-    RegistryFact, Requires, RosterRow, Run, Station, StationNeeds,
+    AgentLoad,
+    AgentVerdict,
+    Card,
+    Facts,
+    HoldLog,
+    Ladder,
+    PolicyFacts,
+    PolicyVerdict,
+    RegistryFact,
+    Requires,
+    RosterRow,
+    Run,
+    Station,
+    StationNeeds,
 )
-from bench._results import last_line  # noqa: E402
-from placement.switchback import PULL, analyse, draw_schedule, in_force  # noqa: E402
-from placement.switchback import Card as ExperimentCard  # noqa: E402
+from placement.switchback import (  # noqa: E402
+    PULL,
+    Card as ExperimentCard,
+    analyse,
+    draw_schedule,
+    in_force,
+)
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 RULES = Rules(candidates="all")
@@ -63,12 +80,16 @@ def facts_with(n: int, seed: int = 7) -> Facts:
                                     last_took_work_at=NOW - timedelta(seconds=rng.randint(0, 86400)),
                                     key="key-" + agent_id[4:]))
             proof = rng.choice(("declared", "installed", "probed"))
-            registry.append(Station(
-                station_id, isolation=RegistryFact("sandbox", proof),
-                models=(RegistryFact("m-large", proof),),
-                tools=(RegistryFact("git", proof),) + ((RegistryFact("rg", proof),) if rng.random() < 0.9 else ()),
-                credentials=(RegistryFact("GITHUB_TOKEN", proof),),
-            ))
+            registry.append(
+                Station(
+                    station_id,
+                    isolation=RegistryFact("sandbox", proof),
+                    models=(RegistryFact("m-large", proof),),
+                    tools=(RegistryFact("git", proof),)
+                    + ((RegistryFact("rg", proof),) if rng.random() < 0.9 else ()),
+                    credentials=(RegistryFact("GITHUB_TOKEN", proof),),
+                )
+            )
         else:
             load.append(AgentLoad(agent_id, principal, in_flight=rng.choice((0, 0, 0, 1)), capacity=2,
                                   last_heartbeat_at=NOW - timedelta(minutes=rng.randint(0, 70))))
@@ -82,11 +103,19 @@ def facts_with(n: int, seed: int = 7) -> Facts:
     card = Card("brd_review", "card_1", "review", Requires(all=("code-review",)), NEEDS,
                 ready_at=NOW - timedelta(minutes=1))
     return Facts(
-        card=card, roster=tuple(roster), eligibility=tuple(verdicts), load=tuple(load),
-        registry=tuple(registry), runs=runs, policy=PolicyFacts(policy),
+        card=card,
+        roster=tuple(roster),
+        eligibility=tuple(verdicts),
+        load=tuple(load),
+        registry=tuple(registry),
+        runs=runs,
+        policy=PolicyFacts(policy),
         holds=HoldLog(
             holding=frozenset(rng.sample(agents, n // 20)),
-            lapses={a: (NOW - timedelta(minutes=5), NOW - timedelta(minutes=20)) for a in rng.sample(agents, n // 25)},
+            lapses={
+                a: (NOW - timedelta(minutes=5), NOW - timedelta(minutes=20))
+                for a in rng.sample(agents, n // 25)
+            },
             settled={a: (rng.randint(0, 5), 5) for a in agents},
         ),
         ladder=Ladder(step=1, passed_over=frozenset(rng.sample(agents, 1))),

@@ -12,7 +12,6 @@ Run: .venv/bin/python bench/pull_vs_place.py [--scenario busy-quiet] [--minutes 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -43,7 +42,8 @@ def pulled(scenario: Scenario, seconds: int) -> tuple[Suite, Metrics]:
 
 
 def placed(scenario: Scenario, seconds: int, settings: dict[str, str] | None = None) -> tuple[Suite, Metrics]:
-    """The same run with SuperDispatch's loop in-process: relayed card.ready placed at once, sweeps on a beat."""
+    """The same run with SuperDispatch's loop in-process: relayed card.ready placed at once, sweeps on
+    a beat."""
     # Imported here, after django.setup() in this process: the project's modules load models.
     from tests.support.world import make_world
 
@@ -62,7 +62,9 @@ def best_agent_share(suite: Suite, metrics: Metrics) -> float:
     busy = [(c.agent_id, c.at, finished.get((c.card_id, c.agent_id))) for c in metrics.claims]
     best = 0
     for claim in metrics.claims:
-        working = {agent for agent, start, end in busy if start < claim.at and (end is None or end > claim.at)}
+        working = {
+            agent for agent, start, end in busy if start < claim.at and (end is None or end > claim.at)
+        }
         idle = [a for a in rate if a not in working or a == claim.agent_id]
         best += rate[claim.agent_id] >= max(rate[a] for a in idle)
     return best / len(metrics.claims) if metrics.claims else float("nan")
@@ -79,7 +81,9 @@ def figures(suite: Suite, metrics: Metrics, busy: str, quiet: str) -> dict[str, 
         "wait p50 s": percentile(waits, 50),
         "wait p95 s": percentile(waits, 95),
         f"{busy} wait p95 s": percentile([c.wait_seconds for c in metrics.claims if c.board_id == busy], 95),
-        f"{quiet} wait p95 s": percentile([c.wait_seconds for c in metrics.claims if c.board_id == quiet], 95),
+        f"{quiet} wait p95 s": percentile(
+            [c.wait_seconds for c in metrics.claims if c.board_id == quiet], 95
+        ),
         "no-shows": len(metrics.no_shows),
     }
 
@@ -116,8 +120,11 @@ def main() -> None:
         print(f"{name:28}{pull[name]:>10.3f}{place[name]:>10.3f}" if isinstance(pull[name], float)
               else f"{name:28}{pull[name]:>10}{place[name]:>10}")
     quiet = f"{args.quiet} wait p95 s"
-    last_line(f"success_pull={pull['success rate']:.3f} success_placed={place['success rate']:.3f} "
-              f"quiet_wait_p95_pull_s={pull[quiet]:.1f} quiet_wait_p95_placed_s={place[quiet]:.1f}", scenario=scenario.name)
+    last_line(
+        f"success_pull={pull['success rate']:.3f} success_placed={place['success rate']:.3f} "
+        f"quiet_wait_p95_pull_s={pull[quiet]:.1f} quiet_wait_p95_placed_s={place[quiet]:.1f}",
+        scenario=scenario.name,
+    )
 
 
 if __name__ == "__main__":

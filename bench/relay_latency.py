@@ -39,8 +39,19 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
-    PYTHON, REDIS_DB_URL, ROOT, CpuShares, base_env, count_arg, fresh_database, free_port,
-    percentile, signed_headers, stop, temp_dir, workspace,
+    PYTHON,
+    REDIS_DB_URL,
+    ROOT,
+    CpuShares,
+    base_env,
+    count_arg,
+    free_port,
+    fresh_database,
+    percentile,
+    signed_headers,
+    stop,
+    temp_dir,
+    workspace,
 )
 from bench._results import last_line  # noqa: E402
 from sandbox import SandboxServers, Suite  # noqa: E402

@@ -29,8 +29,8 @@ from datetime import timedelta
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import count_arg  # noqa: E402
-from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._fleet import RELAY_BOARD, WARMUP, scenario, time_relayed_passes  # noqa: E402
+from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_relay_pass"

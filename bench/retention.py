@@ -7,8 +7,8 @@ default 90 retained days. Sweeps run in this process against the in-process stan
 the last one is claimed and finished and four new cards arrive on each board, so each sweep
 settles the last one's holds and places new cards. Sweeps alone (the baseline: half before
 the prune, half after, as the shared machine's load moves), and sweeps while a separate
-process (as a worker would) runs `records.store.retention.prune` to the end. Goal: at least 20,000 candidate rows/s, and the sweep's p99 during the prune no more
-than 1.5x its p99 alone.
+process (as a worker would) runs `records.store.retention.prune` to the end. Goal: at least 20,000
+candidate rows/s, and the sweep's p99 during the prune no more than 1.5x its p99 alone.
 
 Run: .venv/bin/python bench/retention.py
      (BENCH_POSTGRES_URL: the server, default postgres://postgres@127.0.0.1:5432/test;
@@ -27,9 +27,17 @@ from datetime import datetime, timedelta
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suggestions as seeded  # noqa: E402  (its log and its writer)
 from _common import (  # noqa: E402
-    PYTHON, ROOT, base_env, drop_database, fresh_database, percentile, temp_dir, workspace,
+    PYTHON,
+    ROOT,
+    base_env,
+    drop_database,
+    fresh_database,
+    percentile,
+    temp_dir,
+    workspace,
 )
 from _results import last_line  # noqa: E402
+
 from sandbox import Suite, sandbox_session  # noqa: E402
 from sandbox.scenario import parse_scenario  # noqa: E402
 

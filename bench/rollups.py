@@ -48,8 +48,8 @@ def main() -> None:
     # Imported here, after django.setup() in this process: the project's modules load models.
     from records.models import Decision, StaleHour
     from records.store import inserts
-    from records.store.actions.rollups import do_roll_up
     from records.store.actions.decisions import do_record_hold
+    from records.store.actions.rollups import do_roll_up
 
     migration = importlib.import_module("records.migrations.0014_rollups")
     vendor = {"sqlite": (migration.SQLITE[:3], migration.SQLITE_REVERSE),

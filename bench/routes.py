@@ -31,11 +31,18 @@ import time
 from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _results import last_line  # noqa: E402
 from _common import (  # noqa: E402
-    OFFLINE_ENV, PYTHON, ROOT, base_env, count_arg, drop_database, free_port, offline_store,
+    OFFLINE_ENV,
+    PYTHON,
+    ROOT,
+    base_env,
+    count_arg,
+    drop_database,
+    free_port,
+    offline_store,
     wait_until,
 )
+from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
 
@@ -57,16 +64,16 @@ def build(decisions: int) -> dict[str, str]:
     import django
 
     django.setup()
-    from django.core.management import call_command
-    from django.db import connection
-
     # Imported here, after django.setup() in this process: the project's modules load models.
     from dashboard import settle_the_holds
+    from django.core.management import call_command
+    from django.db import connection
+    from suggestions import NOW, remember_a_registry, seed
+
     from learning import actions as learning_actions
     from records.models import Candidate, Decision, Suggestion
     from records.store.actions.boards import do_opt_in, do_opt_out
     from records.store.actions.rollups import do_roll_up
-    from suggestions import NOW, remember_a_registry, seed
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
@@ -90,9 +97,16 @@ def build(decisions: int) -> dict[str, str]:
     newest = Decision.objects.order_by("-created_at").values_list("id", "board_id", "card_id")[0]
     agent = Candidate.objects.filter(decision_id=newest[0]).values_list("agent_id", flat=True)[0]
     connection.close()
-    return {"decision": newest[0], "board": newest[1], "card": newest[2], "agent": agent,
-            "suggestion": suggestion.id, "model": model.id, "day": (NOW - timedelta(hours=2)).date().isoformat(),
-            "hour": (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {
+        "decision": newest[0],
+        "board": newest[1],
+        "card": newest[2],
+        "agent": agent,
+        "suggestion": suggestion.id,
+        "model": model.id,
+        "day": (NOW - timedelta(hours=2)).date().isoformat(),
+        "hour": (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
 
 
 def routes(ids: dict[str, str]) -> list[str]:
@@ -165,7 +179,7 @@ def main() -> None:
                 return False
 
         wait_until(up, 120, "the server's /healthz", bench="routes")
-        print(f"\n| Route | Status | Median | Slowest | Bytes |\n| --- | --- | --- | --- | --- |")
+        print("\n| Route | Status | Median | Slowest | Bytes |\n| --- | --- | --- | --- | --- |")
         figures = {}
         for path in routes(ids):
             status, median, slowest, size = timed(http, base + path, times)

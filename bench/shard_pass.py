@@ -18,7 +18,8 @@ and process CPU time a card (the board's share included; the stand-in's answers 
 PostgreSQL's backend spent on it (read from /proc), and the store's queries a card.
 
 Run: .venv/bin/python bench/shard_pass.py
-Last line: shard_card_ms_shared=… shard_card_cpu_ms_shared=… shard_card_store_cpu_ms_shared=… shard_card_ms_own_grants=… …
+Last line: shard_card_ms_shared=… shard_card_cpu_ms_shared=… shard_card_store_cpu_ms_shared=…
+shard_card_ms_own_grants=… …
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import proc_stat  # noqa: E402
-from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._fleet import scenario  # noqa: E402
+from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
 BENCH_DB = "superdispatch_bench_shard_pass"
@@ -93,8 +94,13 @@ def main() -> None:
         print(f"  {workspace:10}: {result['wall_ms']:5.1f} ms a card ({result['cpu_ms']:5.1f} ms CPU here, "
               f"{result['store_cpu_ms']:4.1f} ms PostgreSQL's), {result['queries']:.1f} queries a card, "
               f"{result['holds']} of {result['cards']} held")
-    last_line(" ".join(f"shard_card_ms_{w}={figures[w]['wall_ms']:.1f} shard_card_cpu_ms_{w}={figures[w]['cpu_ms']:.1f} "
-                   f"shard_card_store_cpu_ms_{w}={figures[w]['store_cpu_ms']:.1f}" for w in WORKSPACES))
+    last_line(
+        " ".join(
+            f"shard_card_ms_{w}={figures[w]['wall_ms']:.1f} shard_card_cpu_ms_{w}={figures[w]['cpu_ms']:.1f} "
+            f"shard_card_store_cpu_ms_{w}={figures[w]['store_cpu_ms']:.1f}"
+            for w in WORKSPACES
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from datetime import datetime, timedelta, timezone
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-
 from _common import OFFLINE_ENV, ROOT, count_arg, postgres  # noqa: E402
 from _results import last_line  # noqa: E402
 

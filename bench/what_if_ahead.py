@@ -30,7 +30,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, candidate_rows, count_arg, drop_database, median_ms, offline_store  # noqa: E402
+from _common import ROOT, Batched, candidate_rows, count_arg, drop_database, median_ms, offline_store  # noqa: E402
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -45,7 +45,7 @@ SEED = 35
 def seed(decisions: int, boards: int) -> None:
     """The decisions, oldest first on each board, written in batches."""
     from placement.filtering import Tag, tables
-    from records.models import Board, Candidate, Decision
+    from records.models import Board, Decision
 
     rng = random.Random(SEED)
     span = (timedelta(days=8) - timedelta(minutes=1)).total_seconds()
@@ -54,7 +54,7 @@ def seed(decisions: int, boards: int) -> None:
     Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
                                      updated_at=NOW) for b in range(boards)])
     skill = {(b, a): 0.45 + 0.5 * rng.random() for b in range(boards) for a in range(AGENTS)}
-    batch_d, batch_c = [], []
+    batched = Batched()
     for n in range(decisions):
         b = n % boards
         made = NOW - timedelta(days=8) + timedelta(seconds=span * (n // boards) / (decisions // boards))
@@ -78,14 +78,8 @@ def seed(decisions: int, boards: int) -> None:
             policy=_configured(), chosen=chosen, tier_name="winner", tier_step=1,
             requires={"all": ["code-review"], "any": []}, ladder_ready_at=made, created_at=made,
             reserved_until=made + timedelta(seconds=60), **row)
-        batch_d.append(decision)
-        batch_c.extend(candidate_rows(decision, b, agents, skill, verdicts))
-        if len(batch_d) == 2000:
-            Decision.objects.bulk_create(batch_d)
-            Candidate.objects.bulk_create(batch_c)
-            batch_d, batch_c = [], []
-    Decision.objects.bulk_create(batch_d)
-    Candidate.objects.bulk_create(batch_c)
+        batched.add(decision, candidate_rows(decision, b, agents, skill, verdicts))
+    batched.flush()
 
 
 def _configured() -> str:
@@ -112,9 +106,9 @@ def main() -> None:
     from common.config import rules_from
     from records.models import BoardWhatIf
     from records.store import dashboard
+    from records.store.actions import what_if
     from records.store.actions.rollups import do_roll_up
     from records.store.actions.what_if import do_what_if_ahead
-    from records.store.actions import what_if
 
     try:
         call_command("migrate", verbosity=0)
@@ -155,9 +149,11 @@ def main() -> None:
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    last_line(f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
-              f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
-              f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}")
+    last_line(
+        f"what_if_board_ms={statistics.median(boards_ms):.0f} what_if_board_ms_max={max(boards_ms):.0f} "
+        f"what_if_board_cpu_ms={statistics.median(boards_cpu_ms):.0f} what_if_s={total_s:.1f} "
+        f"what_if_read_ms={read_ms:.1f} what_if_check_ms={check_ms:.1f}"
+    )
 
 
 if __name__ == "__main__":

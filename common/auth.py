@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 
 from common.scopes import ALL, Credential, user_credential
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
 
 # The configured digest's token, as the audit trail names whoever holds it. It has every scope.
 OPERATOR_TOKEN_NAME = "operator-token"
@@ -56,13 +60,13 @@ class OperatorTokenAuthentication(BaseAuthentication):
     A missing or wrong token authenticates nobody, so a page that also takes a staff session
     can still try it; the permission then refuses with the bare 401."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[Operator, Credential] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not token_matches(header, settings.SUPERDISPATCH.operator_token_sha256):
             return None
         return OPERATOR, OPERATOR_CREDENTIAL
 
-    def authenticate_header(self, request) -> str:
+    def authenticate_header(self, request: Request) -> str:
         # DRF answers 401 only when the first authenticator names a scheme (else 403). The
         # refusal itself stays bare: see common.errors.exception_handler.
         return "Bearer"
@@ -72,7 +76,7 @@ class StaffSessionAuthentication(SessionAuthentication):
     """A signed-in, active staff user of the admin: for the pages people read. Their scopes are
     their role's (common.scopes)."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[Any, Credential] | None:
         user = getattr(request._request, "user", None)  # as SessionAuthentication reads it
         if not user or not user.is_staff:
             return None

@@ -60,6 +60,12 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _on_off(raw: str) -> bool:
+    if raw not in ("on", "off"):
+        raise ValueError
+    return raw == "on"
+
+
 def _matching(pattern: str) -> Callable[[str], str]:
     def parse(raw: str) -> str:
         if not re.fullmatch(pattern, raw):
@@ -82,10 +88,11 @@ def _absolute_path(raw: str) -> str:
     return raw
 
 
-def _database_url(raw: str) -> dict:
+def _database_url(raw: str) -> dict[str, Any]:
     if not raw.startswith(("postgres://", "postgresql://", "sqlite:///")):
         raise ValueError
-    return environ.Env.db_url_config(raw)
+    config: dict[str, Any] = environ.Env.db_url_config(raw)
+    return config
 
 
 def _redis_url(raw: str) -> str:
@@ -101,9 +108,9 @@ def _hosts(raw: str) -> tuple[str, ...]:
     return hosts
 
 
-def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple]:
+def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
     """A comma-separated list, each entry read by `parse`; an empty entry is malformed."""
-    def parse_all(raw: str) -> tuple:
+    def parse_all(raw: str) -> tuple[Any, ...]:
         items = [item.strip() for item in raw.split(",")]
         if not all(items):
             raise ValueError
@@ -137,6 +144,11 @@ def ranged(env: str, lo: int, hi: int, default: str | None = None) -> Any:
     return setting(env, _int_range(lo, hi), f"an integer from {lo} to {hi}", default)
 
 
+def on_off(env: str, default: str) -> Any:
+    """A setting that is `on` or `off`, read as a bool."""
+    return setting(env, _on_off, "on or off", default)
+
+
 def one_of(env: str, *allowed: str, default: str | None = None) -> Any:
     """A setting that is one of a few words."""
     return setting(env, _choice(*allowed), _words(allowed), default)
@@ -156,7 +168,7 @@ class Config:
         "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),
         "at least 16 characters, none of them whitespace")
     # Several digests, comma-separated, let a new token be rolled out before the old one goes.
-    operator_token_sha256: tuple = setting(
+    operator_token_sha256: tuple[str, ...] = setting(
         "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _each(_sha256_hex),
         "64 hex digits, either case (the SHA-256 of the operator token), or several comma-separated")
     # Where it runs
@@ -164,14 +176,14 @@ class Config:
         "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL
     data_dir: str = setting("SUPERDISPATCH_DATA_DIR", _absolute_path, "an absolute path", "/data")
     port: int = ranged("PORT", 1, 65535, "8796")
-    database: dict = setting(
+    database: dict[str, Any] = setting(
         "DATABASE_URL", _database_url, "postgres://… or sqlite:///…",
         default="")  # "" → SQLite under SUPERDISPATCH_DATA_DIR
     redis_url: str = setting("REDIS_URL", _redis_url, "redis://…", default="")  # "" → no Redis
-    allowed_hosts: tuple = setting(
+    allowed_hosts: tuple[str, ...] = setting(
         "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
         "localhost,127.0.0.1,[::1]")
-    https: str = one_of("SUPERDISPATCH_HTTPS", "on", "off", default="off")
+    https: bool = on_off("SUPERDISPATCH_HTTPS", default="off")
     # On PostgreSQL, a statement a web request runs is cancelled past this (its request is a
     # 503 and its thread free again); the loop and Celery tasks, which may run long, are not.
     request_statement_seconds: int = ranged("SUPERDISPATCH_REQUEST_STATEMENT_SECONDS", 1, 3600, "30")
@@ -194,17 +206,17 @@ class Config:
     fairness: str = one_of("SUPERDISPATCH_FAIRNESS", "round-robin", "board-order",
                            default="round-robin")
     candidates: str = one_of("SUPERDISPATCH_CANDIDATES", "roster", "all", default="roster")
-    station_filters: str = one_of("SUPERDISPATCH_STATION_FILTERS", "on", "off", default="on")
+    station_filters: bool = on_off("SUPERDISPATCH_STATION_FILTERS", default="on")
     min_proof: str = one_of("SUPERDISPATCH_MIN_PROOF", "probed", "installed", "declared",
                             default="declared")
-    policy: str = one_of("SUPERDISPATCH_POLICY", "off", "on", default="off")
+    policy: bool = on_off("SUPERDISPATCH_POLICY", default="off")
     # Validated against the formulas as declared when the settings are read.
     formula: str = setting("SUPERDISPATCH_FORMULA", _formula, lambda: _words(formulas.recorded_names()),
                            default=formulas.DEFAULT.recorded)
-    backlog_bound: str = one_of("SUPERDISPATCH_BACKLOG_BOUND", "on", "off", default="on")
+    backlog_bound: bool = on_off("SUPERDISPATCH_BACKLOG_BOUND", default="on")
     # When an experiment reaches its decision, each of its boards runs the winning arm (its own
     # formula, audited); off: the result is shown and nothing changes.
-    autopilot: str = one_of("SUPERDISPATCH_AUTOPILOT", "off", "on", default="off")
+    autopilot: bool = on_off("SUPERDISPATCH_AUTOPILOT", default="off")
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(
@@ -255,7 +267,8 @@ class Config:
         """The line the web process prints at start, naming the settings that widen its reach."""
         return (
             f"superdispatch: listening on :{self.port}, sweeping every {self.sweep_seconds}s, "
-            f"candidates {self.candidates}, policy {self.policy}, learned routing {self.learned}"
+            f"candidates {self.candidates}, policy {'on' if self.policy else 'off'}, "
+            f"learned routing {self.learned}"
         )
 
 
@@ -264,8 +277,8 @@ def declared() -> list[tuple[str, str | None, str]]:
     return [(f.metadata["env"], f.metadata["default"], _rule(f)) for f in fields(Config)]
 
 
-def _rule(f: Field) -> str:
-    rule = f.metadata["rule"]
+def _rule(f: Field[Any]) -> str:
+    rule: str | Callable[[], str] = f.metadata["rule"]
     return rule() if callable(rule) else rule
 
 
@@ -328,7 +341,7 @@ def rules_from(cfg: Config) -> Rules:
         reservation_seconds=cfg.reservation_seconds,
         runner_up_seconds=cfg.runner_up_seconds,
         candidates=cfg.candidates,
-        station_filters=cfg.station_filters == "on",
+        station_filters=cfg.station_filters,
         min_proof=cfg.min_proof,
         history_min_sample=cfg.history_min_sample,
         history_half_life_days=float(cfg.history_half_life_days),

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Callable
 from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
-from django.http import JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from common.errors import error_body
 
@@ -50,14 +51,14 @@ def _too_large(limit: int) -> JsonResponse:
     return _refuse(413, "too-large", f"a request body is at most {limit} bytes")
 
 
-def nul_refused(request) -> JsonResponse | None:
+def nul_refused(request: HttpRequest) -> JsonResponse | None:
     """A 400 when the path or the query string holds a NUL character, else None."""
     if "\x00" in request.path_info or "\x00" in unquote_plus(request.META.get("QUERY_STRING", "")):
         return _refuse(400, "bad-request", "the path and the query string hold no NUL character")
     return None
 
 
-def read_body(request) -> JsonResponse | None:
+def read_body(request: HttpRequest) -> JsonResponse | None:
     """A refusal of the request's body, or None once the body can be read as any other:
     a chunked one read here and given its Content-Length."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -94,10 +95,10 @@ class Edge:
     """NUL refused and bodies checked (chunked ones read) before any view; headers on every
     answer."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         response = nul_refused(request) or read_body(request) or self.get_response(request)
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)

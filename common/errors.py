@@ -3,13 +3,13 @@ scope also names it (`scope`: common.scopes.MissingScope)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.db import InterfaceError, OperationalError
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
-
 
 # While the store cannot be reached (a database restart, a failover), a request is answered
 # 503 with Retry-After, so the event relay delivers again and a probe says "not now", never 500.
@@ -34,7 +34,7 @@ def not_found(what: str) -> ApiError:
     return ApiError(status.HTTP_404_NOT_FOUND, "not-found", f"no {what}")
 
 
-def error_body(code: str, message: str, **extra: str) -> dict:
+def error_body(code: str, message: str, **extra: str) -> dict[str, dict[str, str]]:
     return {"error": {"code": code, "message": message, **extra}}
 
 
@@ -54,7 +54,7 @@ class Refusal(HttpResponse):
     status_code = 401
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse | None:
     """Answer every API exception in the one error shape; anything unexpected stays a 500.
     A refused credential is the bare 401."""
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
@@ -100,14 +100,14 @@ def unavailable(code: str, message: str) -> Response:
                     headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
-def json_404(request, exception=None):
+def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("not-found", "no such route"), status=404)
 
 
-def json_500(request):
+def json_500(request: HttpRequest) -> JsonResponse:
     return JsonResponse(error_body("internal", "something went wrong; see the service log"),
                         status=500)
 
 
-def json_400(request, exception=None):
+def json_400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
     return JsonResponse(error_body("bad-request", "the request could not be read"), status=400)

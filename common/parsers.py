@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import IO, Any, NoReturn
 
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
@@ -29,7 +29,7 @@ class UnreadableJson(ValueError):
     """The text is not JSON, or nests deeper than MAX_DEPTH; the message says which."""
 
 
-def _strict_constant(name: str):
+def _strict_constant(name: str) -> NoReturn:
     raise UnreadableJson(f"{name} is not a JSON value")
 
 
@@ -71,7 +71,8 @@ class JSONParser(parsers.JSONParser):
     """DRF's JSON parser, reading through `loads`: bounded in depth, and a charset it does not
     know is a 400 as any other unreadable body."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[bytes], media_type: str | None = None,
+              parser_context: dict[str, Any] | None = None) -> Any:
         encoding = (parser_context or {}).get("encoding") or "utf-8"
         try:
             return loads(stream.read(), encoding)
@@ -84,7 +85,8 @@ class AnyTypeJSONParser(JSONParser):
 
     media_type = "*/*"
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(self, stream: IO[bytes], media_type: str | None = None,
+              parser_context: dict[str, Any] | None = None) -> Any:
         try:
             return super().parse(stream, media_type, parser_context)
         except ParseError as err:

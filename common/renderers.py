@@ -6,12 +6,15 @@ is being imported."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from rest_framework import renderers
 from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.utils.encoders import JSONEncoder
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
 
 NO_ROUTE = "No route"  # the catch-all view's name (common.views.NoRoute)
 
@@ -42,13 +45,15 @@ class JSONRenderer(renderers.JSONRenderer):
     """DRF's JSON renderer, which answers a `Written` answer's text as it is (indented, when
     asked for, as DRF indents any answer)."""
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: dict[str, Any] | None = None) -> bytes:
         if isinstance(data, Written):
             if self.get_indent(accepted_media_type, renderer_context or {}) is None:
                 # As DRF escapes them in any answer: JSON that is a strict JavaScript subset.
                 return data.text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()
             data = data.value()
-        return super().render(data, accepted_media_type, renderer_context)
+        rendered: bytes = super().render(data, accepted_media_type, renderer_context)
+        return rendered
 
 
 class BrowsableAPI(BrowsableAPIRenderer):
@@ -60,11 +65,12 @@ class BrowsableAPI(BrowsableAPIRenderer):
     `main` landmark (DRF nests a second inside the first), and each `pre`, which scrolls
     sideways under a long answer, can take the keyboard's focus."""
 
-    def get_breadcrumbs(self, request):
+    def get_breadcrumbs(self, request: Request) -> list[tuple[str, str]]:
         return [(name, url) for name, url in super().get_breadcrumbs(request) if name != NO_ROUTE]
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        page = super().render(data, accepted_media_type, renderer_context)
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: dict[str, Any] | None = None) -> str:
+        page: str = super().render(data, accepted_media_type, renderer_context)
         return (page.replace("<html>", f'<html lang="{settings.LANGUAGE_CODE}">', 1)
                 .replace('<div class="content-main" role="main" ', '<div class="content-main" ', 1)
                 .replace('<pre class="prettyprint">', '<pre class="prettyprint" tabindex="0">'))

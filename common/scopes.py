@@ -13,10 +13,14 @@ loads the permission classes named in REST_FRAMEWORK while `rest_framework.views
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
 
 READ, BOARDS, SUGGESTIONS, TRAIN, ADMIN = "read", "boards", "suggestions", "train", "admin"
 
@@ -39,7 +43,7 @@ ALL = frozenset(SCOPES)
 NONE_NEEDED = None  # declared for a method any valid credential may call (the catch-all's 404)
 
 
-def read_scopes(names) -> frozenset[str]:
+def read_scopes(names: str | Iterable[str]) -> frozenset[str]:
     """Scope names as given (a list, or a comma list); raises ValueError naming a stray one."""
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
@@ -70,33 +74,29 @@ class Credential:
         return self.person is None or person_allows(self.person, scope)
 
 
-def person_allows(user, scope: str) -> bool:
+def person_allows(user: Any, scope: str) -> bool:
     """Whether a Django user's role gives them the scope (superusers have every scope)."""
     if not user.is_active:
         return False
-    return user.has_perm(SCOPES[scope].permission) or user.has_perm(SCOPES[ADMIN].permission)
+    return bool(user.has_perm(SCOPES[scope].permission) or user.has_perm(SCOPES[ADMIN].permission))
 
 
-def user_credential(user) -> Credential:
+def user_credential(user: Any) -> Credential:
     """A signed-in person: their scopes are those of their role."""
     return Credential(name=user.get_username(), kind="user", scopes=ALL, person=user)
 
 
-_UNDECLARED = object()
-
-
-def needed_scope(view, method: str) -> str | None:
+def needed_scope(view: object, method: str) -> str | None:
     """The scope a view's method needs: declared in `view.scopes`; HEAD as GET; OPTIONS (which
     describes the route and reads nothing) and a method the view does not answer (a 405), none.
     A method it answers but does not declare needs `admin`."""
-    declared: dict = getattr(view, "scopes", {}) or {}
+    declared: dict[str, str | None] = getattr(view, "scopes", {}) or {}
     method = method.upper()
     if method == "HEAD":
         method = "GET"
     if method == "OPTIONS" or not hasattr(view, method.lower()):
         return NONE_NEEDED
-    found = declared.get(method, _UNDECLARED)
-    return ADMIN if found is _UNDECLARED else found
+    return declared[method] if method in declared else ADMIN
 
 
 class MissingScope(PermissionDenied):
@@ -112,7 +112,7 @@ class ScopeRequired(BasePermission):
     """The route's scope for the request's method, from the credential the authentication
     classes settled (a request with none is left to IsAuthenticated: the bare 401)."""
 
-    def has_permission(self, request, view) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         credential = request.auth
         if not isinstance(credential, Credential):
             return False

@@ -7,6 +7,8 @@ on their own views.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
@@ -22,12 +24,22 @@ from common.errors import Refusal, bad_request, json_404
 from common.renderers import NO_ROUTE
 from common.scopes import NONE_NEEDED, READ
 
+if TYPE_CHECKING:
+    from django.http import HttpResponse
+    from rest_framework.renderers import BaseRenderer
+    from rest_framework.request import Request
+
+    # The mixins below are read by mypy as the APIView they are mixed into; at run time they
+    # stay plain classes, so that they add nothing to a view's MRO but their own methods.
+    from rest_framework.views import APIView as _View
+else:
+    _View = object
 
 # The two classes below carry comments, not docstrings: drf-spectacular would print a base
 # view's docstring as the description of every route.
 
 
-class CredentialFirst:
+class CredentialFirst(_View):
     # Settles who asks before anything else of the request is read. APIView negotiates the
     # answer's format (the Accept header, the query string) before it authenticates, so a
     # refused call could be answered 406 or 400; here the credential is checked first, and a
@@ -39,7 +51,7 @@ class CredentialFirst:
     # so a body a caller meant for another route is never silently ignored (docs/api.md).
     takes_body = False
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         self.perform_authentication(request)
         self.check_permissions(request)
         allowed = request.method.lower() in self.http_method_names and hasattr(
@@ -48,7 +60,8 @@ class CredentialFirst:
             raise bad_request("unexpected-body", f"{request.method} on this route takes no body")
         super().initial(request, *args, **kwargs)
 
-    def finalize_response(self, request, response, *args, **kwargs):
+    def finalize_response(self, request: Request, response: HttpResponse, *args: Any,
+                          **kwargs: Any) -> HttpResponse:
         if isinstance(response, Refusal):
             return response
         return super().finalize_response(request, response, *args, **kwargs)
@@ -71,10 +84,10 @@ class NoRoute(OperatorView):
     takes_body = True
 
     @property
-    def default_response_headers(self) -> dict:
+    def default_response_headers(self) -> dict[str, str]:
         return {}  # allows no method: there is nothing here
 
-    def _no_such_route(self, request, *args, **kwargs):
+    def _no_such_route(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         return json_404(request)
 
     get = post = put = patch = delete = head = options = trace = _no_such_route
@@ -84,15 +97,17 @@ class FirstRenderer(BaseContentNegotiation):
     """Answers in the view's first renderer whatever the request's Accept header asks (the
     relay's webhook, which answers JSON; Prometheus, which asks for its own text formats)."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
+    def select_renderer(self, request: Request, renderers: list[BaseRenderer],
+                        format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
         return renderers[0], renderers[0].media_type
 
 
-class ErrorsAsJson:
+class ErrorsAsJson(_View):
     # A page that is not JSON (the schema's YAML, the docs' HTML) answers its errors in the
     # API's error shape all the same, rather than as YAML or an HTML error page.
 
-    def finalize_response(self, request, response, *args, **kwargs):
+    def finalize_response(self, request: Request, response: HttpResponse, *args: Any,
+                          **kwargs: Any) -> HttpResponse:
         if isinstance(response, Response) and response.status_code >= 400:
             request.accepted_renderer, request.accepted_media_type = (JSONRenderer(),
                                                                       "application/json")
@@ -106,12 +121,15 @@ class Schema(ErrorsAsJson, CredentialFirst, SpectacularAPIView):
     Accept header that asks for JSON."""
 
     scopes = {"GET": READ}
-    formats = {"json": OpenApiJsonRenderer, "yaml": OpenApiYamlRenderer}
+    formats: dict[str, type[BaseRenderer]] = {
+        "json": OpenApiJsonRenderer, "yaml": OpenApiYamlRenderer}
 
-    def perform_content_negotiation(self, request, force=False):
+    def perform_content_negotiation(self, request: Request,
+                                    force: bool = False) -> tuple[BaseRenderer, str]:
         wanted = request.query_params.get("format")
         if wanted is None:
-            return super().perform_content_negotiation(request, force)
+            found: tuple[BaseRenderer, str] = super().perform_content_negotiation(request, force)
+            return found
         if wanted not in self.formats:
             raise bad_request("bad-format", "format is json or yaml")
         renderer = self.formats[wanted]()
@@ -127,8 +145,9 @@ class Docs(ErrorsAsJson, CredentialFirst, SpectacularSwaggerSplitView):
     metadata_class = None  # OPTIONS: a 405, as a page has no fields to describe (not a 500)
 
     @extend_schema(exclude=True)  # a page for people, not a route of the API
-    def get(self, request, *args, **kwargs):
-        response = super().get(request, *args, **kwargs)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
+        # drf-spectacular leaves this view's get unannotated.
+        response: HttpResponse = super().get(request, *args, **kwargs)  # type: ignore[no-untyped-call]
         if "Cross-Origin-Opener-Policy" in response:
             del response["Cross-Origin-Opener-Policy"]
         return response
@@ -142,7 +161,7 @@ class OperatorTokenScheme(OpenApiAuthenticationExtension):
     target_class = OperatorTokenAuthentication
     name = "operatorToken"
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer"}
 
 
@@ -153,5 +172,5 @@ class StaffSessionScheme(OpenApiAuthenticationExtension):
     target_class = StaffSessionAuthentication
     name = "staffSession"
 
-    def get_security_definition(self, auto_schema):
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME}

@@ -11,7 +11,11 @@ from rest_framework import serializers
 from learning.core.labels import LABELS
 from records.models.decisions import OUTCOMES, TIERS
 from records.serializers import (
-    RUN_STATUSES, CapabilityJson, ScoreJson, StageHistoryJson, Time,
+    RUN_STATUSES,
+    CapabilityJson,
+    ScoreJson,
+    StageHistoryJson,
+    Time,
 )
 
 
@@ -64,7 +68,9 @@ class ExcludedSerializer(serializers.Serializer):
     modelPlaced = serializers.IntegerField()
     noChance = serializers.IntegerField()
     noChoice = serializers.IntegerField()
-    runUnknown = serializers.IntegerField(help_text="target succeeded: a held claim whose run is not known yet")
+    runUnknown = serializers.IntegerField(
+        help_text="target succeeded: a held claim whose run is not known yet"
+    )
 
 
 class GateTestSerializer(serializers.Serializer):
@@ -105,7 +111,9 @@ class ShadowEstimateSerializer(serializers.Serializer):
     formula = IntervalSerializer(allow_null=True, help_text="the formula's success, as measured")
     model = IntervalSerializer(allow_null=True, help_text="the model's success, estimated")
     marginLowPct = serializers.FloatField(
-        allow_null=True, help_text="the model's interval's lower end less the formula's rate, in points: what the gate reads")
+        allow_null=True,
+        help_text="the model's interval's lower end less the formula's rate, in points: what the gate reads",
+    )
     notReplayed = NotReplayedSerializer(many=True)
 
 

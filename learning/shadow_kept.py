@@ -22,7 +22,14 @@ from django.db.models import Min
 
 from common.config import Config, rules_from
 from learning.core.shadow import (
-    CHANCE_STATUSES, NOTHING, ShadowDecision, Tally, add, report, report_of, tally,
+    CHANCE_STATUSES,
+    NOTHING,
+    ShadowDecision,
+    Tally,
+    add,
+    report,
+    report_of,
+    tally,
 )
 from learning.models import LearnedModel
 from placement import Rules
@@ -116,7 +123,9 @@ class ShadowEvidence:
         elif status in RUN_STATUSES and run is None:
             self.unrun.add(decision_id)
         if was is not None:
-            self.recorded[decision_id] = replace(self.recorded[decision_id], **dict(zip(RECORDED_MUTABLE, fields)))
+            self.recorded[decision_id] = replace(
+                self.recorded[decision_id], **dict(zip(RECORDED_MUTABLE, fields))
+            )
         return True
 
     def _read_whole(self, changed: list[str]) -> list[str]:
@@ -138,7 +147,9 @@ class ShadowEvidence:
     def _read_new(self, ids: list[str]) -> None:
         for d in what_if_store.by_id(ids):
             # Its outcome and run as the narrow read showed them, so the two reads agree.
-            self.recorded[d.decision_id] = replace(d, **dict(zip(RECORDED_MUTABLE, self.state[d.decision_id])))
+            self.recorded[d.decision_id] = replace(
+                d, **dict(zip(RECORDED_MUTABLE, self.state[d.decision_id]))
+            )
         for start in range(0, len(ids), 500):
             for decision_id, view in (Decision.objects.filter(id__in=ids[start:start + 500])
                                       .values_list("id", "learned")):

@@ -5,11 +5,17 @@ from datetime import datetime
 from typing import Any, Callable, Iterator
 
 from common.config import Config, rules_from
-from common.times import iso, parse_time
+from common.times import iso
 from learning import dataset, shadow_kept
 from learning.core import labels
 from learning.core.shadow import (
-    CHANCE_STATUSES, ESTIMATE, GateReading, ShadowDecision, estimated, gate, report,
+    CHANCE_STATUSES,
+    ESTIMATE,
+    GateReading,
+    ShadowDecision,
+    estimated,
+    gate,
+    report,
 )
 from learning.core.train import Example
 from learning.models import LearnedModel
@@ -86,13 +92,13 @@ def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
     found = (Decision.objects.filter(learned__model=model_id)  # decision_learned_model
              .values_list("learned", "outcome_status", "outcome_by", "run_status")
              .iterator(chunk_size=2000))
-    for learned, status, by, run in found:
+    for choices, status, by, run in found:
         yield ShadowDecision(
-            formula_choice=learned.get("formulaChoice"),
-            model_choice=learned.get("choice"),
+            formula_choice=choices.get("formulaChoice"),
+            model_choice=choices.get("choice"),
             status=status,
             by=by,
-            model_placed=bool(learned.get("placed")),
+            model_placed=bool(choices.get("placed")),
             run_status=run,
         )
 

@@ -4,10 +4,11 @@ made into a record only when read."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence, overload
 
 from .candidates import CAPABILITY_MISMATCH, OFF_CAPABLE, OWN_RECORD, Judged, Pool, off_set_kind
 from .decision_record import CandidateRecord
+from .dispatch_policy import PolicyAnswers, PolicyRecord
 from .filtering import FilterResult, Ground
 from .filters import POLICY  # the dispatch policy's filter
 from .load import DIRECT, ROSTER
@@ -39,7 +40,12 @@ class Candidates(Sequence[CandidateRecord]):
     def __len__(self) -> int:
         return len(self.ids)
 
-    def __getitem__(self, position):  # type: ignore[override]
+    @overload
+    def __getitem__(self, position: int) -> CandidateRecord: ...
+    @overload
+    def __getitem__(self, position: slice) -> tuple[CandidateRecord, ...]: ...
+
+    def __getitem__(self, position: int | slice) -> CandidateRecord | tuple[CandidateRecord, ...]:
         if isinstance(position, slice):
             return tuple(self)[position]
         agent_id = self.ids[position]
@@ -108,10 +114,10 @@ def _kinds_and_roll(ids: tuple[str, ...], read: Judged,
     # Roster agents the read does not judge take places of their own among its agents.
     kinds_of, roll = [], []
     for agent_id in ids:
-        record = own.get(agent_id)
-        if record is not None:
+        found = own.get(agent_id)
+        if found is not None:
             kinds_of.append(OWN_RECORD)
-            roll.append(record.principal_id)
+            roll.append(found.principal_id)
         else:
             verdict = read.verdicts[agent_id]
             kinds_of.append(off_set_kind(verdict))
@@ -129,11 +135,13 @@ def candidate_records(
     `capable` follows the roster, not the set: a direct agent has it, in the set (`all`) or
     not, and a rostered agent never does, a disabled row's included."""
     rows, loads, read = pool.rows, pool.loads, pool.verdicts
-    answers = ground.read_of(POLICY)
+    answers: PolicyAnswers | None = ground.read_of(POLICY)
+    no_answers: dict[str, PolicyRecord] = {}
     # Each look-up bound once: this runs for every agent in the set, a thousand a card.
     principal_of, station_of, score_of = pool.principals.get, pool.stations.get, scores.get
-    policy_of = answers.records.get if answers is not None else {}.get
-    stage_of = stage.get if stage is not None else {}.get
+    policy_of = (answers.records if answers is not None else no_answers).get
+    no_stage: dict[str | None, StageHistory] = {}
+    stage_of = (stage if stage is not None else no_stage).get
     build = CandidateRecord.build
     own: dict[str, CandidateRecord] = {}
     for agent_id, filters in verdicts.items():  # the candidate set

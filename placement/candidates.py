@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Hashable, NamedTuple, Sequence, TypeVar
 
 from .facts import AgentLoad, Facts, RosterRow, Verdict
 from .load import LoadShape, direct_load, roster_load
@@ -19,6 +19,7 @@ OFF_CAPABLE = "c"  # off the candidate set and nothing more, with the stage's ca
 OFF_INCAPABLE = "x"  # ... and without it
 
 Row = TypeVar("Row", RosterRow, Verdict, AgentLoad)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +115,11 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
         disabled=roster.disabled,
         rows=rows,
         verdicts=verdicts,
-        objections={agent_id: verdict for agent_id in in_set if (verdict := verdicts.get(agent_id)) is not None
-                    and (verdict.reasons or not verdict.eligible)},
+        objections={
+            agent_id: verdict
+            for agent_id in in_set
+            if (verdict := verdicts.get(agent_id)) is not None and (verdict.reasons or not verdict.eligible)
+        },
         loads=loads,
         unhealthy=unhealthy,
         full=full,
@@ -138,7 +142,7 @@ def verdicts_by_agent(eligibility: Sequence[Verdict]) -> dict[str, Verdict]:
     """The read's verdicts by agent id, as a decision reads them (of two for one agent, the
     same one wins); worked out once for a read handed to several cards, and shared with the
     decision made from it."""
-    return _shared(_judgements, eligibility, (), lambda: _judged(eligibility)).verdicts  # type: ignore
+    return _shared(_judgements, eligibility, (), lambda: _judged(eligibility)).verdicts
 
 
 def _judged(eligibility: Sequence[Verdict]) -> Judged:
@@ -165,7 +169,9 @@ _judgements: IdentityMemo[Judged] = IdentityMemo(4)
 _load_reads: IdentityMemo[Reported] = IdentityMemo(4)
 
 
-def _shared(memo: IdentityMemo[Reported], read: Sequence, key: tuple, work: Callable[[], Reported]) -> Reported:
+def _shared(
+    memo: IdentityMemo[T], read: Sequence[Any], key: tuple[Hashable, ...], work: Callable[[], T]
+) -> T:
     return memo.get(read, key, work) if type(read) is tuple else work()
 
 

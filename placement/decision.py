@@ -23,7 +23,14 @@ from .rules import Rules
 from .stage_runs import stage_records
 from .waiting import Waiting
 from .why_nobody import (
-    EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE, PULL_AS_GOOD, PULL_ARM, UNRECORDED, waiting_reason,
+    EMPTY_LANE,
+    NO_CANDIDATES,
+    NONE_ELIGIBLE,
+    ONE_CANDIDATE,
+    PULL_ARM,
+    PULL_AS_GOOD,
+    UNRECORDED,
+    waiting_reason,
 )
 
 
@@ -62,7 +69,9 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     waiting = None
     formula = rules.declared_formula
     for ranker in formula.rankers:
-        ranking, waiting = RANKERS[ranker].decide(facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting)
+        ranking, waiting = RANKERS[ranker].decide(
+            facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting
+        )
     candidates = candidate_records(pool, ground, verdicts, dict(ranking), stage)
 
     if tier.name == ANY_MATCH:

@@ -81,7 +81,7 @@ def ratio(tops: Sequence[float], bottoms: Sequence[float], card_var: float) -> R
     return Ratio(value, block_var, card_var, n)
 
 
-def welch_df(a: float, n_a: int, b: float, n_b: int) -> float:
+def welch_df(a: float, n_a: float, b: float, n_b: float) -> float:
     """Welch-Satterthwaite degrees of freedom for two squared standard errors a and b from n_a
     and n_b blocks; the smaller sample's own where both are zero."""
     top = (a + b) ** 2

@@ -201,7 +201,9 @@ class Facts:
     eligibility: tuple[Verdict, ...]
     load: tuple[AgentLoad, ...] | None = None  # read only with candidates=all
     registry: tuple[Station, ...] | None = None  # None: unread (or station filters off)
-    runs: Mapping[str, tuple[Run, ...]] | None = None  # SuperWitness's, at the stage, by principal; None: unread
+    runs: Mapping[str, tuple[Run, ...]] | None = (
+        None  # SuperWitness's, at the stage, by principal; None: unread
+    )
     policy: PolicyFacts | None = None  # None: policy off
     holds: HoldLog = field(default_factory=HoldLog)
     ladder: Ladder = field(default_factory=Ladder)

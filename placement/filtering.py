@@ -44,7 +44,9 @@ class Tag(StrEnum):
     NO_ROOM = "no-room"  # a load filter that says the agent has no room for more work
     HOLD = "hold"  # a load filter that ends with a hold's window: the surest to pass by a later pass
     UNRELIABLE = "unreliable"  # turned away for how the agent has behaved: unwell, or letting holds lapse
-    PULL_MAY_CLAIM = "pull-may-claim"  # bars a hold alone: under pull the agent may claim the card all the same
+    PULL_MAY_CLAIM = (
+        "pull-may-claim"  # bars a hold alone: under pull the agent may claim the card all the same
+    )
 
 
 class FilterResult(NamedTuple):
@@ -191,7 +193,7 @@ class Tables:
         self.reads = tuple(reads)  # each distinct read once, in the order filters first need it
         self.read_at = tuple(reads[f.reads] for f in in_order)
         self._read_index = {f: reads[f.reads] for f in in_order}
-        self._shapes: dict[tuple, Shape] = {}
+        self._shapes: dict[tuple[object, ...], Shape] = {}
 
     def names(self, tag: Tag) -> frozenset[str]:
         """The names of the filters with this tag."""
@@ -201,11 +203,12 @@ class Tables:
         """Every reason code of the filters with this tag, in the order they run."""
         return self._codes[tag]
 
-    def shape(self, marks: tuple) -> Shape:
+    def shape(self, marks: tuple[object, ...]) -> Shape:
         """The filters that run when the reads are marked so (SKIP, UNREAD or None), remembered."""
         shape = self._shapes.get(marks)
         if shape is None:
-            passing, checks = [], []
+            passing: list[FilterResult] = []
+            checks: list[tuple[int, Check, int]] = []
             for f, at in zip(self.in_order, self.read_at):
                 mark = marks[at]
                 if mark is SKIP:
@@ -223,7 +226,8 @@ class Tables:
 
 
 def _check_declarations(in_order: tuple[Filter, ...]) -> None:
-    orders, codes = {}, {}
+    orders: dict[int, str] = {}
+    codes: dict[str, str] = {}
     for f in in_order:
         if f.order in orders:
             raise ValueError(f"filters {orders[f.order]} and {f.name} share order {f.order}")
@@ -318,7 +322,7 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
     failing = 0  # the bits of the verdicts that reject
     # The station filters give their verdicts to the very same groups of agents, so each
     # group gathers its bits before its agents do. Every group is kept, so no id is reused.
-    groups: dict[int, list] = {}  # by the id of a group of agents: the group and its bits
+    groups: dict[int, list[Any]] = {}  # by the id of a group of agents: the group and its bits
     for place, check, at in ground.checks:
         for result, agent_ids in check(pool, read[at]):
             bit = 1 << len(given)

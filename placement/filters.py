@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from .candidates import CAPABILITY_MISMATCH, Pool
 from .dispatch_policy import NO_PRINCIPAL, POLICY_DENIED, POLICY_UNREAD, PolicyAnswers, policy_answers
-from .facts import Facts
+from .facts import Facts, Verdict
 from .filtering import SKIP, UNREAD, Filter, FilterResult, Tag, Verdicts, declare
 from .rules import Rules
 from .stations import PROOF_RANK, Lacking, agents_lacking
@@ -30,7 +30,7 @@ def _candidate_set(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> fro
     return pool.in_set
 
 
-def _eligibility(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> dict:
+def _eligibility(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> dict[str, Verdict]:
     """Facts.eligibility: SuperPipeline's verdicts on in-set agents that are not a plain "eligible"."""
     return pool.objections
 
@@ -72,12 +72,14 @@ def _holding(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset
 class RecentLapses(NamedTuple):
     lapses: Mapping[str, tuple[datetime, ...]]  # by agent id
     since: datetime  # a lapse at or before this has aged out
-    count: int  # this many lapses in the window shut the agent out
+    shut_out_at: int  # this many lapses in the window shut the agent out
 
 
 def _recent_lapses(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> RecentLapses:
     """Facts.holds.lapses, and the no-show window and count of the rules."""
-    return RecentLapses(facts.holds.lapses, now - timedelta(seconds=rules.no_show_window_s), rules.no_show_count)
+    return RecentLapses(
+        facts.holds.lapses, now - timedelta(seconds=rules.no_show_window_s), rules.no_show_count
+    )
 
 
 def _passed_over(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset[str]:
@@ -95,28 +97,39 @@ def roster(pool: Pool, in_set: frozenset[str]) -> Verdicts:
     return ()
 
 
-ROSTER = declare(Filter("roster", ("not-on-roster",), 10, {Tag.IDENTITY}, _candidate_set, roster,
+ROSTER = declare(Filter("roster", ("not-on-roster",), 10, frozenset({Tag.IDENTITY}), _candidate_set, roster,
                         words=("not on the roster",)))
 
 
-def capability(pool: Pool, objections: dict) -> Verdicts:
+def capability(pool: Pool, objections: dict[str, Verdict]) -> Verdicts:
     """SuperPipeline finds the stage's capability on the agent (no `capability_mismatch`)."""
     return CAPABILITY.rejecting(_objected_for(CAPABILITY_MISMATCH, objections))
 
 
-CAPABILITY = declare(Filter("capability", ("capability-missing",), 20, {Tag.CAPABILITY}, _eligibility,
-                            capability, words=("lacks the capability",)))
+CAPABILITY = declare(
+    Filter(
+        "capability",
+        ("capability-missing",),
+        20,
+        frozenset({Tag.CAPABILITY}),
+        _eligibility,
+        capability,
+        words=("lacks the capability",),
+    )
+)
 
 
-def grant(pool: Pool, objections: dict) -> Verdicts:
+def grant(pool: Pool, objections: dict[str, Verdict]) -> Verdicts:
     """The card's dispatch grant covers the agent (no `grant_denied`)."""
     return GRANT.rejecting(_objected_for(GRANT_DENIED, objections))
 
 
-GRANT = declare(Filter("grant", ("grant-denied",), 30, (), _eligibility, grant, words=("has no grant",)))
+GRANT = declare(
+    Filter("grant", ("grant-denied",), 30, frozenset(), _eligibility, grant, words=("has no grant",))
+)
 
 
-def claimable(pool: Pool, objections: dict) -> Verdicts:
+def claimable(pool: Pool, objections: dict[str, Verdict]) -> Verdicts:
     """SuperPipeline would let it claim, for every reason without a filter of its own.
 
     Missing from the eligibility read, ineligible with no reason, or any other reason,
@@ -130,7 +143,7 @@ def claimable(pool: Pool, objections: dict) -> Verdicts:
     return CLAIMABLE.rejecting((*unjudged, *refused))
 
 
-CLAIMABLE = declare(Filter("claimable", ("not-claimable",), 40, (), _eligibility, claimable,
+CLAIMABLE = declare(Filter("claimable", ("not-claimable",), 40, frozenset(), _eligibility, claimable,
                            words=("could not claim the card",)))
 
 
@@ -139,8 +152,17 @@ def isolation(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(ISOLATION, ((lacks.isolation, ids) for lacks, ids in lacking.items()))
 
 
-ISOLATION = declare(Filter("isolation", ("isolation-too-weak",), 50, {Tag.STATION}, _station_lacking,
-                           isolation, words=("its station's isolation is too weak",)))
+ISOLATION = declare(
+    Filter(
+        "isolation",
+        ("isolation-too-weak",),
+        50,
+        frozenset({Tag.STATION}),
+        _station_lacking,
+        isolation,
+        words=("its station's isolation is too weak",),
+    )
+)
 
 
 def model(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -148,7 +170,7 @@ def model(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(MODEL, ((lacks.model, ids) for lacks, ids in lacking.items()))
 
 
-MODEL = declare(Filter("model", ("model-mismatch",), 60, {Tag.STATION}, _station_lacking, model,
+MODEL = declare(Filter("model", ("model-mismatch",), 60, frozenset({Tag.STATION}), _station_lacking, model,
                        words=("its station lacks the model",)))
 
 
@@ -157,7 +179,7 @@ def tools(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(TOOLS, ((lacks.tools, ids) for lacks, ids in lacking.items()))
 
 
-TOOLS = declare(Filter("tools", ("tool-missing",), 70, {Tag.STATION}, _station_lacking, tools,
+TOOLS = declare(Filter("tools", ("tool-missing",), 70, frozenset({Tag.STATION}), _station_lacking, tools,
                        words=("its station lacks a tool",)))
 
 
@@ -166,8 +188,17 @@ def credentials(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(CREDENTIALS, ((lacks.credentials, ids) for lacks, ids in lacking.items()))
 
 
-CREDENTIALS = declare(Filter("credentials", ("credential-missing",), 80, {Tag.STATION}, _station_lacking,
-                             credentials, words=("its station lacks a credential",)))
+CREDENTIALS = declare(
+    Filter(
+        "credentials",
+        ("credential-missing",),
+        80,
+        frozenset({Tag.STATION}),
+        _station_lacking,
+        credentials,
+        words=("its station lacks a credential",),
+    )
+)
 
 
 def policy(pool: Pool, answers: PolicyAnswers | None) -> Verdicts:
@@ -193,9 +224,21 @@ def policy(pool: Pool, answers: PolicyAnswers | None) -> Verdicts:
             *((FilterResult(POLICY.name, False, why), agent_ids) for why, agent_ids in refused.items())]
 
 
-POLICY = declare(Filter("policy", (POLICY_DENIED, POLICY_UNREAD, NO_PRINCIPAL), 90, {Tag.POLICY}, _policy,
-                        policy, words=("the dispatch policy denied it", "the dispatch policy could not be read",
-                                       "no principal for the dispatch policy to judge")))
+POLICY = declare(
+    Filter(
+        "policy",
+        (POLICY_DENIED, POLICY_UNREAD, NO_PRINCIPAL),
+        90,
+        frozenset({Tag.POLICY}),
+        _policy,
+        policy,
+        words=(
+            "the dispatch policy denied it",
+            "the dispatch policy could not be read",
+            "no principal for the dispatch policy to judge",
+        ),
+    )
+)
 
 
 def health(pool: Pool, unhealthy: frozenset[str]) -> Verdicts:
@@ -203,17 +246,35 @@ def health(pool: Pool, unhealthy: frozenset[str]) -> Verdicts:
     return HEALTH.rejecting(unhealthy)
 
 
-HEALTH = declare(Filter("health", ("unhealthy",), 100, {Tag.HEALTH, Tag.UNRELIABLE}, _unhealthy, health,
-                        words=("unhealthy",)))
+HEALTH = declare(
+    Filter(
+        "health",
+        ("unhealthy",),
+        100,
+        frozenset({Tag.HEALTH, Tag.UNRELIABLE}),
+        _unhealthy,
+        health,
+        words=("unhealthy",),
+    )
+)
 
 
-def capacity(pool: Pool, objections: dict) -> Verdicts:
+def capacity(pool: Pool, objections: dict[str, Verdict]) -> Verdicts:
     """Under its board's concurrency (no `concurrency_reached`)."""
     return CAPACITY.rejecting(_objected_for(CONCURRENCY_REACHED, objections))
 
 
-CAPACITY = declare(Filter("capacity", ("at-capacity",), 110, {Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM},
-                          _eligibility, capacity, words=("at capacity",)))
+CAPACITY = declare(
+    Filter(
+        "capacity",
+        ("at-capacity",),
+        110,
+        frozenset({Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM}),
+        _eligibility,
+        capacity,
+        words=("at capacity",),
+    )
+)
 
 
 def idle(pool: Pool, full: frozenset[str]) -> Verdicts:
@@ -221,8 +282,17 @@ def idle(pool: Pool, full: frozenset[str]) -> Verdicts:
     return IDLE.rejecting(full)
 
 
-IDLE = declare(Filter("idle", ("not-idle",), 120, {Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM}, _full, idle,
-                      words=("not idle",)))
+IDLE = declare(
+    Filter(
+        "idle",
+        ("not-idle",),
+        120,
+        frozenset({Tag.LOAD, Tag.NO_ROOM, Tag.PULL_MAY_CLAIM}),
+        _full,
+        idle,
+        words=("not idle",),
+    )
+)
 
 
 def held(pool: Pool, holding: frozenset[str]) -> Verdicts:
@@ -230,8 +300,17 @@ def held(pool: Pool, holding: frozenset[str]) -> Verdicts:
     return HELD.rejecting(pool.in_set & holding)
 
 
-HELD = declare(Filter("held", ("holding-another",), 130, {Tag.LOAD, Tag.HOLD, Tag.PULL_MAY_CLAIM}, _holding,
-                      held, words=("holding another card",)))
+HELD = declare(
+    Filter(
+        "held",
+        ("holding-another",),
+        130,
+        frozenset({Tag.LOAD, Tag.HOLD, Tag.PULL_MAY_CLAIM}),
+        _holding,
+        held,
+        words=("holding another card",),
+    )
+)
 
 
 def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
@@ -239,15 +318,24 @@ def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
 
     A lapse exactly the window old has aged out.
     """
-    since, count, in_set = recent.since, recent.count, pool.in_set
+    since, shut_out_at, in_set = recent.since, recent.shut_out_at, pool.in_set
     return NO_SHOW.rejecting(
         agent_id for agent_id, lapses in recent.lapses.items()
-        if agent_id in in_set and sum(1 for lapsed_at in lapses if lapsed_at > since) >= count
+        if agent_id in in_set and sum(1 for lapsed_at in lapses if lapsed_at > since) >= shut_out_at
     )
 
 
-NO_SHOW = declare(Filter("noShow", ("recently-no-show",), 140, {Tag.UNRELIABLE, Tag.PULL_MAY_CLAIM},
-                         _recent_lapses, no_show, words=("a recent no-show",)))
+NO_SHOW = declare(
+    Filter(
+        "noShow",
+        ("recently-no-show",),
+        140,
+        frozenset({Tag.UNRELIABLE, Tag.PULL_MAY_CLAIM}),
+        _recent_lapses,
+        no_show,
+        words=("a recent no-show",),
+    )
+)
 
 
 def passed_over(pool: Pool, passed: frozenset[str]) -> Verdicts:
@@ -255,13 +343,22 @@ def passed_over(pool: Pool, passed: frozenset[str]) -> Verdicts:
     return PASSED_OVER.rejecting(pool.in_set & passed)
 
 
-PASSED_OVER = declare(Filter("passedOver", ("passed-over",), 150, {Tag.PULL_MAY_CLAIM}, _passed_over,
-                             passed_over, words=("already passed over on this card's ladder",)))
+PASSED_OVER = declare(
+    Filter(
+        "passedOver",
+        ("passed-over",),
+        150,
+        frozenset({Tag.PULL_MAY_CLAIM}),
+        _passed_over,
+        passed_over,
+        words=("already passed over on this card's ladder",),
+    )
+)
 
 
 # --- What the filters share ---------------------------------------------------------------
 
-def _objected_for(reason: str, objections: dict) -> Iterable[str]:
+def _objected_for(reason: str, objections: dict[str, Verdict]) -> Iterable[str]:
     return (agent_id for agent_id, verdict in objections.items() if reason in verdict.reasons)
 
 

@@ -175,18 +175,34 @@ def labelled(label: str) -> Formula | None:
 
 
 # The documented formula: the default, and the ranking the docs describe.
-DEFAULT = declare(Formula("idle-stage-success-lru", 3, "documented", (BY_RECORD,), needs={Need.RUNS},
-                          former_labels=("formula",)))
+DEFAULT = declare(
+    Formula(
+        "idle-stage-success-lru",
+        3,
+        "documented",
+        (BY_RECORD,),
+        needs=frozenset({Need.RUNS}),
+        former_labels=("formula",),
+    )
+)
 
 # Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`). It
 # keeps the documented order among the idle and moves back only those whose expected lead is well
 # over the quickest one's; what each earlier version did instead, and why it changed: CHANGELOG.md.
 WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, BY_LEAD),
-                                  needs={Need.RUNS, Need.TIMING}, may={May.HOLD_BUSY}))
+                                  needs=frozenset({Need.RUNS, Need.TIMING}), may=frozenset({May.HOLD_BUSY})))
 
 # Opt-in: it weighs the whole lead time, steps aside where pull is expected to do as well, holds a
 # lone idle candidate, sizes each hold by its agent's time to claim, and sets each board's
 # placement window from whether its fleet differs (`lead.py`, `superdispatch/loop/board_windows.py`).
-PULL_AWARE = declare(Formula("pull-aware", 1, "pull-aware", (BY_RECORD, BY_PULL), needs={Need.RUNS, Need.TIMING},
-                             may={May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW},
-                             former_labels=("new",)))
+PULL_AWARE = declare(
+    Formula(
+        "pull-aware",
+        1,
+        "pull-aware",
+        (BY_RECORD, BY_PULL),
+        needs=frozenset({Need.RUNS, Need.TIMING}),
+        may=frozenset({May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW}),
+        former_labels=("new",),
+    )
+)

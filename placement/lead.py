@@ -75,10 +75,18 @@ class LeadTerms(NamedTuple):
 
     def to_record(self) -> dict[str, Any]:
         record = ScoreTerms(self.stage_record, self.success_rate, self.since_last_dispatch_s).to_record()
-        record.update({"claimS": round(self.claim_s, 2), "runS": round(self.run_s, 2),
-                       "success": round(self.success, 4), "retryS": round(self.retry_s, 2),
-                       "show": round(self.show, 4), "holdS": round(self.hold_s, 1), "queueS": round(self.queue_s, 2),
-                       "expectedS": round(self.expected_s, 2)})
+        record.update(
+            {
+                "claimS": round(self.claim_s, 2),
+                "runS": round(self.run_s, 2),
+                "success": round(self.success, 4),
+                "retryS": round(self.retry_s, 2),
+                "show": round(self.show, 4),
+                "holdS": round(self.hold_s, 1),
+                "queueS": round(self.queue_s, 2),
+                "expectedS": round(self.expected_s, 2),
+            }
+        )
         return record
 
 
@@ -116,7 +124,9 @@ class Evidence:
         return self.rates.get(agent_id, 0.5)
 
 
-def evidence(timing: Timing, rates: Mapping[str, float], weights: Mapping[str, float] | None = None) -> Evidence:
+def evidence(
+    timing: Timing, rates: Mapping[str, float], weights: Mapping[str, float] | None = None
+) -> Evidence:
     """The evidence for a card from our hold log's timing and the candidates' rates. With each
     rate's weight (its runs' worth), a rate leans on the candidates' pooled one until it has
     `RATE_PRIOR` runs of its own: a few runs' luck is not a difference between agents."""
@@ -248,19 +258,24 @@ def pull_outlook(ranking: Sequence[tuple[str, Score]], timing: Timing, window_le
     if not isinstance(best, LeadTerms):
         return None
     agents = [agent_id for agent_id, _ in ranking]
-    ev = evidence(timing, {agent_id: score.terms.success for agent_id, score in ranking})  # type: ignore[attr-defined]
+    # Every candidate ranked by lead carries the lead's terms, as the first one does.
+    ev = evidence(timing, {agent_id: score.terms.success for agent_id, score in ranking})  # type: ignore[union-attr]
     racing = race(agents, ev)
     pull, pull_success = racing.expected_s + window_left_s, racing.success(ev)
     sure = all(known(agent_id, timing) for agent_id in agents)
     aside = not lone and sure and steps_aside(best.expected_s, pull, best.success, pull_success)
-    return Outlook(agents[0], best.expected_s, pull, window_left_s, aside, best.success, pull_success, fleet_differs)
+    return Outlook(
+        agents[0], best.expected_s, pull, window_left_s, aside, best.success, pull_success, fleet_differs
+    )
 
 
 class Rated(Protocol):
     """A candidate's record at the stage, as the lead reads it (`StageHistory` is one)."""
 
-    outcome_rate: float
-    weight: float
+    @property
+    def outcome_rate(self) -> float: ...
+    @property
+    def weight(self) -> float: ...
 
 
 def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], timing: Timing,
@@ -270,7 +285,9 @@ def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], 
     `BY_PULL`, in deciding a card and in replaying a decision alike. Each agent's
     `records` and `hold_s` come in the ranking's order; `fleet` counts the candidates busy
     only for their load, the share of them busy pricing what a longer run costs the cards behind."""
-    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    ev = evidence(
+        timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()}
+    )
     busy = 1 - len(ranking) / fleet if fleet > len(ranking) else 0.0
     ev = with_holds(ev, settled, hold_s, busy)
     scored = []
@@ -291,7 +308,9 @@ def fleet_differs(records: Mapping[str, Rated], timing: Timing, settled: Mapping
     idle, would the best hold be sooner to a success than pull's race among them all (the window
     left out)? Sooner, not likelier: the window keeps every card, held or not. What a board's
     window is set by, in deciding and in replaying alike."""
-    ev = evidence(timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()})
+    ev = evidence(
+        timing, {a: r.outcome_rate for a, r in records.items()}, {a: r.weight for a, r in records.items()}
+    )
     ev = with_holds(ev, settled, hold_s)
     best = min(records, key=lambda a: (expected(a, ev)[3], a))
     racing = race(sorted(records), ev)

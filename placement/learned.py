@@ -81,7 +81,7 @@ def features(
         1.0 if weighed else 0.0,
         math.log1p(max(0, stage_runs or 0)),
         float(NEUTRAL_RATE if success_rate is None else success_rate),
-        0.0 if never else math.log1p(max(0.0, float(since_last_dispatch_s))),
+        0.0 if since_last_dispatch_s is None else math.log1p(max(0.0, float(since_last_dispatch_s))),
         1.0 if never else 0.0,
         1.0 if direct else 0.0,
         float(1 if tier_step is None else tier_step),
@@ -279,8 +279,9 @@ def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
     record = decided.to_record()
     record["createdAt"] = now
     counts = pool(record["candidates"])
-    rows = [(c["candidate"]["agentId"], record_features(record, c, counts))
-            for c in record["candidates"] if is_eligible(c)]
+    # record_features is None exactly for a candidate that was not eligible.
+    rows = [(c["candidate"]["agentId"], values) for c in record["candidates"]
+            if (values := record_features(record, c, counts)) is not None]
     ranking = rank(model, rows)
     choice = ranking[0][0] if ranking else None
     placed = mode == "on" and may_place and choice is not None

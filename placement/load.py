@@ -30,7 +30,9 @@ class LoadShape(NamedTuple):
 
 def roster_load(row: RosterRow) -> LoadShape:
     """A rostered station holds one card at a time: busy is full, and health is enabled and ready."""
-    return LoadShape(row.agent_id, 1 if row.busy else 0, 1, row.enabled and row.ready, row.last_took_work_at, ROSTER)
+    return LoadShape(
+        row.agent_id, 1 if row.busy else 0, 1, row.enabled and row.ready, row.last_took_work_at, ROSTER
+    )
 
 
 def direct_load(row: AgentLoad, now: datetime) -> LoadShape:

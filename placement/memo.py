@@ -1,7 +1,7 @@
 """Answers remembered by the identity of an immutable read that one pass hands every card alike."""
 from __future__ import annotations
 
-from typing import Callable, Generic, Hashable, Iterable, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -18,17 +18,22 @@ class IdentityMemo(Generic[T]):
 
     def __init__(self, size: int):
         self.size = size
-        self._answers: dict[tuple[Hashable, ...], dict[int, tuple[tuple, T]]] = {}
+        self._answers: dict[tuple[Hashable, ...], dict[int, tuple[tuple[Any, ...], T]]] = {}
         self._count = 0
 
-    def get(self, shared: tuple, key: tuple[Hashable, ...], work: Callable[[], T]) -> T:
+    def get(self, shared: tuple[Any, ...], key: tuple[Hashable, ...], work: Callable[[], T]) -> T:
         """The answer for one tuple, worked out only if it is not remembered."""
         remembered = self._answers_for(key).get(id(shared))
         if remembered is not None and remembered[0] is shared:
             return remembered[1]
         return self._remember(shared, key, work())
 
-    def get_each(self, shared: Iterable[tuple], key: tuple[Hashable, ...], work: Callable[[tuple], T]) -> list[T]:
+    def get_each(
+        self,
+        shared: Iterable[tuple[Any, ...]],
+        key: tuple[Hashable, ...],
+        work: Callable[[tuple[Any, ...]], T],
+    ) -> list[T]:
         """The answer for each tuple, in order, worked out only for those not remembered."""
         answers = self._answers_for(key)
         found = []
@@ -44,7 +49,7 @@ class IdentityMemo(Generic[T]):
             found.append(answer)
         return found
 
-    def _answers_for(self, key: tuple[Hashable, ...]) -> dict[int, tuple[tuple, T]]:
+    def _answers_for(self, key: tuple[Hashable, ...]) -> dict[int, tuple[tuple[Any, ...], T]]:
         if self._count >= self.size:
             self._answers.clear()
             self._count = 0
@@ -53,7 +58,7 @@ class IdentityMemo(Generic[T]):
             answers = self._answers[key] = {}
         return answers
 
-    def _remember(self, shared: tuple, key: tuple[Hashable, ...], answer: T) -> T:
+    def _remember(self, shared: tuple[Any, ...], key: tuple[Hashable, ...], answer: T) -> T:
         if type(shared) is tuple:
             self._answers_for(key)[id(shared)] = (shared, answer)
             self._count += 1

@@ -17,7 +17,10 @@ STEPS_T = 128  # the race integrals' points
 
 
 @lru_cache(maxsize=4096)
-def pull_steady_remembered(lanes: tuple, feeds: tuple) -> list[tuple[float, float, float]]:
+def pull_steady_remembered(
+    lanes: tuple[tuple[float, float | None, tuple[tuple[Any, float, float, float], ...]], ...],
+    feeds: tuple[tuple[tuple[int, float], ...], ...],
+) -> list[tuple[float, float, float]]:
     """`pull_steady_lanes` over lanes and feeds given as tuples (figures to three places), so
     that the decisions of a quiet stretch share one solution."""
     return pull_steady_lanes([(arrivals, observed, list(agents)) for arrivals, observed, agents in lanes],
@@ -60,7 +63,9 @@ def pull_steady_lanes(lanes: list[Lane], feeds: Sequence[Mapping[int, float]] | 
         load = dict.fromkeys(busy, 0.0)
         moved_on = [lane.let_go(failed=False) for lane in solved]  # as the last round left them
         for i, (lane, fed) in enumerate(zip(solved, feeds)):
-            carried = {j: (share, lane.let_go(failed=True) if j == i else moved_on[j]) for j, share in fed.items()}
+            carried = {
+                j: (share, lane.let_go(failed=True) if j == i else moved_on[j]) for j, share in fed.items()
+            }
             for a, taken in lane.step(busy, carried).items():
                 load[a] += taken
         busy_now = {a: min(taken, RHO_MAX) for a, taken in load.items()}
@@ -92,7 +97,7 @@ class _LaneRace:
 
     def let_go(self, failed: bool) -> dict[Any, float]:
         """Who lets this lane's cards go, by share: whoever ran them, or only whoever failed."""
-        weights = {}
+        weights: dict[Any, float] = {}
         for a, s, p in zip(self.ids, self.shares, self.successes):
             weights[a] = weights.get(a, 0.0) + s * ((1 - p) if failed else p)
         total = math.fsum(weights.values())
@@ -115,8 +120,9 @@ class _LaneRace:
         race = [p * (1 - nobody) / found for p in race]  # the quadrature's error kept off the total
         freeing = math.fsum(self.frees)
         raced = [race[i] + nobody * self.frees[i] / freeing for i in range(n)]
-        claim = (math.fsum(w * (p - nobody) for w, p in zip(weights, product))
-                 + nobody * (1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(self.frees, rates)) / freeing))
+        claim = math.fsum(w * (p - nobody) for w, p in zip(weights, product)) + nobody * (
+            1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(self.frees, rates)) / freeing
+        )
         # A card let go by an agent that may take it here is its at once; the rest race.
         place = {a: i for i, a in enumerate(self.ids)}
         kept = [0.0] * n

@@ -24,12 +24,12 @@ from .replay import Choice, Known, Recorded, Unreplayable, _seconds
 from .rules import Rules
 from .scoring import Score, ranked, terms
 from .stage_runs import NO_RUNS, StageHistory, stage_records
-from .waiting import Waiting
-from .waiting import rank as rank_waiting
+from .waiting import Waiting, rank as rank_waiting
 
 Ranking = list[tuple[str, Score]]  # agents best first, each with its score
 Verdicts = dict[str, tuple[FilterResult, ...]]
-Stage = dict[str | None, StageHistory] | None  # the eligible's records at the stage, by principal; None: runs unread
+# The eligible's records at the stage, by principal; None: runs unread.
+Stage = dict[str | None, StageHistory] | None
 # A ranker as deciding runs it: the card's facts, its filters' verdicts and who passed them all
 # (`eligible`), and the ranking and busy agent so far, to the ranking and busy agent after it. Its
 # arguments come one by one, not in an object, so that running a formula costs a decision no more
@@ -59,7 +59,9 @@ def decide_by_record(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool
     return ranked(terms(eligible, pool.principals, stage, facts.holds.settled, pool.loads, now)), waiting
 
 
-def replay_by_record(d: Recorded, rules: Rules, known: Known, ranking: Ranking) -> tuple[Ranking, Choice | None]:
+def replay_by_record(
+    d: Recorded, rules: Rules, known: Known, ranking: Ranking
+) -> tuple[Ranking, Choice | None]:
     """Every eligible candidate by its recorded terms."""
     return ranked({c.agent_id: c.terms for c in d.candidates if c.terms is not None}), None
 
@@ -84,7 +86,9 @@ def decide_by_lead(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: 
     return rank_waiting(facts, rules, tier, now, ranking, verdicts, pool.in_set, by_agent)
 
 
-def replay_by_lead(d: Recorded, rules: Rules, known: Known, ranking: Ranking) -> tuple[Ranking, Choice | None]:
+def replay_by_lead(
+    d: Recorded, rules: Rules, known: Known, ranking: Ranking
+) -> tuple[Ranking, Choice | None]:
     """The same, its timing rebuilt from the record before the decision."""
     if d.ready_at is None:
         raise Unreplayable("no ready time recorded, which holding for a busy agent reads")
@@ -138,7 +142,9 @@ def decision_fleet_differs(facts: Facts, rules: Rules, tier: Tier, now: datetime
     window is set by (`superdispatch/loop/board_windows.py`). None: unknown."""
     if facts.timing is None or facts.runs is None or stage is None:
         return None
-    fleet = [agent_id for agent_id, filters in verdicts.items() if agent_id in pool.in_set and busy_only(filters)]
+    fleet = [
+        agent_id for agent_id, filters in verdicts.items() if agent_id in pool.in_set and busy_only(filters)
+    ]
     if len(fleet) < 2:
         return False
     principals = pool.principals
@@ -149,7 +155,9 @@ def decision_fleet_differs(facts: Facts, rules: Rules, tier: Tier, now: datetime
     return fleet_differs(histories, facts.timing, facts.holds.settled, hold_s)
 
 
-def replay_by_pull(d: Recorded, rules: Rules, known: Known, ranking: Ranking) -> tuple[Ranking, Choice | None]:
+def replay_by_pull(
+    d: Recorded, rules: Rules, known: Known, ranking: Ranking
+) -> tuple[Ranking, Choice | None]:
     """The same, ranking and outlook at once, each figure rebuilt from the record before the
     decision. The window left is the configured one's less the time the card had been ready: the
     window the formula would have set for the board is `what_if`'s to give in `rules`."""
@@ -169,7 +177,9 @@ def replay_by_pull(d: Recorded, rules: Rules, known: Known, ranking: Ranking) ->
     if outlook is not None and outlook.stepped_aside:
         return ranking, Choice(None, wait_s=left, aside=True, fleet_differs=differs)
     best = ranking[0][0]
-    return ranking, Choice(best, hold_s=float(hold_for(timing, _FIRST, rules, best).seconds), fleet_differs=differs)
+    return ranking, Choice(
+        best, hold_s=float(hold_for(timing, _FIRST, rules, best).seconds), fleet_differs=differs
+    )
 
 
 def replay_fleet_differs(d: Recorded, rules: Rules, known: Known) -> bool:

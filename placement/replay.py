@@ -2,12 +2,12 @@
 
 Each replayed decision is the first step of a card's ladder that had a choice to make: agents
 eligible to hold for, and more than one rostered agent able to take the card. It is run through
-the other formula's rankers (each one's replay, `rankers.py`) on its own recorded facts (each candidate's filters, score terms and
-stage record); a fact the formula needs that the record does not hold, such as how soon an agent
-claims and how long it runs, or a busy agent's record at the stage, is rebuilt from what the
-record showed *before* the decision (`Known`): a claim counts from its claim time, a run from
-its end, so nothing that happened after the decision is read. What each formula would have
-made of its choice is `what_if.py`'s.
+the other formula's rankers (each one's replay, `rankers.py`) on its own recorded facts (each
+candidate's filters, score terms and stage record); a fact the formula needs that the record does
+not hold, such as how soon an agent claims and how long it runs, or a busy agent's record at the
+stage, is rebuilt from what the record showed *before* the decision (`Known`): a claim counts from
+its claim time, a run from its end, so nothing that happened after the decision is read. What each
+formula would have made of its choice is `what_if.py`'s.
 """
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ import math
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence, cast
 
 from .facts import Run, Timing
 from .filtering import FilterResult
 from .ladder import WINNER
 from .rules import Rules
 from .scoring import ScoreTerms
-from .stats import median, percentile
 from .stage_runs import StageHistory, stage_history
+from .stats import median, percentile
 from .why_nobody import EMPTY_LANE, NO_CANDIDATES, NONE_ELIGIBLE, ONE_CANDIDATE
 
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
@@ -33,7 +33,9 @@ MIN_ARRIVALS = 5  # fewer arrivals than this say too little of the rate: pull is
 # A board's window, as `superdispatch/loop/board_windows.py` sets it: its newest outlooks, the
 # fewest that say anything, the share that must find a hold better, the pad on the time to a hold.
 BOARD_NEWEST, BOARD_MIN_OUTLOOKS, BOARD_DIFFERS_SHARE, BOARD_HOLD_PAD_S = 60, 10, 0.2, 2
-P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
+P95_MIN_SAMPLE = (
+    5  # an agent's p95 time to claim is read from at least this many claimed holds, as the loop does
+)
 
 
 # --- What the record holds ---------------------------------------------------------------
@@ -78,14 +80,19 @@ class Recorded:
 
 # --- What the record showed before a decision ----------------------------------------------
 
+# A decision's place among the decisions, so events at one time are taken in one order: its
+# index, or (its time, its id) where decisions come and go (what_if_kept.py).
+Order = int | tuple[datetime, str]
+
+
 class _Event(NamedTuple):
     at: datetime
-    order: int  # the decision's place, so events at one time are taken in one order
+    order: Order
     what: str
     decision: Recorded
 
 
-def events_of(d: Recorded, order) -> list[_Event]:
+def events_of(d: Recorded, order: Order) -> list[_Event]:
     """What a decision adds to the record, and when: it was decided; its hold settled; its card
     was pulled with nobody held; its claim's run ended. `order` is its place among the
     decisions, so events at one time are taken in one order."""
@@ -115,9 +122,11 @@ class Known:
         self._events = events
         self._next = 0
         self.tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # agent: [claimed, settled]
-        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (board, agent): the same
+        # (board, agent): the same
+        self.board_tally: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
         self.latency: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
-        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))  # readyAt to claim, nobody held
+        # readyAt to claim, nobody held
+        self.pulled: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.run_s: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=TIMING_SAMPLE))
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
@@ -129,9 +138,12 @@ class Known:
         # card back from a failed run), None for a card new to the board's lanes; how many.
         self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
             lambda: defaultdict(int))
-        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}  # (board, card): its newest ladder's lane
-        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}  # (board, card): its newest claim's agent, when
-        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # readyAt to winner hold
+        # (board, card): its newest ladder's lane
+        self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}
+        # (board, card): its newest claim's agent, when
+        self.claimed_by: dict[tuple[str, str], tuple[str, datetime]] = {}
+        # readyAt to winner hold
+        self.to_hold: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
         self._timing: Timing | None = None
 
     def until(self, moment: datetime) -> Known:
@@ -167,30 +179,36 @@ class Known:
                 if c.stage is not None:
                     self.stage[(d.board_id, d.stage_key, c.principal_id)] = c.stage
         elif event.what == "pulled":
-            self.pulled[d.outcome_by].appendleft(_seconds(d.outcome_at - (d.ready_at or d.at)))
-            self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
+            # events_of makes this event only for a card another agent claimed, at its claim.
+            by = cast(str, d.outcome_by)
+            self.pulled[by].appendleft(_seconds(event.at - (d.ready_at or d.at)))
+            self.claimed_by[(d.board_id, d.card_id)] = (by, event.at)
         elif event.what == "settled":
-            tally = self.tally[d.chosen]
+            # Only a decision that held an agent settles (events_of).
+            chosen = cast(str, d.chosen)
+            tally = self.tally[chosen]
             tally[1] += 1
-            board_tally = self.board_tally[(d.board_id, d.chosen)]
+            board_tally = self.board_tally[(d.board_id, chosen)]
             board_tally[1] += 1
             board_tally[0] += d.outcome == "claimed"
             if d.outcome == "claimed-by-other" and d.outcome_by and d.outcome_at is not None:
                 self.claimed_by[(d.board_id, d.card_id)] = (d.outcome_by, d.outcome_at)
             if d.outcome == "claimed":
+                claimed_at = cast(datetime, d.outcome_at)  # a claimed hold settles at its claim
                 tally[0] += 1
-                self.latency[d.chosen].appendleft(_seconds(d.outcome_at - d.at))
-                self.working_since[d.chosen] = d.outcome_at
-                self.claimed_by[(d.board_id, d.card_id)] = (d.chosen, d.outcome_at)
-        else:  # ran
-            self.run_s[d.chosen].appendleft(_seconds(d.run_ended_at - d.outcome_at))
-            lane = self.lane_runs[(d.board_id, d.stage_key)]
-            lane[0] += d.run_status == "succeeded"
-            lane[1] += 1
-            self.runs[(d.board_id, d.stage_key, d.chosen)].append(
-                Run(d.chosen, d.run_status == "succeeded", d.run_ended_at))
-            if self.working_since.get(d.chosen) == d.outcome_at:
-                del self.working_since[d.chosen]
+                self.latency[chosen].appendleft(_seconds(claimed_at - d.at))
+                self.working_since[chosen] = claimed_at
+                self.claimed_by[(d.board_id, d.card_id)] = (chosen, claimed_at)
+        else:  # ran: events_of makes this event only for a claimed hold whose run ended, at its end
+            chosen, claimed_at = cast(str, d.chosen), cast(datetime, d.outcome_at)
+            self.run_s[chosen].appendleft(_seconds(event.at - claimed_at))
+            runs = self.lane_runs[(d.board_id, d.stage_key)]
+            runs[0] += d.run_status == "succeeded"
+            runs[1] += 1
+            self.runs[(d.board_id, d.stage_key, chosen)].append(
+                Run(chosen, d.run_status == "succeeded", event.at))
+            if self.working_since.get(chosen) == claimed_at:
+                del self.working_since[chosen]
 
     def timing(self) -> Timing:
         if self._timing is None:
@@ -203,8 +221,8 @@ class Known:
             run_s={a: tuple(v) for a, v in self.run_s.items() if v},
             working_since=dict(self.working_since),
             # As the loop reads them (`records/store/holds.py`): the p95 by nearest rank.
-            claim_p95_s={a: percentile(v, 95) for a, v in self.latency.items()
-                         if len(v) >= P95_MIN_SAMPLE},
+            claim_p95_s={a: p95 for a, v in self.latency.items()
+                         if len(v) >= P95_MIN_SAMPLE and (p95 := percentile(v, 95)) is not None},
             pull_claim_s={a: median(v) for a, v in self.pulled.items() if v},
         )
 
@@ -241,7 +259,7 @@ class Known:
 
     def lane_arrival_rate(self, lane: tuple[str, str], at: datetime) -> float | None:
         """`arrival_rate` of a lane (board, stage) at a moment."""
-        times = self.arrivals.get(lane, ())
+        times: Sequence[datetime] = self.arrivals.get(lane, ())
         recent = [t for t in times if t >= at - RATE_WINDOW]
         if len(recent) < MIN_ARRIVALS:
             return None
@@ -261,7 +279,7 @@ class Known:
         return stage_history(tuple(runs), d.at, rules.history_min_sample, rules.history_half_life_days)
 
 
-def _copied(value):
+def _copied(value: Any) -> Any:
     """A container of Known's copied to the depth at which its values stop changing."""
     if isinstance(value, defaultdict):
         return defaultdict(value.default_factory, {k: _copied(v) for k, v in value.items()})

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple
 
 from .load import LoadShape
 from .stage_runs import StageHistory
+
+if TYPE_CHECKING:
+    from .lead import LeadTerms
 
 _new_tuple = tuple.__new__  # a score is made for every eligible agent of every card: not through its class
 
@@ -32,15 +35,20 @@ class Score(NamedTuple):
     """`{total, terms}`: total is how many eligible candidates it outranks, plus one."""
 
     total: int
-    terms: ScoreTerms
+    terms: ScoreTerms | LeadTerms  # the lead's, under a formula that ranks by lead
 
     def to_record(self) -> dict[str, Any]:
         return {"total": self.total, "terms": self.terms.to_record()}
 
 
-def terms(eligible: Iterable[str], principals: Mapping[str, str], stage: Mapping[str | None, StageHistory] | None,
-          settled: Mapping[str, tuple[int, int]], loads: Mapping[str, LoadShape], now: datetime,
-          ) -> dict[str, ScoreTerms]:
+def terms(
+    eligible: Iterable[str],
+    principals: Mapping[str, str],
+    stage: Mapping[str | None, StageHistory] | None,
+    settled: Mapping[str, tuple[int, int]],
+    loads: Mapping[str, LoadShape],
+    now: datetime,
+) -> dict[str, ScoreTerms]:
     """What each eligible agent is ranked by:
 
     - its record at the stage (`stage_runs.py`), by its principal; None for everyone when the

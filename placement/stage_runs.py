@@ -59,7 +59,9 @@ def verdict_mark(value: Any) -> float | None:
     return None
 
 
-def stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int, half_life_days: float) -> StageHistory:
+def stage_history(
+    runs: tuple[Run, ...], now: datetime, min_sample: int, half_life_days: float
+) -> StageHistory:
     """Weigh each run by `0.5 ** (age_days / half_life_days)` and smooth both rates toward one half.
 
     A rate is exactly one half below `min_sample` runs (or marks), so a new agent is neither
@@ -69,7 +71,11 @@ def stage_history(runs: tuple[Run, ...], now: datetime, min_sample: int, half_li
     if not runs:
         return NO_RUNS
     half_life_s = half_life_days * SECONDS_PER_DAY
-    weights, succeeded, marked, marks = [], [], [], []  # weights of all, of the succeeded, of the marked; w*mark
+    # The weights of all, of the succeeded, of the marked; w*mark.
+    weights: list[float] = []
+    succeeded: list[float] = []
+    marked: list[float] = []
+    marks: list[float] = []
     passes = 0
     for run in runs:
         age_s = (now - run.ended_at).total_seconds()

@@ -67,7 +67,8 @@ def agents_lacking(
 class StationAnswers(NamedTuple):
     """What each station of a registry lacks of one stage's needs; None for one that meets them all."""
 
-    lacking: dict[str, Lacking | None]  # by station id, every station the registry lists; shared: never change it
+    # By station id, every station the registry lists; shared: never change it.
+    lacking: dict[str, Lacking | None]
     unlisted: Lacking | None  # a station the registry does not list, or no station at all
 
 
@@ -150,7 +151,7 @@ def _met(needs: StationNeeds, bits: NeedBits, station: Station, counted: frozens
 def _lacking(needs: StationNeeds, bits: NeedBits, mask: int) -> Lacking | None:
     """What a station that meets the needs in `mask` lacks; None when it meets every stated need."""
     lacks = Lacking(
-        isolation=(needs.isolation,) if needs.isolation and not mask & ISOLATED else (),  # type: ignore[arg-type]
+        isolation=(needs.isolation,) if needs.isolation and not mask & ISOLATED else (),
         model=needs.models if needs.models and not any(mask & bits.models[m] for m in needs.models) else (),
         tools=tuple(tool for tool in needs.tools if not mask & bits.tools[tool]),
         credentials=tuple(name for name in needs.credentials if not mask & bits.credentials[name]),

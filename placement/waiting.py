@@ -42,10 +42,10 @@ from typing import Any, Mapping, NamedTuple
 
 from .facts import Facts, Timing
 from .filtering import FilterResult
-from .stage_runs import StageHistory
 from .ladder import WINNER, Tier
 from .rules import Rules
 from .scoring import Score
+from .stage_runs import StageHistory
 from .stats import median
 
 LOAD_ONLY = frozenset({"capacity", "idle"})
@@ -188,7 +188,9 @@ def rank(facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tu
         if not clearly_better(stage[agent_id], stage[idle_best_rated], rules.wait_margin):
             continue
         lead = leads.lead(agent_id, wait)
-        if lead >= idle_lead or (best is not None and (lead, agent_id) >= (best.expected_lead_s, best.agent_id)):
+        if lead >= idle_lead or (
+            best is not None and (lead, agent_id) >= (best.expected_lead_s, best.agent_id)
+        ):
             continue
         best = Waiting(agent_id, wait, rates[agent_id], lead, idle_best, rates[idle_best], idle_lead,
                        rules.wait_margin)

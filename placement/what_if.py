@@ -33,7 +33,16 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .formulas import Formula
 from .intervals import Interval, clipped, column_of, mean_interval, ratio_interval
 from .rankers import choose
-from .replay import BOARD_NEWEST, Choice, Known, Recorded, Unreplayable, board_window, recorded_choice, replayable
+from .replay import (
+    BOARD_NEWEST,
+    Choice,
+    Known,
+    Recorded,
+    Unreplayable,
+    board_window,
+    recorded_choice,
+    replayable,
+)
 from .rules import Rules
 from .what_if_model import Agents, Expectation, corrected, expectation, recorded_hold_s, rehold
 
@@ -137,7 +146,8 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
     known = Known(decisions)
     rules_other = replace(other_rules or rules, formula=formula.recorded)
     judged: list[Replay | str] = []
-    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))  # by board: each outlook's fleet_differs
+    # By board: each outlook's fleet_differs.
+    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
     for d in decisions:
         if since is not None and d.at < since:
             continue

@@ -18,16 +18,17 @@ the newest decision, so a decision left open for ever does not hold it back.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from dataclasses import fields, replace
 from datetime import datetime, timedelta, timezone
-from bisect import bisect_left, insort
 from operator import attrgetter, itemgetter
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .formulas import Formula
-from .replay import Choice, Known, Recorded, _Event, events_of
+from .replay import Choice, Known, Order, Recorded, _Event, events_of
 from .rules import Rules
 from .what_if import Replay, WhatIf, answer, judge
+from .what_if_model import Agents
 
 LAG = timedelta(hours=1)  # the checkpoint is kept at most this far behind the newest decision
 # A decision's fields that change after it is written; the rest never do.
@@ -77,7 +78,8 @@ class KeptWhatIf:
         """The record changed by `changed` (decisions new or changed) and `gone` (decision ids
         no longer in it), read as `what_if(the decisions at or after start, formula, rules,
         since, chosen=chosen)` reads it; `chosen` may change only for decisions in `changed`."""
-        pairs = [(self._decisions.get(d.decision_id), d) for d in changed]
+        pairs: list[tuple[Recorded | None, Recorded | None]] = [
+            (self._decisions.get(d.decision_id), d) for d in changed]
         pairs += [(self._decisions[k], None) for k in gone if k in self._decisions]
         for old, new in pairs:
             if old is not None and new is None:
@@ -118,8 +120,13 @@ class KeptWhatIf:
         """Bring the replays up to date from the checkpoint; False, with nothing replayed, where
         a change comes before it."""
         if start is not None:  # a decision before the record's start is no part of it
-            pairs = [(o if o is not None and o.at >= start else None, n if n is not None and n.at >= start else None)
-                     for o, n in pairs]
+            pairs = [
+                (
+                    o if o is not None and o.at >= start else None,
+                    n if n is not None and n.at >= start else None,
+                )
+                for o, n in pairs
+            ]
             pairs = [(o, n) for o, n in pairs if o is not None or n is not None]
         moved = [t for old, new in pairs if (t := _changed_at(old, new)) is not None]
         first_change = min(moved, default=None)
@@ -140,23 +147,23 @@ class KeptWhatIf:
         if replay and replay[0].at < self._at:
             return False
 
-        gone = {(old or new).decision_id for old, new in pairs}
+        gone = {d.decision_id for pair in pairs for d in pair if d is not None}
         tail = [e for e in self._tail if e.decision.decision_id not in gone]
         tail += [e for _, new in pairs if new is not None for e in events_of(new, _order(new))
                  if e.at >= self._at]
         tail.sort(key=_event_order)
-        known = self._known.copy() if replay else None
-        if known is not None:
+        if replay:
+            known = self._known.copy()
             known._events, known._next = tail, 0
-        for d in replay:
-            given = chosen[d.decision_id]
-            self._unjudge(d.decision_id)
-            self._judged[d.decision_id] = given
-            one = judge(d, known, self.rules, self.rules_other, lambda agents, given=given: given, pull=False)
-            if isinstance(one, str):
-                self._reasons[d.decision_id] = one
-            else:
-                self._replays[d.decision_id] = one
+            for d in replay:
+                given = chosen[d.decision_id]
+                self._unjudge(d.decision_id)
+                self._judged[d.decision_id] = given
+                one = judge(d, known, self.rules, self.rules_other, _as_given(given), pull=False)
+                if isinstance(one, str):
+                    self._reasons[d.decision_id] = one
+                else:
+                    self._replays[d.decision_id] = one
         self.replayed = len(replay)
         self._since, self._start, self._tail = since, start, tail
         self._move_checkpoint()
@@ -195,7 +202,12 @@ def _open(d: Recorded) -> bool:
     return d.outcome is None or (d.outcome == "claimed" and d.run_status is None)
 
 
-def _event_order(e: _Event):
+def _as_given(choice: Choice) -> Callable[[Agents], Choice]:
+    """The other arm's choice as recorded, whoever the agents are."""
+    return lambda agents: choice
+
+
+def _event_order(e: _Event) -> tuple[datetime, Order, str]:
     return e.at, e.order, e.what
 
 

@@ -132,13 +132,15 @@ class Agents:
             return self.pull()
         lanes = self._lanes_shared(able, rate)
         # To three figures, so that the decisions of a quiet stretch share one solution.
-        return pull_steady_remembered(tuple(self._lane(agents, lane_rate) for agents, lane_rate in lanes),
-                                      self._feeds([(agents.d.board_id, agents.d.stage_key) for agents, _ in lanes]))[0]
+        return pull_steady_remembered(
+            tuple(self._lane(agents, lane_rate) for agents, lane_rate in lanes),
+            self._feeds([(agents.d.board_id, agents.d.stage_key) for agents, _ in lanes]),
+        )[0]
 
-    def _feeds(self, keys: list[tuple[str, str]]) -> tuple:
+    def _feeds(self, keys: list[tuple[str, str]]) -> tuple[tuple[tuple[int, float], ...], ...]:
         """For each lane, the share of its cards that came from each lane among them (by place)."""
         place = {key: i for i, key in enumerate(keys)}
-        feeds = []
+        feeds: list[tuple[tuple[int, float], ...]] = []
         for key in keys:
             came = self.known.came_from.get(key, {})
             total = sum(came.values())
@@ -163,7 +165,9 @@ class Agents:
         return [(self, rate)] + [(Agents(d, self.known, self.rules), lane_rate)
                                  for lane_rate, _, d in shared[:MAX_LANES - 1]]
 
-    def _lane(self, agents: Agents, rate: float) -> tuple:
+    def _lane(
+        self, agents: Agents, rate: float
+    ) -> tuple[float, float | None, tuple[tuple[str, float, float, float], ...]]:
         observed = self.known.lane_success(agents.d)
         return (_fig(rate), None if observed is None else _fig(observed), tuple(
             (a, _fig(1.0 / agents.latency(a)), _fig(agents.run(a)), _fig(agents.outcome_rate(a)))
@@ -174,7 +178,9 @@ def _able(d: Recorded) -> list[str]:
     """The candidates free to pull the card: failing no filter but those that bar a hold alone
     (busy, holding, a no-show or passed over on our ladder: `Tag.PULL_MAY_CLAIM`)."""
     pull_may_claim = tables().names(Tag.PULL_MAY_CLAIM)
-    return [c.agent_id for c in d.candidates if all(f.passed or f.filter in pull_may_claim for f in c.filters)]
+    return [
+        c.agent_id for c in d.candidates if all(f.passed or f.filter in pull_may_claim for f in c.filters)
+    ]
 
 
 def _fig(value: float) -> float:
@@ -210,17 +216,25 @@ def expectation(choice: Choice, d: Recorded, agents: Agents, rules: Rules, corre
     lapsed_claim = hold_s + pull_claim
     if correct and d.outcome == "claimed" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
-        ran = d.run_status is not None and d.run_ended_at is not None
-        success = 1.0 if d.run_status == "succeeded" else 0.0 if d.run_status == "failed" else agents.outcome_rate(a)
-        run = _seconds(d.run_ended_at - d.outcome_at) if ran else agents.run(a)
+        ended = d.run_ended_at if d.run_status is not None else None
+        ran = ended is not None
+        success = (
+            1.0
+            if d.run_status == "succeeded"
+            else 0.0
+            if d.run_status == "failed"
+            else agents.outcome_rate(a)
+        )
+        run = _seconds(ended - d.outcome_at) if ended is not None else agents.run(a)
         return Expectation(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
                        0.0, 0.0 if ran else run * run, observed=True)
     if correct and d.outcome == "claimed-by-other" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
         other = d.outcome_by
-        known_other = other in agents.by_id
-        success = agents.outcome_rate(other) if known_other else pull_success
-        run = agents.run(other) if known_other else pull_run
+        if other is not None and other in agents.by_id:
+            success, run = agents.outcome_rate(other), agents.run(other)
+        else:
+            success, run = pull_success, pull_run
         return Expectation(success, claim, claim + run, _bernoulli(success), 0.0, run * run, observed=True)
     if correct and d.outcome == "expired":
         return _modelled(pull_success, lapsed_claim, lapsed_claim + pull_run, observed=True)
@@ -236,7 +250,9 @@ def expectation(choice: Choice, d: Recorded, agents: Agents, rules: Rules, corre
     return _modelled(success, claim, attempt, observed=False)
 
 
-def corrected(model: Expectation, expected: Expectation, measured: Expectation, *, agree: bool) -> Expectation:
+def corrected(
+    model: Expectation, expected: Expectation, measured: Expectation, *, agree: bool
+) -> Expectation:
     """A formula's expectation with the recorded outcome's correction: where it chose as the record
     did, what the record measured; where it chose otherwise, what was measured plus the model's
     difference between its choice and the recorded one (`expected`), so that whatever the model
@@ -254,7 +270,9 @@ def corrected(model: Expectation, expected: Expectation, measured: Expectation, 
 
 
 def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Expectation:
-    return Expectation(success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed)
+    return Expectation(
+        success, claim, attempt, _bernoulli(success), claim * claim, attempt * attempt, observed
+    )
 
 
 def _bernoulli(p: float) -> float:
@@ -278,6 +296,13 @@ def rehold(measured: Expectation, d: Recorded, agents: Agents, rules: Rules, hol
         return measured  # claimed by another before either hold was over
     pull_success, pull_claim, pull_run = agents.pull()
     claim = hold_s + pull_claim
-    return Expectation(pull_success, claim, claim + pull_run, _bernoulli(pull_success), 0.0, pull_run * pull_run,
-                   observed=True)
+    return Expectation(
+        pull_success,
+        claim,
+        claim + pull_run,
+        _bernoulli(pull_success),
+        0.0,
+        pull_run * pull_run,
+        observed=True,
+    )
 

@@ -17,8 +17,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from common.times import iso, parse_time
-from records.models.decisions import OUTCOMES, REASONS, TIERS
 from placement.switchback_analysis import OBJECTIVES
+from records.models.decisions import OUTCOMES, REASONS, TIERS
 from records.models.experiments import ExperimentState
 from records.models.suggestions import SUGGESTION_KINDS
 
@@ -214,7 +214,8 @@ class OutlookSerializer(serializers.Serializer):
 
 @extend_schema_field(OutlookSerializer())
 class OutlookJson(serializers.JSONField):
-    """What a formula that may step aside weighed: pull's expected time to a success against the best hold's."""
+    """What a formula that may step aside weighed: pull's expected time to a success against the best
+    hold's."""
 
 
 class FilterVerdictSerializer(serializers.Serializer):
@@ -520,7 +521,9 @@ class DroppedArmSerializer(serializers.Serializer):
 
 
 class GuardrailSerializer(serializers.Serializer):
-    successDrop = serializers.FloatField(help_text="drop an arm whose success is below pull's by more than this")
+    successDrop = serializers.FloatField(
+        help_text="drop an arm whose success is below pull's by more than this"
+    )
     leadRatio = serializers.FloatField(help_text="or whose mean lead exceeds pull's by this ratio")
 
 
@@ -626,11 +629,18 @@ class ExperimentSerializer(Row):
     burnInSeconds = serializers.IntegerField(source="burn_in_seconds")
     guardrail = GuardrailJson()
     holdbackEvery = serializers.IntegerField(
-        source="holdback_every", required=False, allow_null=True,
-        help_text="after the decision, one block in this many keeps running pull; left out without a holdback")
+        source="holdback_every",
+        required=False,
+        allow_null=True,
+        help_text=(
+            "after the decision, one block in this many keeps running pull; left out without a holdback"
+        ),
+    )
     schedule = ScheduleJson()
     dropped = DroppedJson()
-    winner = serializers.CharField(allow_null=True, help_text="the winning arm for the objective, once decided")
+    winner = serializers.CharField(
+        allow_null=True, help_text="the winning arm for the objective, once decided"
+    )
     decidedAt = Time(source="decided_at", allow_null=True)
     analysis = AnalysisJson(
         allow_null=True, help_text="the newest analysis after a block: per arm, each against pull "

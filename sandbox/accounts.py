@@ -36,7 +36,9 @@ def bearer(headers: dict[str, str]) -> str | None:
 class Accounts:
     """Issues opaque tokens bound to an audience, scopes and an expiry; answers the policy."""
 
-    def __init__(self, clock: Clock, audiences: Callable[[], Iterable[str]], policy: PolicySpec | None = None):
+    def __init__(
+        self, clock: Clock, audiences: Callable[[], Iterable[str]], policy: PolicySpec | None = None
+    ):
         self.clock = clock
         self.audiences = audiences
         self.policy = policy
@@ -75,7 +77,10 @@ class Accounts:
             return error(404, "unknown_audience", "no service answers at that audience")
         token = "tok_" + secrets.token_hex(16)
         self._tokens[token] = Token(
-            credential_id, audience, self._scopes[credential_id], self.clock() + timedelta(seconds=TOKEN_SECONDS)
+            credential_id,
+            audience,
+            self._scopes[credential_id],
+            self.clock() + timedelta(seconds=TOKEN_SECONDS),
         )
         return ok({"access_token": token, "token_type": "Bearer", "expires_in": TOKEN_SECONDS})
 
@@ -104,16 +109,22 @@ class Accounts:
     def decide(self, body: Any) -> Reply:
         """`POST /api/policy/decide`: the first matching rule, then a limit, then the default."""
         if not isinstance(body, dict) or not all(
-            isinstance(body.get(k), str) and body.get(k) for k in ("principalId", "agentId", "boardId", "stageKey")
+            isinstance(body.get(k), str) and body.get(k)
+            for k in ("principalId", "agentId", "boardId", "stageKey")
         ):
             return error(400, "invalid_request", "principalId, agentId, boardId and stageKey are required")
         policy = self.policy
         if policy is None:
             return ok({"allow": True, "reasons": ["no-policy"], "policyVersion": None})
         for rule in policy.rules:
-            if rule.agent_id == body["agentId"] and rule.board_id in (None, body["boardId"]) and rule.stage_key in (
-                None,
-                body["stageKey"],
+            if (
+                rule.agent_id == body["agentId"]
+                and rule.board_id in (None, body["boardId"])
+                and rule.stage_key
+                in (
+                    None,
+                    body["stageKey"],
+                )
             ):
                 effect = "allow" if rule.allow else "deny"
                 reason = f"{effect}:{rule.reason}" if rule.reason else f"{effect}:rule"

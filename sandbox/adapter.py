@@ -1,6 +1,7 @@
 """A `requests` transport that answers the suite's URLs in-process, with no sockets."""
 from __future__ import annotations
 
+import io
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -18,8 +19,15 @@ class SandboxAdapter(BaseAdapter):
         super().__init__()
         self.suite = suite
 
-    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout=None, verify=True, cert=None,
-             proxies=None) -> requests.Response:
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout=None,
+        verify=True,
+        cert=None,
+        proxies=None,
+    ) -> requests.Response:
         split = urlsplit(request.url)
         if self.suite.urls.product_at(f"{split.scheme}://{split.netloc}") is None:
             raise requests.ConnectionError(f"nothing answers at {split.netloc}", request=request)
@@ -27,15 +35,16 @@ class SandboxAdapter(BaseAdapter):
         if isinstance(body, str):
             body = body.encode()
         try:
-            status, headers, data = self.suite.handle(request.method, request.url, None, dict(request.headers),
-                                                      body, timeout=_read_timeout(timeout))
+            status, headers, data = self.suite.handle(
+                request.method, request.url, None, dict(request.headers), body, timeout=_read_timeout(timeout)
+            )
         except TimedOut as slow:
             raise requests.ReadTimeout(str(slow), request=request) from None
         response = requests.Response()
         response.status_code = status
         response.reason = HTTPStatus(status).phrase
         response.headers = CaseInsensitiveDict({**headers, "Content-Length": str(len(data))})
-        response._content = data
+        response.raw = io.BytesIO(data)  # read as a body off the wire is, through public API
         response.encoding = "utf-8"
         response.url = request.url
         response.request = request

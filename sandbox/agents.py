@@ -54,15 +54,25 @@ class SimAgent:
         """Claim the card the claim rules give this agent, skipping holds it does not show up for."""
         now = suite.clock()
         pipeline = suite.pipeline
-        self.next_poll_at = now + timedelta(seconds=self.spec.poll_seconds * (1 + self.rng.uniform(-POLL_JITTER, POLL_JITTER)))
+        self.next_poll_at = now + timedelta(
+            seconds=self.spec.poll_seconds * (1 + self.rng.uniform(-POLL_JITTER, POLL_JITTER))
+        )
         skip = [card.id for card in self._held_for_me(suite) if not self._shows_up(card, now, metrics)]
         card = pipeline.next_card_for(self.id, self.boards, skip)
         if card is None:
             return
         claim = pipeline.claim(self.id, card.id)
         metrics.claims.append(
-            ClaimRecord(now, card.board_id, card.id, card.stage_key, self.id, claim.wait_seconds, claim.reserved,
-                        card.priority)
+            ClaimRecord(
+                now,
+                card.board_id,
+                card.id,
+                card.stage_key,
+                self.id,
+                claim.wait_seconds,
+                claim.reserved,
+                card.priority,
+            )
         )
         luck = metrics.attempt_luck(self.seed, card.id, card.stage_key)
         self.card_id = card.id
@@ -101,7 +111,9 @@ class SimAgent:
     def _shows_up(self, card, now: datetime, metrics: Metrics) -> bool:
         key = (card.id, card.reservation.reserved_until)
         if key not in self._shows:
-            draw = random.Random(f"{self.seed}:shows:{self.id}:{card.id}:{card.reservation.reserved_until.isoformat()}")
+            draw = random.Random(
+                f"{self.seed}:shows:{self.id}:{card.id}:{card.reservation.reserved_until.isoformat()}"
+            )
             self._shows[key] = draw.random() >= self.spec.no_show
             if not self._shows[key]:
                 metrics.no_shows.append(NoShowRecord(now, card.board_id, card.id, self.id))

@@ -16,7 +16,9 @@ def _handler_for(suite: Suite, product: str) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             base = getattr(suite.urls, product)
-            status, headers, data = suite.handle(self.command, base + self.path, None, dict(self.headers), body)
+            status, headers, data = suite.handle(
+                self.command, base + self.path, None, dict(self.headers), body
+            )
             try:
                 self.send_response(status)
                 for name, value in headers.items():
@@ -36,7 +38,8 @@ def _handler_for(suite: Suite, product: str) -> type[BaseHTTPRequestHandler]:
 
 
 class SandboxServers:
-    """Serves every product of a suite on its own port (0: any free one) and points the suite's URLs at them."""
+    """Serves every product of a suite on its own port (0: any free one) and points the suite's URLs at
+    them."""
 
     def __init__(self, suite: Suite, host: str = "127.0.0.1", ports: dict[str, int] | None = None) -> None:
         self.suite = suite
@@ -53,7 +56,9 @@ class SandboxServers:
             self._servers.append(server)
             setattr(self.suite.urls, product, f"http://{self.host}:{server.server_address[1]}")
             # A short poll interval lets `stop` return at once rather than half a second per product.
-            thread = threading.Thread(target=server.serve_forever, args=(0.05,), name=f"sandbox-{product}", daemon=True)
+            thread = threading.Thread(
+                target=server.serve_forever, args=(0.05,), name=f"sandbox-{product}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
         return self.suite.urls

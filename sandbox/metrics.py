@@ -78,7 +78,8 @@ class Metrics:
         return [(c.at.isoformat(), c.board_id, c.card_id, c.agent_id) for c in self.claims]
 
     def summary(self) -> dict:
-        """Per board and overall: claims, waits (mean, p50, p95, max), the share claimed under a hold, run outcomes."""
+        """Per board and overall: claims, waits (mean, p50, p95, max), the share claimed under a hold,
+        run outcomes."""
         by_board: dict[str, list[ClaimRecord]] = defaultdict(list)
         for claim in self.claims:
             by_board[claim.board_id].append(claim)
@@ -97,7 +98,14 @@ class Metrics:
     def _claims_summary(claims: list[ClaimRecord]) -> dict:
         waits = [c.wait_seconds for c in claims]
         if not waits:
-            return {"count": 0, "waitMean": None, "waitP50": None, "waitP95": None, "waitMax": None, "reservedShare": None}
+            return {
+                "count": 0,
+                "waitMean": None,
+                "waitP50": None,
+                "waitP95": None,
+                "waitMax": None,
+                "reservedShare": None,
+            }
         return {
             "count": len(waits),
             "waitMean": sum(waits) / len(waits),

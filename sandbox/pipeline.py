@@ -2,19 +2,29 @@
 
 An agent may claim a card only where its grants admit it: the agent's own (the boards it may
 claim on) and, where the card has one, the card's own grant (the agents it admits); either
-refusing is `grant_denied`. A claim takes the highest-priority, then oldest-ready card an agent may claim, except that a
-card held for the agent comes first. A hold lapses on its own; a board's placement window
-keeps a newly ready card from pull (but not from its held agent) for that many seconds.
+refusing is `grant_denied`. A claim takes the highest-priority, then oldest-ready card an agent may
+claim, except that a card held for the agent comes first. A hold lapses on its own; a board's
+placement window keeps a newly ready card from pull (but not from its held agent) for that many
+seconds. What it keeps of boards, cards and agents is `pipeline_state.py`'s.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Callable, Iterable
 
 import msgspec
 
 from .clock import Clock, rfc3339
+from .pipeline_state import (
+    Board,
+    Card,
+    Claim,
+    Grant,
+    Reservation,
+    WorkspaceAgent,
+    has_capability,
+    stage_requires,
+)
 from .replies import Refused
 from .scenario import AgentSpec, BoardSpec, StageSpec
 
@@ -22,98 +32,14 @@ MAX_RESERVATION_SECONDS = 300
 MAX_PLACEMENT_WINDOW_SECONDS = 30
 
 
-@dataclass(frozen=True)
-class Reservation:
-    agent_id: str
-    reserved_until: datetime
-
-
-@dataclass(frozen=True)
-class Grant:
-    """One hold SuperPipeline granted: what a test or bench checks SuperDispatch's records by."""
-
-    card_id: str
-    agent_id: str
-    at: datetime
-    reserved_until: datetime
-
-
-@dataclass
-class Card:
-    id: str
-    seq: int  # creation order, the last tie-break between equally old cards
-    board_id: str
-    title: str
-    stage_key: str
-    state: str
-    priority: int
-    ready_at: datetime
-    created_at: datetime
-    updated_at: datetime
-    claimed_at: datetime | None = None
-    delegate_agent_id: str | None = None
-    archived_at: datetime | None = None
-    reservation: Reservation | None = None  # kept after it lapses, until a claim or move
-    attempt_count: int = 0
-    grants: frozenset[str] | None = None  # the agents its own grant admits; None: no grant of its own
-
-
-@dataclass
-class Board:
-    id: str
-    tenant_id: str
-    name: str
-    stages: tuple[StageSpec, ...]
-    placement_window_seconds: int = 0
-    cards: dict[str, Card] = field(default_factory=dict)  # on the board and not finished
-    finished: dict[str, Card] = field(default_factory=dict)  # completed or archived, still shown
-
-    def stage(self, key: str) -> StageSpec | None:
-        return next((s for s in self.stages if s.key == key), None)
-
-    def stage_after(self, key: str) -> StageSpec | None:
-        keys = [s.key for s in self.stages]
-        index = keys.index(key)
-        return self.stages[index + 1] if index + 1 < len(self.stages) else None
-
-
-@dataclass
-class WorkspaceAgent:
-    id: str
-    principal_id: str | None
-    capabilities: frozenset[str]
-    grants: frozenset[str] | None  # boards it may claim on; None: every board
-    concurrency: int  # cards it may work at once on one board
-    capacity: int | None
-    last_claim_at: datetime | None = None
-    last_heartbeat_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    card: Card
-    agent_id: str
-    reserved: bool  # claimed under its own live hold
-    wait_seconds: float  # from readyAt to the claim
-
-
-def stage_requires(stage: StageSpec) -> dict:
-    """The capability a stage asks for: `requires` when it says anything, else its owner."""
-    requires = stage.requires
-    if requires and (requires["all"] or requires["any"]):
-        return {"all": list(requires["all"]), "any": list(requires["any"])}
-    return {"all": [stage.owner], "any": []}
-
-
 def _verdict_json(agent: WorkspaceAgent, reasons: list[str]) -> dict:
     """One agent's verdict in the eligibility answer."""
-    return {"agentId": agent.id, "principalId": agent.principal_id, "eligible": not reasons, "reasons": reasons}
-
-
-def has_capability(capabilities: frozenset[str], requires: dict) -> bool:
-    return all(c in capabilities for c in requires["all"]) and (
-        not requires["any"] or any(c in capabilities for c in requires["any"])
-    )
+    return {
+        "agentId": agent.id,
+        "principalId": agent.principal_id,
+        "eligible": not reasons,
+        "reasons": reasons,
+    }
 
 
 class Pipeline:
@@ -206,9 +132,15 @@ class Pipeline:
 
     def judged(self, agent: WorkspaceAgent, card: Card) -> list[str]:
         """SuperPipeline's reasons the agent may not claim the card, as eligibility gives them."""
-        return self._reasons(agent, card.board_id, stage_requires(self.boards[card.board_id].stage(card.stage_key)),
-                             not self.in_lane(card), self.live_reservation(card),
-                             {agent.id: self._working_count(agent.id, card.board_id)}, card.grants)
+        return self._reasons(
+            agent,
+            card.board_id,
+            stage_requires(self.boards[card.board_id].stage(card.stage_key)),
+            not self.in_lane(card),
+            self.live_reservation(card),
+            {agent.id: self._working_count(agent.id, card.board_id)},
+            card.grants,
+        )
 
     def refusal(self, agent_id: str, card: Card) -> str | None:
         """Why a claim by this agent would be refused now, or None when it would succeed."""
@@ -241,15 +173,23 @@ class Pipeline:
             ]
         if not claimable:
             return None
-        held = [c for c in claimable if (r := self.live_reservation(c)) is not None and r.agent_id == agent_id]
+        held = [
+            c for c in claimable if (r := self.live_reservation(c)) is not None and r.agent_id == agent_id
+        ]
         if held:
             return min(held, key=lambda c: (c.ready_at, c.seq))
         return min(claimable, key=lambda c: (-c.priority, c.ready_at, c.seq))
 
     # -- changes --------------------------------------------------------------------------
 
-    def add_card(self, board_id: str, title: str | None = None, priority: int = 0, stage_key: str | None = None,
-                 grants: Iterable[str] | None = None) -> Card:
+    def add_card(
+        self,
+        board_id: str,
+        title: str | None = None,
+        priority: int = 0,
+        stage_key: str | None = None,
+        grants: Iterable[str] | None = None,
+    ) -> Card:
         """A new card, ready in its stage (the board's first stage unless named); `grants`: the
         agents its own grant admits (None: no grant of its own)."""
         board = self.board(board_id)
@@ -351,8 +291,14 @@ class Pipeline:
         board = self.board(board_id)
         if not isinstance(agent_id, str) or not agent_id:
             raise Refused(400, "invalid_request", "agentId is required")
-        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_RESERVATION_SECONDS:
-            raise Refused(400, "invalid_request", f"seconds must be a whole number from 1 to {MAX_RESERVATION_SECONDS}")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or not 1 <= seconds <= MAX_RESERVATION_SECONDS
+        ):
+            raise Refused(
+                400, "invalid_request", f"seconds must be a whole number from 1 to {MAX_RESERVATION_SECONDS}"
+            )
         card = board.cards.get(card_id)
         if card is None:
             raise Refused(404, "card_not_found", f"no card {card_id} on {board_id}")
@@ -373,8 +319,14 @@ class Pipeline:
 
     def set_placement_window(self, board_id: str, seconds: Any) -> int:
         board = self.board(board_id)
-        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= MAX_PLACEMENT_WINDOW_SECONDS:
-            raise Refused(400, "invalid_request", f"placementWindowSeconds must be 0 to {MAX_PLACEMENT_WINDOW_SECONDS}")
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int)
+            or not 0 <= seconds <= MAX_PLACEMENT_WINDOW_SECONDS
+        ):
+            raise Refused(
+                400, "invalid_request", f"placementWindowSeconds must be 0 to {MAX_PLACEMENT_WINDOW_SECONDS}"
+            )
         board.placement_window_seconds = seconds
         return seconds
 
@@ -382,7 +334,9 @@ class Pipeline:
         """The card waits afresh in a stage: a new readyAt, so a new ladder."""
         now = self.clock()
         card.stage_key = stage.key
-        card.state = {"capability": "submitted", "agent": "submitted", "human": "input-required"}[stage.owner_kind]
+        card.state = {"capability": "submitted", "agent": "submitted", "human": "input-required"}[
+            stage.owner_kind
+        ]
         card.delegate_agent_id = stage.owner if stage.owner_kind == "agent" else None
         card.ready_at = card.updated_at = now
         card.claimed_at = None
@@ -449,9 +403,13 @@ class Pipeline:
                 working_here[agent_id] = count
         not_ready = not self.in_lane(card)
         if not_ready or held is not None or card.grants is not None:
-            verdicts = [_verdict_json(agent, self._reasons(agent, board_id, requires, not_ready, held, working_here,
-                                                           card.grants))
-                        for agent in self.agents_by_id()]
+            verdicts = [
+                _verdict_json(
+                    agent,
+                    self._reasons(agent, board_id, requires, not_ready, held, working_here, card.grants),
+                )
+                for agent in self.agents_by_id()
+            ]
         else:
             agents, verdicts, at = self._judged_here(board_id, requires)
             at_capacity = [at[agent_id] for agent_id, count in working_here.items()
@@ -460,7 +418,11 @@ class Pipeline:
                 verdicts = list(verdicts)
                 for i in at_capacity:
                     plain = verdicts[i]
-                    verdicts[i] = {**plain, "eligible": False, "reasons": [*plain["reasons"], "concurrency_reached"]}
+                    verdicts[i] = {
+                        **plain,
+                        "eligible": False,
+                        "reasons": [*plain["reasons"], "concurrency_reached"],
+                    }
         return {"cardId": card.id, "stageKey": card.stage_key, "requires": requires, "agents": verdicts}
 
     def encoded_verdicts(self, verdicts: list[dict]) -> list[dict] | msgspec.Raw:
@@ -476,7 +438,9 @@ class Pipeline:
             return raw
         return verdicts
 
-    def _judged_here(self, board_id: str, requires: dict) -> tuple[list[WorkspaceAgent], list[dict], dict[str, int]]:
+    def _judged_here(
+        self, board_id: str, requires: dict
+    ) -> tuple[list[WorkspaceAgent], list[dict], dict[str, int]]:
         """Every agent's verdict on a ready, unheld card of this board and stage requirement
         with nobody working it: its capability and grants alone (which an agent has from the
         moment it joins). Worked out again when the workspace gains an agent."""
@@ -553,7 +517,9 @@ def _card_json(card: Card) -> dict:
         "readyAt": rfc3339(card.ready_at),
         "claimedAt": rfc3339(card.claimed_at),
         "archivedAt": rfc3339(card.archived_at),
-        "reservation": {"agentId": held.agent_id, "reservedUntil": rfc3339(held.reserved_until)} if held else None,
+        "reservation": {"agentId": held.agent_id, "reservedUntil": rfc3339(held.reserved_until)}
+        if held
+        else None,
         "createdAt": rfc3339(card.created_at),
         "updatedAt": rfc3339(card.updated_at),
         "attemptCount": card.attempt_count,

@@ -91,7 +91,9 @@ class Relay:
         target = self.target
         try:
             if isinstance(target, str):
-                return requests.post(target, data=delivery.body, headers=delivery.headers, timeout=TIMEOUT).status_code
+                return requests.post(
+                    target, data=delivery.body, headers=delivery.headers, timeout=TIMEOUT
+                ).status_code
             answer = target(dict(delivery.headers), delivery.body)
             return 200 if answer is None else answer
         except (requests.RequestException, OSError):

@@ -62,7 +62,9 @@ def reservation(suite: Suite, request: Request) -> Reply:
     body = request.json()
     if not isinstance(body, dict):
         raise Refused(400, "invalid_request", "the body must be an object")
-    held = suite.pipeline.reserve(request.params["board"], request.params["card"], body.get("agentId"), body.get("seconds"))
+    held = suite.pipeline.reserve(
+        request.params["board"], request.params["card"], body.get("agentId"), body.get("seconds")
+    )
     return ok({"reservation": {"agentId": held.agent_id, "reservedUntil": rfc3339(held.reserved_until)}})
 
 
@@ -141,7 +143,10 @@ ROUTES: dict[str, list[tuple[str, str, Handler]]] = {
 }
 
 # A product that is down answers every route alike.
-_DOWN = {"accounts": lambda s: not s.toggles.accounts_up, "superwitness": lambda s: not s.toggles.superwitness_up}
+_DOWN = {
+    "accounts": lambda s: not s.toggles.accounts_up,
+    "superwitness": lambda s: not s.toggles.superwitness_up,
+}
 # What a product under a fault (`Toggles.faults`) answers on every route; `slow` is the
 # suite's (it answers, late).
 _FAULTY = {

@@ -328,7 +328,10 @@ def _station(raw: Any, path: str) -> StationSpec:
     if field.data.get("isolation") is not None:
         iso_raw = field.data["isolation"]
         iso = _Field(iso_raw if not isinstance(iso_raw, str) else {"value": iso_raw}, f"{path}.isolation")
-        isolation = {"value": iso.one_of("value", ISOLATIONS), "proof": iso.one_of("proof", PROOFS, "declared")}
+        isolation = {
+            "value": iso.one_of("value", ISOLATIONS),
+            "proof": iso.one_of("proof", PROOFS, "declared"),
+        }
     return StationSpec(
         station_id=field.text("stationId"),
         runtime=field.text("runtime", None),
@@ -357,7 +360,13 @@ def _policy(raw: Any, path: str) -> PolicySpec:
     limits = []
     for i, limit_raw in enumerate(field.items("limits", [])):
         limit = _Field(limit_raw, f"{path}.limits[{i}]")
-        limits.append((limit.text("agentId"), limit.integer("maxRuns", 0, 100000), limit.number("windowHours", 0.01, 8760)))
+        limits.append(
+            (
+                limit.text("agentId"),
+                limit.integer("maxRuns", 0, 100000),
+                limit.number("windowHours", 0.01, 8760),
+            )
+        )
     return PolicySpec(
         version=field.text("version"),
         rules=tuple(rules),

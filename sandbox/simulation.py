@@ -26,11 +26,15 @@ class Simulation:
         self.metrics = Metrics()
         self.agents = {spec.id: SimAgent(spec, scenario.seed, start) for spec in scenario.agents}
         self._boards = {b.id: b for b in scenario.boards if arrivals and b.arrival_per_minute > 0}
-        self._rngs = {board_id: random.Random(f"{scenario.seed}:arrivals:{board_id}") for board_id in self._boards}
+        self._rngs = {
+            board_id: random.Random(f"{scenario.seed}:arrivals:{board_id}") for board_id in self._boards
+        }
         self._next_arrival = {board_id: self._after(board_id, start) for board_id in self._boards}
         self._bursting = {b.id: b for b in scenario.boards
                           if arrivals and b.burst_every_minutes > 0 and b.burst_cards > 0}
-        self._burst_rngs = {board_id: random.Random(f"{scenario.seed}:bursts:{board_id}") for board_id in self._bursting}
+        self._burst_rngs = {
+            board_id: random.Random(f"{scenario.seed}:bursts:{board_id}") for board_id in self._bursting
+        }
         self._next_burst = {board_id: start + timedelta(minutes=b.burst_every_minutes)
                             for board_id, b in self._bursting.items()}
 
@@ -53,15 +57,20 @@ class Simulation:
             for board_id, board in self._bursting.items():
                 while self._next_burst[board_id] <= now:
                     for _ in range(board.burst_cards):
-                        suite.pipeline.add_card(board_id, priority=board.draw_priority(self._burst_rngs[board_id]))
+                        suite.pipeline.add_card(
+                            board_id, priority=board.draw_priority(self._burst_rngs[board_id])
+                        )
                     self._next_burst[board_id] += timedelta(minutes=board.burst_every_minutes)
             polling = [a for a in self.agents.values() if a.polls_at(now)]
             for agent in sorted(polling, key=lambda a: (a.next_poll_at, a.id)):
                 agent.poll(suite, self.metrics)
         suite.relay.flush()
 
-    def run(self, seconds: float, tick: float = 1.0, on_tick: Callable[[datetime], None] | None = None) -> Metrics:
-        """Advance the virtual clock tick by tick for `seconds`, stepping after each; `on_tick(now)` follows each step."""
+    def run(
+        self, seconds: float, tick: float = 1.0, on_tick: Callable[[datetime], None] | None = None
+    ) -> Metrics:
+        """Advance the virtual clock tick by tick for `seconds`, stepping after each; `on_tick(now)`
+        follows each step."""
         clock = self.suite.clock
         if not isinstance(clock, VirtualClock):
             raise TypeError("run needs the suite on a VirtualClock; use RealtimeDriver with the wall clock")

@@ -62,7 +62,8 @@ class Toggles:
     station_registry: bool = True  # False: an AgentPod without the registry (404)
     accounts_up: bool = True  # False: every Accounts route answers 503
     superwitness_up: bool = True  # False: every SuperWitness route answers 503
-    board_failures: dict[str, str] = field(default_factory=dict)  # board -> "500" | "404" | "garbage" | "shape"
+    # board -> "500" | "404" | "garbage" | "shape"
+    board_failures: dict[str, str] = field(default_factory=dict)
     # board -> seconds each read of it takes: a virtual clock is moved on that far, the wall
     # clock is waited out (outside the suite's lock, so the other products keep answering).
     slow: dict[str, float] = field(default_factory=dict)
@@ -172,7 +173,9 @@ class Suite:
             self._answer_late(product, timeout)
             return bare_error(504, "the hold was never made").encoded()  # nobody waits for it
         with self.lock:
-            reply = dispatch(self, product, method, split.path or "/", merged, dict(headers or {}), body or b"")
+            reply = dispatch(
+                self, product, method, split.path or "/", merged, dict(headers or {}), body or b""
+            )
         if hold and self.toggles.hold_timeout == "made":
             self._answer_late(product, timeout)
         return reply.encoded()

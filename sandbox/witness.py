@@ -59,13 +59,21 @@ class Witness:
         executor_name: str = "",
     ) -> WitnessRun:
         run = WitnessRun(
-            len(self.runs) + 1, executor_id, executor_name or executor_id, status, scope, stage_key, ended_at, verdict
+            len(self.runs) + 1,
+            executor_id,
+            executor_name or executor_id,
+            status,
+            scope,
+            stage_key,
+            ended_at,
+            verdict,
         )
         self.runs.append(run)
         return run
 
     def runs_json(self, query: dict[str, list[str]]) -> dict:
-        """`GET /v1/runs` with `source`, `scope`, `stage_key`, repeated `status`, `since`, `limit`, `cursor`."""
+        """`GET /v1/runs` with `source`, `scope`, `stage_key`, repeated `status`, `since`, `limit`,
+        `cursor`."""
 
         def one(name: str) -> str | None:
             values = query.get(name) or []

@@ -20,8 +20,8 @@ worker and beat containers share the data volume, and their process ids repeat. 
 directory is not wiped at start: a process that starts with an id a dead one had reopens its
 file and counts on from there, which a counter allows. So it gains a few small files for each
 process started (gunicorn's and Celery's workers, and a management command), and a scrape
-reads them all; merging the files of dead processes is left for when that count matters. Placement stays pure; the loop calls
-the small functions below, each a few microseconds.
+reads them all; merging the files of dead processes is left for when that count matters. Placement
+stays pure; the loop calls the small functions below, each a few microseconds.
 """
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from kombu.exceptions import OperationalError as KombuOperationalError
 from redis.exceptions import RedisError
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer

@@ -9,10 +9,10 @@ from django.conf import settings
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from common.times import iso
+from records.store.actions import what_if
 from records.store.actions.boards import do_take_board_change
 from records.store.actions.experiments import do_review_experiments
 from records.store.actions.rollups import do_roll_up
-from records.store.actions import what_if
 from superdispatch.tasks import board_changed_task, what_if_ahead_task
 
 log = logging.getLogger("superdispatch.loop")
@@ -92,7 +92,7 @@ def on_sweep_reviews_experiments(sender, now: datetime, **kwargs) -> None:
     """After a sweep: each live experiment with a block ended since is reviewed (the guardrail,
     the decision, autopilot, the holdback's figure). With none live it is one query."""
     cfg = kwargs.get("cfg") or settings.SUPERDISPATCH
-    do_review_experiments(now, autopilot=cfg.autopilot == "on")
+    do_review_experiments(now, autopilot=cfg.autopilot)
 
 
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:

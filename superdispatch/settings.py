@@ -143,7 +143,7 @@ else:
 
 # SUPERDISPATCH_HTTPS=on: served over HTTPS behind a proxy that terminates TLS and says so in
 # X-Forwarded-Proto (it must set that header on every request, never pass a client's on).
-if SUPERDISPATCH.https == "on":
+if SUPERDISPATCH.https:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = True
     # The container's healthcheck and the smoke ask /healthz directly, in plain HTTP.
@@ -299,15 +299,12 @@ LOGGING = {
                  "fmt": "%(levelname)s %(name)s %(message)s", "timestamp": "time",
                  "rename_fields": {"levelname": "level", "name": "logger"}},
     },
-    "filters": {"retry_lines": {"()": "superdispatch.clients.http.RetryLinesOfOurOwn"},
-                # A refusal anyone can cause is one line, at most one a minute of a kind.
-                "quiet_refusals": {"()": "superdispatch.refusals.QuietRefusals"}},
+    # A refusal anyone can cause is one line, at most one a minute of a kind.
+    "filters": {"quiet_refusals": {"()": "superdispatch.refusals.QuietRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["quiet_refusals"],
                              "formatter": "json" if SUPERDISPATCH.log_format == "json" else "plain"}},
     "loggers": {
         "superdispatch": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django": {"handlers": ["console"], "level": "WARNING"},
-        # The clients log each read retry and each failure once, on their own line.
-        "urllib3.connectionpool": {"filters": ["retry_lines"]},
     },
 }

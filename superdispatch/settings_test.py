@@ -31,8 +31,8 @@ if not os.environ.get("REDIS_URL"):
     # Each test starts from an empty cache (tests/conftest.py clears it).
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not SQLite's shared in-memory database: there, a worker thread and the live
     # server meet table locks that wait for nobody; a file waits as production's does.
-    DATABASES["default"]["TEST"] = {"NAME": os.path.join(  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(
         os.environ["SUPERDISPATCH_DATA_DIR"], "test.sqlite3")}

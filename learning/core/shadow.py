@@ -98,7 +98,9 @@ def report_of(totals: Tally, target: str = CLAIMED) -> dict[str, Any]:
     """`report` from its decisions' tallies added up."""
     if target not in (CLAIMED, SUCCEEDED):
         raise ValueError(f"unknown target {target!r}")
-    counted, agree, formula_claims, model_claims, credited_anyway, formula_succeeded, model_succeeded = totals[:7]
+    counted, agree, formula_claims, model_claims, credited_anyway, formula_succeeded, model_succeeded = (
+        totals[:7]
+    )
     excluded = dict(zip(EXCLUSIONS, totals[7:]))
     formula_hits, model_hits = ((formula_claims, model_claims) if target == CLAIMED
                                 else (formula_succeeded, model_succeeded))

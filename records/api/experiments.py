@@ -18,10 +18,15 @@ from records.api import query
 from records.api.query import BOARD_ID, Body, JsonInteger, Matching, NoQuery
 from records.models import Experiment
 from records.serializers import ExperimentSerializer, TimeInput
-from records.store.actions.experiments import do_start_experiment
-from records.store.actions.experiments import ExperimentError, Plan
 from records.store.actions.experiments import (
-    BLOCK_SECONDS, BURN_IN_SECONDS, MAX_BLOCKS, MAX_BOARDS, arm_names,
+    BLOCK_SECONDS,
+    BURN_IN_SECONDS,
+    MAX_BLOCKS,
+    MAX_BOARDS,
+    ExperimentError,
+    Plan,
+    arm_names,
+    do_start_experiment,
 )
 
 ONE = inline_serializer("ExperimentAnswer", {"experiment": ExperimentSerializer()})

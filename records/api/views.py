@@ -23,7 +23,10 @@ from records.api.explain import explain
 from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.models import Board, Decision, Suggestion
 from records.serializers import (
-    BoardSerializer, CandidateSerializer, DecisionSerializer, SuggestionSerializer,
+    BoardSerializer,
+    CandidateSerializer,
+    DecisionSerializer,
+    SuggestionSerializer,
 )
 from records.store import agents
 from records.store.actions.boards import do_opt_in, do_opt_out

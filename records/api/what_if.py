@@ -18,7 +18,6 @@ from records.api.query import BOARD_ID, Matching, Query
 from records.serializers import TimeInput
 from records.store import what_if
 
-
 FORMULA_NAMES = sorted({*what_if.formulas.recorded_names(), *(f.name for f in what_if.formulas.every())})
 
 

@@ -23,7 +23,14 @@ from records.api.explain import explain
 from records.console import experiments as experiment_pages
 from records.console.pages import agent_url
 from records.models import (
-    Board, Candidate, Decision, Experiment, LoopState, OutboxEvent, Suggestion, SuggestionState,
+    Board,
+    Candidate,
+    Decision,
+    Experiment,
+    LoopState,
+    OutboxEvent,
+    Suggestion,
+    SuggestionState,
 )
 from records.serializers import CandidateSerializer, DecisionSerializer
 from records.store import dashboard, outbox
@@ -95,17 +102,18 @@ class BoardAdmin(ActionsOnlyAdmin):
 
     @admin.action(description="Opt the selected boards in", permissions=["change"])
     def opt_in(self, request, queryset):
-        by = of_request(request)
-        for board in queryset:
-            do_opt_in(board.board_id, timezone.now, by=by)
-        self.message_user(request, f"{queryset.count()} board(s) opted in.", messages.SUCCESS)
+        self._each_board(request, queryset, do_opt_in, "opted in")
 
     @admin.action(description="Opt the selected boards out", permissions=["change"])
     def opt_out(self, request, queryset):
+        self._each_board(request, queryset, do_opt_out, "opted out")
+
+    def _each_board(self, request, queryset, action, done: str) -> None:
+        """The action on each selected board, as whoever asked, and how many it was done to."""
         by = of_request(request)
         for board in queryset:
-            do_opt_out(board.board_id, timezone.now, by=by)
-        self.message_user(request, f"{queryset.count()} board(s) opted out.", messages.SUCCESS)
+            action(board.board_id, timezone.now, by=by)
+        self.message_user(request, f"{queryset.count()} board(s) {done}.", messages.SUCCESS)
 
 
 @admin.register(Experiment)

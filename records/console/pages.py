@@ -18,8 +18,7 @@ from django.utils import timezone
 
 from common.scopes import READ, SCOPES
 from records.api import query
-from records.console import charts, what_if
-from records.console import experiments as experiment_pages
+from records.console import charts, experiments as experiment_pages, what_if
 from records.store import agents, dashboard
 from records.store.dashboard import DEFAULT_RANGE, RANGES, Range
 

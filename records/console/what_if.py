@@ -51,10 +51,12 @@ def _head(key: tuple[str, str]) -> str:
 # The replay's reasons for the two gaps a young store has, as a person reads them; any other
 # reason is shown as the replay gives it.
 WHY = {
-    "no claim before it to time claims by":
-        "no hold had been claimed before them, so how soon agents claim is not known yet",
-    "no finished run before it to time runs by":
-        "no run had finished before them, so how long runs take is not known yet",
+    "no claim before it to time claims by": (
+        "no hold had been claimed before them, so how soon agents claim is not known yet"
+    ),
+    "no finished run before it to time runs by": (
+        "no run had finished before them, so how long runs take is not known yet"
+    ),
 }
 NO_FORMULA = "-"  # the replay's name for the recorded formula when it replayed no decision
 

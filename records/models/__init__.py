@@ -6,21 +6,40 @@ find them.
 """
 from records.models.boards import Board
 from records.models.decisions import (
-    OUTCOMES, REASONS, SETTLED_HOLDS, TIERS, Candidate, Decision, DecisionReason, OutcomeStatus,
-    Roll, TierName,
+    OUTCOMES,
+    REASONS,
+    SETTLED_HOLDS,
+    TIERS,
+    Candidate,
+    Decision,
+    DecisionReason,
+    OutcomeStatus,
+    Roll,
+    TierName,
 )
 from records.models.experiments import (
-    LIVE_STATES, Experiment, ExperimentState, Objective,
+    LIVE_STATES,
+    Experiment,
+    ExperimentState,
+    Objective,
 )
 from records.models.fields import JSONText
 from records.models.outbox import OutboxEvent
 from records.models.relay import (
-    UNREPORTED, RelayClaim, RelayDelivery, RelayDeliveryQuerySet, RelayOutcome,
-)
-from records.models.suggestions import (
-    ROSTER_KINDS, SUGGESTION_KINDS, Suggestion, SuggestionKind, SuggestionState,
+    UNREPORTED,
+    RelayClaim,
+    RelayDelivery,
+    RelayDeliveryQuerySet,
+    RelayOutcome,
 )
 from records.models.rollups import AgentHour, BoardHour, StaleHour
+from records.models.suggestions import (
+    ROSTER_KINDS,
+    SUGGESTION_KINDS,
+    Suggestion,
+    SuggestionKind,
+    SuggestionState,
+)
 from records.models.sweeps import LoopState, RegistryRead, SweepShard
 from records.models.tallies import HoldTally
 from records.models.what_if import BoardWhatIf

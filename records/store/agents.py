@@ -18,7 +18,12 @@ from records.models import AgentHour, Candidate, Decision, Roll, Suggestion
 from records.store import marks, rollups
 from records.store.actions.rollups import do_roll_up
 from records.store.dashboard import (
-    Edges, Range, bar_index, bar_starts, in_range, whole_agent_hours,
+    Edges,
+    Range,
+    bar_index,
+    bar_starts,
+    in_range,
+    whole_agent_hours,
 )
 
 POLICY_LIMIT = "policy limit"  # every `limit:…` code, counted as one

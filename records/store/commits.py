@@ -4,6 +4,7 @@ The loop wraps each pass in `pass_commits`; a decision's write asks for its own 
 (`ON_DISK`, carried by its INSERT), so a decision and its candidates are on disk before its hold is asked
 for. On PostgreSQL only; elsewhere (SQLite) both change nothing.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager

@@ -14,12 +14,24 @@ from django.db.models import Count, Q, Sum
 
 from placement.what_if import MIN_DECISIONS
 from records.models import (
-    OUTCOMES, AgentHour, Board, BoardHour, BoardWhatIf, Decision, LoopState, Suggestion,
+    OUTCOMES,
+    AgentHour,
+    Board,
+    BoardHour,
+    BoardWhatIf,
+    Decision,
+    LoopState,
+    Suggestion,
 )
 from records.store import rollups
 from records.store.actions.rollups import do_roll_up
 from records.store.rollups import (
-    AGENT_SUMS, BANDS, BOARD_KEYS, BOARD_SUMS, HOLD_TO_CLAIM_BANDS, HOUR,
+    AGENT_SUMS,
+    BANDS,
+    BOARD_KEYS,
+    BOARD_SUMS,
+    HOLD_TO_CLAIM_BANDS,
+    HOUR,
 )
 
 

@@ -6,6 +6,7 @@ path to the hold; what the ORM adds to these two writes cost more than the store
 them (docs/performance.md). Their callers (records.store.actions.decisions) keep the rules;
 this module knows only how to put rows in a table.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -34,14 +35,14 @@ def insert_row(row: models.Model, *, on_disk: bool = False) -> None:
 def _insert_statement(model: type, on_disk: bool) -> tuple[tuple, str]:
     quote = connection.ops.quote_name
     fields = tuple(model._meta.concrete_fields)
-    return fields, (f"INSERT INTO {quote(model._meta.db_table)} "
-                    f"({', '.join(quote(f.column) for f in fields)}) "
-                    f"VALUES ({', '.join(['%s'] * len(fields))})"
-                    + (f" RETURNING {commits.ON_DISK}" if on_disk else ""))
+    return fields, (
+        f"INSERT INTO {quote(model._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})" + (f" RETURNING {commits.ON_DISK}" if on_disk else "")
+    )
 
 
-def insert_rows(model: type[models.Model], fields: Sequence[models.Field],
-                rows: list[tuple]) -> None:
+def insert_rows(model: type[models.Model], fields: Sequence[models.Field], rows: list[tuple]) -> None:
     """Write rows of these columns, values in `fields` order: COPY on PostgreSQL, else one
     executemany.
 

@@ -28,8 +28,8 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 from django.db.models import Value
 from django.db.models.functions import Length, Replace
 
-from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.candidate_records import Candidates
+from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.filtering import Tables, tables
 from placement.load import DIRECT
 from records.store.reasons import reasons_column

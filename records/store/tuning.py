@@ -115,7 +115,9 @@ def recommend(holds: Iterable[SettledHold], tier: str, min_holds: int = MIN_HOLD
                           percentile(claimed, 50), percentile(claimed, 90), percentile(claimed, 99))
 
 
-def recommend_both(holds: list[SettledHold], min_holds: int = MIN_HOLDS) -> tuple[Recommendation, Recommendation]:
+def recommend_both(
+    holds: list[SettledHold], min_holds: int = MIN_HOLDS
+) -> tuple[Recommendation, Recommendation]:
     """(winner, runner-up). A runner-up's latency is its agent's poll as a winner's is: with too
     few runner-up holds of their own, the runner-up window is read from every hold."""
     winner = recommend(holds, "winner", min_holds)

@@ -12,8 +12,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from placement import FilterResult, Rules, ScoreTerms, StageHistory
-from placement import formulas
+from placement import FilterResult, Rules, ScoreTerms, StageHistory, formulas
 from placement.formulas import Formula
 from placement.intervals import Interval
 from placement.replay import Considered, Recorded
@@ -166,7 +165,9 @@ def _terms(score: Any) -> ScoreTerms | None:
     if not isinstance(score, dict):
         return None
     terms = score.get("terms") or {}
-    return ScoreTerms(terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS"))
+    return ScoreTerms(
+        terms.get("stageRecord"), terms.get("successRate", 0.5), terms.get("sinceLastDispatchS")
+    )
 
 
 def _stage(value: Any) -> StageHistory | None:

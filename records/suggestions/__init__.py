@@ -1,11 +1,11 @@
 """Roster suggestions and supply proposals: advice a person can act on, from our own decisions.
 
 After each sweep (`records.store.signals.sweep_finished`) `sync_if_due(now)` runs (or `sync(now)`).
-A sync reads only our store: the decisions of the last SUPERDISPATCH_SUGGEST_WINDOW_HOURS on enabled boards (created
-after `now - window`, at or before `now`: a decision exactly the window old has aged out) and
-the registry as the loop last remembered it (`records.store.registry`). It calls no client. It
-writes every suggestion in one transaction (`records.store.actions.suggestions.do_sync_suggestions`) and never
-edits a roster or a station.
+A sync reads only our store: the decisions of the last SUPERDISPATCH_SUGGEST_WINDOW_HOURS on enabled
+boards (created after `now - window`, at or before `now`: a decision exactly the window old has aged
+out) and the registry as the loop last remembered it (`records.store.registry`). It calls no client.
+It writes every suggestion in one transaction
+(`records.store.actions.suggestions.do_sync_suggestions`) and never edits a roster or a station.
 
 Where the docs leave things open, this is what is meant:
 
@@ -39,14 +39,14 @@ Where the docs leave things open, this is what is meant:
   away by `model-mismatch` alone; its target is that agent's newest such record. `move-to-host` and
   `add-station` read what the lane's stations lacked (each filter's `missing`, where station
   filters alone turned a rostered agent away, in the lane's newest 20 blocked decisions that
-  bear a station shortfall out): the strongest isolation and every model, tool and credential. `move-to-host` takes
-  the first station of the registry, not the lane's own, that has it all at the minimum
-  proof: an empty one first, then by station id. When the registry says one of the lane's
+  bear a station shortfall out): the strongest isolation and every model, tool and credential.
+  `move-to-host` takes the first station of the registry, not the lane's own, that has it all at the
+  minimum proof: an empty one first, then by station id. When the registry says one of the lane's
   own stations has what that station lacked, nothing is proposed from station shortfalls
-  (`change-model`, `move-to-host`, and `add-station` for a shortfall). `raise-capacity`
-  reads load alone as placement's waiting rule does (`at-capacity`, `not-idle`,
-  `holding-another`, and `unhealthy` only with no room). Each kind needs two decisions of the
-  window that bear it out; `add-station` counts both its grounds together.
+  (`change-model`, `move-to-host`, and `add-station` for a shortfall). `raise-capacity` reads load
+  alone as placement's waiting rule does (`at-capacity`, `not-idle`, `holding-another`, and
+  `unhealthy` only with no room). Each kind needs two decisions of the window that bear it out;
+  `add-station` counts both its grounds together.
 - **estimatedEffect**: `cards` is the number of distinct cards among the decisions that bear
   the kind out in the window (the cards it would have served); `agents` is how many agents
   the lane would gain: 1 for a model, a move or a new station, and for `raise-capacity` the

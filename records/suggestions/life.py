@@ -7,16 +7,23 @@ from django.conf import settings
 from django.db import transaction
 
 from records.models import LoopState
+
 # The module, not its names: the actions read `records.suggestions.found`, and so import this
 # package, while they are still loading.
 from records.store.actions import suggestions as suggestion_actions
 from records.store.registry import last_registry
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    MODEL_ONLY, SHORTFALL, Window, lane_shortfalls, lane_tallies, latest_reads,
+    MODEL_ONLY,
+    SHORTFALL,
+    Window,
+    lane_shortfalls,
+    lane_tallies,
+    latest_reads,
 )
 from records.suggestions.roster import flagging_rules, roster_suggestion
 from records.suggestions.supply import Supply, supply_proposals, wants_supply
+
 
 def sync(now: datetime) -> suggestion_actions.SyncSummary:
     """Read our own decisions of the window before `now` and bring every suggestion up to date."""

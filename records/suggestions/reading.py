@@ -103,7 +103,8 @@ def candidate_sql(declared: Tables) -> CandidateSql:
                 + CASE WHEN {_any(codes(Tag.UNRELIABLE))} THEN {_C["sick"]} ELSE 0 END
                 + CASE WHEN {load_alone} THEN {_C["load_bound"]} ELSE 0 END
                 + CASE WHEN {_any(filters.CAPACITY.reasons)} THEN {_C["at_capacity"]} ELSE 0 END
-                + CASE WHEN c.reasons = '{reasons_column([filters.MODEL.reason])}' AND c.station_id IS NOT NULL
+                + CASE WHEN c.reasons = '{reasons_column([filters.MODEL.reason])}'
+                            AND c.station_id IS NOT NULL
                        THEN {_C["model_only"]} ELSE 0 END
                 + CASE WHEN {station_only} THEN {_C["station_only"]} ELSE 0 END
         END"""

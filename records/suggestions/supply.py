@@ -10,7 +10,12 @@ from placement.stations import PROOF_RANK, lacking_by_agent
 from records.models import SuggestionKind
 from records.suggestions.found import Found
 from records.suggestions.reading import (
-    LOAD_BOUND, MODEL_ONLY, NO_CAPABILITY, SHORTFALL, LaneTally, Shortfall,
+    LOAD_BOUND,
+    MODEL_ONLY,
+    NO_CAPABILITY,
+    SHORTFALL,
+    LaneTally,
+    Shortfall,
 )
 from records.suggestions.words import capability_words, counted, either, needs_words
 
@@ -147,16 +152,30 @@ def _change_model(lane: LaneTally, shortfalls: list[Shortfall], supply: Supply) 
     s = only_model[0]
     models = s.lacked[filters.MODEL.name]
     model = models[0] if models else None
-    return [_proposal(
-        SuggestionKind.CHANGE_MODEL, lane, MODEL_ONLY, supply,
-        rationale=(f"In {counted(lane.count(MODEL_ONLY), 'decision')} at {_lane(lane)} in which nobody "
-                   f"was eligible, an agent on the roster was turned away only for its model: "
-                   f"{s.agent_id}'s station {s.station_id} runs none of {either(models or ['the models asked for'])}."),
-        target={"agentId": s.agent_id, "stationId": s.station_id, "model": model},
-        agents=1,
-        summary=f"{s.agent_id} could take the {_unplaced(lane, MODEL_ONLY)} that went unplaced for want of {model}.",
-        how=(f"In AgentPod, declare model {model} for station {s.station_id} in its declared "
-             f"harness configuration."))]
+    return [
+        _proposal(
+            SuggestionKind.CHANGE_MODEL,
+            lane,
+            MODEL_ONLY,
+            supply,
+            rationale=(
+                f"In {counted(lane.count(MODEL_ONLY), 'decision')} at {_lane(lane)} in which nobody "
+                f"was eligible, an agent on the roster was turned away only for its model: "
+                f"{s.agent_id}'s station {s.station_id} runs none of "
+                f"{either(models or ['the models asked for'])}."
+            ),
+            target={"agentId": s.agent_id, "stationId": s.station_id, "model": model},
+            agents=1,
+            summary=(
+                f"{s.agent_id} could take the {_unplaced(lane, MODEL_ONLY)} that went unplaced "
+                f"for want of {model}."
+            ),
+            how=(
+                f"In AgentPod, declare model {model} for station {s.station_id} in its declared "
+                f"harness configuration."
+            ),
+        )
+    ]
 
 
 def _move_to_host(lane: LaneTally, shortfalls: list[Shortfall], host: Station,
@@ -176,16 +195,31 @@ def _move_to_host(lane: LaneTally, shortfalls: list[Shortfall], host: Station,
                f"{host.occupant} to the roster of {lane.board_id}.")
         taker = f"{agent} or {host.occupant}"
     return _proposal(
-        SuggestionKind.MOVE_TO_HOST, lane, SHORTFALL, supply,
-        rationale=(f"In {counted(lane.count(SHORTFALL), 'decision')} at {_lane(lane)} in which "
-                   f"nobody was eligible, agents on the roster were turned away only by their "
-                   f"stations, which lacked {needs_words(needs)}; the registry says station "
-                   f"{host.station_id} has all of it."),
-        target={"stationId": host.station_id, "occupant": host.occupant, "runtime": host.runtime,
-                "harness": host.harness, "isolation": isolation, "model": model},
+        SuggestionKind.MOVE_TO_HOST,
+        lane,
+        SHORTFALL,
+        supply,
+        rationale=(
+            f"In {counted(lane.count(SHORTFALL), 'decision')} at {_lane(lane)} in which "
+            f"nobody was eligible, agents on the roster were turned away only by their "
+            f"stations, which lacked {needs_words(needs)}; the registry says station "
+            f"{host.station_id} has all of it."
+        ),
+        target={
+            "stationId": host.station_id,
+            "occupant": host.occupant,
+            "runtime": host.runtime,
+            "harness": host.harness,
+            "isolation": isolation,
+            "model": model,
+        },
         agents=1,
-        summary=f"{taker} in {host.station_id} could take the {_unplaced(lane, SHORTFALL)} that went unplaced.",
-        how=how)
+        summary=(
+            f"{taker} in {host.station_id} could take the {_unplaced(lane, SHORTFALL)} "
+            f"that went unplaced."
+        ),
+        how=how,
+    )
 
 
 def _add_station(lane: LaneTally, requires: dict | None, shortfalls: list[Shortfall],

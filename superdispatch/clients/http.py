@@ -1,31 +1,27 @@
 """The one HTTP base every suite client uses: timeouts, bounded read retries, one error type.
 
 Every call has a (connect, read) timeout. Only calls marked as reads are retried, at most
-`retries` more times with a short backoff, and only on a transient failure; a write is sent
-once. Reads go through their own session, whose adapter carries urllib3's `Retry`; writes go
-through a session that never retries. A failure is logged once, on one line naming product,
-method, path and outcome, never a header, token or credential, and told to every listener
-(`listen`: the metrics count it by product, route and cause) under the call's route, its path
-as a template (`GET /v1/boards/{boardId}`), never the path with its ids.
+`retries` more times with a short backoff, and only on a transient failure (no answer in time,
+no connection, a 5xx but 501, a 408 or a 429); a write is sent once. A retry is logged on a
+line of its own; a failure is logged once, on one line naming product, method, path and
+outcome, never a header, token or credential, and told to every listener (`listen`: the
+metrics count it by product, route and cause) under the call's route, its path as a template
+(`GET /v1/boards/{boardId}`), never the path with its ids. How a request is sent (urllib3's
+pool, or a requests session given) is `transport.py`'s.
 """
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from typing import Any, Callable, Protocol, TypeVar
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 import msgspec
 import requests
-from requests.adapters import HTTPAdapter
-from requests.structures import CaseInsensitiveDict
-from urllib3.exceptions import HTTPError, MaxRetryError, NewConnectionError
-from urllib3.exceptions import TimeoutError as TransportTimeout
-from urllib3.util.retry import Retry
 
-from .shape import ShapeError
+from .shape import ErrorBody, ShapeError
+from .transport import Answer, NoAnswer, PoolTransport, SessionTransport, Transport
 
 log = logging.getLogger("superdispatch.clients")
 
@@ -36,9 +32,6 @@ READ_RETRIES = 2
 BACKOFF = (0.2, 0.5)  # seconds before the first and the second retry
 # Transient answers: 5xx and up but 501 (not implemented: asking again won't help), 408, 429.
 TRANSIENT_STATUSES = (frozenset(range(500, 1000)) - {501}) | {408, 429}
-# What the read session may retry. It only carries calls marked as reads: GETs, and Accounts'
-# token POST, which changes nothing (asking twice only mints a second token).
-READ_METHODS = frozenset({"GET", "POST"})
 _CODE_MAX = 80  # an error body's code is echoed in logs and records; keep it short
 # Why a call failed, in few enough words to label a metric by: no answer in time, no
 # connection, an answer that says try later (5xx, 408, 429), one that says no (4xx or an error
@@ -109,80 +102,16 @@ def segment(value: str) -> str:
     return quote(value, safe="")
 
 
-class ReadRetry(Retry):
-    """urllib3's `Retry` for one product's reads: the fixed backoff steps, slept through an
-    injectable sleep so tests never wait, no wait on a Retry-After (a pass must not stall on
-    a product's say-so), and each retry logged on one line naming product, method and path."""
-
-    def __init__(self, *args: Any, product: str = "", steps: tuple[float, ...] = BACKOFF,
-                 nap: Callable[[float], None] = time.sleep, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.product, self.steps, self.nap = product, steps, nap
-
-    @classmethod
-    def for_reads(cls, product: str, retries: int, steps: tuple[float, ...],
-                  nap: Callable[[float], None]) -> "ReadRetry":
-        return cls(total=retries, allowed_methods=READ_METHODS,
-                   status_forcelist=TRANSIENT_STATUSES, raise_on_status=False,
-                   respect_retry_after_header=False, product=product, steps=steps, nap=nap)
-
-    def new(self, **kw: Any) -> "ReadRetry":
-        retry = super().new(**kw)
-        retry.product, retry.steps, retry.nap = self.product, self.steps, self.nap
-        return retry
-
-    def get_backoff_time(self) -> float:
-        failed = len(self.history)
-        return self.steps[min(failed, len(self.steps)) - 1] if failed and self.steps else 0.0
-
-    def sleep(self, response: Any = None) -> None:
-        self.nap(self.get_backoff_time())
-
-    def increment(self, method: str | None = None, url: str | None = None,
-                  response: Any = None, error: Exception | None = None,
-                  _pool: Any = None, _stacktrace: Any = None) -> "ReadRetry":
-        retry = super().increment(method, url, response, error, _pool, _stacktrace)
-        failure = (f"http-{response.status}" if error is None and response is not None
-                   else _failure_code(error))
-        path = urlsplit(url or "").path  # never the query
-        log.info("%s %s %s: %s; retrying (%d of %d)", self.product, method, path, failure,
-                 len(retry.history), len(retry.history) + (retry.total or 0))
-        return retry
-
-
-def suite_session(retry: Retry | None = None) -> requests.Session:
-    """A session that leaves the environment to each `Http`, read once; with `retry`, its
-    adapters retry as that says.
-
-    With `trust_env`, requests scans every environment variable for proxies and looks for a
-    .netrc on each request: about a millisecond a request, four requests to a relayed card."""
-    session = requests.Session()
-    session.trust_env = False
-    if retry is not None:
-        adapter = HTTPAdapter(max_retries=retry)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-    return session
-
-
-class RetryLinesOfOurOwn(logging.Filter):
-    """Drops urllib3's own warning for each retry after a connection error: `ReadRetry` logs
-    the retry, and a failure is logged once, by the client. Set on `urllib3.connectionpool`
-    in the LOGGING setting."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Retrying (")
-
-
 class Http:
-    """One product's HTTP: base URL, sessions, timeouts and retry budget.
+    """One product's HTTP: base URL, transport, timeouts and retry budget.
 
-    Without a session it makes two: one for reads, retried by urllib3's `Retry`, and one for
-    everything else, never retried. A session given (the sandbox's in-process transport, a
-    test's) carries every call as it is: its adapters decide any retry.
+    Without a session it sends through urllib3's pool (`PoolTransport`), the proxy and CA
+    bundle the environment names for this base URL read once, here. A session given (the
+    sandbox's in-process transport, a test's) carries every call as it is: its adapters decide
+    any retry, and none is made here.
 
-    The proxy (HTTP(S)_PROXY, NO_PROXY) and CA bundle (REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE)
-    the environment names for this base URL are read once, here."""
+    Only calls marked as reads are retried: GETs, and Accounts' token POST, which changes
+    nothing (asking twice only mints a second token)."""
 
     def __init__(self, product: str, base_url: str, *, session: requests.Session | None = None,
                  tokens: TokenSource | None = None, audience: str | None = None,
@@ -193,34 +122,33 @@ class Http:
             raise ValueError("a client that sends tokens needs their audience")
         self.product = product
         self.base_url = base_url.rstrip("/")
-        self.proxies = requests.utils.get_environ_proxies(self.base_url)
-        self.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
         self.tokens = tokens
         self.audience = audience.rstrip("/") if audience else None
         self.timeout = timeout
+        self.transport: Transport
         if session is None:
-            self.session = suite_session()
-            self.read_session = suite_session(ReadRetry.for_reads(product, retries, backoff, sleep))
+            self.transport = PoolTransport(self.base_url)
         else:
-            self.session = self.read_session = session
+            self.transport = SessionTransport(session)
             retries = 0  # the given session's adapters decide; none is counted here
-        self.retries = retries  # the read session's budget
+        self.retries = retries  # a read's budget: how many more times it may be sent
+        self.backoff = backoff  # seconds before the first retry, the second, and every later one
+        self.sleep = sleep
 
-    def call(self, method: str, path: str, parse: Callable[[Any], T], *,
+    def call(self, method: str, path: str, decode: Callable[[bytes], T], *,
              params: list[tuple[str, str]] | None = None, body: Any = None,
              headers: dict[str, str] | None = None, read: bool = False,
-             fast: Callable[[bytes], T | None] | None = None, route: str | None = None,
-             expected: frozenset[int] = frozenset()) -> T:
-        """Send one request and return `parse(json body)`; raise a ClientError on any failure.
-        `read=True` sends it through the read session, whose transport retries a transient
-        failure; a write is sent exactly once. `fast`, when given, reads a 2xx body's bytes
-        first: what it returns is the answer, and None sends the body the usual way, so it
-        only ever has to know the well-formed answer. `route`: the path as a template, for a
-        path that carries ids (a failure is counted under it); `expected`: refusals the caller
-        reads as an answer (a registry's 404: none kept), not counted as failures."""
+             route: str | None = None, expected: frozenset[int] = frozenset()) -> T:
+        """Send one request and return `decode(a 2xx body's bytes)`; raise a ClientError on any
+        failure. `decode` raises `shape.ShapeError` for a body out of shape and
+        `shape.ErrorBody` for a refusal in a 200 (`shape.decode` does both). `read=True`
+        retries a transient failure within the budget; a write is sent exactly once.
+        `route`: the path as a template, for a path that carries ids (a failure is counted
+        under it); `expected`: refusals the caller reads as an answer (a registry's 404: none
+        kept), not counted as failures."""
         try:
-            return self._call(method, path, parse, params=params, body=body, headers=headers,
-                              read=read, fast=fast)
+            return self._call(method, path, decode, params=params, body=body, headers=headers,
+                              read=read)
         except ClientError as err:
             counted = err.product == self.product and err.status not in expected
             if counted:  # Accounts' own failure to give a token is counted as Accounts' own
@@ -228,26 +156,28 @@ class Http:
                     failed(self.product, f"{method} {route or path}", cause_of(err))
             raise
 
-    def _call(self, method: str, path: str, parse: Callable[[Any], T], *,
+    def _call(self, method: str, path: str, decode: Callable[[bytes], T], *,
               params: list[tuple[str, str]] | None, body: Any,
-              headers: dict[str, str] | None, read: bool,
-              fast: Callable[[bytes], T | None] | None) -> T:
+              headers: dict[str, str] | None, read: bool) -> T:
         what = f"{method} {path}"
-        headers = dict(headers or {})
+        sent = dict(headers or {})
         if self.tokens is not None:
-            headers["Authorization"] = f"Bearer {self.tokens.token(self.audience)}"
+            sent["Authorization"] = f"Bearer {self.tokens.token(self.audience)}"
         try:
-            response = self._send(self.read_session if read else self.session,
-                                  method, path, what, params, body, headers, whole=fast is not None)
-            if fast is not None and 200 <= response.status_code < 300:
-                value = fast(response.content)
-                if value is not None:
-                    return value
-            payload, status = self._checked(response, what)
-            try:
-                return parse(payload)
-            except ShapeError as err:
-                raise BadShape(self.product, what, status, "bad-shape", str(err)) from None
+            answer, attempts = self._exchange(method, path, what, params, body, sent, read)
+            out_of_shape = None
+            if 200 <= answer.status < 300:
+                try:
+                    return decode(answer.body)
+                except ShapeError as err:
+                    out_of_shape = str(err)
+                except ErrorBody:
+                    pass
+            # Only an answer that is no answer is read a second time, as JSON of any shape,
+            # for the error its status or body names.
+            self._checked(answer, what, attempts)
+            raise BadShape(self.product, what, answer.status, "bad-shape",
+                           out_of_shape or "body is not the documented shape")
         except Unavailable as err:
             log.warning("%s%s", err, f" after {err.attempts} attempts" if err.attempts > 1 else "")
             raise
@@ -258,62 +188,50 @@ class Http:
             log.warning("%s", err)
             raise
 
-    def _send(self, session: requests.Session, method: str, path: str, what: str, params, body,
-              headers, *, whole: bool = False) -> requests.Response:
-        """The answer, its body read. `whole` reads a large body in one call (`_read_whole`)."""
-        try:
-            request = self._prepared(session, method, path, params, body, headers)
-            response = session.send(request, timeout=self.timeout, allow_redirects=False,
-                                    proxies=self.proxies, verify=self.verify, cert=None, stream=whole)
-            if whole:
-                _read_whole(response)
-        except (requests.RequestException, HTTPError, OSError) as err:
-            # Only the kind of failure is kept: the exception text names the URL and socket error.
-            cause = err.args[0] if isinstance(err, requests.RequestException) and err.args else err
-            # urllib3 gives up with MaxRetryError only once a read's budget is spent.
-            used_up = self.retries if session is self.read_session else 0
-            attempts = 1 + used_up if isinstance(cause, MaxRetryError) else 1
-            raise Unavailable(self.product, what, None, _failure_code(err),
-                              attempts=attempts) from None
-        return response
-
-    def _prepared(self, session: requests.Session, method: str, path: str, params, body,
-                  headers: dict[str, str]) -> requests.PreparedRequest:
-        """The request as `session.request` would prepare it for a suite call, made directly.
-
-        `session.request` merges the session's cookies, auth, hooks and settings into each
-        request and parses the URL it was handed back apart: a third of the client's own cost
-        of a card's eligibility read (docs/performance.md). A suite call sets
-        none of them: its path is escaped segment by segment (`segment`), its query is
-        `params`, its headers are the session's with the call's over them, and its body is
-        JSON. Each header is checked as requests checks it, so a token that would split a
-        header line is still refused before anything is sent."""
-        request = requests.PreparedRequest()
-        request.method = method
-        request.url = self.base_url + path + (f"?{urlencode(params)}" if params else "")
-        merged = CaseInsensitiveDict(session.headers)
+    def _exchange(self, method: str, path: str, what: str, params: list[tuple[str, str]] | None,
+                  body: Any, headers: dict[str, str], read: bool) -> tuple[Answer, int]:
+        """The answer, sent again while it is transient and a read's budget lasts, and how many
+        times it was sent. With no answer at all in the end, an Unavailable."""
         for name, value in headers.items():
-            requests.utils.check_header_validity((name, value))
-            merged[name] = value
+            if not _HEADER_NAME.fullmatch(name) or not _HEADER_VALUE.fullmatch(value):
+                # A value that would split its header line (a token gone wrong) is never sent.
+                raise Unavailable(self.product, what, None, "unreachable")
+        url = self.base_url + path + (f"?{urlencode(params)}" if params else "")
+        data = None
         if body is not None:
-            request.body = msgspec.json.encode(body)
-            if "Content-Type" not in merged:
-                merged["Content-Type"] = "application/json"
-            merged["Content-Length"] = str(len(request.body))
+            data = msgspec.json.encode(body)
+            headers.setdefault("Content-Type", "application/json")
         elif method not in ("GET", "HEAD"):
-            merged["Content-Length"] = "0"
-        request.headers = merged
-        request.hooks = {"response": []}
-        return request
+            headers["Content-Length"] = "0"  # as requests sends it: some proxies insist
+        budget = self.retries if read else 0
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                answer: Answer | None = self.transport.send(method, url, headers, data,
+                                                            self.timeout)
+                failure = f"http-{answer.status}" if answer.status in TRANSIENT_STATUSES else None
+            except NoAnswer as err:
+                answer, failure = None, err.kind
+                if err.cut_short:
+                    break  # the product answered: as for a bad shape, a later call may read it whole
+            if failure is None or attempt > budget:
+                break
+            log.info("%s %s: %s; retrying (%d of %d)", self.product, what, failure, attempt,
+                     budget)
+            self.sleep(self.backoff[min(attempt, len(self.backoff)) - 1] if self.backoff else 0.0)
+        if answer is None:
+            raise Unavailable(self.product, what, None, failure, attempts=attempt)
+        return answer, attempt
 
-    def _checked(self, response: requests.Response, what: str) -> tuple[Any, int]:
-        """The answer's JSON body and status, or the ClientError its status or body names."""
-        payload, readable = _json(response)
-        status = response.status_code
+    def _checked(self, answer: Answer, what: str, attempts: int) -> None:
+        """Raise the ClientError the answer's status or error body names, if any."""
+        payload, readable = _json(answer.body)
+        status = answer.status
         code = _error_code(payload) if readable else None
         named = code if code not in (None, _UNNAMED) else f"http-{status}"
         if status in TRANSIENT_STATUSES:
-            raise Unavailable(self.product, what, status, named, attempts=_attempts(response))
+            raise Unavailable(self.product, what, status, named, attempts=attempts)
         if not 200 <= status < 300:
             raise Refused(self.product, what, status, named)
         if code is not None:
@@ -321,48 +239,17 @@ class Http:
             raise Refused(self.product, what, status, code)
         if not readable:
             raise BadShape(self.product, what, status, "bad-shape", "body is not JSON")
-        return payload, status
 
 
-def _read_whole(response: requests.Response) -> None:
-    """Read a streamed answer's body in one call, as requests would have read it.
+# A header as RFC 9110 allows it: a token for a name, and a value with no line break in it.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[^\r\n\x00]*")
 
-    requests reads a body 10 KB at a time, which for a large workspace's eligibility answer
-    costs twice the CPU of one read (docs/performance.md). A
-    transport that has the body already (the sandbox's in-process one) is left as it is. A
-    failure mid-body (a timeout, a dropped connection) closes the connection and is raised."""
-    if response._content is not False or response.raw is None:
-        return
+
+def _json(body: bytes) -> tuple[Any, bool]:
     try:
-        response._content = response.raw.read(decode_content=True)
-    except BaseException:
-        response.close()  # the connection, half read, is not given back to the pool
-        raise
-    response._content_consumed = True
-    response.close()  # read to its end: gives the connection back to the pool
-
-
-def _failure_code(err: Exception | None) -> str:
-    """`timeout` or `unreachable`. A read timeout that used up the retries reaches requests as
-    urllib3's MaxRetryError, which requests reports as a connection error: look at its reason."""
-    if isinstance(err, requests.Timeout):
-        return "timeout"
-    cause = err.args[0] if isinstance(err, requests.RequestException) and err.args else err
-    reason = cause.reason if isinstance(cause, MaxRetryError) else cause
-    timed_out = isinstance(reason, TransportTimeout) and not isinstance(reason, NewConnectionError)
-    return "timeout" if timed_out else "unreachable"
-
-
-def _attempts(response: requests.Response) -> int:
-    """How many times the transport asked before this answer (its Retry's history)."""
-    retries = getattr(response.raw, "retries", None)
-    return 1 + len(retries.history) if isinstance(retries, Retry) else 1
-
-
-def _json(response: requests.Response) -> tuple[Any, bool]:
-    try:
-        return response.json(), True
-    except ValueError:
+        return msgspec.json.decode(body), True
+    except msgspec.DecodeError:
         return None, False
 
 

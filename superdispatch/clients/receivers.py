@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import time
 from typing import Callable
 
 import requests
 
-from .http import DEFAULT_TIMEOUT, suite_session
+from .http import DEFAULT_TIMEOUT
+from .transport import NoAnswer, PoolTransport, SessionTransport, Transport
 
 DELIVERY_HEADER = "X-SuperDispatch-Delivery"
 TIMESTAMP_HEADER = "X-SuperDispatch-Timestamp"
@@ -51,11 +51,11 @@ class Receiver:
         self.name = name  # "events" or "chat": what logs and errors say instead of the URL
         self.url = url
         self.secret = secret
-        self.session = session if session is not None else suite_session()
+        # urllib3's pool, its proxy and CA bundle read from the environment once, here.
+        self.transport: Transport = (PoolTransport(url) if session is None
+                                     else SessionTransport(session))
         self.timeout = timeout
         self.clock = clock
-        self.proxies = requests.utils.get_environ_proxies(url)
-        self.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
 
     def __repr__(self) -> str:
         return f"Receiver({self.name!r})"
@@ -68,12 +68,8 @@ class Receiver:
             headers[TIMESTAMP_HEADER] = str(timestamp)
             headers[SIGNATURE_HEADER] = signature(self.secret, timestamp, body)
         try:
-            answer = self.session.post(self.url, data=body, headers=headers,
-                                       timeout=self.timeout, allow_redirects=False,
-                                       proxies=self.proxies, verify=self.verify)
-        except requests.Timeout:
-            raise PostFailed(self.name, "timeout") from None
-        except requests.RequestException:
-            raise PostFailed(self.name, "unreachable") from None
-        if not 200 <= answer.status_code < 300:
-            raise PostFailed(self.name, f"http-{answer.status_code}")
+            answer = self.transport.send("POST", self.url, headers, body, self.timeout)
+        except NoAnswer as failed:
+            raise PostFailed(self.name, failed.kind) from None
+        if not 200 <= answer.status < 300:
+            raise PostFailed(self.name, f"http-{answer.status}")

@@ -7,8 +7,8 @@ hold, each decision by a formula that weighs pull records one), read with the wi
 out, so that a board whose window is short still says whether its fleet differs: each says
 whether the best hold would beat pull's race were every candidate busy only for its load idle
 too (`fleetDiffers`: sooner to a success by `lead.STEP_ASIDE_SHARE`; a hold only likelier to
-succeed does not count, for the window costs every card of the board its wait), for a card that waits for an agent to free up is taken by whoever polls
-first unless the window keeps it for a hold:
+succeed does not count, for the window costs every card of the board its wait), for a card that
+waits for an agent to free up is taken by whoever polls first unless the window keeps it for a hold:
 
 - a hold expected to beat pull on `DIFFERS_SHARE` of them or more: the fleet differs, and the
   window is what the board's relayed cards need to be held, the p95 time from a card's readyAt

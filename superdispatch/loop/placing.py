@@ -24,7 +24,10 @@ from placement.rules import Rules
 from records.models import Decision as DecisionRow
 from records.store import holds
 from records.store.actions.decisions import (
-    do_record_decision, do_record_hold, do_record_refusal, do_record_unknown_hold,
+    do_record_decision,
+    do_record_hold,
+    do_record_refusal,
+    do_record_unknown_hold,
 )
 from superdispatch import metrics
 from superdispatch.clients import BoardRead, ClientError, Refusal, Reservation

@@ -13,8 +13,8 @@ from typing import Callable, Iterable, Mapping
 
 from django.core.cache import cache
 
-from placement.formulas import May
 from placement.facts import AgentLoad, Card, PolicyFacts, PolicyVerdict, RosterRow, Run, Station, Timing
+from placement.formulas import May
 from records.models import LoopState
 from records.store import holds
 from records.store.actions.sweeps import do_note_no_policy, do_remember_registry
@@ -94,7 +94,7 @@ class PassReads:
 
     def registry(self, card: Card) -> tuple[Station, ...] | None:
         """AgentPod's station registry, read once a pass, only for a stage that states needs."""
-        if self.loop.cfg.station_filters != "on" or card.needs is None \
+        if not self.loop.cfg.station_filters or card.needs is None \
                 or not card.needs.states_anything:
             return None
         if self._registry is _UNREAD and self.from_cache:
@@ -150,7 +150,7 @@ class PassReads:
     def policy(self, card: Card, askable: Callable[[], list[tuple[str, str]]]) -> PolicyFacts | None:
         """The dispatch policy's verdicts on the `askable()` (agent, principal) pairs, once per
         agent and stage; `askable` is not called with the policy off."""
-        if self.loop.cfg.policy != "on":
+        if not self.loop.cfg.policy:
             return None
         verdicts = {}
         for agent_id, principal_id in askable():

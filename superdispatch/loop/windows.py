@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 
 from access.audit import SERVICE, Actor
+from placement import Rules
 from records.models import Board
 from records.store.actions.boards import do_note_window
-from placement import Rules
 from superdispatch.clients import ClientError
 from superdispatch.loop import arms
 from superdispatch.loop.board_windows import board_window

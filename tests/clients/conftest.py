@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from superdispatch.clients import AgentPod, Accounts, SuperPipeline, SuperWitness
+from superdispatch.clients import Accounts, AgentPod, SuperPipeline, SuperWitness
 
 from .server import Reply, Request, SuiteServer
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 import logging
 import socket
 
+import msgspec
 import pytest
-from urllib3.util.retry import Retry
+import requests
 
 from superdispatch.clients import (
-    Accounts, BadShape, Refused, SuperPipeline, Unavailable,
+    Accounts,
+    BadShape,
+    Refused,
+    SuperPipeline,
+    Unavailable,
 )
 from superdispatch.clients.http import Http
 
@@ -92,7 +97,7 @@ def closed_port() -> str:
 def test_unreachable_product_is_unavailable(naps):
     http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
-        http.call("GET", "/v1/agents/load", lambda body: body, read=True)
+        http.call("GET", "/v1/agents/load", msgspec.json.decode, read=True)
     assert caught.value.code == "unreachable"
     assert len(naps) == 2
 
@@ -185,7 +190,7 @@ def test_the_environments_proxy_is_honoured_and_read_once_when_the_client_is_mad
     suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
     through_proxy = Http("superpipeline", "http://products.example")  # a name only the proxy knows
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens: unread from now on
-    assert through_proxy.call("GET", "/v1/ping", dict) == {"ok": True}
+    assert through_proxy.call("GET", "/v1/ping", msgspec.json.decode) == {"ok": True}
     [hit] = suite.hits("GET", "/v1/ping")
     assert hit.headers["host"] == "products.example"
 
@@ -194,21 +199,26 @@ def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
-    assert Http("superpipeline", suite.url).call("GET", "/v1/ping", dict) == {"ok": True}
+    assert Http("superpipeline", suite.url).call("GET", "/v1/ping", msgspec.json.decode) == {"ok": True}
 
 
-# --- urllib3's Retry carries the read retries ------------------------------------------------
+# --- the read retries -------------------------------------------------------------------
 
-def test_reads_go_through_a_session_whose_adapter_retries_and_writes_through_one_that_never_does(
-        suite, pipeline):
-    http = pipeline._http
-    reads = http.read_session.get_adapter(suite.url).max_retries
-    writes = http.session.get_adapter(suite.url).max_retries
-    assert isinstance(reads, Retry) and reads.total == 2
-    assert reads.allowed_methods == {"GET", "POST"}  # POST: Accounts' token, asked like a read
-    assert 503 in reads.status_forcelist and 501 not in reads.status_forcelist
-    assert {408, 429} <= reads.status_forcelist and 404 not in reads.status_forcelist
-    assert writes.total == 0 and http.session is not http.read_session
+def test_a_read_is_retried_on_no_connection_and_a_write_is_not(naps):
+    http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
+    with pytest.raises(Unavailable) as caught:
+        http.call("POST", "/api/token/service", msgspec.json.decode, body={}, read=True)
+    assert (caught.value.code, caught.value.attempts) == ("unreachable", 3)
+    assert naps == [0.2, 0.5]
+
+
+def test_a_given_sessions_adapters_decide_its_retries(suite, naps):
+    suite.route("GET", BOARD, Reply(503), Reply(200, bodies.board()))
+    http = Http("superpipeline", suite.url, session=requests.Session(), sleep=naps.append)
+    with pytest.raises(Unavailable) as caught:
+        http.call("GET", BOARD, msgspec.json.decode, read=True)
+    assert (caught.value.status, caught.value.attempts) == (503, 1)
+    assert len(suite.hits("GET", BOARD)) == 1 and naps == []
 
 
 def test_a_not_implemented_read_is_refused_at_once(suite, pipeline, naps):
@@ -229,7 +239,7 @@ def test_a_retry_after_header_is_not_waited_on(suite, pipeline, naps):
 def test_a_write_to_a_closed_port_is_tried_once(naps):
     http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
-        http.call("PUT", "/v1/boards/brd_1/scheduling", lambda body: body, body={})
+        http.call("PUT", "/v1/boards/brd_1/scheduling", msgspec.json.decode, body={})
     assert (caught.value.code, caught.value.attempts) == ("unreachable", 1)
     assert naps == []
 
@@ -252,7 +262,7 @@ def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mi
     suite.route("GET", witness_path, Reply(503), Reply(200, {"ok": True}))
     http = Http("superwitness", suite.url, sleep=naps.append)
     with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
-        http.call("GET", witness_path, dict, params=[("stage", "secret-ish")], read=True)
+        http.call("GET", witness_path, msgspec.json.decode, params=[("stage", "secret-ish")], read=True)
     assert [r.getMessage() for r in caplog.records] == [
         "superwitness GET /v1/runs: http-503; retrying (1 of 2)"]
 
@@ -266,29 +276,25 @@ def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mi
     ("PUT", "/v1/boards/brd_1/scheduling", None, {"placementWindowSeconds": 10}, {}),
     ("DELETE", "/v1/boards/brd_1/cards/crd_1/reservation", None, None, {}),
 ])
-def test_a_call_is_sent_as_requests_would_prepare_it(method, path, params, body, headers):
-    import json
-
-    import requests
-
-    http = Http("superpipeline", "http://pipeline.test:8080/")
-    session = requests.Session()
-    ours = http._prepared(session, method, path, params, body, headers)
-    theirs = session.prepare_request(requests.Request(
-        method, http.base_url + path, params=params, json=body, headers=headers))
-    assert (ours.method, ours.url) == (theirs.method, theirs.url)
-    # The same JSON, though not byte for byte: each body's length is its own.
-    length = ours.headers.pop("Content-Length", None)
-    assert length == (str(len(ours.body)) if ours.body else (None if method == "GET" else "0"))
-    theirs.headers.pop("Content-Length", None)
-    assert dict(ours.headers) == dict(theirs.headers)
-    assert (json.loads(ours.body) if ours.body else None) == (json.loads(theirs.body) if theirs.body else None)
+def test_a_call_arrives_as_requests_would_have_sent_it(suite, method, path, params, body, headers):
+    """The pool and a requests session put the same request on the wire, but for the
+    headers each says of itself (its User-Agent and Accept)."""
+    suite.route(method, path, Reply(200, {}))
+    Http("superpipeline", suite.url).call(method, path, msgspec.json.decode, params=params, body=body,
+                                          headers=headers)
+    Http("superpipeline", suite.url, session=requests.Session()).call(
+        method, path, msgspec.json.decode, params=params, body=body, headers=headers)
+    ours, theirs = suite.hits(method, path)
+    assert (ours.path, ours.query, ours.body) == (theirs.path, theirs.query, theirs.body)
+    own = {"user-agent", "accept", "connection"}
+    assert ({k: v for k, v in ours.headers.items() if k not in own}
+            == {k: v for k, v in theirs.headers.items() if k not in own})
 
 
 def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(suite, naps):
     suite.route("GET", "/v1/x", Reply(200, {}))
     http = Http("superpipeline", suite.url, sleep=naps.append)
     with pytest.raises(Unavailable):
-        http.call("GET", "/v1/x", dict, headers={"X-Note": "a\r\nInjected: 1"})
+        http.call("GET", "/v1/x", msgspec.json.decode, headers={"X-Note": "a\r\nInjected: 1"})
     assert suite.hits("GET", "/v1/x") == []
-    assert http.call("GET", "/v1/x", dict, headers={"X-Note": "plain"}) == {}
+    assert http.call("GET", "/v1/x", msgspec.json.decode, headers={"X-Note": "plain"}) == {}

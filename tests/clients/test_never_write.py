@@ -13,13 +13,18 @@ import requests
 
 from placement.facts import Requires
 from superdispatch.clients import (
-    Accounts, AgentPod, ClientError, Clients, SuperPipeline, SuperWitness, build_clients,
+    Accounts,
+    AgentPod,
+    ClientError,
+    Clients,
+    SuperPipeline,
+    SuperWitness,
+    build_clients,
 )
 from superdispatch.clients.receivers import Receiver
-
-from . import bodies
 from tests.conftest import log_formatter
 
+from . import bodies
 from .conftest import CREDENTIAL, TokenMint
 from .server import Reply
 
@@ -112,8 +117,8 @@ def test_build_clients_shares_one_session_and_leaves_superwitness_out_when_unset
     assert clients.superwitness is None
     clients.superpipeline.board("brd_1")
     clients.agentpod.roster("brd_1")
-    sessions = {c._http.session for c in (clients.accounts, clients.superpipeline,
-                                          clients.agentpod)}
+    sessions = {c._http.transport.session for c in (clients.accounts, clients.superpipeline,
+                                                    clients.agentpod)}
     assert sessions == {session}
     minted = [r.body["audience"] for r in suite.hits("POST", "/accounts/api/token/service")]
     assert minted == [f"{suite.url}/sp", f"{suite.url}/pod"]  # audience defaults to the URL

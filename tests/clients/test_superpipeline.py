@@ -7,7 +7,13 @@ import pytest
 
 from placement.facts import AgentLoad, Card, Requires, StationNeeds
 from superdispatch.clients import (
-    Accounts, BadShape, Refusal, Refused, Reservation, SuperPipeline, Unavailable,
+    Accounts,
+    BadShape,
+    Refusal,
+    Refused,
+    Reservation,
+    SuperPipeline,
+    Unavailable,
 )
 from superdispatch.clients.superpipeline_wire import EligibilityVerdict
 

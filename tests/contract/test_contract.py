@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import timedelta
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,11 +24,10 @@ from access import actions as access_actions
 from access.audit import SERVICE
 from common.scopes import SCOPES
 from learning import actions as learning_actions
-from records.models import Suggestion
 from placement.formulas import DEFAULT
+from records.models import Suggestion
 from records.store.actions.boards import do_opt_in
-from records.store.actions.experiments import do_review_experiments, do_start_experiment
-from records.store.actions.experiments import Plan
+from records.store.actions.experiments import Plan, do_review_experiments, do_start_experiment
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable
 

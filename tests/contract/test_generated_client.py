@@ -1,9 +1,9 @@
 """A client generated from the live schema, as a user's tooling would make one:
-openapi-python-client (pinned in requirements.txt), run against a live server over a recorded sandbox run (the demo,
-its policy on, placed by the in-process loop on a virtual clock). It lists boards, lists and
-reads decisions (with `?agent=`), lists and dismisses a suggestion, reads the dataset in both
-formats and lists the audit trail; every answer must parse into the client's typed fields,
-none into `additional_properties` (where the schema left a key undeclared).
+openapi-python-client (pinned in requirements.txt), run against a live server over a recorded
+sandbox run (the demo, its policy on, placed by the in-process loop on a virtual clock). It lists
+boards, lists and reads decisions (with `?agent=`), lists and dismisses a suggestion, reads the
+dataset in both formats and lists the audit trail; every answer must parse into the client's typed
+fields, none into `additional_properties` (where the schema left a key undeclared).
 
 The client is generated into a temporary folder on each run rather than kept in the repository:
 the schema is the contract, and a kept copy would only show that an old schema once generated.

@@ -67,7 +67,11 @@ def test_a_no_show_walks_the_ladder_to_a_runner_up_and_then_any_match(live_serve
             stand.sweep()
             decisions = stand.decision_count(card_id, count)
         assert [(d.tier_name, d.tier_step, d.chosen) for d in decisions] == [
-            ("winner", 1, "agt_a"), ("runner-up", 2, "agt_b"), ("runner-up", 3, "agt_c"), ("any-match", 4, None)]
+            ("winner", 1, "agt_a"),
+            ("runner-up", 2, "agt_b"),
+            ("runner-up", 3, "agt_c"),
+            ("any-match", 4, None),
+        ]
         assert [d.outcome_status for d in decisions[:3]] == ["expired"] * 3
         assert stand.suite.pipeline.live_reservation(stand.suite.pipeline.card(card_id)) is None
         assert stand.suite.pipeline.next_card_for("agt_b", [BOARD]).id == card_id  # left to pull

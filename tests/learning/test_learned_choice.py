@@ -22,7 +22,9 @@ def facts() -> Facts:
 
 def model_preferring_low_success() -> LearnedModel:
     weights = tuple(-3.0 if name == "successRate" else 0.0 for name in FEATURES)
-    return LearnedModel("mdl_" + "0" * 24, 4, FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES), weights, 0.0)
+    return LearnedModel(
+        "mdl_" + "0" * 24, 4, FEATURES, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES), weights, 0.0
+    )
 
 
 def test_shadow_records_the_models_choice_and_changes_nothing():

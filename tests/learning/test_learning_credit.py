@@ -8,12 +8,12 @@ import json
 import math
 import statistics
 
+from learning.core.shadow import ShadowDecision, estimated, gate, report
 from placement import Rules
 from placement.formulas import DEFAULT
-from placement.replay import Choice
 from placement.intervals import Z95
+from placement.replay import Choice
 from placement.what_if import what_if
-from learning.core.shadow import ShadowDecision, estimated, gate, report
 from tests.placement.test_what_if import decision, idle
 
 # Before the window: each agent's one hold claimed (in 4 s and 8 s) and its run succeeded, so
@@ -73,8 +73,16 @@ def test_the_estimate_credits_each_disagreement_by_the_estimators_difference_bet
     assert math.isclose(got["formulaRate"], formula) and math.isclose(got["modelRate"], model)
     assert math.isclose(got["marginPct"], 100 / 9)
     estimate = got["estimate"]
-    assert (estimate["estimator"], estimate["enough"], estimate["minDecisions"]) == ("doubly-robust", True, 30)
-    assert estimate["model"] == {"value": round(model, 4), "low": round(low, 4), "high": round(model + half, 4)}
+    assert (estimate["estimator"], estimate["enough"], estimate["minDecisions"]) == (
+        "doubly-robust",
+        True,
+        30,
+    )
+    assert estimate["model"] == {
+        "value": round(model, 4),
+        "low": round(low, 4),
+        "high": round(model + half, 4),
+    }
     assert estimate["formula"]["value"] == round(formula, 4)
     assert math.isclose(estimate["marginLowPct"], 100 * (low - formula))
     assert estimate["notReplayed"] == []
@@ -115,7 +123,11 @@ def test_too_few_decisions_to_judge_keep_the_gate_shut_whatever_the_margin():
 def test_no_decision_to_judge_has_no_rates():
     got = estimated(report([], "succeeded"), what_if(list(HISTORY), DEFAULT, Rules(), chosen={}))
     assert (got["decisions"], got["formulaRate"], got["modelRate"], got["marginPct"]) == (0, None, None, None)
-    assert (got["estimate"]["formula"], got["estimate"]["model"], got["estimate"]["estimator"]) == (None, None, None)
+    assert (got["estimate"]["formula"], got["estimate"]["model"], got["estimate"]["estimator"]) == (
+        None,
+        None,
+        None,
+    )
 
 
 # --- lower-bound: the documented crediting, unchanged ----------------------------------------

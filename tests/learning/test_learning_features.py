@@ -6,8 +6,8 @@ import pytest
 
 import placement.learned as learned
 from learning.core.rows import examples, rows
-from tests.support.learning_records import candidate, decision
 from placement.learned import FEATURES, LearnedModel, features, pool, rank, record_features, utc_hour
+from tests.support.learning_records import candidate, decision
 
 ADA = candidate(
     "agt_ada",

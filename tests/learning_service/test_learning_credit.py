@@ -72,8 +72,9 @@ def test_the_default_credit_is_lower_bound_and_the_report_is_the_documented_one(
     counts = report(store.shadow_decisions(model.id), model.target)
     reading = gate(600, counts, 500, 1, 5).as_json()
     assert (got["credit"], got["estimate"]) == ("lower-bound", None)
-    assert {k: v for k, v in got.items() if k not in ("model", "version", "latest", "credit", "estimate", "gate")} \
-        == counts
+    assert {
+        k: v for k, v in got.items() if k not in ("model", "version", "latest", "credit", "estimate", "gate")
+    } == counts
     assert {k: v for k, v in got["gate"].items() if k in reading} == reading
 
 

@@ -150,10 +150,19 @@ def test_a_training_read_yields_the_same_examples_as_the_full_records():
     settled(1, status="claimed", by="agt_ada", created_at=at(1))
     settled(2, status="claimed-by-other", by="agt_bob", created_at=at(2))
     settled(3, status="expired", by=None, created_at=at(3))
-    make_decision(card="card_4", chosen=None, tier=("any-match", 2), created_at=at(4), outcome_status="claimed",
-                  outcome_by="agt_bob", outcome_at=at(30), candidates=[
-                      {"agent": "agt_ada", "terms": {"successRate": 0.5}},
-                      {"agent": "agt_bob", "terms": {"successRate": 0.25}}])
+    make_decision(
+        card="card_4",
+        chosen=None,
+        tier=("any-match", 2),
+        created_at=at(4),
+        outcome_status="claimed",
+        outcome_by="agt_bob",
+        outcome_at=at(30),
+        candidates=[
+            {"agent": "agt_ada", "terms": {"successRate": 0.5}},
+            {"agent": "agt_bob", "terms": {"successRate": 0.25}},
+        ],
+    )
     settled(5, status="superseded", by=None, created_at=at(5))
 
     def read(for_training: bool) -> list:

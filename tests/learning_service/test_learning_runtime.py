@@ -2,10 +2,9 @@ import logging
 
 import pytest
 
-from placement.learned import LearnedView, learned_formula
-
 from learning import runtime
 from learning.runtime import ModelCache, PlacementModel
+from placement.learned import LearnedView, learned_formula
 from records.models import Decision
 from tests.conftest import at
 from tests.support.learning_factories import learned_settings, shadow, stored_model

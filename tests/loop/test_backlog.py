@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-
 from django.core.cache import cache
 from django.db import transaction
 
@@ -17,8 +16,7 @@ from common import config
 from placement.facts import AgentLoad, RosterRow
 from records.models import Decision
 from superdispatch.loop.backlog import holdable
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -57,7 +55,7 @@ def test_the_bound_is_on_by_default():
 
 def test_five_thousand_ready_cards_and_three_idle_agents_cost_three_decisions(monkeypatch):
     world = make_world(lane(agents=("agt_a", "agt_b", "agt_c")))  # the default settings
-    assert world.loop.cfg.backlog_bound == "on"
+    assert world.loop.cfg.backlog_bound is True
     world.opt_in("brd_a")
     cards = [world.suite.pipeline.add_card("brd_a") for _ in range(5000)]
     reads = count_eligibility_reads(world, monkeypatch)
@@ -103,7 +101,7 @@ def test_a_card_read_otherwise_than_the_one_that_waited_is_decided(monkeypatch):
     for agent in ("agt_a", "agt_b"):
         pipeline.claim(agent, pipeline.add_card("brd_a").id)
     world.advance(30)
-    first, refused, third = (pipeline.add_card("brd_a"), pipeline.add_card("brd_a", grants=()),
+    first, refused, _ = (pipeline.add_card("brd_a"), pipeline.add_card("brd_a", grants=()),
                              pipeline.add_card("brd_a"))
     decided = count_decisions(monkeypatch)
     summary = world.sweep()
@@ -209,10 +207,23 @@ def test_what_a_read_says_is_of_the_agents_the_filters_read():
     from placement.why_nobody import WAITING_ON_LOAD as WAITING
     from superdispatch.loop.backlog import Backlog
 
-    card = Card("brd_a", "card_1", "review", Requires(("code-review",)), None, datetime(2026, 11, 13, tzinfo=timezone.utc))
+    card = Card(
+        "brd_a",
+        "card_1",
+        "review",
+        Requires(("code-review",)),
+        None,
+        datetime(2026, 11, 13, tzinfo=timezone.utc),
+    )
     plain = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", True))
-    off_roster = (AgentVerdict("agt_a", "prn_a", True), AgentVerdict("agt_x", "prn_x", False, ("grant_denied",)))
-    on_roster = (AgentVerdict("agt_a", "prn_a", False, ("grant_denied",)), AgentVerdict("agt_x", "prn_x", True))
+    off_roster = (
+        AgentVerdict("agt_a", "prn_a", True),
+        AgentVerdict("agt_x", "prn_x", False, ("grant_denied",)),
+    )
+    on_roster = (
+        AgentVerdict("agt_a", "prn_a", False, ("grant_denied",)),
+        AgentVerdict("agt_x", "prn_x", True),
+    )
 
     def decided(considered, reads) -> list[int]:
         backlog, made = Backlog(Rules(), lambda: None), []

@@ -9,11 +9,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-
 from django.core.cache import cache
 from django.db import transaction
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from records.models import Decision
 from superdispatch.loop.passes import run_pass

@@ -33,8 +33,12 @@ def test_a_fleet_differs_where_holds_beat_pull_often_enough_the_window_left_out(
 
 @pytest.mark.django_db
 @pytest.mark.storage
-@pytest.mark.parametrize("verdict, least, expected", [(None, 0, 0), (None, 2, 2), (True, 0, 10), (False, 0, 0), (False, 3, 3)])
-def test_each_board_gets_the_window_its_evidence_asks_for_within_the_bounds(monkeypatch, verdict, least, expected):
+@pytest.mark.parametrize(
+    "verdict, least, expected", [(None, 0, 0), (None, 2, 2), (True, 0, 10), (False, 0, 0), (False, 3, 3)]
+)
+def test_each_board_gets_the_window_its_evidence_asks_for_within_the_bounds(
+    monkeypatch, verdict, least, expected
+):
     monkeypatch.setattr(board_windows, "differs", lambda outlooks: verdict)
     world = make_world(lane(), formula=NEW, placement_window_min_seconds=least)
     world.opt_in("brd_a")
@@ -56,11 +60,7 @@ def test_the_documented_formula_keeps_the_configured_window_whatever_the_outlook
 @pytest.mark.django_db
 @pytest.mark.storage
 def test_its_decisions_record_their_outlook_and_the_api_answers_it_with_its_words(api):
-    world = make_world(lane(), formula=NEW)
-    world.opt_in("brd_a")
-    card = world.suite.pipeline.add_card("brd_a")
-    world.sweep()
-    decision = world.decisions(card_id=card.id)[0]
+    decision = make_world(lane(), formula=NEW).decide_a_card()
     assert decision.policy == NEW and decision.outlook is not None
     answer = api.get(f"/v1/decisions/{decision.id}").json()["decision"]
     assert answer["outlook"] == decision.outlook

@@ -10,8 +10,7 @@ from django_celery_beat.schedulers import ModelEntry
 from records.models import Board, Decision, LoopState
 from superdispatch.loop.passes import pass_budget
 from superdispatch.schedule import SWEEP_TASK_NAME, ensure_sweep_schedule
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 BOARDS = ("brd_a", "brd_b", "brd_c")

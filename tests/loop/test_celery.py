@@ -11,8 +11,7 @@ from records.models import Decision, LoopState, SweepShard
 from superdispatch import tasks
 from superdispatch.celery import app
 from superdispatch.schedule import SWEEP_TASK_NAME
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.celery]
 

@@ -4,14 +4,17 @@ lets cards left to pull go to the next arm, and each decision records its experi
 and arm; a deployment with no experiment decides as before."""
 from __future__ import annotations
 
-
 import pytest
 
 from placement.formulas import DEFAULT
 from records.models import Board, Experiment
 from records.store import experiments
-from records.store.actions.experiments import do_set_board_formula, do_start_experiment, do_stop_experiment
-from records.store.actions.experiments import Plan
+from records.store.actions.experiments import (
+    Plan,
+    do_set_board_formula,
+    do_start_experiment,
+    do_stop_experiment,
+)
 from superdispatch.loop import arms
 from tests.support.world import one_board_world
 

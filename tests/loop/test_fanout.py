@@ -17,8 +17,7 @@ from superdispatch.loop import fanout, passes
 from superdispatch.loop.fanout import run_shard, split, start_sweep
 from tests.conftest import T0
 from tests.support.factories import make_decision
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 BOARDS = tuple(f"brd_{c}" for c in "abcde")

@@ -7,8 +7,7 @@ from learning.models import LearnedModel as StoredModel
 from placement.learned import FEATURES
 from tests.conftest import T0
 from tests.support.factories import make_decision
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage,
               pytest.mark.usefixtures("fresh_learned_reading")]

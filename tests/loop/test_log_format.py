@@ -11,9 +11,8 @@ import pytest
 
 from records.models import Decision
 from tests.conftest import log_formatter
-from tests.support.world import lane
-from tests.support.world import make_world
 from tests.service.test_config import GOOD, ROOT
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 IDS = {"board": r"\bbrd_\w+", "card": r"\bcard_\w+", "decision": r"\bpld_\w+",

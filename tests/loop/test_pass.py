@@ -50,7 +50,7 @@ def test_a_claim_by_the_held_agent_settles_claimed(world, caplog):
 
 
 def test_a_lapsed_winner_is_passed_over_on_the_next_step(world):
-    card = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()
     world.advance(61)
     world.sweep()
@@ -151,7 +151,8 @@ def test_a_lapse_older_than_thirty_minutes_has_aged_out(world):
 
 
 def test_one_live_hold_per_agent_across_cards_in_one_sweep(world):
-    cards = [world.suite.pipeline.add_card("brd_a") for _ in range(4)]
+    for _ in range(4):
+        world.suite.pipeline.add_card("brd_a")
     world.sweep()
     held = [d.chosen for d in world.decisions() if d.reserved_until]
     assert sorted(held) == ["agt_a", "agt_b", "agt_c"]
@@ -160,7 +161,7 @@ def test_one_live_hold_per_agent_across_cards_in_one_sweep(world):
 
 def test_a_refused_hold_is_not_reserved_and_waits_five_minutes(world):
     world.suite.toggles.reservation_verb = False
-    card = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()
     [d] = world.decisions()
     assert (d.outcome_status, d.reservation_refused) == ("not-reserved", "http-404")

@@ -83,6 +83,7 @@ def test_a_card_whose_board_cannot_be_read_is_unread(world):
 
 def test_a_card_whose_roster_cannot_be_read_is_unread(world):
     from django.core.cache import cache
+
     from superdispatch.loop.reads import roster_key
 
     cache.delete(roster_key("brd_a"))  # no roster cached: the relayed card reads AgentPod's

@@ -8,8 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from placement.facts import Run
 from superdispatch.loop.runs import Claim, match_runs
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 

@@ -3,7 +3,6 @@ import pytest
 
 from placement import filtering, filters, learned
 from placement.filtering import Filter, Tag, tables
-
 from tests.support.placement import board, decided
 
 

@@ -1,7 +1,6 @@
 import pytest
 
 from placement import order_cards
-
 from tests.support.placement import ago, card
 
 
@@ -33,12 +32,20 @@ def test_round_robin_does_not_depend_on_the_order_boards_arrive_in():
 
 
 def test_board_order_takes_every_card_of_one_board_before_the_next():
-    assert _ids(order_cards(BUSY + QUIET, "board-order")) == ["busy-50", "busy-30", "busy-20", "busy-5", "quiet-10"]
+    assert _ids(order_cards(BUSY + QUIET, "board-order")) == [
+        "busy-50",
+        "busy-30",
+        "busy-20",
+        "busy-5",
+        "quiet-10",
+    ]
     assert _ids(order_cards(QUIET + BUSY, "board-order"))[0] == "quiet-10"
 
 
 def test_each_entry_keeps_its_board():
-    assert {board_id for board_id, c in order_cards(BUSY + QUIET) if c.card_id.startswith("quiet")} == {"quiet"}
+    assert {board_id for board_id, c in order_cards(BUSY + QUIET) if c.card_id.startswith("quiet")} == {
+        "quiet"
+    }
 
 
 def test_nothing_ready_orders_nothing():

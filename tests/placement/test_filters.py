@@ -6,8 +6,17 @@ import pytest
 
 from placement import filtering
 from placement.facts import HoldLog, Ladder, PolicyFacts, PolicyVerdict, StationNeeds
-
-from tests.support.placement import ago, board, card, decided, failing, roster_row, station, verdict, with_rows
+from tests.support.placement import (
+    ago,
+    board,
+    card,
+    decided,
+    failing,
+    roster_row,
+    station,
+    verdict,
+    with_rows,
+)
 
 EVERYTHING_ON = dict(
     card=card(needs=StationNeeds(isolation="container", models=("m-large",), tools=("git",),

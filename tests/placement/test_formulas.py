@@ -10,9 +10,7 @@ import pytest
 from placement import Rules, decide, formulas, rankers
 from placement.facts import Facts
 from placement.formulas import BY_LEAD, BY_PULL, BY_RECORD, Formula, May, Need
-
 from tests.support.placement import board
-
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,9 +115,12 @@ def test_no_module_but_the_declarations_spells_a_formulas_name():
     """Code, comments and docstrings alike: every reader asks the declarations instead."""
     names = re.compile("|".join(re.escape(f.name) for f in formulas.every()))
     declarations = ROOT / "placement" / "formulas.py"
-    spelled = [f"{path.relative_to(ROOT)}:{n}"
-               for package in ("common", "placement", "records", "learning", "superdispatch", "sandbox", "bench")
-               for path in sorted((ROOT / package).rglob("*.py")) if path != declarations
-               and "migrations" not in path.parts
-               for n, line in enumerate(path.read_text().splitlines(), 1) if names.search(line)]
+    spelled = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for package in ("common", "placement", "records", "learning", "superdispatch", "sandbox", "bench")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != declarations and "migrations" not in path.parts
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if names.search(line)
+    ]
     assert spelled == []

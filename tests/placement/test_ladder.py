@@ -3,7 +3,6 @@ from dataclasses import replace
 import pytest
 
 from placement.facts import HoldLog, Ladder
-
 from tests.support.placement import board, decided
 
 
@@ -69,7 +68,12 @@ def test_runner_up_step_with_nobody_left_opens_the_card_at_once():
 def test_open_ladder_is_not_held_again_and_nothing_is_recorded():
     facts = replace(_ranked_board("agt_ada", "agt_bob"), ladder=Ladder(step=3, open=True))
     decision = decided(facts)
-    assert (decision.reason, decision.chosen, decision.hold, decision.record) == ("any-match", None, None, False)
+    assert (decision.reason, decision.chosen, decision.hold, decision.record) == (
+        "any-match",
+        None,
+        None,
+        False,
+    )
 
 
 def test_spent_ladder_still_records_every_candidate():

@@ -1,8 +1,17 @@
 from dataclasses import replace
 
 from placement.load import direct_load, roster_load
-
-from tests.support.placement import NOW, ago, board, decided, failing, load_row, roster_row, verdict, with_rows
+from tests.support.placement import (
+    NOW,
+    ago,
+    board,
+    decided,
+    failing,
+    load_row,
+    roster_row,
+    verdict,
+    with_rows,
+)
 
 
 def test_roster_row_gives_capacity_one_and_busy_is_one_in_flight():

@@ -20,10 +20,20 @@ from pathlib import Path
 
 from placement import Rules, decide
 from placement.facts import (
-    AgentLoad, AgentVerdict, Facts, HoldLog, Ladder, PolicyFacts, PolicyVerdict, RegistryFact, Requires,
-    RosterRow, Run, Station, StationNeeds,
+    AgentLoad,
+    AgentVerdict,
+    Facts,
+    HoldLog,
+    Ladder,
+    PolicyFacts,
+    PolicyVerdict,
+    RegistryFact,
+    Requires,
+    RosterRow,
+    Run,
+    Station,
+    StationNeeds,
 )
-
 from tests.support.placement import NOW, card
 
 PINNED = Path(__file__).parent / "pinned" / "decisions.txt"

@@ -4,10 +4,27 @@ from datetime import datetime, timedelta, timezone
 
 from placement import Rules, decide
 from placement.facts import (
-    AgentLoad, AgentVerdict, Card, Facts, RegistryFact, Requires, RosterRow, Station, StationNeeds,
+    AgentLoad,
+    AgentVerdict,
+    Card,
+    Facts,
+    RegistryFact,
+    Requires,
+    RosterRow,
+    Station,
+    StationNeeds,
 )
-
-from tests.support.placement import ago, board, card, decided, failing, load_row, roster_row, station, with_rows
+from tests.support.placement import (
+    ago,
+    board,
+    card,
+    decided,
+    failing,
+    load_row,
+    roster_row,
+    station,
+    with_rows,
+)
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 
@@ -46,8 +63,11 @@ def test_a_roster_read_again_is_judged_afresh_not_remembered_by_its_agents():
 
 
 def test_one_load_read_is_judged_anew_at_each_now():
-    facts = replace(board("agt_ada", "agt_bob"), eligibility=board("agt_ada", "agt_bob", "agt_eli").eligibility,
-                    load=(load_row("agt_eli", last_heartbeat_at=ago(minutes=50)),))
+    facts = replace(
+        board("agt_ada", "agt_bob"),
+        eligibility=board("agt_ada", "agt_bob", "agt_eli").eligibility,
+        load=(load_row("agt_eli", last_heartbeat_at=ago(minutes=50)),),
+    )
     later = NOW + timedelta(minutes=20)
     for _ in range(2):
         assert failing(decided(facts, candidates="all"), "agt_eli") == []
@@ -59,8 +79,12 @@ def test_an_agent_off_the_roster_occupies_the_lowest_station_id_it_is_listed_in(
         board("agt_ada", "agt_bob", card=card(needs=StationNeeds(tools=("git",)))),
         eligibility=board("agt_ada", "agt_bob", "agt_eli").eligibility,
         load=(load_row("agt_eli"),),
-        registry=(station("stn_ada"), station("stn_bob"), replace(station("stn_z", tools=()), occupant="agt_eli"),
-                  replace(station("stn_e"), occupant="agt_eli")),
+        registry=(
+            station("stn_ada"),
+            station("stn_bob"),
+            replace(station("stn_z", tools=()), occupant="agt_eli"),
+            replace(station("stn_e"), occupant="agt_eli"),
+        ),
     )
     eli = decided(facts, candidates="all").candidate("agt_eli")
     assert (eli.station_id, eli.eligible) == ("stn_e", True)

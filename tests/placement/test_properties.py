@@ -1,22 +1,25 @@
-"""Properties that hold for any facts: the chosen passed everything and ranks first, and order never matters."""
+"""Properties that hold for any facts: the chosen passed everything and ranks first, and order never
+matters."""
+
 import random
 from dataclasses import replace
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from placement import Rules, decide
-from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.candidate_records import Candidates
+from placement.candidates import OFF_CAPABLE, OFF_INCAPABLE, OWN_RECORD
 from placement.facts import Facts, HoldLog, Ladder, StationNeeds
 from placement.filtering import tables
 from placement.load import DIRECT, ROSTER
-
 from tests.support.placement import NOW, ago, card, load_row, roster_row, run, station, verdict
 
 AGENTS = [f"agt_{i:02d}" for i in range(12)]
-REASONS = st.just([]) | st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "concurrency_reached", "other"]),
-                   max_size=2, unique=True)
+REASONS = st.just([]) | st.lists(
+    st.sampled_from(["capability_mismatch", "grant_denied", "concurrency_reached", "other"]),
+    max_size=2,
+    unique=True,
+)
 
 
 @st.composite

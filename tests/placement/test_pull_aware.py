@@ -2,13 +2,12 @@
 candidate held, each hold sized by its agent; and the pure estimates it stands on (`lead.py`)."""
 from __future__ import annotations
 
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from placement import PULL_AS_GOOD, Rules, decide, lead
 from dataclasses import replace
 
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from placement import PULL_AS_GOOD, Rules, decide, lead
 from placement.facts import Facts, HoldLog, Timing
 from placement.formulas import PULL_AWARE
 from placement.lead import LeadTerms, evidence, hold_length, race
@@ -21,17 +20,28 @@ def _runs(principal: str, succeeded: int, of: int = 10):
     return tuple(run(principal, i < succeeded, age_days=0.01) for i in range(of))
 
 
-def _facts(agents: dict[str, tuple[int, float, float]], *, ready_s_ago: float = 0, window_s: int | None = None,
-           p95: dict[str, float] | None = None, busy: tuple[str, ...] = ()) -> Facts:
+def _facts(
+    agents: dict[str, tuple[int, float, float]],
+    *,
+    ready_s_ago: float = 0,
+    window_s: int | None = None,
+    p95: dict[str, float] | None = None,
+    busy: tuple[str, ...] = (),
+) -> Facts:
     """Agents by id: (successes of 10 runs, median claim seconds, run seconds)."""
     return Facts(
         card=card(ready_at=ago(ready_s_ago)),
         roster=tuple(roster_row(a, busy=a in busy) for a in agents),
         eligibility=tuple(verdict(a) for a in agents),
-        runs={f"prn_{a.removeprefix('agt_')}": _runs(f"prn_{a.removeprefix('agt_')}", s) for a, (s, _, _) in agents.items()},
-        timing=Timing(claim_latency_s={a: c for a, (_, c, _) in agents.items()},
-                      run_s={a: (r,) * 5 for a, (_, _, r) in agents.items()},
-                      claim_p95_s=p95 or {}),
+        runs={
+            f"prn_{a.removeprefix('agt_')}": _runs(f"prn_{a.removeprefix('agt_')}", s)
+            for a, (s, _, _) in agents.items()
+        },
+        timing=Timing(
+            claim_latency_s={a: c for a, (_, c, _) in agents.items()},
+            run_s={a: (r,) * 5 for a, (_, _, r) in agents.items()},
+            claim_p95_s=p95 or {},
+        ),
         window_s=window_s,
     )
 
@@ -65,7 +75,9 @@ def test_a_hold_its_agent_ignores_costs_the_hold_and_a_placement_again():
     agents = {"agt_flaky": (10, 3.0, 60.0), "agt_sure": (4, 3.0, 60.0)}
     trusted = _decided(_facts(agents, window_s=0))
     assert trusted.chosen == "agt_flaky"  # likelier to succeed, and nothing says it ignores holds
-    flaky = replace(_facts(agents, window_s=0), holds=HoldLog(settled={"agt_flaky": (10, 30), "agt_sure": (30, 30)}))
+    flaky = replace(
+        _facts(agents, window_s=0), holds=HoldLog(settled={"agt_flaky": (10, 30), "agt_sure": (30, 30)})
+    )
     decided = _decided(flaky)
     terms = {c.agent_id: c.score.terms for c in decided.candidates}
     assert terms["agt_flaky"].show == pytest.approx(lead.show_rate(10, 30))
@@ -89,8 +101,12 @@ def test_a_longer_run_costs_the_cards_behind_it_where_the_fleet_is_busy():
 
 
 def test_the_queue_term_is_the_extra_run_over_pulls_winner_times_the_share_busy():
-    timing = Timing(claim_latency_s={"agt_a": 1.0, "agt_b": 4.0}, run_s={"agt_a": (45.0,) * 40, "agt_b": (90.0,) * 40})
-    ev = lead.with_holds(evidence(timing, {"agt_a": 0.6, "agt_b": 0.95}), {}, {"agt_a": 30, "agt_b": 30}, busy=0.5)
+    timing = Timing(
+        claim_latency_s={"agt_a": 1.0, "agt_b": 4.0}, run_s={"agt_a": (45.0,) * 40, "agt_b": (90.0,) * 40}
+    )
+    ev = lead.with_holds(
+        evidence(timing, {"agt_a": 0.6, "agt_b": 0.95}), {}, {"agt_a": 30, "agt_b": 30}, busy=0.5
+    )
     shares = race(["agt_a", "agt_b"], ev).shares
     pulls_run = shares["agt_a"] * ev.run("agt_a") + shares["agt_b"] * ev.run("agt_b")
     assert ev.queue("agt_b") == pytest.approx((ev.run("agt_b") - pulls_run) * 0.5)

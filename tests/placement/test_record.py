@@ -15,7 +15,11 @@ def test_record_names_every_field_as_the_decision_records_do():
     assert list(record) == ["boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier", "requires",
                             "candidates"]
     assert record["policy"] == "idle-stage-success-lru@3"
-    assert (record["chosen"], record["reason"], record["tier"]) == ("agt_ada", None, {"name": "winner", "step": 1})
+    assert (record["chosen"], record["reason"], record["tier"]) == (
+        "agt_ada",
+        None,
+        {"name": "winner", "step": 1},
+    )
     assert record["requires"] == {"all": ["code-review"], "any": []}
 
 
@@ -31,7 +35,9 @@ def test_candidate_record_shapes():
     assert ada["policy"] == {"allow": True, "reasons": ["no-policy"], "policyVersion": None}
     assert "capable" not in ada
     assert bob["score"] is None and bob["stageHistory"] is None
-    assert {"filter": "tools", "passed": False, "reason": "tool-missing", "missing": ["git"]} in bob["filters"]
+    assert {"filter": "tools", "passed": False, "reason": "tool-missing", "missing": ["git"]} in bob[
+        "filters"
+    ]
     assert eli == {"candidate": {"agentId": "agt_eli", "principalId": "prn_eli", "stationId": None,
                                  "source": "direct"},
                    "filters": [{"filter": "roster", "passed": False, "reason": "not-on-roster"}],

@@ -1,7 +1,6 @@
 from dataclasses import replace
 
 from placement.facts import HoldLog
-
 from tests.support.placement import ago, board, decided, roster_row, run, with_rows
 
 
@@ -20,7 +19,9 @@ def test_stage_record_weighs_first():
 
 
 def test_success_rate_on_the_board_breaks_a_record_tie():
-    facts = replace(board("agt_ada", "agt_bob"), holds=HoldLog(settled={"agt_ada": (1, 4), "agt_bob": (3, 4)}))
+    facts = replace(
+        board("agt_ada", "agt_bob"), holds=HoldLog(settled={"agt_ada": (1, 4), "agt_bob": (3, 4)})
+    )
     decision = decided(facts)
     assert decision.chosen == "agt_bob"
     assert decision.candidate("agt_bob").score.terms.success_rate == 4 / 6

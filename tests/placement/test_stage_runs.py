@@ -5,7 +5,6 @@ import pytest
 
 from placement import stage_history, verdict_mark
 from placement.stage_runs import stage_records
-
 from tests.support.placement import NOW, run
 
 

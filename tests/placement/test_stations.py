@@ -1,7 +1,6 @@
 import pytest
 
 from placement.facts import RegistryFact, Station, StationNeeds
-
 from tests.support.placement import board, card, decided, failing, roster_row, station, with_rows
 
 NEEDS = StationNeeds(isolation="container", models=("m-large", "m-small"), tools=("git", "rg"),
@@ -17,7 +16,9 @@ def _filter(decision, agent_id, name):
 
 
 def test_station_that_has_everything_passes_every_station_filter():
-    decision = _placed(registry=[station("stn_ada", tools=("git", "rg")), station("stn_bob", tools=("git", "rg"))])
+    decision = _placed(
+        registry=[station("stn_ada", tools=("git", "rg")), station("stn_bob", tools=("git", "rg"))]
+    )
     assert failing(decision, "agt_ada") == [] and decision.chosen is not None
 
 
@@ -42,7 +43,9 @@ def test_one_of_the_models_is_enough():
 
 
 def test_stronger_isolation_than_asked_passes():
-    decision = _placed(needs=StationNeeds(isolation="container"), registry=[station("stn_bob", isolation="sandbox")])
+    decision = _placed(
+        needs=StationNeeds(isolation="container"), registry=[station("stn_bob", isolation="sandbox")]
+    )
     assert _filter(decision, "agt_bob", "isolation").passed
 
 
@@ -60,8 +63,13 @@ def test_agent_with_no_station_fails_each_stated_need():
 
 
 def _station_at(proof):
-    return Station("stn_bob", isolation=RegistryFact("sandbox", proof), models=(RegistryFact("m-large", proof),),
-                   tools=(RegistryFact("git", proof),), credentials=(RegistryFact("GITHUB_TOKEN", proof),))
+    return Station(
+        "stn_bob",
+        isolation=RegistryFact("sandbox", proof),
+        models=(RegistryFact("m-large", proof),),
+        tools=(RegistryFact("git", proof),),
+        credentials=(RegistryFact("GITHUB_TOKEN", proof),),
+    )
 
 
 @pytest.mark.parametrize("proof, min_proof, counts", [
@@ -77,16 +85,23 @@ def _station_at(proof):
     ("rumoured", "declared", False),  # a proof nobody defined counts for nothing
 ])
 def test_a_fact_counts_only_at_the_minimum_proof_or_stronger(proof, min_proof, counts):
-    needs = StationNeeds(isolation="sandbox", models=("m-large",), tools=("git",), credentials=("GITHUB_TOKEN",))
+    needs = StationNeeds(
+        isolation="sandbox", models=("m-large",), tools=("git",), credentials=("GITHUB_TOKEN",)
+    )
     decision = _placed(needs=needs, registry=[_station_at(proof)], min_proof=min_proof)
-    expected = [] if counts else ["isolation-too-weak", "model-mismatch", "tool-missing", "credential-missing"]
+    expected = (
+        [] if counts else ["isolation-too-weak", "model-mismatch", "tool-missing", "credential-missing"]
+    )
     assert failing(decision, "agt_bob") == expected
 
 
 def test_unread_registry_leaves_the_needs_unchecked_not_failed():
     decision = decided(board(card=card(needs=NEEDS), registry=None))
-    stations = [f for f in decision.candidate("agt_bob").filters if f.filter in ("isolation", "model", "tools",
-                                                                                 "credentials")]
+    stations = [
+        f
+        for f in decision.candidate("agt_bob").filters
+        if f.filter in ("isolation", "model", "tools", "credentials")
+    ]
     assert [(f.passed, f.unchecked) for f in stations] == [(True, True)] * 4
     assert stations[0].to_record() == {"filter": "isolation", "passed": True, "unchecked": True}
     assert decision.chosen is not None
@@ -100,7 +115,9 @@ def test_stage_that_states_nothing_runs_and_records_no_station_filter():
 
 def test_station_filters_off_runs_none_of_them():
     decision = _placed(registry=[], station_filters=False)
-    assert [f.filter for f in decision.candidate("agt_ada").filters if f.filter in ("isolation", "tools")] == []
+    assert [
+        f.filter for f in decision.candidate("agt_ada").filters if f.filter in ("isolation", "tools")
+    ] == []
     assert decision.chosen is not None
 
 

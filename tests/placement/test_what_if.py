@@ -10,9 +10,9 @@ import pytest
 from placement import Rules, ScoreTerms, StageHistory, decide
 from placement.filtering import FilterResult
 from placement.formulas import DEFAULT, PULL_AWARE, WAIT_FOR_BETTER
+from placement.pull_steady import pull_steady, pull_steady_lanes
 from placement.rankers import choose
 from placement.replay import Considered, Known, Recorded
-from placement.pull_steady import pull_steady, pull_steady_lanes
 from placement.what_if import MIN_DECISIONS, PULL, what_if
 from tests.placement.test_waiting import _facts
 from tests.support.placement import NOW
@@ -92,7 +92,11 @@ def test_each_formula_against_a_hand_computed_case():
 
     recorded = arms["recorded"]
     assert recorded.estimator == "measured" and recorded.observed == 1
-    assert (recorded.success.value, recorded.claim_mean_s.value, recorded.lead_mean_s.value) == (1.0, 2.0, 92.0)
+    assert (recorded.success.value, recorded.claim_mean_s.value, recorded.lead_mean_s.value) == (
+        1.0,
+        2.0,
+        92.0,
+    )
 
     # The model, per formula (too few arrivals to read a rate from: pull is the fleet as it
     # stood). Pull: A claims at 1/4 a second, B at 1/8: the first claim after 1 / 0.375 s, A's
@@ -125,7 +129,11 @@ def test_with_nothing_measured_yet_the_model_stands_alone():
     window = decision(10, 1000, "agt_a", [A, B])
     window = replace(window, outcome=None, outcome_at=None)
     arms = _by_arm(what_if((*HISTORY, window), DEFAULT, Rules(), since=at(1000)))
-    assert [arms[arm].estimator for arm in ("recorded", "other", PULL)] == ["measured", "model-based", "model-based"]
+    assert [arms[arm].estimator for arm in ("recorded", "other", PULL)] == [
+        "measured",
+        "model-based",
+        "model-based",
+    ]
     assert arms["recorded"].observed == 0 and arms["other"].observed == 0  # agrees, but nothing known yet
     success = CLAIM_A * OUTCOME_A + (1 - CLAIM_A) * (2 / 3 * OUTCOME_A + 1 / 3 * OUTCOME_B)
     assert arms["recorded"].success.value == pytest.approx(success)
@@ -268,8 +276,12 @@ def _alike(n: int, made: float, agent: str, claim_after: float) -> Recorded:
 
 
 def _pulled(n: int, made: float, agent: str) -> Recorded:
-    return replace(decision(n, made, None, [idle(agent, outcome=0.8, claims=0.5)]), outcome="claimed-by-other",
-                   outcome_by=agent, outcome_at=at(made + 3))
+    return replace(
+        decision(n, made, None, [idle(agent, outcome=0.8, claims=0.5)]),
+        outcome="claimed-by-other",
+        outcome_by=agent,
+        outcome_at=at(made + 3),
+    )
 
 
 NEW_HISTORY = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]

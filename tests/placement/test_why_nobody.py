@@ -1,7 +1,6 @@
 from dataclasses import replace
 
 from placement.facts import Facts, HoldLog, Ladder
-
 from tests.support.placement import board, card, decided, load_row, roster_row, verdict, with_rows
 
 
@@ -129,8 +128,14 @@ def test_load_does_not_wait_when_the_agent_also_fails_for_another_reason():
 
 
 def test_off_roster_agents_never_make_a_card_wait():
-    facts = with_rows(board(), eligibility=[verdict("agt_ada", "grant_denied"), verdict("agt_bob", "grant_denied"),
-                                            verdict("agt_eli", "concurrency_reached")])
+    facts = with_rows(
+        board(),
+        eligibility=[
+            verdict("agt_ada", "grant_denied"),
+            verdict("agt_bob", "grant_denied"),
+            verdict("agt_eli", "concurrency_reached"),
+        ],
+    )
     assert decided(facts).reason == "none-eligible"
 
 

@@ -1,7 +1,6 @@
 """The lab's worst-first formula (a fixture, never SuperDispatch's own) holds the agent the
 documented formula ranks last, so the switchback's guardrail has a harmful arm to drop."""
 from placement import Rules, decide, formulas
-
 from tests.support.placement import NOW, board, run
 from tests.support.worst_first import WORST_FIRST, worst_first_declared
 

@@ -52,7 +52,10 @@ def test_the_benches_that_put_only_their_own_folder_on_the_path_still_start():
     """bench/dashboard.py, suggestions.py and train.py import `_common` with nothing but
     bench/ on their path, so it may not need the project's packages (`_lab` does)."""
     bench = Path(__file__).resolve().parents[2] / "bench"
-    code = f"import sys; sys.path[:] = [{str(bench)!r}] + [p for p in sys.path if 'site-packages' in p or 'lib/python' in p]; import _common"
+    code = (
+        f"import sys; sys.path[:] = [{str(bench)!r}] + "
+        "[p for p in sys.path if 'site-packages' in p or 'lib/python' in p]; import _common"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert done.returncode == 0, done.stderr
 

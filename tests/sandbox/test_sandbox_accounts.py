@@ -1,7 +1,7 @@
 """Accounts: tokens bound to audience, scopes and expiry; products refuse the wrong ones."""
 import json
 
-from sandbox import parse_scenario, Suite
+from sandbox import Suite, parse_scenario
 from tests.support.sandbox_world import World, small_scenario
 
 
@@ -153,7 +153,9 @@ def test_policy_decide_needs_the_policy_scope():
 
 
 def test_policy_decide_accepts_the_service_credential_itself(world):
-    status, _ = world.call("POST", "accounts", "/api/policy/decide", _question("agt_ada"), token=world.suite.credential)
+    status, _ = world.call(
+        "POST", "accounts", "/api/policy/decide", _question("agt_ada"), token=world.suite.credential
+    )
     assert status == 200
 
 

@@ -6,13 +6,28 @@ from sandbox.scenario import ScenarioError, parse_scenario
 
 
 def _scenario(**board):
-    return parse_scenario({
-        "name": "fleet", "seed": 3,
-        "boards": [{"id": "brd_a", "stages": [{"key": "code", "owner": "dev"}, {"key": "review", "owner": "dev"}],
-                    **board}],
-        "agents": [{"id": "agt_a", "capabilities": ["dev"], "boards": ["brd_a"], "successRate": 0.9,
-                    "successByStage": {"review": 0.0}}],
-    })
+    return parse_scenario(
+        {
+            "name": "fleet",
+            "seed": 3,
+            "boards": [
+                {
+                    "id": "brd_a",
+                    "stages": [{"key": "code", "owner": "dev"}, {"key": "review", "owner": "dev"}],
+                    **board,
+                }
+            ],
+            "agents": [
+                {
+                    "id": "agt_a",
+                    "capabilities": ["dev"],
+                    "boards": ["brd_a"],
+                    "successRate": 0.9,
+                    "successByStage": {"review": 0.0},
+                }
+            ],
+        }
+    )
 
 
 def test_success_by_stage_overrides_the_agents_rate_at_that_stage():

@@ -7,7 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def _verifies(secret: str, headers: dict, body: bytes) -> bool:
-    expected = hmac.new(secret.encode(), f"{headers['X-Treaty-Timestamp']}.".encode() + body, hashlib.sha256).hexdigest()
+    expected = hmac.new(
+        secret.encode(), f"{headers['X-Treaty-Timestamp']}.".encode() + body, hashlib.sha256
+    ).hexdigest()
     return hmac.compare_digest(headers["X-Treaty-Signature"], f"sha256={expected}")
 
 

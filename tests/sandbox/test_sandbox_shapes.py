@@ -1,4 +1,6 @@
-"""Every route answers in exactly the shapes of contracts.md, and each failure toggle as the real product would."""
+"""Every route answers in exactly the shapes of contracts.md, and each failure toggle as the real product
+would."""
+
 import pytest
 
 from sandbox.scenario import AgentSpec
@@ -17,7 +19,12 @@ def test_board_read_has_the_contract_shape(world):
     review, qa = board["stages"]
     assert review == {"key": "review", "name": "Review", "order": 1, "ownerKind": "capability",
                       "owner": "code-review", "requires": None, "placement": None}
-    assert qa["placement"] == {"isolation": "container", "models": ["m-large"], "tools": [], "credentials": []}
+    assert qa["placement"] == {
+        "isolation": "container",
+        "models": ["m-large"],
+        "tools": [],
+        "credentials": [],
+    }
     [shown] = board["cards"]
     assert set(shown) == CARD_KEYS
     assert shown["reservation"] == {"agentId": "agt_ada", "reservedUntil": "2026-11-13T10:01:00.000Z"}
@@ -32,7 +39,9 @@ def test_board_read_keeps_a_lapsed_hold_until_a_claim_clears_it(world):
     assert world.call("GET", "superpipeline", "/v1/boards/brd_r")[1]["cards"][0]["reservation"] is not None
     world.pipeline.claim("agt_bob", card.id)
     shown = world.call("GET", "superpipeline", "/v1/boards/brd_r")[1]["cards"][0]
-    assert shown["reservation"] is None and shown["state"] == "working" and shown["delegateAgentId"] == "agt_bob"
+    assert (
+        shown["reservation"] is None and shown["state"] == "working" and shown["delegateAgentId"] == "agt_bob"
+    )
 
 
 def test_finished_cards_stay_in_the_read_for_an_hour_then_leave_the_board(world):
@@ -61,7 +70,12 @@ def test_eligibility_judges_every_agent_of_the_workspace_with_reasons(world):
     assert answer["cardId"] == card.id and answer["stageKey"] == "review"
     assert answer["requires"] == {"all": ["code-review"], "any": []}  # the owner, as requires is unset
     verdicts = {a["agentId"]: a for a in answer["agents"]}
-    assert verdicts["agt_ada"] == {"agentId": "agt_ada", "principalId": "prn_ada", "eligible": True, "reasons": []}
+    assert verdicts["agt_ada"] == {
+        "agentId": "agt_ada",
+        "principalId": "prn_ada",
+        "eligible": True,
+        "reasons": [],
+    }
     assert verdicts["agt_bob"]["reasons"] == ["concurrency_reached"]
     assert verdicts["agt_cyd"]["eligible"] is True
     assert verdicts["agt_eli"] == {"agentId": "agt_eli", "principalId": None, "eligible": False,
@@ -122,14 +136,28 @@ def test_reservation_seconds_outside_1_to_300_are_refused_400(world, seconds):
 def test_reservation_refusals_carry_a_code(world):
     card = world.card()
     path = f"/v1/boards/brd_r/cards/{card.id}/reservation"
-    assert world.call("PUT", "superpipeline", path, {"agentId": "agt_zed", "seconds": 5})[1]["error"]["code"] == "agent_not_found"
-    assert world.call("PUT", "superpipeline", path, {"agentId": "agt_eli", "seconds": 5})[1]["error"]["code"] == "agent_not_eligible"
+    assert (
+        world.call("PUT", "superpipeline", path, {"agentId": "agt_zed", "seconds": 5})[1]["error"]["code"]
+        == "agent_not_found"
+    )
+    assert (
+        world.call("PUT", "superpipeline", path, {"agentId": "agt_eli", "seconds": 5})[1]["error"]["code"]
+        == "agent_not_eligible"
+    )
     world.call("PUT", "superpipeline", path, {"agentId": "agt_ada", "seconds": 5})
     status, body = world.call("PUT", "superpipeline", path, {"agentId": "agt_bob", "seconds": 5})
     assert (status, body["error"]["code"]) == (409, "card_reserved")
     world.pipeline.claim("agt_ada", card.id)
-    assert world.call("PUT", "superpipeline", path, {"agentId": "agt_bob", "seconds": 5})[1]["error"]["code"] == "card_not_ready"
-    status, body = world.call("PUT", "superpipeline", "/v1/boards/brd_r/cards/card_x/reservation", {"agentId": "agt_bob", "seconds": 5})
+    assert (
+        world.call("PUT", "superpipeline", path, {"agentId": "agt_bob", "seconds": 5})[1]["error"]["code"]
+        == "card_not_ready"
+    )
+    status, body = world.call(
+        "PUT",
+        "superpipeline",
+        "/v1/boards/brd_r/cards/card_x/reservation",
+        {"agentId": "agt_bob", "seconds": 5},
+    )
     assert (status, body["error"]["code"]) == (404, "card_not_found")
 
 
@@ -143,12 +171,18 @@ def test_superpipeline_without_the_reservation_verb_answers_404(world):
 
 
 def test_scheduling_sets_the_placement_window_from_0_to_30(world):
-    status, body = world.call("PUT", "superpipeline", "/v1/boards/brd_r/scheduling", {"placementWindowSeconds": 10})
+    status, body = world.call(
+        "PUT", "superpipeline", "/v1/boards/brd_r/scheduling", {"placementWindowSeconds": 10}
+    )
     assert (status, body) == (200, {"placementWindowSeconds": 10})
     assert world.pipeline.boards["brd_r"].placement_window_seconds == 10
-    assert world.call("PUT", "superpipeline", "/v1/boards/brd_r/scheduling", {"placementWindowSeconds": 0})[1] == {
-        "placementWindowSeconds": 0}
-    assert world.call("PUT", "superpipeline", "/v1/boards/brd_r/scheduling", {"placementWindowSeconds": 31})[0] == 400
+    assert world.call("PUT", "superpipeline", "/v1/boards/brd_r/scheduling", {"placementWindowSeconds": 0})[
+        1
+    ] == {"placementWindowSeconds": 0}
+    assert (
+        world.call("PUT", "superpipeline", "/v1/boards/brd_r/scheduling", {"placementWindowSeconds": 31})[0]
+        == 400
+    )
 
 
 def test_agents_load_reports_every_agent(world):
@@ -160,8 +194,13 @@ def test_agents_load_reports_every_agent(world):
     assert set(rows) == {"agt_ada", "agt_bob", "agt_cyd", "agt_eli"}
     assert rows["agt_cyd"] == {"agentId": "agt_cyd", "principalId": "prn_cyd", "inFlight": 1, "capacity": 2,
                                "lastHeartbeatAt": "2026-11-13T10:00:05.000Z"}
-    assert rows["agt_ada"] == {"agentId": "agt_ada", "principalId": "prn_ada", "inFlight": 0, "capacity": None,
-                               "lastHeartbeatAt": None}
+    assert rows["agt_ada"] == {
+        "agentId": "agt_ada",
+        "principalId": "prn_ada",
+        "inFlight": 0,
+        "capacity": None,
+        "lastHeartbeatAt": None,
+    }
 
 
 def test_superpipeline_without_the_load_verb_answers_404(world):
@@ -199,7 +238,12 @@ def test_roster_shows_a_disabled_row(world):
 
 
 def test_roster_needs_an_agentpod_token_and_a_listed_reader(world):
-    assert world.call("GET", "agentpod", "/api/bridge/boards/brd_r/roster", token=world.token("superpipeline"))[0] == 401
+    assert (
+        world.call("GET", "agentpod", "/api/bridge/boards/brd_r/roster", token=world.token("superpipeline"))[
+            0
+        ]
+        == 401
+    )
     world.suite.agentpod.roster_readers.clear()
     status, body = world.call("GET", "agentpod", "/api/bridge/boards/brd_r/roster")
     assert status == 403 and body["error"]["code"] == "forbidden"
@@ -282,7 +326,9 @@ def test_runs_filter_by_scope_stage_status_and_since(world):
         ("failed", "2026-11-13T10:05:00.000Z"), ("succeeded", "2026-11-13T10:02:00.000Z")]
 
 
-@pytest.mark.parametrize("query", [{"limit": ["0"]}, {"limit": ["x"]}, {"since": ["yesterday"]}, {"cursor": ["bad!"]}])
+@pytest.mark.parametrize(
+    "query", [{"limit": ["0"]}, {"limit": ["x"]}, {"since": ["yesterday"]}, {"cursor": ["bad!"]}]
+)
 def test_runs_refuse_a_bad_query_400(world, query):
     status, body = world.call("GET", "superwitness", "/v1/runs", query=query)
     assert status == 400 and "code" in body["error"]
@@ -309,6 +355,11 @@ def test_unknown_route_is_404_and_wrong_method_is_405(world):
 def test_a_body_that_is_not_json_is_refused_400(world):
     card = world.card()
     headers = {"Authorization": f"Bearer {world.token('superpipeline')}"}
-    status, _, _ = world.suite.handle("PUT", world.url("superpipeline", f"/v1/boards/brd_r/cards/{card.id}/reservation"),
-                                      None, headers, b"{not json")
+    status, _, _ = world.suite.handle(
+        "PUT",
+        world.url("superpipeline", f"/v1/boards/brd_r/cards/{card.id}/reservation"),
+        None,
+        headers,
+        b"{not json",
+    )
     assert status == 400

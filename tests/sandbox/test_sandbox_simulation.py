@@ -4,9 +4,16 @@ import threading
 
 import pytest
 
-from sandbox import (RealtimeDriver, ScenarioError, Simulation, Suite, load_scenario, parse_scenario,
-                     shipped_scenarios)
-from sandbox import system_clock
+from sandbox import (
+    RealtimeDriver,
+    ScenarioError,
+    Simulation,
+    Suite,
+    load_scenario,
+    parse_scenario,
+    shipped_scenarios,
+    system_clock,
+)
 from sandbox.scenario import SCENARIO_DIR
 from tests.support.sandbox_world import World, small_scenario
 
@@ -193,7 +200,9 @@ def test_one_agent_lane_has_one_rostered_agent_and_capable_agents_off_the_roster
     triage = [r["agentId"] for r in roster if "triage" in suite.pipeline.agents[r["agentId"]].capabilities]
     assert triage == ["agt_solo"]
     card = suite.pipeline.add_card("brd_lane")
-    capable = [a["agentId"] for a in suite.pipeline.eligibility_json("brd_lane", card.id)["agents"] if a["eligible"]]
+    capable = [
+        a["agentId"] for a in suite.pipeline.eligibility_json("brd_lane", card.id)["agents"] if a["eligible"]
+    ]
     assert len(capable) >= 3
 
 
@@ -205,17 +214,35 @@ def test_no_station_lane_states_a_placement_no_station_has():
     assert wanted_model not in models
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.pop("boards"), "boards: is required"),
-    (lambda d: d["boards"][0].update(stages=[]), "boards[0].stages: must name at least one stage"),
-    (lambda d: d["boards"][0]["stages"][0].update(ownerKind="robot"), "boards[0].stages[0].ownerKind: must be one of"),
-    (lambda d: d["agents"][0].update(successRate=1.5), "agents[0].successRate: must be a number from 0 to 1"),
-    (lambda d: d["agents"][0].update(boards=["brd_missing"]), "agents[0].boards[0]: unknown board 'brd_missing'"),
-    (lambda d: d["agents"].append(dict(d["agents"][0])), "agents: id 'agt_a' appears twice"),
-    (lambda d: d["boards"][0].update(placementWindowSeconds=31), "placementWindowSeconds: must be a whole number"),
-    (lambda d: d["boards"][0]["stages"][0].update(placement={"isolation": "vm"}), "placement.isolation: must be one of"),
-    (lambda d: d.update(credentialScopes=["cards:write"]), "unknown scope 'cards:write'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.pop("boards"), "boards: is required"),
+        (lambda d: d["boards"][0].update(stages=[]), "boards[0].stages: must name at least one stage"),
+        (
+            lambda d: d["boards"][0]["stages"][0].update(ownerKind="robot"),
+            "boards[0].stages[0].ownerKind: must be one of",
+        ),
+        (
+            lambda d: d["agents"][0].update(successRate=1.5),
+            "agents[0].successRate: must be a number from 0 to 1",
+        ),
+        (
+            lambda d: d["agents"][0].update(boards=["brd_missing"]),
+            "agents[0].boards[0]: unknown board 'brd_missing'",
+        ),
+        (lambda d: d["agents"].append(dict(d["agents"][0])), "agents: id 'agt_a' appears twice"),
+        (
+            lambda d: d["boards"][0].update(placementWindowSeconds=31),
+            "placementWindowSeconds: must be a whole number",
+        ),
+        (
+            lambda d: d["boards"][0]["stages"][0].update(placement={"isolation": "vm"}),
+            "placement.isolation: must be one of",
+        ),
+        (lambda d: d.update(credentialScopes=["cards:write"]), "unknown scope 'cards:write'"),
+    ],
+)
 def test_a_bad_scenario_is_refused_naming_the_field(change, message):
     data = {"boards": [{"id": "brd_q", "stages": [{"key": "build"}]}],
             "agents": [{"id": "agt_a", "capabilities": ["build"], "boards": ["brd_q"]}]}

@@ -21,25 +21,47 @@ def _conversation(session: requests.Session, suite: Suite) -> list:
     pipeline = _token(session, suite, "superpipeline")
     agentpod = _token(session, suite, "agentpod")
     witness = _token(session, suite, "superwitness")
-    sp, ap, sw = (lambda t: {"Authorization": f"Bearer {t}"})(pipeline), {"Authorization": f"Bearer {agentpod}"}, {
-        "Authorization": f"Bearer {witness}"}
+    sp, ap, sw = (
+        (lambda t: {"Authorization": f"Bearer {t}"})(pipeline),
+        {"Authorization": f"Bearer {agentpod}"},
+        {"Authorization": f"Bearer {witness}"},
+    )
     calls = [
         session.get(suite.urls.superpipeline + "/v1/boards/brd_r", headers=sp, timeout=5),
-        session.get(suite.urls.superpipeline + "/v1/boards/brd_r/cards/card_1001/eligibility", headers=sp, timeout=5),
-        session.put(suite.urls.superpipeline + "/v1/boards/brd_r/cards/card_1001/reservation", headers=sp,
-                    json={"agentId": "agt_ada", "seconds": 60}, timeout=5),
-        session.put(suite.urls.superpipeline + "/v1/boards/brd_r/cards/card_1001/reservation", headers=sp,
-                    json={"agentId": "agt_ada", "seconds": 600}, timeout=5),
-        session.put(suite.urls.superpipeline + "/v1/boards/brd_r/scheduling", headers=sp,
-                    json={"placementWindowSeconds": 10}, timeout=5),
+        session.get(
+            suite.urls.superpipeline + "/v1/boards/brd_r/cards/card_1001/eligibility", headers=sp, timeout=5
+        ),
+        session.put(
+            suite.urls.superpipeline + "/v1/boards/brd_r/cards/card_1001/reservation",
+            headers=sp,
+            json={"agentId": "agt_ada", "seconds": 60},
+            timeout=5,
+        ),
+        session.put(
+            suite.urls.superpipeline + "/v1/boards/brd_r/cards/card_1001/reservation",
+            headers=sp,
+            json={"agentId": "agt_ada", "seconds": 600},
+            timeout=5,
+        ),
+        session.put(
+            suite.urls.superpipeline + "/v1/boards/brd_r/scheduling",
+            headers=sp,
+            json={"placementWindowSeconds": 10},
+            timeout=5,
+        ),
         session.get(suite.urls.superpipeline + "/v1/agents/load", headers=sp, timeout=5),
         session.get(suite.urls.superpipeline + "/v1/boards/brd_r", headers=ap, timeout=5),
         session.get(suite.urls.agentpod + "/api/bridge/boards/brd_r/roster", headers=ap, timeout=5),
         session.get(suite.urls.agentpod + "/api/catalog/stations", headers=ap, timeout=5),
-        session.get(suite.urls.superwitness + "/v1/runs?status=succeeded&status=failed&limit=1", headers=sw, timeout=5),
-        session.post(suite.urls.accounts + "/api/policy/decide", headers={"Authorization": f"Bearer {suite.credential}"},
-                     json={"principalId": "prn_ada", "agentId": "agt_ada", "boardId": "brd_r", "stageKey": "review"},
-                     timeout=5),
+        session.get(
+            suite.urls.superwitness + "/v1/runs?status=succeeded&status=failed&limit=1", headers=sw, timeout=5
+        ),
+        session.post(
+            suite.urls.accounts + "/api/policy/decide",
+            headers={"Authorization": f"Bearer {suite.credential}"},
+            json={"principalId": "prn_ada", "agentId": "agt_ada", "boardId": "brd_r", "stageKey": "review"},
+            timeout=5,
+        ),
         session.get(suite.urls.superpipeline + "/v1/missing", headers=sp, timeout=5),
     ]
     return [(r.status_code, r.headers["Content-Type"], r.json()) for r in calls]

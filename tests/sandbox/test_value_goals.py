@@ -44,7 +44,9 @@ def test_busy_share_counts_each_claim_to_its_run_and_a_claim_in_hand_to_the_end(
 
 
 def _means(**arms):
-    return {arm: {"success": s, "lead_mean_s": lead, "wait_p95_s": wait} for arm, (s, lead, wait) in arms.items()}
+    return {
+        arm: {"success": s, "lead_mean_s": lead, "wait_p95_s": wait} for arm, (s, lead, wait) in arms.items()
+    }
 
 
 def test_each_goal_reads_met_or_missed_from_the_means():
@@ -82,7 +84,9 @@ def test_the_new_formulas_goals_read_met_or_missed_from_the_means_and_the_paired
     assert frontier.endswith(": met")  # the formula is more successful but slower
     results["documented"] = _seeds((0.80, 100.0), (0.82, 104.0))
     assert value.new_goal_lines(results, means, spread=0.2, load=0.4)[1].endswith("it does not apply")
-    assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[2].endswith("beaten by documented, MISSED")
+    assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[2].endswith(
+        "beaten by documented, MISSED"
+    )
     means["pull-aware"]["lead_mean_s"] = 106.0
     assert value.new_goal_lines(results, means, spread=0.45, load=0.4)[0].endswith(": MISSED")
     assert value.new_goal_lines({"pull": results["pull"]}, {"pull": means["pull"]}, 0.45, 0.4) == []

@@ -4,8 +4,8 @@ from django.core.management import call_command
 
 from placement.why_nobody import UNRECORDED, WHY_NOBODY
 from records.models import REASONS, Board, Suggestion
-from tests.support.admin_pages import change_url
 from tests.conftest import T0, at
+from tests.support.admin_pages import change_url
 from tests.support.factories import make_decision
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -76,8 +76,15 @@ def test_ids_the_admin_would_read_as_escapes_still_open_and_link(staff):
     d = make_decision(id="pld_2300000000000000000000aa", chosen="agt_ada", candidates=[{"agent": "agt_ada"}])
     page = staff.get(change_url(d))
     assert page.status_code == 200 and "agt_ada" in page.content.decode()
-    s = Suggestion.objects.create(id="sug_2600000000000000000000bb", kind="lane-single-point", board_id="brd_a",
-                                  stage_key="review", first_seen_at=T0, last_seen_at=T0, evidence=[d.id])
+    s = Suggestion.objects.create(
+        id="sug_2600000000000000000000bb",
+        kind="lane-single-point",
+        board_id="brd_a",
+        stage_key="review",
+        first_seen_at=T0,
+        last_seen_at=T0,
+        evidence=[d.id],
+    )
     page = staff.get(change_url(s)).content.decode()
     assert f'href="{change_url(d)}"' in page and "_5F23" in change_url(d)
 

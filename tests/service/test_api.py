@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from records.models import Board, Decision, Suggestion
+from records.models import Board, Suggestion
 from tests.conftest import T0, at
 from tests.support.factories import make_decision
 

@@ -2,11 +2,12 @@
 
 Four sandbox scenarios (saturated-demo, the demo's fleet when the file was written, with the
 policy asked and every agent that reports load weighed, busy-quiet, one-agent-lane,
-no-station-lane) run one after another on a virtual clock with the loop in-process (relayed card.ready placed at once, a sweep every 10 s,
-suggestions synced after each sweep), with record ids drawn from a counter instead of at random. Every list and
-detail route is then read through the operator API and compared with `golden/api_run.json`,
-written by the build before the record's shape moved to one owner. A change to the JSON of
-any decision, candidate, board or suggestion fails here.
+no-station-lane) run one after another on a virtual clock with the loop in-process (relayed
+card.ready placed at once, a sweep every 10 s, suggestions synced after each sweep), with record
+ids drawn from a counter instead of at random. Every list and detail route is then read through
+the operator API and compared with `golden/api_run.json`, written by the build before the
+record's shape moved to one owner. A change to the JSON of any decision, candidate, board or
+suggestion fails here.
 
 To write the file again after a deliberate change of shape:
 `SUPERDISPATCH_WRITE_GOLDEN=1 make test PYTEST_ARGS=tests/service/test_api_golden.py`.

@@ -11,19 +11,18 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import get_resolver
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from records.models import Board, LoopState, Suggestion
+from access.auth import NamedTokenAuthentication
 from common import auth
 from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication, token_matches
-from common.renderers import BrowsableAPI
+from common.renderers import BrowsableAPI, JSONRenderer
+from common.scopes import ScopeRequired
+from common.views import CredentialFirst
+from records.models import Board, LoopState, Suggestion
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from tests.conftest import T0
-from common.views import CredentialFirst
-from access.auth import NamedTokenAuthentication
-from common.scopes import ScopeRequired
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 

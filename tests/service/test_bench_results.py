@@ -7,7 +7,9 @@ from bench import _results
 
 def test_bench_readmes_latest_results_are_the_ones_kept_in_the_results_files():
     text = _results.README.read_text()
-    assert _results.rendered(text) == text, "run .venv/bin/python bench/_results.py and commit bench/README.md"
+    assert _results.rendered(text) == text, (
+        "run .venv/bin/python bench/_results.py and commit bench/README.md"
+    )
 
 
 def test_a_figure_typed_into_the_table_by_hand_is_put_back_from_the_files():

@@ -9,8 +9,14 @@ from records.store.signals import board_changed
 from superdispatch import tasks
 from tests.conftest import T0
 from tests.support.queues import (
-    BOARDS, PLACEMENT, SWEEPS, empty_queues, send_the_sweep_as_beat_does, take_all,
-    take_everything, toggle,
+    BOARDS,
+    PLACEMENT,
+    SWEEPS,
+    empty_queues,
+    send_the_sweep_as_beat_does,
+    take_all,
+    take_everything,
+    toggle,
 )
 from tests.support.world import lane, make_world
 

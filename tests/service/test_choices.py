@@ -6,7 +6,13 @@ from django.core.management import call_command
 
 from placement import ladder, why_nobody
 from records.models import (
-    Decision, DecisionReason, OutcomeStatus, Suggestion, SuggestionKind, SuggestionState, TierName,
+    Decision,
+    DecisionReason,
+    OutcomeStatus,
+    Suggestion,
+    SuggestionKind,
+    SuggestionState,
+    TierName,
 )
 from tests.conftest import at
 from tests.support.factories import make_decision
@@ -26,9 +32,15 @@ def test_the_choices_are_the_documented_words():
 
 def test_tiers_and_reasons_are_placements_own_spelling():
     assert TierName.values == [ladder.WINNER, ladder.RUNNER_UP, ladder.ANY_MATCH]
-    assert DecisionReason.values == [why_nobody.NO_CANDIDATES, why_nobody.EMPTY_LANE, why_nobody.ONE_CANDIDATE,
-                                     why_nobody.NONE_ELIGIBLE, ladder.ANY_MATCH, why_nobody.PULL_AS_GOOD,
-                                     why_nobody.PULL_ARM]
+    assert DecisionReason.values == [
+        why_nobody.NO_CANDIDATES,
+        why_nobody.EMPTY_LANE,
+        why_nobody.ONE_CANDIDATE,
+        why_nobody.NONE_ELIGIBLE,
+        ladder.ANY_MATCH,
+        why_nobody.PULL_AS_GOOD,
+        why_nobody.PULL_ARM,
+    ]
 
 
 @pytest.mark.parametrize("choices", [OutcomeStatus, TierName, DecisionReason, SuggestionKind,

@@ -25,7 +25,8 @@ def test_defaults_are_the_documented_ones():
     assert (cfg.sweep_seconds, cfg.reservation_seconds, cfg.runner_up_seconds) == (30, 60, 30)
     assert (cfg.placement_window_seconds, cfg.top_k, cfg.fairness) == (10, 3, "round-robin")
     assert (cfg.candidates, cfg.station_filters, cfg.min_proof, cfg.policy) == (
-        "roster", "on", "declared", "off")
+        "roster", True, "declared", False)
+    assert (cfg.https, cfg.backlog_bound, cfg.autopilot) == (False, True, False)
     assert (cfg.history_days, cfg.history_min_sample, cfg.history_half_life_days) == (30, 3, 7)
     assert (cfg.suggest_every_seconds, cfg.suggest_window_hours, cfg.stall_minutes) == (0, 24, 30)
     assert (cfg.learned, cfg.learned_min_rows, cfg.learned_min_shadow,

@@ -119,9 +119,12 @@ def test_a_board_quiet_of_late_is_worked_out_by_the_next_run_another_sends(sent)
     _decisions(3, board="brd_new")
     # brd_old's a day earlier: in the week, not in the last hours.
     Decision.objects.filter(board_id="brd_old").update(
-        created_at=F("created_at") - timedelta(days=1), ladder_ready_at=F("ladder_ready_at") - timedelta(days=1),
-        reserved_until=F("reserved_until") - timedelta(days=1), outcome_at=F("outcome_at") - timedelta(days=1),
-        run_ended_at=F("run_ended_at") - timedelta(days=1))
+        created_at=F("created_at") - timedelta(days=1),
+        ladder_ready_at=F("ladder_ready_at") - timedelta(days=1),
+        reserved_until=F("reserved_until") - timedelta(days=1),
+        outcome_at=F("outcome_at") - timedelta(days=1),
+        run_ended_at=F("run_ended_at") - timedelta(days=1),
+    )
     _sweep(SWEPT)
     _sweep(SWEPT + timedelta(minutes=1))  # nothing stale, no recent board without rows
     assert _worked_out() == [("brd_new", SWEPT)] and len(sent) == 1

@@ -15,7 +15,7 @@ from django.test import Client
 
 from records.models import Board, RelayDelivery
 from records.store.actions.boards import do_opt_in
-from superdispatch import relay, tasks
+from superdispatch import relay
 from tests.conftest import T0
 from tests.service.test_metrics import Scrape
 from tests.service.test_relay import READY, deliver, enqueued  # noqa: F401 (a fixture)

@@ -24,8 +24,7 @@ from superdispatch.clients.receivers import Receiver as ReceiverClient
 from tests.conftest import T0
 from tests.service.test_config import GOOD
 from tests.support.factories import make_decision
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 SECRET = "events-secret-for-tests-0123"

@@ -14,12 +14,16 @@ from placement import switchback
 from placement.formulas import DEFAULT
 from records.models import Board, Experiment, ExperimentState
 from records.store import experiments
+from records.store.actions import experiments as experiment_actions
 from records.store.actions.boards import do_opt_in
 from records.store.actions.experiments import (
-    do_review_experiments, do_set_board_formula, do_start_experiment, do_stop_experiment,
+    ExperimentError,
+    Plan,
+    do_review_experiments,
+    do_set_board_formula,
+    do_start_experiment,
+    do_stop_experiment,
 )
-from records.store.actions.experiments import ExperimentError, Plan
-from records.store.actions import experiments as experiment_actions
 from tests.conftest import T0
 from tests.support.factories import make_decision
 from tests.support.world import lane, make_world
@@ -339,8 +343,7 @@ def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_show
 
 @pytest.mark.parametrize("dropped", [(), (FORMULA,), ("pull",), (FORMULA, "pull")])
 def test_the_block_in_force_found_by_its_index_is_the_one_placement_finds_over_the_schedule(dropped):
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 
     arms = (FORMULA, "pull", "wait-for-better@3")
     schedule = switchback.draw_schedule(arms, starts=T0, block_seconds=600, blocks=12, seed=4)

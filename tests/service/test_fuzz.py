@@ -31,8 +31,10 @@ from records.models import Suggestion
 from records.store.actions.boards import do_opt_in
 from superdispatch import tasks
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
-from tests.service.test_edge import logged  # noqa: F401  (a fixture)
-from tests.service.test_edge import errors
+from tests.service.test_edge import (
+    errors,
+    logged,  # noqa: F401  (a fixture)
+)
 from tests.service.test_metrics import Scrape
 from tests.support.factories import T0, make_decision
 from tests.support.learning_factories import trainable

@@ -6,11 +6,9 @@ import os
 from datetime import timedelta
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
-
-from django.test import override_settings
 
 from records.models import Board, LoopState, RelayOutcome, Suggestion
 from records.store.actions.boards import do_note_read, do_opt_in
@@ -19,8 +17,7 @@ from sandbox.clock import rfc3339
 from superdispatch import clients, metrics, scrape, tasks
 from tests.conftest import T0
 from tests.service.test_relay import READY, deliver
-from tests.support.world import lane
-from tests.support.world import make_world
+from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -102,7 +99,7 @@ def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_d
     world = make_world(lane())
     world.opt_in("brd_a")
     first = world.suite.pipeline.add_card("brd_a")
-    second = world.suite.pipeline.add_card("brd_a")
+    world.suite.pipeline.add_card("brd_a")
     world.sweep()  # agt_a and agt_b each hold one
     world.advance(4)
     world.suite.pipeline.claim("agt_a", first.id)

@@ -41,10 +41,21 @@ def _facts(*cooling: str) -> Facts:
     """agt_ada and agt_bob rostered and eligible; those named took work 30 s ago, the rest an hour ago."""
     agents = ("agt_ada", "agt_bob")
     return Facts(
-        card=Card("brd_a", "card_1", "review", Requires(all=("code-review",)), None, T0 - timedelta(minutes=1)),
-        roster=tuple(RosterRow(a, "prn_" + a[4:], None, True, True, False,
-                               T0 - (timedelta(seconds=30) if a in cooling else timedelta(hours=1)))
-                     for a in agents),
+        card=Card(
+            "brd_a", "card_1", "review", Requires(all=("code-review",)), None, T0 - timedelta(minutes=1)
+        ),
+        roster=tuple(
+            RosterRow(
+                a,
+                "prn_" + a[4:],
+                None,
+                True,
+                True,
+                False,
+                T0 - (timedelta(seconds=30) if a in cooling else timedelta(hours=1)),
+            )
+            for a in agents
+        ),
         eligibility=tuple(AgentVerdict(a, "prn_" + a[4:], True) for a in agents),
     )
 

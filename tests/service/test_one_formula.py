@@ -21,7 +21,9 @@ PLAIN = "plain-record@1"
 @pytest.fixture
 def plain():
     """A test-only formula: the documented ranking under a name and label of its own."""
-    with formulas.declared(Formula("plain-record", 1, "plain", (BY_RECORD,), needs={Need.RUNS})) as (declared,):
+    with formulas.declared(Formula("plain-record", 1, "plain", (BY_RECORD,), needs={Need.RUNS})) as (
+        declared,
+    ):
         yield declared
     assert formulas.named(PLAIN) is None
 
@@ -51,11 +53,7 @@ def test_without_its_declaration_the_setting_refuses_it_by_name_and_rule():
 @pytest.mark.django_db
 @pytest.mark.storage
 def test_the_loop_places_by_it_and_the_record_and_the_api_name_it(plain, api):
-    world = make_world(lane(), formula=PLAIN)
-    world.opt_in("brd_a")
-    card = world.suite.pipeline.add_card("brd_a")
-    world.sweep()
-    decision = world.decisions(card_id=card.id)[0]
+    decision = make_world(lane(), formula=PLAIN).decide_a_card()
     assert decision.policy == PLAIN and decision.chosen is not None
     assert api.get(f"/v1/decisions/{decision.id}").json()["decision"]["policy"] == PLAIN
 
@@ -67,11 +65,7 @@ def test_the_loop_reads_timing_only_for_a_formula_that_needs_it(patient, monkeyp
     timed = []
     monkeypatch.setattr(stored, "timings", lambda now: timed.append(now) or ({}, {}))
     formula = next(f for f in formulas.every() if f.label == timed_for)
-    world = make_world(lane(), formula=formula.recorded)
-    world.opt_in("brd_a")
-    world.suite.pipeline.add_card("brd_a")
-    world.sweep()
-    assert world.decisions()[0].policy == formula.recorded
+    assert make_world(lane(), formula=formula.recorded).decide_a_card().policy == formula.recorded
     assert len(timed) == (1 if Need.TIMING in formula.needs else 0)
 
 
@@ -84,14 +78,11 @@ def test_the_backlog_bound_counts_busy_agents_for_a_formula_that_may_hold_one(pa
 @pytest.mark.django_db
 @pytest.mark.storage
 def test_the_admin_filters_decisions_by_it(plain, staff):
-    world = make_world(lane(), formula=PLAIN)
-    world.opt_in("brd_a")
-    card = world.suite.pipeline.add_card("brd_a")
-    world.sweep()
+    card_id = make_world(lane(), formula=PLAIN).decide_a_card().card_id
     listed = staff.get("/admin/records/decision/").content.decode()
     assert "?formula=plain-record%401" in listed
     found = staff.get(f"/admin/records/decision/?formula={PLAIN}").context["cl"].result_list
-    assert [d.card_id for d in found] == [card.id]
+    assert [d.card_id for d in found] == [card_id]
     assert not staff.get(f"/admin/records/decision/?formula={formulas.DEFAULT.recorded}").context[
         "cl"].result_list
 

@@ -22,7 +22,9 @@ def _settings_row(name: str) -> str:
 @pytest.mark.parametrize("digest", [DIGEST.upper(), DIGEST[:32].upper() + DIGEST[32:], DIGEST],
                          ids=["upper", "mixed", "lower"])
 def test_the_operator_token_digest_is_read_in_either_case(digest):
-    assert config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest}).operator_token_sha256 == (DIGEST,)
+    assert config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest}).operator_token_sha256 == (
+        DIGEST,
+    )
 
 
 @pytest.mark.parametrize("digest", [DIGEST[:63], DIGEST + "0", "g" * 64, DIGEST.upper()[:-1] + "G",

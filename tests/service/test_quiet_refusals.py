@@ -55,7 +55,9 @@ def test_a_host_not_allowed_is_one_warning_line_without_a_traceback(client, log)
     assert response.status_code == 400
     lines = stream.getvalue().splitlines()
     assert lines == [lines[0]] and "Traceback" not in stream.getvalue()
-    assert " WARNING refused a request for host 'evil.example', not in SUPERDISPATCH_ALLOWED_HOSTS" in lines[0]
+    assert (
+        " WARNING refused a request for host 'evil.example', not in SUPERDISPATCH_ALLOWED_HOSTS" in lines[0]
+    )
     assert _refused("disallowed-host") == before + 1
 
 

@@ -8,7 +8,11 @@ from records.models import Candidate, Decision
 from records.serializers import CandidateSerializer
 from records.store.actions.decisions import do_record_decision, do_record_hold, do_settle
 from records.store.columns import (
-    CANDIDATE_DERIVED, CANDIDATE_READS, CANDIDATE_STORED, DECISION_READS, candidate_columns,
+    CANDIDATE_DERIVED,
+    CANDIDATE_READS,
+    CANDIDATE_STORED,
+    DECISION_READS,
+    candidate_columns,
 )
 from tests.conftest import at
 from tests.support.placement import NOW, board, decided, every_kind_decided

@@ -14,7 +14,9 @@ from records.store.actions.decisions import do_settle
 from records.store.actions.retention import do_prune_decisions
 from superdispatch import tasks
 from superdispatch.schedule import (
-    OUTBOX_TASK_NAME, PRUNE_TASK_NAME, ensure_housekeeping_schedule,
+    OUTBOX_TASK_NAME,
+    PRUNE_TASK_NAME,
+    ensure_housekeeping_schedule,
 )
 from tests.conftest import T0
 from tests.service.test_config import GOOD

@@ -18,8 +18,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from access import actions as access_actions
-from access import roles
+from access import actions as access_actions, roles
 from access.audit import SERVICE
 from access.models import ApiToken, AuditEntry
 from learning.models import LearnedModel

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, Phase, given, settings as hypothesis_setting
 
 from records.models import AgentHour, BoardHour, Decision, StaleHour
 from records.store import agents, dashboard, rollups
-from records.store.actions.rollups import do_roll_up
 from records.store.actions.retention import do_prune_decisions
+from records.store.actions.rollups import do_roll_up
 from records.store.dashboard import RANGES, Span
 from records.store.signals import sweep_finished
 

@@ -21,8 +21,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import get_resolver
 
-from access import actions
-from access import auth as access_auth
+from access import actions, auth as access_auth
 from access.audit import SERVICE
 from access.models import ApiToken, AuditEntry
 from common.scopes import ADMIN, BOARDS, READ, SCOPES, SUGGESTIONS, TRAIN, needed_scope

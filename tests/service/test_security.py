@@ -45,7 +45,7 @@ def test_https_takes_on_or_off_and_nothing_else(value):
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, "SUPERDISPATCH_HTTPS": value})
     assert str(err.value) == "SUPERDISPATCH_HTTPS must be on or off"
-    assert config.load(GOOD).https == "off"
+    assert config.load(GOOD).https is False
 
 
 def test_https_on_redirects_plain_http_but_healthz_and_marks_cookies_secure(tmp_path):

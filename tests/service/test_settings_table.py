@@ -25,4 +25,6 @@ def test_the_settings_page_lists_every_setting_with_its_default():
         elif default:
             assert f"`{default}`" in table[name], f"{name}: docs/settings.md's default differs from code"
     names = {n for n, _, _ in config.declared()}
-    assert set(table) <= names, f"docs/settings.md lists settings the code does not read: {set(table) - names}"
+    assert set(table) <= names, (
+        f"docs/settings.md lists settings the code does not read: {set(table) - names}"
+    )

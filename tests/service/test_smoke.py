@@ -13,12 +13,12 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
+from common import config
 from records.models import Board, Decision, LoopState
 from sandbox import SandboxServers, Suite, VirtualClock, system_clock
 from sandbox.scenario import parse_scenario
-from common import config
-from tests.support.stand import BOARD, scenario
 from tests.service.test_config import GOOD, ROOT
+from tests.support.stand import BOARD, scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 CHECKS = ["healthz", "accounts-token", "hub", "first-sweep"]

@@ -8,8 +8,8 @@ from drf_spectacular.generators import SchemaGenerator
 
 from common.times import iso
 from placement import formulas
-from tests.conftest import T0
 from records.store import what_if
+from tests.conftest import T0
 from tests.support.factories import make_decision
 
 pytestmark = pytest.mark.django_db
@@ -68,16 +68,26 @@ def test_the_command_says_plainly_when_there_are_too_few():
     assert "SUPERDISPATCH_FORMULA" not in text
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--formula", "fastest"], "--formula 'fastest' is not a declared formula; one of "
-                               + ", ".join(formulas.recorded_names())),
-    (["--formula", "wait-for-better", "--since", "soon"], "--since must be a time"),
-    (["--formula", "wait-for-better", "--since", "2026-11-14", "--until", "2026-11-13"],
-     "--since (2026-11-14T00:00:00.000Z) must be before --until (2026-11-13T00:00:00.000Z)"),
-    (["--formula", "wait-for-better", "--board", "brd_nowhere"], "--board brd_nowhere is not a board"),
-    (["--formula", "wait-for-better", "--board", "nowhere"], "--board must be a board id"),
-    (["--formula", "wait-for-better", "--since", "0001-01-01"], "--since must be 0001-01-02T00:00:00Z or later"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--formula", "fastest"],
+            "--formula 'fastest' is not a declared formula; one of " + ", ".join(formulas.recorded_names()),
+        ),
+        (["--formula", "wait-for-better", "--since", "soon"], "--since must be a time"),
+        (
+            ["--formula", "wait-for-better", "--since", "2026-11-14", "--until", "2026-11-13"],
+            "--since (2026-11-14T00:00:00.000Z) must be before --until (2026-11-13T00:00:00.000Z)",
+        ),
+        (["--formula", "wait-for-better", "--board", "brd_nowhere"], "--board brd_nowhere is not a board"),
+        (["--formula", "wait-for-better", "--board", "nowhere"], "--board must be a board id"),
+        (
+            ["--formula", "wait-for-better", "--since", "0001-01-01"],
+            "--since must be 0001-01-02T00:00:00Z or later",
+        ),
+    ],
+)
 def test_the_command_names_a_bad_argument(args, message):
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         _run(*args)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import at
+from tests.suggestions.conftest import synced
 from tests.support.factories import make_decision
 from tests.support.world import make_world
-from tests.suggestions.conftest import synced
 
 MIN = 60
 ADA = {"agent": "agt_ada", "station": "stn_1"}

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from records.models import Board, LoopState, Suggestion
-from records.store.actions.suggestions import do_dismiss_suggestion
-from records.store.actions.suggestions import SyncSummary
+from records.store.actions.suggestions import SyncSummary, do_dismiss_suggestion
 from records.suggestions import sync, sync_if_due
 from tests.conftest import at
 from tests.support.factories import make_decision

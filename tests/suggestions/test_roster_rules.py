@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from records.models import Suggestion
 from tests.conftest import T0, at
-from tests.support.factories import make_decision
 from tests.suggestions.conftest import synced
+from tests.support.factories import make_decision
 
 MIN = 60
 ADA = {"agent": "agt_ada", "station": "stn_1"}

@@ -6,7 +6,7 @@ from datetime import datetime
 from placement.filtering import Tag, tables
 from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
 from records.store import marks
-from records.store.actions.decisions import _count_settled_hold, do_settle
+from records.store.actions.decisions import _count_settled_hold
 from tests.conftest import T0
 
 REQUIRES = {"all": ["code-review"], "any": []}

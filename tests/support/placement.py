@@ -95,7 +95,9 @@ def board(*agent_ids: str, **fields) -> Facts:
     return Facts(**{**defaults, **fields})
 
 
-def with_rows(facts: Facts, *, roster: Iterable[RosterRow] = (), eligibility: Iterable[AgentVerdict] = ()) -> Facts:
+def with_rows(
+    facts: Facts, *, roster: Iterable[RosterRow] = (), eligibility: Iterable[AgentVerdict] = ()
+) -> Facts:
     """The facts with these rows replacing the rows of the same agents (or added)."""
     roster, eligibility = tuple(roster), tuple(eligibility)
     replaced = {row.agent_id for row in roster}

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from sandbox import Suite, parse_scenario
-from sandbox.pipeline import Card
+from sandbox.pipeline_state import Card
 
 
 def small_scenario(**board_overrides: Any):
@@ -23,20 +23,48 @@ def small_scenario(**board_overrides: Any):
             "name": "small",
             "seed": 3,
             "tenantId": "tnt_t",
-            "boards": [board, {"id": "brd_o", "name": "Other", "stages": [{"key": "build", "owner": "build"}]}],
+            "boards": [
+                board,
+                {"id": "brd_o", "name": "Other", "stages": [{"key": "build", "owner": "build"}]},
+            ],
             "agents": [
-                {"id": "agt_ada", "capabilities": ["code-review", "qa"], "station": "station_ada", "boards": ["brd_r"]},
-                {"id": "agt_bob", "capabilities": ["code-review"], "station": "station_bob", "boards": ["brd_r"]},
-                {"id": "agt_cyd", "capabilities": ["code-review"], "concurrency": 2, "capacity": 2,
-                 "boards": [{"board": "brd_r", "bridge": False}]},
-                {"id": "agt_eli", "capabilities": ["build"], "grants": ["brd_o"], "principal": None,
-                 "boards": [{"board": "brd_o", "enabled": False, "key": "eli-box"}]},
+                {
+                    "id": "agt_ada",
+                    "capabilities": ["code-review", "qa"],
+                    "station": "station_ada",
+                    "boards": ["brd_r"],
+                },
+                {
+                    "id": "agt_bob",
+                    "capabilities": ["code-review"],
+                    "station": "station_bob",
+                    "boards": ["brd_r"],
+                },
+                {
+                    "id": "agt_cyd",
+                    "capabilities": ["code-review"],
+                    "concurrency": 2,
+                    "capacity": 2,
+                    "boards": [{"board": "brd_r", "bridge": False}],
+                },
+                {
+                    "id": "agt_eli",
+                    "capabilities": ["build"],
+                    "grants": ["brd_o"],
+                    "principal": None,
+                    "boards": [{"board": "brd_o", "enabled": False, "key": "eli-box"}],
+                },
             ],
             "stations": [
-                {"stationId": "station_ada", "runtime": "rt_1", "harness": "codex",
-                 "isolation": {"value": "container", "proof": "probed"},
-                 "models": [{"id": "m-large", "proof": "declared"}], "tools": [{"id": "git", "proof": "installed"}],
-                 "credentials": [{"name": "GITHUB_TOKEN", "proof": "declared"}]},
+                {
+                    "stationId": "station_ada",
+                    "runtime": "rt_1",
+                    "harness": "codex",
+                    "isolation": {"value": "container", "proof": "probed"},
+                    "models": [{"id": "m-large", "proof": "declared"}],
+                    "tools": [{"id": "git", "proof": "installed"}],
+                    "credentials": [{"name": "GITHUB_TOKEN", "proof": "declared"}],
+                },
             ],
         }
     )

@@ -108,7 +108,9 @@ class Stand:
 
 def _hold_answered(decision: Decision) -> bool:
     """Nobody to hold for, held, or refused: the pass is done with the decision."""
-    return decision.chosen is None or decision.reserved_until is not None or decision.outcome_status is not None
+    return (
+        decision.chosen is None or decision.reserved_until is not None or decision.outcome_status is not None
+    )
 
 
 @contextmanager
@@ -116,7 +118,9 @@ def running_stand(base: str, scenario_data: dict, toggles: dict | None = None, *
     """Serve the suite, point a worker's loop at it, opt the board in through the API, and wait
     until the worker has set the board's placement window."""
     clock = VirtualClock(system_clock().replace(microsecond=0))
-    suite = Suite(parse_scenario(scenario_data), clock=clock, relay_secret=settings.SUPERDISPATCH.relay_secret)
+    suite = Suite(
+        parse_scenario(scenario_data), clock=clock, relay_secret=settings.SUPERDISPATCH.relay_secret
+    )
     suite.relay.clock = system_clock
     for name, value in (toggles or {}).items():
         setattr(suite.toggles, name, value)
@@ -131,10 +135,17 @@ def running_stand(base: str, scenario_data: dict, toggles: dict | None = None, *
         tasks._loop = Loop(build_clients(cfg, now=lambda: clock().timestamp()), cfg, clock=clock)
         suite.relay.target = base + "/v1/relay/events"
         try:
-            with quick_polling(), start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
+            with (
+                quick_polling(),
+                start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"),
+            ):
                 stand = Stand(suite, base)
                 assert stand.api("PUT", f"/v1/boards/{BOARD}").status_code in (200, 201)
-                wait_for(lambda: suite.pipeline.board(BOARD).placement_window_seconds == cfg.placement_window_seconds)
+                wait_for(
+                    lambda: (
+                        suite.pipeline.board(BOARD).placement_window_seconds == cfg.placement_window_seconds
+                    )
+                )
                 wait_for(lambda: Board.objects.filter(board_id=BOARD, last_read_at__isnull=False).exists())
                 yield stand
         finally:

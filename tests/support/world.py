@@ -76,6 +76,13 @@ class World:
     def decisions(self, **filters) -> list[Decision]:
         return list(Decision.objects.filter(**filters).order_by("created_at", "id"))
 
+    def decide_a_card(self, board_id: str = "brd_a") -> Decision:
+        """Opt the board in, add one card to it and sweep: that card's first decision."""
+        self.opt_in(board_id)
+        card = self.suite.pipeline.add_card(board_id)
+        self.sweep()
+        return self.decisions(card_id=card.id)[0]
+
 
 def make_world(scenario: str | dict | Scenario = "demo", arrivals: bool = False, **settings) -> World:
     if isinstance(scenario, dict):

@@ -20,7 +20,9 @@ WORST_FIRST = Formula("worst-first", 1, "worst", (BY_RECORD, WORST_FIRST_RANKER)
 def _worst_first(facts, rules, tier, now, pool, verdicts, eligible, stage, ranking, waiting):
     """The documented ranking reversed: the agent it ranks last is held first."""
     n = len(ranking)
-    return [(agent_id, Score(n - place, score.terms)) for place, (agent_id, score) in enumerate(reversed(ranking))], waiting
+    return [
+        (agent_id, Score(n - place, score.terms)) for place, (agent_id, score) in enumerate(reversed(ranking))
+    ], waiting
 
 
 @contextmanager

@@ -12,9 +12,14 @@ from common.times import iso, parse_time
 from placement import switchback
 from records.models import LIVE_STATES, Experiment
 from records.store import experiments
-from records.store.actions.experiments import do_start_experiment, do_stop_experiment
-from records.store.actions.experiments import ExperimentError, Plan
-from records.store.actions.experiments import BLOCK_SECONDS, BURN_IN_SECONDS
+from records.store.actions.experiments import (
+    BLOCK_SECONDS,
+    BURN_IN_SECONDS,
+    ExperimentError,
+    Plan,
+    do_start_experiment,
+    do_stop_experiment,
+)
 
 
 def _interval(value: dict | None, unit: str = "") -> str:
@@ -51,14 +56,18 @@ def status_lines(experiment: Experiment, now: datetime) -> list[str]:
             lines.append(f"    {arm['arm'][:31]:32}{arm['cards']:>7}  "
                          f"{_interval(against.get('success')):30}{_ratio(against.get('lead_ratio'))}")
         more = analysis.get("blocksToDecision")
-        lines.append(f"  {analysis.get('why', '')}" + (f"; about {more} more blocks to decide" if more else ""))
+        lines.append(
+            f"  {analysis.get('why', '')}" + (f"; about {more} more blocks to decide" if more else "")
+        )
     if experiment.decided_at is not None:
         lines.append(f"  decided {iso(experiment.decided_at)}: winner {experiment.winner or 'none'}")
     if experiment.holdback:
         versus = {c["arm"]: c for c in experiment.holdback.get("againstPull", ())}
         own = versus.get("own", {})
-        lines.append(f"  holdback: the board's formula against pull, success {_interval(own.get('success'))}, "
-                     f"lead {_ratio(own.get('lead_ratio'))}")
+        lines.append(
+            f"  holdback: the board's formula against pull, success {_interval(own.get('success'))}, "
+            f"lead {_ratio(own.get('lead_ratio'))}"
+        )
     return lines
 
 
@@ -127,5 +136,7 @@ class Command(BaseCommand):
             return [found]
         shown = list(Experiment.objects.filter(state__in=LIVE_STATES)) or list(Experiment.objects.all()[:1])
         if not shown:
-            self.stdout.write("no experiment yet: manage.py experiment start --boards … --arms … --objective …")
+            self.stdout.write(
+                "no experiment yet: manage.py experiment start --boards … --arms … --objective …"
+            )
         return shown

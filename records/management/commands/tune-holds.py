@@ -59,7 +59,10 @@ class Command(BaseCommand):
                 continue
             out(f"{rec.tier} holds: {rec.holds}, claimed {rec.claimed}; time to claim p50 "
                 f"{_s(rec.latency_p50_s)}, p90 {_s(rec.latency_p90_s)}, p99 {_s(rec.latency_p99_s)}")
-            out(f"{'window':>8}{'lapse rate':>12}{'claims missed':>15}{'time to claim':>15}{'no-show wait':>14}")
+            out(
+                f"{'window':>8}{'lapse rate':>12}{'claims missed':>15}{'time to claim':>15}"
+                f"{'no-show wait':>14}"
+            )
             for f in rec.table:
                 mark = "  <- recommended" if f.window_s == rec.window_s else ""
                 out(f"{f.window_s:>6} s{f.lapse_rate:>12.3f}{f.missed_claims:>15.3f}"

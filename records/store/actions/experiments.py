@@ -20,7 +20,7 @@ from access.audit import SERVICE, Actor
 from common.times import iso, parse_time
 from placement import formulas, switchback
 from placement.switchback import PULL
-from records.models import Board, Experiment, ExperimentState, LIVE_STATES
+from records.models import LIVE_STATES, Board, Experiment, ExperimentState
 from records.store import experiments, rosters
 
 BLOCK_SECONDS = 1800  # the documented block: 30 minutes

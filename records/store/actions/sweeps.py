@@ -8,8 +8,7 @@ from django.db import transaction
 
 from placement.facts import Station
 from records.models import LoopState, RegistryRead, SweepShard
-from records.store.registry import KEY as REGISTRY_KEY
-from records.store.registry import station_json
+from records.store.registry import KEY as REGISTRY_KEY, station_json
 
 
 def do_note_sweep(failed_sweeps: int, next_sweep_at: datetime | None, now: datetime,

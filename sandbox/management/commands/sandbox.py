@@ -18,7 +18,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from sandbox import (
-    RealtimeDriver, Receiver, ReceiverServer, SandboxServers, ScenarioError, Simulation, Suite, load_scenario,
+    RealtimeDriver,
+    Receiver,
+    ReceiverServer,
+    SandboxServers,
+    ScenarioError,
+    Simulation,
+    Suite,
+    load_scenario,
     system_clock,
 )
 from sandbox.suite import PRODUCTS, ProductUrls
@@ -94,8 +101,10 @@ class Command(BaseCommand):
                                  "the next three (0: any free ports) rather than where the settings point")
         parser.add_argument("--superdispatch", metavar="URL",
                             help="where SuperDispatch answers (default: http://127.0.0.1:$PORT)")
-        parser.add_argument("--relay-target",
-                            help="where the relay delivers (default: SuperDispatch's webhook; 'none': nowhere)")
+        parser.add_argument(
+            "--relay-target",
+            help="where the relay delivers (default: SuperDispatch's webhook; 'none': nowhere)",
+        )
         parser.add_argument("--write-env", metavar="FILE", help="write the settings that point at this suite")
         parser.add_argument("--opt-in", action="store_true",
                             help=f"once SuperDispatch answers, opt the scenario's boards in through its API "
@@ -105,7 +114,9 @@ class Command(BaseCommand):
                                  "SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL point, "
                                  "print each chat post, and count the events")
         parser.add_argument("--tick", type=float, default=1.0, help="seconds between two simulation steps")
-        parser.add_argument("--report-every", type=float, default=30.0, help="seconds between two status lines")
+        parser.add_argument(
+            "--report-every", type=float, default=30.0, help="seconds between two status lines"
+        )
 
     def say(self, line: str) -> None:
         self.stdout.write(line)
@@ -195,8 +206,9 @@ class Command(BaseCommand):
             return False
         boards = [b.id for b in suite.scenario.boards]
         for board_id in boards:
-            answer = requests.put(f"{base}/v1/boards/{board_id}", headers={"Authorization": f"Bearer {token}"},
-                                  timeout=TIMEOUT)
+            answer = requests.put(
+                f"{base}/v1/boards/{board_id}", headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT
+            )
             if answer.status_code not in (200, 201):
                 raise CommandError(f"opting {board_id} in was answered {answer.status_code}")
         self.say(f"sandbox: opted in {', '.join(boards)}")

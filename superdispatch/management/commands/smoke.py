@@ -13,9 +13,9 @@ from django.core.management.base import BaseCommand
 from django.db import DatabaseError
 from django.utils import timezone
 
+from common.config import Config
 from records.models import LoopState
 from superdispatch.clients import ClientError, build_clients
-from common.config import Config
 
 HEALTHZ_TIMEOUT = (3.05, 10)
 WAIT_STEP_S = 2.0
