@@ -19,6 +19,7 @@ The arms: `pull`, each declared formula by its label, and `worst`, a formula tha
 candidates worst-first (`tests/support/worst_first.py`), declared for the run only, to prove
 the guardrail.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,6 +44,7 @@ GUARDRAIL = Guardrail()
 
 
 # --- Cards, off the sandbox's truth ---------------------------------------------------------
+
 
 def cards_of(run_suite, metrics, *, until: datetime | None = None) -> list[Card]:
     """One card for each card's first readiness at a stage (as the relay told it, or, for a
@@ -73,13 +75,19 @@ def cards_of(run_suite, metrics, *, until: datetime | None = None) -> list[Card]
         if until is not None and at >= until:
             continue
         done, claimed = success_at.get(key), first_claim.get(key)
-        cards.append(Card(at, first_run.get(key),
-                          None if done is None else (done - at).total_seconds(),
-                          None if claimed is None else (claimed - at).total_seconds()))
+        cards.append(
+            Card(
+                at,
+                first_run.get(key),
+                None if done is None else (done - at).total_seconds(),
+                None if claimed is None else (claimed - at).total_seconds(),
+            )
+        )
     return cards
 
 
 # --- The arms ---------------------------------------------------------------------------------
+
 
 def arm_names() -> dict[str, str]:
     """Each arm's label -> the name an experiment records it by (a formula's `name@version`)."""
@@ -109,11 +117,19 @@ def run_alone(scenario, label: str, seconds: int) -> Alone:
 def alone_schedule(alone: Alone, label: str, block_s: int) -> tuple[Block, ...]:
     """The arm's own run cut into blocks of the experiment's length, all its own."""
     n = max(1, alone.seconds // block_s)
-    return tuple(Block(i, label, alone.starts + timedelta(seconds=i * block_s),
-                       alone.starts + timedelta(seconds=(i + 1) * block_s)) for i in range(n))
+    return tuple(
+        Block(
+            i,
+            label,
+            alone.starts + timedelta(seconds=i * block_s),
+            alone.starts + timedelta(seconds=(i + 1) * block_s),
+        )
+        for i in range(n)
+    )
 
 
 # --- The experiment ----------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Experiment:
@@ -136,19 +152,35 @@ def start(world, labels: list[str], seconds: int, block_s: int, burn_in_s: int, 
 
     names = arm_names()
     boards = tuple(b.id for b in world.suite.scenario.boards)
-    rosters = {b: [a.id for a in world.suite.scenario.agents
-                   if any(m.board_id == b and m.enabled for m in a.memberships)] for b in boards}
+    rosters = {
+        b: [
+            a.id
+            for a in world.suite.scenario.agents
+            if any(m.board_id == b and m.enabled for m in a.memberships)
+        ]
+        for b in boards
+    }
     experiment = do_start_experiment(
-        Plan(boards=boards, arms=tuple(names[label] for label in labels), objective="success",
-             block_seconds=block_s, blocks=max(1, seconds // block_s), seed=seed, burn_in_seconds=burn_in_s),
-        world.now, rosters_read=rosters)
+        Plan(
+            boards=boards,
+            arms=tuple(names[label] for label in labels),
+            objective="success",
+            block_seconds=block_s,
+            blocks=max(1, seconds // block_s),
+            seed=seed,
+            burn_in_seconds=burn_in_s,
+        ),
+        world.now,
+        rosters_read=rosters,
+    )
     label_of = {name: label for label, name in names.items()}
     schedule = tuple(dataclasses.replace(b, arm=label_of[b.arm]) for b in experiments.schedule_of(experiment))
     return experiment, schedule
 
 
-def run_experiment(scenario, labels: list[str], seconds: int, block_s: int, burn_in_s: int,
-                   guardrail: Guardrail = GUARDRAIL) -> Experiment:
+def run_experiment(
+    scenario, labels: list[str], seconds: int, block_s: int, burn_in_s: int, guardrail: Guardrail = GUARDRAIL
+) -> Experiment:
     """The experiment on one seed, through the service's own path: started by its action, the
     loop following the block in force (holds, windows, a pull block holding nobody, a switch
     releasing the cards left to pull), and the guardrail looked at after each block, its drops
@@ -168,8 +200,15 @@ def run_experiment(scenario, labels: list[str], seconds: int, block_s: int, burn
         on_tick(now)
         if look[0] is None or now < look[0]:
             return
-        read = analyse(schedule, cards_of(world.suite, world.sim.metrics), burn_in_s=burn_in_s,
-                       objective="success", dropped=dropped_at, now=now, guardrail=guardrail)
+        read = analyse(
+            schedule,
+            cards_of(world.suite, world.sim.metrics),
+            burn_in_s=burn_in_s,
+            objective="success",
+            dropped=dropped_at,
+            now=now,
+            guardrail=guardrail,
+        )
         for drop in read.drops:
             dropped_at[drop.arm], drop_why[drop.arm] = now, drop.why
             do_drop_arm(experiment, names[drop.arm], drop.why, now)
@@ -182,8 +221,14 @@ def run_experiment(scenario, labels: list[str], seconds: int, block_s: int, burn
 
 def read_experiment(e: Experiment, objective: str, burn_in_s: int) -> Analysis:
     """The analysis at the end of the schedule, as the service reads it then."""
-    return analyse(e.schedule, e.cards, burn_in_s=burn_in_s, objective=objective, dropped=e.dropped_at,
-                   now=e.schedule[-1].ends)
+    return analyse(
+        e.schedule,
+        e.cards,
+        burn_in_s=burn_in_s,
+        objective=objective,
+        dropped=e.dropped_at,
+        now=e.schedule[-1].ends,
+    )
 
 
 def decision_of(e: Experiment, objective: str, burn_in_s: int) -> tuple[str | None, datetime | None]:
@@ -191,8 +236,14 @@ def decision_of(e: Experiment, objective: str, burn_in_s: int) -> tuple[str | No
     block) with a winner, as the service's review stops the experiment there; None where no
     look has one. Read again from the kept cards, each look counting the blocks ended by then."""
     for block in e.schedule:
-        read = analyse(e.schedule, e.cards, burn_in_s=burn_in_s, objective=objective, dropped=e.dropped_at,
-                       now=block.ends)
+        read = analyse(
+            e.schedule,
+            e.cards,
+            burn_in_s=burn_in_s,
+            objective=objective,
+            dropped=e.dropped_at,
+            now=block.ends,
+        )
         if read.winner is not None:
             return read.winner, block.ends
     return None, None
@@ -233,6 +284,7 @@ def fmean(values) -> float:
 
 # --- Running, keeping and reading back ----------------------------------------------------------
 
+
 @dataclasses.dataclass
 class Kept:
     """What a switchback lab run keeps (`--save`), by seed: each arm alone and the experiment."""
@@ -258,32 +310,93 @@ def relabelled(kept: Kept) -> Kept:
     return kept
 
 
-def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: Callable[[], None]) -> None:
-    """Run whatever of the parts asked for `kept` does not hold yet, seed by seed, keeping each."""
+def units(kept: Kept, scenario, seeds: int, part: str) -> list[tuple[int, str | None]]:
+    """The runs the parts asked for need that `kept` does not hold yet, seed by seed: (the
+    seed's index, an arm's label to run it alone, or None for the experiment)."""
+    from bench._arms import seeded
+
+    todo: list[tuple[int, str | None]] = []
+    for k in range(seeds):
+        seed = seeded(scenario, k).seed
+        if part in ("alone", "both"):
+            todo += [(k, label) for label in kept.labels if label not in kept.alone.get(seed, {})]
+        if part in ("experiment", "both") and seed not in kept.experiments:
+            todo.append((k, None))
+    return todo
+
+
+def run_unit(kept: Kept, scenario, k: int, label: str | None, burn_in_s: int) -> None:
+    """One run into `kept`: the experiment on the k-th seed, or an arm alone on it."""
     import time
 
     from bench._arms import seeded
 
-    for k in range(seeds):
-        run_scenario = seeded(scenario, k)
-        seed = run_scenario.seed
-        if part in ("alone", "both"):
-            mine = kept.alone.setdefault(seed, {})
-            for label in kept.labels:
-                if label not in mine:
-                    began = time.monotonic()
-                    mine[label] = run_alone(run_scenario, label, kept.alone_seconds)
-                    kept.took_s[f"alone {label}"] = (
-                        kept.took_s.get(f"alone {label}", 0.0) + time.monotonic() - began
-                    )
-                    save()
-        if part in ("experiment", "both") and seed not in kept.experiments:
-            began = time.monotonic()
-            kept.experiments[seed] = run_experiment(
-                run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s
+    run_scenario = seeded(scenario, k)
+    began = time.monotonic()
+    if label is None:
+        kept.experiments[run_scenario.seed] = run_experiment(
+            run_scenario, kept.labels, kept.seconds, kept.block_s, burn_in_s
+        )
+        part = "experiment"
+    else:
+        kept.alone.setdefault(run_scenario.seed, {})[label] = run_alone(
+            run_scenario, label, kept.alone_seconds
+        )
+        part = f"alone {label}"
+    kept.took_s[part] = kept.took_s.get(part, 0.0) + time.monotonic() - began
+
+
+def merge(kept: Kept, other: Kept) -> None:
+    """Another process's runs (`--unit`) into `kept`."""
+    for seed, arms in other.alone.items():
+        kept.alone.setdefault(seed, {}).update(arms)
+    kept.experiments.update(other.experiments)
+    for part, seconds in other.took_s.items():
+        kept.took_s[part] = kept.took_s.get(part, 0.0) + seconds
+
+
+def run_all(kept: Kept, scenario, seeds: int, part: str, burn_in_s: int, save: Callable[[], None]) -> None:
+    """Run whatever of the parts asked for `kept` does not hold yet, seed by seed, keeping each."""
+    for k, label in units(kept, scenario, seeds, part):
+        run_unit(kept, scenario, k, label, burn_in_s)
+        save()
+
+
+def run_in_processes(
+    kept: Kept, scenario, seeds: int, part: str, jobs: int, child_args: list[str], save: Callable[[], None]
+) -> None:
+    """`run_all`, each run in a process of its own (`value.py --unit`), `jobs` at a time, the
+    experiments first as they are the longest. Each process has a data directory and so a
+    database of its own; the simulation is deterministic by seed, so a run's figures are the
+    ones it would give in this process."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from pathlib import Path
+
+    todo = sorted(units(kept, scenario, seeds, part), key=lambda u: u[1] is not None)
+    env = {k: v for k, v in os.environ.items() if k != "SUPERDISPATCH_DATA_DIR"}
+    script = str(Path(__file__).resolve().parent / "value.py")
+    with tempfile.TemporaryDirectory(prefix="switchback-") as tmp:
+
+        def one(k: int, label: str | None) -> Kept:
+            out = os.path.join(tmp, f"{k}-{label or 'experiment'}.pickle")
+            subprocess.run(
+                [sys.executable, script, *child_args, "--unit", f"{k}:{label or ''}", "--save", out],
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
             )
-            kept.took_s["experiment"] = kept.took_s.get("experiment", 0.0) + time.monotonic() - began
-            save()
+            with open(out, "rb") as f:
+                return pickle.load(f)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for done in as_completed([pool.submit(one, k, label) for k, label in todo]):
+                merge(kept, done.result())
+                save()
 
 
 # --- The reading ---------------------------------------------------------------------------------
@@ -345,11 +458,15 @@ def estimate_lines(kept: Kept, burn_in_s: int, arms: list[str]) -> tuple[list[st
         (el, elh), (ml, mlh) = mean_half(est_l), mean_half(meas_l)
         success_errs.append(abs(es - ms))
         lead_errs.append(abs(el - ml) * 100)
-        rows.append(f"{label:10}{es:>+9.3f} ±{esh:.3f}{ms:>+9.3f} ±{msh:.3f}{es - ms:>+8.3f}"
-                    f"{el:>9.3f} ±{elh:.3f}{ml:>9.3f} ±{mlh:.3f}{(el - ml) * 100:>+8.1f}")
-    figures = {"success_err_max": max(success_errs, default=math.nan),
-               "lead_err_max_pct": max(lead_errs, default=math.nan),
-               "coverage": covered / cases if cases else math.nan}
+        rows.append(
+            f"{label:10}{es:>+9.3f} ±{esh:.3f}{ms:>+9.3f} ±{msh:.3f}{es - ms:>+8.3f}"
+            f"{el:>9.3f} ±{elh:.3f}{ml:>9.3f} ±{mlh:.3f}{(el - ml) * 100:>+8.1f}"
+        )
+    figures = {
+        "success_err_max": max(success_errs, default=math.nan),
+        "lead_err_max_pct": max(lead_errs, default=math.nan),
+        "coverage": covered / cases if cases else math.nan,
+    }
     return rows, figures
 
 
@@ -357,8 +474,14 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
     """Each objective's decision seed by seed, judged against the arms' own runs."""
     seeds = sorted(set(kept.alone) & set(kept.experiments))
     if formulas.DEFAULT.label not in kept.labels:
-        return ["not judged: the deployment's formula, which an undecided experiment leaves running, "
-                "was not an arm"], 0, 0
+        return (
+            [
+                "not judged: the deployment's formula, which an undecided experiment leaves running, "
+                "was not an arm"
+            ],
+            0,
+            0,
+        )
     own = truth(kept)
     means = {a: {m: fmean(v) for m, v in own[a].items()} for a in kept.labels}
     pull = means[PULL]
@@ -373,13 +496,17 @@ def decision_lines(kept: Kept, burn_in_s: int) -> tuple[list[str], int, int]:
         oks = []
         for s, chosen in zip(seeds, chosen_by_seed):
             m = means[chosen]
-            never_worse = (m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS
-                           and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"])
+            never_worse = (
+                m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS
+                and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"]
+            )
             oks.append(never_worse and (chosen == best or _near(kept, s, chosen, best, objective)))
         right += sum(oks)
         total += len(oks)
-        lines.append(f"{objective}: best on the arms' own runs {best}; chosen seed by seed "
-                     f"{', '.join(chosen_by_seed)}; right on {sum(oks)} of {len(oks)}")
+        lines.append(
+            f"{objective}: best on the arms' own runs {best}; chosen seed by seed "
+            f"{', '.join(chosen_by_seed)}; right on {sum(oks)} of {len(oks)}"
+        )
     return lines, right, total
 
 
@@ -411,14 +538,21 @@ def guardrail_lines(kept: Kept) -> tuple[list[str], int, int, list[str]]:
             hours = (at - e.schedule[0].starts).total_seconds() / 3600
             cells.append(f"{arm} at {hours:.1f} h")
             m = means.get(arm)
-            if arm != GUARD_ARM and m and m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS \
-                    and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"]:
+            if (
+                arm != GUARD_ARM
+                and m
+                and m["success"] >= pull["success"] - NEVER_WORSE_SUCCESS
+                and m["lead"] <= NEVER_WORSE_LEAD * pull["lead"]
+            ):
                 wrong.append(f"seed {s}: {arm}")
         if GUARD_ARM in kept.labels:
             seeds += 1
             early += GUARD_ARM in e.dropped_at and e.dropped_at[GUARD_ARM] <= third
-        lines.append(f"seed {s}: dropped " + (", ".join(cells) if cells else "nothing")
-                     + "".join(f"; {arm}: {why}" for arm, why in e.drop_why.items()))
+        lines.append(
+            f"seed {s}: dropped "
+            + (", ".join(cells) if cells else "nothing")
+            + "".join(f"; {arm}: {why}" for arm, why in e.drop_why.items())
+        )
     return lines, early, seeds, wrong
 
 
@@ -434,8 +568,11 @@ def hours_lines(kept: Kept, burn_in_s: int) -> list[str]:
                 cells.append(f"{(at - start).total_seconds() / 3600:.1f} h ({won})")
                 continue
             more = read_experiment(e, objective, burn_in_s).blocks_to_decision
-            cells.append("never at the spread seen" if more is None
-                         else f"~{(len(e.schedule) + more) * kept.block_s / 3600:.0f} h projected")
+            cells.append(
+                "never at the spread seen"
+                if more is None
+                else f"~{(len(e.schedule) + more) * kept.block_s / 3600:.0f} h projected"
+            )
         lines.append(f"{objective}: " + "; ".join(cells))
     return lines
 
@@ -447,10 +584,15 @@ def main(parser, args, scenario) -> None:
     import pickle
     import time
 
+    # Placing never reads the suggestions, and their sync after each sweep reads the whole
+    # window's decisions again, a cost that grows with the run: the lab syncs them once a day.
+    from django.conf import settings
+
     from bench._arms import lab_database
     from bench._results import last_line
     from tests.support.worst_first import worst_first_declared
 
+    settings.SUPERDISPATCH = dataclasses.replace(settings.SUPERDISPATCH, suggest_every_seconds=86400)
     if args.keep_pulled:
         from superdispatch.loop import passes
 
@@ -484,7 +626,15 @@ def main(parser, args, scenario) -> None:
                 os.replace(target + ".part", target)
 
         began = time.monotonic()
-        if args.part != "none":
+        if args.unit:  # one run for a parent's --jobs: kept alone, not read
+            k, _, label = args.unit.partition(":")
+            with lab_database():
+                run_unit(kept, scenario, int(k), label or None, burn_in_s)
+            save()
+            return
+        if args.part != "none" and args.jobs > 1:
+            run_in_processes(kept, scenario, args.seeds, args.part, args.jobs, child_args(args, kept), save)
+        elif args.part != "none":
             with lab_database():
                 run_all(kept, scenario, args.seeds, args.part, burn_in_s, save)
         save()
@@ -494,9 +644,32 @@ def main(parser, args, scenario) -> None:
             f"burn-in {burn_in_s // 60} min; arms alone over {kept.alone_seconds / 3600:g} h x "
             f"{len(kept.alone)} seeds; arms {', '.join(kept.labels)}"
         )
-        print("wall time: " + ", ".join(f"{part} {s / 60:.1f} min" for part, s in kept.took_s.items())
-              + f"; this call {(time.monotonic() - began) / 60:.1f} min; load {os.getloadavg()[0]:.1f}")
+        print(
+            "wall time: "
+            + ", ".join(f"{part} {s / 60:.1f} min" for part, s in kept.took_s.items())
+            + f"; this call {(time.monotonic() - began) / 60:.1f} min; load {os.getloadavg()[0]:.1f}"
+        )
         report(kept, burn_in_s, last_line)
+
+
+def child_args(args, kept: Kept) -> list[str]:
+    """The arguments a `--unit` process needs to make one of this call's runs."""
+    return [
+        "--scenario",
+        args.scenario,
+        "--switchback",
+        "--minutes",
+        str(kept.seconds // 60),
+        "--alone-hours",
+        repr(kept.alone_seconds / 3600),
+        "--block-minutes",
+        str(kept.block_s // 60),
+        "--burn-in-minutes",
+        str(args.burn_in_minutes),
+        "--arms",
+        ",".join(kept.labels),
+        *(["--keep-pulled"] if args.keep_pulled else []),
+    ]
 
 
 def left_to_pull(kept: Kept) -> tuple[int, int]:
@@ -517,8 +690,10 @@ def left_to_pull(kept: Kept) -> tuple[int, int]:
 
 def report(kept: Kept, burn_in_s: int, last_line) -> None:
     main_arms = [a for a in kept.labels if a not in (PULL, GUARD_ARM)]
-    print("each arm against pull: the experiment's estimate beside the arms' own runs "
-          "(mean over seeds, ±95% over seeds)")
+    print(
+        "each arm against pull: the experiment's estimate beside the arms' own runs "
+        "(mean over seeds, ±95% over seeds)"
+    )
     print(
         f"{'arm':10}{'success est':>16}{'measured':>16}{'err':>8}{'lead est':>16}{'measured':>16}{'err %':>8}"
     )
@@ -528,8 +703,10 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
     _, fig = estimate_lines(kept, burn_in_s, main_arms)
     for minutes in (0, 2, 5, 10, 15):
         _, other = estimate_lines(kept, minutes * 60, main_arms)
-        print(f"burn-in {minutes} min: success err max {other['success_err_max']:.3f}, "
-              f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}")
+        print(
+            f"burn-in {minutes} min: success err max {other['success_err_max']:.3f}, "
+            f"lead err max {other['lead_err_max_pct']:.1f}%, coverage {other['coverage']:.2f}"
+        )
     left, pulled = left_to_pull(kept)
     print(
         f"five-minute rule: {left} of {pulled} cards ready in pull blocks were still unclaimed "
@@ -555,8 +732,10 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
         f"{LEAD_ERR_PCT:g}%: {fig['lead_err_max_pct']:.1f}%, "
         f"{verdict(fig['lead_err_max_pct'] <= LEAD_ERR_PCT)}"
     )
-    print(f"goal: intervals cover: {fig['coverage']:.2f} of (seed, arm, metric) cases, at least {COVERAGE}: "
-          f"{verdict(fig['coverage'] >= COVERAGE)}")
+    print(
+        f"goal: intervals cover: {fig['coverage']:.2f} of (seed, arm, metric) cases, at least {COVERAGE}: "
+        f"{verdict(fig['coverage'] >= COVERAGE)}"
+    )
     share = right / total if total else math.nan
     print(
         f"goal: right decisions: {right} of {total} (objective, seed) decisions: "
@@ -569,7 +748,10 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
             f"{verdict(early >= GUARD_SHARE * guard_seeds and not wrong)}"
         )
     print("goal: hours to a decision: " + " | ".join(hours))
-    last_line(f"switchback_success_err_max={fig['success_err_max']:.3f} "
-              f"switchback_lead_err_max_pct={fig['lead_err_max_pct']:.1f} "
-              f"switchback_coverage={fig['coverage']:.2f} switchback_right={share:.2f}",
-              variant="switchback", scenario=kept.scenario)
+    last_line(
+        f"switchback_success_err_max={fig['success_err_max']:.3f} "
+        f"switchback_lead_err_max_pct={fig['lead_err_max_pct']:.1f} "
+        f"switchback_coverage={fig['coverage']:.2f} switchback_right={share:.2f}",
+        variant="switchback",
+        scenario=kept.scenario,
+    )

@@ -59,8 +59,10 @@ Run: .venv/bin/python bench/value.py --scenario NAME_OR_PATH [--minutes 60] [--s
      [--arms pull,documented,...] [--windows 20,30,45,60,90,120] [--set NAME=VALUE ...] [--what-if]
      [--save FILE | --from FILE]
      .venv/bin/python bench/value.py --scenario NAME_OR_PATH --switchback [--hours 12] [--seeds 5]
-     [--block-minutes 30] [--arms pull,documented,…,worst] [--alone-hours H] [--save FILE | --from FILE]
+     [--block-minutes 30] [--arms pull,documented,…,worst] [--alone-hours H] [--jobs N]
+     [--save FILE | --from FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -156,9 +158,14 @@ def run_formula(scenario: Scenario, seconds: int) -> Run:
     _formula_holds[scenario.seed] = tuning.settled_holds()
     if WHAT_IF:
         cfg = run.world.loop.cfg
-        _stores[scenario.seed] = FormulaStore(what_if_store.recorded(None, None, None), rules_from(cfg),
-                                              _formula_holds[scenario.seed], figures(run),
-                                              cfg.learned_min_rows, seconds)
+        _stores[scenario.seed] = FormulaStore(
+            what_if_store.recorded(None, None, None),
+            rules_from(cfg),
+            _formula_holds[scenario.seed],
+            figures(run),
+            cfg.learned_min_rows,
+            seconds,
+        )
     return run
 
 
@@ -179,8 +186,9 @@ def estimate_arms(store: FormulaStore) -> dict[str, dict[str, tuple[float, float
     # The tuned holds: the documented formula again, its holds as `tune-holds` picks them from
     # this run's own settled holds (as the tuned arm picks them).
     winner, runner = tuning.recommend_both(store.holds)
-    tuned = dataclasses.replace(rules, reservation_seconds=winner.window_s or 60,
-                                runner_up_seconds=runner.window_s or 30)
+    tuned = dataclasses.replace(
+        rules, reservation_seconds=winner.window_s or 60, runner_up_seconds=runner.window_s or 30
+    )
     answer = what_if(recorded, formulas.DEFAULT, rules, other_rules=tuned)
     arms = {e.arm: e for e in answer.estimates}
     share = reach(recorded, {r.decision_id for r in answer.replays})
@@ -213,8 +221,10 @@ def learned_gate(store: FormulaStore) -> str | None:
     third = start + datetime.timedelta(seconds=store.seconds // 3)
     first = sum(1 for d in store.recorded if d.at < third)
     if first >= min_rows:
-        return (f"its model may pass the gate ({first} decisions in the first third, the gate needs "
-                f"{min_rows} rows) and the formula's store records no model's features")
+        return (
+            f"its model may pass the gate ({first} decisions in the first third, the gate needs "
+            f"{min_rows} rows) and the formula's store records no model's features"
+        )
     return None
 
 
@@ -247,9 +257,11 @@ def _carried(arm, recorded, measured: dict[str, float], share: Reach) -> dict[st
     success_half = (arm.success.high - arm.success.low) / 2 * share.attempts
     longer = (arm.lead_mean_s.value - recorded.lead_mean_s.value) * share.stages_per_card
     lead_half = (arm.lead_mean_s.high - arm.lead_mean_s.low) / 2 * share.stages_per_card
-    return {"success": (measured["success"] + gain, success_half),
-            "lead_mean_s": (measured["lead_mean_s"] + longer, lead_half),
-            "skill": (measured["skill"] + gain, success_half)}
+    return {
+        "success": (measured["success"] + gain, success_half),
+        "lead_mean_s": (measured["lead_mean_s"] + longer, lead_half),
+        "skill": (measured["skill"] + gain, success_half),
+    }
 
 
 def run_tuned(scenario: Scenario, seconds: int) -> Run:
@@ -261,16 +273,23 @@ def run_tuned(scenario: Scenario, seconds: int) -> Run:
     runner_up = runner.window_s or 30
     run = run_placed(scenario, seconds, reservation_seconds=reservation, runner_up_seconds=runner_up)
     run.holds = (reservation, runner_up)
-    run.notes.append(f"tune-holds picked {reservation} s / {runner_up} s"
-                     + ("" if winner.enough else " (too few holds: defaults kept)"))
+    run.notes.append(
+        f"tune-holds picked {reservation} s / {runner_up} s"
+        + ("" if winner.enough else " (too few holds: defaults kept)")
+    )
     return run
 
 
 def _gate_line(model, cfg) -> str:
     """The shadow report and gate under the crediting in force, then under the other one."""
     other = "estimate" if cfg.learned_credit == "lower-bound" else "lower-bound"
-    return (_reading(model, cfg) + "; were the credit " + other + ": "
-            + _reading(model, dataclasses.replace(cfg, learned_credit=other)))
+    return (
+        _reading(model, cfg)
+        + "; were the credit "
+        + other
+        + ": "
+        + _reading(model, dataclasses.replace(cfg, learned_credit=other))
+    )
 
 
 def _reading(model, cfg) -> str:
@@ -278,13 +297,24 @@ def _reading(model, cfg) -> str:
     gate = report["gate"]
     rate = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
     margin = "n/a" if report["marginPct"] is None else f"{report['marginPct']:+.1f}"
-    verdict = "passes" if gate["passed"] else "shut: " + next(
-        f"{t['name']} ({t['message']})" for t in gate["tests"] if not t["passed"])
+    verdict = (
+        "passes"
+        if gate["passed"]
+        else "shut: " + next(f"{t['name']} ({t['message']})" for t in gate["tests"] if not t["passed"])
+    )
     estimate = report["estimate"]
-    interval = "" if estimate is None or estimate["model"] is None else (
-        f" [{rate(estimate['model']['low'])}, {rate(estimate['model']['high'])}]")
-    low = "" if estimate is None else (
-        ", low end " + ("n/a" if estimate["marginLowPct"] is None else f"{estimate['marginLowPct']:+.1f}"))
+    interval = (
+        ""
+        if estimate is None or estimate["model"] is None
+        else (f" [{rate(estimate['model']['low'])}, {rate(estimate['model']['high'])}]")
+    )
+    low = (
+        ""
+        if estimate is None
+        else (
+            ", low end " + ("n/a" if estimate["marginLowPct"] is None else f"{estimate['marginLowPct']:+.1f}")
+        )
+    )
     return (
         f"credit {report['credit']}: shadow {report['decisions']} decisions ({report['disagree']} disagree), "
         f"formula {rate(report['formulaRate'])} model {rate(report['modelRate'])}{interval}, margin {margin}"
@@ -329,8 +359,11 @@ def arm_runners() -> dict[str, Callable[[Scenario, int], Run]]:
     for formula in formulas.every():
         if formula.label in LAB_ARMS:
             raise ValueError(f"formula {formula.recorded}: the lab's arm {formula.label} is its own")
-        runners[formula.label] = (run_formula if formula is formulas.DEFAULT
-                                  else functools.partial(_run_formula, formula=formula.recorded))
+        runners[formula.label] = (
+            run_formula
+            if formula is formulas.DEFAULT
+            else functools.partial(_run_formula, formula=formula.recorded)
+        )
     return {**runners, "tuned": run_tuned, "learned": run_learned}
 
 
@@ -340,6 +373,7 @@ def _run_formula(scenario: Scenario, seconds: int, formula: str) -> Run:
 
 # --- Figures --------------------------------------------------------------------------------
 
+
 def agent_shares(run: Run) -> dict[str, float]:
     counts = Counter(c.agent_id for c in run.metrics.claims)
     total = sum(counts.values()) or 1
@@ -347,6 +381,7 @@ def agent_shares(run: Run) -> dict[str, float]:
 
 
 # --- The table and the last line --------------------------------------------------------------
+
 
 def best_arm(means: dict[str, dict[str, float]]) -> str:
     limit = means["pull"]["wait_p95_s"] + WAIT_SLACK_S
@@ -365,8 +400,11 @@ def skill_spread(scenario: Scenario) -> float:
             if stage.owner_kind != "capability":
                 continue
             requires = stage_requires(stage)
-            rates = [dict(a.stage_success).get(stage.key, a.success_rate) for a in members
-                     if has_capability(frozenset(a.capabilities), requires)]
+            rates = [
+                dict(a.stage_success).get(stage.key, a.success_rate)
+                for a in members
+                if has_capability(frozenset(a.capabilities), requires)
+            ]
             if len(rates) >= 2:
                 widest = max(widest, max(rates) - min(rates))
     return widest
@@ -396,8 +434,10 @@ def goal_lines(means: dict[str, dict[str, float]], spread: float, load: float) -
     lines = []
     if formula is not None:
         gain, ratio = formula["success"] - pull["success"], formula["lead_mean_s"] / pull["lead_mean_s"]
-        lines.append(f"the formula's success at least pull's less {SUCCESS_SLACK}: {gain:+.3f}, "
-                     f"{verdict(gain >= -SUCCESS_SLACK)}")
+        lines.append(
+            f"the formula's success at least pull's less {SUCCESS_SLACK}: {gain:+.3f}, "
+            f"{verdict(gain >= -SUCCESS_SLACK)}"
+        )
         lines.append(
             f"the formula's mean lead at most {LEAD_BOUND}x pull's: {ratio:.3f}x, "
             f"{verdict(ratio <= LEAD_BOUND)}"
@@ -407,15 +447,19 @@ def goal_lines(means: dict[str, dict[str, float]], spread: float, load: float) -
     )
     if worst is not None:
         over = means[worst]["wait_p95_s"] - pull["wait_p95_s"]
-        lines.append(f"no arm's p95 wait more than pull's plus {WAIT_SLACK_S} s: {worst} {over:+.1f} s, "
-                     f"{verdict(over <= WAIT_SLACK_S)}")
+        lines.append(
+            f"no arm's p95 wait more than pull's plus {WAIT_SLACK_S} s: {worst} {over:+.1f} s, "
+            f"{verdict(over <= WAIT_SLACK_S)}"
+        )
     if spread >= SPREAD and load < LOAD:
         name = best_arm(means)
         best = means[name]
         gain, ratio = best["success"] - pull["success"], best["lead_mean_s"] / pull["lead_mean_s"]
-        lines.append(f"skill differs by {spread:.2f} at {load:.0%} load, so the best arm's success at least "
-                     f"pull's plus {BEST_GAIN} within {LEAD_BOUND}x its lead: {name} {gain:+.3f} at "
-                     f"{ratio:.3f}x, {verdict(gain >= BEST_GAIN and ratio <= LEAD_BOUND)}")
+        lines.append(
+            f"skill differs by {spread:.2f} at {load:.0%} load, so the best arm's success at least "
+            f"pull's plus {BEST_GAIN} within {LEAD_BOUND}x its lead: {name} {gain:+.3f} at "
+            f"{ratio:.3f}x, {verdict(gain >= BEST_GAIN and ratio <= LEAD_BOUND)}"
+        )
     else:
         lines.append(
             f"skill differs by {spread:.2f} at {load:.0%} load: the best arm's goal asks for {SPREAD} "
@@ -442,8 +486,9 @@ def beaten_beyond_intervals(results: dict[str, list[dict[str, float]]], arm: str
     return beaten
 
 
-def new_goal_lines(results: dict[str, list[dict[str, float]]], means: dict[str, dict[str, float]],
-                   spread: float, load: float) -> list[str]:
+def new_goal_lines(
+    results: dict[str, list[dict[str, float]]], means: dict[str, dict[str, float]], spread: float, load: float
+) -> list[str]:
     """The new formula's three goals on this scenario: never worse than pull, clearly better
     where skill differs at under LOAD, and on the frontier."""
     if NEW not in means:
@@ -453,9 +498,11 @@ def new_goal_lines(results: dict[str, list[dict[str, float]]], means: dict[str, 
     gain, ratio = new["success"] - pull["success"], new["lead_mean_s"] / pull["lead_mean_s"]
     over = new["wait_p95_s"] - pull["wait_p95_s"]
     never_worse = gain >= -SUCCESS_SLACK and ratio <= NEW_LEAD_BOUND and over <= NEW_WAIT_SLACK_S
-    lines = [f"never worse: the new formula's success at least pull's less {SUCCESS_SLACK} ({gain:+.3f}), "
-             f"its mean lead at most {NEW_LEAD_BOUND}x pull's ({ratio:.3f}x), its p95 wait at most pull's "
-             f"plus {NEW_WAIT_SLACK_S} s ({over:+.1f} s): {verdict(never_worse)}"]
+    lines = [
+        f"never worse: the new formula's success at least pull's less {SUCCESS_SLACK} ({gain:+.3f}), "
+        f"its mean lead at most {NEW_LEAD_BOUND}x pull's ({ratio:.3f}x), its p95 wait at most pull's "
+        f"plus {NEW_WAIT_SLACK_S} s ({over:+.1f} s): {verdict(never_worse)}"
+    ]
     if spread >= SPREAD and load < LOAD:
         ok = gain >= BEST_GAIN and ratio <= NEW_LEAD_BOUND
         lines.append(
@@ -491,8 +538,12 @@ def window_table(scenario: Scenario, seconds: int, seeds: int, windows: list[int
     for window in windows:
         cells = []
         for k in range(seeds):
-            run = run_placed(seeded(scenario, k), seconds, reservation_seconds=window,
-                             runner_up_seconds=max(10, window // 2))
+            run = run_placed(
+                seeded(scenario, k),
+                seconds,
+                reservation_seconds=window,
+                runner_up_seconds=max(10, window // 2),
+            )
             held = Decision.objects.filter(reserved_until__isnull=False)
             lapsed = held.filter(outcome_status__in=("expired", "claimed-by-other")).count()
             holds = tuning.settled_holds()
@@ -512,8 +563,10 @@ def window_table(scenario: Scenario, seconds: int, seeds: int, windows: list[int
         rows[window] = [statistics.fmean(c[i] for c in cells) for i in range(5)]
         leads[window] = [c[3] for c in cells]
     print(f"hold windows (winner; runner-up half, at least 10 s), {seeds} seeds")
-    print(f"{'window':>8}{'time to claim':>15}{'lapsed':>9}{'no-shows':>10}{'lead mean':>11}{'wait p95':>10}"
-          f"{'lead vs best':>16}")
+    print(
+        f"{'window':>8}{'time to claim':>15}{'lapsed':>9}{'no-shows':>10}{'lead mean':>11}{'wait p95':>10}"
+        f"{'lead vs best':>16}"
+    )
     best = min(rows, key=lambda w: (rows[w][3], w))
     picked = None
     for window, (claim, lapsed, no_shows, lead, wait) in rows.items():
@@ -533,8 +586,10 @@ def window_table(scenario: Scenario, seconds: int, seeds: int, windows: list[int
             f"{wait:>8.1f} s{spread:>16}"
         )
     tuned = [w for w in recommended if w is not None]
-    print(f"window_sim_s={picked} window_least_lead_s={best} "
-          f"window_tuner_s={statistics.median(tuned) if tuned else 'too-few-holds'}")
+    print(
+        f"window_sim_s={picked} window_least_lead_s={best} "
+        f"window_tuner_s={statistics.median(tuned) if tuned else 'too-few-holds'}"
+    )
 
 
 def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) -> tuple[list[str], str]:
@@ -594,8 +649,10 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
         # error without the luck of either arm's draws (not a goal; it says what the luck was).
         skill_est = statistics.fmean(_estimates[s][arm]["skill"][0] for s in usable)
         skill_err = skill_est - mean_ci([results[arm][seeds.index(seed)]["skill"] for seed in usable])[0]
-        lines.append(f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}"
-                     f"{skill_err:>+11.3f}")
+        lines.append(
+            f"{arm:10}{cells[0]:>18}{cells[1]:>16}{cells[2]:>8}{cells[3]:>18}{cells[4]:>16}{cells[5]:>8}"
+            f"{skill_err:>+11.3f}"
+        )
     thin = sum(1 for _, enough in replayed if not enough)
     none = sum(1 for n, _ in replayed if not n)
     lines.append(
@@ -604,9 +661,11 @@ def what_if_lines(results: dict[str, list[dict[str, float]]], seeds: list[int]) 
         + (f"; too few decisions to judge (under 30) on {thin} of {len(replayed)} seeds" if thin else "")
         + (f"; none on {none}, which are left out of both sides" if none else "")
     )
-    figures_line = (f" whatif_success_err_max={max(success_errs, default=math.nan):.3f}"
-                    f" whatif_lead_err_max_pct={max(lead_errs, default=math.nan):.1f}"
-                    f" whatif_coverage={covered / pairs if pairs else math.nan:.2f}")
+    figures_line = (
+        f" whatif_success_err_max={max(success_errs, default=math.nan):.3f}"
+        f" whatif_lead_err_max_pct={max(lead_errs, default=math.nan):.1f}"
+        f" whatif_coverage={covered / pairs if pairs else math.nan:.2f}"
+    )
     return lines, figures_line
 
 
@@ -644,19 +703,37 @@ def main() -> None:
     parser.add_argument(
         "--agents", action="store_true", help="also print each arm's share of claims per agent"
     )
-    parser.add_argument("--windows", default="", help="also run the formula at these winner windows "
-                                                      "(comma-separated seconds) and print the table")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a setting for every placed arm: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
-                             "without the prefix (e.g. backlog_bound=on)")
-    parser.add_argument("--what-if", action="store_true",
-                        help=f"estimate every other arm from the {FORMULA} arm's recorded decisions, "
-                             "and set each estimate beside what that arm measured")
-    parser.add_argument("--save", metavar="FILE", help="also keep the runs' figures (and, with --what-if, "
-                                                       "the formula arm's stores) in FILE")
-    parser.add_argument("--from", dest="from_file", metavar="FILE",
-                        help="read the runs from FILE (written by --save) instead of running them: the "
-                             "simulation is deterministic by seed, so they are the runs a new one would make")
+    parser.add_argument(
+        "--windows",
+        default="",
+        help="also run the formula at these winner windows (comma-separated seconds) and print the table",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for every placed arm: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
+        "without the prefix (e.g. backlog_bound=on)",
+    )
+    parser.add_argument(
+        "--what-if",
+        action="store_true",
+        help=f"estimate every other arm from the {FORMULA} arm's recorded decisions, "
+        "and set each estimate beside what that arm measured",
+    )
+    parser.add_argument(
+        "--save",
+        metavar="FILE",
+        help="also keep the runs' figures (and, with --what-if, the formula arm's stores) in FILE",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="read the runs from FILE (written by --save) instead of running them: the "
+        "simulation is deterministic by seed, so they are the runs a new one would make",
+    )
     parser.add_argument("--hours", type=float, help="the same as --minutes 60 x HOURS")
     parser.add_argument(
         "--switchback",
@@ -666,10 +743,17 @@ def main() -> None:
         "(bench/_switchback.py); `worst`, a formula that ranks worst-first, is an arm too",
     )
     parser.add_argument("--block-minutes", type=int, default=30, help="--switchback: each block's length")
-    parser.add_argument("--burn-in-minutes", type=int, default=2,
-                        help="--switchback: cards ready this long after a switch are left out")
-    parser.add_argument("--alone-hours", type=float, help="--switchback: each arm alone over this many hours "
-                                                          "(by default the experiment's)")
+    parser.add_argument(
+        "--burn-in-minutes",
+        type=int,
+        default=2,
+        help="--switchback: cards ready this long after a switch are left out",
+    )
+    parser.add_argument(
+        "--alone-hours",
+        type=float,
+        help="--switchback: each arm alone over this many hours (by default the experiment's)",
+    )
     parser.add_argument(
         "--keep-pulled",
         action="store_true",
@@ -682,6 +766,16 @@ def main() -> None:
         default="both",
         help="--switchback: which runs to make (with --from FILE, those FILE does not hold yet)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="--switchback: make the runs in this many processes at once (each seed's "
+        "experiment and each arm alone is one run)",
+    )
+    parser.add_argument(
+        "--unit", help=argparse.SUPPRESS
+    )  # --jobs: one run, "K:" or "K:LABEL", kept in --save
     args = parser.parse_args()
     if args.hours is not None:
         args.minutes = round(args.hours * 60)
@@ -739,11 +833,23 @@ def main() -> None:
 
     if args.save:
         with open(args.save, "wb") as out:
-            pickle.dump({"scenario": scenario.name, "minutes": args.minutes, "seeds": args.seeds,
-                         "results": results, "shares": shares, "notes": notes, "loads": loads,
-                         "stores": dict(_stores)}, out)
-    print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds, "
-          f"sweep every {SWEEP_EVERY_S} s; mean ±95% interval over seeds")
+            pickle.dump(
+                {
+                    "scenario": scenario.name,
+                    "minutes": args.minutes,
+                    "seeds": args.seeds,
+                    "results": results,
+                    "shares": shares,
+                    "notes": notes,
+                    "loads": loads,
+                    "stores": dict(_stores),
+                },
+                out,
+            )
+    print(
+        f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds, "
+        f"sweep every {SWEEP_EVERY_S} s; mean ±95% interval over seeds"
+    )
     means = print_table(results)
     for arm in arms:
         for note in notes[arm]:
@@ -752,12 +858,21 @@ def main() -> None:
         agents = sorted({a for arm in arms for s in shares[arm] for a in s})
         print("share of claims by agent")
         for agent in agents:
-            print(f"{agent:14}" + "".join(
-                f"{statistics.fmean(s.get(agent, 0.0) for s in shares[arm]):>18.3f}" for arm in arms))
+            print(
+                f"{agent:14}"
+                + "".join(
+                    f"{statistics.fmean(s.get(agent, 0.0) for s in shares[arm]):>18.3f}" for arm in arms
+                )
+            )
     on = frontier({arm: means[arm] for arm in arms})
-    print("success against mean lead (the frontier an operator chooses on): "
-          + ", ".join(f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s"
-                      + (" [on the frontier]" if arm in on else "") for arm in arms))
+    print(
+        "success against mean lead (the frontier an operator chooses on): "
+        + ", ".join(
+            f"{arm} {means[arm]['success']:.3f} @ {means[arm]['lead_mean_s']:.0f} s"
+            + (" [on the frontier]" if arm in on else "")
+            for arm in arms
+        )
+    )
     spread, load = skill_spread(scenario), statistics.fmean(loads)
     for line in goal_lines(means, spread, load) + new_goal_lines(results, means, spread, load):
         print("goal: " + line)

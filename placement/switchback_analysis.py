@@ -5,6 +5,7 @@ decision needs), and what the guardrail drops now.
 
 Why it reads blocks and not cards, and the rules it follows: `switchback.py`.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,6 +28,7 @@ GUARDRAIL = Guardrail()  # the default bounds
 
 # --- What the blocks say --------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Interval:
     estimate: float
@@ -34,8 +36,11 @@ class Interval:
     high: float
 
     def to_dict(self, digits: int = 4) -> dict[str, float]:
-        return {"estimate": round(self.estimate, digits), "low": round(self.low, digits),
-                "high": round(self.high, digits)}
+        return {
+            "estimate": round(self.estimate, digits),
+            "low": round(self.low, digits),
+            "high": round(self.high, digits),
+        }
 
 
 @dataclass(frozen=True)
@@ -67,10 +72,14 @@ class ArmFigures:
     block_wait_p95s: tuple[float, ...]  # each block's own, for the spread
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arm": self.arm, "blocks": self.blocks, "cards": self.cards,
-                "success": None if self.success is None else round(self.success.value, 4),
-                "lead_mean_s": None if self.lead is None else round(self.lead.value, 1),
-                "wait_p95_s": None if self.wait_p95_s is None else round(self.wait_p95_s, 1)}
+        return {
+            "arm": self.arm,
+            "blocks": self.blocks,
+            "cards": self.cards,
+            "success": None if self.success is None else round(self.success.value, 4),
+            "lead_mean_s": None if self.lead is None else round(self.lead.value, 1),
+            "wait_p95_s": None if self.wait_p95_s is None else round(self.wait_p95_s, 1),
+        }
 
 
 @dataclass(frozen=True)
@@ -86,10 +95,13 @@ class Comparison:
     wait_p95_s: Interval | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arm": self.arm, "against": self.against,
-                "success": None if self.success is None else self.success.to_dict(),
-                "lead_ratio": None if self.lead_ratio is None else self.lead_ratio.to_dict(),
-                "wait_p95_s": None if self.wait_p95_s is None else self.wait_p95_s.to_dict(1)}
+        return {
+            "arm": self.arm,
+            "against": self.against,
+            "success": None if self.success is None else self.success.to_dict(),
+            "lead_ratio": None if self.lead_ratio is None else self.lead_ratio.to_dict(),
+            "wait_p95_s": None if self.wait_p95_s is None else self.wait_p95_s.to_dict(1),
+        }
 
 
 def figures(blocks: Sequence[BlockFigures], arm: str) -> ArmFigures:
@@ -103,8 +115,15 @@ def figures(blocks: Sequence[BlockFigures], arm: str) -> ArmFigures:
     if leads:
         lead = ratio([sum(b.leads) for b in mine], [len(b.leads) for b in mine], mean_and_var(leads)[1])
     p95s = tuple(v for v in (b.wait_p95_s for b in mine) if v is not None)
-    return ArmFigures(arm, len(mine), sum(b.cards for b in mine), success, lead,
-                      nearest_rank([w for b in mine for w in b.waits], 95), p95s)
+    return ArmFigures(
+        arm,
+        len(mine),
+        sum(b.cards for b in mine),
+        success,
+        lead,
+        nearest_rank([w for b in mine for w in b.waits], 95),
+        p95s,
+    )
 
 
 def difference(a: Ratio | None, b: Ratio | None, confidence: float = CONFIDENCE) -> Interval | None:
@@ -119,7 +138,7 @@ def difference(a: Ratio | None, b: Ratio | None, confidence: float = CONFIDENCE)
 
 def log_ratio_var(a: Ratio, spread: float) -> float:
     """The squared standard error of log(a.value), from a squared standard error of a.value."""
-    return spread / a.value ** 2
+    return spread / a.value**2
 
 
 def quotient(a: Ratio | None, b: Ratio | None, confidence: float = CONFIDENCE) -> Interval | None:
@@ -151,8 +170,13 @@ def wait_difference(a: ArmFigures, b: ArmFigures) -> Interval | None:
 
 def compare(a: ArmFigures, b: ArmFigures, confidence: float = CONFIDENCE) -> Comparison:
     """a against b at `confidence` (the p95 wait's interval at 95% always: it is shown, not decided on)."""
-    return Comparison(a.arm, b.arm, difference(a.success, b.success, confidence),
-                      quotient(a.lead, b.lead, confidence), wait_difference(a, b))
+    return Comparison(
+        a.arm,
+        b.arm,
+        difference(a.success, b.success, confidence),
+        quotient(a.lead, b.lead, confidence),
+        wait_difference(a, b),
+    )
 
 
 def deciding_confidence(ended: int, total: int) -> float:
@@ -165,9 +189,8 @@ def deciding_confidence(ended: int, total: int) -> float:
     return 1 - (1 - CONFIDENCE) / max(1, total)
 
 
-
-
 # --- The decision ---------------------------------------------------------------------------
+
 
 def _wins(objective: str, c: Comparison) -> bool:
     """Whether the arm is clearly better than pull on the objective, its other figure in bound."""
@@ -181,10 +204,12 @@ def _wins(objective: str, c: Comparison) -> bool:
 def _beaten(objective: str, c: Comparison) -> bool:
     """Whether pull clearly does better than the arm for the objective."""
     if objective == "success":
-        return ((c.success is not None and c.success.high < 0)
-                or (c.lead_ratio is not None and c.lead_ratio.low > LEAD_WITHIN))
-    return ((c.lead_ratio is not None and c.lead_ratio.low > 1)
-            or (c.success is not None and c.success.high < -SUCCESS_WITHIN))
+        return (c.success is not None and c.success.high < 0) or (
+            c.lead_ratio is not None and c.lead_ratio.low > LEAD_WITHIN
+        )
+    return (c.lead_ratio is not None and c.lead_ratio.low > 1) or (
+        c.success is not None and c.success.high < -SUCCESS_WITHIN
+    )
 
 
 def winner(
@@ -241,7 +266,7 @@ def _more_blocks(
         in_bound = c.lead_ratio.estimate <= LEAD_WITHIN
     else:
         gap = math.log(p.value / a.value)  # positive where the arm's lead is shorter
-        va, vp = a.block_var / a.value ** 2, p.block_var / p.value ** 2
+        va, vp = a.block_var / a.value**2, p.block_var / p.value**2
         in_bound = c.success.estimate >= -SUCCESS_WITHIN
     if gap == 0:
         return math.inf, math.inf
@@ -283,6 +308,7 @@ def blocks_to_decision(
 
 
 # --- The analysis ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Analysis:
@@ -339,8 +365,9 @@ class Analysis:
         }
 
 
-def count(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
-          now: datetime | None) -> tuple[BlockFigures, ...]:
+def count(
+    schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int, now: datetime | None
+) -> tuple[BlockFigures, ...]:
     """Each ended block's figures from the cards that count for it."""
     ended = [b for b in schedule if now is None or b.ends <= now]
     kept: dict[int, list[Card]] = {b.index: [] for b in ended}
@@ -348,17 +375,29 @@ def count(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
         block = block_of(schedule, card, burn_in_s)
         if block is not None and block.index in kept:
             kept[block.index].append(card)
-    return tuple(BlockFigures(
-        b, len(kept[b.index]),
-        sum(1 for c in kept[b.index] if c.succeeded is not None),
-        sum(1 for c in kept[b.index] if c.succeeded),
-        tuple(c.lead_s for c in kept[b.index] if c.lead_s is not None),
-        tuple(c.wait_s for c in kept[b.index] if c.wait_s is not None)) for b in ended)
+    return tuple(
+        BlockFigures(
+            b,
+            len(kept[b.index]),
+            sum(1 for c in kept[b.index] if c.succeeded is not None),
+            sum(1 for c in kept[b.index] if c.succeeded),
+            tuple(c.lead_s for c in kept[b.index] if c.lead_s is not None),
+            tuple(c.wait_s for c in kept[b.index] if c.wait_s is not None),
+        )
+        for b in ended
+    )
 
 
-def analyse(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int, objective: str,
-            dropped: Collection[str] | Mapping[str, datetime] = (), now: datetime | None = None,
-            guardrail: Guardrail = GUARDRAIL) -> Analysis:
+def analyse(
+    schedule: Sequence[Block],
+    cards: Iterable[Card],
+    *,
+    burn_in_s: int,
+    objective: str,
+    dropped: Collection[str] | Mapping[str, datetime] = (),
+    now: datetime | None = None,
+    guardrail: Guardrail = GUARDRAIL,
+) -> Analysis:
     """Per-arm figures over the blocks ended by `now` (all of them without it), each arm against
     pull and each other, the winner for `objective`, and what the guardrail drops at this look.
 
@@ -369,6 +408,7 @@ def analyse(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     if burn_in_s < 0:
         raise ValueError(f"burn_in_s must be 0 or more, not {burn_in_s!r}")
+    per_run = len(set(b.arm for b in schedule))  # the drawn arms: a run of blocks holds each once
     if isinstance(dropped, Mapping):
         schedule = as_run(schedule, dropped)
     before = tuple(dict.fromkeys(dropped))
@@ -378,21 +418,61 @@ def analyse(schedule: Sequence[Block], cards: Iterable[Card], *, burn_in_s: int,
     arms = tuple(figures(blocks, arm) for arm in names)
     by_name = {a.arm: a for a in arms}
     others = [a for a in arms if a.arm != PULL]
-    between = tuple(compare(a, b) for i, a in enumerate(others) for b in others[i + 1:])
+    between = tuple(compare(a, b) for i, a in enumerate(others) for b in others[i + 1 :])
     if PULL not in by_name:
-        return Analysis(objective, burn_in_s, len(blocks), len(schedule), blocks, arms, (), between, None,
-                        "no pull arm to compare against", None, (), before, guardrail)
+        return Analysis(
+            objective,
+            burn_in_s,
+            len(blocks),
+            len(schedule),
+            blocks,
+            arms,
+            (),
+            between,
+            None,
+            "no pull arm to compare against",
+            None,
+            (),
+            before,
+            guardrail,
+        )
     against_pull = {a.arm: compare(a, by_name[PULL]) for a in others}
     judged = [a for a in others if a.arm not in before]
-    drops = tuple(guard(guardrail, judged, by_name[PULL], looks=len(schedule)))
+    # The guardrail reads the runs of blocks complete by now, and looks once a run.
+    complete = blocks[: len(blocks) // per_run * per_run]
+    drops = tuple(
+        guard(
+            guardrail,
+            [figures(complete, a.arm) for a in judged],
+            figures(complete, PULL),
+            looks=len(schedule) // per_run,
+        )
+    )
     out = before + tuple(d.arm for d in drops)
     running = [a.arm for a in others if a.arm not in out]
     confidence = deciding_confidence(len(blocks), len(schedule))
-    deciding = against_pull if confidence == CONFIDENCE else {
-        a.arm: compare(a, by_name[PULL], confidence) for a in others}
+    deciding = (
+        against_pull
+        if confidence == CONFIDENCE
+        else {a.arm: compare(a, by_name[PULL], confidence) for a in others}
+    )
     won, why = winner(objective, deciding, running)
     if won is not None and confidence != CONFIDENCE:
         why += f" (at {confidence:.2%}, as this look is one of the schedule's {len(schedule)})"
     more = 0 if won is not None else blocks_to_decision(objective, by_name, against_pull, running)
-    return Analysis(objective, burn_in_s, len(blocks), len(schedule), blocks, arms,
-                    tuple(against_pull.values()), between, won, why, more, drops, out, guardrail)
+    return Analysis(
+        objective,
+        burn_in_s,
+        len(blocks),
+        len(schedule),
+        blocks,
+        arms,
+        tuple(against_pull.values()),
+        between,
+        won,
+        why,
+        more,
+        drops,
+        out,
+        guardrail,
+    )

@@ -1,5 +1,5 @@
-"""The switchback's guardrail: after each block, an arm clearly worse than pull is dropped from
-the rest of the schedule.
+"""The switchback's guardrail: at the end of each run of blocks, an arm clearly worse than pull
+is dropped from the rest of the schedule.
 
 It is deliberately conservative, as dropping an arm that is not worse ends its measurement for
 good, while leaving a bad arm in costs only its share of the blocks until the next look:
@@ -7,15 +7,22 @@ good, while leaving a bad arm in costs only its share of the blocks until the ne
 - an arm is dropped only where its success is below pull's by more than `success_drop`, or its
   mean lead over pull's by more than `lead_ratio`, beyond the bound, never where it is merely
   worse;
-- the bound is a one-sided normal one at `alpha` spent evenly over every look the schedule
-  plans (one after each block) and every test made at a look (two metrics for each arm against
-  pull), so that the chance of dropping an arm within those margins of pull, at any look of the
-  whole schedule, is at most `alpha` (Bonferroni's spending: valid however the looks fall);
-- its standard error is the larger of the block-to-block spread's and the cards' own spread
-  widened by `design_effect`, so two blocks that happen to agree cannot make it narrow, while
-  a clearly bad arm can still be dropped within the first runs of the schedule;
+- it looks once a run of blocks (each arm once: the schedule's unit of balance), at the runs
+  complete by then, so a review between two runs' ends sees the same figures as the one before
+  and is no new look;
+- the bound is a one-sided normal one at `alpha` spent evenly over the looks the schedule plans
+  and the tests made at each (two metrics for each arm against pull), so that the chance of
+  dropping an arm within those margins of pull, at any look of the whole schedule, is at most
+  `alpha` (Bonferroni's spending: valid however the looks fall, and with a look a run rather
+  than a block, a third as many looks to pay for with three arms);
+- its standard error is the cards' own, widened by the design effect the blocks show: the
+  ratio of the block-to-block spread to the cards' own, pooled over every arm and weighted by
+  each arm's blocks less one, as cards in a block share supply; never less than
+  `design_effect`. Pooled over the arms it rests on more blocks than one comparison's spread
+  does, so two blocks that happen to agree cannot make it narrow;
 - each arm and pull need `min_blocks` blocks with the figure first.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,9 +42,7 @@ class Guardrail:  # the operator's bounds; defaults deliberately conservative
     )
     lead_ratio: float = 1.15  # ... or whose mean lead exceeds pull's by this ratio, beyond the bound
     alpha: float = 0.05  # the chance over the whole schedule of dropping an arm within those margins
-    design_effect: float = (
-        2.0  # the cards' own squared error is widened by this, as cards in a block share supply
-    )
+    design_effect: float = 1.0  # the least design effect: the one the blocks show is used where larger
     min_blocks: int = 2  # blocks each of the arm and pull need before it is judged
 
     def __post_init__(self) -> None:
@@ -53,8 +58,13 @@ class Guardrail:  # the operator's bounds; defaults deliberately conservative
             raise ValueError(f"guardrail min_blocks must be a whole number from 1, not {self.min_blocks!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"success_drop": self.success_drop, "lead_ratio": self.lead_ratio, "alpha": self.alpha,
-                "design_effect": self.design_effect, "min_blocks": self.min_blocks}
+        return {
+            "success_drop": self.success_drop,
+            "lead_ratio": self.lead_ratio,
+            "alpha": self.alpha,
+            "design_effect": self.design_effect,
+            "min_blocks": self.min_blocks,
+        }
 
 
 @dataclass(frozen=True)
@@ -68,8 +78,13 @@ class Drop:
     why: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arm": self.arm, "metric": self.metric, "estimate": round(self.estimate, 4),
-                "bound": round(self.bound, 4), "why": self.why}
+        return {
+            "arm": self.arm,
+            "metric": self.metric,
+            "estimate": round(self.estimate, 4),
+            "bound": round(self.bound, 4),
+            "why": self.why,
+        }
 
 
 def bound_z(guardrail: Guardrail, looks: int, arms: int) -> float:
@@ -79,20 +94,37 @@ def bound_z(guardrail: Guardrail, looks: int, arms: int) -> float:
     return NORMAL.inv_cdf(1 - guardrail.alpha / tests)
 
 
-def _spread(a: Ratio, b: Ratio, design_effect: float, scale_a: float = 1.0, scale_b: float = 1.0) -> float:
-    """The standard error of a comparison of a with b: the larger of the blocks' and the
-    widened cards' (each squared error divided by its scale, for the log of a ratio)."""
-    blocks = (a.block_var or 0.0) / scale_a + (b.block_var or 0.0) / scale_b
-    cards = design_effect * (a.card_var / scale_a + b.card_var / scale_b)
-    return math.sqrt(max(blocks, cards))
+def design_effect(ratios: list[Ratio | None], least: float) -> float:
+    """The squared error the blocks show over the one the cards would give were they
+    independent, pooled over the arms (each weighted by its blocks less one); `least` where
+    that is smaller or no arm has two blocks."""
+    weighted = weight = 0.0
+    for r in ratios:
+        if r is not None and r.block_var is not None and r.card_var > 0:
+            weighted += (r.blocks - 1) * r.block_var / r.card_var
+            weight += r.blocks - 1
+    return max(least, weighted / weight) if weight else least
+
+
+def _spread(a: Ratio, b: Ratio, effect: float, scale_a: float = 1.0, scale_b: float = 1.0) -> float:
+    """The standard error of a comparison of a with b: the cards' own, widened by the design
+    effect (each squared error divided by its scale, for the log of a ratio)."""
+    return math.sqrt(effect * (a.card_var / scale_a + b.card_var / scale_b))
 
 
 def guard(guardrail: Guardrail, arms: list[ArmFigures], pull: ArmFigures, *, looks: int) -> list[Drop]:
-    """The arms (none of them pull) the guardrail drops at this look, each with why."""
+    """The arms (none of them pull) the guardrail drops at this look, each with why: `arms` and
+    `pull` are figured over the runs of blocks complete at this look, and `looks` is how many
+    runs the schedule plans."""
     z = bound_z(guardrail, looks, len(arms))
+    every = [*arms, pull]
+    success_effect = design_effect([a.success for a in every], guardrail.design_effect)
+    lead_effect = design_effect([a.lead for a in every], guardrail.design_effect)
     drops = []
     for arm in arms:
-        drop = _success_drop(guardrail, arm, pull, z) or _lead_drop(guardrail, arm, pull, z)
+        drop = _success_drop(guardrail, arm, pull, z, success_effect) or _lead_drop(
+            guardrail, arm, pull, z, lead_effect
+        )
         if drop is not None:
             drops.append(drop)
     return drops
@@ -102,25 +134,34 @@ def _enough(guardrail: Guardrail, a: Ratio, b: Ratio) -> bool:
     return min(a.blocks, b.blocks) >= guardrail.min_blocks
 
 
-def _success_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float) -> Drop | None:
+def _success_drop(
+    guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float, effect: float
+) -> Drop | None:
     a, p = arm.success, pull.success
     if a is None or p is None or not _enough(guardrail, a, p):
         return None
     estimate = a.value - p.value
-    highest = estimate + z * _spread(a, p, guardrail.design_effect)
+    highest = estimate + z * _spread(a, p, effect)
     if highest >= -guardrail.success_drop:
         return None
-    return Drop(arm.arm, "success", estimate, highest,
-                f"success {estimate:+.3f} against pull's, at most {highest:+.3f} by the sequential bound: "
-                f"below pull's by more than {guardrail.success_drop} after {a.blocks} blocks")
+    return Drop(
+        arm.arm,
+        "success",
+        estimate,
+        highest,
+        f"success {estimate:+.3f} against pull's, at most {highest:+.3f} by the sequential bound: "
+        f"below pull's by more than {guardrail.success_drop} after {a.blocks} blocks",
+    )
 
 
-def _lead_drop(guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float) -> Drop | None:
+def _lead_drop(
+    guardrail: Guardrail, arm: ArmFigures, pull: ArmFigures, z: float, effect: float
+) -> Drop | None:
     a, p = arm.lead, pull.lead
     if a is None or p is None or not _enough(guardrail, a, p) or a.value <= 0 or p.value <= 0:
         return None
     log_ratio = math.log(a.value / p.value)
-    lowest = math.exp(log_ratio - z * _spread(a, p, guardrail.design_effect, a.value ** 2, p.value ** 2))
+    lowest = math.exp(log_ratio - z * _spread(a, p, effect, a.value**2, p.value**2))
     if lowest <= guardrail.lead_ratio:
         return None
     return Drop(

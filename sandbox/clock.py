@@ -1,6 +1,8 @@
 """Time for the sandbox: a virtual clock for tests and simulations, RFC 3339 on the wire."""
+
 from __future__ import annotations
 
+import functools
 import threading
 from datetime import datetime, timedelta, timezone
 from typing import Callable
@@ -37,6 +39,7 @@ def system_clock() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the servers write the same cards' times in every answer
 def rfc3339(moment: datetime | None) -> str | None:
     """`2026-11-13T10:03:12.000Z`, the suite's time format (None stays None)."""
     if moment is None:

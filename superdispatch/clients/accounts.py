@@ -5,14 +5,16 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Callable
 
+import msgspec
 import requests
 
 from placement.facts import PolicyVerdict, Requires
 
 from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, BadShape, Http, Unavailable
+from .shape import Answer, Text
 
 log = logging.getLogger("superdispatch.clients")
 TOKEN_PATH = "/api/token/service"
@@ -109,28 +111,43 @@ def says_no_policy(verdict: PolicyVerdict) -> bool:
     return verdict.reasons == (NO_POLICY,)
 
 
-def _token(body: Any) -> tuple[str, float]:
-    body = shape.mapping(body, "token")
-    value = shape.text(body, "access_token", "token")
-    if shape.text(body, "token_type", "token").lower() != "bearer":
+class _TokenAnswer(Answer):
+    access_token: Text
+    token_type: Text
+    expires_in: float
+
+
+_TOKEN = shape.decoder(_TokenAnswer)
+
+
+def _token(content: bytes) -> tuple[str, float]:
+    body = shape.decode(_TOKEN, content, "token")
+    if body.token_type.lower() != "bearer":
         raise shape.ShapeError("token.token_type: expected Bearer")
-    lifetime = shape.number(body, "expires_in", "token")
-    if lifetime <= 0:
+    if body.expires_in <= 0:
         raise shape.ShapeError("token.expires_in: expected a positive number of seconds")
-    return value, lifetime
+    return body.access_token, body.expires_in
 
 
-def _verdict(body: Any) -> PolicyVerdict:
-    body = shape.mapping(body, "verdict")
-    limit = body.get("limit")
-    if limit is not None:
-        limit = shape.mapping(limit, "verdict.limit")
-    return PolicyVerdict(
-        allow=shape.boolean(body, "allow", "verdict"),
-        reasons=shape.required_items(body, "reasons", "verdict", shape.string),
-        policy_version=shape.opt_text(body, "policyVersion", "verdict"),
-        limit_max_runs=None if limit is None else shape.integer(limit, "maxRuns", "verdict.limit"),
-        limit_window_hours=(None if limit is None
-                            else shape.number(limit, "windowHours", "verdict.limit")),
-    )
+class _Limit(msgspec.Struct, rename="camel", gc=False):
+    max_runs: int
+    window_hours: float
 
+
+class _Verdict(Answer, rename="camel"):
+    allow: bool
+    reasons: tuple[Text, ...]
+    policy_version: Text | None = None
+    limit: _Limit | None = None
+
+
+_VERDICT = shape.decoder(_Verdict)
+
+
+def _verdict(content: bytes) -> PolicyVerdict:
+    body = shape.decode(_VERDICT, content, "verdict")
+    limit = body.limit
+    return PolicyVerdict(allow=body.allow, reasons=body.reasons,
+                         policy_version=body.policy_version,
+                         limit_max_runs=None if limit is None else limit.max_runs,
+                         limit_window_hours=None if limit is None else limit.window_hours)

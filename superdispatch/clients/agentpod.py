@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable, Literal
 
+import msgspec
 import requests
 
 from placement.facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, RosterRow, Station
 
 from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, Refused, TokenSource, segment
+from .shape import Answer, Text, Time
 
 ROSTER_ROUTE = "/api/bridge/boards/{boardId}/roster"
 STATIONS_ROUTE = "/api/catalog/stations"
@@ -46,54 +48,81 @@ class AgentPod:
             raise
 
 
-def _roster(body: Any) -> tuple[RosterRow, ...]:
-    body = shape.mapping(body, "roster")
-    return shape.required_items(body, "agents", "roster", _row)
+class _Row(msgspec.Struct, rename="camel", gc=False, kw_only=True):
+    key: Text
+    agent_id: Text
+    principal_id: Text | None = None
+    station_id: Text | None = None
+    enabled: bool
+    ready: bool
+    busy: bool
+    last_took_work_at: Time | None = None
 
 
-def _row(value: Any, where: str) -> RosterRow:
-    row = shape.mapping(value, where)
-    return RosterRow(agent_id=shape.text(row, "agentId", where),
-                     principal_id=shape.opt_text(row, "principalId", where),
-                     station_id=shape.opt_text(row, "stationId", where),
-                     enabled=shape.boolean(row, "enabled", where),
-                     ready=shape.boolean(row, "ready", where),
-                     busy=shape.boolean(row, "busy", where),
-                     last_took_work_at=shape.opt_time(row, "lastTookWorkAt", where),
-                     key=shape.text(row, "key", where))
+class _Roster(Answer):
+    agents: tuple[_Row, ...]
 
 
-def _stations(body: Any) -> tuple[Station, ...]:
-    body = shape.mapping(body, "registry")
-    return shape.required_items(body, "stations", "registry", _station)
+_ROSTER = shape.decoder(_Roster)
 
 
-def _station(value: Any, where: str) -> Station:
-    station = shape.mapping(value, where)
-    isolation = station.get("isolation")
+def _roster(content: bytes) -> tuple[RosterRow, ...]:
+    return tuple(RosterRow(agent_id=r.agent_id, principal_id=r.principal_id,
+                           station_id=r.station_id, enabled=r.enabled, ready=r.ready,
+                           busy=r.busy, last_took_work_at=shape.opt_utc(r.last_took_work_at),
+                           key=r.key)
+                 for r in shape.decode(_ROSTER, content, "roster").agents)
+
+
+Proof = Literal[PROOF_ORDER]  # type: ignore[valid-type]
+
+
+class _Isolation(msgspec.Struct, gc=False):
+    value: Literal[ISOLATION_ORDER]  # type: ignore[valid-type]
+    proof: Proof
+
+
+class _Thing(msgspec.Struct, gc=False):
+    """A model or tool a station has: its id, and how that is known."""
+
+    id: Text
+    proof: Proof
+
+
+class _Credential(msgspec.Struct, gc=False):
+    name: Text
+    proof: Proof
+
+
+class _Station(msgspec.Struct, rename="camel", gc=False, kw_only=True):
+    station_id: Text
+    runtime: Text | None = None
+    harness: Text | None = None
+    occupant: Text | None = None
+    isolation: _Isolation | None = None
+    models: tuple[_Thing, ...] | None = None
+    tools: tuple[_Thing, ...] | None = None
+    credentials: tuple[_Credential, ...] | None = None
+
+
+class _Registry(Answer):
+    stations: tuple[_Station, ...]
+
+
+_REGISTRY = shape.decoder(_Registry)
+
+
+def _stations(content: bytes) -> tuple[Station, ...]:
+    return tuple(map(_station, shape.decode(_REGISTRY, content, "registry").stations))
+
+
+def _station(station: _Station) -> Station:
+    isolation = station.isolation
     return Station(
-        station_id=shape.text(station, "stationId", where),
-        runtime=shape.opt_text(station, "runtime", where),
-        harness=shape.opt_text(station, "harness", where),
-        occupant=shape.opt_text(station, "occupant", where),
-        isolation=None if isolation is None else _isolation(isolation, f"{where}.isolation"),
-        models=shape.items(station, "models", where, _fact("id")),
-        tools=shape.items(station, "tools", where, _fact("id")),
-        credentials=shape.items(station, "credentials", where, _fact("name")),
+        station_id=station.station_id, runtime=station.runtime, harness=station.harness,
+        occupant=station.occupant,
+        isolation=None if isolation is None else RegistryFact(isolation.value, isolation.proof),
+        models=tuple(RegistryFact(m.id, m.proof) for m in station.models or ()),
+        tools=tuple(RegistryFact(t.id, t.proof) for t in station.tools or ()),
+        credentials=tuple(RegistryFact(c.name, c.proof) for c in station.credentials or ()),
     )
-
-
-def _isolation(value: Any, where: str) -> RegistryFact:
-    value = shape.mapping(value, where)
-    return RegistryFact(value=shape.one_of(value, "value", where, ISOLATION_ORDER),
-                        proof=shape.one_of(value, "proof", where, PROOF_ORDER))
-
-
-def _fact(key: str) -> Callable[[Any, str], RegistryFact]:
-    """A reader of `{<key>: ..., "proof": ...}` list items."""
-    def read(value: Any, where: str) -> RegistryFact:
-        value = shape.mapping(value, where)
-        return RegistryFact(value=shape.text(value, key, where),
-                            proof=shape.one_of(value, "proof", where, PROOF_ORDER))
-
-    return read

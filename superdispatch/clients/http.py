@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode
 import msgspec
 import requests
 
-from .shape import ShapeError
+from .shape import ErrorBody, ShapeError
 from .transport import Answer, NoAnswer, PoolTransport, SessionTransport, Transport
 
 log = logging.getLogger("superdispatch.clients")
@@ -135,21 +135,20 @@ class Http:
         self.backoff = backoff  # seconds before the first retry, the second, and every later one
         self.sleep = sleep
 
-    def call(self, method: str, path: str, parse: Callable[[Any], T], *,
+    def call(self, method: str, path: str, decode: Callable[[bytes], T], *,
              params: list[tuple[str, str]] | None = None, body: Any = None,
              headers: dict[str, str] | None = None, read: bool = False,
-             fast: Callable[[bytes], T | None] | None = None, route: str | None = None,
-             expected: frozenset[int] = frozenset()) -> T:
-        """Send one request and return `parse(json body)`; raise a ClientError on any failure.
-        `read=True` retries a transient failure within the budget; a write is sent exactly
-        once. `fast`, when given, reads a 2xx body's bytes first: what it returns is the
-        answer, and None sends the body the usual way, so it only ever has to know the
-        well-formed answer. `route`: the path as a template, for a path that carries ids (a
-        failure is counted under it); `expected`: refusals the caller reads as an answer (a
-        registry's 404: none kept), not counted as failures."""
+             route: str | None = None, expected: frozenset[int] = frozenset()) -> T:
+        """Send one request and return `decode(a 2xx body's bytes)`; raise a ClientError on any
+        failure. `decode` raises `shape.ShapeError` for a body out of shape and
+        `shape.ErrorBody` for a refusal in a 200 (`shape.decode` does both). `read=True`
+        retries a transient failure within the budget; a write is sent exactly once.
+        `route`: the path as a template, for a path that carries ids (a failure is counted
+        under it); `expected`: refusals the caller reads as an answer (a registry's 404: none
+        kept), not counted as failures."""
         try:
-            return self._call(method, path, parse, params=params, body=body, headers=headers,
-                              read=read, fast=fast)
+            return self._call(method, path, decode, params=params, body=body, headers=headers,
+                              read=read)
         except ClientError as err:
             counted = err.product == self.product and err.status not in expected
             if counted:  # Accounts' own failure to give a token is counted as Accounts' own
@@ -157,25 +156,28 @@ class Http:
                     failed(self.product, f"{method} {route or path}", cause_of(err))
             raise
 
-    def _call(self, method: str, path: str, parse: Callable[[Any], T], *,
+    def _call(self, method: str, path: str, decode: Callable[[bytes], T], *,
               params: list[tuple[str, str]] | None, body: Any,
-              headers: dict[str, str] | None, read: bool,
-              fast: Callable[[bytes], T | None] | None) -> T:
+              headers: dict[str, str] | None, read: bool) -> T:
         what = f"{method} {path}"
         sent = dict(headers or {})
         if self.tokens is not None:
             sent["Authorization"] = f"Bearer {self.tokens.token(self.audience)}"
         try:
             answer, attempts = self._exchange(method, path, what, params, body, sent, read)
-            if fast is not None and 200 <= answer.status < 300:
-                value = fast(answer.body)
-                if value is not None:
-                    return value
-            payload = self._checked(answer, what, attempts)
-            try:
-                return parse(payload)
-            except ShapeError as err:
-                raise BadShape(self.product, what, answer.status, "bad-shape", str(err)) from None
+            out_of_shape = None
+            if 200 <= answer.status < 300:
+                try:
+                    return decode(answer.body)
+                except ShapeError as err:
+                    out_of_shape = str(err)
+                except ErrorBody:
+                    pass
+            # Only an answer that is no answer is read a second time, as JSON of any shape,
+            # for the error its status or body names.
+            self._checked(answer, what, attempts)
+            raise BadShape(self.product, what, answer.status, "bad-shape",
+                           out_of_shape or "body is not the documented shape")
         except Unavailable as err:
             log.warning("%s%s", err, f" after {err.attempts} attempts" if err.attempts > 1 else "")
             raise
@@ -222,8 +224,8 @@ class Http:
             raise Unavailable(self.product, what, None, failure, attempts=attempt)
         return answer, attempt
 
-    def _checked(self, answer: Answer, what: str, attempts: int) -> Any:
-        """The answer's JSON body, or the ClientError its status or body names."""
+    def _checked(self, answer: Answer, what: str, attempts: int) -> None:
+        """Raise the ClientError the answer's status or error body names, if any."""
         payload, readable = _json(answer.body)
         status = answer.status
         code = _error_code(payload) if readable else None
@@ -237,7 +239,6 @@ class Http:
             raise Refused(self.product, what, status, code)
         if not readable:
             raise BadShape(self.product, what, status, "bad-shape", "body is not JSON")
-        return payload
 
 
 # A header as RFC 9110 allows it: a token for a name, and a value with no line break in it.

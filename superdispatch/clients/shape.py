@@ -1,123 +1,84 @@
-"""Strict readers for JSON bodies: each returns the typed value or raises ShapeError.
+"""The suite's answers as typed values: each wire type is a `msgspec.Struct`, decoded and
+checked from the body's bytes in one go.
 
-A ShapeError names where the body went wrong and what was expected, never the value found,
-so a token or credential in a malformed answer cannot reach a log line.
+A body out of the documented shape raises ShapeError, whose message is the field's path and
+what was expected there (`board.cards[2].readyAt: Expected `datetime` with a timezone
+component`), never the value found: a token or credential in a malformed answer cannot reach
+a log line. An answer that carries an error body (`{"error": ...}`, which the contract allows
+in a 200) raises ErrorBody, so the client names the refusal instead.
 """
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
-from typing import Any, Callable, TypeVar
+from typing import Annotated, Any, TypeVar
 
-T = TypeVar("T")
+import msgspec
+
+T = TypeVar("T", bound="Answer")
+
+# A string that must not be empty: ids, keys, names.
+Text = Annotated[str, msgspec.Meta(min_length=1)]
+# An RFC 3339 time with its offset; `utc` gives it in UTC, as everything downstream reads it.
+Time = Annotated[datetime, msgspec.Meta(tz=True)]
 
 
 class ShapeError(ValueError):
     """A body is not the documented shape; the message is a path and an expectation."""
 
 
-def mapping(value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise ShapeError(f"{where}: expected an object")
-    return value
+class ErrorBody(Exception):
+    """The answer is an error body, whatever else it carries: the client reads its code."""
 
 
-def text(obj: dict, key: str, where: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str) or not value:
-        raise ShapeError(f"{where}.{key}: expected a non-empty string")
-    return value
+class Answer(msgspec.Struct, kw_only=True, gc=False):
+    """A whole answer's body: every other field is its own type's. `error` is only looked
+    at to tell a refusal in a 200 from an answer."""
+
+    error: Any = msgspec.UNSET
 
 
-def opt_text(obj: dict, key: str, where: str) -> str | None:
-    """A string that may be null or absent."""
-    return None if obj.get(key) is None else text(obj, key, where)
+def decoder(kind: type[T]) -> msgspec.json.Decoder[T]:
+    return msgspec.json.Decoder(kind)
 
 
-def integer(obj: dict, key: str, where: str) -> int:
-    value = obj.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ShapeError(f"{where}.{key}: expected an integer")
-    return value
-
-
-def opt_integer(obj: dict, key: str, where: str) -> int | None:
-    return None if obj.get(key) is None else integer(obj, key, where)
-
-
-def number(obj: dict, key: str, where: str) -> float:
-    value = obj.get(key)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise ShapeError(f"{where}.{key}: expected a number")
-    return float(value)
-
-
-def boolean(obj: dict, key: str, where: str) -> bool:
-    value = obj.get(key)
-    if not isinstance(value, bool):
-        raise ShapeError(f"{where}.{key}: expected true or false")
-    return value
-
-
-def time(obj: dict, key: str, where: str) -> datetime:
-    """An RFC 3339 time with an offset, returned in UTC."""
-    return parse_time(obj.get(key), f"{where}.{key}")
-
-
-def parse_time(value: Any, where: str) -> datetime:
-    """`time` of a value already in hand."""
+def decode(read: msgspec.json.Decoder[T], content: bytes, what: str) -> T:
+    """`content` read as the decoder's answer; `what` names it in an error (`board`)."""
     try:
-        parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None:
-        raise ShapeError(f"{where}: expected an RFC 3339 time")
-    return parsed.astimezone(timezone.utc)
+        answer = read.decode(content)
+    except msgspec.ValidationError as err:
+        raise ShapeError(_said(str(err), what)) from None
+    except msgspec.DecodeError:
+        raise ShapeError(f"{what}: body is not JSON") from None
+    if answer.error is not msgspec.UNSET:
+        raise ErrorBody()
+    return answer
 
 
-def opt_time(obj: dict, key: str, where: str) -> datetime | None:
-    return None if obj.get(key) is None else time(obj, key, where)
+_AT = re.compile(r"^(?P<said>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_QUOTED = re.compile(r"'.*'", re.DOTALL)
 
 
-def texts(obj: dict, key: str, where: str) -> tuple[str, ...]:
-    """A list of non-empty strings; absent or null reads as empty."""
-    return items(obj, key, where, string)
+def _said(message: str, what: str) -> str:
+    """msgspec's message as `<what><path>: <expectation>`, any value it quotes left out
+    (it quotes one only for a value outside a fixed set)."""
+    found = _AT.match(message)
+    said = _QUOTED.sub("", found["said"] if found else message).strip()
+    path = found["path"] if found and found["path"] else ""
+    return f"{what}{path}: {said}"
 
 
-def items(obj: dict, key: str, where: str, read: Callable[[Any, str], T]) -> tuple[T, ...]:
-    """A list read item by item with `read(item, where)`; absent or null reads as empty."""
-    value = obj.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ShapeError(f"{where}.{key}: expected a list")
-    return tuple(read(item, f"{where}.{key}[{i}]") for i, item in enumerate(value))
+def utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
 
 
-def required_items(obj: dict, key: str, where: str,
-                   read: Callable[[Any, str], T]) -> tuple[T, ...]:
-    """Like `items`, but the list must be present: a missing list is not an empty one."""
-    if not isinstance(obj.get(key), list):
-        raise ShapeError(f"{where}.{key}: expected a list")
-    return items(obj, key, where, read)
-
-
-def one_of(obj: dict, key: str, where: str, allowed: tuple[str, ...]) -> str:
-    value = text(obj, key, where)
-    if value not in allowed:
-        raise ShapeError(f"{where}.{key}: expected one of {', '.join(allowed)}")
-    return value
+def opt_utc(moment: datetime | None) -> datetime | None:
+    return None if moment is None else utc(moment)
 
 
 def rfc3339(moment: datetime) -> str:
     """The UTC RFC 3339 form the suite uses (`2026-11-13T10:03:12.000Z`)."""
     if moment.tzinfo is None:
         raise ValueError("a time sent to the suite must carry its offset")
-    utc = moment.astimezone(timezone.utc)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-
-
-def string(value: Any, where: str) -> str:
-    """A non-empty string standing alone (a list item)."""
-    if not isinstance(value, str) or not value:
-        raise ShapeError(f"{where}: expected a non-empty string")
-    return value
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

@@ -2,7 +2,7 @@
 SuperDispatch ever makes (a card's hold and a board's placement window).
 
 What its reads return is in `superpipeline_board.py` (the board) and `superpipeline_wire.py`
-(each answer's decoders, and the eligibility verdicts)."""
+(each answer's wire type and decoder, and the eligibility verdicts)."""
 from __future__ import annotations
 
 import time
@@ -74,12 +74,12 @@ class SuperPipeline:
 
     def board(self, board_id: str) -> BoardRead:
         return self._http.call("GET", f"/v1/boards/{segment(board_id)}", wire.board, read=True,
-                               fast=wire.plain_board, route=BOARD_ROUTE)
+                               route=BOARD_ROUTE)
 
     def eligibility(self, board_id: str, card_id: str) -> tuple[EligibilityVerdict, ...]:
         """SuperPipeline's verdict on every agent of the workspace for the card."""
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
-        return self._http.call("GET", path, wire.eligibility, read=True, fast=self._alike.verdicts,
+        return self._http.call("GET", path, self._alike.verdicts, read=True,
                                route=ELIGIBILITY_ROUTE)
 
     def agents_load(self) -> tuple[AgentLoad, ...]:

@@ -5,6 +5,7 @@ import time
 from datetime import datetime
 from typing import Any, Callable
 
+import msgspec
 import requests
 
 from placement.facts import Run
@@ -12,6 +13,7 @@ from placement.stage_runs import verdict_mark
 
 from . import shape
 from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource
+from .shape import Answer, Text, Time
 
 RUNS_PATH = "/v1/runs"
 ROUTES = (f"GET {RUNS_PATH}",)  # every call this client makes, as a metric names it
@@ -53,29 +55,40 @@ class SuperWitness:
                 return tuple(kept)
 
 
-def _page(body: Any) -> tuple[tuple[tuple[str | None, Run | None], ...], str | None]:
-    body = shape.mapping(body, "runs")
-    return (shape.required_items(body, "runs", "runs", _run),
-            shape.opt_text(body, "next_cursor", "runs"))
+class _Executor(msgspec.Struct, gc=False):
+    id: Text
 
 
-def _run(value: Any, where: str) -> tuple[str | None, Run | None]:
+class _Judged(msgspec.Struct, gc=False):
+    value: Any  # whatever the verdict says; `verdict_mark` reads it
+
+
+class _Run(msgspec.Struct, gc=False, kw_only=True):
+    executor: _Executor
+    status: Text
+    stage_key: Text | None = None
+    ended_at: Time
+    latest_verdict: _Judged | None = None
+
+
+class _Page(Answer):
+    runs: tuple[_Run, ...]
+    next_cursor: Text | None = None
+
+
+_PAGE = shape.decoder(_Page)
+
+
+def _page(content: bytes) -> tuple[tuple[tuple[str | None, Run | None], ...], str | None]:
+    page = shape.decode(_PAGE, content, "runs")
+    return tuple(map(_run, page.runs)), page.next_cursor
+
+
+def _run(run: _Run) -> tuple[str | None, Run | None]:
     """The run's stage key, and the run when it finished as succeeded or failed."""
-    run = shape.mapping(value, where)
-    executor = shape.mapping(run.get("executor"), f"{where}.executor")
-    principal = shape.text(executor, "id", f"{where}.executor")
-    status = shape.text(run, "status", where)
-    stage_key = shape.opt_text(run, "stage_key", where)
-    ended_at = shape.time(run, "ended_at", where)
-    verdict = run.get("latest_verdict")
-    mark = None
-    if verdict is not None:
-        verdict = shape.mapping(verdict, f"{where}.latest_verdict")
-        if "value" not in verdict:
-            raise shape.ShapeError(f"{where}.latest_verdict.value: expected a value")
-        mark = verdict_mark(verdict["value"])
-    if status not in _OUTCOMES:
-        return stage_key, None
-    return stage_key, Run(principal_id=principal, succeeded=_OUTCOMES[status],
-                          ended_at=ended_at, mark=mark)
-
+    if run.status not in _OUTCOMES:
+        return run.stage_key, None
+    verdict = run.latest_verdict
+    return run.stage_key, Run(principal_id=run.executor.id, succeeded=_OUTCOMES[run.status],
+                              ended_at=shape.utc(run.ended_at),
+                              mark=None if verdict is None else verdict_mark(verdict.value))

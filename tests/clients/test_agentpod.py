@@ -81,3 +81,15 @@ def test_station_of_the_wrong_shape_is_bad_shape(suite, pod, change):
     suite.route("GET", STATIONS, Reply(200, body))
     with pytest.raises(BadShape):
         pod.stations()
+
+
+def test_a_bad_shape_names_product_route_and_path_but_never_the_value_found(suite, pod):
+    body = bodies.stations()
+    body["stations"][1]["isolation"] = {"value": "tok-SECRET-in-a-field", "proof": "probed"}
+    suite.route("GET", STATIONS, Reply(200, body))
+    with pytest.raises(BadShape) as caught:
+        pod.stations()
+    said = f"{caught.value} {caught.value!r} {caught.value.detail}"
+    assert str(caught.value).startswith(
+        "agentpod GET /api/catalog/stations: bad-shape (registry.stations[1].isolation.value: ")
+    assert "SECRET" not in said

@@ -1,22 +1,18 @@
-"""The eligibility read's two decoders agree: the C one takes only what the Python one takes.
-
-`wire.AlikeReads.verdicts` reads a 2xx body's bytes with msgspec and gives up (None) on
-anything out of the ordinary; the body then goes the usual way (`_error_code`,
-`wire.eligibility`), which names what is wrong. So whatever the fast one returns must be
-exactly what the usual way would have returned, and on the answers SuperPipeline really
-sends it must not give up.
+"""The eligibility read's decoder: what it makes of every answer, well formed or not, and the
+recent reads it gives back again (`AlikeReads`) only for an answer it would read the same.
 """
 from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from placement import Rules, decide
 from placement.facts import AgentVerdict
 from superdispatch.clients import superpipeline_wire as wire
 from superdispatch.clients.http import _error_code
-from superdispatch.clients.shape import ShapeError
+from superdispatch.clients.shape import ErrorBody, ShapeError
 from tests.support.placement import NOW, board, roster_row
 
 from . import bodies
@@ -26,9 +22,29 @@ ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(""), st.te
                 st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
 
 
-def decoded_fast(content: bytes):
-    """The fast decoder of a client that has read nothing before."""
-    return wire.AlikeReads().verdicts(content)
+def read(content: bytes, reads: wire.AlikeReads | None = None):
+    """What the client makes of a 2xx body: the verdicts, `refused` (an error body, as
+    `Http.call` tells it) or `bad-shape`; by a client that has read nothing before, unless
+    `reads` is given."""
+    try:
+        return (reads or wire.AlikeReads()).verdicts(content)
+    except ErrorBody:
+        return "refused"
+    except ShapeError:
+        try:
+            return "refused" if _error_code(json.loads(content)) is not None else "bad-shape"
+        except ValueError:
+            return "bad-shape"
+
+
+def as_stated(agents: list) -> list:
+    """The verdicts as the answer states them."""
+    return [(a["agentId"], a.get("principalId"), a["eligible"], tuple(a.get("reasons") or ()))
+            for a in agents]
+
+
+def stated(verdicts) -> list:
+    return [(v.agent_id, v.principal_id, v.eligible, v.reasons) for v in verdicts]
 
 
 REASONS = st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "", "x"]), max_size=3)
@@ -59,46 +75,49 @@ def answers(odd: bool):
     return st.fixed_dictionaries({**top, "agents": agents})
 
 
-def the_usual_way(body):
-    """What the client makes of a 2xx body without the fast decoder: verdicts, or None for
-    an answer it refuses (an error body or a bad shape)."""
-    if _error_code(body) is not None:
-        return None
-    try:
-        return wire.eligibility(body)
-    except ShapeError:
-        return None
-
-
 @settings(max_examples=400, deadline=None)
 @given(answers(odd=True))
-def test_the_fast_decoder_returns_only_what_the_usual_way_returns(body):
-    fast = decoded_fast(json.dumps(body).encode())
-    if fast is not None:
-        assert fast == the_usual_way(body)
-        assert all(type(v.reasons) is tuple for v in fast)
+def test_an_answer_is_read_as_it_states_its_verdicts_or_refused_or_out_of_shape(body):
+    got = read(json.dumps(body).encode())
+    if isinstance(body, dict) and "error" in body:
+        assert got == "refused"
+    elif got != "bad-shape":
+        assert stated(got) == as_stated(body["agents"])
+        assert all(type(v.reasons) is tuple for v in got)
 
 
 @settings(max_examples=200, deadline=None)
 @given(answers(odd=False))
-def test_the_fast_decoder_takes_every_well_formed_answer(body):
-    fast = decoded_fast(json.dumps(body).encode())
-    assert fast is not None
-    assert fast == the_usual_way(body)
+def test_every_well_formed_answer_is_read(body):
+    assert stated(read(json.dumps(body).encode())) == as_stated(body["agents"])
 
 
-def test_the_contracts_example_is_taken_by_the_fast_decoder():
-    assert decoded_fast(json.dumps(bodies.eligibility()).encode()) == wire.eligibility(
-        bodies.eligibility())
+def test_the_contracts_example_is_read():
+    assert stated(read(json.dumps(bodies.eligibility()).encode())) == as_stated(
+        bodies.eligibility()["agents"])
 
 
-def test_a_refusal_or_a_bad_shape_in_a_200_is_left_to_the_usual_way():
-    for body in ({"error": {"code": "forbidden"}, "agents": []}, {"agents": None},
-                 {"agents": [{"agentId": "", "eligible": True}]},
-                 {"agents": [{"agentId": "agt_a", "eligible": True, "reasons": None}]}, b"[]"):
-        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        assert decoded_fast(raw) is None
-    assert decoded_fast(b"not json") is None
+@pytest.mark.parametrize("body, said", [
+    ({"error": {"code": "forbidden"}, "agents": []}, "refused"),
+    ({"agents": None}, "eligibility.agents: Expected `array`, got `null`"),
+    ({"agents": [{"agentId": "", "eligible": True}]},
+     "eligibility.agents[0].agentId: Expected `str` of length >= 1"),
+    ({"agents": [{"agentId": "agt_a", "eligible": True, "reasons": None}]},
+     "eligibility.agents[0].reasons: Expected `array`, got `null`"),
+    ({"agents": [{"agentId": "agt_a", "eligible": 1}]},
+     "eligibility.agents[0].eligible: Expected `bool`, got `int`"),
+    ([], "eligibility: Expected `object`, got `array`"),
+    ("not json", "eligibility: body is not JSON"),
+])
+def test_a_refusal_or_a_bad_shape_is_told_with_the_path_of_what_is_wrong(body, said):
+    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    try:
+        wire.AlikeReads().verdicts(content)
+    except ErrorBody:
+        got = "refused"
+    except ShapeError as err:
+        got = str(err)
+    assert got == said
 
 
 def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
@@ -109,7 +128,7 @@ def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
               for n, reasons in [("ada", []), ("bob", []), ("cyd", ["concurrency_reached"]),
                                  ("dan", ["grant_denied"]), ("eve", ["capability_mismatch"]),
                                  ("fay", []), ("gus", ["capability_mismatch"])]]
-    decoded = decoded_fast(json.dumps({**bodies.eligibility(), "agents": agents}).encode())
+    decoded = read(json.dumps({**bodies.eligibility(), "agents": agents}).encode())
     assert decoded is not None and not any(isinstance(v, AgentVerdict) for v in decoded)
     own = tuple(AgentVerdict(v.agent_id, v.principal_id, v.eligible, v.reasons) for v in decoded)
     roster = tuple(roster_row(a) for a in ("agt_ada", "agt_bob", "agt_cyd", "agt_dan"))
@@ -135,7 +154,7 @@ def test_an_answer_whose_verdicts_are_alike_gives_back_the_very_same_tuple():
     assert reads.verdicts(_answer("card_2", AGENTS)) is first  # another card, alike verdicts
     busy = [*AGENTS[:2], {**AGENTS[2], "eligible": False, "reasons": ["concurrency_reached"]}]
     changed = reads.verdicts(_answer("card_3", busy))
-    assert changed is not first and changed == wire.eligibility(json.loads(_answer("card_3", busy)))
+    assert changed is not first and changed == read(_answer("card_3", busy))
     assert reads.verdicts(_answer("card_4", AGENTS)) is first  # still among the recent
 
 
@@ -150,16 +169,17 @@ def test_only_the_last_few_reads_are_kept():
 def test_a_bad_answer_is_never_kept_nor_mistaken_for_a_good_one():
     reads = wire.AlikeReads()
     bad = [{"agentId": "", "eligible": True}]
-    assert reads.verdicts(_answer("card_1", bad)) is None
-    assert reads.verdicts(_answer("card_2", bad)) is None  # not remembered as if decoded
+    assert read(_answer("card_1", bad), reads) == "bad-shape"
+    assert read(_answer("card_2", bad), reads) == "bad-shape"  # not remembered as if decoded
     good = reads.verdicts(_answer("card_3", AGENTS))
-    assert reads.verdicts(json.dumps({"error": {"code": "forbidden"}, "agents": AGENTS}).encode()) is None
+    refusal = json.dumps({"error": {"code": "forbidden"}, "agents": AGENTS}).encode()
+    assert read(refusal, reads) == "refused"
     assert reads.verdicts(_answer("card_4", AGENTS)) is good
 
 
 def test_an_answer_alike_is_known_by_its_last_bytes_only_when_they_are_its_agents():
     """A recent read's verdicts at the end of a body are taken as its `agents` only when the
-    rest of the body says so; anything else goes the long way, to what it would have said."""
+    rest of the body says so; anything else is read whole, to what it says."""
     seen = json.dumps(AGENTS)
     reads = wire.AlikeReads()
     first = reads.verdicts(_answer("card_1", AGENTS))
@@ -173,15 +193,8 @@ def test_an_answer_alike_is_known_by_its_last_bytes_only_when_they_are_its_agent
                  f'{{"agents":-{seen}}}', f'{{"agents":1{seen}}}', f'{{"agents":"{seen}}}',
                  f'{{"error": "forbidden", "agents": {seen}}}',
                  f'["agents", {seen}}}', f'{seen}}}', f'{{"agents": {seen}}}}}'):
-        got = reads.verdicts(body.encode())
-        assert got is not first and got == read_the_usual_way(body), body
-
-
-def read_the_usual_way(text: str):
-    try:
-        return the_usual_way(json.loads(text))
-    except ValueError:
-        return None
+        got = read(body.encode(), reads)
+        assert got is not first and got == read(body.encode()), body
 
 
 HEAD_PIECES = st.sampled_from(['{', '}', '[', ']', ',', ':', ' ', '"agents"', '"error"', '"cardId"',
@@ -191,11 +204,11 @@ HEAD_PIECES = st.sampled_from(['{', '}', '[', ']', ',', ':', ' ', '"agents"', '"
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(HEAD_PIECES, max_size=8).map("".join))
-def test_a_body_ending_in_a_recent_reads_verdicts_is_read_as_the_usual_way_reads_it(head):
+def test_a_body_ending_in_a_recent_reads_verdicts_is_read_as_a_new_client_reads_it(head):
     reads = wire.AlikeReads()
     first = reads.verdicts(_answer("card_1", AGENTS))
-    body = f"{head}{json.dumps(AGENTS)}}}"
-    fast = reads.verdicts(body.encode())
-    assert fast == read_the_usual_way(body)
-    if fast == first:
-        assert fast is first  # a body alike is never decoded again
+    body = f"{head}{json.dumps(AGENTS)}}}".encode()
+    got = read(body, reads)
+    assert got == read(body)
+    if got == first:
+        assert got is first  # a body alike is never decoded again

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import socket
 
+import msgspec
 import pytest
 import requests
 
@@ -96,7 +97,7 @@ def closed_port() -> str:
 def test_unreachable_product_is_unavailable(naps):
     http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
-        http.call("GET", "/v1/agents/load", lambda body: body, read=True)
+        http.call("GET", "/v1/agents/load", msgspec.json.decode, read=True)
     assert caught.value.code == "unreachable"
     assert len(naps) == 2
 
@@ -189,7 +190,7 @@ def test_the_environments_proxy_is_honoured_and_read_once_when_the_client_is_mad
     suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
     through_proxy = Http("superpipeline", "http://products.example")  # a name only the proxy knows
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens: unread from now on
-    assert through_proxy.call("GET", "/v1/ping", dict) == {"ok": True}
+    assert through_proxy.call("GET", "/v1/ping", msgspec.json.decode) == {"ok": True}
     [hit] = suite.hits("GET", "/v1/ping")
     assert hit.headers["host"] == "products.example"
 
@@ -198,7 +199,7 @@ def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     suite.route("GET", "/v1/ping", Reply(200, {"ok": True}))
-    assert Http("superpipeline", suite.url).call("GET", "/v1/ping", dict) == {"ok": True}
+    assert Http("superpipeline", suite.url).call("GET", "/v1/ping", msgspec.json.decode) == {"ok": True}
 
 
 # --- the read retries -------------------------------------------------------------------
@@ -206,7 +207,7 @@ def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
 def test_a_read_is_retried_on_no_connection_and_a_write_is_not(naps):
     http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
-        http.call("POST", "/api/token/service", dict, body={}, read=True)
+        http.call("POST", "/api/token/service", msgspec.json.decode, body={}, read=True)
     assert (caught.value.code, caught.value.attempts) == ("unreachable", 3)
     assert naps == [0.2, 0.5]
 
@@ -215,7 +216,7 @@ def test_a_given_sessions_adapters_decide_its_retries(suite, naps):
     suite.route("GET", BOARD, Reply(503), Reply(200, bodies.board()))
     http = Http("superpipeline", suite.url, session=requests.Session(), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
-        http.call("GET", BOARD, dict, read=True)
+        http.call("GET", BOARD, msgspec.json.decode, read=True)
     assert (caught.value.status, caught.value.attempts) == (503, 1)
     assert len(suite.hits("GET", BOARD)) == 1 and naps == []
 
@@ -238,7 +239,7 @@ def test_a_retry_after_header_is_not_waited_on(suite, pipeline, naps):
 def test_a_write_to_a_closed_port_is_tried_once(naps):
     http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
-        http.call("PUT", "/v1/boards/brd_1/scheduling", lambda body: body, body={})
+        http.call("PUT", "/v1/boards/brd_1/scheduling", msgspec.json.decode, body={})
     assert (caught.value.code, caught.value.attempts) == ("unreachable", 1)
     assert naps == []
 
@@ -261,7 +262,7 @@ def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mi
     suite.route("GET", witness_path, Reply(503), Reply(200, {"ok": True}))
     http = Http("superwitness", suite.url, sleep=naps.append)
     with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
-        http.call("GET", witness_path, dict, params=[("stage", "secret-ish")], read=True)
+        http.call("GET", witness_path, msgspec.json.decode, params=[("stage", "secret-ish")], read=True)
     assert [r.getMessage() for r in caplog.records] == [
         "superwitness GET /v1/runs: http-503; retrying (1 of 2)"]
 
@@ -279,10 +280,10 @@ def test_a_call_arrives_as_requests_would_have_sent_it(suite, method, path, para
     """The pool and a requests session put the same request on the wire, but for the
     headers each says of itself (its User-Agent and Accept)."""
     suite.route(method, path, Reply(200, {}))
-    Http("superpipeline", suite.url).call(method, path, dict, params=params, body=body,
+    Http("superpipeline", suite.url).call(method, path, msgspec.json.decode, params=params, body=body,
                                           headers=headers)
     Http("superpipeline", suite.url, session=requests.Session()).call(
-        method, path, dict, params=params, body=body, headers=headers)
+        method, path, msgspec.json.decode, params=params, body=body, headers=headers)
     ours, theirs = suite.hits(method, path)
     assert (ours.path, ours.query, ours.body) == (theirs.path, theirs.query, theirs.body)
     own = {"user-agent", "accept", "connection"}
@@ -294,6 +295,6 @@ def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(s
     suite.route("GET", "/v1/x", Reply(200, {}))
     http = Http("superpipeline", suite.url, sleep=naps.append)
     with pytest.raises(Unavailable):
-        http.call("GET", "/v1/x", dict, headers={"X-Note": "a\r\nInjected: 1"})
+        http.call("GET", "/v1/x", msgspec.json.decode, headers={"X-Note": "a\r\nInjected: 1"})
     assert suite.hits("GET", "/v1/x") == []
-    assert http.call("GET", "/v1/x", dict, headers={"X-Note": "plain"}) == {}
+    assert http.call("GET", "/v1/x", msgspec.json.decode, headers={"X-Note": "plain"}) == {}

@@ -1,16 +1,20 @@
 """Switchback experiments: the schedule, the block in force, clusters, and the analysis checked
 against figures worked out by hand."""
+
 import itertools
 import math
+import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from placement.estimates import nearest_rank, t_quantile
+from placement.estimates import Ratio, nearest_rank, t_quantile
 from placement.switchback import (
     PULL,
+    ArmFigures,
     Block,
+    BlockFigures,
     Card,
     Guardrail,
     analyse,
@@ -21,6 +25,8 @@ from placement.switchback import (
     in_force,
     split_clusters,
 )
+from placement.switchback_analysis import figures
+from placement.switchback_guardrail import design_effect, guard
 
 START = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 HALF_HOUR = 1800
@@ -39,14 +45,17 @@ def cards_in(
     block: Block, outcomes: list[tuple[bool | None, float | None, float | None]], offset_s: int = 600
 ):
     """Cards ready from `offset_s` into the block, a second apart: (succeeded, lead_s, wait_s)."""
-    return [Card(block.starts + timedelta(seconds=offset_s + i), ok, lead, wait)
-            for i, (ok, lead, wait) in enumerate(outcomes)]
+    return [
+        Card(block.starts + timedelta(seconds=offset_s + i), ok, lead, wait)
+        for i, (ok, lead, wait) in enumerate(outcomes)
+    ]
 
 
 arms_drawn = st.lists(st.sampled_from(ARM_NAMES), min_size=1, max_size=5, unique=True)
 
 
 # --- The schedule ---------------------------------------------------------------------------
+
 
 @settings(max_examples=200, deadline=None)
 @given(arms=arms_drawn, count=st.integers(1, 40), seed=st.integers(0, 2**32))
@@ -55,7 +64,7 @@ def test_the_schedule_runs_each_arm_once_in_every_run_and_is_drawn_again_from_it
     assert schedule == draw_schedule(arms, starts=START, block_seconds=HALF_HOUR, blocks=count, seed=seed)
     assert len(schedule) == count
     for first in range(0, count, len(arms)):
-        run = [b.arm for b in schedule[first:first + len(arms)]]
+        run = [b.arm for b in schedule[first : first + len(arms)]]
         assert len(set(run)) == len(run) and set(run) <= set(arms)
         if len(run) == len(arms):
             assert sorted(run) == sorted(arms)
@@ -65,20 +74,28 @@ def test_the_schedule_runs_each_arm_once_in_every_run_and_is_drawn_again_from_it
 
 
 def test_another_seed_draws_another_order():
-    orders = {tuple(b.arm for b in draw_schedule(["pull", "formula", "new"], starts=START,
-                                                  block_seconds=HALF_HOUR, blocks=12, seed=seed))
-              for seed in range(20)}
+    orders = {
+        tuple(
+            b.arm
+            for b in draw_schedule(
+                ["pull", "formula", "new"], starts=START, block_seconds=HALF_HOUR, blocks=12, seed=seed
+            )
+        )
+        for seed in range(20)
+    }
     assert len(orders) > 1
 
 
-@pytest.mark.parametrize("arms, length, count", [([], 60, 3), (["pull", "pull"], 60, 3), (["pull"], 0, 3),
-                                                  (["pull"], 60, 0)])
+@pytest.mark.parametrize(
+    "arms, length, count", [([], 60, 3), (["pull", "pull"], 60, 3), (["pull"], 0, 3), (["pull"], 60, 0)]
+)
 def test_a_schedule_that_cannot_run_is_refused(arms, length, count):
     with pytest.raises(ValueError):
         draw_schedule(arms, starts=START, block_seconds=length, blocks=count, seed=1)
 
 
 # --- The block in force, and a dropped arm ---------------------------------------------------
+
 
 @settings(max_examples=200, deadline=None)
 @given(arms=arms_drawn, count=st.integers(1, 30), seed=st.integers(0, 10**6), data=st.data())
@@ -125,9 +142,11 @@ def test_without_pull_the_first_arm_still_running_stands_in():
 
 # --- Clusters ---------------------------------------------------------------------------------
 
-rosters_drawn = st.dictionaries(st.sampled_from([f"brd_{i}" for i in range(8)]),
-                                st.lists(st.sampled_from([f"agt_{i}" for i in range(8)]), max_size=3),
-                                max_size=8)
+rosters_drawn = st.dictionaries(
+    st.sampled_from([f"brd_{i}" for i in range(8)]),
+    st.lists(st.sampled_from([f"agt_{i}" for i in range(8)]), max_size=3),
+    max_size=8,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -176,9 +195,13 @@ def test_experiments_that_split_no_cluster_never_run_two_arms_at_once_for_an_age
 
 # --- Which block a card counts for ---------------------------------------------------------------
 
+
 @settings(max_examples=300, deadline=None)
-@given(arms=st.lists(st.sampled_from(["pull", "formula", "new"]), min_size=1, max_size=8),
-       ready=st.floats(-HALF_HOUR, 9 * HALF_HOUR, allow_nan=False), burn_in=st.integers(0, HALF_HOUR))
+@given(
+    arms=st.lists(st.sampled_from(["pull", "formula", "new"]), min_size=1, max_size=8),
+    ready=st.floats(-HALF_HOUR, 9 * HALF_HOUR, allow_nan=False),
+    burn_in=st.integers(0, HALF_HOUR),
+)
 def test_a_card_counts_for_exactly_one_block_or_none(arms, ready, burn_in):
     schedule = blocks(*arms)
     card = Card(at(ready), True, 10.0, 1.0)
@@ -208,6 +231,7 @@ def test_only_blocks_ended_by_now_count():
 
 
 # --- The analysis, by hand -------------------------------------------------------------------
+
 
 def hand_case():
     """pull, new, pull, new, four cards each: success 2/4, 3/4, 1/4, 4/4."""
@@ -245,16 +269,17 @@ def test_the_analysis_matches_figures_worked_by_hand():
     assert pull.lead.value == pytest.approx(200.0) and new.lead.value == pytest.approx(500 / 7)
     # Its squared error, pull: 2 * ((300 - 2 * 200)^2 + (300 - 1 * 200)^2) / 3^2 = 40000 / 9.
     assert pull.lead.block_var == pytest.approx(40000 / 9)
-    new_var = 2 * ((300 - 3 * 500 / 7) ** 2 + (200 - 4 * 500 / 7) ** 2) / 7 ** 2
+    new_var = 2 * ((300 - 3 * 500 / 7) ** 2 + (200 - 4 * 500 / 7) ** 2) / 7**2
     assert new.lead.block_var == pytest.approx(new_var)
-    log_var_pull, log_var_new = (40000 / 9) / 200 ** 2, new_var / (500 / 7) ** 2
-    df = (log_var_pull + log_var_new) ** 2 / (log_var_pull ** 2 + log_var_new ** 2)  # 1.998: rounded down, 1
+    log_var_pull, log_var_new = (40000 / 9) / 200**2, new_var / (500 / 7) ** 2
+    df = (log_var_pull + log_var_new) ** 2 / (log_var_pull**2 + log_var_new**2)  # 1.998: rounded down, 1
     assert int(df) == 1
     half = 12.706 * math.sqrt(log_var_pull + log_var_new)
     ratio = (500 / 7) / 200
     assert c.lead_ratio.estimate == pytest.approx(ratio)
     assert (c.lead_ratio.low, c.lead_ratio.high) == pytest.approx(
-        (ratio * math.exp(-half), ratio * math.exp(half)), rel=1e-3)
+        (ratio * math.exp(-half), ratio * math.exp(half)), rel=1e-3
+    )
     # p95 wait by nearest rank over the arm's claims: pull's 8 waits, the 8th smallest is 40.
     assert pull.wait_p95_s == 40.0 and new.wait_p95_s == 5.0
     # Two blocks each are too few for these intervals to clear pull: no winner yet.
@@ -264,8 +289,9 @@ def test_the_analysis_matches_figures_worked_by_hand():
 
 def test_a_run_not_yet_known_counts_for_cards_but_not_for_success():
     schedule = blocks("pull")
-    read = analyse(schedule, cards_in(schedule[0], [(None, None, 3.0), (True, 9.0, 1.0)]), burn_in_s=0,
-                   objective="lead")
+    read = analyse(
+        schedule, cards_in(schedule[0], [(None, None, 3.0), (True, 9.0, 1.0)]), burn_in_s=0, objective="lead"
+    )
     assert read.arm("pull").cards == 2 and read.arm("pull").success.value == 1.0
 
 
@@ -324,6 +350,7 @@ def test_a_look_before_the_schedule_is_over_needs_a_wider_interval_to_decide():
 
 # --- The guardrail ------------------------------------------------------------------------------
 
+
 def test_the_guardrail_drops_an_arm_clearly_worse_than_pull_and_says_why():
     schedule = draw_schedule(
         ["pull", "new", "worst"], starts=START, block_seconds=HALF_HOUR, blocks=24, seed=9
@@ -368,6 +395,94 @@ def test_the_guardrail_never_drops_an_arm_at_least_as_good_as_pull(seed, data):
         assert read.drops == ()
 
 
+def _arm(name: str, success: Ratio | None, lead: Ratio | None = None) -> ArmFigures:
+    return ArmFigures(name, 3, 60, success, lead, None, ())
+
+
+def test_the_guardrail_bound_worked_by_hand_on_success():
+    # One arm against pull over 4 planned looks: 2 tests (success, lead) a look, so each at
+    # 0.05 / 8 one-sided, z = 2.4977. The design effect the blocks show, each arm's block spread
+    # over its cards' weighted by its 3 - 1 blocks: (2 x 0.002/0.0016 + 2 x 0.004/0.0025) / 4
+    # = 1.425. The difference's error: sqrt(1.425 x (0.0016 + 0.0025)) = 0.07644.
+    pull = _arm("pull", Ratio(0.8, 0.002, 0.0016, 3))
+    assert design_effect([pull.success, Ratio(0.5, 0.004, 0.0025, 3)], 1.0) == pytest.approx(1.425)
+    # 0.5 against 0.8: at most -0.3 + 2.4977 x 0.07644 = -0.109, below pull's by more than 0.05
+    (drop,) = guard(Guardrail(), [_arm("worst", Ratio(0.5, 0.004, 0.0025, 3))], pull, looks=4)
+    assert drop.metric == "success" and drop.bound == pytest.approx(-0.10908, abs=1e-5)
+    # 0.68 against 0.8: at most -0.12 + 0.19092 = +0.071, so it stays
+    assert guard(Guardrail(), [_arm("new", Ratio(0.68, 0.004, 0.0025, 3))], pull, looks=4) == []
+
+
+def test_the_guardrail_bound_worked_by_hand_on_lead():
+    # The same success (no drop there); lead 140 s against 100 s. Design effect (2 x 16/16 +
+    # 2 x 36/25) / 4 = 1.22; the log ratio's error sqrt(1.22 x (25/140^2 + 16/100^2)) = 0.05923;
+    # at least exp(ln 1.4 - 2.4977 x 0.05923) = 1.2075x, over 1.15x.
+    same = Ratio(0.8, 0.002, 0.0016, 3)
+    pull = _arm("pull", same, Ratio(100.0, 16.0, 16.0, 3))
+    (drop,) = guard(Guardrail(), [_arm("slow", same, Ratio(140.0, 36.0, 25.0, 3))], pull, looks=4)
+    assert drop.metric == "lead" and drop.estimate == pytest.approx(1.4)
+    assert drop.bound == pytest.approx(1.20748, abs=1e-5)
+    # the operator's least design effect, where larger than the blocks show, is the one used:
+    # at 2, sqrt(2 x 0.0028755) = 0.07584, at least exp(0.33647 - 0.18942) = 1.1584x, still over
+    (drop,) = guard(
+        Guardrail(design_effect=2.0), [_arm("slow", same, Ratio(140.0, 36.0, 25.0, 3))], pull, looks=4
+    )
+    assert drop.bound == pytest.approx(1.1584, abs=1e-4)
+
+
+def test_blocks_that_agree_more_than_their_cards_cannot_narrow_the_bound():
+    assert design_effect([Ratio(0.8, 0.0001, 0.0016, 3), Ratio(0.8, 0.0002, 0.0016, 3)], 1.0) == 1.0
+    assert design_effect([Ratio(0.8, None, 0.0016, 1)], 1.5) == 1.5
+
+
+def _null_experiment(
+    draw: random.Random, *, gap: float, lead_ratio: float, per_block: int, shared: float, blocks: int
+) -> bool:
+    """One simulated experiment of pull against an arm `gap` below it in success and at
+    `lead_ratio` times its lead, each block's cards sharing a draw of the block's own (`shared`:
+    how far a block's success rate may stray, as cards in a block share supply). Whether the
+    guardrail drops the arm at any look, a look at each run's end as `analyse` makes them."""
+    schedule = draw_schedule(
+        ["pull", "new"], starts=START, block_seconds=HALF_HOUR, blocks=blocks, seed=draw.randrange(10**6)
+    )
+    ended = []
+    for block in schedule:
+        worse = block.arm != PULL
+        p = min(1.0, max(0.0, 0.8 - (gap if worse else 0.0) + draw.uniform(-shared, shared)))
+        mean_lead = 100.0 * (lead_ratio if worse else 1.0) * (1 + draw.uniform(-shared, shared))
+        ok = [draw.random() < p for _ in range(per_block)]
+        leads = tuple(draw.expovariate(1 / mean_lead) for good in ok if good)
+        ended.append(BlockFigures(block, per_block, per_block, sum(ok), leads, ()))
+        if len(ended) % 2 == 0 and guard(
+            Guardrail(), [figures(ended, "new")], figures(ended, PULL), looks=blocks // 2
+        ):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "per_block, shared, blocks", [(10, 0.0, 24), (30, 0.05, 24), (80, 0.05, 24), (30, 0.0, 8)]
+)
+def test_an_arm_at_the_guardrails_margins_is_dropped_at_most_at_its_error_rate(per_block, shared, blocks):
+    # An arm exactly at the margins (success 0.05 below pull's, lead 1.15x) is the least worse
+    # arm the guardrail may not drop beyond alpha (0.05) over the whole schedule; a not-worse arm
+    # (the same as pull) far less. Out of 300 simulated experiments a case, the share dropped,
+    # with two standard errors of the draw (0.025) as slack; the draws are seeded, so the test
+    # reads the same every time.
+    draw = random.Random(per_block * 1000 + blocks)
+    runs = 300
+    at_margins = sum(
+        _null_experiment(draw, gap=0.05, lead_ratio=1.15, per_block=per_block, shared=shared, blocks=blocks)
+        for _ in range(runs)
+    )
+    same = sum(
+        _null_experiment(draw, gap=0.0, lead_ratio=1.0, per_block=per_block, shared=shared, blocks=blocks)
+        for _ in range(runs)
+    )
+    assert at_margins / runs <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs)
+    assert same / runs <= 0.01
+
+
 def test_guardrail_bounds_that_cannot_work_are_refused():
     for bad in (
         {"success_drop": 0},
@@ -386,6 +501,7 @@ def test_an_unknown_objective_is_refused():
 
 
 # --- The arithmetic -----------------------------------------------------------------------------
+
 
 def test_t_quantiles_match_the_table_and_nearest_rank_matches_the_lab():
     for df, expected in ((1, 12.706), (2, 4.303), (3, 3.182), (7, 2.365), (30, 2.042)):
