@@ -1,4 +1,5 @@
 """What the loop's benchmarks share: a synthetic workspace, a database of their own, and figures."""
+
 from __future__ import annotations
 
 import math
@@ -25,17 +26,41 @@ def workspace(name: str, boards: int, agents: int, cards_per_board: int = 0) -> 
     to work it, each with a station that meets them and a roster row on every board."""
     board_ids = [f"brd_{b:03d}" for b in range(boards)]
     return {
-        "name": name, "seed": 1, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "initialCards": cards_per_board,
-                    "stages": [{"key": "review", "owner": "code-review",
-                                "placement": {"isolation": "container", "tools": ["git"]}},
-                               {"key": "ship", "ownerKind": "human", "owner": "release"}]}
-                   for b in board_ids],
-        "agents": [{"id": f"agt_{a:04d}", "capabilities": ["code-review"],
-                    "station": f"stn_{a:04d}", "boards": board_ids} for a in range(agents)],
-        "stations": [{"stationId": f"stn_{a:04d}",
-                      "isolation": {"value": "container", "proof": "probed"},
-                      "tools": [{"id": "git", "proof": "installed"}]} for a in range(agents)],
+        "name": name,
+        "seed": 1,
+        "start": "2026-11-13T10:00:00.000Z",
+        "boards": [
+            {
+                "id": b,
+                "initialCards": cards_per_board,
+                "stages": [
+                    {
+                        "key": "review",
+                        "owner": "code-review",
+                        "placement": {"isolation": "container", "tools": ["git"]},
+                    },
+                    {"key": "ship", "ownerKind": "human", "owner": "release"},
+                ],
+            }
+            for b in board_ids
+        ],
+        "agents": [
+            {
+                "id": f"agt_{a:04d}",
+                "capabilities": ["code-review"],
+                "station": f"stn_{a:04d}",
+                "boards": board_ids,
+            }
+            for a in range(agents)
+        ],
+        "stations": [
+            {
+                "stationId": f"stn_{a:04d}",
+                "isolation": {"value": "container", "proof": "probed"},
+                "tools": [{"id": "git", "proof": "installed"}],
+            }
+            for a in range(agents)
+        ],
     }
 
 
@@ -51,8 +76,7 @@ def fresh_database(kind: str, name: str, data_dir: str) -> str:
     """A DATABASE_URL for an empty database of the bench's own: a new PostgreSQL database
     (dropped first if a run left it) or a SQLite file in `data_dir`."""
     if kind == "postgres":
-        postgres(POSTGRES_ADMIN, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
-                 f"CREATE DATABASE {name}")
+        postgres(POSTGRES_ADMIN, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}")
         return POSTGRES_ADMIN.rsplit("/", 1)[0] + "/" + name
     return f"sqlite:///{data_dir}/{name}.sqlite3"
 
@@ -62,19 +86,25 @@ def drop_database(kind: str, name: str) -> None:
         postgres(POSTGRES_ADMIN, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def base_env(dispatch_env: dict[str, str], data_dir: str, database_url: str,
-             redis_url: str = "") -> dict[str, str]:
+def base_env(
+    dispatch_env: dict[str, str], data_dir: str, database_url: str, redis_url: str = ""
+) -> dict[str, str]:
     """The process environment for SuperDispatch against a stand-in suite."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SUPERDISPATCH_", "REDIS_URL",
-                                                                     "DATABASE_URL"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SUPERDISPATCH_", "REDIS_URL", "DATABASE_URL"))
+    }
     env.update(dispatch_env)
-    env.update({
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64,
-        "SUPERDISPATCH_DATA_DIR": data_dir,
-        "DATABASE_URL": database_url,
-        "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
-        "PYTHONPATH": ROOT,
-    })
+    env.update(
+        {
+            "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64,
+            "SUPERDISPATCH_DATA_DIR": data_dir,
+            "DATABASE_URL": database_url,
+            "DJANGO_SETTINGS_MODULE": "superdispatch.settings",
+            "PYTHONPATH": ROOT,
+        }
+    )
     if redis_url:
         env["REDIS_URL"] = redis_url
     return env
@@ -83,7 +113,8 @@ def base_env(dispatch_env: dict[str, str], data_dir: str, database_url: str,
 # The settings a bench that talks to no product needs: every product URL points at a port
 # nothing answers on.
 OFFLINE_ENV = {
-    "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
+    "SUPERPIPELINE_URL": "http://127.0.0.1:9",
+    "ORG_PLANE_URL": "http://127.0.0.1:9",
     "AGENTPOD_URL": "http://127.0.0.1:9",
     "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-secret",
     "TREATY_RELAY_DELIVERY_SECRET": "bench-relay-secret-0123456789",
@@ -97,8 +128,13 @@ def offline_store(name: str, database: str) -> tuple[str, str]:
     beside the PostgreSQL one DATABASE_URL names) and no product: (its data dir, the kind)."""
     data_dir = temp_dir(name)
     kind = "postgres" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
-    os.environ.update({**OFFLINE_ENV, "SUPERDISPATCH_DATA_DIR": data_dir,
-                       "DATABASE_URL": fresh_database(kind, database, data_dir)})
+    os.environ.update(
+        {
+            **OFFLINE_ENV,
+            "SUPERDISPATCH_DATA_DIR": data_dir,
+            "DATABASE_URL": fresh_database(kind, database, data_dir),
+        }
+    )
     return data_dir, kind
 
 
@@ -129,9 +165,11 @@ def count_arg(default: int) -> int:
     except ValueError:
         count = 0
     if count < 1:
-        print(f"{os.path.basename(sys.argv[0])}: error: the one argument is how many to make, "
-              f"a whole number of at least 1 ({default} when left out), not {sys.argv[1]!r}",
-              file=sys.stderr)
+        print(
+            f"{os.path.basename(sys.argv[0])}: error: the one argument is how many to make, "
+            f"a whole number of at least 1 ({default} when left out), not {sys.argv[1]!r}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     return count
 
@@ -147,9 +185,12 @@ def proc_stat(pid: int) -> tuple[str, int, float] | None:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (stat[stat.index("(") + 1:stat.rindex(")")], int(fields[1]),
-            (int(fields[11]) + int(fields[12])) / _TICKS)
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (
+        stat[stat.index("(") + 1 : stat.rindex(")")],
+        int(fields[1]),
+        (int(fields[11]) + int(fields[12])) / _TICKS,
+    )
 
 
 class CpuShares:
@@ -159,9 +200,15 @@ class CpuShares:
     process of the machine, by default: run nothing else on it meanwhile). A process that
     starts and ends between two looks is missed."""
 
-    def __init__(self, trees: dict[str, int], servers: tuple[str, ...] = ("postgres",)) -> None:
+    def __init__(
+        self, trees: dict[str, int], servers: tuple[str, ...] = ("postgres",), database: str | None = None
+    ) -> None:
         self.trees = trees  # part -> the pid its tree starts at
         self.servers = servers  # parts named by their processes' name, machine-wide
+        # With a database named, PostgreSQL's part is the server's own processes and the
+        # backends of that database alone: other databases' backends (other work on a shared
+        # machine) are left out.
+        self.database = database
         self.first: dict[int, float] = {}
         self.last: dict[int, tuple[str, float]] = {}
         self._done = threading.Event()
@@ -190,8 +237,11 @@ class CpuShares:
     def _look(self) -> dict[int, tuple[str, float]]:
         if not os.path.isdir("/proc"):
             return {}  # not Linux: nothing is read, and the CPU line says 0 of everything
-        stats = {int(entry): stat for entry in os.listdir("/proc")  # pid -> (comm, ppid, cpu s)
-                 if entry.isdigit() and (stat := proc_stat(int(entry))) is not None}
+        stats = {
+            int(entry): stat
+            for entry in os.listdir("/proc")  # pid -> (comm, ppid, cpu s)
+            if entry.isdigit() and (stat := proc_stat(int(entry))) is not None
+        }
         roots = {pid: part for part, pid in self.trees.items()}
         seen: dict[int, tuple[str, float]] = {}
         for pid, (comm, _, cpu) in stats.items():
@@ -201,11 +251,27 @@ class CpuShares:
                     part = roots[up]
                     break
                 up = stats[up][1] if up in stats else 0
-            if part is None and comm in self.servers:
+            if part is None and comm in self.servers and self._counted(pid, comm):
                 part = comm
             if part is not None:
                 seen[pid] = (part, cpu)
         return seen
+
+    def _counted(self, pid: int, comm: str) -> bool:
+        """Whether a server's process counts: every one, unless a database is named and this
+        is a PostgreSQL backend of another database."""
+        if self.database is None or comm != "postgres":
+            return True
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().replace(b"\0", b" ").decode(errors="replace").split()
+        except OSError:
+            return False
+        # A backend's title is `postgres: CLUSTER: USER DATABASE HOST(PORT) STATE`; the
+        # server's own processes (checkpointer, walwriter, ...) name no database.
+        if len(title) >= 5 and "(" in title[4]:
+            return title[3] == self.database
+        return True
 
 
 def temp_dir(prefix: str) -> str:
@@ -255,9 +321,12 @@ def signed_headers(suite, delivery) -> dict[str, str]:
     from sandbox.relay import signature
 
     stamp = int(time.time())
-    return {"Content-Type": "application/json", "X-Treaty-Delivery": delivery.delivery_id,
-            "X-Treaty-Timestamp": str(stamp),
-            "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body)}
+    return {
+        "Content-Type": "application/json",
+        "X-Treaty-Delivery": delivery.delivery_id,
+        "X-Treaty-Timestamp": str(stamp),
+        "X-Treaty-Signature": signature(suite.relay.secret, stamp, delivery.body),
+    }
 
 
 def answers(http, base: str, path: str) -> bool:
@@ -273,9 +342,13 @@ def start_make_run(env: dict[str, str], data_dir: str, port: int) -> tuple[subpr
     log under `data_dir`: honcho's process, and the log's path. The store is migrated first."""
     log_path = os.path.join(data_dir, "processes.log")
     log = open(log_path, "w")
-    honcho = subprocess.Popen([PYTHON, "-m", "honcho", "-e", "/dev/null", "-f", "Procfile",
-                               "start", "--port", str(port)],
-                              env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    honcho = subprocess.Popen(
+        [PYTHON, "-m", "honcho", "-e", "/dev/null", "-f", "Procfile", "start", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     return honcho, log_path
 
 
@@ -322,13 +395,30 @@ def candidate_rows(decision, board: int, agents, skill, verdicts) -> list:
     for position, a in enumerate(agents):
         rate = skill[board, a]
         record = (rate + 0.5) / 2
-        rows.append(Candidate(
-            decision=decision, position=position, agent_id=f"agt_{board:03d}_{a}",
-            principal_id=f"prn_{board:03d}_{a}", source="roster", filters=verdicts,
-            score={"total": 4 - position, "terms": {"stageRecord": record, "successRate": 0.7,
-                                                    "sinceLastDispatchS": 100.0}},
-            stage_history={"runs": 10, "succeeded": round(10 * rate), "verdicts": 0,
-                           "passes": 0, "weight": 10.0, "outcomeRate": rate,
-                           "verdictRate": 0.5, "stageRecord": record},
-            in_set=True, eligible=True))
+        rows.append(
+            Candidate(
+                decision=decision,
+                position=position,
+                agent_id=f"agt_{board:03d}_{a}",
+                principal_id=f"prn_{board:03d}_{a}",
+                source="roster",
+                filters=verdicts,
+                score={
+                    "total": 4 - position,
+                    "terms": {"stageRecord": record, "successRate": 0.7, "sinceLastDispatchS": 100.0},
+                },
+                stage_history={
+                    "runs": 10,
+                    "succeeded": round(10 * rate),
+                    "verdicts": 0,
+                    "passes": 0,
+                    "weight": 10.0,
+                    "outcomeRate": rate,
+                    "verdictRate": 0.5,
+                    "stageRecord": record,
+                },
+                in_set=True,
+                eligible=True,
+            )
+        )
     return rows

@@ -20,6 +20,7 @@ Run: .venv/bin/python bench/decisions_page.py [--times N] [--database NAME] [--p
 (`--profile page|board|detail`: cProfile that route's answers and print the top of it.)
 Last line: page_cpu_ms=… page_again_cpu_ms=… board_page_cpu_ms=… detail_cpu_ms=… detail_again_cpu_ms=…
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,25 +56,28 @@ def run(times: int, profile: str) -> dict:
 
     try:  # the decisions' texts the API keeps by id, forgotten for a page of new decisions
         from records.api.pages import WRITTEN
+
         forget = WRITTEN.clear
     except ImportError:  # the code before it kept none
+
         def forget() -> None:
             pass
 
     gc.freeze()  # the stand-in's workspace lives as long as the run
     boards = [b.id for b in standing.suite.scenario.boards]
     for at in range(0, len(boards), 20):
-        run_pass(standing.loop, boards[at:at + 20], standing.now, concurrent=True)
+        run_pass(standing.loop, boards[at : at + 20], standing.now, concurrent=True)
     decision = Decision.objects.order_by("-created_at", "-id").first()
-    urls = {"page": "/v1/decisions?limit=20",
-            "board": f"/v1/decisions?board={decision.board_id}&limit=20",
-            "detail": f"/v1/decisions/{decision.id}"}
+    urls = {
+        "page": "/v1/decisions?limit=20",
+        "board": f"/v1/decisions?board={decision.board_id}&limit=20",
+        "detail": f"/v1/decisions/{decision.id}",
+    }
     client = Client(HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_HOST="127.0.0.1")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
-    figures: dict = {"decisions": Decision.objects.count(),
-                     "candidates": len(decision.candidates)}
+    figures: dict = {"decisions": Decision.objects.count(), "candidates": len(decision.candidates)}
     for route, url in urls.items():
         answer = client.get(url)
         assert answer.status_code == 200, (url, answer.content[:200])
@@ -114,17 +118,23 @@ def main() -> None:
         return
     extra = ["--times", str(args.times)] + (["--profile", args.profile] if args.profile else [])
     found = run_fresh(__file__, args.database, *extra)
-    print(f"{found['decisions']} decisions of {found['candidates']} candidates ({BOARDS} boards, "
-          f"{AGENTS} agents, {ROSTER} on each roster); each route asked {args.times} times; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{found['decisions']} decisions of {found['candidates']} candidates ({BOARDS} boards, "
+        f"{AGENTS} agents, {ROSTER} on each roster); each route asked {args.times} times; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     for route in ROUTES:
-        print(f"  {route:>6}: {found[f'{route}_cpu_ms']:7.1f} ms CPU an answer here, "
-              f"{found[f'{route}_store_cpu_ms']:5.1f} ms PostgreSQL's; read again "
-              f"{found[f'{route}_again_cpu_ms']:7.1f} ms and {found[f'{route}_again_store_cpu_ms']:5.1f} ms; "
-              f"{found[f'{route}_decisions']} decisions, {found[f'{route}_bytes']:,} bytes")
-    last_line(f"page_cpu_ms={found['page_cpu_ms']:.1f} page_again_cpu_ms={found['page_again_cpu_ms']:.1f} "
-              f"board_page_cpu_ms={found['board_cpu_ms']:.1f} detail_cpu_ms={found['detail_cpu_ms']:.1f} "
-              f"detail_again_cpu_ms={found['detail_again_cpu_ms']:.1f}")
+        print(
+            f"  {route:>6}: {found[f'{route}_cpu_ms']:7.1f} ms CPU an answer here, "
+            f"{found[f'{route}_store_cpu_ms']:5.1f} ms PostgreSQL's; read again "
+            f"{found[f'{route}_again_cpu_ms']:7.1f} ms and {found[f'{route}_again_store_cpu_ms']:5.1f} ms; "
+            f"{found[f'{route}_decisions']} decisions, {found[f'{route}_bytes']:,} bytes"
+        )
+    last_line(
+        f"page_cpu_ms={found['page_cpu_ms']:.1f} page_again_cpu_ms={found['page_again_cpu_ms']:.1f} "
+        f"board_page_cpu_ms={found['board_cpu_ms']:.1f} detail_cpu_ms={found['detail_cpu_ms']:.1f} "
+        f"detail_again_cpu_ms={found['detail_again_cpu_ms']:.1f}"
+    )
 
 
 if __name__ == "__main__":

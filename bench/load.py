@@ -23,7 +23,9 @@ For `--seconds` (120 by default), all at once, over loopback only:
 - `--slow` slow clients (16), half sending a header line a byte every 5 s, half a body short
   of its length, each opening again when the server closes it.
 
-Figures: p50 and p99 of `/healthz`, of the reads and of the writes; relay card.ready to hold;
+Figures: p50 and p99 of `/healthz`, of the reads and of the writes; relay card.ready to hold,
+and where its time went (the webhook's answer to the start of the card's first pass, its
+decision's time, and that start to the hold);
 each sweep's start (`LoopState.last_sweep_at`, looked at every 0.25 s) against its time, one
 interval after the start before it (`sweep_late_max_s`, the most any was late; a sweep skipped
 counts as an interval late); every answer of 500 or more; and writes lost: a board whose state
@@ -50,6 +52,8 @@ import threading
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
+
+import msgspec
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -82,6 +86,20 @@ OPERATOR_TOKEN = "bench-operator-token"
 TOKENS = {"team-reader": ["read"], "triage": ["read", "suggestions"],
           "board-bot": ["read", "boards"]}
 REQUEST_TIMEOUT_S = 30
+
+
+class _Decision(msgspec.Struct):
+    id: str
+
+
+class _Page(msgspec.Struct):
+    decisions: list[_Decision] = []
+
+
+# A page's decision ids, the rest of its 5 MB skipped unread: this process serves the stand-in
+# suite on the same cores, and parsing every page whole (`json.loads`) held its interpreter
+# for some 50 ms a page, the stand-in's answers to the placement workers waiting meanwhile.
+read_ids = msgspec.json.Decoder(_Page).decode
 
 
 def wait_until(ready, timeout: float, what: str, every: float = 0.1) -> None:
@@ -127,6 +145,7 @@ class Holds:
     def __init__(self, suite) -> None:
         self.suite = suite
         self.first: dict[str, float] = {}
+        self.first_wall: dict[str, float] = {}  # the same moment on the wall clock
         self.to_free: list[tuple[str, str]] = []
         self.changed = threading.Condition()
         self._reserve = suite.pipeline.reserve
@@ -135,6 +154,7 @@ class Holds:
     def reserve(self, board_id, card_id, agent_id, seconds):
         with self.changed:
             self.first.setdefault(card_id, time.monotonic())
+            self.first_wall.setdefault(card_id, time.time())
             self.to_free.append((agent_id, card_id))
             self.changed.notify_all()
         return self._reserve(board_id, card_id, agent_id, seconds)
@@ -241,9 +261,10 @@ def main() -> None:
 
         django.setup()
         from django.db import connection
+        from django.db.models import Min
 
         from access.models import AuditEntry
-        from records.models import Board, LoopState, RelayDelivery
+        from records.models import Board, Decision, LoopState, RelayDelivery
 
         def last_sweep():
             found = LoopState.objects.filter(pk="loop").values_list(
@@ -283,7 +304,7 @@ def main() -> None:
                        }[kind]
                 answer = tally.ask(http, "read", "GET", base + url, route=kind, headers=auth)
                 if answer is not None and answer.status_code == 200 and "decisions" in url:
-                    seen[:] = [d["id"] for d in answer.json().get("decisions", [])[:5]] or seen
+                    seen[:] = [d.id for d in read_ids(answer.content).decisions[:5]] or seen
 
         def writer(n: int, token: str, mine: list[str]) -> None:
             http = requests.Session()
@@ -312,6 +333,7 @@ def main() -> None:
                 tally.ask(http, "healthz", "GET", base + "/healthz")
 
         sent: dict[str, tuple[str, float, int]] = {}  # delivery id: card, ready at, status
+        answered_wall: dict[str, float] = {}  # card: when the webhook answered, wall clock
         scheduled = [0]  # cards made ready, each with its delivery due
         relay_http = threading.local()
 
@@ -321,6 +343,7 @@ def main() -> None:
             headers = signed_headers(suite, delivery)
             answer = tally.ask(http, "relay", "POST", base + "/v1/relay/events",
                                data=delivery.body, headers=headers)
+            answered_wall[card_id] = time.time()
             sent[delivery.delivery_id] = (card_id, at, answer.status_code if answer else 0)
 
         def relay(pool: ThreadPoolExecutor, started: float) -> None:
@@ -406,6 +429,17 @@ def main() -> None:
         lost_deliveries = len(accepted) - len(stored)
         outcomes = Counter(RelayDelivery.objects.filter(delivery_id__in=accepted)
                            .values_list("outcome", flat=True))
+        # Where a relayed card's time went: the webhook's answer, then the wait until a pass
+        # began (its decision's time is the pass's start), then the pass to the hold.
+        relayed = [card for card, _, status in sent.values() if status == 202]
+        decided = dict(Decision.objects.filter(card_id__in=relayed).values("card_id")
+                       .annotate(first=Min("created_at")).values_list("card_id", "first"))
+        waited_ms, passed_ms = [], []
+        for card in relayed:
+            if card in decided and card in holds.first_wall and card in answered_wall:
+                began = decided[card].timestamp()
+                waited_ms.append((began - answered_wall[card]) * 1000)
+                passed_ms.append((holds.first_wall[card] - began) * 1000)
         lost_states = lost_entries = 0
         for board_id, states in told.items():
             known = [s for s in states if s != "unknown"]
@@ -448,6 +482,10 @@ def main() -> None:
     print(f"  relay card.ready to hold: {len(relay_ms)} delivered, p50 "
           f"{percentile(relay_ms, 50):.0f} ms, p99 {percentile(relay_ms, 99):.0f} ms, "
           f"{missed} with no hold within {HOLD_TIMEOUT_S:.0f} s")
+    print(f"  of the {len(waited_ms)} held after a decision: from the webhook's answer to their "
+          f"pass's start p50 {percentile(waited_ms, 50):.0f} ms, p99 {percentile(waited_ms, 99):.0f} "
+          f"ms; from its start to the hold p50 {percentile(passed_ms, 50):.0f} ms, p99 "
+          f"{percentile(passed_ms, 99):.0f} ms")
     print(f"  the relayed cards' outcomes: "
           f"{', '.join(f'{k or chr(45)} {v}' for k, v in sorted(outcomes.items()))}")
     print(f"  CPU seconds over the run (of {2 * ran_s:.0f} two cores give; the machine is shared): "

@@ -33,6 +33,7 @@ Each worker count runs in a fresh process with a fresh store. Goals on a two-cor
 
 Run: .venv/bin/python bench/scale.py [--boards N] [--agents N] [--roster N] [--cards N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,7 +65,7 @@ from bench._common import (  # noqa: E402
 from bench._fleet import RELAY_BOARD, held_agent_runs_it, scenario  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
-BENCH_DB = "superdispatch_bench_scale"
+BENCH_DB = ["superdispatch_bench_scale"]  # the database's name (--database)
 OPERATOR_TOKEN = "bench-operator-token"
 SHARD_CARDS = 100  # the most ready cards one shard's task passes (see the docstring)
 SWEEP_S = 3600  # the sweep interval, so the pass's budget: longer than any whole sweep here
@@ -115,20 +116,27 @@ def run(workers: int, size: dict) -> dict:
     servers.start()
     data_dir = temp_dir("scale")
     port = free_port()
-    database_url = fresh_database("postgres", BENCH_DB, data_dir)
+    database_url = fresh_database("postgres", BENCH_DB[0], data_dir)
     env = base_env(suite.dispatch_config().as_env(), data_dir, database_url, REDIS_DB_URL)
-    env.update({
-        "PORT": str(port),
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(),
-        "SUPERDISPATCH_SWEEP_SECONDS": str(SWEEP_S),
-        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, SHARD_CARDS // max(1, size["cards"]))),
-        "OPENBLAS_NUM_THREADS": "1",
-    })
+    env.update(
+        {
+            "PORT": str(port),
+            "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(),
+            "SUPERDISPATCH_SWEEP_SECONDS": str(SWEEP_S),
+            "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(max(1, SHARD_CARDS // max(1, size["cards"]))),
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+    )
     os.environ.update(env)
     redis.Redis.from_url(REDIS_DB_URL).flushdb()
     manage = [PYTHON, os.path.join(ROOT, "manage.py")]
-    celery = [os.path.join(os.path.dirname(PYTHON), "celery"), "-A", "superdispatch", "worker",
-              "--loglevel=warning"]
+    celery = [
+        os.path.join(os.path.dirname(PYTHON), "celery"),
+        "-A",
+        "superdispatch",
+        "worker",
+        "--loglevel=warning",
+    ]
     subprocess.run(manage + ["migrate", "-v", "0"], env=env, check=True, cwd=ROOT)
     import django
 
@@ -159,16 +167,27 @@ def run(workers: int, size: dict) -> dict:
     log = open(os.path.join(data_dir, "processes.log"), "w")
     started = [
         subprocess.Popen(manage + ["serve"], env=env, cwd=ROOT, stdout=log, stderr=log),
-        subprocess.Popen(SWEEP_NICE + celery + ["-Q", "celery", f"--concurrency={workers}",
-                                   "-n", f"scale-sweep-{os.getpid()}@%h"],
-                         env=env, cwd=ROOT, stdout=log, stderr=log),
-        subprocess.Popen(celery + ["-Q", "placement", "--concurrency=1",
-                                   "-n", f"scale-place-{os.getpid()}@%h"],
-                         env=env, cwd=ROOT, stdout=log, stderr=log),
+        subprocess.Popen(
+            SWEEP_NICE
+            + celery
+            + ["-Q", "celery", f"--concurrency={workers}", "-n", f"scale-sweep-{os.getpid()}@%h"],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
+        ),
+        subprocess.Popen(
+            celery + ["-Q", "placement", "--concurrency=1", "-n", f"scale-place-{os.getpid()}@%h"],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
+        ),
     ]
     base = f"http://127.0.0.1:{port}"
     http = requests.Session()
     try:
+
         def answers() -> bool:
             try:
                 return http.get(base + "/healthz", timeout=1).status_code == 200
@@ -202,15 +221,26 @@ def run(workers: int, size: dict) -> dict:
         # worker's first request open their connections (the store, the broker, the
         # suite's tokens), a quarter second once, which is start-up and not the sweep's.
         relay_one()
-        cpu = CpuShares({"sweeps": started[1].pid, "placement": started[2].pid,
-                         "web": started[0].pid, "bench": os.getpid()})
+        cpu = CpuShares(
+            {
+                "sweeps": started[1].pid,
+                "placement": started[2].pid,
+                "web": started[0].pid,
+                "bench": os.getpid(),
+            },
+            database=BENCH_DB[0],
+        )
         cpu.start()
         sweep_started = time.monotonic()
         app.send_task("superdispatch.sweep")
         relay_thread = threading.Thread(target=relaying, daemon=True)
         relay_thread.start()
-        wait_until(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists(),
-                   SWEEP_S, "the sweep summing up", every=0.05)
+        wait_until(
+            lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists(),
+            SWEEP_S,
+            "the sweep summing up",
+            every=0.05,
+        )
         sweep_s = time.monotonic() - sweep_started
         cpu_s = cpu.stop()
         done.set()
@@ -219,14 +249,24 @@ def run(workers: int, size: dict) -> dict:
         boards = {b["id"] for b in spec["boards"]} - {RELAY_BOARD}
         card_ms = [(watch.held[c] - watch.read[c]) * 1000 for c in watch.held if c in watch.read]
         latencies = [r for r in relays if r is not None]
-        return {"sweep_s": sweep_s, "relay_ms": latencies, "relay_missed": len(relays) - len(latencies),
-                "card_ms": card_ms, "reads": len(watch.read), "holds": len(card_ms), "cpu_s": cpu_s,
-                "deferred": len(state.deferred_boards or []), "failed": state.failed_sweeps,
-                "unplaced": sum(int((shard.summary or {}).get("unplaced", 0))
-                                for shard in SweepShard.objects.all()),
-                "boards": len(boards)}
+        return {
+            "sweep_s": sweep_s,
+            "relay_ms": latencies,
+            "relay_missed": len(relays) - len(latencies),
+            "card_ms": card_ms,
+            "reads": len(watch.read),
+            "holds": len(card_ms),
+            "cpu_s": cpu_s,
+            "deferred": len(state.deferred_boards or []),
+            "failed": state.failed_sweeps,
+            "unplaced": sum(
+                int((shard.summary or {}).get("unplaced", 0)) for shard in SweepShard.objects.all()
+            ),
+            "boards": len(boards),
+            "load": os.getloadavg()[0],
+        }
     finally:
-        stop(started, servers, "postgres", BENCH_DB, wait_s=30)
+        stop(started, servers, "postgres", BENCH_DB[0], wait_s=30)
 
 
 def main() -> None:
@@ -237,9 +277,17 @@ def main() -> None:
     parser.add_argument("--roster", type=int, default=100)
     parser.add_argument("--cards", type=int, default=5)
     parser.add_argument("--workers", default="1,2,4")
-    parser.add_argument("--sweep-nice", type=int, default=0, metavar="N",
-                        help="start the sweeps worker under `nice -n N` (the placement worker "
-                             "and the rest at the usual priority)")
+    parser.add_argument(
+        "--sweep-nice",
+        type=int,
+        default=0,
+        metavar="N",
+        help="start the sweeps worker under `nice -n N` (the placement worker "
+        "and the rest at the usual priority)",
+    )
+    parser.add_argument(
+        "--database", default=BENCH_DB[0], help="the PostgreSQL database the run makes, and drops at its end"
+    )
     args = parser.parse_args()
     if min(args.boards, args.agents, args.roster, args.cards) < 1:
         parser.error("--boards, --agents, --roster and --cards must each be at least 1")
@@ -251,21 +299,32 @@ def main() -> None:
         counts = []
     if not counts or min(counts) < 1:
         parser.error(f"--workers takes worker process counts, comma-separated (1,2,4), not {args.workers!r}")
+    BENCH_DB[0] = args.database
     if args.sweep_nice:
         SWEEP_NICE[:] = ["nice", "-n", str(args.sweep_nice)]
-    size = {"boards": args.boards, "agents": args.agents, "roster": args.roster,
-            "cards": args.cards}
+    size = {"boards": args.boards, "agents": args.agents, "roster": args.roster, "cards": args.cards}
     if args.run:
         print(json.dumps(run(args.run, size)))
         return
-    print(f"one sweep: {args.boards} boards x {args.cards} ready cards, {args.agents} agents, "
-          f"{args.roster} on each board's roster; PostgreSQL and Redis, real HTTP")
+    print(
+        f"one sweep: {args.boards} boards x {args.cards} ready cards, {args.agents} agents, "
+        f"{args.roster} on each board's roster; PostgreSQL and Redis, real HTTP"
+    )
     figures = {}
     for workers in counts:
-        done = subprocess.run([PYTHON, __file__, "--run", str(workers),
-                               f"--sweep-nice={args.sweep_nice}",
-                               *(f"--{k}={v}" for k, v in size.items())],
-                              stdout=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [
+                PYTHON,
+                __file__,
+                "--run",
+                str(workers),
+                f"--sweep-nice={args.sweep_nice}",
+                f"--database={args.database}",
+                *(f"--{k}={v}" for k, v in size.items()),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         if done.returncode:
             sys.exit(f"scale bench: the run with {workers} workers failed")
         figures[workers] = result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -276,23 +335,37 @@ def main() -> None:
             f"{result['deferred']} boards and {result['unplaced']} cards left; "
             f"relay during it: {len(relay)} held, "
             f"{result['relay_missed']} missed, p50 {percentile(relay, 50):.0f} ms, "
-            f"p99 {percentile(relay, 99):.0f} ms"
+            f"p99 {percentile(relay, 99):.0f} ms; load average {result['load']:.2f}"
         )
         cpu = result["cpu_s"]
-        print(f"    CPU during it: sweeps workers {cpu.get('sweeps', 0):.1f} s, PostgreSQL "
-              f"{cpu.get('postgres', 0):.1f} s, this process (the stand-in, the relay) "
-              f"{cpu.get('bench', 0):.1f} s, placement worker {cpu.get('placement', 0):.1f} s, "
-              f"web {cpu.get('web', 0):.1f} s: {sum(cpu.values()):.0f} of the "
-              f"{result['sweep_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had")
+        print(
+            f"    CPU during it: sweeps workers {cpu.get('sweeps', 0):.1f} s, PostgreSQL "
+            f"{cpu.get('postgres', 0):.1f} s, this process (the stand-in, the relay) "
+            f"{cpu.get('bench', 0):.1f} s, placement worker {cpu.get('placement', 0):.1f} s, "
+            f"web {cpu.get('web', 0):.1f} s: {sum(cpu.values()):.0f} of the "
+            f"{result['sweep_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had; "
+            f"a card weighed: sweeps {cpu.get('sweeps', 0) * 1000 / max(1, result['reads']):.2f} ms, "
+            f"PostgreSQL {cpu.get('postgres', 0) * 1000 / max(1, result['reads']):.2f} ms"
+        )
     fewest = min(figures)
     one = figures[fewest]
     per_card = sum(one["card_ms"]) / max(1, len(one["card_ms"]))
     # The sweep's process-time (its wall time on each of its processes), less its cards'.
     per_board = (one["sweep_s"] * 1000 * fewest - per_card * len(one["card_ms"])) / one["boards"]
-    relay_w2 = figures.get(2, one)["relay_ms"]
+    w2 = figures.get(2, one)
+    relay_w2 = w2["relay_ms"]
+    # A card's CPU, in the run with two sweep processes (else the fewest): the sweeps workers'
+    # and PostgreSQL's over the cards the sweep weighed (each one eligibility read).
+    weighed = max(1, w2["reads"])
+    sweep_cpu = w2["cpu_s"].get("sweeps", 0) * 1000 / weighed
+    pg_cpu = w2["cpu_s"].get("postgres", 0) * 1000 / weighed
     line = " ".join(f"sweep_s_w{w}={figures[w]['sweep_s']:.2f}" for w in sorted(figures))
-    last_line(f"{line} relay_p99_during_sweep_ms={percentile(relay_w2, 99):.0f} "
-              f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f}")
+    last_line(
+        f"{line} relay_p99_during_sweep_ms={percentile(relay_w2, 99):.0f} "
+        f"per_board_ms={per_board:.1f} per_card_ms={per_card:.1f} "
+        f"sweep_cpu_ms_per_card={sweep_cpu:.2f} pg_cpu_ms_per_card={pg_cpu:.2f} "
+        f"load={os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""The record's shape, in one place: how a stored board, decision, candidate and suggestion maps
-to the JSON the operator API answers (camelCase, exactly as the docs name each field).
+"""The record's shape, in one place: how a stored board, decision and candidate maps to the JSON
+the operator API answers (camelCase, exactly as the docs name each field). A suggestion's and an
+experiment's are `suggestion_serializers.py`'s and `experiment_serializers.py`'s, on the same
+building blocks (`Time`, `Row`, `Columns`).
 
 The serializers below declare every field once, with the model attribute it reads. The API and
 its schema, the admin, the dataset and the suggestions read records through them, and the
@@ -17,13 +19,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from common.times import iso, parse_time
-from placement.switchback_analysis import OBJECTIVES
 from records.models.decisions import OUTCOMES, REASONS, TIERS
-from records.models.experiments import ExperimentState
-from records.models.suggestions import SUGGESTION_KINDS
 
 RUN_STATUSES = ("succeeded", "failed")
-EXPERIMENT_STATES = tuple(ExperimentState.values)
 
 # --- Times: answered and read as common.times writes and reads them ---------------------
 
@@ -108,14 +106,19 @@ class Columns(Row):
 # These values are answered as they were kept (JSONField); the serializers below only state
 # their shape, so a generated client reads each key as a typed field.
 
-def _words(**kwargs) -> serializers.ListField:
+def word_list(**kwargs) -> serializers.ListField:
     return serializers.ListField(child=serializers.CharField(), **kwargs)
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class StringsJson(serializers.JSONField):
+    """A list of words or ids, kept as found."""
+
+
 class CapabilitySerializer(serializers.Serializer):
-    all = _words(help_text="capabilities an agent must have, every one")
-    any = _words(help_text="capabilities of which an agent must have at least one (none: no "
-                           "such need)")
+    all = word_list(help_text="capabilities an agent must have, every one")
+    any = word_list(help_text="capabilities of which an agent must have at least one (none: no "
+                              "such need)")
 
 
 @extend_schema_field(CapabilitySerializer(allow_null=True))
@@ -149,7 +152,7 @@ class StageHistoryJson(serializers.JSONField):
 
 class PolicyVerdictSerializer(serializers.Serializer):
     allow = serializers.BooleanField(help_text="whether the dispatch policy allows the agent")
-    reasons = _words(help_text="the policy's reason codes")
+    reasons = word_list(help_text="the policy's reason codes")
     policyVersion = serializers.CharField(allow_null=True,
                                           help_text="the policy version that answered")
 
@@ -401,257 +404,3 @@ class DecisionSerializer(Row):
         help_text="the experiment whose block was in force when the card was decided")
 
     omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run", "experiment")
-
-
-# --- Suggestions ------------------------------------------------------------------------
-
-class SuggestedAgentSerializer(serializers.Serializer):
-    agentId = serializers.CharField()
-    principalId = serializers.CharField(allow_null=True)
-    stationId = serializers.CharField(allow_null=True)
-
-
-@extend_schema_field(SuggestedAgentSerializer(many=True))
-class AgentsJson(serializers.JSONField):
-    """Agents, as a suggestion names them."""
-
-
-@extend_schema_field({"type": "array", "items": {"type": "string"}})
-class StringsJson(serializers.JSONField):
-    """A list of words or ids, kept as found."""
-
-
-class TargetSerializer(serializers.Serializer):
-    """What a supply proposal asks for; each kind answers its own keys."""
-
-    capability = CapabilityJson(required=False, allow_null=True,
-                                help_text="add-station: the capability the station serves")
-    isolation = serializers.CharField(required=False, allow_null=True,
-                                      help_text="add-station, move-to-host: the isolation")
-    models = _words(required=False, help_text="add-station: the models it needs")
-    tools = _words(required=False, help_text="add-station: the tools it needs")
-    credentials = _words(required=False, help_text="add-station: the credentials it needs")
-    agentId = serializers.CharField(required=False, help_text="change-model: the agent")
-    stationId = serializers.CharField(required=False,
-                                      help_text="change-model, move-to-host: the station")
-    model = serializers.CharField(required=False, allow_null=True,
-                                  help_text="change-model, move-to-host: the model")
-    occupant = serializers.CharField(required=False, allow_null=True,
-                                     help_text="move-to-host: the agent in the station now")
-    runtime = serializers.CharField(required=False, allow_null=True,
-                                    help_text="move-to-host: the station's runtime")
-    harness = serializers.CharField(required=False, allow_null=True,
-                                    help_text="move-to-host: the station's harness")
-
-
-@extend_schema_field(TargetSerializer(allow_null=True))
-class TargetJson(serializers.JSONField):
-    """What the proposal asks for; null for raise-capacity."""
-
-
-class EffectSerializer(serializers.Serializer):
-    cards = serializers.IntegerField(help_text="cards that went unplaced for want of it")
-    agents = serializers.IntegerField(help_text="agents it would make able to take them")
-    summary = serializers.CharField(help_text="the same, in words")
-
-
-@extend_schema_field(EffectSerializer(allow_null=True))
-class EffectJson(serializers.JSONField):
-    """What the proposal would change."""
-
-
-ROSTER_FIELDS = ("capability", "rostered", "candidates", "reasons", "reason")
-SUPPLY_FIELDS = ("rationale", "target", "estimatedEffect", "howToApply", "registry")
-
-
-class SuggestionSerializer(serializers.Serializer):
-    """A roster suggestion or a supply proposal; each answers its own kind's fields."""
-
-    id = serializers.CharField()
-    kind = serializers.ChoiceField(SUGGESTION_KINDS, help_text="add-agent-to-board and "
-                                   "lane-single-point are roster suggestions; the rest, supply "
-                                   "proposals")
-    boardId = serializers.CharField(source="board_id")
-    stageKey = serializers.CharField(source="stage_key")
-    # Roster suggestions
-    capability = CapabilityJson(required=False, allow_null=True)
-    rostered = StringsJson(required=False, help_text="the agents on the lane's roster")
-    candidates = AgentsJson(required=False, help_text="agents off the roster that could take "
-                                                      "the lane's cards")
-    reasons = StringsJson(required=False, help_text="the rules that found it")
-    reason = serializers.CharField(required=False, help_text="the suggestion, in words")
-    # Supply proposals
-    rationale = serializers.CharField(required=False, help_text="why, in words")
-    target = TargetJson(required=False, allow_null=True)
-    estimatedEffect = EffectJson(source="estimated_effect", required=False, allow_null=True)
-    howToApply = serializers.CharField(source="how_to_apply", required=False,
-                                       help_text="what to do, and where")
-    registry = serializers.ChoiceField(["read", "unread"], required=False,
-                                       help_text="whether AgentPod's station registry was read")
-    # Both
-    evidence = StringsJson(help_text="the newest decisions that bear it out (pld_…)")
-    evidenceCount = serializers.IntegerField(source="evidence_count")
-    firstSeenAt = Time(source="first_seen_at", help_text="when it was first found")
-    lastSeenAt = Time(source="last_seen_at", help_text="when it was last found")
-    resolvedAt = Time(source="resolved_at", allow_null=True,
-                      help_text="when it stopped being found; null: it still is")
-    dismissedAt = Time(source="dismissed_at", allow_null=True,
-                       help_text="when a person dismissed it; null: nobody has")
-
-    def to_representation(self, instance) -> dict[str, Any]:
-        out = super().to_representation(instance)
-        for name in ROSTER_FIELDS if instance.is_supply else SUPPLY_FIELDS:
-            del out[name]
-        return out
-
-
-# --- Experiments --------------------------------------------------------------------------
-
-class BlockSerializer(serializers.Serializer):
-    index = serializers.IntegerField()
-    arm = serializers.CharField(help_text="a formula's recorded name, or pull")
-    starts = serializers.CharField(help_text="a time (RFC 3339)")
-    ends = serializers.CharField(help_text="a time (RFC 3339)")
-
-
-class DroppedArmSerializer(serializers.Serializer):
-    arm = serializers.CharField()
-    at = serializers.CharField(help_text="when the guardrail dropped it (RFC 3339)")
-    why = serializers.CharField()
-
-
-class GuardrailSerializer(serializers.Serializer):
-    successDrop = serializers.FloatField(
-        help_text="drop an arm whose success is below pull's by more than this"
-    )
-    leadRatio = serializers.FloatField(help_text="or whose mean lead exceeds pull's by this ratio")
-
-
-@extend_schema_field(BlockSerializer(many=True))
-class ScheduleJson(serializers.JSONField):
-    """The schedule drawn at the start, as stored."""
-
-
-@extend_schema_field(DroppedArmSerializer(many=True))
-class DroppedJson(serializers.JSONField):
-    """The arms the guardrail dropped, when and why."""
-
-
-@extend_schema_field(GuardrailSerializer())
-class GuardrailJson(serializers.JSONField):
-    """The guardrail's bounds, as given at the start."""
-
-
-class FigureSerializer(serializers.Serializer):
-    estimate = serializers.FloatField()
-    low = serializers.FloatField(help_text="the 95% interval's low end")
-    high = serializers.FloatField(help_text="its high end")
-
-
-class BlockFiguresSerializer(serializers.Serializer):
-    index = serializers.IntegerField()
-    arm = serializers.CharField()
-    cards = serializers.IntegerField(help_text="cards that count for the block")
-    success = serializers.FloatField(allow_null=True, help_text="the share of runs that succeeded")
-    leadMeanS = serializers.FloatField(allow_null=True, help_text="mean seconds to a success")
-    waitP95S = serializers.FloatField(allow_null=True, help_text="p95 seconds to a claim")
-
-
-class ArmFiguresSerializer(serializers.Serializer):
-    arm = serializers.CharField()
-    blocks = serializers.IntegerField()
-    cards = serializers.IntegerField()
-    success = serializers.FloatField(allow_null=True)
-    lead_mean_s = serializers.FloatField(allow_null=True, help_text="mean seconds to a success")
-    wait_p95_s = serializers.FloatField(allow_null=True, help_text="p95 seconds to a claim")
-
-
-class ComparisonSerializer(serializers.Serializer):
-    arm = serializers.CharField()
-    against = serializers.CharField()
-    success = FigureSerializer(allow_null=True, help_text="the difference in success")
-    lead_ratio = FigureSerializer(allow_null=True, help_text="the ratio of mean leads")
-    wait_p95_s = FigureSerializer(allow_null=True, help_text="the difference in p95 wait, s")
-
-
-class GuardrailDropSerializer(serializers.Serializer):
-    arm = serializers.CharField()
-    metric = serializers.CharField()
-    estimate = serializers.FloatField()
-    bound = serializers.FloatField()
-    why = serializers.CharField()
-
-
-class GuardrailReadSerializer(serializers.Serializer):
-    success_drop = serializers.FloatField()
-    lead_ratio = serializers.FloatField()
-    alpha = serializers.FloatField()
-    design_effect = serializers.FloatField()
-    min_blocks = serializers.IntegerField()
-
-
-class AnalysisSerializer(serializers.Serializer):
-    """What the ended blocks say, as the newest review read them."""
-
-    objective = serializers.ChoiceField(OBJECTIVES)
-    burnInS = serializers.IntegerField()
-    blocksEnded = serializers.IntegerField()
-    blocksTotal = serializers.IntegerField()
-    blocks = BlockFiguresSerializer(many=True)
-    arms = ArmFiguresSerializer(many=True)
-    againstPull = ComparisonSerializer(many=True)
-    between = ComparisonSerializer(many=True)
-    winner = serializers.CharField(allow_null=True)
-    why = serializers.CharField()
-    blocksToDecision = serializers.IntegerField(allow_null=True,
-                                                help_text="null: the spread seen never decides")
-    drops = GuardrailDropSerializer(many=True)
-    dropped = _words()
-    guardrail = GuardrailReadSerializer()
-
-
-@extend_schema_field(AnalysisSerializer(allow_null=True))
-class AnalysisJson(serializers.JSONField):
-    """The newest analysis, as stored."""
-
-
-class ExperimentSerializer(Row):
-    """One switchback experiment: its plan, the schedule drawn at its start, what the guardrail
-    dropped, the newest analysis, and the winner once decided."""
-
-    id = serializers.CharField()
-    state = serializers.ChoiceField(EXPERIMENT_STATES, help_text="where the experiment is")
-    boards = StringsJson(help_text="board ids: whole clusters of boards that share agents")
-    arms = StringsJson(help_text="each a formula's recorded name, or pull")
-    objective = serializers.ChoiceField(OBJECTIVES, help_text="what the winner is chosen for")
-    blockSeconds = serializers.IntegerField(source="block_seconds")
-    seed = serializers.IntegerField()
-    burnInSeconds = serializers.IntegerField(source="burn_in_seconds")
-    guardrail = GuardrailJson()
-    holdbackEvery = serializers.IntegerField(
-        source="holdback_every",
-        required=False,
-        allow_null=True,
-        help_text=(
-            "after the decision, one block in this many keeps running pull; left out without a holdback"
-        ),
-    )
-    schedule = ScheduleJson()
-    dropped = DroppedJson()
-    winner = serializers.CharField(
-        allow_null=True, help_text="the winning arm for the objective, once decided"
-    )
-    decidedAt = Time(source="decided_at", allow_null=True)
-    analysis = AnalysisJson(
-        allow_null=True, help_text="the newest analysis after a block: per arm, each against pull "
-        "with a 95% interval, blocks still needed, the guardrail's drops")
-    holdback = AnalysisJson(
-        required=False, allow_null=True,
-        help_text="the holdback's newest figure: the board's formula against pull over its blocks")
-    startsAt = Time(source="starts_at")
-    endsAt = Time(source="ends_at")
-    stoppedAt = Time(source="stopped_at", allow_null=True)
-    createdBy = serializers.CharField(source="created_by")
-    createdAt = Time(source="created_at")
-
-    omit_when_null = ("holdbackEvery", "holdback")

@@ -9,7 +9,9 @@ the whole of it: the head, checked against the server's limits, then the body, u
 API's limit. Only then does a thread of a small fixed pool run the WSGI application (Django,
 unchanged: its middleware, its database connection kept per thread as before), and the loop
 writes the answer at the client's pace. A thread is held only while the application works;
-`/healthz` has a thread of its own, so the probe is not answered after a backlog of reads.
+`/healthz` has a thread of its own, and so do writes (every method but GET, HEAD and OPTIONS:
+the relay's webhook among them), so neither the probe nor a delivery is answered after a
+backlog of reads.
 
 What it keeps from gunicorn's threaded worker:
 - a request line over `limit_request_line` is a 414, a header over `limit_request_field_size`
@@ -55,6 +57,8 @@ PIECE = 64 * 1024
 BODY_TIMEOUT_S = 30
 INTERNAL = "something went wrong; see the service log"  # as common.errors.json_500 says
 PROBE = b"/healthz"
+READS = ("GET", "HEAD", "OPTIONS")  # the methods the pool of `threads` runs; the rest, writes
+WRITE_THREADS = 2
 
 
 class _Gone(Exception):
@@ -142,10 +146,10 @@ class _Pool:
     """A fixed number of threads running the application. They are daemon threads: a worker
     that retires after an overrun exits without waiting for the thread still busy."""
 
-    def __init__(self, threads: int):
+    def __init__(self, threads: int, name: str):
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         for n in range(threads):
-            threading.Thread(target=self._work, name=f"front-{n}", daemon=True).start()
+            threading.Thread(target=self._work, name=f"front-{name}-{n}", daemon=True).start()
 
     def submit(self, job: Callable[[], None]) -> None:
         self.jobs.put(job)
@@ -208,13 +212,18 @@ class Front:
 
     def __init__(self, wsgi: Callable, threads: int = 4, limits: Limits | None = None,
                  budget_s: float = 60, on_overrun: Callable[[dict], None] | None = None,
-                 body_timeout_s: float = BODY_TIMEOUT_S, wait_for=asyncio.wait_for):
+                 body_timeout_s: float = BODY_TIMEOUT_S, wait_for=asyncio.wait_for,
+                 write_threads: int = WRITE_THREADS):
         self.wsgi = wsgi
-        self.pool = _Pool(threads)
+        self.pool = _Pool(threads, "read")  # reads: GET, HEAD, OPTIONS
+        # Every other method (a write, the relay's webhook) on threads of its own: a delivery
+        # is answered, and its card queued for a worker, while the reads' threads work through
+        # a backlog of pages. A write costs a few milliseconds; a page of decisions many more.
+        self.write_pool = _Pool(write_threads, "write")
         # `/healthz` on a thread of its own: a probe answers while the pool works through a
         # backlog of reads, rather than after it (compose restarts a web server whose probe
         # waits too long).
-        self.probe_pool = _Pool(1)
+        self.probe_pool = _Pool(1, "probe")
         self.limits = limits or Limits()
         self.budget_s = budget_s
         self.on_overrun = on_overrun or (lambda scope: None)
@@ -259,7 +268,12 @@ class Front:
 
     async def _answer(self, scope: dict, environ: dict, receive, send) -> None:
         answer = _Answer(asyncio.get_running_loop())
-        pool = self.probe_pool if scope["raw_path"] == PROBE else self.pool
+        if scope["raw_path"] == PROBE:
+            pool = self.probe_pool
+        elif scope["method"] in READS:
+            pool = self.pool
+        else:
+            pool = self.write_pool
         pool.submit(lambda: self._run(environ, answer))
         watch = asyncio.ensure_future(self._watch(receive, answer))
         try:

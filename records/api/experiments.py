@@ -16,8 +16,9 @@ from common.views import OperatorView
 from placement import switchback
 from records.api import query
 from records.api.query import BOARD_ID, Body, JsonInteger, Matching, NoQuery
+from records.experiment_serializers import ExperimentSerializer
 from records.models import Experiment
-from records.serializers import ExperimentSerializer, TimeInput
+from records.serializers import TimeInput
 from records.store.actions.experiments import (
     BLOCK_SECONDS,
     BURN_IN_SECONDS,

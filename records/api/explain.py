@@ -20,6 +20,7 @@ TERMS = (
 )
 
 NEAR_MISSES_LISTED = 5
+_ROSTER = ROSTER.name
 
 
 def explain(decision: dict[str, Any]) -> str:
@@ -50,8 +51,10 @@ def in_set(candidate: dict[str, Any]) -> bool:
     """Whether the candidate was in the candidate set: the identity filter (`roster`) passed it.
     Not whether it carries `capable`, which marks an agent off the roster: under `all` a direct
     agent in the set carries it, and a rostered agent whose row is disabled is off the set."""
-    return any(f.get("filter") == ROSTER.name and f.get("passed")
-               for f in candidate.get("filters") or ())
+    for f in candidate.get("filters") or ():  # a plain loop: asked of every candidate of a page
+        if f.get("filter") == _ROSTER and f.get("passed"):
+            return True
+    return False
 
 
 def near_misses(candidates: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:

@@ -13,6 +13,7 @@ candidate, from model instances, and encoded whole, such a page cost the web ser
   from the whole record, as before; the JSON text is then written around the candidates' text,
   each piece encoded as the JSON renderer encodes an answer (`common.renderers`).
 """
+
 from __future__ import annotations
 
 import threading
@@ -43,7 +44,7 @@ class _Fields(DecisionSerializer):
 _present_fields = _Fields().to_representation
 # The fields answered before `candidates`; the rest, then `explanation` (and `agent`), after.
 _NAMES = [step[0] for step in DecisionSerializer()._plan]
-_BEFORE = frozenset(_NAMES[:_NAMES.index(CANDIDATES)])
+_BEFORE = frozenset(_NAMES[: _NAMES.index(CANDIDATES)])
 
 
 class Presented:
@@ -61,19 +62,23 @@ class Presented:
 def _marked(digest: str) -> tuple[tuple[Presented, Presented], ...]:
     """Every candidate a mark against this roll may stand for, by position: (incapable,
     capable). A roll is named by the digest of its agents and never changes."""
-    return tuple(tuple(Presented(SimpleNamespace(**marks.off_set_columns(
-        "", position, agent_id, principal_id, capable))) for capable in (False, True))
-        for position, (agent_id, principal_id) in enumerate(Roll.agents_of(digest)))
+    return tuple(
+        tuple(
+            Presented(SimpleNamespace(**marks.off_set_columns("", position, agent_id, principal_id, capable)))
+            for capable in (False, True)
+        )
+        for position, (agent_id, principal_id) in enumerate(Roll.agents_of(digest))
+    )
 
 
 def _candidates(decision: Decision, rows: list) -> list[Presented]:
     table = _marked(decision.roll_id) if decision.roll_marks else ()
-    return candidates_of(decision, [Presented(row) for row in rows],
-                         lambda position, capable: table[position][capable])
+    return candidates_of(
+        decision, [Presented(row) for row in rows], lambda position, capable: table[position][capable]
+    )
 
 
-def _text(decision: Decision, fields: dict, candidates: list[Presented],
-          agent_id: str | None) -> str:
+def _text(decision: Decision, fields: dict, candidates: list[Presented], agent_id: str | None) -> str:
     """The decision's JSON text as ExplainedDecisionSerializer answers it (with `agent`, what
     it made of that agent, as a list read with `?agent=` answers each)."""
     before = {k: v for k, v in fields.items() if k in _BEFORE}
@@ -81,10 +86,18 @@ def _text(decision: Decision, fields: dict, candidates: list[Presented],
     after["explanation"] = explain({**fields, CANDIDATES: [c.record for c in candidates]})
     if agent_id is not None:
         found = next(c for c in candidates if c.row.agent_id == agent_id)
-        after["agent"] = {"agentId": agent_id, **agents.verdict(found.row, decision.chosen),
-                          "record": found.record}
-    return (encode(before)[:-1] + f',"{CANDIDATES}":[' + ",".join(c.text for c in candidates)
-            + "]," + encode(after)[1:])
+        after["agent"] = {
+            "agentId": agent_id,
+            **agents.verdict(found.row, decision.chosen),
+            "record": found.record,
+        }
+    return (
+        encode(before)[:-1]
+        + f',"{CANDIDATES}":['
+        + ",".join(c.text for c in candidates)
+        + "],"
+        + encode(after)[1:]
+    )
 
 
 class _Written:

@@ -22,15 +22,11 @@ from records.api import pages, query
 from records.api.explain import explain
 from records.api.query import DecisionsQuery, NoQuery, SuggestionsQuery
 from records.models import Board, Decision, Suggestion
-from records.serializers import (
-    BoardSerializer,
-    CandidateSerializer,
-    DecisionSerializer,
-    SuggestionSerializer,
-)
+from records.serializers import BoardSerializer, CandidateSerializer, DecisionSerializer
 from records.store import agents
 from records.store.actions.boards import do_opt_in, do_opt_out
 from records.store.actions.suggestions import do_dismiss_suggestion
+from records.suggestion_serializers import SuggestionSerializer
 
 
 class AgentVerdictSerializer(serializers.Serializer):

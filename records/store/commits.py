@@ -1,9 +1,10 @@
 """When a commit waits for the disk: a pass's commits do not, but for its decisions'.
 
 The loop wraps each pass in `pass_commits`; a decision's write asks for its own commit to wait
-(`wait_for_the_disk`), so a decision and its candidates are on disk before its hold is asked
+(`ON_DISK`, carried by its INSERT), so a decision and its candidates are on disk before its hold is asked
 for. On PostgreSQL only; elsewhere (SQLite) both change nothing.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ def pass_commits() -> Iterator[None]:
     commits a few times a card (its decision, its hold) and a board (its lease taken and let
     go, its read and settling), and a sweep's cores stood idle on those waits
     (docs/performance.md). Within this block, on PostgreSQL, only a decision's commit waits
-    (`wait_for_the_disk`, in `do_record_decision`): a decision and its candidates are on disk
+    (`ON_DISK`, in `do_record_decision`'s INSERT): a decision and its candidates are on disk
     before its hold is asked for. A crash of PostgreSQL itself (not a restart, which writes
     everything out) may lose the last moment's other writes (three times `wal_writer_delay`,
     0.6 s by default), each a state the loop already meets when a worker dies: a hold granted
@@ -43,9 +44,8 @@ def pass_commits() -> Iterator[None]:
             pass  # the connection is gone, and the setting with it
 
 
-def wait_for_the_disk() -> None:
-    """This transaction's commit waits for the disk, inside `pass_commits` too: called first in
-    a decision's transaction, so the decision is on disk before its hold is asked for."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO on")
+# An expression that makes the commit of the transaction it runs in wait for the disk, as
+# `SET LOCAL synchronous_commit TO on` does (PostgreSQL's `set_config`, local to the
+# transaction), for a statement to carry: a decision's INSERT returns it (`inserts.insert_row`),
+# so its commit waits without a statement, and a round trip to the store, of its own.
+ON_DISK = "set_config('synchronous_commit', 'on', true)"

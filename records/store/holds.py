@@ -1,12 +1,13 @@
 """SuperDispatch's own holds, read back from the store for the filters and scoring: those live
 and lapsed, those settled, each card's ladder and the claims seen. What became of a claim's
 run is SuperWitness's to say, and is not read here."""
+
 from __future__ import annotations
 
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone as dt_timezone
 from typing import Iterable
 
 from django.db import connection
@@ -25,8 +26,14 @@ from records.models import (
 from records.store import prepared
 
 RETRY_AFTER = timedelta(minutes=5)  # a card that chose nobody, or was refused, waits this long
-NOBODY = (DecisionReason.NO_CANDIDATES, DecisionReason.EMPTY_LANE, DecisionReason.ONE_CANDIDATE,
-          DecisionReason.NONE_ELIGIBLE, DecisionReason.PULL_AS_GOOD, DecisionReason.PULL_ARM)
+NOBODY = (
+    DecisionReason.NO_CANDIDATES,
+    DecisionReason.EMPTY_LANE,
+    DecisionReason.ONE_CANDIDATE,
+    DecisionReason.NONE_ELIGIBLE,
+    DecisionReason.PULL_AS_GOOD,
+    DecisionReason.PULL_ARM,
+)
 
 
 @dataclass
@@ -37,18 +44,21 @@ class Holds:
     live: dict[str, set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
     lapses: dict[str, list[datetime]] = field(default_factory=lambda: defaultdict(list))
 
-    def holding_other_than(self, board_id: str, card_id: str,
-                           among: Iterable[str] | None = None) -> frozenset[str]:
+    def holding_other_than(
+        self, board_id: str, card_id: str, among: Iterable[str] | None = None
+    ) -> frozenset[str]:
         """Agents that hold a card other than this one: of `among` alone, when named."""
         live, this = self.live, {(board_id, card_id)}
-        return frozenset(agent for agent in (live.keys() if among is None else among)
-                         if (cards := live.get(agent)) and cards - this)
+        return frozenset(
+            agent
+            for agent in (live.keys() if among is None else among)
+            if (cards := live.get(agent)) and cards - this
+        )
 
     def holding(self, among: Iterable[str] | None = None) -> frozenset[str]:
         """Agents that hold any card: of `among` alone, when named."""
         live = self.live
-        return frozenset(agent for agent in (live.keys() if among is None else among)
-                         if live.get(agent))
+        return frozenset(agent for agent in (live.keys() if among is None else among) if live.get(agent))
 
     def lapses_of(self, among: Iterable[str] | None = None) -> dict[str, tuple[datetime, ...]]:
         """Each agent's recent lapses: of `among` alone, when named."""
@@ -62,42 +72,60 @@ class Holds:
 
 
 IN_CHUNK = 500  # agent ids one query names at most (SQLite takes 999 parameters at most)
+_DECISIONS = Decision._meta.db_table
+
+
+# The two reads of `holds`, in plain SQL: a pass reads them for the thousands of agents its
+# boards may hold, and the ORM quoted every agent's id into the statement in Python, about
+# 15 ms a read of 2,000 agents where the statement, prepared and bound on the server, takes
+# under 1 ms (docs/performance.md). The agents go as one JSON list, on either store.
+_LIVE = (
+    "SELECT chosen, board_id, card_id FROM {table} WHERE outcome_status IS NULL "
+    "AND chosen IS NOT NULL AND reserved_until > %s"
+)
+# A hold whose answer never came and that no read showed (`reservation_unknown` kept on its
+# settled decision) is not known to have been made: never a lapse of its agent's.
+_LAPSED = (
+    "SELECT chosen, reserved_until FROM {table} WHERE chosen IS NOT NULL "
+    "AND reserved_until > %s AND reserved_until <= %s AND reservation_unknown IS NULL "
+    f"AND (outcome_status = '{OutcomeStatus.EXPIRED.value}' "
+    f"OR (outcome_status = '{OutcomeStatus.CLAIMED_BY_OTHER.value}' AND outcome_at > reserved_until))"
+)
 
 
 def holds(now: datetime, rules: Rules, agents: Iterable[str] | None = None) -> Holds:
     """Every live hold, and every unclaimed lapse within the rules' no-show window, by agent:
     of `agents` alone, when named (a pass needs only those of the agents it may hold for)."""
     out = Holds()
-    # Unordered: a decision's default order (newest first) is a sort for the store and about a
-    # sixth of the ORM's work building each query, and nothing here reads in order.
-    live = Decision.objects.filter(outcome_status__isnull=True, chosen__isnull=False,
-                                   reserved_until__gt=now).order_by()
-    # A hold whose answer never came and that no read showed (`reservation_unknown` kept on
-    # its settled decision) is not known to have been made: never a lapse of its agent's.
-    lapsed = Decision.objects.filter(
-        chosen__isnull=False, reserved_until__gt=now - timedelta(seconds=rules.no_show_window_s),
-        reserved_until__lte=now, reservation_unknown__isnull=True,
-    ).filter(Q(outcome_status=OutcomeStatus.EXPIRED)
-             | Q(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, outcome_at__gt=F("reserved_until"))
-             ).order_by()
-    for of_agents in _by_agents(agents):
-        for agent, board, card in of_agents(live).values_list("chosen", "board_id", "card_id"):
+    adapt = connection.ops.adapt_datetimefield_value
+    among, named = "", []
+    if agents is not None:
+        among = f" AND {_among('chosen')}"
+        named = [json.dumps(sorted(set(agents)))]
+    since = now - timedelta(seconds=rules.no_show_window_s)
+    with prepared.cursor() as cursor:
+        cursor.execute(_LIVE.format(table=_DECISIONS) + among, [adapt(now), *named])
+        for agent, board, card in cursor.fetchall():
             out.add(agent, board, card)
-        for agent, until in of_agents(lapsed).values_list("chosen", "reserved_until"):
-            out.lapses[agent].append(until)
+        cursor.execute(_LAPSED.format(table=_DECISIONS) + among, [adapt(since), adapt(now), *named])
+        for agent, until in cursor.fetchall():
+            out.lapses[agent].append(_aware(until))
     return out
 
 
-def _by_agents(agents: Iterable[str] | None):
-    """Filters that narrow a query of decisions to their chosen agent among `agents`, a
-    chunk at a time; one that narrows nothing when no agents are named."""
-    if agents is None:
-        yield lambda decisions: decisions
-        return
-    ids = sorted(set(agents))
-    for start in range(0, len(ids), IN_CHUNK):
-        chunk = ids[start:start + IN_CHUNK]
-        yield lambda decisions, chunk=chunk: decisions.filter(chosen__in=chunk)
+def _among(column: str) -> str:
+    """SQL: the column is one of the strings of a JSON list, given as one parameter. On
+    PostgreSQL the list is made an array once (an InitPlan) and the column probed for it on
+    its index: the planner joined `IN (SELECT jsonb_array_elements_text(...))` to every row in
+    a nested loop, running the whole list for each (a second a read at 5,000 holds)."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(ARRAY(SELECT jsonb_array_elements_text(%s::jsonb)))"
+    return f"{column} IN (SELECT value FROM json_each(%s))"
+
+
+def _aware(value: datetime) -> datetime:
+    """A time as plain SQL reads it back: SQLite's is naive, in UTC as Django stores every time."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt_timezone.utc)
 
 
 MAX_HOLD = timedelta(seconds=300)  # the longest window SuperPipeline grants a hold
@@ -107,11 +135,13 @@ def claims_since(agent_ids: Iterable[str], since: datetime) -> dict[str, datetim
     """Agents seen claiming a card we decided on after `since` (the held agent, or another
     that claimed it by pull), each with its latest such claim, whose run is not known to
     have ended."""
-    rows = (Decision.objects
-            .filter(created_at__gte=since - MAX_HOLD, outcome_at__gt=since,
-                    outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER),
-                    outcome_by__in=list(agent_ids), run_ended_at__isnull=True)
-            .values_list("outcome_by", "outcome_at"))
+    rows = Decision.objects.filter(
+        created_at__gte=since - MAX_HOLD,
+        outcome_at__gt=since,
+        outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER),
+        outcome_by__in=list(agent_ids),
+        run_ended_at__isnull=True,
+    ).values_list("outcome_by", "outcome_at")
     latest: dict[str, datetime] = {}
     for agent, at in rows:
         latest[agent] = max(at, latest.get(agent, at))
@@ -119,7 +149,6 @@ def claims_since(agent_ids: Iterable[str], since: datetime) -> dict[str, datetim
 
 
 IN_FLIGHT = timedelta(seconds=60)  # a decision recorded, its hold not yet asked for or answered
-_DECISIONS = Decision._meta.db_table
 
 
 # An agent's live holds, and its decisions whose hold is not yet answered: the two looks a pass
@@ -128,7 +157,8 @@ _DECISIONS = Decision._meta.db_table
 # times the query's own time building them (docs/performance.md).
 _LIVE_OR_ASKING = (
     "outcome_status IS NULL AND (reserved_until > %s OR (reserved_until IS NULL"
-    " AND reservation_refused IS NULL AND created_at >= %s))")
+    " AND reservation_refused IS NULL AND created_at >= %s))"
+)
 
 
 def _live_params(now: datetime) -> list:
@@ -153,39 +183,48 @@ def holding_now(agent_ids: Iterable[str], now: datetime) -> list[tuple[str, str,
             # (docs/performance.md).
             # The list goes as one JSON text: psycopg quotes a text[] element by element in
             # Python, twice the whole query's time for a roster of a hundred.
-            cursor.execute(f"SELECT d.chosen, d.board_id, d.card_id "
-                           f"FROM jsonb_array_elements_text(%s::jsonb) AS a(agent) "
-                           f"CROSS JOIN LATERAL (SELECT chosen, board_id, card_id FROM {_DECISIONS} "
-                           f"WHERE chosen = a.agent AND {_LIVE_OR_ASKING} OFFSET 0) AS d",
-                           [json.dumps(agents), *_live_params(now)])
+            cursor.execute(
+                f"SELECT d.chosen, d.board_id, d.card_id "
+                f"FROM jsonb_array_elements_text(%s::jsonb) AS a(agent) "
+                f"CROSS JOIN LATERAL (SELECT chosen, board_id, card_id FROM {_DECISIONS} "
+                f"WHERE chosen = a.agent AND {_LIVE_OR_ASKING} OFFSET 0) AS d",
+                [json.dumps(agents), *_live_params(now)],
+            )
             found.extend(tuple(row) for row in cursor.fetchall())
             return found
-        for chunk in (agents[i:i + IN_CHUNK] for i in range(0, len(agents), IN_CHUNK)):
-            cursor.execute(f"SELECT chosen, board_id, card_id FROM {_DECISIONS} "
-                           f"WHERE chosen IN ({', '.join(['%s'] * len(chunk))}) AND {_LIVE_OR_ASKING}",
-                           [*chunk, *_live_params(now)])
+        for chunk in (agents[i : i + IN_CHUNK] for i in range(0, len(agents), IN_CHUNK)):
+            cursor.execute(
+                f"SELECT chosen, board_id, card_id FROM {_DECISIONS} "
+                f"WHERE chosen IN ({', '.join(['%s'] * len(chunk))}) AND {_LIVE_OR_ASKING}",
+                [*chunk, *_live_params(now)],
+            )
             found.extend(tuple(row) for row in cursor.fetchall())
     return found
 
 
-def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime,
-                   decision_id: str) -> bool:
+def held_elsewhere(agent_id: str, board_id: str, card_id: str, now: datetime, decision_id: str) -> bool:
     """Whether another pass holds the agent for another card, or is about to: a live hold, or
     a decision for it recorded within the last minute whose hold is not yet answered. Passes
     running at once (a sweep's shards) each record their decision before asking this, so of
     two racing for one agent at least one sees the other."""
     with prepared.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {_DECISIONS} WHERE chosen = %s AND id <> %s "
-                       f"AND NOT (board_id = %s AND card_id = %s) AND {_LIVE_OR_ASKING} LIMIT 1",
-                       [agent_id, decision_id, board_id, card_id, *_live_params(now)])
+        cursor.execute(
+            f"SELECT 1 FROM {_DECISIONS} WHERE chosen = %s AND id <> %s "
+            f"AND NOT (board_id = %s AND card_id = %s) AND {_LIVE_OR_ASKING} LIMIT 1",
+            [agent_id, decision_id, board_id, card_id, *_live_params(now)],
+        )
         return cursor.fetchone() is not None
 
 
 def settled_on_board(board_id: str) -> dict[str, tuple[int, int]]:
     """(claimed, settled) holds per agent on one board, for its success rate: its tallies, a
     row an agent held there, however many holds the board has settled."""
-    return {agent: (claimed, settled) for agent, claimed, settled in
-            HoldTally.objects.filter(board_id=board_id).values_list("agent_id", "claimed", "settled")}
+    return {
+        agent: (claimed, settled)
+        for agent, claimed, settled in HoldTally.objects.filter(board_id=board_id).values_list(
+            "agent_id", "claimed", "settled"
+        )
+    }
 
 
 @dataclass(frozen=True)
@@ -204,10 +243,21 @@ def ladders(board_id: str, cards: Iterable[tuple[str, str, datetime]]) -> dict[s
     wanted = {card: (stage, ready) for card, stage, ready in cards}
     steps: dict[str, list[dict]] = defaultdict(list)
     if wanted:
-        rows = (Decision.objects.filter(board_id=board_id, card_id__in=list(wanted))
-                .order_by("created_at", "id")
-                .values("card_id", "stage_key", "ladder_ready_at", "chosen", "reason",
-                        "tier_name", "reserved_until", "outcome_status", "created_at"))
+        rows = (
+            Decision.objects.filter(board_id=board_id, card_id__in=list(wanted))
+            .order_by("created_at", "id")
+            .values(
+                "card_id",
+                "stage_key",
+                "ladder_ready_at",
+                "chosen",
+                "reason",
+                "tier_name",
+                "reserved_until",
+                "outcome_status",
+                "created_at",
+            )
+        )
         for row in rows:
             stage, ready = wanted[row["card_id"]]
             if row["stage_key"] == stage and row["ladder_ready_at"] == ready:
@@ -226,14 +276,14 @@ def ladder_state(steps: list[dict]) -> LadderState:
         if last["reason"] in NOBODY or last["outcome_status"] == OutcomeStatus.NOT_RESERVED:
             wait_until = last["created_at"] + RETRY_AFTER
     pulled_at = last["created_at"] if steps and last["reason"] == DecisionReason.PULL_ARM else None
-    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until,
-                       pulled_at)
+    return LadderState(Ladder(step=len(made), passed_over=passed_over, open=is_open), wait_until, pulled_at)
 
 
 def holds_since(agent_id: str, since: datetime) -> int:
     """How many holds SuperDispatch made for an agent since a time (for a policy's limit)."""
-    return Decision.objects.filter(chosen=agent_id, reserved_until__isnull=False,
-                                   created_at__gte=since).count()
+    return Decision.objects.filter(
+        chosen=agent_id, reserved_until__isnull=False, created_at__gte=since
+    ).count()
 
 
 RUN_LOOK_BACK = timedelta(hours=24)  # a claim older than this whose run never showed stays unknown
@@ -243,8 +293,9 @@ RUN_LOOK_BACK = timedelta(hours=24)  # a claim older than this whose run never s
 # whoever claimed the card (`outcome_by`). An experiment compares each arm's success, `pull`'s
 # too, where nobody is held and every claim is another's; outside an experiment such a claim's
 # run is not joined, as before.
-KNOWN_CLAIM = Q(outcome_status="claimed") | Q(outcome_status="claimed-by-other",
-                                              experiment_id__isnull=False, outcome_by__isnull=False)
+KNOWN_CLAIM = Q(outcome_status="claimed") | Q(
+    outcome_status="claimed-by-other", experiment_id__isnull=False, outcome_by__isnull=False
+)
 
 
 def claimer(decision: Decision) -> str | None:
@@ -255,44 +306,66 @@ def claimer(decision: Decision) -> str | None:
 def claims_without_run(board_id: str, now: datetime) -> list[Decision]:
     """Decisions on a board with a known claim (`KNOWN_CLAIM`) within the look-back whose run is
     not known yet, oldest claim first."""
-    return list(Decision.objects.filter(KNOWN_CLAIM, board_id=board_id, run_status__isnull=True,
-                                        outcome_at__gte=now - RUN_LOOK_BACK)
-                .order_by("outcome_at", "id")
-                .only("id", "stage_key", "chosen", "outcome_status", "outcome_by", "outcome_at"))
+    return list(
+        Decision.objects.filter(
+            KNOWN_CLAIM, board_id=board_id, run_status__isnull=True, outcome_at__gte=now - RUN_LOOK_BACK
+        )
+        .order_by("outcome_at", "id")
+        .only("id", "stage_key", "chosen", "outcome_status", "outcome_by", "outcome_at")
+    )
 
 
-def claims_of(board_id: str, agents: Iterable[str], since: datetime,
-              experiments: bool = False) -> list[tuple[str, str, datetime]]:
+def claims_of(
+    board_id: str, agents: Iterable[str], since: datetime, experiments: bool = False
+) -> list[tuple[str, str, datetime]]:
     """(agent, stage, claimed at) of every claim our store knows on a board since a time: by
     the chosen agent, and with `experiments`, by whoever claimed an experiment's card."""
     agents = list(agents)
-    claims = list(Decision.objects.filter(board_id=board_id, outcome_status="claimed",
-                                          chosen__in=agents, outcome_at__gte=since)
-                  .values_list("chosen", "stage_key", "outcome_at"))
+    claims = list(
+        Decision.objects.filter(
+            board_id=board_id, outcome_status="claimed", chosen__in=agents, outcome_at__gte=since
+        ).values_list("chosen", "stage_key", "outcome_at")
+    )
     if experiments:
         claims += Decision.objects.filter(
-            board_id=board_id, outcome_status="claimed-by-other", experiment_id__isnull=False,
-            outcome_by__in=agents, outcome_at__gte=since).values_list("outcome_by", "stage_key", "outcome_at")
+            board_id=board_id,
+            outcome_status="claimed-by-other",
+            experiment_id__isnull=False,
+            outcome_by__in=agents,
+            outcome_at__gte=since,
+        ).values_list("outcome_by", "stage_key", "outcome_at")
     return claims
 
 
-def lane_leavings(board_id: str, stage_key: str, card_id: str, since: datetime,
-                  until: datetime) -> list[tuple[str, str | None, datetime]]:
+def lane_leavings(
+    board_id: str, stage_key: str, card_id: str, since: datetime, until: datetime
+) -> list[tuple[str, str | None, datetime]]:
     """(card, claimant, when) for each other card of a board stage our store knows left it, or
     was claimed there, between `since` and `until`, and for each claim there before `since`
     whose run is not known to have ended by then: what a run at that stage ending in the span
     may have been the run of. A claimant is None where the card left with nobody named."""
-    left = Q(outcome_at__gte=since, outcome_at__lte=until,
-             outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER,
-                                 OutcomeStatus.SUPERSEDED))
-    working = Q(outcome_at__lt=since, outcome_at__gte=since - RUN_LOOK_BACK,
-                outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER)) & (
-        Q(run_ended_at__isnull=True) | Q(run_ended_at__gte=since))
-    return list(Decision.objects
-                .filter(board_id=board_id, stage_key=stage_key,
-                        created_at__gte=since - RUN_LOOK_BACK - MAX_HOLD, created_at__lte=until)
-                .exclude(card_id=card_id).filter(left | working).order_by()
-                .values_list("card_id", "outcome_by", "outcome_at"))
+    left = Q(
+        outcome_at__gte=since,
+        outcome_at__lte=until,
+        outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER, OutcomeStatus.SUPERSEDED),
+    )
+    working = Q(
+        outcome_at__lt=since,
+        outcome_at__gte=since - RUN_LOOK_BACK,
+        outcome_status__in=(OutcomeStatus.CLAIMED, OutcomeStatus.CLAIMED_BY_OTHER),
+    ) & (Q(run_ended_at__isnull=True) | Q(run_ended_at__gte=since))
+    return list(
+        Decision.objects.filter(
+            board_id=board_id,
+            stage_key=stage_key,
+            created_at__gte=since - RUN_LOOK_BACK - MAX_HOLD,
+            created_at__lte=until,
+        )
+        .exclude(card_id=card_id)
+        .filter(left | working)
+        .order_by()
+        .values_list("card_id", "outcome_by", "outcome_at")
+    )
 
 
 TIMING_SAMPLE = 20  # an agent's typical claim latency and run time: the median of its newest this many
@@ -303,9 +376,11 @@ def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...
     its claim to its run's end, over its newest claimed holds within the look-back. A run's
     end counts once SuperWitness gave it: a claim settled after its run was over has only
     the latest it can have ended by (`actions.do_settle`), no duration."""
-    rows = (Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
-            .order_by("-outcome_at").values_list("chosen", "created_at", "outcome_at",
-                                                 "run_ended_at", "run_status"))
+    rows = (
+        Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
+        .order_by("-outcome_at")
+        .values_list("chosen", "created_at", "outcome_at", "run_ended_at", "run_status")
+    )
     latency: dict[str, list[float]] = defaultdict(list)
     runs: dict[str, list[float]] = defaultdict(list)
     for agent, held_at, claimed_at, ended_at, run_status in rows:
@@ -313,16 +388,27 @@ def timings(now: datetime) -> tuple[dict[str, float], dict[str, tuple[float, ...
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
         if run_status is not None and len(runs[agent]) < TIMING_SAMPLE:
             runs[agent].append(max((ended_at - claimed_at).total_seconds(), 0.0))
-    return ({a: median(v) for a, v in latency.items() if v},
-            {a: tuple(v) for a, v in runs.items() if v})
+    return ({a: median(v) for a, v in latency.items() if v}, {a: tuple(v) for a, v in runs.items() if v})
 
 
 def unsettled_on_board(board_id: str) -> list[Decision]:
     """Recorded decisions on a board still waiting for what became of their card."""
-    return list(Decision.objects.filter(board_id=board_id, outcome_status__isnull=True)
-                .only("id", "board_id", "card_id", "stage_key", "ladder_ready_at", "chosen",
-                      "attempt_count", "reserved_until", "reservation_unknown", "created_at",
-                      "reason", "tier_name"))
+    return list(
+        Decision.objects.filter(board_id=board_id, outcome_status__isnull=True).only(
+            "id",
+            "board_id",
+            "card_id",
+            "stage_key",
+            "ladder_ready_at",
+            "chosen",
+            "attempt_count",
+            "reserved_until",
+            "reservation_unknown",
+            "created_at",
+            "reason",
+            "tier_name",
+        )
+    )
 
 
 P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this many claimed holds
@@ -331,20 +417,25 @@ P95_MIN_SAMPLE = 5  # an agent's p95 time to claim is read from at least this ma
 def claim_p95s(now: datetime) -> dict[str, float]:
     """Each agent's p95 seconds from our hold to its claim (nearest rank), over its newest
     `TIMING_SAMPLE` claimed holds within the look-back, for agents with `P95_MIN_SAMPLE` or more."""
-    rows = (Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
-            .order_by("-outcome_at").values_list("chosen", "created_at", "outcome_at"))
+    rows = (
+        Decision.objects.filter(outcome_status="claimed", outcome_at__gte=now - RUN_LOOK_BACK)
+        .order_by("-outcome_at")
+        .values_list("chosen", "created_at", "outcome_at")
+    )
     latency: dict[str, list[float]] = defaultdict(list)
     for agent, held_at, claimed_at in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
             latency[agent].append(max((claimed_at - held_at).total_seconds(), 0.0))
-    return {agent: percentile(v, 95) for agent, v in latency.items()
-            if len(v) >= P95_MIN_SAMPLE}
+    return {agent: percentile(v, 95) for agent, v in latency.items() if len(v) >= P95_MIN_SAMPLE}
 
 
 def outlooks_on_board(board_id: str, since: datetime, newest: int) -> list[dict]:
     """The newest outlooks recorded on a board since a time (a formula that weighs pull)."""
-    return list(Decision.objects.filter(board_id=board_id, created_at__gte=since, outlook__isnull=False)
-                .order_by("-created_at").values_list("outlook", flat=True)[:newest])
+    return list(
+        Decision.objects.filter(board_id=board_id, created_at__gte=since, outlook__isnull=False)
+        .order_by("-created_at")
+        .values_list("outlook", flat=True)[:newest]
+    )
 
 
 def pull_claims(now: datetime) -> dict[str, float]:
@@ -354,10 +445,17 @@ def pull_claims(now: datetime) -> dict[str, float]:
     # A claim known only by its run's end (named by SuperWitness's run or the relay's
     # card.advanced, `loop/claimants.py`) is stamped no earlier than that end: its run's length
     # would count as time to claim, so it is no sample.
-    rows = (Decision.objects.filter(outcome_status=OutcomeStatus.CLAIMED_BY_OTHER, chosen__isnull=True,
-                                    outcome_at__gte=now - RUN_LOOK_BACK, outcome_by__isnull=False)
-            .filter(Q(run_ended_at__isnull=True) | Q(outcome_at__lt=F("run_ended_at")))
-            .order_by("-outcome_at").values_list("outcome_by", "ladder_ready_at", "created_at", "outcome_at"))
+    rows = (
+        Decision.objects.filter(
+            outcome_status=OutcomeStatus.CLAIMED_BY_OTHER,
+            chosen__isnull=True,
+            outcome_at__gte=now - RUN_LOOK_BACK,
+            outcome_by__isnull=False,
+        )
+        .filter(Q(run_ended_at__isnull=True) | Q(outcome_at__lt=F("run_ended_at")))
+        .order_by("-outcome_at")
+        .values_list("outcome_by", "ladder_ready_at", "created_at", "outcome_at")
+    )
     latency: dict[str, list[float]] = defaultdict(list)
     for agent, ready_at, decided_at, claimed_at in rows:
         if len(latency[agent]) < TIMING_SAMPLE:
@@ -368,7 +466,15 @@ def pull_claims(now: datetime) -> dict[str, float]:
 def time_to_hold(board_id: str, since: datetime, newest: int) -> float | None:
     """The p95 seconds (nearest rank) from a card's readyAt to its winner hold, over the board's
     newest holds since a time; None when it made none."""
-    rows = (Decision.objects.filter(board_id=board_id, created_at__gte=since, chosen__isnull=False,
-                                    tier_name=TierName.WINNER, ladder_ready_at__isnull=False)
-            .order_by("-created_at").values_list("ladder_ready_at", "created_at")[:newest])
+    rows = (
+        Decision.objects.filter(
+            board_id=board_id,
+            created_at__gte=since,
+            chosen__isnull=False,
+            tier_name=TierName.WINNER,
+            ladder_ready_at__isnull=False,
+        )
+        .order_by("-created_at")
+        .values_list("ladder_ready_at", "created_at")[:newest]
+    )
     return percentile((max((made - ready).total_seconds(), 0.0) for ready, made in rows), 95)

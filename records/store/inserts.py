@@ -6,6 +6,7 @@ path to the hold; what the ORM adds to these two writes cost more than the store
 them (docs/performance.md). Their callers (records.store.actions.decisions) keep the rules;
 this module knows only how to put rows in a table.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,15 +14,17 @@ from typing import Sequence
 
 from django.db import connection, models
 
-from records.store import prepared
+from records.store import commits, prepared
 
 
-def insert_row(row: models.Model) -> None:
+def insert_row(row: models.Model, *, on_disk: bool = False) -> None:
     """INSERT a new row as `save()` would: every column, each value as its field prepares it.
+    `on_disk`: the statement also makes its transaction's commit wait for the disk
+    (`commits.ON_DISK`), inside `pass_commits` too.
 
     The ORM spent more of a card's pass building this one statement than the store spent on
     it; the statement is prepared once a connection (`prepared`)."""
-    fields, sql = _insert_statement(type(row))
+    fields, sql = _insert_statement(type(row), on_disk and connection.vendor == "postgresql")
     values = [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
     with prepared.cursor() as cursor:
         cursor.execute(sql, values)
@@ -29,16 +32,17 @@ def insert_row(row: models.Model) -> None:
 
 
 @lru_cache(maxsize=None)
-def _insert_statement(model: type) -> tuple[tuple, str]:
+def _insert_statement(model: type, on_disk: bool) -> tuple[tuple, str]:
     quote = connection.ops.quote_name
     fields = tuple(model._meta.concrete_fields)
-    return fields, (f"INSERT INTO {quote(model._meta.db_table)} "
-                    f"({', '.join(quote(f.column) for f in fields)}) "
-                    f"VALUES ({', '.join(['%s'] * len(fields))})")
+    return fields, (
+        f"INSERT INTO {quote(model._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})" + (f" RETURNING {commits.ON_DISK}" if on_disk else "")
+    )
 
 
-def insert_rows(model: type[models.Model], fields: Sequence[models.Field],
-                rows: list[tuple]) -> None:
+def insert_rows(model: type[models.Model], fields: Sequence[models.Field], rows: list[tuple]) -> None:
     """Write rows of these columns, values in `fields` order: COPY on PostgreSQL, else one
     executemany.
 

@@ -60,8 +60,9 @@ class Clients:
 def build_clients(cfg: SuiteSettings, session: requests.Session | None = None,
                   now: Callable[[], float] | None = None) -> Clients:
     """The clients for these settings. A session given carries every call of every client as
-    it is (the sandbox's transport); without one, each client makes its own two: reads that
-    urllib3's Retry retries, and writes sent once.
+    it is (the sandbox's transport), its adapters deciding any retry; without one, each client
+    sends through a urllib3 pool of its own, retrying reads within their budget and sending
+    writes once.
 
     `now` (seconds) times token expiry; a simulation passes its virtual clock.
     """

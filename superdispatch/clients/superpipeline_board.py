@@ -1,6 +1,6 @@
 """A board as SuperPipeline's read shows it: its stages and cards, which of them are ready,
-and each ready card as placement reads it. The client makes these (`superpipeline.py`), from
-the answer's bytes or its JSON (`superpipeline_wire.py`); the loop reads them."""
+and each ready card as placement reads it. The client makes these (`superpipeline.py`) from
+the answer's wire types (`superpipeline_wire.py`); the loop reads them."""
 from __future__ import annotations
 
 from dataclasses import dataclass

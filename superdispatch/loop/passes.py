@@ -1,4 +1,5 @@
 """One pass over some boards, and the sweep that runs it over every opted-in board."""
+
 from __future__ import annotations
 
 import logging
@@ -16,7 +17,7 @@ from placement.facts import Card, RosterRow
 from placement.why_nobody import WAITING_ON_HOLDS, WAITING_ON_LOAD
 from records.models import Board
 from records.store import commits, holds
-from records.store.actions.boards import do_note_read, do_note_waiting, do_release_lease, do_take_lease
+from records.store.actions.boards import do_note_read, do_release_lease, do_take_lease
 from superdispatch import outbox
 from superdispatch.clients import ClientError
 from superdispatch.loop import arms
@@ -46,16 +47,23 @@ def lease_owner() -> str:
 
 # --- One pass -------------------------------------------------------------------------------
 
-def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
-                from_cache: bool, claimants: Claimants, running: Running) -> BoardWork | None:
+
+def _open_board(
+    loop: Loop,
+    board_id: str,
+    now: datetime,
+    summary: SweepSummary,
+    from_cache: bool,
+    claimants: Claimants,
+    running: Running,
+) -> BoardWork | None:
     """Read a leased board and settle what it held; None when it cannot be read, or its roster
     cannot. A board read and settled counts as read either way (the sweep does not back off
     for AgentPod alone); without its roster it places nothing, and the board's row says why."""
     try:
         read = loop.clients.superpipeline.board(board_id)
     except ClientError as err:
-        log.warning("loop: %s unread, nothing settled: %s", board_id, err.code,
-                    extra={"board": board_id})
+        log.warning("loop: %s unread, nothing settled: %s", board_id, err.code, extra={"board": board_id})
         do_note_read(board_id, now, err.code)
         summary.unread += 1
         return None
@@ -68,16 +76,17 @@ def _open_board(loop: Loop, board_id: str, now: datetime, summary: SweepSummary,
         else:
             roster, read_at = read_roster(loop, board_id, now), now
     except ClientError as err:
-        log.warning("loop: %s roster unread, nothing placed: %s", board_id, err.code,
-                    extra={"board": board_id})
+        log.warning(
+            "loop: %s roster unread, nothing placed: %s", board_id, err.code, extra={"board": board_id}
+        )
         do_note_read(board_id, now, f"roster: {err.code}")
         summary.unrostered += 1
         return None
-    work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id),
-                     running=running)
+    work = BoardWork(read=read, roster=roster, settled=holds.settled_on_board(board_id), running=running)
     if work.rules.declared_formula.sets_windows:
-        work.window_s = Board.objects.filter(board_id=board_id).values_list(
-            "window_seconds", flat=True).first()
+        work.window_s = (
+            Board.objects.filter(board_id=board_id).values_list("window_seconds", flat=True).first()
+        )
     claims = holds.claims_since([row.agent_id for row in roster], read_at) if read_at < now else {}
     work.roster = at_work(roster, {**claims, **work.working})
     return work
@@ -93,10 +102,18 @@ def at_work(roster: tuple[RosterRow, ...], working: dict[str, datetime]) -> tupl
     """
     if not any(row.agent_id in working and not row.busy for row in roster):
         return roster
-    return tuple(replace(row, busy=True, last_took_work_at=max(
-                     (t for t in (row.last_took_work_at, working[row.agent_id]) if t is not None)))
-                 if row.agent_id in working and not row.busy else row
-                 for row in roster)
+    return tuple(
+        replace(
+            row,
+            busy=True,
+            last_took_work_at=max(
+                (t for t in (row.last_took_work_at, working[row.agent_id]) if t is not None)
+            ),
+        )
+        if row.agent_id in working and not row.busy
+        else row
+        for row in roster
+    )
 
 
 def _considered(loop: Loop, works: Iterable[BoardWork]) -> set[str] | None:
@@ -113,13 +130,13 @@ def _considered(loop: Loop, works: Iterable[BoardWork]) -> set[str] | None:
 def _due_cards(work: BoardWork, now: datetime, only: str | None = None) -> list[Card]:
     """The board's ready cards, less those whose ladder waits or is open to any match."""
     cards = [c for c in work.read.placement_cards(now) if only is None or c.card_id == only]
-    work.ladders = holds.ladders(work.read.board_id,
-                                   [(c.card_id, c.stage_key, c.ready_at) for c in cards])
+    work.ladders = holds.ladders(work.read.board_id, [(c.card_id, c.stage_key, c.ready_at) for c in cards])
     due = []
     for card in cards:
         state = work.ladders[card.card_id]
-        if state.ladder.open or (state.wait_until is not None and now < state.wait_until
-                                 and not _released(state, work)):
+        if state.ladder.open or (
+            state.wait_until is not None and now < state.wait_until and not _released(state, work)
+        ):
             continue
         due.append(card)
     return due
@@ -148,13 +165,20 @@ class Budget:
 def pass_budget(loop: Loop) -> Budget:
     """A sweep's or a look's budget, from the sweep interval."""
     interval = loop.cfg.sweep_seconds
-    return Budget(read=timedelta(seconds=interval * READ_SHARE),
-                  place=timedelta(seconds=interval))
+    return Budget(read=timedelta(seconds=interval * READ_SHARE), place=timedelta(seconds=interval))
 
 
-def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None = None,
-             from_cache: bool = False, budget: Budget | None = None,
-             read_first: list[str] | None = None, concurrent: bool = False) -> SweepSummary:
+def run_pass(
+    loop: Loop,
+    board_ids: list[str],
+    now: datetime,
+    *,
+    only_card: str | None = None,
+    from_cache: bool = False,
+    budget: Budget | None = None,
+    read_first: list[str] | None = None,
+    concurrent: bool = False,
+) -> SweepSummary:
     """Lease, read and settle each board, then place their ready cards fairly, letting each
     board go as soon as its last card is placed: a relayed card for a board this pass is done
     with waits for no other board's cards.
@@ -166,13 +190,29 @@ def run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str 
     at the same time, so each card's agents are looked at again in our store before it is
     decided."""
     with commits.pass_commits():
-        return _run_pass(loop, board_ids, now, only_card=only_card, from_cache=from_cache,
-                         budget=budget, read_first=read_first, concurrent=concurrent)
+        return _run_pass(
+            loop,
+            board_ids,
+            now,
+            only_card=only_card,
+            from_cache=from_cache,
+            budget=budget,
+            read_first=read_first,
+            concurrent=concurrent,
+        )
 
 
-def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str | None,
-              from_cache: bool, budget: Budget | None, read_first: list[str] | None,
-              concurrent: bool) -> SweepSummary:
+def _run_pass(
+    loop: Loop,
+    board_ids: list[str],
+    now: datetime,
+    *,
+    only_card: str | None,
+    from_cache: bool,
+    budget: Budget | None,
+    read_first: list[str] | None,
+    concurrent: bool,
+) -> SweepSummary:
     summary = SweepSummary(boards=len(board_ids))
     owner = lease_owner()
 
@@ -196,10 +236,11 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
         let the board go: another pass may take it from now on."""
         if not from_cache and board_id in works:
             summary.runs += join_runs(reads, board_id, works[board_id].roster)
+        counts = None
         if only_card is None and board_id in works:  # a pass over the whole board: say who waits
             waiting = works[board_id].waiting
-            do_note_waiting(board_id, waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
-        do_release_lease(board_id, owner)
+            counts = (waiting[WAITING_ON_LOAD], waiting[WAITING_ON_HOLDS])
+        do_release_lease(board_id, owner, counts)
         released.add(board_id)
         reads.concurrent = True  # so look again at agents another pass may hold since
 
@@ -222,8 +263,9 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
                 summary.skipped += 1  # another pass holds it
                 continue
             leased.append(board_id)
-            work = _open_board(loop, board_id, now, summary, from_cache, claimants,
-                               running.get(board_id, plain))
+            work = _open_board(
+                loop, board_id, now, summary, from_cache, claimants, running.get(board_id, plain)
+            )
             if work is not None:
                 works[board_id] = work
                 due[board_id] = _due_cards(work, now, only_card)
@@ -259,6 +301,7 @@ def _run_pass(loop: Loop, board_ids: list[str], now: datetime, *, only_card: str
 
 # --- Entry points: a sweep, a look at one board, one card --------------------------------
 
+
 def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
     """One sweep over every opted-in board, unless a run of failed sweeps says wait."""
     now = now or loop.clock()
@@ -267,8 +310,7 @@ def sweep(loop: Loop, now: datetime | None = None) -> SweepSummary:
         return state
     ensure_windows(loop, now)
     board_ids = opted_in()
-    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop),
-                       read_first=state.deferred_boards or [])
+    summary = run_pass(loop, board_ids, now, budget=pass_budget(loop), read_first=state.deferred_boards or [])
     finish_sweep(loop, summary, now)
     return summary
 

@@ -48,6 +48,23 @@ def run(world, agent_id, card_id, succeeded, seconds=3, witness=True):
                                    world.now, None, agent_id)
 
 
+def ran_within_the_hold(world, card, decision, succeeded, witness=True):
+    """The held agent claims 5 s into its hold and its run ends 3 s later; a sweep 10 s after."""
+    world.advance(5)
+    run(world, decision.chosen, card.id, succeeded=succeeded, witness=witness)
+    world.advance(10)
+    world.sweep()
+
+
+def ran_after_the_lapse(world, card, decision, succeeded, witness=True):
+    """The held agent claims 50 s into its hold, and its run of 20 s ends after the hold has
+    lapsed; a sweep 5 s after."""
+    world.advance(50)
+    run(world, decision.chosen, card.id, succeeded=succeeded, seconds=20, witness=witness)
+    world.advance(5)
+    world.sweep()
+
+
 def settled(decision) -> dict:
     decision = Decision.objects.get(pk=decision.pk)
     return DecisionSerializer(decision).data["outcome"]
@@ -58,10 +75,7 @@ def test_a_held_claim_that_failed_back_to_ready_before_the_sweep_is_claimed(witn
     # Two agents rostered, a hold for one; it claims, its run fails back to ready, a sweep.
     world = world_of(witness=witness)
     card, decision = held_card(world)
-    world.advance(5)
-    run(world, decision.chosen, card.id, succeeded=False, witness=witness)
-    world.advance(10)
-    world.sweep()
+    ran_within_the_hold(world, card, decision, succeeded=False, witness=witness)
     outcome = settled(decision)
     assert (outcome["status"], outcome["by"]) == ("claimed", decision.chosen)
     assert world.suite.pipeline.card(card.id).attempt_count == 1
@@ -80,20 +94,14 @@ def test_the_count_the_decision_saw_is_kept_with_it():
 def test_a_fail_back_after_the_hold_lapsed_is_no_lapse_without_evidence():
     world = world_of(witness=False)
     card, decision = held_card(world)
-    world.advance(50)
-    run(world, decision.chosen, card.id, succeeded=False, seconds=20)  # back after the lapse
-    world.advance(5)
-    world.sweep()
+    ran_after_the_lapse(world, card, decision, succeeded=False)  # back after the lapse
     assert settled(decision)["status"] == "superseded"  # may have been its claim: no no-show
 
 
 def test_a_fail_back_after_the_hold_lapsed_is_claimed_by_its_superwitness_run():
     world = world_of()
     card, decision = held_card(world)
-    world.advance(50)
-    run(world, decision.chosen, card.id, succeeded=False, seconds=20)
-    world.advance(5)
-    world.sweep()
+    ran_after_the_lapse(world, card, decision, succeeded=False)
     stored = Decision.objects.get(pk=decision.pk)
     assert (stored.outcome_status, stored.outcome_by) == ("claimed", decision.chosen)
     assert stored.run_status == "failed"
@@ -112,10 +120,7 @@ def test_a_card_a_person_moved_back_to_its_stage_is_still_a_lapse():
 def test_a_held_claim_passed_on_is_claimed_by_its_superwitness_run():
     world = world_of()
     card, decision = held_card(world)
-    world.advance(5)
-    run(world, decision.chosen, card.id, succeeded=True)
-    world.advance(10)
-    world.sweep()
+    ran_within_the_hold(world, card, decision, succeeded=True)
     stored = Decision.objects.get(pk=decision.pk)
     assert (stored.outcome_status, stored.outcome_by) == ("claimed", decision.chosen)
     assert stored.run_status == "succeeded"
@@ -124,20 +129,14 @@ def test_a_held_claim_passed_on_is_claimed_by_its_superwitness_run():
 def test_a_card_passed_on_with_nothing_to_name_its_claimant_is_superseded():
     world = world_of(witness=False)
     card, decision = held_card(world)
-    world.advance(5)
-    run(world, decision.chosen, card.id, succeeded=True, witness=False)
-    world.advance(10)
-    world.sweep()
+    ran_within_the_hold(world, card, decision, succeeded=True, witness=False)
     assert (settled(decision)["status"], settled(decision)["by"]) == ("superseded", None)
 
 
 def test_a_card_passed_on_after_the_hold_lapsed_is_no_lapse_without_evidence():
     world = world_of(witness=False)
     card, decision = held_card(world)
-    world.advance(50)
-    run(world, decision.chosen, card.id, succeeded=True, seconds=20, witness=False)
-    world.advance(5)
-    world.sweep()
+    ran_after_the_lapse(world, card, decision, succeeded=True, witness=False)
     assert settled(decision)["status"] == "superseded"
 
 

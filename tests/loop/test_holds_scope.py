@@ -1,5 +1,6 @@
 """A pass reads the holds and lapses of the agents its cards may be held for, not the
 workspace's: at a thousand boards every relayed card read every live hold of the sweep."""
+
 from datetime import timedelta
 
 import pytest
@@ -17,14 +18,26 @@ NOW = at(3600)
 
 
 def live(agent: str, card: str, board: str = "brd_x") -> None:
-    make_decision(board=board, card=card, chosen=agent, created_at=NOW - timedelta(seconds=10),
-                  reserved_until=NOW + timedelta(seconds=50))
+    make_decision(
+        board=board,
+        card=card,
+        chosen=agent,
+        created_at=NOW - timedelta(seconds=10),
+        reserved_until=NOW + timedelta(seconds=50),
+    )
 
 
 def lapsed(agent: str, card: str, minutes_ago: float = 5, board: str = "brd_x") -> None:
     until = NOW - timedelta(minutes=minutes_ago)
-    make_decision(board=board, card=card, chosen=agent, created_at=until - timedelta(seconds=60),
-                  reserved_until=until, outcome_status=OutcomeStatus.EXPIRED, outcome_at=until)
+    make_decision(
+        board=board,
+        card=card,
+        chosen=agent,
+        created_at=until - timedelta(seconds=60),
+        reserved_until=until,
+        outcome_status=OutcomeStatus.EXPIRED,
+        outcome_at=until,
+    )
 
 
 @pytest.fixture
@@ -48,13 +61,19 @@ def test_unnamed_agents_read_every_hold(live_and_lapsed):
     assert set(found.lapses) == {"agt_bob", "agt_cyd"}
 
 
-def test_many_named_agents_are_read_a_chunk_at_a_time_to_the_same_answer(live_and_lapsed, monkeypatch):
-    named = ["agt_ada", "agt_bob", "agt_cyd", "agt_dan", "agt_eve"]
-    whole = holds.holds(NOW, Rules(), named)
-    monkeypatch.setattr(holds, "IN_CHUNK", 2)
-    chunked = holds.holds(NOW, Rules(), named)
-    assert dict(chunked.live) == dict(whole.live) and dict(chunked.lapses) == dict(whole.lapses)
-    assert set(chunked.live) == {"agt_ada", "agt_bob", "agt_cyd"}
+def test_more_named_agents_than_a_statement_takes_parameters_read_to_the_same_answer(live_and_lapsed):
+    # A pass names the thousands of agents its boards may hold; SQLite takes 999 parameters.
+    named = ["agt_ada", "agt_bob", "agt_cyd"] + [f"agt_{n:05d}" for n in range(3000)]
+    found = holds.holds(NOW, Rules(), named)
+    assert dict(found.live) == {
+        "agt_ada": {("brd_x", "card_1")},
+        "agt_bob": {("brd_x", "card_2")},
+        "agt_cyd": {("brd_x", "card_3")},
+    }
+    assert dict(found.lapses) == {
+        "agt_bob": [NOW - timedelta(minutes=5)],
+        "agt_cyd": [NOW - timedelta(minutes=5)],
+    }
 
 
 def test_what_the_filters_read_of_the_holds_is_of_the_agents_asked_about(live_and_lapsed):
@@ -73,17 +92,30 @@ def test_a_relayed_card_still_sees_its_roster_agents_holds_and_lapses_on_other_b
     w = make_world(lane(agents=("agt_a", "agt_b", "agt_c")))
     w.opt_in("brd_a")
     w.sweep()  # caches the roster
-    make_decision(board="brd_elsewhere", card="card_held", chosen="agt_a",
-                  created_at=w.now - timedelta(seconds=5), reserved_until=w.now + timedelta(seconds=55))
+    make_decision(
+        board="brd_elsewhere",
+        card="card_held",
+        chosen="agt_a",
+        created_at=w.now - timedelta(seconds=5),
+        reserved_until=w.now + timedelta(seconds=55),
+    )
     for ago in (10, 20):
         until = w.now - timedelta(minutes=ago)
-        make_decision(board="brd_elsewhere", card=f"card_{ago}", chosen="agt_b",
-                      created_at=until - timedelta(seconds=60), reserved_until=until,
-                      outcome_status=OutcomeStatus.EXPIRED, outcome_at=until)
+        make_decision(
+            board="brd_elsewhere",
+            card=f"card_{ago}",
+            chosen="agt_b",
+            created_at=until - timedelta(seconds=60),
+            reserved_until=until,
+            outcome_status=OutcomeStatus.EXPIRED,
+            outcome_at=until,
+        )
     card = w.suite.pipeline.add_card("brd_a")
     w.place("brd_a", card.id)
     [d] = w.decisions(card_id=card.id)
-    reasons = {agent: {f["reason"] for f in d.candidate(agent).filters if not f["passed"]}
-               for agent in ("agt_a", "agt_b")}
+    reasons = {
+        agent: {f["reason"] for f in d.candidate(agent).filters if not f["passed"]}
+        for agent in ("agt_a", "agt_b")
+    }
     assert reasons == {"agt_a": {"holding-another"}, "agt_b": {"recently-no-show"}}
     assert d.chosen == "agt_c"

@@ -1,5 +1,6 @@
 """A pass's commits but its decisions' do not wait for PostgreSQL's disk
 (`records.store.commits.pass_commits`)."""
+
 from __future__ import annotations
 
 import re
@@ -33,15 +34,23 @@ def test_a_pass_writes_its_leases_without_waiting_and_its_decision_only_once_on_
     seen: dict[str, list[str]] = {}
 
     def note(execute, sql, params, many, context):
-        kind = ("decision" if sql.startswith('INSERT INTO "records_decision"')
-                else "hold" if re.match(r'UPDATE "records_decision" SET "reserved_until"', sql)
-                else "lease" if re.match(r'UPDATE "records_board" SET "lease_owner"', sql)
-                else None)
+        kind = (
+            "decision"
+            if sql.startswith('INSERT INTO "records_decision"')
+            else "hold"
+            if re.match(r'UPDATE "records_decision" SET "reserved_until"', sql)
+            else "lease"
+            if re.match(r'UPDATE "?records_board"? SET "?lease_owner', sql)
+            else None
+        )
+        result = execute(sql, params, many, context)
         if kind:
+            # What the statement's transaction will commit with, once the statement has run:
+            # a decision's INSERT itself asks that its commit wait for the disk.
             with connection.cursor() as cursor:  # this wrapper's own: its sql starts otherwise
                 cursor.execute("SHOW synchronous_commit")
                 seen.setdefault(kind, []).append(cursor.fetchone()[0])
-        return execute(sql, params, many, context)
+        return result
 
     with connection.execute_wrapper(note):
         summary = w.sweep()

@@ -64,13 +64,20 @@ def test_a_one_candidate_card_claimed_and_passed_on_is_claimed_by_other_by_its_r
     assert holds.pull_claims(world.now) == {"agt_a": WINDOW_S}  # card.claimed's own time
 
 
-def test_a_one_candidate_card_passed_on_is_claimed_by_other_by_the_lone_agents_run():
-    world = world_of(agents=("agt_a",))
+def after_the_lone_agents_run(succeeded: bool, witness: bool = True):
+    """A one-agent lane's card left unheld, that agent's run of it once the window is over, and a
+    sweep: the world and the card's decision."""
+    world = world_of(agents=("agt_a",), witness=witness)
     card, decision = unheld_card(world)
     world.advance(WINDOW_S)
-    run(world, "agt_a", card.id, succeeded=True)
+    run(world, "agt_a", card.id, succeeded=succeeded, witness=witness)
     world.advance(5)
     world.sweep()
+    return world, decision
+
+
+def test_a_one_candidate_card_passed_on_is_claimed_by_other_by_the_lone_agents_run():
+    world, decision = after_the_lone_agents_run(succeeded=True)
     assert outcome_of(decision) == ("claimed-by-other", "agt_a")
     stored = Decision.objects.get(pk=decision.pk)
     assert stored.run_status == "succeeded"
@@ -82,22 +89,12 @@ def test_a_one_candidate_card_passed_on_is_claimed_by_other_by_the_lone_agents_r
 
 
 def test_a_one_candidate_card_passed_on_with_nothing_to_name_its_claimant_is_superseded():
-    world = world_of(agents=("agt_a",), witness=False)
-    card, decision = unheld_card(world)
-    world.advance(WINDOW_S)
-    run(world, "agt_a", card.id, succeeded=True, witness=False)
-    world.advance(5)
-    world.sweep()
+    _, decision = after_the_lone_agents_run(succeeded=True, witness=False)
     assert outcome_of(decision) == ("superseded", None)
 
 
 def test_a_one_candidate_card_that_failed_back_is_claimed_by_other_by_the_lone_agents_run():
-    world = world_of(agents=("agt_a",))
-    card, decision = unheld_card(world)
-    world.advance(WINDOW_S)
-    run(world, "agt_a", card.id, succeeded=False)
-    world.advance(5)
-    world.sweep()
+    _, decision = after_the_lone_agents_run(succeeded=False)
     assert outcome_of(decision) == ("claimed-by-other", "agt_a")
     assert Decision.objects.get(pk=decision.pk).run_status == "failed"
 

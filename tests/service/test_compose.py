@@ -146,3 +146,16 @@ def test_no_command_leaves_a_variable_for_compose_to_fill_from_the_host():
         for value in (service["command"], service.get("healthcheck", {}).get("test", [])):
             text = " ".join(value) if isinstance(value, list) else value
             assert not re.search(r"(?<!\$)\$(?!\$)", text), name
+
+
+@pytest.mark.parametrize("where", ["docker-compose.yml", "Procfile"])
+def test_the_placement_worker_runs_four_passes_at_once(where):
+    """A relayed card's pass mostly waits (on SuperPipeline's reads, the store's commit): at 20
+    cards a second, two processes fell behind under bench/load.py and a card waited seconds in
+    the queue (docs/performance.md); four overlap those waits."""
+    if where == "docker-compose.yml":
+        workers = [argv(s["command"]) for s in OURS.values() if "worker" in argv(s["command"])]
+    else:
+        workers = [args for args in procfile(where).values() if "worker" in args]
+    [placer] = [args for args in workers if queues_of(args) == {"placement"}]
+    assert int(placer[placer.index("--concurrency") + 1]) == 4

@@ -1,6 +1,7 @@
 """The decisions pages are written as JSON text a piece at a time (records/api/pages.py): each
 answer reads byte for byte as the record's serializer and DRF's JSON renderer wrote it, and a
 roll's marked candidates are presented once a process, not once a decision."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -48,10 +49,12 @@ def test_a_page_and_one_decision_read_byte_for_byte_as_the_serializers_wrote_the
     page = api.get("/v1/decisions?limit=20")
     assert page.status_code == 200 and page["Content-Type"] == "application/json"
     assert page.content == _as_drf_wrote_it(
-        {"decisions": ExplainedDecisionSerializer(newest_first, many=True).data})
+        {"decisions": ExplainedDecisionSerializer(newest_first, many=True).data}
+    )
     for d in made:
         assert api.get(f"/v1/decisions/{d.id}").content == _as_drf_wrote_it(
-            {"decision": ExplainedDecisionSerializer(d).data})
+            {"decision": ExplainedDecisionSerializer(d).data}
+        )
 
 
 def test_an_agents_page_reads_as_before_with_its_verdict_and_record(api):
@@ -62,15 +65,16 @@ def test_an_agents_page_reads_as_before_with_its_verdict_and_record(api):
         for d in (d for d in newest_first if d.candidate(agent_id) is not None):
             record = ExplainedDecisionSerializer(d).data
             candidate = d.candidate(agent_id)
-            record["agent"] = {"agentId": agent_id, **agents.verdict(candidate, d.chosen),
-                               "record": CandidateSerializer(candidate).data}
+            record["agent"] = {
+                "agentId": agent_id,
+                **agents.verdict(candidate, d.chosen),
+                "record": CandidateSerializer(candidate).data,
+            }
             expected.append(record)
-        assert api.get(f"/v1/decisions?agent={agent_id}").content == _as_drf_wrote_it(
-            {"decisions": expected})
+        assert api.get(f"/v1/decisions?agent={agent_id}").content == _as_drf_wrote_it({"decisions": expected})
 
 
-def test_a_page_reads_its_candidates_in_one_query_and_a_rolls_marks_are_presented_once(
-        api, monkeypatch):
+def test_a_page_reads_its_candidates_in_one_query_and_a_rolls_marks_are_presented_once(api, monkeypatch):
     made = _decisions()
     pages._marked.cache_clear()
     presented = []
@@ -113,14 +117,19 @@ def test_a_written_answer_is_indented_when_asked_and_escapes_as_drf_escapes():
     indented = "application/json; indent=4"
     assert renderer.render(written, indented) == JSONRenderer().render(data, indented)
     assert renderer.render(written, renderer_context={"indent": 2}) == JSONRenderer().render(
-        data, renderer_context={"indent": 2})
+        data, renderer_context={"indent": 2}
+    )
 
 
 def test_merged_by_position_reads_as_merged():
     agents_ = [("agt_a", "prn_a"), ("agt_b", None), ("agt_c", "prn_c"), ("agt_d", None)]
     stored = f"{marks.ROW}{marks.CAPABLE}{marks.ROW}{marks.INCAPABLE}"
-    whole = marks.merged("pld_1", ["row0", "row2"], agents_, stored,
-                         lambda **c: (c["position"], c["capable"]))
-    assert marks.merged_by_position(["row0", "row2"], stored, lambda p, capable: (p, capable)) \
-        == whole == ["row0", (1, True), "row2", (3, False)]
+    whole = marks.merged(
+        "pld_1", ["row0", "row2"], agents_, stored, lambda **c: (c["position"], c["capable"])
+    )
+    assert (
+        marks.merged_by_position(["row0", "row2"], stored, lambda p, capable: (p, capable))
+        == whole
+        == ["row0", (1, True), "row2", (3, False)]
+    )
     assert marks.merged_by_position(["r"], "", lambda p, capable: None) == ["r"]

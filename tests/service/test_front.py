@@ -270,3 +270,26 @@ def test_healthz_is_answered_while_every_thread_of_the_pool_is_busy():
         assert (client.status, client.body) == (200, b"/healthz")
     finally:
         release.set()
+
+
+def test_a_write_is_answered_while_every_read_thread_is_busy():
+    release = threading.Event()
+    ran_on = []
+
+    def app(environ, start_response):
+        ran_on.append(threading.current_thread().name)
+        start_response("202 Accepted", [])
+        return [environ["REQUEST_METHOD"].encode()]
+
+    front = Front(app, threads=1, write_threads=1)
+    front.pool.submit(lambda: release.wait(WAIT_S))  # the reads' one thread is busy
+    try:
+        client = run(front, Client(), scope("POST", b"/v1/relay/events"))
+        assert (client.status, client.body) == (202, b"POST")
+        for method in ("PUT", "DELETE"):
+            assert run(front, Client(), scope(method, b"/v1/boards/brd_1")).status == 202
+    finally:
+        release.set()
+    # ... and a read still waits for the reads' threads, never taking a write's.
+    assert run(front, Client(), scope("GET", b"/v1/decisions")).body == b"GET"
+    assert set(ran_on[:3]) == {"front-write-0"} and ran_on[3] == "front-read-0"

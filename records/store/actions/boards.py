@@ -1,15 +1,16 @@
 """A board's writes: opted in and out (and announced), its lease, its read and its window."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 
 from access.actions import do_record
 from access.audit import SERVICE, Actor
 from common.times import Moment, moment
 from records.models import Board
+from records.store import prepared
 from records.store.signals import board_changed
 
 # An announced change whose task has not started by then is taken as lost (with the broker, or
@@ -27,8 +28,14 @@ def do_opt_in(board_id: str, now: Moment, *, by: Actor = SERVICE) -> Board:
     if board is None:
         at = moment(now)
         board, created = Board.objects.select_for_update().get_or_create(
-            board_id=board_id, defaults={"enabled": True, "created_at": at, "updated_at": at,
-                                         "change_pending_until": at + CHANGE_PENDING_AT_MOST})
+            board_id=board_id,
+            defaults={
+                "enabled": True,
+                "created_at": at,
+                "updated_at": at,
+                "change_pending_until": at + CHANGE_PENDING_AT_MOST,
+            },
+        )
         if created:
             do_record(by, "board.opt-in", board_id, None, {"enabled": True}, at)
             _announce(board)
@@ -69,50 +76,96 @@ def _set_enabled(board: Board, enabled: bool, now: datetime, by: Actor) -> None:
         board.change_pending_until = now + CHANGE_PENDING_AT_MOST
         fields.append("change_pending_until")
     board.save(update_fields=fields)
-    do_record(by, "board.opt-in" if enabled else "board.opt-out", board.board_id,
-              {"enabled": not enabled}, {"enabled": enabled}, now)
+    do_record(
+        by,
+        "board.opt-in" if enabled else "board.opt-out",
+        board.board_id,
+        {"enabled": not enabled},
+        {"enabled": enabled},
+        now,
+    )
     if announce:
         _announce(board)
 
 
 def _announce(board: Board) -> None:
     board_id, enabled = board.board_id, board.enabled
-    transaction.on_commit(lambda: board_changed.send_robust(Board, board_id=board_id,
-                                                            enabled=enabled))
+    transaction.on_commit(lambda: board_changed.send_robust(Board, board_id=board_id, enabled=enabled))
 
 
 # --- The lease that keeps passes apart, the board's last read, and its placement window ----
 
+# A pass takes and lets go each board's lease and notes its read, three writes a board, in
+# plain SQL prepared once a connection: through the ORM each cost more of the sweep's CPU than
+# the store spent on it (docs/performance.md).
+_BOARDS = Board._meta.db_table
+
+
 def do_take_lease(board_id: str, owner: str, now: datetime, until: datetime) -> bool:
     """Lease a board for one pass; False when another pass holds it (compare-and-set)."""
-    free = Q(lease_until__isnull=True) | Q(lease_until__lte=now) | Q(lease_owner=owner)
-    return Board.objects.filter(free, board_id=board_id).update(
-        lease_owner=owner, lease_until=until) == 1
+    adapt = connection.ops.adapt_datetimefield_value
+    with prepared.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_BOARDS} SET lease_owner = %s, lease_until = %s WHERE board_id = %s "
+            "AND (lease_until IS NULL OR lease_until <= %s OR lease_owner = %s)",
+            [owner, adapt(until), board_id, adapt(now), owner],
+        )
+        return cursor.rowcount == 1
 
 
-def do_release_lease(board_id: str, owner: str) -> None:
-    Board.objects.filter(board_id=board_id, lease_owner=owner).update(
-        lease_owner="", lease_until=None)
+def do_release_lease(board_id: str, owner: str, waiting: tuple[int, int] | None = None) -> None:
+    """Let the board go. `waiting`: what `do_note_waiting` notes, (on load, on holds), written
+    in the same statement, as a pass over the whole board lets it go: one write a board, not
+    two. A pass whose lease another has taken since notes nothing; that one notes its own."""
+    with prepared.cursor() as cursor:
+        if waiting is None:
+            cursor.execute(
+                f"UPDATE {_BOARDS} SET lease_owner = '', lease_until = NULL "
+                "WHERE board_id = %s AND lease_owner = %s",
+                [board_id, owner],
+            )
+        else:
+            cursor.execute(
+                f"UPDATE {_BOARDS} SET lease_owner = '', lease_until = NULL, "
+                "waiting_on_load = %s, waiting_on_holds = %s "
+                "WHERE board_id = %s AND lease_owner = %s",
+                [*waiting, board_id, owner],
+            )
 
 
 def do_note_read(board_id: str, now: datetime, error: str = "") -> None:
-    fields = {"last_read_error": error[:200]}
-    if not error:
-        fields["last_read_at"] = now
-    Board.objects.filter(board_id=board_id).update(**fields)
+    """The board's last read: when it was read, or why it could not be (its time kept)."""
+    with prepared.cursor() as cursor:
+        if error:
+            cursor.execute(
+                f"UPDATE {_BOARDS} SET last_read_error = %s WHERE board_id = %s", [error[:200], board_id]
+            )
+        else:
+            cursor.execute(
+                f"UPDATE {_BOARDS} SET last_read_error = '', last_read_at = %s WHERE board_id = %s",
+                [connection.ops.adapt_datetimefield_value(now), board_id],
+            )
 
 
 def do_note_waiting(board_id: str, on_load: int, on_holds: int) -> None:
     """How many of the board's ready cards its last whole pass left waiting unrecorded, and
     why (`waiting-on-load`, `waiting-on-holds`). Written only when the counts changed, so a
     board whose cards wait alike sweep after sweep costs a read, not a write."""
-    (Board.objects.filter(board_id=board_id)
-     .exclude(waiting_on_load=on_load, waiting_on_holds=on_holds)
-     .update(waiting_on_load=on_load, waiting_on_holds=on_holds))
+    (
+        Board.objects.filter(board_id=board_id)
+        .exclude(waiting_on_load=on_load, waiting_on_holds=on_holds)
+        .update(waiting_on_load=on_load, waiting_on_holds=on_holds)
+    )
 
 
-def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None,
-                   now: datetime | None = None, *, by: Actor = SERVICE) -> None:
+def do_note_window(
+    board_id: str,
+    seconds: int | None,
+    retry_at: datetime | None,
+    now: datetime | None = None,
+    *,
+    by: Actor = SERVICE,
+) -> None:
     """The window SuperPipeline accepted (None: refused) and when to ask again. A window
     that changed is in the audit trail, by whoever opted the board in or out (the loop itself when
     a sweep sets it again)."""
@@ -122,8 +175,18 @@ def do_note_window(board_id: str, seconds: int | None, retry_at: datetime | None
         return
     fields["window_seconds"] = seconds
     with transaction.atomic():
-        before = (Board.objects.select_for_update().filter(board_id=board_id)
-                  .values_list("window_seconds", flat=True).first())
+        before = (
+            Board.objects.select_for_update()
+            .filter(board_id=board_id)
+            .values_list("window_seconds", flat=True)
+            .first()
+        )
         if Board.objects.filter(board_id=board_id).update(**fields) and before != seconds:
-            do_record(by, "board.window", board_id, {"windowSeconds": before},
-                      {"windowSeconds": seconds}, now or datetime.now(timezone.utc))
+            do_record(
+                by,
+                "board.window",
+                board_id,
+                {"windowSeconds": before},
+                {"windowSeconds": seconds},
+                now or datetime.now(timezone.utc),
+            )
