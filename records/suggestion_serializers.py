@@ -2,6 +2,7 @@
 fields, declared once, over the record's building blocks (`records/serializers.py`)."""
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -17,9 +18,41 @@ class SuggestedAgentSerializer(serializers.Serializer):
     stationId = serializers.CharField(allow_null=True)
 
 
+class InDocumentedOrder(serializers.JSONField):
+    """JSON kept in the store, answered with its keys in the order its schema documents.
+
+    PostgreSQL's jsonb keeps an object's keys in an order of its own (shorter keys first)
+    where SQLite keeps them as written, so without this one suggestion would read differently
+    on the two stores. Keys the schema does not name keep their place after the named ones.
+    """
+
+    schema: type[serializers.Serializer]
+
+    def to_representation(self, value: Any) -> Any:
+        value = super().to_representation(value)
+        order = _keys(self.schema)
+        if isinstance(value, dict):
+            return _ordered(value, order)
+        if isinstance(value, list):
+            return [_ordered(item, order) if isinstance(item, dict) else item for item in value]
+        return value
+
+
+@cache
+def _keys(schema: type[serializers.Serializer]) -> tuple[str, ...]:
+    return tuple(schema().fields)
+
+
+def _ordered(value: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    named = {key: value[key] for key in order if key in value}
+    return named | {key: item for key, item in value.items() if key not in named}
+
+
 @extend_schema_field(SuggestedAgentSerializer(many=True))
-class AgentsJson(serializers.JSONField):
+class AgentsJson(InDocumentedOrder):
     """Agents, as a suggestion names them."""
+
+    schema = SuggestedAgentSerializer
 
 
 class TargetSerializer(serializers.Serializer):
@@ -46,8 +79,10 @@ class TargetSerializer(serializers.Serializer):
 
 
 @extend_schema_field(TargetSerializer(allow_null=True))
-class TargetJson(serializers.JSONField):
+class TargetJson(InDocumentedOrder):
     """What the proposal asks for; null for raise-capacity."""
+
+    schema = TargetSerializer
 
 
 class EffectSerializer(serializers.Serializer):
@@ -57,8 +92,10 @@ class EffectSerializer(serializers.Serializer):
 
 
 @extend_schema_field(EffectSerializer(allow_null=True))
-class EffectJson(serializers.JSONField):
+class EffectJson(InDocumentedOrder):
     """What the proposal would change."""
+
+    schema = EffectSerializer
 
 
 ROSTER_FIELDS = ("capability", "rostered", "candidates", "reasons", "reason")
