@@ -25,11 +25,12 @@ run: migrate
 	@echo "admin console: http://127.0.0.1:$${PORT:-8796}/admin/ (login above); API docs: /v1/docs"
 	$(WITH_ENV) $(PY) -m honcho -f Procfile start --port $${PORT:-8796}
 
-# The layers (import-linter), the linter (ruff) and the type checker (mypy, strict on placement
-# and common), before any test runs (docs/testing.md).
+# The layers (import-linter), the linter and the formatter (ruff) and the type checker (mypy,
+# strict on placement and common), before any test runs (docs/testing.md).
 lint: venv
 	.venv/bin/lint-imports --no-cache
 	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 
 test: lint

@@ -5,6 +5,7 @@ The application is loaded in the master before it forks: a bad setting or a data
 by a newer build then stops gunicorn itself (exit 2), rather than each worker in turn while
 the master starts another.
 """
+
 preload_app = True
 # The worker `manage.py serve` runs: uvicorn's asyncio loop reads each request whole, then one
 # of `threads` threads runs the WSGI application, so a slow client holds no thread; its own

@@ -1,6 +1,7 @@
 """Every write of who may do what goes through a named function here: tokens, the admin's
 logins and roles, and the audit trail itself (`do_record`, which every other named action of
 the store calls in its own transaction, with the actor that was handed to it)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -32,45 +33,58 @@ class TokenError(ValueError):
 
 # --- The audit trail ----------------------------------------------------------------------
 
-def do_record(by: Actor, action: str, target: str, before: dict | None, after: dict | None,
-              now: datetime) -> AuditEntry:
+
+def do_record(
+    by: Actor, action: str, target: str, before: dict | None, after: dict | None, now: datetime
+) -> AuditEntry:
     """One entry of the audit trail, in the caller's transaction."""
     entry = _entry(by, action, target, before, after, now)
     entry.save(force_insert=True)
     return entry
 
 
-def do_record_many(by: Actor, action: str, entries: Iterable[tuple[str, dict | None, dict | None]],
-                   now: datetime) -> int:
+def do_record_many(
+    by: Actor, action: str, entries: Iterable[tuple[str, dict | None, dict | None]], now: datetime
+) -> int:
     """Entries of one write that touched several targets: (target, before, after) each."""
     rows = [_entry(by, action, target, before, after, now) for target, before, after in entries]
     AuditEntry.objects.bulk_create(rows)
     return len(rows)
 
 
-def _entry(by: Actor, action: str, target: str, before: dict | None, after: dict | None,
-           now: datetime) -> AuditEntry:
+def _entry(
+    by: Actor, action: str, target: str, before: dict | None, after: dict | None, now: datetime
+) -> AuditEntry:
     """An entry as written, not saved yet: who did what to which target, before and after."""
-    return AuditEntry(id=new_audit_id(now), at=now, actor=by.name, actor_kind=by.kind, user=by.user,
-                      via=by.via, action=action, target=target, before=before, after=after)
+    return AuditEntry(
+        id=new_audit_id(now),
+        at=now,
+        actor=by.name,
+        actor_kind=by.kind,
+        user=by.user,
+        via=by.via,
+        action=action,
+        target=target,
+        before=before,
+        after=after,
+    )
 
 
-def do_record_change(by: Actor, obj, verb: str, before: dict | None, after: dict | None,
-                     now: datetime) -> AuditEntry | None:
+def do_record_change(
+    by: Actor, obj, verb: str, before: dict | None, after: dict | None, now: datetime
+) -> AuditEntry | None:
     """A row added, changed or deleted (`verb`), from its snapshots (access.audit.snapshot):
     the values that changed, hidden ones only said to have changed. A change that changed
     nothing is not recorded."""
     kept_before, kept_after = changes(before, after)
     if verb == "change" and not kept_after:
         return None
-    return do_record(by, f"{obj._meta.model_name}.{verb}", str(obj)[:200], kept_before,
-                     kept_after, now)
+    return do_record(by, f"{obj._meta.model_name}.{verb}", str(obj)[:200], kept_before, kept_after, now)
 
 
 def last_actor(target: str, actions: Iterable[str]) -> Actor | None:
     """Who made the latest of these actions on `target`, as the trail has it (None: none kept)."""
-    entry = (AuditEntry.objects.filter(target=target, action__in=list(actions))
-             .order_by("-at", "-id").first())
+    entry = AuditEntry.objects.filter(target=target, action__in=list(actions)).order_by("-at", "-id").first()
     if entry is None:
         return None
     return Actor(entry.actor, entry.actor_kind, entry.via, entry.user)
@@ -84,19 +98,25 @@ def do_prune_audit(before: datetime) -> int:
 
 # --- Named tokens -------------------------------------------------------------------------
 
+
 def digest_of(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def _token_values(token: ApiToken) -> dict[str, Any]:
     """What the trail keeps of a new token: never its secret nor its digest."""
-    return {"scopes": sorted(token.scope_set), "expiresAt": iso(token.expires_at),
-            "user": token.user.get_username() if token.user else None, "hint": token.hint}
+    return {
+        "scopes": sorted(token.scope_set),
+        "expiresAt": iso(token.expires_at),
+        "user": token.user.get_username() if token.user else None,
+        "hint": token.hint,
+    }
 
 
 @transaction.atomic
-def do_create_token(name: str, scopes, *, by: Actor, now: datetime,
-                    expires_at: datetime | None = None, user=None) -> tuple[ApiToken, str]:
+def do_create_token(
+    name: str, scopes, *, by: Actor, now: datetime, expires_at: datetime | None = None, user=None
+) -> tuple[ApiToken, str]:
     """Make a named token; returns it and its secret, which is kept nowhere (only its SHA-256)
     and so can be shown this once. Raises TokenError naming what is wrong."""
     if not isinstance(name, str) or not TOKEN_NAME.fullmatch(name):
@@ -113,9 +133,15 @@ def do_create_token(name: str, scopes, *, by: Actor, now: datetime,
     try:
         with transaction.atomic():
             token = ApiToken.objects.create(
-                name=name, digest=digest_of(secret), hint=secret[:8],
-                scopes=",".join(s for s in SCOPES if s in chosen), user=user, created_at=now,
-                created_by=by.name, expires_at=expires_at)
+                name=name,
+                digest=digest_of(secret),
+                hint=secret[:8],
+                scopes=",".join(s for s in SCOPES if s in chosen),
+                user=user,
+                created_at=now,
+                created_by=by.name,
+                expires_at=expires_at,
+            )
     except IntegrityError:
         raise TokenError(f"a token named {name} is in use; revoke it first") from None
     do_record(by, "token.create", name, None, _token_values(token), now)
@@ -142,15 +168,17 @@ def do_note_token_used(token: ApiToken, now: datetime) -> None:
     if token.last_used_at is not None and token.last_used_at > now - LAST_USED_EVERY:
         return
     ApiToken.objects.filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - LAST_USED_EVERY),
-        pk=token.pk).update(last_used_at=now)
+        Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - LAST_USED_EVERY), pk=token.pk
+    ).update(last_used_at=now)
 
 
 # --- The admin's logins and their roles --------------------------------------------------
 
+
 @transaction.atomic
-def do_set_login(username: str, password: str, role: str, *, by: Actor, now: datetime,
-                 email: str = "") -> tuple[Any, bool]:
+def do_set_login(
+    username: str, password: str, role: str, *, by: Actor, now: datetime, email: str = ""
+) -> tuple[Any, bool]:
     """Create or reset an admin login with this password and role; returns (user, created).
     `admin` is a superuser too, as the one operator login always was."""
     if role not in roles.ROLES:

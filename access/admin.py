@@ -1,5 +1,6 @@
 """The admin's pages for named tokens (make one, its secret shown once; revoke; see last use)
 and for the audit trail (browse and filter; never change or delete)."""
+
 from __future__ import annotations
 
 import json
@@ -23,31 +24,59 @@ MAX_DAYS = 3650
 
 
 class TokenForm(forms.Form):
-    name = forms.RegexField(actions.TOKEN_NAME, max_length=100,
-                            help_text=f"{actions.TOKEN_NAME_RULE}; what the audit trail calls "
-                                      "whoever uses it")
+    name = forms.RegexField(
+        actions.TOKEN_NAME,
+        max_length=100,
+        help_text=f"{actions.TOKEN_NAME_RULE}; what the audit trail calls whoever uses it",
+    )
     scopes = forms.MultipleChoiceField(
         choices=[(s.name, f"{s.name}: {s.grants}") for s in SCOPES.values()],
-        widget=forms.CheckboxSelectMultiple)
-    expires_days = forms.IntegerField(required=False, min_value=1, max_value=MAX_DAYS,
-                                      label="expires in (days)",
-                                      help_text="empty: it does not expire")
-    user = forms.ModelChoiceField(queryset=get_user_model().objects.filter(is_active=True),
-                                  required=False,
-                                  help_text="the person it speaks for: it does no more than "
-                                            "their role may")
+        widget=forms.CheckboxSelectMultiple,
+    )
+    expires_days = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_DAYS,
+        label="expires in (days)",
+        help_text="empty: it does not expire",
+    )
+    user = forms.ModelChoiceField(
+        queryset=get_user_model().objects.filter(is_active=True),
+        required=False,
+        help_text="the person it speaks for: it does no more than their role may",
+    )
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     audit_writes = False  # made and revoked through named actions, which record themselves
-    list_display = ("name", "scopes", "user", "hint", "state", "created_at", "created_by",
-                    "expires_at", "last_used_at")
+    list_display = (
+        "name",
+        "scopes",
+        "user",
+        "hint",
+        "state",
+        "created_at",
+        "created_by",
+        "expires_at",
+        "last_used_at",
+    )
     list_filter = ("revoked_at",)
     search_fields = ("name",)
     actions = ["revoke"]
-    fields = ("name", "hint", "scopes", "user", "state", "created_at", "created_by",
-              "expires_at", "last_used_at", "revoked_at", "revoked_by")
+    fields = (
+        "name",
+        "hint",
+        "scopes",
+        "user",
+        "state",
+        "created_at",
+        "created_by",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+        "revoked_by",
+    )
     readonly_fields = fields
 
     @admin.display(description="state")
@@ -65,8 +94,12 @@ class ApiTokenAdmin(admin.ModelAdmin):
         pass  # every field is read-only; a token changes only by being revoked
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra_context = {**(extra_context or {}), "show_save": False,
-                         "show_save_and_continue": False, "show_save_and_add_another": False}
+        extra_context = {
+            **(extra_context or {}),
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+        }
         return super().change_view(request, object_id, form_url, extra_context)
 
     def add_view(self, request, form_url="", extra_context=None):
@@ -80,20 +113,39 @@ class ApiTokenAdmin(admin.ModelAdmin):
             days = form.cleaned_data["expires_days"]
             try:
                 token, secret = actions.do_create_token(
-                    form.cleaned_data["name"], form.cleaned_data["scopes"],
-                    by=of_request(request), now=now, user=form.cleaned_data["user"],
-                    expires_at=now + timedelta(days=days) if days else None)
+                    form.cleaned_data["name"],
+                    form.cleaned_data["scopes"],
+                    by=of_request(request),
+                    now=now,
+                    user=form.cleaned_data["user"],
+                    expires_at=now + timedelta(days=days) if days else None,
+                )
             except actions.TokenError as err:
                 form.add_error(None, str(err))
             else:
-                page = TemplateResponse(request, "admin/access/token_created.html", {
-                    **self.admin_site.each_context(request), "opts": self.opts,
-                    "title": f"Token {token.name} made", "token": token, "secret": secret})
+                page = TemplateResponse(
+                    request,
+                    "admin/access/token_created.html",
+                    {
+                        **self.admin_site.each_context(request),
+                        "opts": self.opts,
+                        "title": f"Token {token.name} made",
+                        "token": token,
+                        "secret": secret,
+                    },
+                )
                 page["Cache-Control"] = "no-store"
                 return page
-        return TemplateResponse(request, "admin/access/token_add.html", {
-            **self.admin_site.each_context(request), "opts": self.opts,
-            "title": "Make an API token", "form": form})
+        return TemplateResponse(
+            request,
+            "admin/access/token_add.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Make an API token",
+                "form": form,
+            },
+        )
 
     @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
@@ -120,8 +172,18 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     search_fields = ("target", "actor", "=id")
     date_hierarchy = "at"
     list_per_page = 100
-    fields = ("id", "at", "actor", "actor_kind", "user", "via", "action", "target",
-              "values_before", "values_after")
+    fields = (
+        "id",
+        "at",
+        "actor",
+        "actor_kind",
+        "user",
+        "via",
+        "action",
+        "target",
+        "values_before",
+        "values_after",
+    )
     readonly_fields = fields
     actions = None
 

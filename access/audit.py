@@ -6,6 +6,7 @@ the signed-in person), the admin its user, a management command the OS user that
 the loop itself is `superdispatch`. Values are plain JSON; a password or a token's digest is
 never kept, only that it changed.
 """
+
 from __future__ import annotations
 
 import getpass
@@ -52,8 +53,11 @@ def of_request(request, via: str | None = None) -> Actor:
     user of the admin."""
     credential = getattr(request, "auth", None)
     if isinstance(credential, Credential):
-        person = credential.person.get_username() if (
-            credential.kind == "token" and credential.person is not None) else ""
+        person = (
+            credential.person.get_username()
+            if (credential.kind == "token" and credential.person is not None)
+            else ""
+        )
         return Actor(credential.name, credential.kind, via or "api", person)
     return Actor(request.user.get_username(), "user", via or "admin")
 
@@ -88,8 +92,11 @@ def snapshot(obj: models.Model) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for field in obj._meta.concrete_fields:
         value = field.value_from_object(obj)
-        values[field.name] = (_Hidden(hashlib.sha256(repr(value).encode()).hexdigest())
-                              if field.name in HIDDEN else _plain(value))
+        values[field.name] = (
+            _Hidden(hashlib.sha256(repr(value).encode()).hexdigest())
+            if field.name in HIDDEN
+            else _plain(value)
+        )
     for field in obj._meta.many_to_many:
         values[field.name] = sorted(str(o) for o in field.value_from_object(obj))
     return values
@@ -108,5 +115,7 @@ def changes(before: dict | None, after: dict | None) -> tuple[dict | None, dict 
     if before is None or after is None:
         return _shown(before), _shown(after)
     names = [n for n in after if before.get(n) != after.get(n)]
-    return ({n: SEEN if isinstance(before.get(n), _Hidden) else before.get(n) for n in names},
-            {n: CHANGED if isinstance(after[n], _Hidden) else after[n] for n in names})
+    return (
+        {n: SEEN if isinstance(before.get(n), _Hidden) else before.get(n) for n in names},
+        {n: CHANGED if isinstance(after[n], _Hidden) else after[n] for n in names},
+    )

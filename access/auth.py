@@ -6,6 +6,7 @@ SHA-256 of the secret (a unique index): no cache, so a token revoked or expired 
 the very next request, with the bare 401 of any unknown token. Imports no view (DRF loads
 the classes while `rest_framework.views` is being imported).
 """
+
 from __future__ import annotations
 
 from django.utils import timezone
@@ -42,8 +43,11 @@ class TokenPrincipal:
 def live_token(secret: str):
     """The token with this secret, if it is live: not revoked, not expired, and its user (if
     it has one) active. One indexed read."""
-    token = (ApiToken.objects.select_related("user")
-             .filter(digest=digest_of(secret), revoked_at__isnull=True).first())
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(digest=digest_of(secret), revoked_at__isnull=True)
+        .first()
+    )
     if token is None:
         return None
     if token.expires_at is not None and token.expires_at <= clock():
@@ -66,8 +70,7 @@ class NamedTokenAuthentication(BaseAuthentication):
         if token is None:
             return None
         do_note_token_used(token, clock())
-        credential = Credential(name=token.name, kind="token", scopes=token.scope_set,
-                                person=token.user)
+        credential = Credential(name=token.name, kind="token", scopes=token.scope_set, person=token.user)
         return token.user or TokenPrincipal(token.name), credential
 
     def authenticate_header(self, request) -> str:
@@ -81,6 +84,9 @@ class NamedTokenScheme(OpenApiAuthenticationExtension):
     name = "namedToken"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description":
-                "a named token (sdt_…) from `manage.py tokens create` or the admin; each route "
-                "names the scope it needs"}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "a named token (sdt_…) from `manage.py tokens create` or the admin; each route "
+            "names the scope it needs",
+        }

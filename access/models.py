@@ -1,4 +1,5 @@
 """Who may do what, and who did what: named API tokens and the audit trail."""
+
 from __future__ import annotations
 
 import secrets
@@ -30,9 +31,14 @@ class ApiToken(models.Model):
     digest = models.CharField(max_length=64, unique=True)  # SHA-256 of the secret, hex
     hint = models.CharField(max_length=12)  # the secret's first characters, to tell tokens apart
     scopes = models.CharField(max_length=100)  # a comma list of common.scopes names
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                             on_delete=models.CASCADE, related_name="api_tokens",
-                             help_text="the person it speaks for: it does no more than they may")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="api_tokens",
+        help_text="the person it speaks for: it does no more than they may",
+    )
     created_at = models.DateTimeField()
     created_by = models.CharField(max_length=150)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -44,8 +50,9 @@ class ApiToken(models.Model):
         ordering = ["name", "-created_at"]
         verbose_name = "API token"
         constraints = [
-            models.UniqueConstraint(fields=["name"], condition=Q(revoked_at__isnull=True),
-                                    name="apitoken_live_name"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(revoked_at__isnull=True), name="apitoken_live_name"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -8,15 +8,27 @@
 A person's API scopes follow from the same permissions (common.scopes.SCOPES): a viewer has
 `read`, an operator also `boards` and `suggestions`, an admin every scope.
 """
+
 from __future__ import annotations
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)
 
-READS = ("records.view_board", "records.view_decision", "records.view_suggestion",
-         "records.view_loopstate", "learning.view_learnedmodel", "records.view_experiment")
-OPERATES = ("records.change_board", "records.change_suggestion", "records.view_outboxevent",
-            "records.change_outboxevent", "records.change_experiment")
+READS = (
+    "records.view_board",
+    "records.view_decision",
+    "records.view_suggestion",
+    "records.view_loopstate",
+    "learning.view_learnedmodel",
+    "records.view_experiment",
+)
+OPERATES = (
+    "records.change_board",
+    "records.change_suggestion",
+    "records.view_outboxevent",
+    "records.change_outboxevent",
+    "records.change_experiment",
+)
 PERMISSIONS: dict[str, tuple[str, ...] | None] = {
     VIEWER: READS,
     OPERATOR: READS + OPERATES,
@@ -45,6 +57,11 @@ def ensure_roles(apps, using: str = "default") -> None:
         group, _ = group_model.objects.using(using).get_or_create(name=role)
         wanted = every
         if names is not None:  # those that exist in this registry's models
-            wanted = every.filter(pk__in=[p.pk for p in every.select_related("content_type")
-                                          if f"{p.content_type.app_label}.{p.codename}" in names])
+            wanted = every.filter(
+                pk__in=[
+                    p.pk
+                    for p in every.select_related("content_type")
+                    if f"{p.content_type.app_label}.{p.codename}" in names
+                ]
+            )
         group.permissions.add(*wanted)

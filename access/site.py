@@ -6,6 +6,7 @@ the pages of Django's users and groups, of the periodic tasks and of the sign-in
 audited as our own are. A page whose writes go through named actions that record them (the
 records' actions, the tokens) says so with `audit_writes = False`.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -47,23 +48,22 @@ class Audited:
 
     def log_addition(self, request, obj, message):
         if self.audit_writes:
-            actions.do_record_change(of_request(request), obj, "add", None, snapshot(obj),
-                                     timezone.now())
+            actions.do_record_change(of_request(request), obj, "add", None, snapshot(obj), timezone.now())
         return super().log_addition(request, obj, message)
 
     def log_change(self, request, obj, message):
         if self.audit_writes:
             before = _before(request).pop(_key(obj), None)
-            actions.do_record_change(of_request(request), obj, "change", before,
-                                     snapshot(obj), timezone.now())
+            actions.do_record_change(
+                of_request(request), obj, "change", before, snapshot(obj), timezone.now()
+            )
         return super().log_change(request, obj, message)
 
     def log_deletions(self, request, queryset):
         if self.audit_writes:
             now = timezone.now()
             for obj in queryset:
-                actions.do_record_change(of_request(request), obj, "delete", snapshot(obj),
-                                         None, now)
+                actions.do_record_change(of_request(request), obj, "delete", snapshot(obj), None, now)
         return super().log_deletions(request, queryset)
 
     def get_actions(self, request):
@@ -72,8 +72,7 @@ class Audited:
         offered = super().get_actions(request)
         if self.has_change_permission(request):
             return offered
-        return {name: action for name, action in offered.items()
-                if hasattr(action[0], "allowed_permissions")}
+        return {name: action for name, action in offered.items() if hasattr(action[0], "allowed_permissions")}
 
     def changelist_view(self, request, extra_context=None):
         if request.method == "POST" and "action" in request.POST:
@@ -108,7 +107,9 @@ class AuditedSite(admin.AdminSite):
     def register(self, model_or_iterable, admin_class=None, **options):
         admin_class = admin_class or admin.ModelAdmin
         if not issubclass(admin_class, Audited):
-            admin_class = type(admin_class.__name__, (Audited, admin_class),
-                               {"__module__": admin_class.__module__,
-                                "__doc__": admin_class.__doc__})
+            admin_class = type(
+                admin_class.__name__,
+                (Audited, admin_class),
+                {"__module__": admin_class.__module__, "__doc__": admin_class.__doc__},
+            )
         super().register(model_or_iterable, admin_class, **options)

@@ -6,6 +6,7 @@ truth, their means with a 95% interval over seeds, the frontier of success again
 and the table both benches print. Importing it sets Django up on the test settings, as the lab
 runs on a test database of its own.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,11 +39,51 @@ from tests.support.world import World, make_world  # noqa: E402
 
 SWEEP_EVERY_S = 30
 # Student's t at 97.5% for 1..30 degrees of freedom; beyond, the normal's 1.96.
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042)
-FIGURES = ("success", "skill", "wait_p50_s", "wait_p95_s", "lead_mean_s", "lead_p50_s", "lead_p95_s",
-           "completed", "claims", "no_shows", "held_share")
+T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
+FIGURES = (
+    "success",
+    "skill",
+    "wait_p50_s",
+    "wait_p95_s",
+    "lead_mean_s",
+    "lead_p50_s",
+    "lead_p95_s",
+    "completed",
+    "claims",
+    "no_shows",
+    "held_share",
+)
 
 
 @contextmanager
@@ -57,6 +98,7 @@ def lab_database() -> Iterator[None]:
 
 
 # --- The arms' names ------------------------------------------------------------------------
+
 
 def arm_named(word: str) -> str:
     """The arm a name given to the lab means: a formula's label, or one the lab knew it by before
@@ -86,6 +128,7 @@ def with_former_keys(line: str) -> str:
 
 
 # --- One run ------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Run:
@@ -146,8 +189,10 @@ def figures(run: Run) -> dict[str, float]:
     waits = [c.wait_seconds for c in metrics.claims]
     lead = leads(run.suite, metrics)
     agents = {a.id: a for a in run.suite.scenario.agents}
-    true_rates = [dict(agents[r.agent_id].stage_success).get(r.stage_key, agents[r.agent_id].success_rate)
-                  for r in finished]
+    true_rates = [
+        dict(agents[r.agent_id].stage_success).get(r.stage_key, agents[r.agent_id].success_rate)
+        for r in finished
+    ]
     return {
         "success": sum(r.status == "succeeded" for r in finished) / len(finished) if finished else math.nan,
         "skill": statistics.fmean(true_rates) if true_rates else math.nan,
@@ -184,13 +229,18 @@ def seeded(scenario: Scenario, k: int) -> Scenario:
 
 # --- The table ----------------------------------------------------------------------------
 
+
 def frontier(means: dict[str, dict[str, float]]) -> list[str]:
     """Arms no other arm beats on both success (higher) and mean lead (lower)."""
     on = []
     for arm, m in means.items():
-        beaten = any(o["success"] >= m["success"] and o["lead_mean_s"] <= m["lead_mean_s"]
-                     and (o["success"] > m["success"] or o["lead_mean_s"] < m["lead_mean_s"])
-                     for other, o in means.items() if other != arm)
+        beaten = any(
+            o["success"] >= m["success"]
+            and o["lead_mean_s"] <= m["lead_mean_s"]
+            and (o["success"] > m["success"] or o["lead_mean_s"] < m["lead_mean_s"])
+            for other, o in means.items()
+            if other != arm
+        )
         if not beaten:
             on.append(arm)
     return on
@@ -216,7 +266,12 @@ def print_table(results: dict[str, list[dict[str, float]]]) -> dict[str, dict[st
         cells = []
         for arm in arms:
             mean, half = mean_ci([f[name] - p[name] for f, p in zip(results[arm], results["pull"])])
-            cells.append("-" if arm == "pull" else f"{mean:+.{digits}f} ±{half:.{digits}f}"
-                         if not math.isnan(half) else f"{mean:+.{digits}f}")
+            cells.append(
+                "-"
+                if arm == "pull"
+                else f"{mean:+.{digits}f} ±{half:.{digits}f}"
+                if not math.isnan(half)
+                else f"{mean:+.{digits}f}"
+            )
         print(f"{label:14}" + "".join(f"{c:>18}" for c in cells))
     return means

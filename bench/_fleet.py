@@ -1,5 +1,6 @@
 """The fleet bench/scale.py, relay_pass.py and shard_pass.py share: many boards, each rostering
 a slice of a large pool of agents, and one quiet board the relay's cards go to."""
+
 from __future__ import annotations
 
 import time
@@ -13,16 +14,25 @@ def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
     for b, board in enumerate(board_ids):
         for k in range(roster):
             on[(b * roster + k) % agents].append(board)
-    stages = [{"key": "review", "owner": "code-review"},
-              {"key": "ship", "ownerKind": "human", "owner": "release"}]
+    stages = [
+        {"key": "review", "owner": "code-review"},
+        {"key": "ship", "ownerKind": "human", "owner": "release"},
+    ]
     return {
-        "name": "scale", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "name": "scale",
+        "seed": 1,
+        "start": "2026-11-13T10:00:00.000Z",
         "boards": [{"id": b, "initialCards": cards, "stages": stages} for b in board_ids]
         + [{"id": RELAY_BOARD, "initialCards": 0, "stages": stages}],
-        "agents": [{"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": on[a]}
-                   for a in range(agents) if on[a]]
-        + [{"id": f"agt_r{a:02d}", "capabilities": ["code-review"], "boards": [RELAY_BOARD]}
-           for a in range(RELAY_AGENTS)],
+        "agents": [
+            {"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": on[a]}
+            for a in range(agents)
+            if on[a]
+        ]
+        + [
+            {"id": f"agt_r{a:02d}", "capabilities": ["code-review"], "boards": [RELAY_BOARD]}
+            for a in range(RELAY_AGENTS)
+        ],
     }
 
 
@@ -60,5 +70,4 @@ def time_relayed_passes(loop, suite, passes: int) -> dict[str, float]:
         for _ in range(passes):
             relay_one()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"wall_ms": wall / passes * 1000, "cpu_ms": cpu / passes * 1000,
-            "queries": len(queries) / passes}
+    return {"wall_ms": wall / passes * 1000, "cpu_ms": cpu / passes * 1000, "queries": len(queries) / passes}

@@ -1,6 +1,7 @@
 """What the in-process benches share (bench/relay_pass.py, bench/shard_pass.py): the loop on the
 stand-in suite without sockets, on a clock that stands still, each run in a fresh process on a
 fresh PostgreSQL database of its own, so their figures move little from run to run."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,11 @@ def stand_up(spec: dict) -> Standing:
     now = parse_rfc3339(spec["start"])
     for board in spec["boards"]:
         do_opt_in(board["id"], now)
-    loop = Loop(build_clients(settings.SUPERDISPATCH, session=sandbox_session(suite), now=now.timestamp),
-                settings.SUPERDISPATCH, clock=lambda: now)
+    loop = Loop(
+        build_clients(settings.SUPERDISPATCH, session=sandbox_session(suite), now=now.timestamp),
+        settings.SUPERDISPATCH,
+        clock=lambda: now,
+    )
     ensure_windows(loop, now)
     return Standing(suite, loop, now)
 
@@ -63,8 +67,7 @@ def run_fresh(script: str, database: str, *args: str) -> dict:
     data_dir = temp_dir("in-process")
     env = base_env({}, data_dir, fresh_database("postgres", database, data_dir), REDIS_DB_URL)
     try:
-        done = subprocess.run([PYTHON, script, "--run", *args], env=env, stdout=subprocess.PIPE,
-                              text=True)
+        done = subprocess.run([PYTHON, script, "--run", *args], env=env, stdout=subprocess.PIPE, text=True)
     finally:
         drop_database("postgres", database)
     if done.returncode:

@@ -8,6 +8,7 @@ tests/service/test_bench_results.py fails when the table and the files disagree.
 
 Only the standard library: the benches import this with nothing but bench/ on their path.
 """
+
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ Run: .venv/bin/python bench/backlog.py [--cards N] [--agents N] [--roster N] [--
 Last line: backlog_cards=… pass_s_on=… pass_s_off=… waiting_pass_s_on=… waiting_pass_s_off=…
 reads_on=… reads_off=… decided_on=… decided_off=…
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,14 +38,22 @@ BOARD, SIDE = "brd_deep", "brd_side"
 
 def scenario(cards: int, agents: int, roster: int) -> dict:
     """The deep board and a side board where the busy agents are at work."""
-    stages = [{"key": "review", "owner": "code-review"},
-              {"key": "ship", "ownerKind": "human", "owner": "release"}]
+    stages = [
+        {"key": "review", "owner": "code-review"},
+        {"key": "ship", "ownerKind": "human", "owner": "release"},
+    ]
     return {
-        "name": "backlog", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": BOARD, "initialCards": cards, "stages": stages},
-                   {"id": SIDE, "initialCards": 0, "stages": stages}],
-        "agents": [{"id": f"agt_{a:05d}", "capabilities": ["code-review"],
-                    "boards": [BOARD] if a < roster else []} for a in range(agents)],
+        "name": "backlog",
+        "seed": 1,
+        "start": "2026-11-13T10:00:00.000Z",
+        "boards": [
+            {"id": BOARD, "initialCards": cards, "stages": stages},
+            {"id": SIDE, "initialCards": 0, "stages": stages},
+        ],
+        "agents": [
+            {"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": [BOARD] if a < roster else []}
+            for a in range(agents)
+        ],
     }
 
 
@@ -82,10 +91,18 @@ def run(bound: str, cards: int, agents: int, roster: int, free: int) -> dict:
         reads[0] = decided[0] = 0
         started, cpu = time.perf_counter(), time.process_time()
         summary = run_pass(loop, [BOARD], now)
-        passes.append({"wall_s": time.perf_counter() - started, "cpu_s": time.process_time() - cpu,
-                       "reads": reads[0], "decided": decided[0], "holds": summary.holds,
-                       "waits": summary.waits, "held_back": summary.held_back,
-                       "unplaced": summary.unplaced})
+        passes.append(
+            {
+                "wall_s": time.perf_counter() - started,
+                "cpu_s": time.process_time() - cpu,
+                "reads": reads[0],
+                "decided": decided[0],
+                "holds": summary.holds,
+                "waits": summary.waits,
+                "held_back": summary.held_back,
+                "unplaced": summary.unplaced,
+            }
+        )
     return {"passes": passes}
 
 
@@ -107,23 +124,36 @@ def main() -> None:
     if args.run:
         print(json.dumps(run(args.run, *size)))
         return
-    print(f"one board, {args.cards} ready cards, {args.roster} agents on its roster of a workspace of "
-          f"{args.agents}, {args.free} of them free; two passes, PostgreSQL, the stand-in in process")
+    print(
+        f"one board, {args.cards} ready cards, {args.roster} agents on its roster of a workspace of "
+        f"{args.agents}, {args.free} of them free; two passes, PostgreSQL, the stand-in in process"
+    )
     figures = {}
     for bound in ("on", "off"):
-        figures[bound] = run_fresh(__file__, BENCH_DB, bound, *[
-            f"--{name}={value}" for name, value in zip(("cards", "agents", "roster", "free"), size)])
+        figures[bound] = run_fresh(
+            __file__,
+            BENCH_DB,
+            bound,
+            *[f"--{name}={value}" for name, value in zip(("cards", "agents", "roster", "free"), size)],
+        )
         for name, p in zip(("first pass", "then"), figures[bound]["passes"]):
-            print(f"  bound {bound:3}, {name:10}: {p['wall_s']:6.2f} s ({p['cpu_s']:6.2f} s CPU here), "
-                  f"{p['reads']} reads, {p['decided']} decided, {p['holds']} held, {p['waits']} waiting "
-                  f"decided, {p['held_back']} read and left undecided")
+            print(
+                f"  bound {bound:3}, {name:10}: {p['wall_s']:6.2f} s ({p['cpu_s']:6.2f} s CPU here), "
+                f"{p['reads']} reads, {p['decided']} decided, {p['holds']} held, {p['waits']} waiting "
+                f"decided, {p['held_back']} read and left undecided"
+            )
     first = {b: figures[b]["passes"][0] for b in figures}
     then = {b: figures[b]["passes"][1] for b in figures}
-    last_line(f"backlog_cards={args.cards} "
-              + " ".join(f"pass_s_{b}={first[b]['wall_s']:.2f}" for b in first) + " "
-              + " ".join(f"waiting_pass_s_{b}={then[b]['wall_s']:.2f}" for b in then) + " "
-              + " ".join(f"reads_{b}={first[b]['reads']}" for b in first) + " "
-              + " ".join(f"decided_{b}={first[b]['decided']}" for b in first))
+    last_line(
+        f"backlog_cards={args.cards} "
+        + " ".join(f"pass_s_{b}={first[b]['wall_s']:.2f}" for b in first)
+        + " "
+        + " ".join(f"waiting_pass_s_{b}={then[b]['wall_s']:.2f}" for b in then)
+        + " "
+        + " ".join(f"reads_{b}={first[b]['reads']}" for b in first)
+        + " "
+        + " ".join(f"decided_{b}={first[b]['decided']}" for b in first)
+    )
 
 
 if __name__ == "__main__":

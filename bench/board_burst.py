@@ -20,6 +20,7 @@ that, a lower bound.
 
 Run: .venv/bin/python bench/board_burst.py [burst]      (default 2000)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -73,21 +74,19 @@ def main() -> None:
     burst = count_arg(2000)
     import requests
 
-    suite = Suite.from_scenario(parse_scenario(workspace("burst", BOARDS, AGENTS, CARDS)),
-                                system_clock)
+    suite = Suite.from_scenario(parse_scenario(workspace("burst", BOARDS, AGENTS, CARDS)), system_clock)
     board_ids = [board.id for board in suite.scenario.boards]
     servers = SandboxServers(suite)
     servers.start()
     data_dir = temp_dir("burst")
     port = free_port()
-    env = base_env(suite.dispatch_config().as_env(), data_dir,
-                   fresh_database("sqlite", BENCH_DB, data_dir))
-    env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(
-        OPERATOR_TOKEN.encode()).hexdigest()
+    env = base_env(suite.dispatch_config().as_env(), data_dir, fresh_database("sqlite", BENCH_DB, data_dir))
+    env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest()
     env["SUPERDISPATCH_SWEEP_SECONDS"] = str(SWEEP_S)
     os.environ.update(env)
-    subprocess.run([PYTHON, os.path.join(ROOT, "manage.py"), "migrate", "-v", "0"], env=env,
-                   check=True, cwd=ROOT)
+    subprocess.run(
+        [PYTHON, os.path.join(ROOT, "manage.py"), "migrate", "-v", "0"], env=env, check=True, cwd=ROOT
+    )
     honcho, log_path = start_make_run(env, data_dir, port)
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
@@ -102,22 +101,25 @@ def main() -> None:
             return _common.answers(http, base, path)
 
         def last_sweep() -> datetime | None:
-            return LoopState.objects.filter(pk="loop").values_list(
-                "last_sweep_at", flat=True).first()
+            return LoopState.objects.filter(pk="loop").values_list("last_sweep_at", flat=True).first()
 
         wait_until(lambda: answers("/healthz"), 60, "the web app starting")
         for board_id in board_ids:
             http.put(f"{base}/v1/boards/{board_id}", headers=auth, timeout=5).raise_for_status()
-        wait_until(lambda: all(suite.pipeline.board(b).placement_window_seconds == 10
-                               for b in board_ids), 60, "the opt-ins' windows being set")
+        wait_until(
+            lambda: all(suite.pipeline.board(b).placement_window_seconds == 10 for b in board_ids),
+            60,
+            "the opt-ins' windows being set",
+        )
         wait_until(lambda: last_sweep() is not None, 3 * SWEEP_S, "a first sweep")
 
         def call(i: int) -> int:
             board_id = board_ids[i % len(board_ids)]
             method = ("PUT", "PUT", "DELETE")[(i // len(board_ids)) % 3]
             with requests.Session() as own:
-                return own.request(method, f"{base}/v1/boards/{board_id}", headers=auth,
-                                   timeout=30).status_code
+                return own.request(
+                    method, f"{base}/v1/boards/{board_id}", headers=auth, timeout=30
+                ).status_code
 
         sweeps = [last_sweep()]
         started = datetime.now(timezone.utc)
@@ -127,9 +129,11 @@ def main() -> None:
         took = time.monotonic() - t0
         ended = datetime.now(timezone.utc)
         waiting = queued(data_dir)
-        print(f"burst: {burst} calls ({CALLERS} at a time) in {took:.1f} s, answered "
-              f"{dict(sorted(statuses.items()))}; queued when it ended: "
-              f"{dict(sorted(waiting.items())) or 'nothing'}")
+        print(
+            f"burst: {burst} calls ({CALLERS} at a time) in {took:.1f} s, answered "
+            f"{dict(sorted(statuses.items()))}; queued when it ended: "
+            f"{dict(sorted(waiting.items())) or 'nothing'}"
+        )
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
             seen = last_sweep()
@@ -143,17 +147,25 @@ def main() -> None:
             next_sweep = (after[0] - ended).total_seconds()
             gaps = [(b - a).total_seconds() for a, b in zip(sweeps, sweeps[1:])]
             longest = max(gaps)
-            print(f"sweeps started since the one before the burst: {len(sweeps) - 1} (the burst "
-                  f"began {(started - sweeps[0]).total_seconds():.1f} s after that one); the "
-                  f"first after the burst {next_sweep:.1f} s after its end")
+            print(
+                f"sweeps started since the one before the burst: {len(sweeps) - 1} (the burst "
+                f"began {(started - sweeps[0]).total_seconds():.1f} s after that one); the "
+                f"first after the burst {next_sweep:.1f} s after its end"
+            )
         else:
             next_sweep = longest = (datetime.now(timezone.utc) - ended).total_seconds()
-            print(f"no sweep started within {WAIT_S:.0f} s of the burst's end (figures are "
-                  f"lower bounds); sweeps seen meanwhile: {len(sweeps) - 1}")
-        print(f"  interval {SWEEP_S} s; embedded default (SQLite, filesystem broker, file "
-              f"cache); the processes' log: {log_path}")
-        last_line(f"next_sweep_s={next_sweep:.1f} longest_gap_s={longest:.1f} "
-                  f"queued_at_end={sum(waiting.values())} burst_s={took:.1f}")
+            print(
+                f"no sweep started within {WAIT_S:.0f} s of the burst's end (figures are "
+                f"lower bounds); sweeps seen meanwhile: {len(sweeps) - 1}"
+            )
+        print(
+            f"  interval {SWEEP_S} s; embedded default (SQLite, filesystem broker, file "
+            f"cache); the processes' log: {log_path}"
+        )
+        last_line(
+            f"next_sweep_s={next_sweep:.1f} longest_gap_s={longest:.1f} "
+            f"queued_at_end={sum(waiting.values())} burst_s={took:.1f}"
+        )
     finally:
         stop_make_run(honcho)
         from django.db import connection

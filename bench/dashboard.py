@@ -25,6 +25,7 @@ store's own lines add what the what-if worked out ahead costs: every board's run
 the check each sweep makes once none is due (`what_if_check_ms`), and what its rows add to the
 day's page (`what_if_page_ms`: the page with them and without, read in turn five times).
 """
+
 from __future__ import annotations
 
 import os
@@ -67,13 +68,16 @@ def settle_the_holds() -> int:
     held = Decision.objects.filter(chosen__isnull=False)
     held.update(reserved_until=F("created_at") + timedelta(seconds=60))
     held.filter(id__regex=r"[0-9a]$").update(
-        outcome_status="claimed", outcome_by=F("chosen"),
-        outcome_at=F("created_at") + timedelta(seconds=25))
+        outcome_status="claimed", outcome_by=F("chosen"), outcome_at=F("created_at") + timedelta(seconds=25)
+    )
     held.filter(id__regex=r"[bc]$").update(
-        outcome_status="claimed-by-other", outcome_by="agt_other",
-        outcome_at=F("created_at") + timedelta(seconds=95))
+        outcome_status="claimed-by-other",
+        outcome_by="agt_other",
+        outcome_at=F("created_at") + timedelta(seconds=95),
+    )
     held.filter(id__regex=r"[d-f]$").update(
-        outcome_status="expired", outcome_at=F("created_at") + timedelta(seconds=60))
+        outcome_status="expired", outcome_at=F("created_at") + timedelta(seconds=60)
+    )
     return held.count()
 
 
@@ -133,17 +137,26 @@ def one_store(decisions: int) -> None:
         held = settle_the_holds()
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        agent = (Candidate.objects.values("agent_id").annotate(n=Count("id"))
-                 .order_by("-n", "agent_id")[0]["agent_id"])
-        print(f"database={kind} decisions={decisions} candidates={candidates} holds={held} "
-              f"agent={agent} seed_s={time.perf_counter() - started:.1f}", flush=True)
+        agent = (
+            Candidate.objects.values("agent_id")
+            .annotate(n=Count("id"))
+            .order_by("-n", "agent_id")[0]["agent_id"]
+        )
+        print(
+            f"database={kind} decisions={decisions} candidates={candidates} holds={held} "
+            f"agent={agent} seed_s={time.perf_counter() - started:.1f}",
+            flush=True,
+        )
         started = time.perf_counter()
         hours = do_roll_up(now)
         rollup_s = time.perf_counter() - started
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        print(f"rolled_up_board_hours={hours} board_hour_rows={BoardHour.objects.count()} "
-              f"rollup_s={rollup_s:.1f}", flush=True)
+        print(
+            f"rolled_up_board_hours={hours} board_hour_rows={BoardHour.objects.count()} "
+            f"rollup_s={rollup_s:.1f}",
+            flush=True,
+        )
         # Every board's what-if worked out ahead, one run a board as the sweeps send them, so
         # the pages read its rows. None of this log's decisions is replayable (its candidates'
         # records leave nobody eligible to hold for, or no choice to make), so this times the
@@ -155,9 +168,11 @@ def one_store(decisions: int) -> None:
         what_if_s = time.perf_counter() - started
         assert not what_if.wanted(now)  # every board is worked out: what each sweep's listener asks
         check_ms = median_ms(lambda: what_if.wanted(now))
-        print(f"what_if_boards={worked} what_if_rows={BoardWhatIf.objects.count()} "
-              f"what_if_s={what_if_s:.1f} what_if_check_ms={check_ms:.1f}",
-              flush=True)
+        print(
+            f"what_if_boards={worked} what_if_rows={BoardWhatIf.objects.count()} "
+            f"what_if_s={what_if_s:.1f} what_if_check_ms={check_ms:.1f}",
+            flush=True,
+        )
 
         user = get_user_model().objects.create_superuser("bench", password="bench-password-1")
         factory = RequestFactory()
@@ -169,6 +184,7 @@ def one_store(decisions: int) -> None:
 
         slowest = {"dashboard": 0.0, "agent": 0.0}
         for name in RANGES:
+
             def dashboard():
                 response = pages.dashboard_page(request("/admin/dashboard/", name), now)
                 assert response.status_code == 200
@@ -183,18 +199,26 @@ def one_store(decisions: int) -> None:
             dashboard_ms, agent_ms = timed(dashboard), timed(agent_page)
             slowest["dashboard"] = max(slowest["dashboard"], dashboard_ms)
             slowest["agent"] = max(slowest["agent"], agent_ms)
-            print(f"range={name} dashboard_ms={dashboard_ms:.0f} agent_page_ms={agent_ms:.0f} "
-                  f"dashboard_kb={size / 1024:.0f}", flush=True)
+            print(
+                f"range={name} dashboard_ms={dashboard_ms:.0f} agent_page_ms={agent_ms:.0f} "
+                f"dashboard_kb={size / 1024:.0f}",
+                flush=True,
+            )
             if name == "day":
                 what_if_ms = paired(dashboard, BoardWhatIf)
-        print(f"day: dashboard_ms with the what-if rows {what_if_ms[0]:.0f}, without "
-              f"{what_if_ms[1]:.0f} (paired)", flush=True)
+        print(
+            f"day: dashboard_ms with the what-if rows {what_if_ms[0]:.0f}, without "
+            f"{what_if_ms[1]:.0f} (paired)",
+            flush=True,
+        )
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    print(f"dashboard_ms={slowest['dashboard']:.0f} agent_page_ms={slowest['agent']:.0f} "
-          f"rollup_s={rollup_s:.1f} what_if_s={what_if_s:.1f} what_if_check_ms={check_ms:.1f} "
-          f"what_if_page_ms={what_if_ms[0] - what_if_ms[1]:.0f}")
+    print(
+        f"dashboard_ms={slowest['dashboard']:.0f} agent_page_ms={slowest['agent']:.0f} "
+        f"rollup_s={rollup_s:.1f} what_if_s={what_if_s:.1f} what_if_check_ms={check_ms:.1f} "
+        f"what_if_page_ms={what_if_ms[0] - what_if_ms[1]:.0f}"
+    )
 
 
 def run_store(kind: str, decisions: int) -> dict[str, str]:
@@ -206,8 +230,12 @@ def run_store(kind: str, decisions: int) -> dict[str, str]:
     print(f"--- {kind}, {decisions:,} decisions", flush=True)
     load = os.getloadavg()
     started = time.perf_counter()
-    child = subprocess.Popen([PYTHON, os.path.abspath(__file__), "--one-store", str(decisions)],
-                             env=env, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [PYTHON, os.path.abspath(__file__), "--one-store", str(decisions)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     cpu = CpuShares({"bench": child.pid})
     cpu.start()
     last = ""
@@ -218,10 +246,13 @@ def run_store(kind: str, decisions: int) -> dict[str, str]:
         raise SystemExit(f"dashboard: the {kind} run failed ({child.returncode})")
     shares = cpu.stop()
     wall = time.perf_counter() - started
-    print(f"    CPU during it: this run's process {shares.get('bench', 0):.0f} s, PostgreSQL "
-          f"{shares.get('postgres', 0):.0f} s (every postgres process of the machine) in "
-          f"{wall:.0f} s wall, {os.cpu_count()} cores; load average before "
-          f"{load[0]:.2f}, after {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"    CPU during it: this run's process {shares.get('bench', 0):.0f} s, PostgreSQL "
+        f"{shares.get('postgres', 0):.0f} s (every postgres process of the machine) in "
+        f"{wall:.0f} s wall, {os.cpu_count()} cores; load average before "
+        f"{load[0]:.2f}, after {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     return dict(pair.split("=", 1) for pair in last.split())
 
 
@@ -238,14 +269,18 @@ def main() -> None:
     figures = {
         "dashboard_ms": max(int(sqlite["dashboard_ms"]), int(pg["dashboard_ms"])),
         "agent_page_ms": max(int(sqlite["agent_page_ms"]), int(pg["agent_page_ms"])),
-        "dashboard_ms_sqlite": sqlite["dashboard_ms"], "dashboard_ms_pg": pg["dashboard_ms"],
-        "agent_page_ms_sqlite": sqlite["agent_page_ms"], "agent_page_ms_pg": pg["agent_page_ms"],
-        "what_if_page_ms_sqlite": sqlite["what_if_page_ms"], "what_if_page_ms_pg": pg["what_if_page_ms"],
+        "dashboard_ms_sqlite": sqlite["dashboard_ms"],
+        "dashboard_ms_pg": pg["dashboard_ms"],
+        "agent_page_ms_sqlite": sqlite["agent_page_ms"],
+        "agent_page_ms_pg": pg["agent_page_ms"],
+        "what_if_page_ms_sqlite": sqlite["what_if_page_ms"],
+        "what_if_page_ms_pg": pg["what_if_page_ms"],
     }
     if million:
         big = run_store("postgres", MILLION)
-        figures.update({"dashboard_ms_pg_1m": big["dashboard_ms"],
-                        "agent_page_ms_pg_1m": big["agent_page_ms"]})
+        figures.update(
+            {"dashboard_ms_pg_1m": big["dashboard_ms"], "agent_page_ms_pg_1m": big["agent_page_ms"]}
+        )
     last_line(" ".join(f"{k}={v}" for k, v in figures.items()))
 
 

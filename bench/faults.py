@@ -62,6 +62,7 @@ Run: .venv/bin/python bench/faults.py [--only NAME,…] [--database NAME] [--red
      .venv/bin/python bench/faults.py --soak 600
 PostgreSQL is restarted once and Redis once: others on the same servers see a blip.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -120,9 +121,24 @@ HEALTH_EVERY_S, HEALTH_TIMEOUT_S = 0.1, 2.0
 RECOVER_S = 90
 RESENT_S = 150  # a sweep sends a relayed card's lost task again two minutes on
 PG_VERSION = (os.listdir("/etc/postgresql") or ["15"])[0] if os.path.isdir("/etc/postgresql") else "15"
-REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port", "6379",
-               "--save", "", "--appendonly", "no", "--dir", "/var/lib/redis",
-               "--logfile", "/var/log/redis/ci.log"]
+REDIS_START = [
+    "redis-server",
+    "--daemonize",
+    "yes",
+    "--bind",
+    "127.0.0.1",
+    "-::1",
+    "--port",
+    "6379",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    "/var/lib/redis",
+    "--logfile",
+    "/var/log/redis/ci.log",
+]
 
 
 def now() -> datetime:
@@ -130,22 +146,39 @@ def now() -> datetime:
 
 
 def fault_scenario() -> dict:
-    stages = [{"key": "review", "owner": "code-review"},
-              {"key": "ship", "ownerKind": "human", "owner": "release"}]
-    agents = [{"id": f"agt_{a:02d}", "capabilities": ["code-review"], "speedSeconds": 15,
-               "pollSeconds": 2, "successRate": 0.85, "noShow": 0.05,
-               "boards": [BOARDS[(a + k) % len(BOARDS)] for k in range(3)]} for a in range(36)]
-    storm = [{"id": f"agt_{b}_{a:02d}", "capabilities": ["code-review"], "pollSeconds": 3600,
-              "boards": [b]} for b in STORM_BOARDS for a in range(STORM_AGENTS)]
+    stages = [
+        {"key": "review", "owner": "code-review"},
+        {"key": "ship", "ownerKind": "human", "owner": "release"},
+    ]
+    agents = [
+        {
+            "id": f"agt_{a:02d}",
+            "capabilities": ["code-review"],
+            "speedSeconds": 15,
+            "pollSeconds": 2,
+            "successRate": 0.85,
+            "noShow": 0.05,
+            "boards": [BOARDS[(a + k) % len(BOARDS)] for k in range(3)],
+        }
+        for a in range(36)
+    ]
+    storm = [
+        {"id": f"agt_{b}_{a:02d}", "capabilities": ["code-review"], "pollSeconds": 3600, "boards": [b]}
+        for b in STORM_BOARDS
+        for a in range(STORM_AGENTS)
+    ]
     return {
-        "name": "faults", "seed": 14, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "arrivalPerMinute": 4, "initialCards": 2, "stages": stages}
-                   for b in BOARDS] + [{"id": b, "stages": stages} for b in STORM_BOARDS],
+        "name": "faults",
+        "seed": 14,
+        "start": "2026-11-13T10:00:00.000Z",
+        "boards": [{"id": b, "arrivalPerMinute": 4, "initialCards": 2, "stages": stages} for b in BOARDS]
+        + [{"id": b, "stages": stages} for b in STORM_BOARDS],
         "agents": agents + storm,
     }
 
 
 # --- The stand: the suite, the service's processes, and what is watched -------------------
+
 
 class Webhook:
     """The relay's target: posts each delivery to the webhook and notes the answer."""
@@ -169,8 +202,15 @@ class Webhook:
 
 
 class Stand:
-    def __init__(self, spec: dict, settings: dict[str, str], database: str, redis_url: str,
-                 workers: list[tuple[str, str, int]], receiver: bool = False) -> None:
+    def __init__(
+        self,
+        spec: dict,
+        settings: dict[str, str],
+        database: str,
+        redis_url: str,
+        workers: list[tuple[str, str, int]],
+        receiver: bool = False,
+    ) -> None:
         self.spec, self.database, self.redis_url = spec, database, redis_url
         self.suite = Suite.from_scenario(parse_scenario(spec), system_clock)
         self.suite.relay.max_attempts = 20  # a real relay keeps trying for a long while
@@ -202,14 +242,23 @@ class Stand:
         self.base = f"http://127.0.0.1:{self.port}"
         url = fresh_database("postgres", self.database, self.data_dir)
         env = base_env(self.suite.dispatch_config().as_env(), self.data_dir, url, self.redis_url)
-        env.update({"PORT": str(self.port), "OPENBLAS_NUM_THREADS": "1",
-                    "SUPERDISPATCH_OPERATOR_TOKEN_SHA256":
-                        hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(), **self.settings})
+        env.update(
+            {
+                "PORT": str(self.port),
+                "OPENBLAS_NUM_THREADS": "1",
+                "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest(),
+                **self.settings,
+            }
+        )
         if self.receiver is not None:
-            env.update({"SUPERDISPATCH_EVENTS_URL": self.receiver.url + "/events",
-                        "SUPERDISPATCH_EVENTS_SECRET": self.receiver.receiver.secret,
-                        "SUPERDISPATCH_CHAT_WEBHOOK_URL": self.receiver.url + "/chat",
-                        "SUPERDISPATCH_PUBLIC_URL": self.base})
+            env.update(
+                {
+                    "SUPERDISPATCH_EVENTS_URL": self.receiver.url + "/events",
+                    "SUPERDISPATCH_EVENTS_SECRET": self.receiver.receiver.secret,
+                    "SUPERDISPATCH_CHAT_WEBHOOK_URL": self.receiver.url + "/chat",
+                    "SUPERDISPATCH_PUBLIC_URL": self.base,
+                }
+            )
         self.env = env
         os.environ.update(env)
         import redis
@@ -226,18 +275,21 @@ class Stand:
         self.spawn("web", self.manage + ["serve"])
         for name, queue, concurrency in self.worker_specs:
             self.spawn_worker(name, queue, concurrency)
-        self.spawn("beat", self.celery + ["beat", "--loglevel=warning",
-                                          f"--pidfile={self.data_dir}/beat.pid"])
+        self.spawn(
+            "beat", self.celery + ["beat", "--loglevel=warning", f"--pidfile={self.data_dir}/beat.pid"]
+        )
         wait_until(self.answers, 60, "the web app starting")
         from superdispatch.celery import app
 
         inspect = app.control.inspect(timeout=2)
-        wait_until(lambda: len(inspect.ping() or {}) >= len(self.worker_specs), 90,
-                   "the workers starting")
+        wait_until(lambda: len(inspect.ping() or {}) >= len(self.worker_specs), 90, "the workers starting")
         http = requests.Session()
         for board in self.spec["boards"]:
-            http.put(f"{self.base}/v1/boards/{board['id']}", timeout=10,
-                     headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}).raise_for_status()
+            http.put(
+                f"{self.base}/v1/boards/{board['id']}",
+                timeout=10,
+                headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"},
+            ).raise_for_status()
         boards = [b["id"] for b in self.spec["boards"]]
 
         def windows_set() -> bool:
@@ -259,13 +311,24 @@ class Stand:
 
     def spawn(self, name: str, argv: list[str]) -> None:
         # A session of its own: the whole process group can be killed at once.
-        self.processes[name] = subprocess.Popen(argv, env=self.env, cwd=ROOT, stdout=self.log,
-                                                stderr=self.log, start_new_session=True)
+        self.processes[name] = subprocess.Popen(
+            argv, env=self.env, cwd=ROOT, stdout=self.log, stderr=self.log, start_new_session=True
+        )
 
     def spawn_worker(self, name: str, queue: str, concurrency: int, generation: int = 0) -> None:
-        self.spawn(name, self.celery + ["worker", "--loglevel=warning", "-Q", queue,
-                                        f"--concurrency={concurrency}",
-                                        "-n", f"faults-{name}-{generation}-{os.getpid()}@%h"])
+        self.spawn(
+            name,
+            self.celery
+            + [
+                "worker",
+                "--loglevel=warning",
+                "-Q",
+                queue,
+                f"--concurrency={concurrency}",
+                "-n",
+                f"faults-{name}-{generation}-{os.getpid()}@%h",
+            ],
+        )
 
     def stop(self) -> None:
         if self.driver is not None:
@@ -278,8 +341,11 @@ class Stand:
     def exited(self) -> list[str]:
         """The service's processes that have ended (a crash: none is stopped on purpose but
         by SIGKILL, which starts its worker again), each with its exit status."""
-        return [f"{name} (exit {process.returncode})" for name, process in self.processes.items()
-                if process.poll() is not None]
+        return [
+            f"{name} (exit {process.returncode})"
+            for name, process in self.processes.items()
+            if process.poll() is not None
+        ]
 
     def healthz(self) -> tuple[int, dict]:
         answer = requests.get(self.base + "/healthz", timeout=HEALTH_TIMEOUT_S)
@@ -312,8 +378,10 @@ class Stand:
     def rss_mb(self) -> dict[str, float]:
         """Each service process's resident memory in MB, its children (gunicorn's and the
         pool's) included, by name: web, each worker, beat."""
-        return {name: sum(rss_kb(pid) for pid in [process.pid, *children(process.pid)]) / 1024
-                for name, process in self.processes.items()}
+        return {
+            name: sum(rss_kb(pid) for pid in [process.pid, *children(process.pid)]) / 1024
+            for name, process in self.processes.items()
+        }
 
 
 def rss_kb(pid: int) -> int:
@@ -362,11 +430,18 @@ def db(read):
 
 # --- Sweeps, as the store shows them ----------------------------------------------------------
 
+
 def newest_sweep_start() -> datetime | None:
     from records.models import SweepShard
 
-    return db(lambda: SweepShard.objects.filter(index=0).order_by("-started_at")
-              .values_list("started_at", flat=True).first())
+    return db(
+        lambda: (
+            SweepShard.objects.filter(index=0)
+            .order_by("-started_at")
+            .values_list("started_at", flat=True)
+            .first()
+        )
+    )
 
 
 def mid_sweep(timeout: float = 30) -> tuple[str, datetime]:
@@ -378,8 +453,12 @@ def mid_sweep(timeout: float = 30) -> tuple[str, datetime]:
     found: list = []
 
     def under_way() -> bool:
-        row = SweepShard.objects.filter(index=0, started_at__gt=after).order_by(
-            "started_at").values_list("sweep_id", "started_at").first()
+        row = (
+            SweepShard.objects.filter(index=0, started_at__gt=after)
+            .order_by("started_at")
+            .values_list("sweep_id", "started_at")
+            .first()
+        )
         if row is None or not Board.objects.exclude(lease_owner="").exists():
             return False
         found[:] = row
@@ -392,16 +471,16 @@ def mid_sweep(timeout: float = 30) -> tuple[str, datetime]:
 def shards_done(sweep_id: str) -> tuple[int, int]:
     from records.models import SweepShard
 
-    rows = db(lambda: list(SweepShard.objects.filter(sweep_id=sweep_id)
-                           .values_list("summary", flat=True)))
+    rows = db(lambda: list(SweepShard.objects.filter(sweep_id=sweep_id).values_list("summary", flat=True)))
     return sum(1 for s in rows if s is not None), len(rows)
 
 
 def sweep_over(sweep_id: str) -> bool:
     from records.models import SweepShard
 
-    return db(lambda: SweepShard.objects.filter(sweep_id=sweep_id, index=0,
-                                                finished_at__isnull=False).exists())
+    return db(
+        lambda: SweepShard.objects.filter(sweep_id=sweep_id, index=0, finished_at__isnull=False).exists()
+    )
 
 
 def clean_sweep_after(moment: datetime) -> datetime | None:
@@ -410,11 +489,12 @@ def clean_sweep_after(moment: datetime) -> datetime | None:
     from records.models import SweepShard
 
     def read() -> datetime | None:
-        for sweep_id, started in SweepShard.objects.filter(
-                index=0, started_at__gt=moment, finished_at__isnull=False).order_by(
-                "started_at").values_list("sweep_id", "started_at"):
-            summaries = list(SweepShard.objects.filter(sweep_id=sweep_id)
-                             .values_list("summary", flat=True))
+        for sweep_id, started in (
+            SweepShard.objects.filter(index=0, started_at__gt=moment, finished_at__isnull=False)
+            .order_by("started_at")
+            .values_list("sweep_id", "started_at")
+        ):
+            summaries = list(SweepShard.objects.filter(sweep_id=sweep_id).values_list("summary", flat=True))
             unread = sum(s["unread"] + s.get("unrostered", 0) for s in summaries if s)
             if all(s is not None for s in summaries) and unread == 0:
                 return started
@@ -428,20 +508,21 @@ def story(delivery_id: str, card_id: str | None) -> str:
     from records.models import Decision, RelayDelivery
 
     def read() -> str:
-        row = RelayDelivery.objects.filter(pk=delivery_id).values_list(
-            "received_at", "outcome").first()
-        said = (f"row received {row[0].isoformat()} outcome {row[1] or '(none)'}" if row
-                else "no delivery row")
-        decisions = [f"{at.isoformat()} ready {ready.isoformat() if ready else None} {reason}"
-                     for at, ready, reason in Decision.objects.filter(card_id=card_id or "")
-                     .order_by("created_at").values_list("created_at", "ladder_ready_at",
-                                                         "reason")]
+        row = RelayDelivery.objects.filter(pk=delivery_id).values_list("received_at", "outcome").first()
+        said = f"row received {row[0].isoformat()} outcome {row[1] or '(none)'}" if row else "no delivery row"
+        decisions = [
+            f"{at.isoformat()} ready {ready.isoformat() if ready else None} {reason}"
+            for at, ready, reason in Decision.objects.filter(card_id=card_id or "")
+            .order_by("created_at")
+            .values_list("created_at", "ladder_ready_at", "reason")
+        ]
         return f"{said}; decisions: {', '.join(decisions) or 'none'}"
 
     return db(read)
 
 
 # --- One fault ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:
@@ -472,8 +553,9 @@ class Faults:
                 hold()
             clear()
             cleared, clean = now(), []
-            recovered = waited(lambda: clean.append(clean_sweep_after(cleared)) or clean[-1],
-                               RECOVER_S, every=0.2)
+            recovered = waited(
+                lambda: clean.append(clean_sweep_after(cleared)) or clean[-1], RECOVER_S, every=0.2
+            )
             # Deliveries taken before the clean sweep began: acted on, by it if not before.
             by = clean[-1] if recovered is not None else now() - timedelta(seconds=10)
             window = {a.delivery_id for a in stand.ledger.answers[answers_before:]}
@@ -483,42 +565,59 @@ class Faults:
         answers = stand.ledger.answers[answers_before:]
         window = {a.delivery_id for a in answers}
         failed = [a for a in answers if a.status is None or (a.status >= 500 and a.status != 503)]
-        new = {"double holds": len(found.double_holds) - len(self.last.double_holds),
-               "orphan decisions": len(found.orphan_decisions) - len(self.last.orphan_decisions),
-               "holds not granted": len(found.ungranted_holds) - len(self.last.ungranted_holds),
-               "lost events": len(window & set(found.lost_events))}
+        new = {
+            "double holds": len(found.double_holds) - len(self.last.double_holds),
+            "orphan decisions": len(found.orphan_decisions) - len(self.last.orphan_decisions),
+            "holds not granted": len(found.ungranted_holds) - len(self.last.ungranted_holds),
+            "lost events": len(window & set(found.lost_events)),
+        }
         exited = [e for e in stand.exited() if e not in self.exited]
         self.exited += exited
-        survived = (recovered is not None and not any(n > 0 for n in new.values())
-                    and health.tally.failed == 0 and not failed and not exited)
+        survived = (
+            recovered is not None
+            and not any(n > 0 for n in new.values())
+            and health.tally.failed == 0
+            and not failed
+            and not exited
+        )
         tally = health.tally
         fails = ", ".join(f"{n} {k}" for k, n in sorted(tally.failures.items())) or "none failed"
-        line = (f"  {name}: {'survived' if survived else 'NOT SURVIVED'}; injected with "
-                f"{done} of {shards} shards done{detail}; "
-                + (f"recovered {recovered:.1f} s after clearing" if recovered is not None
-                   else f"no clean sweep within {RECOVER_S} s of clearing")
-                + f"; /healthz {tally.asked} asked, {tally.ok} ok, {tally.not_now} 503 while "
-                f"the store was down, {fails}; webhook {len(answers)} answers, "
-                f"{sum(1 for a in answers if a.status == 503)} 503, {len(failed)} failed"
-                + "".join(f"; {n} new {k}" for k, n in new.items() if n > 0)
-                + (f"; ended: {', '.join(exited)}" if exited else "")
-                + f" ({(now() - started_at).total_seconds():.0f} s)")
+        line = (
+            f"  {name}: {'survived' if survived else 'NOT SURVIVED'}; injected with "
+            f"{done} of {shards} shards done{detail}; "
+            + (
+                f"recovered {recovered:.1f} s after clearing"
+                if recovered is not None
+                else f"no clean sweep within {RECOVER_S} s of clearing"
+            )
+            + f"; /healthz {tally.asked} asked, {tally.ok} ok, {tally.not_now} 503 while "
+            f"the store was down, {fails}; webhook {len(answers)} answers, "
+            f"{sum(1 for a in answers if a.status == 503)} 503, {len(failed)} failed"
+            + "".join(f"; {n} new {k}" for k, n in new.items() if n > 0)
+            + (f"; ended: {', '.join(exited)}" if exited else "")
+            + f" ({(now() - started_at).total_seconds():.0f} s)"
+        )
         print(line, flush=True)
         lost = window & set(found.lost_events)
         for answer in [a for a in answers if a.delivery_id in lost][:5]:
             event = answer.event
-            print(f"    lost: {answer.delivery_id} {event.get('type')} {event.get('boardId')} "
-                  f"{event.get('cardId')} ts {event.get('ts')}, answered {answer.status} at "
-                  f"{answer.at.isoformat()}; {story(answer.delivery_id, event.get('cardId'))}",
-                  flush=True)
+            print(
+                f"    lost: {answer.delivery_id} {event.get('type')} {event.get('boardId')} "
+                f"{event.get('cardId')} ts {event.get('ts')}, answered {answer.status} at "
+                f"{answer.at.isoformat()}; {story(answer.delivery_id, event.get('cardId'))}",
+                flush=True,
+            )
         self.outcomes.append(Outcome(name, survived, line))
         self.last = found
 
     # The faults
     def product(self, product: str, fault: str) -> None:
         toggles = self.stand.suite.toggles
-        self.run(f"{product} {fault}", lambda: toggles.faults.__setitem__(product, fault),
-                 lambda: toggles.faults.pop(product, None))
+        self.run(
+            f"{product} {fault}",
+            lambda: toggles.faults.__setitem__(product, fault),
+            lambda: toggles.faults.pop(product, None),
+        )
 
     def worker_killed(self) -> None:
         from records.models import Board
@@ -530,7 +629,8 @@ class Faults:
         def inject() -> str:
             def leased_by_a_sweeper() -> bool:
                 for board_id, owner, until in Board.objects.exclude(lease_owner="").values_list(
-                        "board_id", "lease_owner", "lease_until"):
+                    "board_id", "lease_owner", "lease_until"
+                ):
                     pid = int(owner.rsplit(":", 2)[1])  # host:pid:pass
                     for name in sweepers:
                         main = stand.processes[name].pid
@@ -539,14 +639,16 @@ class Faults:
                             return True
                 return False
 
-            wait_until(lambda: db(leased_by_a_sweeper), 30, "a sweeps worker leasing a board",
-                       every=0.005)
+            wait_until(lambda: db(leased_by_a_sweeper), 30, "a sweeps worker leasing a board", every=0.005)
             process = stand.processes[killed["name"]]
             os.killpg(process.pid, signal.SIGKILL)
             killed["at"], killed["wall"] = time.monotonic(), now()
             process.wait()
-            boards = db(lambda: list(Board.objects.filter(lease_owner=killed["owner"])
-                                     .values_list("board_id", flat=True)))
+            boards = db(
+                lambda: list(
+                    Board.objects.filter(lease_owner=killed["owner"]).values_list("board_id", flat=True)
+                )
+            )
             killed["boards"] = boards
             killed["generation"] = killed.get("generation", 0) + 1
             spec = next(s for s in stand.worker_specs if s[0] == killed["name"])
@@ -583,10 +685,12 @@ class Faults:
         if lapse is None:
             note = "    no board of its was leased when it died"
         else:
-            note = (f"    its {len(killed['boards'])} boards read again from {lapse:.1f} s after "
-                    f"the kill (their lease had {killed['lease_left_s']:.1f} s left; "
-                    f"{len(killed['early'])} read sooner), {len(killed['unread'])} never; "
-                    f"{len(left)} of their ready cards undecided after")
+            note = (
+                f"    its {len(killed['boards'])} boards read again from {lapse:.1f} s after "
+                f"the kill (their lease had {killed['lease_left_s']:.1f} s left; "
+                f"{len(killed['early'])} read sooner), {len(killed['unread'])} never; "
+                f"{len(left)} of their ready cards undecided after"
+            )
         print(note, flush=True)
         if lapse is None or killed["unread"] or killed["early"] or left:
             outcome.survived = False
@@ -598,10 +702,17 @@ class Faults:
         def inject() -> str:
             stand.store_down_since, stand.store_down_until = time.monotonic(), None
             started = time.monotonic()
-            subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", PG_VERSION, "main",
-                            "restart"], check=True, stdout=subprocess.DEVNULL)
-            wait_until(lambda: subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"]).returncode
-                       == 0, 30, "PostgreSQL answering again", every=0.1)
+            subprocess.run(
+                ["pg_ctlcluster", "--skip-systemctl-redirect", PG_VERSION, "main", "restart"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            wait_until(
+                lambda: subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"]).returncode == 0,
+                30,
+                "PostgreSQL answering again",
+                every=0.1,
+            )
             stand.store_down_until = time.monotonic() + 1.0  # connections being made again
             return f"; down {time.monotonic() - started:.1f} s"
 
@@ -610,13 +721,22 @@ class Faults:
     def redis_restarted(self) -> None:
         def inject() -> str:
             started = time.monotonic()
-            subprocess.run(["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["redis-cli", "-h", "127.0.0.1", "shutdown", "nosave"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             time.sleep(1.0)  # an outage, not a blink
             subprocess.run(REDIS_START, check=True, stdout=subprocess.DEVNULL)
-            wait_until(lambda: subprocess.run(["redis-cli", "-h", "127.0.0.1", "ping"],
-                                              capture_output=True).returncode == 0,
-                       30, "Redis answering again", every=0.1)
+            wait_until(
+                lambda: (
+                    subprocess.run(["redis-cli", "-h", "127.0.0.1", "ping"], capture_output=True).returncode
+                    == 0
+                ),
+                30,
+                "Redis answering again",
+                every=0.1,
+            )
             return f"; down {time.monotonic() - started:.1f} s"
 
         self.run("Redis restarted", inject)
@@ -646,13 +766,13 @@ class Faults:
             local.session = session
             sent_at.setdefault(delivery.event["cardId"], time.time())
             try:
-                answer = session.post(url, data=delivery.body, timeout=(2, 10),
-                                      headers=signed_headers(suite, delivery))
+                answer = session.post(
+                    url, data=delivery.body, timeout=(2, 10), headers=signed_headers(suite, delivery)
+                )
             except requests.RequestException:
                 stand.ledger.note(delivery.delivery_id, delivery.body, None, None, now())
                 return
-            stand.ledger.note(delivery.delivery_id, delivery.body, answer.status_code,
-                              answer.content, now())
+            stand.ledger.note(delivery.delivery_id, delivery.body, answer.status_code, answer.content, now())
 
         def inject() -> str:
             started = time.monotonic()
@@ -669,8 +789,7 @@ class Faults:
                         # one just sent (its first copy may be in flight still) or an older one
                         pool.submit(post, cards[n - 1] if n // 9 % 2 else cards[n - 8])
             storm.update(cards=cards, posted_s=time.monotonic() - started)
-            return (f"; {STORM_CARDS + STORM_REDELIVERED} deliveries posted in "
-                    f"{storm['posted_s']:.1f} s")
+            return f"; {STORM_CARDS + STORM_REDELIVERED} deliveries posted in {storm['posted_s']:.1f} s"
 
         def hold() -> None:
             # Until each delivery's pass has run: its card placed, or its row says why not.
@@ -682,8 +801,9 @@ class Faults:
             def drained() -> bool:
                 said = RelayDelivery.objects.filter(pk__in=ids).exclude(outcome="").count()
                 if said < len(ids):  # a sweep may have placed the rest
-                    decided = set(Decision.objects.filter(card_id__in=cards)
-                                  .values_list("card_id", flat=True))
+                    decided = set(
+                        Decision.objects.filter(card_id__in=cards).values_list("card_id", flat=True)
+                    )
                     return said + sum(1 for c, d in zip(cards, ids) if c in decided) >= len(ids)
                 return True
 
@@ -694,8 +814,9 @@ class Faults:
 
         ids = {d.delivery_id for d in storm["cards"]}
         outcomes: dict[str, int] = {}
-        for outcome in db(lambda: list(RelayDelivery.objects.filter(pk__in=list(ids))
-                                       .values_list("outcome", flat=True))):
+        for outcome in db(
+            lambda: list(RelayDelivery.objects.filter(pk__in=list(ids)).values_list("outcome", flat=True))
+        ):
             outcomes[outcome or "none yet"] = outcomes.get(outcome or "none yet", 0) + 1
         with suite.lock:
             held = {}
@@ -705,13 +826,24 @@ class Faults:
         latency = [(held[c].at.timestamp() - sent) * 1000 for c, sent in sent_at.items() if c in held]
         answers = [a for a in stand.ledger.answers if a.delivery_id in ids]
         drained = storm.get("drained_s")
-        print(f"    storm: {sum(1 for a in answers if a.status == 202)} taken, "
-              f"{sum(1 for a in answers if (a.body or {}).get('duplicate'))} answered duplicate; "
-              "their passes: " + ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
-              + (f", the last {drained:.1f} s after the storm" if drained is not None
-                 else ", not all within 180 s")
-              + (f"; {len(held)} held, delivery to hold p50 {percentile(latency, 50):.0f} ms, "
-                 f"p99 {percentile(latency, 99):.0f} ms" if latency else ""), flush=True)
+        print(
+            f"    storm: {sum(1 for a in answers if a.status == 202)} taken, "
+            f"{sum(1 for a in answers if (a.body or {}).get('duplicate'))} answered duplicate; "
+            "their passes: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
+            + (
+                f", the last {drained:.1f} s after the storm"
+                if drained is not None
+                else ", not all within 180 s"
+            )
+            + (
+                f"; {len(held)} held, delivery to hold p50 {percentile(latency, 50):.0f} ms, "
+                f"p99 {percentile(latency, 99):.0f} ms"
+                if latency
+                else ""
+            ),
+            flush=True,
+        )
         with suite.lock:  # the storm's cards leave, so the faults after it weigh no backlog
             for delivery in storm["cards"]:
                 suite.pipeline.archive_card(delivery.event["cardId"])
@@ -720,19 +852,29 @@ class Faults:
 # --- Runs ------------------------------------------------------------------------------------
 
 FAULT_NAMES = [f"{p}-{f}" for p in PRODUCTS for f in FAULTS] + [
-    "sigkill", "two-sweeps", "storm", "redis", "postgres"]
+    "sigkill",
+    "two-sweeps",
+    "storm",
+    "redis",
+    "postgres",
+]
 
 
 def run_faults(only: list[str], database: str, redis_url: str) -> None:
-    settings = {"SUPERDISPATCH_SWEEP_SECONDS": str(SWEEP_S),
-                "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(SHARD_BOARDS),
-                "SUPERDISPATCH_LEASE_SECONDS": str(LEASE_S),
-                "SUPERDISPATCH_POLICY": "on"}
+    settings = {
+        "SUPERDISPATCH_SWEEP_SECONDS": str(SWEEP_S),
+        "SUPERDISPATCH_SWEEP_SHARD_BOARDS": str(SHARD_BOARDS),
+        "SUPERDISPATCH_LEASE_SECONDS": str(LEASE_S),
+        "SUPERDISPATCH_POLICY": "on",
+    }
     workers = [("sweeps1", "celery", 1), ("sweeps2", "celery", 1), ("placement", "placement", 2)]
     stand = Stand(fault_scenario(), settings, database, redis_url, workers)
-    print(f"faults: {len(BOARDS)} boards with agents at work, {len(STORM_BOARDS)} storm boards; "
-          f"sweep every {SWEEP_S} s in shards of {SHARD_BOARDS}, leases {LEASE_S} s; "
-          "web, 2 sweeps workers, a placement worker, beat; PostgreSQL and Redis", flush=True)
+    print(
+        f"faults: {len(BOARDS)} boards with agents at work, {len(STORM_BOARDS)} storm boards; "
+        f"sweep every {SWEEP_S} s in shards of {SHARD_BOARDS}, leases {LEASE_S} s; "
+        "web, 2 sweeps workers, a placement worker, beat; PostgreSQL and Redis",
+        flush=True,
+    )
     try:
         stand.start()
         time.sleep(SWEEP_S * 2)  # a couple of ordinary sweeps first
@@ -758,15 +900,20 @@ def run_faults(only: list[str], database: str, redis_url: str) -> None:
         print(f"after every fault: {found.line()}; processes' log {stand.log.name}", flush=True)
         lost = set(found.lost_events)
         for answer in [a for a in stand.ledger.answers if a.delivery_id in lost][:5]:
-            print(f"    lost: {answer.delivery_id} {answer.event.get('type')} "
-                  f"{answer.event.get('boardId')} {answer.event.get('cardId')}, answered "
-                  f"{answer.status} at {answer.at.isoformat()}; "
-                  f"{story(answer.delivery_id, answer.event.get('cardId'))}", flush=True)
+            print(
+                f"    lost: {answer.delivery_id} {answer.event.get('type')} "
+                f"{answer.event.get('boardId')} {answer.event.get('cardId')}, answered "
+                f"{answer.status} at {answer.at.isoformat()}; "
+                f"{story(answer.delivery_id, answer.event.get('cardId'))}",
+                flush=True,
+            )
         survived = sum(1 for o in faults.outcomes if o.survived)
-        last_line(f"faults={len(faults.outcomes)} survived={survived} "
-                  f"double_holds={len(found.double_holds)} "
-                  f"orphan_decisions={len(found.orphan_decisions)} "
-                  f"lost_events={len(found.lost_events)}")
+        last_line(
+            f"faults={len(faults.outcomes)} survived={survived} "
+            f"double_holds={len(found.double_holds)} "
+            f"orphan_decisions={len(found.orphan_decisions)} "
+            f"lost_events={len(found.lost_events)}"
+        )
     finally:
         stand.stop()
 
@@ -774,13 +921,18 @@ def run_faults(only: list[str], database: str, redis_url: str) -> None:
 def run_soak(seconds: int, database: str, redis_url: str) -> None:
     with open(os.path.join(ROOT, "sandbox", "scenarios", "demo.json")) as f:
         demo = json.load(f)
-    settings = {"SUPERDISPATCH_SWEEP_SECONDS": "10", "SUPERDISPATCH_POLICY": "on",
-                "SUPERDISPATCH_CANDIDATES": "all"}
+    settings = {
+        "SUPERDISPATCH_SWEEP_SECONDS": "10",
+        "SUPERDISPATCH_POLICY": "on",
+        "SUPERDISPATCH_CANDIDATES": "all",
+    }
     workers = [("worker", "celery", 2), ("placer", "placement", 2)]  # as Procfile.demo runs them
     stand = Stand(demo, settings, database, redis_url, workers, receiver=True)
-    print(f"soak: the demo's scenario for {seconds} s on the wall clock; web, a sweeps worker and "
-          "a placement worker (2 processes each), beat and the relay; PostgreSQL and Redis",
-          flush=True)
+    print(
+        f"soak: the demo's scenario for {seconds} s on the wall clock; web, a sweeps worker and "
+        "a placement worker (2 processes each), beat and the relay; PostgreSQL and Redis",
+        flush=True,
+    )
     try:
         stand.start()
         rss_first: dict[str, float] = {}
@@ -791,8 +943,11 @@ def run_soak(seconds: int, database: str, redis_url: str) -> None:
                 elapsed = time.monotonic() - started
                 rss = stand.rss_mb()
                 rss_first = rss_first or rss  # after the first minute (or all of a shorter soak)
-                print(f"  {elapsed:.0f} s: {stand.check().line()}; RSS "
-                      f"{', '.join(f'{name} {mb:.0f}' for name, mb in rss.items())} MB", flush=True)
+                print(
+                    f"  {elapsed:.0f} s: {stand.check().line()}; RSS "
+                    f"{', '.join(f'{name} {mb:.0f}' for name, mb in rss.items())} MB",
+                    flush=True,
+                )
             stand.driver.stop()
             stand.suite.relay.flush()
             settled_at = now()
@@ -806,34 +961,46 @@ def run_soak(seconds: int, database: str, redis_url: str) -> None:
         tally = health.tally
         # Sent and never taken (the events of the first cards, before the relay was pointed
         # at the webhook, were never sent: the opt-in's look placed those cards).
-        undelivered = sum(1 for d in stand.suite.relay.deliveries
-                          if d.statuses and not d.delivered)
+        undelivered = sum(1 for d in stand.suite.relay.deliveries if d.statuses and not d.delivered)
         print(f"  at the end: {found.line()}", flush=True)
-        print(f"  agents: {claims['count']} claims, "
-              f"{(claims['reservedShare'] or 0):.0%} under a hold; runs {sim['runs']}; "
-              f"{sim['noShows']} no-shows; events out: {stand.receiver.receiver.summary()}",
-              flush=True)
-        print(f"  relay: {len(stand.ledger.answers)} deliveries posted, "
-              f"{len(stand.ledger.taken())} taken, {stand.ledger.unavailable()} answered 503, "
-              f"{len(failed)} failed, {undelivered} never delivered; /healthz {tally.asked} "
-              f"asked, {tally.ok} ok, {tally.failed} failed", flush=True)
+        print(
+            f"  agents: {claims['count']} claims, "
+            f"{(claims['reservedShare'] or 0):.0%} under a hold; runs {sim['runs']}; "
+            f"{sim['noShows']} no-shows; events out: {stand.receiver.receiver.summary()}",
+            flush=True,
+        )
+        print(
+            f"  relay: {len(stand.ledger.answers)} deliveries posted, "
+            f"{len(stand.ledger.taken())} taken, {stand.ledger.unavailable()} answered 503, "
+            f"{len(failed)} failed, {undelivered} never delivered; /healthz {tally.asked} "
+            f"asked, {tally.ok} ok, {tally.failed} failed",
+            flush=True,
+        )
         growth = rss_growth(rss_first, rss_end)
-        print("  memory (RSS, each process with its children): " + "; ".join(
-            f"{name} {rss_first[name]:.0f} MB after the first minute, {rss_end[name]:.0f} MB at "
-            f"the end ({growth[name]:+.1f}%)" for name in rss_first), flush=True)
+        print(
+            "  memory (RSS, each process with its children): "
+            + "; ".join(
+                f"{name} {rss_first[name]:.0f} MB after the first minute, {rss_end[name]:.0f} MB at "
+                f"the end ({growth[name]:+.1f}%)"
+                for name in rss_first
+            ),
+            flush=True,
+        )
         survived = int(found.ok and tally.failed == 0 and not failed and undelivered == 0)
-        last_line(f"soak_s={seconds} survived={survived} double_holds={len(found.double_holds)} "
-                  f"orphan_decisions={len(found.orphan_decisions)} "
-                  f"lost_events={len(found.lost_events)} "
-                  f"rss_growth_pct={max(growth.values(), default=0.0):.1f}", variant="soak")
+        last_line(
+            f"soak_s={seconds} survived={survived} double_holds={len(found.double_holds)} "
+            f"orphan_decisions={len(found.orphan_decisions)} "
+            f"lost_events={len(found.lost_events)} "
+            f"rss_growth_pct={max(growth.values(), default=0.0):.1f}",
+            variant="soak",
+        )
     finally:
         stand.stop()
 
 
 def rss_growth(first: dict[str, float], end: dict[str, float]) -> dict[str, float]:
     """Each process's growth from its RSS after the first minute to its RSS at the end, in %."""
-    return {name: (end.get(name, 0.0) - mb) / mb * 100 if mb else 0.0
-            for name, mb in first.items()}
+    return {name: (end.get(name, 0.0) - mb) / mb * 100 if mb else 0.0 for name, mb in first.items()}
 
 
 def _one_board_swept(moment: datetime) -> bool:

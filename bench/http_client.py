@@ -8,6 +8,7 @@ body's read. Only the calling thread's CPU is counted, not the server's.
 
 Run: .venv/bin/python bench/http_client.py [calls]      (default 2,000 at 100 agents; a tenth at 10,000)
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,21 @@ WARM_UP = 20
 
 
 def answer(agents: int) -> bytes:
-    return json.dumps({"cardId": "card_1", "stageKey": "review", "agents": [
-        {"agentId": f"agt_{i:05d}", "principalId": f"prn_{i:05d}", "eligible": i % 3 > 0,
-         "reasons": [] if i % 3 else ["grant_denied"]} for i in range(agents)]}).encode()
+    return json.dumps(
+        {
+            "cardId": "card_1",
+            "stageKey": "review",
+            "agents": [
+                {
+                    "agentId": f"agt_{i:05d}",
+                    "principalId": f"prn_{i:05d}",
+                    "eligible": i % 3 > 0,
+                    "reasons": [] if i % 3 else ["grant_denied"],
+                }
+                for i in range(agents)
+            ],
+        }
+    ).encode()
 
 
 def serve(body: bytes) -> ThreadingHTTPServer:
@@ -80,8 +93,9 @@ def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     small = cpu_ms_a_call(100, calls)
     large = cpu_ms_a_call(10_000, max(calls // 10, 1))
-    print(f"one eligibility read, the client's own CPU: {small:.3f} ms at 100 agents, "
-          f"{large:.3f} ms at 10,000")
+    print(
+        f"one eligibility read, the client's own CPU: {small:.3f} ms at 100 agents, {large:.3f} ms at 10,000"
+    )
     last_line(f"http_call_cpu_ms_100={small:.3f} http_call_cpu_ms_10000={large:.3f}")
 
 

@@ -19,6 +19,7 @@ Run: .venv/bin/python bench/learned_gate.py [decisions]
 The last line: gate_read_ms (a read after a minute of new decisions, the median),
 gate_read_idle_ms (nothing new), gate_first_read_ms, gate_full_replay_ms, shadow_decisions.
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,9 @@ class Seeder:
         from placement.filtering import Tag, tables
 
         self.model, self.rng, self.n = model, random.Random(SEED), 0
-        self.verdicts = [{"filter": f.name, "passed": True} for f in tables().in_order
-                         if Tag.STATION not in f.tags]
+        self.verdicts = [
+            {"filter": f.name, "passed": True} for f in tables().in_order if Tag.STATION not in f.tags
+        ]
         self.skill = {(b, a): 0.45 + 0.5 * self.rng.random() for b in range(BOARDS) for a in range(AGENTS)}
 
     def write(self, count: int, start: datetime, *, shadow: bool, now: datetime) -> datetime:
@@ -69,27 +71,50 @@ class Seeder:
             claimed_after, run_s, luck = rng.uniform(2, 40), rng.uniform(60, 300), rng.random()
             row = {"outcome_status": "expired", "outcome_at": made + timedelta(seconds=60)}
             if luck < 0.75:
-                row = {"outcome_status": "claimed", "outcome_by": chosen,
-                       "outcome_at": made + timedelta(seconds=claimed_after),
-                       "run_status": "succeeded" if rng.random() < self.skill[b, agents[0]] else "failed",
-                       "run_ended_at": made + timedelta(seconds=claimed_after + run_s)}
+                row = {
+                    "outcome_status": "claimed",
+                    "outcome_by": chosen,
+                    "outcome_at": made + timedelta(seconds=claimed_after),
+                    "run_status": "succeeded" if rng.random() < self.skill[b, agents[0]] else "failed",
+                    "run_ended_at": made + timedelta(seconds=claimed_after + run_s),
+                }
             elif luck < 0.85:
-                row = {"outcome_status": "claimed-by-other", "outcome_by": f"agt_{b:03d}_{agents[1]}",
-                       "outcome_at": made + timedelta(seconds=claimed_after + 60)}
+                row = {
+                    "outcome_status": "claimed-by-other",
+                    "outcome_by": f"agt_{b:03d}_{agents[1]}",
+                    "outcome_at": made + timedelta(seconds=claimed_after + 60),
+                }
             if row["outcome_at"] > now:
                 row = {}
             elif row.get("run_ended_at", now) > now:
                 row = {**row, "run_status": None, "run_ended_at": None}
             learned = None
             if shadow:
-                learned = {"model": self.model.id, "version": self.model.version, "mode": "shadow",
-                           "choice": f"agt_{b:03d}_{rng.choice(agents)}", "formulaChoice": chosen,
-                           "placed": False, "probabilities": {}}
+                learned = {
+                    "model": self.model.id,
+                    "version": self.model.version,
+                    "mode": "shadow",
+                    "choice": f"agt_{b:03d}_{rng.choice(agents)}",
+                    "formulaChoice": chosen,
+                    "placed": False,
+                    "probabilities": {},
+                }
             decision = Decision(
-                id=f"pld_{n:08x}", board_id=f"brd_{b:03d}", card_id=f"card_{n}", stage_key="review",
-                policy=_configured(), chosen=chosen, tier_name="winner", tier_step=1,
-                requires={"all": ["code-review"], "any": []}, ladder_ready_at=made, created_at=made,
-                reserved_until=made + timedelta(seconds=60), learned=learned, **row)
+                id=f"pld_{n:08x}",
+                board_id=f"brd_{b:03d}",
+                card_id=f"card_{n}",
+                stage_key="review",
+                policy=_configured(),
+                chosen=chosen,
+                tier_name="winner",
+                tier_step=1,
+                requires={"all": ["code-review"], "any": []},
+                ladder_ready_at=made,
+                created_at=made,
+                reserved_until=made + timedelta(seconds=60),
+                learned=learned,
+                **row,
+            )
             batched.add(decision, candidate_rows(decision, b, agents, self.skill, self.verdicts))
             made += EVERY
         batched.flush()
@@ -128,11 +153,28 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         n = len(FEATURES)
         model = LearnedModel.objects.create(
-            version=1, created_at=START, seed=0, decisions=600, features=list(FEATURES), means=[0.0] * n,
-            stds=[1.0] * n, weights=[1.0] + [0.0] * (n - 1), bias=0.0, iterations=500, learning_rate=0.5,
-            l2=1e-4, metrics={"count": 1200, "auc": 0.8})
-        config = dataclasses.replace(settings.SUPERDISPATCH, learned="on", learned_credit="estimate",
-                                     learned_min_rows=500, learned_min_shadow=100, learned_margin_pct=2)
+            version=1,
+            created_at=START,
+            seed=0,
+            decisions=600,
+            features=list(FEATURES),
+            means=[0.0] * n,
+            stds=[1.0] * n,
+            weights=[1.0] + [0.0] * (n - 1),
+            bias=0.0,
+            iterations=500,
+            learning_rate=0.5,
+            l2=1e-4,
+            metrics={"count": 1200, "auc": 0.8},
+        )
+        config = dataclasses.replace(
+            settings.SUPERDISPATCH,
+            learned="on",
+            learned_credit="estimate",
+            learned_min_rows=500,
+            learned_min_shadow=100,
+            learned_margin_pct=2,
+        )
         seeder = Seeder(model)
         started = time.perf_counter()
         look_back = 24 * 60 * 60 // EVERY.seconds
@@ -142,8 +184,11 @@ def main() -> None:
         made = seeder.write(decisions, START, shadow=True, now=now)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-        print(f"database={kind} shadow_decisions={decisions} look_back_decisions={look_back} "
-              f"seed_s={time.perf_counter() - started:.1f}", flush=True)
+        print(
+            f"database={kind} shadow_decisions={decisions} look_back_decisions={look_back} "
+            f"seed_s={time.perf_counter() - started:.1f}",
+            flush=True,
+        )
 
         first_ms, _ = cpu_ms(lambda: runtime.read(config))
         idle_ms = statistics.median(cpu_ms(lambda: runtime.read(config))[0] for _ in range(5))
@@ -158,17 +203,23 @@ def main() -> None:
         full_ms, whole = cpu_ms(lambda: store.full_shadow_counts(model, config))
         assert kept == whole, "the kept read must answer as the whole replay does"
         assert reading.gate_passed == store.gate_reading(model, whole, config).passed
-        print(f"first_read_ms={first_ms:.0f} idle_read_ms={idle_ms:.1f} "
-              f"minute_reads_ms={','.join(f'{m:.0f}' for m in minute_ms)} "
-              f"replayed_a_minute={','.join(map(str, replayed))} full_replay_ms={full_ms:.0f} "
-              f"judged={whole['decisions']} gate_passed={reading.gate_passed} "
-              f"load_average={os.getloadavg()[0]:.2f}", flush=True)
+        print(
+            f"first_read_ms={first_ms:.0f} idle_read_ms={idle_ms:.1f} "
+            f"minute_reads_ms={','.join(f'{m:.0f}' for m in minute_ms)} "
+            f"replayed_a_minute={','.join(map(str, replayed))} full_replay_ms={full_ms:.0f} "
+            f"judged={whole['decisions']} gate_passed={reading.gate_passed} "
+            f"load_average={os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    last_line(f"gate_read_ms={statistics.median(minute_ms):.1f} gate_read_idle_ms={idle_ms:.1f} "
-              f"gate_first_read_ms={first_ms:.0f} gate_full_replay_ms={full_ms:.0f} "
-              f"shadow_decisions={decisions}", database=kind)
+    last_line(
+        f"gate_read_ms={statistics.median(minute_ms):.1f} gate_read_idle_ms={idle_ms:.1f} "
+        f"gate_first_read_ms={first_ms:.0f} gate_full_replay_ms={full_ms:.0f} "
+        f"shadow_decisions={decisions}",
+        database=kind,
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ hour and 3000 about an hour.
 
 Run: .venv/bin/python bench/learned_shadow.py [--scenario large] [--decisions 3000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,9 +75,15 @@ def run(scenario: Scenario, wanted: int) -> dict:
     client = Client()
     client.force_login(staff)
     page = client.get(change_url(model))
-    return {"simulated_h": 2 * simulated_s / 3600, "wall_s": time.perf_counter() - started,
-            "trained_on": settled, "metrics": model.metrics, "report": report,
-            "admin_status": page.status_code, "admin_page": page.content.decode()}
+    return {
+        "simulated_h": 2 * simulated_s / 3600,
+        "wall_s": time.perf_counter() - started,
+        "trained_on": settled,
+        "metrics": model.metrics,
+        "report": report,
+        "admin_status": page.status_code,
+        "admin_page": page.content.decode(),
+    }
 
 
 def main() -> None:
@@ -93,18 +100,24 @@ def main() -> None:
     try:
         out = run(scenario, args.decisions)
     except TrainingError as err:
-        sys.exit(f"learned_shadow.py: no model from {args.decisions} settled decisions: {err}; "
-                 "ask for more with --decisions")
+        sys.exit(
+            f"learned_shadow.py: no model from {args.decisions} settled decisions: {err}; "
+            "ask for more with --decisions"
+        )
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
     m, r = out["metrics"], out["report"]
     print(f"scenario {args.scenario}: {out['simulated_h']:.1f} simulated hours in {out['wall_s']:.0f} s")
-    print(f"trained on {out['trained_on']} settled decisions ({m['count']} rows, "
-          f"{m['positives']} positives): holdout auc {m['auc']}, train auc {m['trainAuc']}, "
-          f"log loss {m['logLoss']}")
-    print(f"shadow: {r['decisions']} settled decisions counted, {r['agree']} agree, "
-          f"{r['disagree']} disagree; formula rate {r['formulaRate']}, model rate {r['modelRate']} "
-          f"(a lower bound), margin {r['marginPct']} points")
+    print(
+        f"trained on {out['trained_on']} settled decisions ({m['count']} rows, "
+        f"{m['positives']} positives): holdout auc {m['auc']}, train auc {m['trainAuc']}, "
+        f"log loss {m['logLoss']}"
+    )
+    print(
+        f"shadow: {r['decisions']} settled decisions counted, {r['agree']} agree, "
+        f"{r['disagree']} disagree; formula rate {r['formulaRate']}, model rate {r['modelRate']} "
+        f"(a lower bound), margin {r['marginPct']} points"
+    )
     gate = r["gate"]
     print(f"gate now: {'passes' if gate['passed'] else 'short: ' + str(gate['failing'])}")
     page = out["admin_page"]
@@ -113,8 +126,10 @@ def main() -> None:
     verdict = re.search(r'class="sd-verdict[^"]*">(.*?)</span>', page, re.S)
     if verdict:
         print("admin verdict: " + " ".join(re.sub(r"<[^>]+>", "", html.unescape(verdict[1])).split()))
-    last_line(f"shadow_decisions={r['decisions']} formula_rate={r['formulaRate']} "
-              f"model_rate={r['modelRate']} holdout_auc={m['auc']}")
+    last_line(
+        f"shadow_decisions={r['decisions']} formula_rate={r['formulaRate']} "
+        f"model_rate={r['modelRate']} holdout_auc={m['auc']}"
+    )
 
 
 if __name__ == "__main__":

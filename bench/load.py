@@ -39,6 +39,7 @@ its time, no 5xx, no write lost.
 Run: .venv/bin/python bench/load.py [--seconds 120] [--clients 50] [--rate 20] [--slow 16]
      [--database superdispatch_bench_load]      (BENCH_POSTGRES_URL, BENCH_REDIS_URL as for the others)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,8 +84,7 @@ BOARDS, WRITE_BOARDS, AGENTS, ROSTER = 100, 10, 1000, 100
 SWEEP_S = 30
 HOLD_TIMEOUT_S = 10.0  # the placement window: a hold later than this is a miss
 OPERATOR_TOKEN = "bench-operator-token"
-TOKENS = {"team-reader": ["read"], "triage": ["read", "suggestions"],
-          "board-bot": ["read", "boards"]}
+TOKENS = {"team-reader": ["read"], "triage": ["read", "suggestions"], "board-bot": ["read", "boards"]}
 REQUEST_TIMEOUT_S = 30
 
 
@@ -133,8 +133,9 @@ class Tally:
                 self.ms[f"{kind} {route}"].append(took)
             self.status[response.status_code] += 1
             if response.status_code >= 500:
-                self.server_errors[f"{method} {url.split('?')[0].rsplit('/v1', 1)[-1]} "
-                                   f"{response.status_code}"] += 1
+                self.server_errors[
+                    f"{method} {url.split('?')[0].rsplit('/v1', 1)[-1]} {response.status_code}"
+                ] += 1
         return response
 
 
@@ -176,10 +177,17 @@ class Holds:
 def processes(honcho_pid: int) -> dict[str, int]:
     """The pid of each of honcho's processes, by its Procfile name, for their CPU: honcho forks
     a process of its own for each, which starts the Procfile's line in a shell."""
-    names = {"manage.py serve": "web", "-Q celery": "worker", "-Q placement": "placer",
-             "superdispatch beat": "beat"}
-    parents = {int(e): stat[1] for e in os.listdir("/proc")
-               if e.isdigit() and (stat := _common.proc_stat(int(e))) is not None}
+    names = {
+        "manage.py serve": "web",
+        "-Q celery": "worker",
+        "-Q placement": "placer",
+        "superdispatch beat": "beat",
+    }
+    parents = {
+        int(e): stat[1]
+        for e in os.listdir("/proc")
+        if e.isdigit() and (stat := _common.proc_stat(int(e))) is not None
+    }
     found = {}
     for pid, parent in parents.items():
         if parents.get(parent) != honcho_pid:  # a grandchild: the shell running the line
@@ -232,7 +240,8 @@ def main() -> None:
     import requests
 
     suite = Suite.from_scenario(
-        parse_scenario(scenario(BOARDS + WRITE_BOARDS, AGENTS, ROSTER, 1)), system_clock)
+        parse_scenario(scenario(BOARDS + WRITE_BOARDS, AGENTS, ROSTER, 1)), system_clock
+    )
     board_ids = [board.id for board in suite.scenario.boards if board.id != RELAY_BOARD]
     swept, written = board_ids[:BOARDS], board_ids[BOARDS:]
     holds = Holds(suite)
@@ -240,11 +249,14 @@ def main() -> None:
     servers.start()
     data_dir = temp_dir("load")
     port = free_port()
-    env = base_env(suite.dispatch_config().as_env(), data_dir,
-                   fresh_database("postgres", args.database, data_dir), REDIS_DB_URL)
+    env = base_env(
+        suite.dispatch_config().as_env(),
+        data_dir,
+        fresh_database("postgres", args.database, data_dir),
+        REDIS_DB_URL,
+    )
     env["PORT"] = str(port)
-    env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(
-        OPERATOR_TOKEN.encode()).hexdigest()
+    env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest()
     env["SUPERDISPATCH_SWEEP_SECONDS"] = str(SWEEP_S)
     os.environ.update(env)
     import redis
@@ -267,8 +279,7 @@ def main() -> None:
         from records.models import Board, Decision, LoopState, RelayDelivery
 
         def last_sweep():
-            found = LoopState.objects.filter(pk="loop").values_list(
-                "last_sweep_at", flat=True).first()
+            found = LoopState.objects.filter(pk="loop").values_list("last_sweep_at", flat=True).first()
             connection.close()
             return found
 
@@ -277,12 +288,18 @@ def main() -> None:
         bot = {"Authorization": f"Bearer {tokens['board-bot']}"}
         for board_id in swept:
             setup.put(f"{base}/v1/boards/{board_id}", headers=bot, timeout=30).raise_for_status()
-        wait_until(lambda: all(suite.pipeline.board(b).placement_window_seconds == 10
-                               for b in swept), 180, "the opt-ins' windows being set")
+        wait_until(
+            lambda: all(suite.pipeline.board(b).placement_window_seconds == 10 for b in swept),
+            180,
+            "the opt-ins' windows being set",
+        )
         wait_until(lambda: last_sweep() is not None, 4 * SWEEP_S, "a first sweep")
-        print(f"set up: {BOARDS} boards swept, {WRITE_BOARDS} written, {AGENTS} agents, "
-              f"{ROSTER} on each roster; "
-              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        print(
+            f"set up: {BOARDS} boards swept, {WRITE_BOARDS} written, {AGENTS} agents, "
+            f"{ROSTER} on each roster; "
+            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+            flush=True,
+        )
 
         # --- the clients ------------------------------------------------------------------
         # Each write's answer: the state it told (None: no such board), or "unknown" (none came).
@@ -296,12 +313,14 @@ def main() -> None:
             while not done.wait(rng.uniform(1, 3)):
                 kind = rng.choice(kinds)
                 board = rng.choice(swept)
-                url = {"boards": "/v1/boards", "board": f"/v1/boards/{board}",
-                       "decisions": "/v1/decisions?limit=20",
-                       "board-decisions": f"/v1/decisions?board={board}&limit=20",
-                       "suggestions": "/v1/suggestions",
-                       "decision": f"/v1/decisions/{seen[-1]}" if seen else "/v1/decisions?limit=1",
-                       }[kind]
+                url = {
+                    "boards": "/v1/boards",
+                    "board": f"/v1/boards/{board}",
+                    "decisions": "/v1/decisions?limit=20",
+                    "board-decisions": f"/v1/decisions?board={board}&limit=20",
+                    "suggestions": "/v1/suggestions",
+                    "decision": f"/v1/decisions/{seen[-1]}" if seen else "/v1/decisions?limit=1",
+                }[kind]
                 answer = tally.ask(http, "read", "GET", base + url, route=kind, headers=auth)
                 if answer is not None and answer.status_code == 200 and "decisions" in url:
                     seen[:] = [d.id for d in read_ids(answer.content).decisions[:5]] or seen
@@ -318,8 +337,7 @@ def main() -> None:
                     tally.ask(http, "read", "GET", f"{base}/v1/boards/{board}", headers=auth)
                     continue
                 method = rng.choice(["PUT", "DELETE"])
-                answer = tally.ask(http, "write", method, f"{base}/v1/boards/{board}",
-                                   headers=auth)
+                answer = tally.ask(http, "write", method, f"{base}/v1/boards/{board}", headers=auth)
                 if answer is None:
                     told[board].append("unknown")  # not told: the store may hold either
                 elif answer.status_code == 200:
@@ -341,8 +359,9 @@ def main() -> None:
             http = getattr(relay_http, "session", None) or requests.Session()
             relay_http.session = http
             headers = signed_headers(suite, delivery)
-            answer = tally.ask(http, "relay", "POST", base + "/v1/relay/events",
-                               data=delivery.body, headers=headers)
+            answer = tally.ask(
+                http, "relay", "POST", base + "/v1/relay/events", data=delivery.body, headers=headers
+            )
             answered_wall[card_id] = time.time()
             sent[delivery.delivery_id] = (card_id, at, answer.status_code if answer else 0)
 
@@ -372,25 +391,44 @@ def main() -> None:
         readers = int(args.clients * 0.8)
         writers = max(1, args.clients // 10)
         triagers = args.clients - readers - writers
-        threads = [threading.Thread(target=reader, args=(n, tokens["team-reader"],
-                                    ["boards", "board", "decisions", "board-decisions",
-                                     "suggestions"])) for n in range(readers)]
-        threads += [threading.Thread(target=reader, args=(readers + n, tokens["triage"],
-                                     ["suggestions", "decision"])) for n in range(triagers)]
-        threads += [threading.Thread(target=writer, args=(n, tokens["board-bot"],
-                                     written[2 * n % len(written):][:2] or written[:2]))
-                    for n in range(writers)]
+        threads = [
+            threading.Thread(
+                target=reader,
+                args=(
+                    n,
+                    tokens["team-reader"],
+                    ["boards", "board", "decisions", "board-decisions", "suggestions"],
+                ),
+            )
+            for n in range(readers)
+        ]
+        threads += [
+            threading.Thread(target=reader, args=(readers + n, tokens["triage"], ["suggestions", "decision"]))
+            for n in range(triagers)
+        ]
+        threads += [
+            threading.Thread(
+                target=writer,
+                args=(n, tokens["board-bot"], written[2 * n % len(written) :][:2] or written[:2]),
+            )
+            for n in range(writers)
+        ]
         opened: Counter = Counter()
-        starts = [b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
-                  b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  b"Content-Length: 100000\r\n\r\n{"]
-        threads += [threading.Thread(target=slow_client, args=(port, starts[n % 2], done, opened))
-                    for n in range(args.slow)]
-        threads += [threading.Thread(target=healthz), threading.Thread(target=watch_sweeps),
-                    threading.Thread(target=holds.free, args=(done,))]
+        starts = [
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
+            b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n{",
+        ]
+        threads += [
+            threading.Thread(target=slow_client, args=(port, starts[n % 2], done, opened))
+            for n in range(args.slow)
+        ]
+        threads += [
+            threading.Thread(target=healthz),
+            threading.Thread(target=watch_sweeps),
+            threading.Thread(target=holds.free, args=(done,)),
+        ]
         senders = ThreadPoolExecutor(16)
-        cpu = CpuShares({**processes(honcho.pid), "bench": os.getpid()},
-                        servers=("postgres", "redis-server"))
+        cpu = CpuShares({**processes(honcho.pid), "bench": os.getpid()}, servers=("postgres", "redis-server"))
         cpu.start()
         load_before = os.getloadavg()
         started = time.monotonic()
@@ -410,8 +448,9 @@ def main() -> None:
 
         # --- what it kept ------------------------------------------------------------------
         with holds.changed:
-            holds.changed.wait_for(lambda: all(c in holds.first for c, _, s in sent.values()
-                                               if s == 202), HOLD_TIMEOUT_S)
+            holds.changed.wait_for(
+                lambda: all(c in holds.first for c, _, s in sent.values() if s == 202), HOLD_TIMEOUT_S
+            )
         relay_ms = []
         missed = 0
         for card_id, at, status in sent.values():
@@ -424,16 +463,22 @@ def main() -> None:
             else:
                 relay_ms.append((held - at) * 1000)
         accepted = [d for d, (_, _, status) in sent.items() if status == 202]
-        stored = set(RelayDelivery.objects.filter(delivery_id__in=accepted)
-                     .values_list("delivery_id", flat=True))
+        stored = set(
+            RelayDelivery.objects.filter(delivery_id__in=accepted).values_list("delivery_id", flat=True)
+        )
         lost_deliveries = len(accepted) - len(stored)
-        outcomes = Counter(RelayDelivery.objects.filter(delivery_id__in=accepted)
-                           .values_list("outcome", flat=True))
+        outcomes = Counter(
+            RelayDelivery.objects.filter(delivery_id__in=accepted).values_list("outcome", flat=True)
+        )
         # Where a relayed card's time went: the webhook's answer, then the wait until a pass
         # began (its decision's time is the pass's start), then the pass to the hold.
         relayed = [card for card, _, status in sent.values() if status == 202]
-        decided = dict(Decision.objects.filter(card_id__in=relayed).values("card_id")
-                       .annotate(first=Min("created_at")).values_list("card_id", "first"))
+        decided = dict(
+            Decision.objects.filter(card_id__in=relayed)
+            .values("card_id")
+            .annotate(first=Min("created_at"))
+            .values_list("card_id", "first")
+        )
         waited_ms, passed_ms = [], []
         for card in relayed:
             if card in decided and card in holds.first_wall and card in answered_wall:
@@ -447,10 +492,12 @@ def main() -> None:
             # One writer to a board, one write at a time: the last answer is the board's state.
             if states and states[-1] != "unknown" and row != states[-1]:
                 lost_states += 1
-            changes = sum(1 for before, after in zip([None] + known, known)
-                          if after is not None and before != after)
+            changes = sum(
+                1 for before, after in zip([None] + known, known) if after is not None and before != after
+            )
             entries = AuditEntry.objects.filter(
-                target=board_id, action__in=["board.opt-in", "board.opt-out"]).count()
+                target=board_id, action__in=["board.opt-in", "board.opt-out"]
+            ).count()
             if "unknown" not in states:
                 lost_entries += abs(entries - changes)
         connection.close()
@@ -466,44 +513,68 @@ def main() -> None:
     def p(kind: str, q: float) -> float:
         return percentile(tally.ms[kind], q)
 
-    print(f"ran {ran_s:.0f} s: {args.clients} clients ({readers} team-reader, {triagers} triage, "
-          f"{writers} board-bot), relay at {args.rate:g}/s, {args.slow} slow clients "
-          f"({opened['slow']} connections opened); load average "
-          f"{' '.join(f'{x:.2f}' for x in load_before)} at the start, "
-          f"{' '.join(f'{x:.2f}' for x in load_after)} at the end")
+    print(
+        f"ran {ran_s:.0f} s: {args.clients} clients ({readers} team-reader, {triagers} triage, "
+        f"{writers} board-bot), relay at {args.rate:g}/s, {args.slow} slow clients "
+        f"({opened['slow']} connections opened); load average "
+        f"{' '.join(f'{x:.2f}' for x in load_before)} at the start, "
+        f"{' '.join(f'{x:.2f}' for x in load_after)} at the end"
+    )
     for kind in ("healthz", "read", "write", "relay"):
-        print(f"  {kind:>8}: {len(tally.ms[kind])} answers, p50 {p(kind, 50):.0f} ms, "
-              f"p99 {p(kind, 99):.0f} ms, max {max(tally.ms[kind], default=0):.0f} ms")
+        print(
+            f"  {kind:>8}: {len(tally.ms[kind])} answers, p50 {p(kind, 50):.0f} ms, "
+            f"p99 {p(kind, 99):.0f} ms, max {max(tally.ms[kind], default=0):.0f} ms"
+        )
     routes = sorted(k for k in tally.ms if k.startswith("read "))
-    print("  reads by route: " + ", ".join(
-        f"{k[5:]} {len(tally.ms[k])} p50 {p(k, 50):.0f} ms p99 {p(k, 99):.0f} ms" for k in routes))
-    print(f"  relay: {scheduled[0]} card.ready due, {len(sent)} sent (the rest waited for one "
-          f"of the 16 senders past the run's end)")
-    print(f"  relay card.ready to hold: {len(relay_ms)} delivered, p50 "
-          f"{percentile(relay_ms, 50):.0f} ms, p99 {percentile(relay_ms, 99):.0f} ms, "
-          f"{missed} with no hold within {HOLD_TIMEOUT_S:.0f} s")
-    print(f"  of the {len(waited_ms)} held after a decision: from the webhook's answer to their "
-          f"pass's start p50 {percentile(waited_ms, 50):.0f} ms, p99 {percentile(waited_ms, 99):.0f} "
-          f"ms; from its start to the hold p50 {percentile(passed_ms, 50):.0f} ms, p99 "
-          f"{percentile(passed_ms, 99):.0f} ms")
-    print(f"  the relayed cards' outcomes: "
-          f"{', '.join(f'{k or chr(45)} {v}' for k, v in sorted(outcomes.items()))}")
-    print(f"  CPU seconds over the run (of {2 * ran_s:.0f} two cores give; the machine is shared): "
-          f"{', '.join(f'{k} {v:.0f}' for k, v in sorted(cpu_s.items(), key=lambda kv: -kv[1]))}")
-    print(f"  sweeps: {len(gaps)} intervals seen, each start after the one before "
-          f"{', '.join(f'{g:.1f}' for g in gaps)} s (interval {SWEEP_S} s)")
-    print(f"  answers by status: {dict(sorted(tally.status.items()))}; 5xx: "
-          f"{dict(tally.server_errors) or 'none'}; no answer: {dict(tally.failed) or 'none'}")
-    print(f"  writes lost: {lost_states} boards not in the state last told, {lost_entries} "
-          f"opt-ins and opt-outs without their one audit entry, {lost_deliveries} accepted "
-          f"deliveries not stored; the processes' log: {log_path}")
+    print(
+        "  reads by route: "
+        + ", ".join(f"{k[5:]} {len(tally.ms[k])} p50 {p(k, 50):.0f} ms p99 {p(k, 99):.0f} ms" for k in routes)
+    )
+    print(
+        f"  relay: {scheduled[0]} card.ready due, {len(sent)} sent (the rest waited for one "
+        f"of the 16 senders past the run's end)"
+    )
+    print(
+        f"  relay card.ready to hold: {len(relay_ms)} delivered, p50 "
+        f"{percentile(relay_ms, 50):.0f} ms, p99 {percentile(relay_ms, 99):.0f} ms, "
+        f"{missed} with no hold within {HOLD_TIMEOUT_S:.0f} s"
+    )
+    print(
+        f"  of the {len(waited_ms)} held after a decision: from the webhook's answer to their "
+        f"pass's start p50 {percentile(waited_ms, 50):.0f} ms, p99 {percentile(waited_ms, 99):.0f} "
+        f"ms; from its start to the hold p50 {percentile(passed_ms, 50):.0f} ms, p99 "
+        f"{percentile(passed_ms, 99):.0f} ms"
+    )
+    print(
+        f"  the relayed cards' outcomes: "
+        f"{', '.join(f'{k or chr(45)} {v}' for k, v in sorted(outcomes.items()))}"
+    )
+    print(
+        f"  CPU seconds over the run (of {2 * ran_s:.0f} two cores give; the machine is shared): "
+        f"{', '.join(f'{k} {v:.0f}' for k, v in sorted(cpu_s.items(), key=lambda kv: -kv[1]))}"
+    )
+    print(
+        f"  sweeps: {len(gaps)} intervals seen, each start after the one before "
+        f"{', '.join(f'{g:.1f}' for g in gaps)} s (interval {SWEEP_S} s)"
+    )
+    print(
+        f"  answers by status: {dict(sorted(tally.status.items()))}; 5xx: "
+        f"{dict(tally.server_errors) or 'none'}; no answer: {dict(tally.failed) or 'none'}"
+    )
+    print(
+        f"  writes lost: {lost_states} boards not in the state last told, {lost_entries} "
+        f"opt-ins and opt-outs without their one audit entry, {lost_deliveries} accepted "
+        f"deliveries not stored; the processes' log: {log_path}"
+    )
     for failure in tally.failures[:5]:
         print(f"  no answer: {failure}")
     late_max = max(late, default=float("nan"))
-    last_line(f"healthz_p99_ms={p('healthz', 99):.0f} read_p99_ms={p('read', 99):.0f} "
-              f"relay_p99_ms={percentile(relay_ms, 99):.0f} sweep_late_max_s={late_max:.1f} "
-              f"errors_5xx={sum(tally.server_errors.values())} "
-              f"lost_writes={lost_states + lost_entries + lost_deliveries}")
+    last_line(
+        f"healthz_p99_ms={p('healthz', 99):.0f} read_p99_ms={p('read', 99):.0f} "
+        f"relay_p99_ms={percentile(relay_ms, 99):.0f} sweep_late_max_s={late_max:.1f} "
+        f"errors_5xx={sum(tally.server_errors.values())} "
+        f"lost_writes={lost_states + lost_entries + lost_deliveries}"
+    )
 
 
 if __name__ == "__main__":

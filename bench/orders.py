@@ -15,6 +15,7 @@ An order names agents by id; agents it leaves out follow, by id. Last line:
 order k, `success_order<k>=… lead_mean_order<k>_s=…`; then the documented formula's two again under
 the lab's label of before, `success_formula=… lead_mean_formula_s=…`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,12 @@ def fixed_ranking(order: list[str]):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scenario", required=True, help="a shipped scenario's name, or a file's path")
-    parser.add_argument("--order", action="append", required=True,
-                        help="`truth`, or agent ids best first, comma-separated; repeat for more orders")
+    parser.add_argument(
+        "--order",
+        action="append",
+        required=True,
+        help="`truth`, or agent ids best first, comma-separated; repeat for more orders",
+    )
     parser.add_argument("--minutes", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
@@ -80,8 +85,10 @@ def main() -> None:
         if not order:
             parser.error(f"--order {text!r} names no agent")
         if unknown or len(set(order)) < len(order):
-            parser.error(f"--order {text!r}: name each of {scenario.name}'s agents at most once"
-                         + (f" ({', '.join(unknown)} is not one)" if unknown else ""))
+            parser.error(
+                f"--order {text!r}: name each of {scenario.name}'s agents at most once"
+                + (f" ({', '.join(unknown)} is not one)" if unknown else "")
+            )
         orders.append(order)
     seconds = args.minutes * 60
 
@@ -98,8 +105,10 @@ def main() -> None:
                 with mock.patch.object(rankers, "ranked", fixed_ranking(order)):
                     results[arm].append(figures(run_placed(run_scenario, seconds)))
 
-    print(f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds; "
-          "mean ±95% interval over seeds")
+    print(
+        f"scenario {scenario.name}, {args.minutes} simulated minutes x {args.seeds} seeds; "
+        "mean ±95% interval over seeds"
+    )
     for arm, order in zip(arms[2:], orders):
         print(f"{arm}: {', '.join(order)}")
     means = print_table(results)

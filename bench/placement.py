@@ -16,6 +16,7 @@ week of them, one arm dropped, in µs per call; and `analyse` (the guardrail's l
 block) over a 12-hour experiment's cards, in ms.
 Run: .venv/bin/python bench/placement.py [--switchback]
 """
+
 from __future__ import annotations
 
 import os
@@ -55,8 +56,9 @@ from placement.switchback import (  # noqa: E402
 
 NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 RULES = Rules(candidates="all")
-NEEDS = StationNeeds(isolation="container", models=("m-large", "m-small"), tools=("git", "rg"),
-                     credentials=("GITHUB_TOKEN",))
+NEEDS = StationNeeds(
+    isolation="container", models=("m-large", "m-small"), tools=("git", "rg"), credentials=("GITHUB_TOKEN",)
+)
 
 
 def facts_with(n: int, seed: int = 7) -> Facts:
@@ -75,10 +77,18 @@ def facts_with(n: int, seed: int = 7) -> Facts:
         verdicts.append(AgentVerdict(agent_id, principal, eligible=not reasons, reasons=reasons))
         if agent_id in rostered:
             station_id = "stn_" + agent_id[4:]
-            roster.append(RosterRow(agent_id, principal, station_id, enabled=True, ready=True,
-                                    busy=rng.random() < 0.1,
-                                    last_took_work_at=NOW - timedelta(seconds=rng.randint(0, 86400)),
-                                    key="key-" + agent_id[4:]))
+            roster.append(
+                RosterRow(
+                    agent_id,
+                    principal,
+                    station_id,
+                    enabled=True,
+                    ready=True,
+                    busy=rng.random() < 0.1,
+                    last_took_work_at=NOW - timedelta(seconds=rng.randint(0, 86400)),
+                    key="key-" + agent_id[4:],
+                )
+            )
             proof = rng.choice(("declared", "installed", "probed"))
             registry.append(
                 Station(
@@ -91,17 +101,35 @@ def facts_with(n: int, seed: int = 7) -> Facts:
                 )
             )
         else:
-            load.append(AgentLoad(agent_id, principal, in_flight=rng.choice((0, 0, 0, 1)), capacity=2,
-                                  last_heartbeat_at=NOW - timedelta(minutes=rng.randint(0, 70))))
+            load.append(
+                AgentLoad(
+                    agent_id,
+                    principal,
+                    in_flight=rng.choice((0, 0, 0, 1)),
+                    capacity=2,
+                    last_heartbeat_at=NOW - timedelta(minutes=rng.randint(0, 70)),
+                )
+            )
         runs[principal] = tuple(
-            Run(principal, rng.random() < 0.8, NOW - timedelta(days=rng.random() * 30),
-                mark=rng.choice((None, 0.0, 1.0, 0.8)))
+            Run(
+                principal,
+                rng.random() < 0.8,
+                NOW - timedelta(days=rng.random() * 30),
+                mark=rng.choice((None, 0.0, 1.0, 0.8)),
+            )
             for _ in range(rng.randint(3, 7))
         )
-        policy[agent_id] = PolicyVerdict(allow=rng.random() < 0.97, reasons=("rule:reviewers",),
-                                         policy_version="pol_1")
-    card = Card("brd_review", "card_1", "review", Requires(all=("code-review",)), NEEDS,
-                ready_at=NOW - timedelta(minutes=1))
+        policy[agent_id] = PolicyVerdict(
+            allow=rng.random() < 0.97, reasons=("rule:reviewers",), policy_version="pol_1"
+        )
+    card = Card(
+        "brd_review",
+        "card_1",
+        "review",
+        Requires(all=("code-review",)),
+        NEEDS,
+        ready_at=NOW - timedelta(minutes=1),
+    )
     return Facts(
         card=card,
         roster=tuple(roster),
@@ -140,9 +168,13 @@ def first_cards_per_s(n: int, budget_s: float = 1.0) -> float:
     facts = facts_with(n)
     count, spent = 0, 0.0
     while spent < budget_s:
-        fresh = replace(facts, roster=tuple(list(facts.roster)), load=tuple(list(facts.load)),
-                        registry=tuple(list(facts.registry)),
-                        runs={principal: tuple(list(runs)) for principal, runs in facts.runs.items()})
+        fresh = replace(
+            facts,
+            roster=tuple(list(facts.roster)),
+            load=tuple(list(facts.load)),
+            registry=tuple(list(facts.registry)),
+            runs={principal: tuple(list(runs)) for principal, runs in facts.runs.items()},
+        )
         started = time.process_time()
         decide(fresh, RULES, NOW)
         spent += time.process_time() - started
@@ -171,12 +203,22 @@ def switchback_costs() -> None:
         figures[name] = per_call_s(lambda: [in_force(schedule, m, ("arm-d",)) for m in moments], 1.0) / 100
         print(f"in_force over {blocks} blocks: {figures[name] * 1e6:.1f} us a call")
     schedule = draw_schedule(arms, starts=NOW, block_seconds=1800, blocks=24, seed=3)
-    cards = [ExperimentCard(NOW + timedelta(seconds=rng.uniform(0, 24 * 1800)), ok := rng.random() < 0.8,
-                            rng.uniform(60, 400) if ok else None, rng.uniform(0, 60)) for _ in range(24 * 60)]
+    cards = [
+        ExperimentCard(
+            NOW + timedelta(seconds=rng.uniform(0, 24 * 1800)),
+            ok := rng.random() < 0.8,
+            rng.uniform(60, 400) if ok else None,
+            rng.uniform(0, 60),
+        )
+        for _ in range(24 * 60)
+    ]
     look = per_call_s(lambda: analyse(schedule, cards, burn_in_s=300, objective="success"), 2.0)
     print(f"analyse over 24 blocks, {len(cards)} cards: {look * 1e3:.1f} ms a look")
-    last_line(f"switchback_in_force_us={figures['12h'] * 1e6:.1f} switchback_in_force_week_us="
-              f"{figures['week'] * 1e6:.1f} switchback_analyse_ms={look * 1e3:.1f}", variant="switchback")
+    last_line(
+        f"switchback_in_force_us={figures['12h'] * 1e6:.1f} switchback_in_force_week_us="
+        f"{figures['week'] * 1e6:.1f} switchback_analyse_ms={look * 1e3:.1f}",
+        variant="switchback",
+    )
 
 
 def main() -> None:
@@ -187,8 +229,10 @@ def main() -> None:
     for n in (10, 100, 1000):
         rate, eligible, outcome = decisions_per_s(n)
         rates[n] = rate
-        print(f"candidates={n} eligible={eligible} decided={outcome} decisions_per_s={rate:.0f} "
-              f"ms_per_decision={1000 / rate:.3f} first_card_per_s={first_cards_per_s(n):.0f}")
+        print(
+            f"candidates={n} eligible={eligible} decided={outcome} decisions_per_s={rate:.0f} "
+            f"ms_per_decision={1000 / rate:.3f} first_card_per_s={first_cards_per_s(n):.0f}"
+        )
     last_line(f"decisions_per_s_100={rates[100]:.0f} decisions_per_s_1000={rates[1000]:.0f}")
 
 

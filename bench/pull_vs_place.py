@@ -9,6 +9,7 @@ Both runs are judged by the same ground truth, not by either run's own scoring.
 Run: .venv/bin/python bench/pull_vs_place.py [--scenario busy-quiet] [--minutes 120]
      [--set NAME=VALUE ...]   (a setting for the placed run, e.g. --set FORMULA=NAME@VERSION)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,9 +95,14 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=120)
     parser.add_argument("--busy", default="brd_busy")
     parser.add_argument("--quiet", default="brd_quiet")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a setting for the placed run: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
-                             "without the prefix (e.g. FORMULA=NAME@VERSION, any declared formula)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the placed run: SUPERDISPATCH_NAME=VALUE, or NAME=VALUE "
+        "without the prefix (e.g. FORMULA=NAME@VERSION, any declared formula)",
+    )
     args = parser.parse_args()
     if args.minutes < 1:
         parser.error("--minutes must be at least 1")
@@ -113,12 +119,17 @@ def main() -> None:
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 
-    print(f"scenario {args.scenario}, {args.minutes} simulated minutes, sweep every {SWEEP_EVERY_S} s"
-          + "".join(f", {name}={value}" for name, value in settings.items()))
+    print(
+        f"scenario {args.scenario}, {args.minutes} simulated minutes, sweep every {SWEEP_EVERY_S} s"
+        + "".join(f", {name}={value}" for name, value in settings.items())
+    )
     print(f"{'':28}{'pull':>10}{'placed':>10}")
     for name in pull:
-        print(f"{name:28}{pull[name]:>10.3f}{place[name]:>10.3f}" if isinstance(pull[name], float)
-              else f"{name:28}{pull[name]:>10}{place[name]:>10}")
+        print(
+            f"{name:28}{pull[name]:>10.3f}{place[name]:>10.3f}"
+            if isinstance(pull[name], float)
+            else f"{name:28}{pull[name]:>10}{place[name]:>10}"
+        )
     quiet = f"{args.quiet} wait p95 s"
     last_line(
         f"success_pull={pull['success rate']:.3f} success_placed={place['success rate']:.3f} "

@@ -25,6 +25,7 @@ The last line: `relay_to_hold_p50_ms=… relay_to_hold_p99_ms=…` (Redis and Po
 
 Run: .venv/bin/python bench/relay_latency.py [deliveries]      (default 200 each, after 20 warm-up)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,8 +64,10 @@ BOARD = "brd_000"
 BENCH_DB = "superdispatch_bench_relay"
 OPERATOR_TOKEN = "bench-operator-token"
 HOLD_TIMEOUT_S = 10.0  # the placement window: a hold later than this is a miss
-SETUPS = {"redis": ("postgres", "Redis broker and cache, PostgreSQL"),
-          "filesystem": ("sqlite", "the embedded default: filesystem broker, file cache, SQLite")}
+SETUPS = {
+    "redis": ("postgres", "Redis broker and cache, PostgreSQL"),
+    "filesystem": ("sqlite", "the embedded default: filesystem broker, file cache, SQLite"),
+}
 SERVERS = {"redis": ("postgres", "redis-server"), "filesystem": ()}  # counted by CpuShares
 IDLE_S = 30  # how long the worker's idle CPU is read for
 
@@ -107,7 +110,6 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
     """In this (fresh) process: stand up everything, deliver, and return the latencies in ms."""
     import requests
 
-
     db, _ = SETUPS[broker]
     suite = Suite.from_scenario(parse_scenario(workspace("relay", 1, AGENTS)), system_clock)
     arrivals = Arrivals(suite.pipeline)
@@ -116,8 +118,9 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
     data_dir = temp_dir("relay")
     port = free_port()
     database_url = fresh_database(db, BENCH_DB, data_dir)
-    env = base_env(suite.dispatch_config().as_env(), data_dir, database_url,
-                   REDIS_DB_URL if broker == "redis" else "")
+    env = base_env(
+        suite.dispatch_config().as_env(), data_dir, database_url, REDIS_DB_URL if broker == "redis" else ""
+    )
     env["PORT"] = str(port)
     env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest()
     os.environ.update(env)
@@ -130,10 +133,22 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
     log = open(os.path.join(data_dir, "processes.log"), "w")
     started = [
         subprocess.Popen(manage + ["serve"], env=env, cwd=ROOT, stdout=log, stderr=log),
-        subprocess.Popen([os.path.join(os.path.dirname(PYTHON), "celery"), "-A", "superdispatch",
-                          "worker", "--loglevel=warning", "--concurrency=2",
-                          "-n", f"relay-bench-{os.getpid()}@%h"],
-                         env=env, cwd=ROOT, stdout=log, stderr=log),
+        subprocess.Popen(
+            [
+                os.path.join(os.path.dirname(PYTHON), "celery"),
+                "-A",
+                "superdispatch",
+                "worker",
+                "--loglevel=warning",
+                "--concurrency=2",
+                "-n",
+                f"relay-bench-{os.getpid()}@%h",
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
+        ),
     ]
     base = f"http://127.0.0.1:{port}"
     http = requests.Session()
@@ -147,23 +162,27 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
             return _common.answers(http, base, path)
 
         wait_until(lambda: answers("/healthz"), 30, "the web app starting")
-        opted = http.put(f"{base}/v1/boards/{BOARD}", timeout=5,
-                         headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})
+        opted = http.put(
+            f"{base}/v1/boards/{BOARD}", timeout=5, headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+        )
         opted.raise_for_status()
         # The worker sets the placement window after the opt-in, then looks at the board.
-        wait_until(lambda: suite.pipeline.board(BOARD).placement_window_seconds == 10, 60,
-                   "the worker setting the placement window")
+        wait_until(
+            lambda: suite.pipeline.board(BOARD).placement_window_seconds == 10,
+            60,
+            "the worker setting the placement window",
+        )
 
         def board_free() -> bool:
             return Board.objects.filter(board_id=BOARD, lease_owner="").exists()
 
         wait_until(board_free, 30, "the opt-in's look at the board ending")
-        subprocess.run(manage + ["sweep", "--once"], env=env, check=True, cwd=ROOT,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(manage + ["sweep", "--once"], env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
 
         latencies, answered, passes, misses = [], [], [], 0
-        cpu = CpuShares({"web": started[0].pid, "worker": started[1].pid, "bench": os.getpid()},
-                        servers=SERVERS[broker])
+        cpu = CpuShares(
+            {"web": started[0].pid, "worker": started[1].pid, "bench": os.getpid()}, servers=SERVERS[broker]
+        )
         for n in range(warmup + deliveries):
             if n == warmup:
                 cpu.start()
@@ -174,8 +193,9 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
             assert delivery.event["type"] == "card.ready" and delivery.event["cardId"] == card.id
             headers = signed_headers(suite, delivery)
             sent = time.monotonic()
-            status = http.post(base + "/v1/relay/events", data=delivery.body, headers=headers,
-                               timeout=5).status_code
+            status = http.post(
+                base + "/v1/relay/events", data=delivery.body, headers=headers, timeout=5
+            ).status_code
             posted = time.monotonic()
             if status != 202:
                 raise SystemExit(f"relay bench: the webhook answered {status}")
@@ -199,8 +219,15 @@ def run(broker: str, deliveries: int, warmup: int) -> dict:
         idle_cpu_s = idle_cpu(started[1].pid, IDLE_S)
     finally:
         stop(started, servers, db, BENCH_DB)
-    return {"latencies": latencies, "answered": answered, "passes": passes, "misses": misses,
-            "cpu_s": cpu_s, "delivering_s": delivering_s, "idle_cpu_s": idle_cpu_s}
+    return {
+        "latencies": latencies,
+        "answered": answered,
+        "passes": passes,
+        "misses": misses,
+        "cpu_s": cpu_s,
+        "delivering_s": delivering_s,
+        "idle_cpu_s": idle_cpu_s,
+    }
 
 
 def idle_cpu(worker_pid: int, seconds: float) -> float:
@@ -214,21 +241,30 @@ def idle_cpu(worker_pid: int, seconds: float) -> float:
 def summary(broker: str, result: dict) -> tuple[float, float]:
     lat = result["latencies"]
     p50, p99 = percentile(lat, 50), percentile(lat, 99)
-    print(f"  {SETUPS[broker][1]}: {len(lat)} holds, {result['misses']} missed the 10 s window; "
-          f"to hold p50 {p50:.1f} ms, p90 {percentile(lat, 90):.1f} ms, p99 {p99:.1f} ms, "
-          f"max {max(lat):.1f} ms")
+    print(
+        f"  {SETUPS[broker][1]}: {len(lat)} holds, {result['misses']} missed the 10 s window; "
+        f"to hold p50 {p50:.1f} ms, p90 {percentile(lat, 90):.1f} ms, p99 {p99:.1f} ms, "
+        f"max {max(lat):.1f} ms"
+    )
     passes = result["passes"]
-    print(f"    of which: the webhook answering p50 {percentile(result['answered'], 50):.1f} ms; "
-          f"the pass from its board read to the hold p50 {percentile(passes, 50):.1f} ms, "
-          f"p99 {percentile(passes, 99):.1f} ms")
+    print(
+        f"    of which: the webhook answering p50 {percentile(result['answered'], 50):.1f} ms; "
+        f"the pass from its board read to the hold p50 {percentile(passes, 50):.1f} ms, "
+        f"p99 {percentile(passes, 99):.1f} ms"
+    )
     cpu = result["cpu_s"]
-    parts = ", ".join(f"{part} {cpu.get(part, 0.0):.1f} s" for part in
-                      ("web", "worker", "bench", *SERVERS[broker]))
-    print(f"    CPU over the deliveries ({parts}; bench: this process, the stand-in and the "
-          f"relay's client): {sum(cpu.values()):.1f} of the "
-          f"{result['delivering_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had")
-    print(f"    the worker idle: {result['idle_cpu_s']:.2f} s of CPU in {IDLE_S} s, "
-          f"{result['idle_cpu_s'] / IDLE_S:.2%} of a core")
+    parts = ", ".join(
+        f"{part} {cpu.get(part, 0.0):.1f} s" for part in ("web", "worker", "bench", *SERVERS[broker])
+    )
+    print(
+        f"    CPU over the deliveries ({parts}; bench: this process, the stand-in and the "
+        f"relay's client): {sum(cpu.values()):.1f} of the "
+        f"{result['delivering_s'] * (os.cpu_count() or 1):.0f} core-seconds the machine had"
+    )
+    print(
+        f"    the worker idle: {result['idle_cpu_s']:.2f} s of CPU in {IDLE_S} s, "
+        f"{result['idle_cpu_s'] / IDLE_S:.2%} of a core"
+    )
     return p50, p99
 
 
@@ -241,14 +277,17 @@ def main() -> None:
     print(f"card.ready to hold: {AGENTS} agents on the board, sequential deliveries")
     figures = {}
     for broker in SETUPS:
-        done = subprocess.run([PYTHON, __file__, "--run", broker, str(deliveries), "20"],
-                              stdout=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [PYTHON, __file__, "--run", broker, str(deliveries), "20"], stdout=subprocess.PIPE, text=True
+        )
         if done.returncode:
             sys.exit(f"relay bench: the {broker} run failed")
         figures[broker] = summary(broker, json.loads(done.stdout.strip().splitlines()[-1]))
     p50, p99 = figures["redis"]
-    last_line(f"relay_to_hold_p50_ms={p50:.1f} relay_to_hold_p99_ms={p99:.1f} "
-              f"relay_to_hold_p99_embedded_ms={figures['filesystem'][1]:.1f}")
+    last_line(
+        f"relay_to_hold_p50_ms={p50:.1f} relay_to_hold_p99_ms={p99:.1f} "
+        f"relay_to_hold_p99_embedded_ms={figures['filesystem'][1]:.1f}"
+    )
 
 
 if __name__ == "__main__":

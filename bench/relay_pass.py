@@ -19,6 +19,7 @@ Run: .venv/bin/python bench/relay_pass.py [passes]      (default 100 each, after
 Last line: relay_pass_ms_h0=… relay_pass_ms_h5000=… relay_pass_ms_h50000=…
            relay_pass_ms_settled100000=…
 """
+
 from __future__ import annotations
 
 import json
@@ -52,13 +53,27 @@ def run(holds: int, settled: int, passes: int) -> dict:
 
     look_at_board(loop, RELAY_BOARD)  # caches its roster, as a sweep would
     # Live holds of the workspace's agents on other boards' cards, as a sweep makes them.
-    Decision.objects.bulk_create([
-        Decision(id=f"pld_{i:024x}", board_id=f"brd_{i % BOARDS:04d}", card_id=f"card_held_{i}",
-                 stage_key="review", policy=loop.rules.formula, chosen=f"agt_{i % AGENTS:05d}",
-                 tier_name="winner", tier_step=1, requires={"all": ["code-review"], "any": []},
-                 ladder_ready_at=now, created_at=now, reserved_until=now + timedelta(seconds=60),
-                 roll_marks="")
-        for i in range(holds)], batch_size=2000)
+    Decision.objects.bulk_create(
+        [
+            Decision(
+                id=f"pld_{i:024x}",
+                board_id=f"brd_{i % BOARDS:04d}",
+                card_id=f"card_held_{i}",
+                stage_key="review",
+                policy=loop.rules.formula,
+                chosen=f"agt_{i % AGENTS:05d}",
+                tier_name="winner",
+                tier_step=1,
+                requires={"all": ["code-review"], "any": []},
+                ladder_ready_at=now,
+                created_at=now,
+                reserved_until=now + timedelta(seconds=60),
+                roll_marks="",
+            )
+            for i in range(holds)
+        ],
+        batch_size=2000,
+    )
     # The relay board's history, and its agents' tallies of it, as its settlements left them.
     agents = [f"agt_r{a:02d}" for a in range(20)]
     tallies = {agent: [0, 0] for agent in agents}
@@ -68,18 +83,34 @@ def run(holds: int, settled: int, passes: int) -> dict:
         tallies[agent][0] += claimed
         tallies[agent][1] += 1
         at = now - timedelta(days=90) + timedelta(seconds=i * 77)
-        history.append(Decision(
-            id=f"pld_{holds + i:024x}", board_id=RELAY_BOARD, card_id=f"card_past_{i}",
-            stage_key="review", policy=loop.rules.formula, chosen=agent, tier_name="winner",
-            tier_step=1, requires={"all": ["code-review"], "any": []}, ladder_ready_at=at,
-            created_at=at, reserved_until=at + timedelta(seconds=60), roll_marks="",
-            outcome_status=OutcomeStatus.CLAIMED if claimed else OutcomeStatus.EXPIRED,
-            outcome_by=agent if claimed else None, outcome_at=at + timedelta(seconds=20)))
+        history.append(
+            Decision(
+                id=f"pld_{holds + i:024x}",
+                board_id=RELAY_BOARD,
+                card_id=f"card_past_{i}",
+                stage_key="review",
+                policy=loop.rules.formula,
+                chosen=agent,
+                tier_name="winner",
+                tier_step=1,
+                requires={"all": ["code-review"], "any": []},
+                ladder_ready_at=at,
+                created_at=at,
+                reserved_until=at + timedelta(seconds=60),
+                roll_marks="",
+                outcome_status=OutcomeStatus.CLAIMED if claimed else OutcomeStatus.EXPIRED,
+                outcome_by=agent if claimed else None,
+                outcome_at=at + timedelta(seconds=20),
+            )
+        )
     Decision.objects.bulk_create(history, batch_size=2000)
     if settled:
-        HoldTally.objects.bulk_create([HoldTally(board_id=RELAY_BOARD, agent_id=agent,
-                                                 claimed=claimed, settled=count)
-                                       for agent, (claimed, count) in tallies.items()])
+        HoldTally.objects.bulk_create(
+            [
+                HoldTally(board_id=RELAY_BOARD, agent_id=agent, claimed=claimed, settled=count)
+                for agent, (claimed, count) in tallies.items()
+            ]
+        )
     del history
     gc.freeze()  # the stand-in's workspace lives as long as the run
 
@@ -91,14 +122,19 @@ def main() -> None:
         print(json.dumps(run(*(int(arg) for arg in sys.argv[2:5]))))
         return
     passes = count_arg(100)
-    print(f"a relayed card's pass: {AGENTS} agents, {ROSTER} on each board's roster, "
-          f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process")
+    print(
+        f"a relayed card's pass: {AGENTS} agents, {ROSTER} on each board's roster, "
+        f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process"
+    )
     figures = {}
     for name, holds, settled in [*((f"h{h}", h, 0) for h in HOLDS), (f"settled{SETTLED}", 0, SETTLED)]:
         result = figures[name] = run_fresh(__file__, BENCH_DB, str(holds), str(settled), str(passes))
-        print(f"  {holds:6} live holds, {settled:6} settled on the board: {result['wall_ms']:6.1f} ms "
-              f"a pass ({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries")
+        print(
+            f"  {holds:6} live holds, {settled:6} settled on the board: {result['wall_ms']:6.1f} ms "
+            f"a pass ({result['cpu_ms']:5.1f} ms CPU), {result['queries']:.0f} queries"
+        )
     last_line(" ".join(f"relay_pass_ms_{name}={figure['wall_ms']:.1f}" for name, figure in figures.items()))
+
 
 if __name__ == "__main__":
     main()

@@ -14,6 +14,7 @@ Run: .venv/bin/python bench/retention.py
      (BENCH_POSTGRES_URL: the server, default postgres://postgres@127.0.0.1:5432/test;
       BENCH_DB: the database made afresh and dropped, default superdispatch_bench_retention)
 """
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,10 @@ def seed_old_log(now) -> int:
     with connection.cursor() as cursor:
         # Settled, and on boards of their own, so the swept boards' history stays as small
         # with the old log as without it.
-        cursor.execute("UPDATE records_decision SET outcome_status = 'expired', "
-                       "outcome_at = created_at, board_id = 'old_' || board_id")
+        cursor.execute(
+            "UPDATE records_decision SET outcome_status = 'expired', "
+            "outcome_at = created_at, board_id = 'old_' || board_id"
+        )
         cursor.execute("DELETE FROM records_board")
         cursor.execute("VACUUM ANALYZE records_decision")
         cursor.execute("VACUUM ANALYZE records_candidate")
@@ -87,9 +90,11 @@ class SweepRig:
         for board in suite.scenario.boards:
             do_opt_in(board.id, suite.clock())
         cfg = settings.SUPERDISPATCH
-        self.loop = Loop(build_clients(cfg, session=sandbox_session(suite),
-                                       now=lambda: suite.clock().timestamp()),
-                         cfg, clock=suite.clock)
+        self.loop = Loop(
+            build_clients(cfg, session=sandbox_session(suite), now=lambda: suite.clock().timestamp()),
+            cfg,
+            clock=suite.clock,
+        )
         ensure_windows(self.loop, suite.clock())
         self.cards: list[str] = []
 
@@ -123,8 +128,16 @@ def prune_in_this_process(now_iso: str) -> None:
     started = time.perf_counter()
     summary = prune(datetime.fromisoformat(now_iso), 90, budget_s=float("inf"))
     elapsed = time.perf_counter() - started
-    print(json.dumps({"candidates": summary.candidates, "decisions": summary.decisions,
-                      "batches": summary.batches, "seconds": elapsed}))
+    print(
+        json.dumps(
+            {
+                "candidates": summary.candidates,
+                "decisions": summary.decisions,
+                "batches": summary.batches,
+                "seconds": elapsed,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -150,15 +163,18 @@ def main() -> None:
         now = suite.clock()
         started = time.perf_counter()
         written = seed_old_log(now)
-        print(f"seeded {written} candidate rows of {DECISIONS} settled decisions "
-              f"{AGE.days} days old in {time.perf_counter() - started:.0f} s")
+        print(
+            f"seeded {written} candidate rows of {DECISIONS} settled decisions "
+            f"{AGE.days} days old in {time.perf_counter() - started:.0f} s"
+        )
         rig = SweepRig(suite)
         for _ in range(3):
             rig.sweep()  # warm: connections, caches, the first decisions
         alone = [rig.sweep() for _ in range(BASELINE_SWEEPS // 2)]
         connection.close()
-        prune = subprocess.Popen([PYTHON, __file__, "--prune", now.isoformat()],
-                                 env=os.environ, stdout=subprocess.PIPE, text=True)
+        prune = subprocess.Popen(
+            [PYTHON, __file__, "--prune", now.isoformat()], env=os.environ, stdout=subprocess.PIPE, text=True
+        )
         during = []
         while prune.poll() is None:
             during.append(rig.sweep())
@@ -175,16 +191,22 @@ def main() -> None:
         drop_database("postgres", BENCH_DB)
     rate = pruned["candidates"] / pruned["seconds"]
     p99_alone, p99_during = percentile(alone, 99), percentile(during, 99)
-    print(f"pruned {pruned['candidates']} candidates and {pruned['decisions']} decisions in "
-          f"{pruned['batches']} batches, {pruned['seconds']:.1f} s; {kept} recent decisions kept")
+    print(
+        f"pruned {pruned['candidates']} candidates and {pruned['decisions']} decisions in "
+        f"{pruned['batches']} batches, {pruned['seconds']:.1f} s; {kept} recent decisions kept"
+    )
     print(f"sweeps alone: {len(alone)}, median {percentile(alone, 50):.3f} s, p99 {p99_alone:.3f} s")
-    print(f"sweeps during the prune: {len(during)}, median {percentile(during, 50):.3f} s, "
-          f"p99 {p99_during:.3f} s ({p99_during / p99_alone:.2f}x alone)")
+    print(
+        f"sweeps during the prune: {len(during)}, median {percentile(during, 50):.3f} s, "
+        f"p99 {p99_during:.3f} s ({p99_during / p99_alone:.2f}x alone)"
+    )
     if "--verbose" in sys.argv:
         print("alone:", " ".join(f"{t:.2f}" for t in alone))
         print("during:", " ".join(f"{t:.2f}" for t in during))
-    last_line(f"prune_rows_per_s={rate:.0f} sweep_p99_during_prune_s={p99_during:.3f} "
-              f"sweep_p99_alone_s={p99_alone:.3f}")
+    last_line(
+        f"prune_rows_per_s={rate:.0f} sweep_p99_during_prune_s={p99_during:.3f} "
+        f"sweep_p99_alone_s={p99_alone:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ figures, for the machine is shared.
 Run: .venv/bin/python bench/rollups.py [boards]
      DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/rollups.py
 """
+
 from __future__ import annotations
 
 import importlib
@@ -52,13 +53,15 @@ def main() -> None:
     from records.store.actions.rollups import do_roll_up
 
     migration = importlib.import_module("records.migrations.0014_rollups")
-    vendor = {"sqlite": (migration.SQLITE[:3], migration.SQLITE_REVERSE),
-              "postgresql": (migration.POSTGRES[3:6], migration.POSTGRES_REVERSE[:3])}
+    vendor = {
+        "sqlite": (migration.SQLITE[:3], migration.SQLITE_REVERSE),
+        "postgresql": (migration.POSTGRES[3:6], migration.POSTGRES_REVERSE[:3]),
+    }
 
     def triggers(on: bool) -> None:
         create, drop = vendor[connection.vendor]
         with connection.cursor() as cursor:
-            for statement in (create if on else drop):
+            for statement in create if on else drop:
                 cursor.execute(statement)
 
     def a_sweep(hour: datetime, tag: str) -> float:
@@ -68,10 +71,18 @@ def main() -> None:
             for c in range(CARDS):
                 created = hour + timedelta(seconds=(b * CARDS + c) % 3000)
                 with transaction.atomic():
-                    d = Decision(id=f"pld_{tag}_{b:04d}_{c}", board_id=f"brd_{b:04d}",
-                                 card_id=f"card_{c}", stage_key="review", policy="p",
-                                 chosen=f"agt_{c}", tier_name="winner", tier_step=1,
-                                 ladder_ready_at=created, created_at=created)
+                    d = Decision(
+                        id=f"pld_{tag}_{b:04d}_{c}",
+                        board_id=f"brd_{b:04d}",
+                        card_id=f"card_{c}",
+                        stage_key="review",
+                        policy="p",
+                        chosen=f"agt_{c}",
+                        tier_name="winner",
+                        tier_step=1,
+                        ladder_ready_at=created,
+                        created_at=created,
+                    )
                     inserts.insert_row(d)
                 with transaction.atomic():
                     do_record_hold(d, created + timedelta(seconds=60))
@@ -87,10 +98,13 @@ def main() -> None:
             without.append(a_sweep(START + timedelta(hours=2 * r), f"n{r}") / decisions * 1e6)
             triggers(True)
             with_.append(a_sweep(START + timedelta(hours=2 * r + 1), f"t{r}") / decisions * 1e6)
-        print(f"database={kind} boards={boards} decisions_a_sweep={decisions} "
-              f"write_us_with={statistics.median(with_):.0f} "
-              f"write_us_without={statistics.median(without):.0f} (each a decision's row and "
-              f"hold, median of {ROUNDS} sweeps)", flush=True)
+        print(
+            f"database={kind} boards={boards} decisions_a_sweep={decisions} "
+            f"write_us_with={statistics.median(with_):.0f} "
+            f"write_us_without={statistics.median(without):.0f} (each a decision's row and "
+            f"hold, median of {ROUNDS} sweeps)",
+            flush=True,
+        )
         # One hour of a sweep's decisions just ended with every board of it stale: the others
         # are left as worked out.
         StaleHour.objects.all().delete()
@@ -112,8 +126,10 @@ def main() -> None:
     finally:
         connection.close()
         drop_database(kind, BENCH_DB)
-    last_line(f"trigger_us={statistics.median(with_) - statistics.median(without):.0f} "
-              f"rollup_hour_ms={hour_ms:.0f} rollup_idle_ms={statistics.median(idle):.1f}")
+    last_line(
+        f"trigger_us={statistics.median(with_) - statistics.median(without):.0f} "
+        f"rollup_hour_ms={hour_ms:.0f} rollup_idle_ms={statistics.median(idle):.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ superdispatch_bench_routes) and dropped at the end.
 The last line: routes=… slowest_route_ms=… (the slowest median, what-if's capped replay apart)
 what_if_ms=… dataset_first_byte_ms=… dataset_s=… healthz_during_dataset_max_ms=… load=…
 """
+
 from __future__ import annotations
 
 import os
@@ -54,7 +55,7 @@ def _times_arg(default: int) -> int:
     if "--times" in sys.argv:
         at = sys.argv.index("--times")
         value = int(sys.argv[at + 1])
-        del sys.argv[at:at + 2]
+        del sys.argv[at : at + 2]
         return value
     return default
 
@@ -86,14 +87,20 @@ def build(decisions: int) -> dict[str, str]:
     for b in range(5):
         do_opt_out(f"brd_{b:03d}", NOW)
         do_opt_in(f"brd_{b:03d}", NOW + timedelta(seconds=1))
-    suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_000",
-                                           stage_key="review", first_seen_at=NOW, last_seen_at=NOW)
-    print(f"decisions={Decision.objects.count()} candidates={Candidate.objects.count()} "
-          f"holds={held} built_s={time.perf_counter() - started:.0f}", flush=True)
+    suggestion = Suggestion.objects.create(
+        kind="lane-single-point", board_id="brd_000", stage_key="review", first_seen_at=NOW, last_seen_at=NOW
+    )
+    print(
+        f"decisions={Decision.objects.count()} candidates={Candidate.objects.count()} "
+        f"holds={held} built_s={time.perf_counter() - started:.0f}",
+        flush=True,
+    )
     started = time.perf_counter()
     model = learning_actions.do_train(None, 1, now=NOW)
-    print(f"model={model.id} decisions={model.decisions} train_s={time.perf_counter() - started:.0f}",
-          flush=True)
+    print(
+        f"model={model.id} decisions={model.decisions} train_s={time.perf_counter() - started:.0f}",
+        flush=True,
+    )
     newest = Decision.objects.order_by("-created_at").values_list("id", "board_id", "card_id")[0]
     agent = Candidate.objects.filter(decision_id=newest[0]).values_list("agent_id", flat=True)[0]
     connection.close()
@@ -112,15 +119,27 @@ def build(decisions: int) -> dict[str, str]:
 def routes(ids: dict[str, str]) -> list[str]:
     b, d = ids["board"], ids["decision"]
     return [
-        "/healthz", "/metrics", "/v1/boards", f"/v1/boards/{b}",
-        "/v1/decisions", f"/v1/decisions?board={b}", f"/v1/decisions?board={b}&card={ids['card']}",
-        f"/v1/decisions?agent={ids['agent']}", f"/v1/decisions?before={ids['hour']}&limit=200",
+        "/healthz",
+        "/metrics",
+        "/v1/boards",
+        f"/v1/boards/{b}",
+        "/v1/decisions",
+        f"/v1/decisions?board={b}",
+        f"/v1/decisions?board={b}&card={ids['card']}",
+        f"/v1/decisions?agent={ids['agent']}",
+        f"/v1/decisions?before={ids['hour']}&limit=200",
         f"/v1/decisions/{d}",
-        "/v1/suggestions", "/v1/suggestions?state=all", f"/v1/suggestions/{ids['suggestion']}",
-        "/v1/models", f"/v1/models/{ids['model']}", f"/v1/models/{ids['model']}/shadow-report",
-        "/v1/audit", "/v1/what-if",  # over the cap: refused before any replay
+        "/v1/suggestions",
+        "/v1/suggestions?state=all",
+        f"/v1/suggestions/{ids['suggestion']}",
+        "/v1/models",
+        f"/v1/models/{ids['model']}",
+        f"/v1/models/{ids['model']}/shadow-report",
+        "/v1/audit",
+        "/v1/what-if",  # over the cap: refused before any replay
         f"/v1/what-if?board={b}&since={ids['hour']}",
-        "/v1/schema", "/v1/docs",
+        "/v1/schema",
+        "/v1/docs",
     ]
 
 
@@ -158,7 +177,9 @@ def main() -> None:
 
     times = _times_arg(5)
     decisions = count_arg(1_000_000)
-    os.environ["DATABASE_URL"] = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    os.environ["DATABASE_URL"] = os.environ.get(
+        "BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"
+    )
     data_dir, kind = offline_store("routes", BENCH_DB)
     load_before = os.getloadavg()
     server = None
@@ -167,8 +188,14 @@ def main() -> None:
         port = free_port()
         env = base_env({**OFFLINE_ENV, "PORT": str(port)}, data_dir, os.environ["DATABASE_URL"])
         env["SUPERDISPATCH_OPERATOR_TOKEN_SHA256"] = hashlib.sha256(TOKEN.encode()).hexdigest()
-        server = subprocess.Popen([PYTHON, "manage.py", "serve"], cwd=ROOT, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        server = subprocess.Popen(
+            [PYTHON, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         base = f"http://127.0.0.1:{port}"
         http = requests.Session()
 
@@ -184,13 +211,14 @@ def main() -> None:
         for path in routes(ids):
             status, median, slowest, size = timed(http, base + path, times)
             figures[path] = (status, median)
-            print(f"| `GET {path}` | {status} | {median:.0f} ms | {slowest:.0f} ms | {size:,} |",
-                  flush=True)
+            print(f"| `GET {path}` | {status} | {median:.0f} ms | {slowest:.0f} ms | {size:,} |", flush=True)
 
         # The dataset: one stream alone, then two at once with /healthz asked throughout.
         first_ms, total_s, size = stream(http, base + "/v1/dataset")
-        print(f"\ndataset alone: first byte {first_ms:.0f} ms, whole {total_s:.1f} s, "
-              f"{size / 1e6:.1f} MB", flush=True)
+        print(
+            f"\ndataset alone: first byte {first_ms:.0f} ms, whole {total_s:.1f} s, {size / 1e6:.1f} MB",
+            flush=True,
+        )
         healthz, done = [], threading.Event()
 
         def probe() -> None:
@@ -202,8 +230,10 @@ def main() -> None:
                 done.wait(0.05)
 
         statuses: list[int] = []
-        streams = [threading.Thread(target=stream, args=(requests.Session(), base + "/v1/dataset",
-                                                          statuses)) for _ in range(2)]
+        streams = [
+            threading.Thread(target=stream, args=(requests.Session(), base + "/v1/dataset", statuses))
+            for _ in range(2)
+        ]
         prober = threading.Thread(target=probe)
         prober.start()
         for each in streams:
@@ -212,9 +242,12 @@ def main() -> None:
             each.join()
         done.set()
         prober.join()
-        print(f"two dataset streams at once, answered {sorted(statuses)} (a server process "
-              f"streams one at a time): /healthz asked {len(healthz)} times, median "
-              f"{statistics.median(healthz):.0f} ms, slowest {max(healthz):.0f} ms", flush=True)
+        print(
+            f"two dataset streams at once, answered {sorted(statuses)} (a server process "
+            f"streams one at a time): /healthz asked {len(healthz)} times, median "
+            f"{statistics.median(healthz):.0f} ms, slowest {max(healthz):.0f} ms",
+            flush=True,
+        )
     finally:
         if server is not None:
             server.terminate()
@@ -228,9 +261,11 @@ def main() -> None:
     slowest = max(others, key=others.get)
     load = os.getloadavg()
     print(f"\nload average before {load_before[0]:.2f}, after {load[0]:.2f}, {os.cpu_count()} cores")
-    last_line(f"routes={len(figures)} slowest_route_ms={others[slowest]:.0f} slowest_route={slowest} "
-          f"what_if_ms={what_if[0]:.0f} dataset_first_byte_ms={first_ms:.0f} dataset_s={total_s:.1f} "
-          f"healthz_during_dataset_max_ms={max(healthz):.0f} load={load[0]:.2f}")
+    last_line(
+        f"routes={len(figures)} slowest_route_ms={others[slowest]:.0f} slowest_route={slowest} "
+        f"what_if_ms={what_if[0]:.0f} dataset_first_byte_ms={first_ms:.0f} dataset_s={total_s:.1f} "
+        f"healthz_during_dataset_max_ms={max(healthz):.0f} load={load[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ Run: .venv/bin/python bench/shard_pass.py
 Last line: shard_card_ms_shared=… shard_card_cpu_ms_shared=… shard_card_store_cpu_ms_shared=…
 shard_card_ms_own_grants=… …
 """
+
 from __future__ import annotations
 
 import json
@@ -58,7 +59,7 @@ def run(workspace: str) -> dict:
 
     gc.freeze()  # the stand-in's workspace lives as long as the run
     boards = [b["id"] for b in spec["boards"] if b["initialCards"]]
-    shards = [boards[i:i + SHARD_BOARDS] for i in range(0, len(boards), SHARD_BOARDS)]
+    shards = [boards[i : i + SHARD_BOARDS] for i in range(0, len(boards), SHARD_BOARDS)]
     run_pass(loop, shards[0], now, concurrent=True)
     backend = store_backend(connection)
     started, cpu, store = time.perf_counter(), time.process_time(), backend()
@@ -68,9 +69,14 @@ def run(workspace: str) -> dict:
             holds += run_pass(loop, shard, now, concurrent=True).holds
     wall, cpu, store = time.perf_counter() - started, time.process_time() - cpu, backend() - store
     cards = SHARDS * SHARD_BOARDS * CARDS
-    return {"wall_ms": wall / cards * 1000, "cpu_ms": cpu / cards * 1000,
-            "store_cpu_ms": store / cards * 1000,
-            "queries": len(queries) / cards, "cards": cards, "holds": holds}
+    return {
+        "wall_ms": wall / cards * 1000,
+        "cpu_ms": cpu / cards * 1000,
+        "store_cpu_ms": store / cards * 1000,
+        "queries": len(queries) / cards,
+        "cards": cards,
+        "holds": holds,
+    }
 
 
 def store_backend(connection):
@@ -86,14 +92,18 @@ def main() -> None:
     if sys.argv[1:2] == ["--run"]:
         print(json.dumps(run(sys.argv[2])))
         return
-    print(f"a shard's pass: {SHARD_BOARDS} boards x {CARDS} ready cards, {AGENTS} agents, {ROSTER} "
-          f"on each board's roster; {SHARDS} shards timed after 1; PostgreSQL, the stand-in in process")
+    print(
+        f"a shard's pass: {SHARD_BOARDS} boards x {CARDS} ready cards, {AGENTS} agents, {ROSTER} "
+        f"on each board's roster; {SHARDS} shards timed after 1; PostgreSQL, the stand-in in process"
+    )
     figures = {}
     for workspace in WORKSPACES:
         result = figures[workspace] = run_fresh(__file__, BENCH_DB, workspace)
-        print(f"  {workspace:10}: {result['wall_ms']:5.1f} ms a card ({result['cpu_ms']:5.1f} ms CPU here, "
-              f"{result['store_cpu_ms']:4.1f} ms PostgreSQL's), {result['queries']:.1f} queries a card, "
-              f"{result['holds']} of {result['cards']} held")
+        print(
+            f"  {workspace:10}: {result['wall_ms']:5.1f} ms a card ({result['cpu_ms']:5.1f} ms CPU here, "
+            f"{result['store_cpu_ms']:4.1f} ms PostgreSQL's), {result['queries']:.1f} queries a card, "
+            f"{result['holds']} of {result['cards']} held"
+        )
     last_line(
         " ".join(
             f"shard_card_ms_{w}={figures[w]['wall_ms']:.1f} shard_card_cpu_ms_{w}={figures[w]['cpu_ms']:.1f} "

@@ -9,6 +9,7 @@ bound, marked `>`); every connection is closed before the next N.
 
     .venv/bin/python bench/slow_clients.py [--connections 8,12,16] [--wait 45] [--url http://…]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,27 +25,40 @@ from _common import PYTHON, ROOT, free_port, wait_until
 from _results import last_line
 
 ENV = {
-    "SUPERPIPELINE_URL": "http://127.0.0.1:9", "ORG_PLANE_URL": "http://127.0.0.1:9",
+    "SUPERPIPELINE_URL": "http://127.0.0.1:9",
+    "ORG_PLANE_URL": "http://127.0.0.1:9",
     "ORG_PLANE_SERVICE_CREDENTIAL": "svc_0123456789abcdef0123:bench-only",
-    "AGENTPOD_URL": "http://127.0.0.1:9", "TREATY_RELAY_DELIVERY_SECRET": "bench-only-relay-secret",
+    "AGENTPOD_URL": "http://127.0.0.1:9",
+    "TREATY_RELAY_DELIVERY_SECRET": "bench-only-relay-secret",
     "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": "0" * 64,
 }
 KINDS = {
     "header": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
-    "body": (b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-             b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"type\": "),
+    "body": (
+        b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"type": '
+    ),
 }
 
 
 def serve(data_dir: str) -> tuple[subprocess.Popen, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SUPERDISPATCH_", "DATABASE_URL", "REDIS_URL"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SUPERDISPATCH_", "DATABASE_URL", "REDIS_URL"))
+    }
     port = free_port()
     env.update(ENV, SUPERDISPATCH_DATA_DIR=data_dir, PORT=str(port))
-    subprocess.run([PYTHON, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env,
-                   check=True, timeout=300)
-    server = subprocess.Popen([PYTHON, "manage.py", "serve"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [PYTHON, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300
+    )
+    server = subprocess.Popen(
+        [PYTHON, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return server, f"http://127.0.0.1:{port}"
 
 

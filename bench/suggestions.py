@@ -10,6 +10,7 @@ Run: .venv/bin/python bench/suggestions.py [decisions]          (SQLite in a tem
      DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/suggestions.py
 On PostgreSQL it works in a database of its own, made afresh and dropped at the end.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,7 @@ BOARDS, STAGES, CANDIDATES = 50, ("review", "build", "test", "ship"), 5
 REQUIRES = {"all": ["code-review"], "any": []}
 
 
-def _verdicts(*failing: Filter, lacking: dict[Filter, list[str]] | None = None
-              ) -> list[dict]:
+def _verdicts(*failing: Filter, lacking: dict[Filter, list[str]] | None = None) -> list[dict]:
     """The filter verdicts of a rostered candidate failing these filters; the station filters
     run only with `lacking`."""
     out = []
@@ -44,8 +44,14 @@ def _verdicts(*failing: Filter, lacking: dict[Filter, list[str]] | None = None
             continue
         missing = (lacking or {}).get(f)
         if missing or f in failing:
-            out.append({"filter": f.name, "passed": False, "reason": f.reason,
-                        **({"missing": missing} if missing else {})})
+            out.append(
+                {
+                    "filter": f.name,
+                    "passed": False,
+                    "reason": f.reason,
+                    **({"missing": missing} if missing else {}),
+                }
+            )
         else:
             out.append({"filter": f.name, "passed": True})
     return out
@@ -60,8 +66,12 @@ KINDS = {
     "full": ("roster", True, None, _verdicts(filters.CAPACITY)),
     "incapable": ("roster", True, None, _verdicts(filters.CAPABILITY)),
     "model": ("roster", True, None, _verdicts(lacking={filters.MODEL: ["m-large"]})),
-    "station": ("roster", True, None,
-                _verdicts(lacking={filters.ISOLATION: ["container"], filters.TOOLS: ["git"]})),
+    "station": (
+        "roster",
+        True,
+        None,
+        _verdicts(lacking={filters.ISOLATION: ["container"], filters.TOOLS: ["git"]}),
+    ),
     "off": ("direct", False, True, _verdicts(filters.ROSTER)),
     "off-incapable": ("direct", False, False, _verdicts(filters.ROSTER)),
 }
@@ -74,8 +84,12 @@ STORIES = [
     (False, "none-eligible", ("model", "model", "busy", "off", "off-incapable"), 3),
     (False, "none-eligible", ("station", "station", "incapable", "off", "off"), 3),
     (False, "any-match", ("full", "busy", "full", "off", "off-incapable"), 3),
-    (False, "none-eligible", ("incapable", "incapable", "off-incapable", "off-incapable",
-                              "off-incapable"), 3),
+    (
+        False,
+        "none-eligible",
+        ("incapable", "incapable", "off-incapable", "off-incapable", "off-incapable"),
+        3,
+    ),
 ]
 
 
@@ -95,20 +109,37 @@ def rows(decisions: int):
             placed = chosen or rng.random() < 0.1 and i < per_lane - 1
             agents = [f"agt_{(index * 7 + k) % 400:04d}" for k in range(CANDIDATES)]
             record = {
-                "id": f"pld_{n:024x}", "boardId": board, "cardId": f"card_{index}_{i // per_card}",
-                "stageKey": stage, "policy": formulas.DEFAULT.recorded,
-                "chosen": agents[0] if placed else None, "reason": None if placed else reason,
-                "tier": {"name": "winner", "step": 1}, "requires": REQUIRES,
+                "id": f"pld_{n:024x}",
+                "boardId": board,
+                "cardId": f"card_{index}_{i // per_card}",
+                "stageKey": stage,
+                "policy": formulas.DEFAULT.recorded,
+                "chosen": agents[0] if placed else None,
+                "reason": None if placed else reason,
+                "tier": {"name": "winner", "step": 1},
+                "requires": REQUIRES,
             }
             n += 1
             candidates = []
             for agent, kind in zip(agents, kinds):
                 source, _, capable, filters = KINDS[kind]
-                candidates.append((kind, {
-                    "candidate": {"agentId": agent, "principalId": "prn_" + agent[4:],
-                                  "stationId": "stn_" + agent[4:], "source": source},
-                    "filters": filters, "score": None, "capable": capable,
-                    "stageHistory": None}))
+                candidates.append(
+                    (
+                        kind,
+                        {
+                            "candidate": {
+                                "agentId": agent,
+                                "principalId": "prn_" + agent[4:],
+                                "stationId": "stn_" + agent[4:],
+                                "source": source,
+                            },
+                            "filters": filters,
+                            "score": None,
+                            "capable": capable,
+                            "stageHistory": None,
+                        },
+                    )
+                )
             yield record, {"ladder_ready_at": ready, "created_at": created}, candidates
 
 
@@ -122,19 +153,25 @@ def seed(decisions: int) -> int:
     from records.models import Board, Decision
     from records.store import columns
 
-    Board.objects.bulk_create([Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW,
-                                     updated_at=NOW) for b in range(BOARDS)])
-    verdicts = {kind: columns.encode_verdicts(filters)
-                for kind, (_, _, _, filters) in KINDS.items()}
+    Board.objects.bulk_create(
+        [Board(board_id=f"brd_{b:03d}", enabled=True, created_at=NOW, updated_at=NOW) for b in range(BOARDS)]
+    )
+    verdicts = {kind: columns.encode_verdicts(filters) for kind, (_, _, _, filters) in KINDS.items()}
     written = 0
     batch_d, batch_c = [], []
     for record, added, candidates in rows(decisions):
-        batch_d.append(columns.stored_row(Decision, {
-            **columns.decision_columns(record), **added}))
-        batch_c += [columns.candidate_row(
-            record["id"], position, candidate, in_set=KINDS[kind][1],
-            eligible=position == 0 and kind == "ok", verdicts=verdicts[kind])
-            for position, (kind, candidate) in enumerate(candidates)]
+        batch_d.append(columns.stored_row(Decision, {**columns.decision_columns(record), **added}))
+        batch_c += [
+            columns.candidate_row(
+                record["id"],
+                position,
+                candidate,
+                in_set=KINDS[kind][1],
+                eligible=position == 0 and kind == "ok",
+                verdicts=verdicts[kind],
+            )
+            for position, (kind, candidate) in enumerate(candidates)
+        ]
         if len(batch_d) == 5000:
             written += _write(connection, batch_d, batch_c)
             batch_d, batch_c = [], []
@@ -155,8 +192,10 @@ def _write(connection, decisions: list, candidates: list) -> int:
         return 0
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
-        for model, fields, batch in ((Decision, DECISION_STORED, decisions),
-                                     (Candidate, CANDIDATE_STORED, candidates)):
+        for model, fields, batch in (
+            (Decision, DECISION_STORED, decisions),
+            (Candidate, CANDIDATE_STORED, candidates),
+        ):
             table, columns = model._meta.db_table, ", ".join(f.column for f in fields)
             if connection.vendor == "postgresql":
                 with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
@@ -165,10 +204,10 @@ def _write(connection, decisions: list, candidates: list) -> int:
                 continue
             times = {i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)}
             if times:
-                batch = [tuple(adapt(v) if i in times else v for i, v in enumerate(row))
-                         for row in batch]
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES "
-                               f"({', '.join(['%s'] * len(fields))})", batch)
+                batch = [tuple(adapt(v) if i in times else v for i, v in enumerate(row)) for row in batch]
+            cursor.executemany(
+                f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(fields))})", batch
+            )
     return len(candidates)
 
 
@@ -177,13 +216,27 @@ def remember_a_registry() -> None:
     from placement.facts import RegistryFact, Station
     from records.store.actions.sweeps import do_remember_registry as remember_registry
 
-    stations = [Station(f"stn_{a:04d}", runtime="rt_1", harness="codex", occupant=f"agt_{a:04d}",
-                        isolation=RegistryFact("host", "probed"),
-                        models=(RegistryFact("m-small", "declared"),)) for a in range(400)]
-    stations.append(Station("stn_spare", runtime="rt_2", harness="codex",
-                            isolation=RegistryFact("container", "probed"),
-                            models=(RegistryFact("m-large", "installed"),),
-                            tools=(RegistryFact("git", "installed"),)))
+    stations = [
+        Station(
+            f"stn_{a:04d}",
+            runtime="rt_1",
+            harness="codex",
+            occupant=f"agt_{a:04d}",
+            isolation=RegistryFact("host", "probed"),
+            models=(RegistryFact("m-small", "declared"),),
+        )
+        for a in range(400)
+    ]
+    stations.append(
+        Station(
+            "stn_spare",
+            runtime="rt_2",
+            harness="codex",
+            isolation=RegistryFact("container", "probed"),
+            models=(RegistryFact("m-large", "installed"),),
+            tools=(RegistryFact("git", "installed"),),
+        )
+    )
     remember_registry(tuple(stations), NOW)
 
 
@@ -210,9 +263,15 @@ def sync_in_this_process() -> None:
     summary = sync(NOW)
     elapsed = time.perf_counter() - started
     peak_mb = (vm_kb("VmHWM") - baseline) / 1024
-    kinds = ",".join(f"{k}:{n}" for k, n in sorted(
-        Suggestion.objects.filter(resolved_at__isnull=True).values_list("kind").annotate(
-            n=django.db.models.Count("id")).values_list("kind", "n")))
+    kinds = ",".join(
+        f"{k}:{n}"
+        for k, n in sorted(
+            Suggestion.objects.filter(resolved_at__isnull=True)
+            .values_list("kind")
+            .annotate(n=django.db.models.Count("id"))
+            .values_list("kind", "n")
+        )
+    )
     print(f"{elapsed:.3f} {peak_mb:.1f} {summary.opened} {kinds}")
 
 
@@ -232,12 +291,15 @@ def main() -> None:
     started = time.perf_counter()
     candidates = seed(decisions)
     remember_a_registry()
-    print(f"database={kind} boards={BOARDS} lanes={BOARDS * len(STAGES)} decisions={decisions} "
-          f"candidates={candidates} seed_s={time.perf_counter() - started:.1f}")
+    print(
+        f"database={kind} boards={BOARDS} lanes={BOARDS * len(STAGES)} decisions={decisions} "
+        f"candidates={candidates} seed_s={time.perf_counter() - started:.1f}"
+    )
     connections.close_all()
     try:
-        out = subprocess.run([sys.executable, __file__, "--sync"], env=os.environ, check=True,
-                             capture_output=True, text=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, __file__, "--sync"], env=os.environ, check=True, capture_output=True, text=True
+        ).stdout.split()
     finally:
         drop_database(kind, BENCH_DB)
     sync_s, peak_mb, opened, kinds = float(out[0]), float(out[1]), int(out[2]), out[3]

@@ -18,6 +18,7 @@ reading and decoding every answer: `http_cpu_ms_per_card`, over the 1,000 cards)
 Run: .venv/bin/python bench/sweep.py            (--profile: cProfile the PostgreSQL HTTP sweep;
      --http-only: that run alone; BENCH_DATABASE names its PostgreSQL database)
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,7 @@ from sandbox.scenario import parse_scenario  # noqa: E402
 
 BOARDS, CARDS, AGENTS = 50, 20, 100
 BENCH_DB = os.environ.get("BENCH_DATABASE", "superdispatch_bench_sweep")
-RUNS = [("postgres", "http"), ("postgres", "in-process"), ("sqlite", "http"),
-        ("sqlite", "in-process")]
+RUNS = [("postgres", "http"), ("postgres", "in-process"), ("sqlite", "http"), ("sqlite", "in-process")]
 
 
 def scenario() -> dict:
@@ -103,9 +103,15 @@ def run(transport: str, profile: bool) -> dict:
     else:
         summary = sweep(loop, now)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"sweep_s": round(elapsed, 2), "cpu_s": round(cpu, 2), "client_cpu_s": round(client_cpu[0], 3),
-            "decisions": summary.decisions,
-            "holds": summary.holds, "waits": summary.waits, "unread": summary.unread}
+    return {
+        "sweep_s": round(elapsed, 2),
+        "cpu_s": round(cpu, 2),
+        "client_cpu_s": round(client_cpu[0], 3),
+        "decisions": summary.decisions,
+        "holds": summary.holds,
+        "waits": summary.waits,
+        "unread": summary.unread,
+    }
 
 
 def _time_client_calls() -> list[float]:
@@ -137,14 +143,14 @@ def run_in_child(db: str, transport: str, profile: bool) -> dict:
     data_dir = temp_dir("sweep")
     url = fresh_database(db, BENCH_DB, data_dir)
     suite = Suite.from_scenario(parse_scenario(scenario()))
-    env = base_env(suite.dispatch_config().as_env(), data_dir, url,
-                   REDIS_DB_URL if db == "postgres" else "")
+    env = base_env(suite.dispatch_config().as_env(), data_dir, url, REDIS_DB_URL if db == "postgres" else "")
     args = [PYTHON, __file__, "--run", transport] + (["--profile"] if profile else [])
     with SandboxServers(suite):
         env.update(suite.dispatch_config().as_env())
         # The loop's log lines (one per hold) go to a pipe, shown only if the run fails.
-        done = subprocess.run(args, env=env, stdout=subprocess.PIPE, text=True,
-                              stderr=None if profile else subprocess.PIPE)
+        done = subprocess.run(
+            args, env=env, stdout=subprocess.PIPE, text=True, stderr=None if profile else subprocess.PIPE
+        )
     drop_database(db, BENCH_DB)
     if done.returncode:
         sys.exit(f"{db} {transport} failed:\n{done.stderr}")
@@ -156,19 +162,22 @@ def main() -> None:
         print(json.dumps(run(sys.argv[2], "--profile" in sys.argv)))
         return
     profile = "--profile" in sys.argv
-    print(f"one sweep: {BOARDS} boards x {CARDS} ready cards x {AGENTS} agents, "
-          f"{BOARDS * CARDS} cards")
+    print(f"one sweep: {BOARDS} boards x {CARDS} ready cards x {AGENTS} agents, {BOARDS * CARDS} cards")
     figures = {}
     for db, transport in RUNS[:1] if profile or "--http-only" in sys.argv else RUNS:
         figures[db, transport] = result = run_in_child(db, transport, profile)
-        print(f"  {db:8} {transport:10}  {result['sweep_s']:6.2f} s "
-              f"({result['cpu_s']:5.2f} s CPU, {result['client_cpu_s']:5.2f} s in the clients)  "
-              f"{result['decisions']} decisions, "
-              f"{result['holds']} holds, {result['waits']} waiting, {result['unread']} unread")
+        print(
+            f"  {db:8} {transport:10}  {result['sweep_s']:6.2f} s "
+            f"({result['cpu_s']:5.2f} s CPU, {result['client_cpu_s']:5.2f} s in the clients)  "
+            f"{result['decisions']} decisions, "
+            f"{result['holds']} holds, {result['waits']} waiting, {result['unread']} unread"
+        )
     headline = figures["postgres", "http"]
     cards = BOARDS * CARDS
-    last_line(f"sweep_s={headline['sweep_s']} decisions={headline['decisions']} "
-              f"http_cpu_ms_per_card={headline['client_cpu_s'] * 1000 / cards:.2f}")
+    last_line(
+        f"sweep_s={headline['sweep_s']} decisions={headline['decisions']} "
+        f"http_cpu_ms_per_card={headline['client_cpu_s'] * 1000 / cards:.2f}"
+    )
 
 
 if __name__ == "__main__":

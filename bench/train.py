@@ -10,6 +10,7 @@ Run: .venv/bin/python bench/train.py [decisions]            (SQLite in a tempora
      DATABASE_URL=postgres://postgres@127.0.0.1:5432/test .venv/bin/python bench/train.py
 On PostgreSQL it works in a database of its own, made afresh and dropped at the end.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,8 +47,10 @@ FILTERS = tuple(f.name for f in tables().in_order if Tag.STATION not in f.tags)
 def environment() -> None:
     """The settings the service needs, and a store for this run alone, removed at the end:
     a fresh SQLite file, or a fresh database beside the PostgreSQL one named."""
-    defaults = {**OFFLINE_ENV,
-                "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest()}
+    defaults = {
+        **OFFLINE_ENV,
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": hashlib.sha256(TOKEN.encode()).hexdigest(),
+    }
     for name, value in defaults.items():
         os.environ.setdefault(name, value)
     data_dir = tempfile.mkdtemp(prefix="superdispatch-bench-train-")
@@ -104,47 +107,88 @@ def synthetic_decision(n: int, rng):
         direct = rng.random() < 0.1
         if not eligible[position]:
             failed = FAILS[rng.integers(len(FAILS))]
-            verdicts = [{"filter": f, "passed": f != failed.name,
-                         **({"reason": failed.reason} if f == failed.name else {})} for f in FILTERS]
+            verdicts = [
+                {
+                    "filter": f,
+                    "passed": f != failed.name,
+                    **({"reason": failed.reason} if f == failed.name else {}),
+                }
+                for f in FILTERS
+            ]
             people.append((agent, direct, verdicts, None, None, None))
             continue
         record = float(rng.random())
         weighed = rng.random() < 0.8
         rate = float(rng.random())
         since = None if rng.random() < 0.2 else float(rng.uniform(0, 86400))
-        terms = {"stageRecord": record if weighed else None, "successRate": round(rate, 4),
-                 "sinceLastDispatchS": since}
-        history = {"runs": int(rng.integers(1, 40)), "succeeded": 0, "verdicts": 0, "passes": 0,
-                   "stageRecord": record} if weighed else None
+        terms = {
+            "stageRecord": record if weighed else None,
+            "successRate": round(rate, 4),
+            "sinceLastDispatchS": since,
+        }
+        history = (
+            {
+                "runs": int(rng.integers(1, 40)),
+                "succeeded": 0,
+                "verdicts": 0,
+                "passes": 0,
+                "stageRecord": record,
+            }
+            if weighed
+            else None
+        )
         verdicts = [{"filter": f, "passed": True} for f in FILTERS]
         people.append((agent, direct, verdicts, terms, history, _logit(record, rate, since)))
-    ranked = sorted((p for p in people if p[3] is not None),
-                    key=lambda p: -(p[3]["successRate"] + rng.normal(0, 0.3)))
+    ranked = sorted(
+        (p for p in people if p[3] is not None), key=lambda p: -(p[3]["successRate"] + rng.normal(0, 0.3))
+    )
     chosen = ranked[0][0]
     status, by = outcome(ranked, rng)
     # The record as placement writes it, then the hold and the outcome as the loop settles them.
-    record = {"id": decision_id, "boardId": f"brd_{n % 10}", "cardId": f"card_{n}",
-              "stageKey": "review", "policy": formulas.DEFAULT.recorded, "chosen": chosen,
-              "reason": None, "tier": {"name": "winner", "step": 1},
-              "requires": {"all": ["code-review"], "any": []}}
+    record = {
+        "id": decision_id,
+        "boardId": f"brd_{n % 10}",
+        "cardId": f"card_{n}",
+        "stageKey": "review",
+        "policy": formulas.DEFAULT.recorded,
+        "chosen": chosen,
+        "reason": None,
+        "tier": {"name": "winner", "step": 1},
+        "requires": {"all": ["code-review"], "any": []},
+    }
     decision = Decision(
-        **columns.decision_columns(record), ladder_ready_at=created,
-        reserved_until=created + timedelta(seconds=60), outcome_status=status, outcome_by=by,
-        outcome_at=created + timedelta(seconds=40), created_at=created)
+        **columns.decision_columns(record),
+        ladder_ready_at=created,
+        reserved_until=created + timedelta(seconds=60),
+        outcome_status=status,
+        outcome_by=by,
+        outcome_at=created + timedelta(seconds=40),
+        created_at=created,
+    )
     totals = {p[0]: rank + 1 for rank, p in enumerate(ranked)}
     candidates = []
     for position, (agent, direct, verdicts, terms, history, _) in enumerate(people):
         candidate = {
-            "candidate": {"agentId": agent, "principalId": "prn_" + agent[4:], "stationId": None,
-                          "source": "direct" if direct else "roster"},
+            "candidate": {
+                "agentId": agent,
+                "principalId": "prn_" + agent[4:],
+                "stationId": None,
+                "source": "direct" if direct else "roster",
+            },
             "filters": verdicts,
             "score": {"total": totals[agent], "terms": terms} if terms else None,
             "stageHistory": history,
         }
-        candidates.append(Candidate(
-            **columns.candidate_columns(candidate), decision_id=decision_id,
-            position=position, in_set=True, eligible=terms is not None,
-            reasons=reasons.reasons_of(verdicts)))
+        candidates.append(
+            Candidate(
+                **columns.candidate_columns(candidate),
+                decision_id=decision_id,
+                position=position,
+                in_set=True,
+                eligible=terms is not None,
+                reasons=reasons.reasons_of(verdicts),
+            )
+        )
     return decision, candidates
 
 
@@ -211,27 +255,37 @@ def main() -> None:
     with connection.cursor() as cursor:
         # A live store's statistics grow with it; a bulk load must gather them once.
         cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
-    print(f"database={connection.vendor} decisions={decisions} rows={rows} "
-          f"seed_s={time.perf_counter() - started:.1f}")
+    print(
+        f"database={connection.vendor} decisions={decisions} rows={rows} "
+        f"seed_s={time.perf_counter() - started:.1f}"
+    )
 
-    out = subprocess.run([sys.executable, __file__, "--export"], env=os.environ, check=True,
-                         capture_output=True, text=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, __file__, "--export"], env=os.environ, check=True, capture_output=True, text=True
+    ).stdout.split()
     lines, size, export_s, peak_mb = int(out[0]), int(out[1]), float(out[2]), float(out[3])
     print(f"exported rows={lines} bytes={size} export_s={export_s:.2f} peak_rss_growth_mb={peak_mb}")
 
     marks: dict[str, float] = {}
     started = time.perf_counter()
-    model = actions.do_train(None, 1, now=datetime.now(timezone.utc),
-                           progress=lambda stage, done, total: marks.setdefault(
-                               stage, time.perf_counter()))
+    model = actions.do_train(
+        None,
+        1,
+        now=datetime.now(timezone.utc),
+        progress=lambda stage, done, total: marks.setdefault(stage, time.perf_counter()),
+    )
     train_s = time.perf_counter() - started
     m = model.metrics
-    print(f"trained count={m['count']} train={m['trainCount']} holdout={m['holdoutCount']} "
-          f"positives={m['positives']} read_s={marks['fit'] - started:.2f} "
-          f"fit_s={time.perf_counter() - marks['fit']:.2f} train_auc={m['trainAuc']:.4f} "
-          f"log_loss={m['logLoss']:.4f}")
-    last_line(f"dataset_export_s={export_s:.2f} dataset_peak_mb={peak_mb:.1f} train_s={train_s:.2f} "
-              f"holdout_auc={m['auc']:.4f}")
+    print(
+        f"trained count={m['count']} train={m['trainCount']} holdout={m['holdoutCount']} "
+        f"positives={m['positives']} read_s={marks['fit'] - started:.2f} "
+        f"fit_s={time.perf_counter() - marks['fit']:.2f} train_auc={m['trainAuc']:.4f} "
+        f"log_loss={m['logLoss']:.4f}"
+    )
+    last_line(
+        f"dataset_export_s={export_s:.2f} dataset_peak_mb={peak_mb:.1f} train_s={train_s:.2f} "
+        f"holdout_auc={m['auc']:.4f}"
+    )
     connections.close_all()
     if "BENCH_ADMIN_DATABASE_URL" in os.environ:
         postgres(os.environ["BENCH_ADMIN_DATABASE_URL"], f"DROP DATABASE IF EXISTS {BENCH_DB}")

@@ -3,6 +3,7 @@
 Prints the time to fit and the holdout AUC; the goal is a fit under 30 s.
 Run: .venv/bin/python bench/train_core.py [rows]
 """
+
 from __future__ import annotations
 
 import os
@@ -23,20 +24,20 @@ def synthetic(rows: int, seed: int = 11) -> list[tuple[str, tuple[float, ...], i
     """Rows of three candidates per decision; claims follow the stage record and recency."""
     rng = np.random.default_rng(seed)
     x = np.empty((rows, len(FEATURES)))
-    x[:, 0] = rng.random(rows)                           # stageRecord
-    x[:, 1] = rng.random(rows) < 0.8                     # stageWeighed
-    x[:, 2] = np.log1p(rng.integers(0, 40, rows))        # stageRuns
-    x[:, 3] = rng.random(rows)                           # successRate
+    x[:, 0] = rng.random(rows)  # stageRecord
+    x[:, 1] = rng.random(rows) < 0.8  # stageWeighed
+    x[:, 2] = np.log1p(rng.integers(0, 40, rows))  # stageRuns
+    x[:, 3] = rng.random(rows)  # successRate
     never = rng.random(rows) < 0.2
     x[:, 4] = np.where(never, 0.0, np.log1p(rng.uniform(0, 86400, rows)))  # recency
-    x[:, 5] = never                                      # neverDispatched
-    x[:, 6] = rng.random(rows) < 0.1                     # direct
-    x[:, 7] = rng.integers(1, 5, rows)                   # tierStep
+    x[:, 5] = never  # neverDispatched
+    x[:, 6] = rng.random(rows) < 0.1  # direct
+    x[:, 7] = rng.integers(1, 5, rows)  # tierStep
     hour = rng.integers(0, 24, rows)
     x[:, 8] = np.sin(2 * np.pi * hour / 24)
     x[:, 9] = np.cos(2 * np.pi * hour / 24)
-    x[:, 10] = rng.integers(2, 5, rows)                  # eligible
-    x[:, 11] = rng.random(rows) * 0.5                    # poolBusy
+    x[:, 10] = rng.integers(2, 5, rows)  # eligible
+    x[:, 11] = rng.random(rows) * 0.5  # poolBusy
     logit = 6.0 * (x[:, 0] - 0.5) + np.where(never, 1.0, x[:, 4] / 11.4 - 0.5)
     y = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(int)
     ids = [f"pld_{n // 3:024x}" for n in range(rows)]
@@ -50,8 +51,10 @@ def main() -> None:
     result = train(data, seed=1)
     elapsed = time.perf_counter() - started
     m = result.metrics
-    print(f"rows={m['count']} train={m['trainCount']} holdout={m['holdoutCount']} "
-          f"train_auc={m['trainAuc']:.4f} log_loss={m['logLoss']:.4f}")
+    print(
+        f"rows={m['count']} train={m['trainCount']} holdout={m['holdoutCount']} "
+        f"train_auc={m['trainAuc']:.4f} log_loss={m['logLoss']:.4f}"
+    )
     last_line(f"train_s={elapsed:.2f} holdout_auc={m['auc']:.4f}")
 
 

@@ -13,6 +13,7 @@ line the CPU time, which a loaded machine moves least.
 Run: .venv/bin/python bench/which_arm.py [passes]      (default 100 each, after 20 warm-up)
 Last line: which_arm_cpu_ms_none=… which_arm_cpu_ms_board_formula=… which_arm_cpu_ms_experiment=…
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,15 @@ def run(way: str, passes: int) -> dict:
         from records.store.actions.experiments import Plan, do_start_experiment
 
         experiment = do_start_experiment(
-            Plan(boards=(RELAY_BOARD,), arms=(loop.rules.formula, "pull"), objective="success",
-                 blocks=4, seed=1), now)
+            Plan(
+                boards=(RELAY_BOARD,),
+                arms=(loop.rules.formula, "pull"),
+                objective="success",
+                blocks=4,
+                seed=1,
+            ),
+            now,
+        )
         # Every block runs the deployment's formula: the decisions are those of `none`.
         experiment.schedule = [{**b, "arm": loop.rules.formula} for b in experiment.schedule]
         experiment.save(update_fields=["schedule"])
@@ -60,15 +68,18 @@ def main() -> None:
         print(json.dumps(run(sys.argv[2], int(sys.argv[3]))))
         return
     passes = count_arg(100)
-    print(f"a relayed card's pass: {AGENTS} agents, {ROSTER} on each of {BOARDS} boards' rosters, "
-          f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process")
+    print(
+        f"a relayed card's pass: {AGENTS} agents, {ROSTER} on each of {BOARDS} boards' rosters, "
+        f"{passes} passes after {WARMUP} warm-up; PostgreSQL, the stand-in in process"
+    )
     figures = {}
     for way in WAYS:
         result = figures[way] = run_fresh(__file__, BENCH_DB, way, str(passes))
-        print(f"  {way:14} {result['wall_ms']:6.1f} ms a pass ({result['cpu_ms']:5.1f} ms CPU), "
-              f"{result['queries']:.0f} queries")
-    last_line(" ".join(f"which_arm_cpu_ms_{way}={figures[way]['cpu_ms']:.1f}" for way in WAYS),
-              passes=passes)
+        print(
+            f"  {way:14} {result['wall_ms']:6.1f} ms a pass ({result['cpu_ms']:5.1f} ms CPU), "
+            f"{result['queries']:.0f} queries"
+        )
+    last_line(" ".join(f"which_arm_cpu_ms_{way}={figures[way]['cpu_ms']:.1f}" for way in WAYS), passes=passes)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ view: DRF loads the classes named there while `rest_framework.views` is being im
 Each answers the request's user and its `Credential` (common.scopes): who it is, as the audit
 trail names it, and what it may do.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -4,6 +4,7 @@ Each field names its environment variable, its rule and its default (None: requi
 A missing or malformed value stops start-up with the setting's name and rule, never its
 value.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,6 +32,7 @@ class ConfigError(Exception):
 
 # Parsers: each turns the raw text into a value or raises ValueError. The rule text is what
 # the error says, so a parser never echoes the value it was given.
+
 
 def _url(raw: str) -> str:
     parts = urlsplit(raw)
@@ -110,6 +112,7 @@ def _hosts(raw: str) -> tuple[str, ...]:
 
 def _each(parse: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
     """A comma-separated list, each entry read by `parse`; an empty entry is malformed."""
+
     def parse_all(raw: str) -> tuple[Any, ...]:
         items = [item.strip() for item in raw.split(",")]
         if not all(items):
@@ -126,8 +129,9 @@ def _formula(raw: str) -> str:
     return raw
 
 
-def setting(env: str, parse: Callable[[str], Any], rule: str | Callable[[], str],
-            default: str | None = None) -> Any:
+def setting(
+    env: str, parse: Callable[[str], Any], rule: str | Callable[[], str], default: str | None = None
+) -> Any:
     """Declare one setting: the variable, its parser, its rule in words (or what words it out when
     read, for a rule that follows declarations made elsewhere), its default."""
     return field(metadata={"env": env, "parse": parse, "rule": rule, "default": default})
@@ -161,28 +165,35 @@ class Config:
     org_plane_url: str = setting("ORG_PLANE_URL", _url, "an http(s) URL")
     # Its hex in either case, as Accounts' "20 hex" allows; sent as given, never re-cased.
     org_plane_service_credential: str = setting(
-        "ORG_PLANE_SERVICE_CREDENTIAL", _matching(r"svc_[0-9a-fA-F]{20}:\S+"),
-        "svc_<20 hex, either case>:<secret>")
+        "ORG_PLANE_SERVICE_CREDENTIAL",
+        _matching(r"svc_[0-9a-fA-F]{20}:\S+"),
+        "svc_<20 hex, either case>:<secret>",
+    )
     agentpod_url: str = setting("AGENTPOD_URL", _url, "an http(s) URL")
     relay_secret: str = setting(
-        "TREATY_RELAY_DELIVERY_SECRET", _matching(r"\S{16,}"),
-        "at least 16 characters, none of them whitespace")
+        "TREATY_RELAY_DELIVERY_SECRET",
+        _matching(r"\S{16,}"),
+        "at least 16 characters, none of them whitespace",
+    )
     # Several digests, comma-separated, let a new token be rolled out before the old one goes.
     operator_token_sha256: tuple[str, ...] = setting(
-        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256", _each(_sha256_hex),
-        "64 hex digits, either case (the SHA-256 of the operator token), or several comma-separated")
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256",
+        _each(_sha256_hex),
+        "64 hex digits, either case (the SHA-256 of the operator token), or several comma-separated",
+    )
     # Where it runs
     agentpod_audience: str = setting(
-        "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default="")  # "" → AGENTPOD_URL
+        "AGENTPOD_AUDIENCE", _url, "an http(s) URL", default=""
+    )  # "" → AGENTPOD_URL
     data_dir: str = setting("SUPERDISPATCH_DATA_DIR", _absolute_path, "an absolute path", "/data")
     port: int = ranged("PORT", 1, 65535, "8796")
     database: dict[str, Any] = setting(
-        "DATABASE_URL", _database_url, "postgres://… or sqlite:///…",
-        default="")  # "" → SQLite under SUPERDISPATCH_DATA_DIR
+        "DATABASE_URL", _database_url, "postgres://… or sqlite:///…", default=""
+    )  # "" → SQLite under SUPERDISPATCH_DATA_DIR
     redis_url: str = setting("REDIS_URL", _redis_url, "redis://…", default="")  # "" → no Redis
     allowed_hosts: tuple[str, ...] = setting(
-        "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names",
-        "localhost,127.0.0.1,[::1]")
+        "SUPERDISPATCH_ALLOWED_HOSTS", _hosts, "comma-separated host names", "localhost,127.0.0.1,[::1]"
+    )
     https: bool = on_off("SUPERDISPATCH_HTTPS", default="off")
     # On PostgreSQL, a statement a web request runs is cancelled past this (its request is a
     # 503 and its thread free again); the loop and Celery tasks, which may run long, are not.
@@ -203,16 +214,18 @@ class Config:
     # For a formula that sizes each hold by its agent: the shortest hold it makes.
     hold_min_seconds: int = ranged("SUPERDISPATCH_HOLD_MIN_SECONDS", 5, 300, "10")
     top_k: int = ranged("SUPERDISPATCH_TOP_K", 1, 10, "3")
-    fairness: str = one_of("SUPERDISPATCH_FAIRNESS", "round-robin", "board-order",
-                           default="round-robin")
+    fairness: str = one_of("SUPERDISPATCH_FAIRNESS", "round-robin", "board-order", default="round-robin")
     candidates: str = one_of("SUPERDISPATCH_CANDIDATES", "roster", "all", default="roster")
     station_filters: bool = on_off("SUPERDISPATCH_STATION_FILTERS", default="on")
-    min_proof: str = one_of("SUPERDISPATCH_MIN_PROOF", "probed", "installed", "declared",
-                            default="declared")
+    min_proof: str = one_of("SUPERDISPATCH_MIN_PROOF", "probed", "installed", "declared", default="declared")
     policy: bool = on_off("SUPERDISPATCH_POLICY", default="off")
     # Validated against the formulas as declared when the settings are read.
-    formula: str = setting("SUPERDISPATCH_FORMULA", _formula, lambda: _words(formulas.recorded_names()),
-                           default=formulas.DEFAULT.recorded)
+    formula: str = setting(
+        "SUPERDISPATCH_FORMULA",
+        _formula,
+        lambda: _words(formulas.recorded_names()),
+        default=formulas.DEFAULT.recorded,
+    )
     backlog_bound: bool = on_off("SUPERDISPATCH_BACKLOG_BOUND", default="on")
     # When an experiment reaches its decision, each of its boards runs the winning arm (its own
     # formula, audited); off: the result is shown and nothing changes.
@@ -220,7 +233,8 @@ class Config:
     # History
     superwitness_url: str = setting("SUPERWITNESS_URL", _url, "an http(s) URL", default="")
     superwitness_audience: str = setting(
-        "SUPERWITNESS_AUDIENCE", _url, "an http(s) URL", default="")  # "" → SUPERWITNESS_URL
+        "SUPERWITNESS_AUDIENCE", _url, "an http(s) URL", default=""
+    )  # "" → SUPERWITNESS_URL
     history_days: int = ranged("SUPERDISPATCH_HISTORY_DAYS", 1, 365, "30")
     history_min_sample: int = ranged("SUPERDISPATCH_HISTORY_MIN_SAMPLE", 1, 100, "3")
     history_half_life_days: int = ranged("SUPERDISPATCH_HISTORY_HALF_LIFE_DAYS", 1, 365, "7")
@@ -231,21 +245,21 @@ class Config:
     # Learned routing
     learned: str = one_of("SUPERDISPATCH_LEARNED", "off", "shadow", "on", default="off")
     learned_min_rows: int = setting(
-        "SUPERDISPATCH_LEARNED_MIN_ROWS", _int_range(1, 10_000_000),
-        "an integer from 1 to 10000000", "500")
+        "SUPERDISPATCH_LEARNED_MIN_ROWS", _int_range(1, 10_000_000), "an integer from 1 to 10000000", "500"
+    )
     learned_min_shadow: int = setting(
-        "SUPERDISPATCH_LEARNED_MIN_SHADOW", _int_range(1, 1_000_000),
-        "an integer from 1 to 1000000", "100")
+        "SUPERDISPATCH_LEARNED_MIN_SHADOW", _int_range(1, 1_000_000), "an integer from 1 to 1000000", "100"
+    )
     learned_margin_pct: int = ranged("SUPERDISPATCH_LEARNED_MARGIN_PCT", 0, 100, "5")
     # What a model learns and is judged on: that a held agent claims, or that it claims and
     # its run succeeds (the claim's run as joined from SuperWitness).
-    learned_target: str = one_of("SUPERDISPATCH_LEARNED_TARGET", "claimed", "succeeded",
-                                 default="claimed")
+    learned_target: str = one_of("SUPERDISPATCH_LEARNED_TARGET", "claimed", "succeeded", default="claimed")
     # How the shadow report credits the model where it disagreed with the formula: only when
     # its own choice claimed anyway (a lower bound), or by the what-if estimator, the gate
     # reading the estimate's interval's lower end.
-    learned_credit: str = one_of("SUPERDISPATCH_LEARNED_CREDIT", "lower-bound", "estimate",
-                                 default="lower-bound")
+    learned_credit: str = one_of(
+        "SUPERDISPATCH_LEARNED_CREDIT", "lower-bound", "estimate", default="lower-bound"
+    )
     # Retention: settled decisions (and their candidates) older than this are pruned. The
     # floor is above the longest suggestions window (720 hours), so pruning never takes what
     # a sync reads.
@@ -254,13 +268,12 @@ class Config:
     # new suggestions posted to a chat webhook. Unset: nothing is sent.
     events_url: str = setting("SUPERDISPATCH_EVENTS_URL", _url, "an http(s) URL", default="")
     events_secret: str = setting(
-        "SUPERDISPATCH_EVENTS_SECRET", _matching(r"\S{16,}"), "at least 16 characters",
-        default="")
-    chat_webhook_url: str = setting(
-        "SUPERDISPATCH_CHAT_WEBHOOK_URL", _url, "an http(s) URL", default="")
+        "SUPERDISPATCH_EVENTS_SECRET", _matching(r"\S{16,}"), "at least 16 characters", default=""
+    )
+    chat_webhook_url: str = setting("SUPERDISPATCH_CHAT_WEBHOOK_URL", _url, "an http(s) URL", default="")
     public_url: str = setting(
-        "SUPERDISPATCH_PUBLIC_URL", _url, "an http(s) URL",
-        default="")  # "" → http://localhost:PORT, for links to the admin
+        "SUPERDISPATCH_PUBLIC_URL", _url, "an http(s) URL", default=""
+    )  # "" → http://localhost:PORT, for links to the admin
 
     @property
     def start_line(self) -> str:
@@ -304,19 +317,22 @@ def load(env: Mapping[str, str] = os.environ) -> Config:
             problems.append(f"{name} must be {rule}")
     # A receiver needs both halves: an address, and the secret its events are signed with.
     if env.get("SUPERDISPATCH_EVENTS_URL", "") and not env.get("SUPERDISPATCH_EVENTS_SECRET", ""):
-        problems.append("SUPERDISPATCH_EVENTS_SECRET is required when SUPERDISPATCH_EVENTS_URL "
-                        "is set (at least 16 characters)")
+        problems.append(
+            "SUPERDISPATCH_EVENTS_SECRET is required when SUPERDISPATCH_EVENTS_URL "
+            "is set (at least 16 characters)"
+        )
     # The bounds a formula sets windows and holds within: the least no more than the most.
-    for least, most in (("placement_window_min_seconds", "placement_window_seconds"),
-                         ("hold_min_seconds", "runner_up_seconds")):
+    for least, most in (
+        ("placement_window_min_seconds", "placement_window_seconds"),
+        ("hold_min_seconds", "runner_up_seconds"),
+    ):
         if least in values and most in values and values[least] > values[most]:
             # Names only: a start-up error never prints a setting's value.
             problems.append(f"SUPERDISPATCH_{least.upper()} must be at most SUPERDISPATCH_{most.upper()}")
     if problems:
         raise ConfigError(problems)
     values["agentpod_audience"] = values["agentpod_audience"] or values["agentpod_url"]
-    values["superwitness_audience"] = (
-        values["superwitness_audience"] or values["superwitness_url"])
+    values["superwitness_audience"] = values["superwitness_audience"] or values["superwitness_url"]
     values["public_url"] = values["public_url"] or f"http://localhost:{values['port']}"
     if not values["database"]:
         path = os.path.join(values["data_dir"], "superdispatch.sqlite3")

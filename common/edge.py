@@ -13,6 +13,7 @@
   Content-Security-Policy: scripts, styles and images from this origin only (inline styles
   too: the admin's pages and Swagger UI set them), no frames.
 """
+
 from __future__ import annotations
 
 import io
@@ -26,18 +27,20 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from common.errors import error_body
 
-CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self' data:",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'self'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-])
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 LENGTH = re.compile(r"[0-9]{1,15}")
 
 
@@ -66,16 +69,16 @@ def read_body(request: HttpRequest) -> JsonResponse | None:
     length = meta.get("CONTENT_LENGTH") or ""
     if length:
         if not LENGTH.fullmatch(length):
-            return _refuse(400, "bad-content-length",
-                           "Content-Length must be the body's size in bytes")
+            return _refuse(400, "bad-content-length", "Content-Length must be the body's size in bytes")
         if int(length) > limit:
             return _too_large(limit)
         return None
     if not meta.get("HTTP_TRANSFER_ENCODING"):
         return None
     if not meta.get("wsgi.input_terminated"):
-        return _refuse(411, "length-required",
-                       "this server reads no chunked body: send it with a Content-Length")
+        return _refuse(
+            411, "length-required", "this server reads no chunked body: send it with a Content-Length"
+        )
     try:
         body = meta["wsgi.input"].read(limit + 1)
     except Exception as err:  # noqa: BLE001  the server's reader refusing the chunks

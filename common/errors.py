@@ -1,5 +1,6 @@
 """One error shape for the whole API: {"error": {"code", "message"}}; a 403 for a missing
 scope also names it (`scope`: common.scopes.MissingScope)."""
+
 from __future__ import annotations
 
 import logging
@@ -62,14 +63,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse |
     if isinstance(exc, exceptions.PermissionDenied) and hasattr(exc, "scope"):
         # A credential without the route's scope (common.scopes): JSON on every route, as the
         # 401 is bare on every route (the schema's page would render YAML, the docs' HTML).
-        return JsonResponse(error_body("forbidden", str(exc.detail), scope=exc.scope),
-                            status=403)
+        return JsonResponse(error_body("forbidden", str(exc.detail), scope=exc.scope), status=403)
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, str(exc.detail)), status=exc.status_code)
     if isinstance(exc, OperationalError) and over_budget(exc):
         log.warning("a statement ran past the request's budget and was cancelled, answered 503")
-        return unavailable("over-budget", "the request ran past its time budget and was stopped; "
-                                          "narrow it, or retry shortly")
+        return unavailable(
+            "over-budget", "the request ran past its time budget and was stopped; narrow it, or retry shortly"
+        )
     if isinstance(exc, (OperationalError, InterfaceError)):
         log.warning("store unavailable, answered 503: %s", type(exc).__name__)
         return store_unavailable()
@@ -96,8 +97,11 @@ def store_unavailable() -> Response:
 
 def unavailable(code: str, message: str) -> Response:
     """503 with Retry-After: something this answer needs is down for now (never a 500)."""
-    return Response(error_body(code, message), status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                    headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
+    return Response(
+        error_body(code, message),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(STORE_RETRY_AFTER_S)},
+    )
 
 
 def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
@@ -105,8 +109,7 @@ def json_404(request: HttpRequest, exception: Exception | None = None) -> JsonRe
 
 
 def json_500(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(error_body("internal", "something went wrong; see the service log"),
-                        status=500)
+    return JsonResponse(error_body("internal", "something went wrong; see the service log"), status=500)
 
 
 def json_400(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

@@ -9,6 +9,7 @@ No body the API takes nests deeper than a few levels, so JSON nested deeper than
 refused before it is parsed: Python's parser recurses once a level, and a body of ten
 thousand brackets would otherwise end in a RecursionError (a 500) rather than an answer.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,9 @@ class JSONParser(parsers.JSONParser):
     """DRF's JSON parser, reading through `loads`: bounded in depth, and a charset it does not
     know is a 400 as any other unreadable body."""
 
-    def parse(self, stream: IO[bytes], media_type: str | None = None,
-              parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: dict[str, Any] | None = None
+    ) -> Any:
         encoding = (parser_context or {}).get("encoding") or "utf-8"
         try:
             return loads(stream.read(), encoding)
@@ -85,8 +87,9 @@ class AnyTypeJSONParser(JSONParser):
 
     media_type = "*/*"
 
-    def parse(self, stream: IO[bytes], media_type: str | None = None,
-              parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[bytes], media_type: str | None = None, parser_context: dict[str, Any] | None = None
+    ) -> Any:
         try:
             return super().parse(stream, media_type, parser_context)
         except ParseError as err:

@@ -3,6 +3,7 @@ and its browsable API for staff signed in to the admin (common.auth).
 
 Imports no view: DRF loads the renderers named in REST_FRAMEWORK while `rest_framework.views`
 is being imported."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,10 @@ NO_ROUTE = "No route"  # the catch-all view's name (common.views.NoRoute)
 # encoder and settings, read from the renderer): pieces of one answer written apart and joined
 # read the same as the whole written at once.
 encode = JSONEncoder(
-    ensure_ascii=renderers.JSONRenderer.ensure_ascii, allow_nan=not renderers.JSONRenderer.strict,
-    separators=(renderers.SHORT_SEPARATORS if renderers.JSONRenderer.compact
-                else renderers.LONG_SEPARATORS)).encode
+    ensure_ascii=renderers.JSONRenderer.ensure_ascii,
+    allow_nan=not renderers.JSONRenderer.strict,
+    separators=(renderers.SHORT_SEPARATORS if renderers.JSONRenderer.compact else renderers.LONG_SEPARATORS),
+).encode
 
 
 class Written:
@@ -45,8 +47,12 @@ class JSONRenderer(renderers.JSONRenderer):
     """DRF's JSON renderer, which answers a `Written` answer's text as it is (indented, when
     asked for, as DRF indents any answer)."""
 
-    def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> bytes:
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: dict[str, Any] | None = None,
+    ) -> bytes:
         if isinstance(data, Written):
             if self.get_indent(accepted_media_type, renderer_context or {}) is None:
                 # As DRF escapes them in any answer: JSON that is a strict JavaScript subset.
@@ -68,9 +74,15 @@ class BrowsableAPI(BrowsableAPIRenderer):
     def get_breadcrumbs(self, request: Request) -> list[tuple[str, str]]:
         return [(name, url) for name, url in super().get_breadcrumbs(request) if name != NO_ROUTE]
 
-    def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> str:
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: dict[str, Any] | None = None,
+    ) -> str:
         page: str = super().render(data, accepted_media_type, renderer_context)
-        return (page.replace("<html>", f'<html lang="{settings.LANGUAGE_CODE}">', 1)
-                .replace('<div class="content-main" role="main" ', '<div class="content-main" ', 1)
-                .replace('<pre class="prettyprint">', '<pre class="prettyprint" tabindex="0">'))
+        return (
+            page.replace("<html>", f'<html lang="{settings.LANGUAGE_CODE}">', 1)
+            .replace('<div class="content-main" role="main" ', '<div class="content-main" ', 1)
+            .replace('<pre class="prettyprint">', '<pre class="prettyprint" tabindex="0">')
+        )

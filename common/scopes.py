@@ -10,6 +10,7 @@ A person signed in to the admin has the scopes of their role: each scope is one 
 permission (`SCOPES`), which the roles' groups hold (`access/roles.py`). Imports no view: DRF
 loads the permission classes named in REST_FRAMEWORK while `rest_framework.views` is imported.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,13 +33,16 @@ class Scope:
     permission: str  # the Django permission that gives it to a signed-in person
 
 
-SCOPES = {s.name: s for s in (
-    Scope(READ, "every GET but the audit trail", "records.view_decision"),
-    Scope(BOARDS, "opt a board in or out", "records.change_board"),
-    Scope(SUGGESTIONS, "dismiss a suggestion", "records.change_suggestion"),
-    Scope(TRAIN, "train a model", "learning.add_learnedmodel"),
-    Scope(ADMIN, "everything, the audit trail included", "access.view_auditentry"),
-)}
+SCOPES = {
+    s.name: s
+    for s in (
+        Scope(READ, "every GET but the audit trail", "records.view_decision"),
+        Scope(BOARDS, "opt a board in or out", "records.change_board"),
+        Scope(SUGGESTIONS, "dismiss a suggestion", "records.change_suggestion"),
+        Scope(TRAIN, "train a model", "learning.add_learnedmodel"),
+        Scope(ADMIN, "everything, the audit trail included", "access.view_auditentry"),
+    )
+}
 ALL = frozenset(SCOPES)
 NONE_NEEDED = None  # declared for a method any valid credential may call (the catch-all's 404)
 
@@ -120,4 +124,3 @@ class ScopeRequired(BasePermission):
         if scope is not None and not credential.allows(scope):
             raise MissingScope(request.method, request.path, scope)
         return True
-

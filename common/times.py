@@ -1,5 +1,6 @@
 """Times as the suite writes them, and as the API, the relay and the commands read them:
 written RFC 3339 in UTC with milliseconds, read as RFC 3339 or a plain date."""
+
 from __future__ import annotations
 
 import re

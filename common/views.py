@@ -5,6 +5,7 @@ authentication and permissions: the credential, then the scope its method needs,
 before it reads anything else of the request; only /healthz and the relay's webhook opt out,
 on their own views.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -55,13 +56,15 @@ class CredentialFirst(_View):
         self.perform_authentication(request)
         self.check_permissions(request)
         allowed = request.method.lower() in self.http_method_names and hasattr(
-            self, request.method.lower())  # else the method's own 405 answers
+            self, request.method.lower()
+        )  # else the method's own 405 answers
         if allowed and not self.takes_body and request.body:
             raise bad_request("unexpected-body", f"{request.method} on this route takes no body")
         super().initial(request, *args, **kwargs)
 
-    def finalize_response(self, request: Request, response: HttpResponse, *args: Any,
-                          **kwargs: Any) -> HttpResponse:
+    def finalize_response(
+        self, request: Request, response: HttpResponse, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
         if isinstance(response, Refusal):
             return response
         return super().finalize_response(request, response, *args, **kwargs)
@@ -97,8 +100,9 @@ class FirstRenderer(BaseContentNegotiation):
     """Answers in the view's first renderer whatever the request's Accept header asks (the
     relay's webhook, which answers JSON; Prometheus, which asks for its own text formats)."""
 
-    def select_renderer(self, request: Request, renderers: list[BaseRenderer],
-                        format_suffix: str | None = None) -> tuple[BaseRenderer, str]:
+    def select_renderer(
+        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
         return renderers[0], renderers[0].media_type
 
 
@@ -106,11 +110,11 @@ class ErrorsAsJson(_View):
     # A page that is not JSON (the schema's YAML, the docs' HTML) answers its errors in the
     # API's error shape all the same, rather than as YAML or an HTML error page.
 
-    def finalize_response(self, request: Request, response: HttpResponse, *args: Any,
-                          **kwargs: Any) -> HttpResponse:
+    def finalize_response(
+        self, request: Request, response: HttpResponse, *args: Any, **kwargs: Any
+    ) -> HttpResponse:
         if isinstance(response, Response) and response.status_code >= 400:
-            request.accepted_renderer, request.accepted_media_type = (JSONRenderer(),
-                                                                      "application/json")
+            request.accepted_renderer, request.accepted_media_type = (JSONRenderer(), "application/json")
             response.template_name = None
         return super().finalize_response(request, response, *args, **kwargs)
 
@@ -121,11 +125,9 @@ class Schema(ErrorsAsJson, CredentialFirst, SpectacularAPIView):
     Accept header that asks for JSON."""
 
     scopes = {"GET": READ}
-    formats: dict[str, type[BaseRenderer]] = {
-        "json": OpenApiJsonRenderer, "yaml": OpenApiYamlRenderer}
+    formats: dict[str, type[BaseRenderer]] = {"json": OpenApiJsonRenderer, "yaml": OpenApiYamlRenderer}
 
-    def perform_content_negotiation(self, request: Request,
-                                    force: bool = False) -> tuple[BaseRenderer, str]:
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
         wanted = request.query_params.get("format")
         if wanted is None:
             found: tuple[BaseRenderer, str] = super().perform_content_negotiation(request, force)

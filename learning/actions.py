@@ -1,6 +1,7 @@
 """Every write to the model store goes through a named function here (as
 `records.store.actions` for the rest of the store), so the API, the admin and the commands
 share one rule."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -21,9 +22,15 @@ from learning.store import Progress
 _VERSION_ATTEMPTS = 5  # concurrent trainings race for the next version; the loser takes the one after
 
 
-def do_train(since: datetime | None, seed: int, *, now: datetime,
-             progress: Progress | None = None, target: str | None = None,
-             by: Actor = SERVICE) -> LearnedModel:
+def do_train(
+    since: datetime | None,
+    seed: int,
+    *,
+    now: datetime,
+    progress: Progress | None = None,
+    target: str | None = None,
+    by: Actor = SERVICE,
+) -> LearnedModel:
     """Fit a model on the newest settled decisions since `since` and store it as the next version,
     its targets under `target` (`claimed` or `succeeded`; SUPERDISPATCH_LEARNED_TARGET when None).
     The model stored is in the audit trail, by `by`.
@@ -35,11 +42,22 @@ def do_train(since: datetime | None, seed: int, *, now: datetime,
     fit_progress = (lambda step, total: progress("fit", step, total)) if progress else None
     trained = train(examples, seed, progress=fit_progress, goal=goal)
     fields = dict(
-        created_at=now, since=since, seed=seed, decisions=decisions, target=goal,
-        first_decision_at=oldest and parse_time(oldest), last_decision_at=newest and parse_time(newest),
-        features=list(trained.features), means=list(trained.means), stds=list(trained.stds),
-        weights=list(trained.weights), bias=trained.bias, iterations=trained.iterations,
-        learning_rate=trained.learning_rate, l2=trained.l2, metrics=trained.metrics,
+        created_at=now,
+        since=since,
+        seed=seed,
+        decisions=decisions,
+        target=goal,
+        first_decision_at=oldest and parse_time(oldest),
+        last_decision_at=newest and parse_time(newest),
+        features=list(trained.features),
+        means=list(trained.means),
+        stds=list(trained.stds),
+        weights=list(trained.weights),
+        bias=trained.bias,
+        iterations=trained.iterations,
+        learning_rate=trained.learning_rate,
+        l2=trained.l2,
+        metrics=trained.metrics,
     )
     return do_store_model(fields, by=by)
 
@@ -53,9 +71,20 @@ def do_store_model(fields: dict[str, Any], *, by: Actor = SERVICE) -> LearnedMod
             with transaction.atomic():
                 version = (LearnedModel.objects.aggregate(v=Max("version"))["v"] or 0) + 1
                 model = LearnedModel.objects.create(version=version, **fields)
-                do_record(by, "model.train", model.id, None, {
-                    "version": version, "target": model.target, "since": iso(model.since),
-                    "seed": model.seed, "decisions": model.decisions}, fields["created_at"])
+                do_record(
+                    by,
+                    "model.train",
+                    model.id,
+                    None,
+                    {
+                        "version": version,
+                        "target": model.target,
+                        "since": iso(model.since),
+                        "seed": model.seed,
+                        "decisions": model.decisions,
+                    },
+                    fields["created_at"],
+                )
                 return model
         except IntegrityError:
             attempts += 1

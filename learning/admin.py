@@ -1,4 +1,5 @@
 """The admin console's learned models: metrics, calibration and the shadow report with its gate."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,9 +29,11 @@ def _fixed(value: float | None, digits: int = 3) -> str:
 
 def _metric_column(key: str, description: str):
     """A list column showing one of a model's metrics."""
+
     @admin.display(description=description)
     def column(self, m: LearnedModel) -> str:
         return _fixed(m.metrics.get(key))
+
     return column
 
 
@@ -44,36 +47,74 @@ def calibration_chart(table: list[dict[str, Any]]) -> dict[str, Any]:
         observed = row["observedRate"]
         predicted = row["meanPredicted"]
         height = 0.0 if observed is None else observed * CHART
-        bins.append({
-            "x": round(x0 + 2, 1), "width": round(width - 4, 1),
-            "y": round(MARGIN + CHART - height, 1), "height": round(height, 1),
-            "dot": None if predicted is None or observed is None else {
-                "cx": round(MARGIN + predicted * CHART, 1),
-                "cy": round(MARGIN + CHART - observed * CHART, 1)},
-            "label_x": round(x0 + width / 2, 1),
-            "range": f"{row['lo']:.1f}–{row['hi']:.1f}",
-            "count": row["count"], "predicted": _fixed(predicted), "observed": _fixed(observed),
-        })
-    return {"size": CHART + 2 * MARGIN, "left": MARGIN, "top": MARGIN, "bottom": MARGIN + CHART,
-            "right": MARGIN + CHART, "mid": MARGIN + CHART / 2, "bins": bins}
+        bins.append(
+            {
+                "x": round(x0 + 2, 1),
+                "width": round(width - 4, 1),
+                "y": round(MARGIN + CHART - height, 1),
+                "height": round(height, 1),
+                "dot": None
+                if predicted is None or observed is None
+                else {
+                    "cx": round(MARGIN + predicted * CHART, 1),
+                    "cy": round(MARGIN + CHART - observed * CHART, 1),
+                },
+                "label_x": round(x0 + width / 2, 1),
+                "range": f"{row['lo']:.1f}–{row['hi']:.1f}",
+                "count": row["count"],
+                "predicted": _fixed(predicted),
+                "observed": _fixed(observed),
+            }
+        )
+    return {
+        "size": CHART + 2 * MARGIN,
+        "left": MARGIN,
+        "top": MARGIN,
+        "bottom": MARGIN + CHART,
+        "right": MARGIN + CHART,
+        "mid": MARGIN + CHART / 2,
+        "bins": bins,
+    }
 
 
 @admin.register(LearnedModel)
 class LearnedModelAdmin(ReadOnlyAdmin):
-    list_display = ("version", "id", "created_at", "target", "rows", "holdout_auc", "accuracy",
-                    "log_loss", "train_auc", "gate_now")
+    list_display = (
+        "version",
+        "id",
+        "created_at",
+        "target",
+        "rows",
+        "holdout_auc",
+        "accuracy",
+        "log_loss",
+        "train_auc",
+        "gate_now",
+    )
     list_per_page = 20
     fieldsets = (
         (None, {"fields": ("id", "version", "created_at", "target", "verdict")}),
-        ("Fitted on", {"fields": ("since", "seed", "decisions", "first_decision_at",
-                                  "last_decision_at")}),
+        ("Fitted on", {"fields": ("since", "seed", "decisions", "first_decision_at", "last_decision_at")}),
         ("Holdout metrics", {"fields": ("metrics_table", "calibration")}),
         ("Shadow report", {"fields": ("shadow_report",)}),
         ("Parameters", {"fields": ("parameters",), "classes": ("collapse",)}),
     )
-    readonly_fields = ("id", "version", "created_at", "target", "verdict", "since", "seed", "decisions",
-                       "first_decision_at", "last_decision_at", "metrics_table", "calibration",
-                       "shadow_report", "parameters")
+    readonly_fields = (
+        "id",
+        "version",
+        "created_at",
+        "target",
+        "verdict",
+        "since",
+        "seed",
+        "decisions",
+        "first_decision_at",
+        "last_decision_at",
+        "metrics_table",
+        "calibration",
+        "shadow_report",
+        "parameters",
+    )
 
     @admin.display(description="rows")
     def rows(self, m: LearnedModel) -> int:
@@ -102,8 +143,9 @@ class LearnedModelAdmin(ReadOnlyAdmin):
 
     @admin.display(description="calibration")
     def calibration(self, m: LearnedModel) -> str:
-        return render_to_string("admin/learning/calibration.html",
-                                {"chart": calibration_chart(m.metrics["calibration"])})
+        return render_to_string(
+            "admin/learning/calibration.html", {"chart": calibration_chart(m.metrics["calibration"])}
+        )
 
     @admin.display(description="")
     def shadow_report(self, m: LearnedModel) -> str:
@@ -112,7 +154,13 @@ class LearnedModelAdmin(ReadOnlyAdmin):
     @admin.display(description="")
     def parameters(self, m: LearnedModel) -> str:
         rows = zip(m.features, m.means, m.stds, m.weights)
-        return render_to_string("admin/learning/parameters.html",
-                                {"rows": [{"feature": f, "mean": _fixed(mu, 4), "std": _fixed(s, 4),
-                                           "weight": _fixed(w, 4)} for f, mu, s, w in rows],
-                                 "bias": _fixed(m.bias, 4)})
+        return render_to_string(
+            "admin/learning/parameters.html",
+            {
+                "rows": [
+                    {"feature": f, "mean": _fixed(mu, 4), "std": _fixed(s, 4), "weight": _fixed(w, 4)}
+                    for f, mu, s, w in rows
+                ],
+                "bias": _fixed(m.bias, 4),
+            },
+        )

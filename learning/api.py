@@ -1,4 +1,5 @@
 """Dataset and model routes."""
+
 from __future__ import annotations
 
 import threading
@@ -77,16 +78,22 @@ class _Stream:
 class Dataset(OperatorView):
     scopes = {"GET": READ}
 
-    @extend_schema(summary="The labelled rows, oldest first", parameters=[DatasetQuery],
-                   responses={
-                       # NDJSON first: a generated client that reads it as bytes (see
-                       # docs/api.md) then reads the default format without parsing it as JSON.
-                       (200, "application/x-ndjson"): OpenApiResponse(
-                           {"type": "string", "format": "binary"},
-                           description="format=jsonl (the default): one DatasetRow a line; "
-                                       "format=json: a Dataset document"),
-                       (200, "application/json"): OpenApiResponse(
-                           DatasetSerializer, description="format=json: one document")})
+    @extend_schema(
+        summary="The labelled rows, oldest first",
+        parameters=[DatasetQuery],
+        responses={
+            # NDJSON first: a generated client that reads it as bytes (see
+            # docs/api.md) then reads the default format without parsing it as JSON.
+            (200, "application/x-ndjson"): OpenApiResponse(
+                {"type": "string", "format": "binary"},
+                description="format=jsonl (the default): one DatasetRow a line; "
+                "format=json: a Dataset document",
+            ),
+            (200, "application/json"): OpenApiResponse(
+                DatasetSerializer, description="format=json: one document"
+            ),
+        },
+    )
     def get(self, request):
         """The labelled rows, one per settled decision and candidate. `format=jsonl` (the
         default) answers `application/x-ndjson`: one `DatasetRow` JSON object a line.
@@ -95,30 +102,42 @@ class Dataset(OperatorView):
         since = params.get("since")
         goal = settings.SUPERDISPATCH.learned_target
         if not _streams.acquire(blocking=False):
-            return unavailable("busy", "this server is streaming the dataset to another reader; "
-                                       "retry shortly")
+            return unavailable(
+                "busy", "this server is streaming the dataset to another reader; retry shortly"
+            )
         if params["format"] == "json":
-            return StreamingHttpResponse(_Stream(dataset.json_document(since, goal)),
-                                         content_type="application/json")
-        return StreamingHttpResponse(_Stream(dataset.jsonl(since, goal)),
-                                     content_type="application/x-ndjson")
+            return StreamingHttpResponse(
+                _Stream(dataset.json_document(since, goal)), content_type="application/json"
+            )
+        return StreamingHttpResponse(_Stream(dataset.jsonl(since, goal)), content_type="application/x-ndjson")
 
 
 class Train(OperatorView):
     scopes = {"POST": TRAIN}
     takes_body = True
 
-    @extend_schema(summary="Train and store a model: body {since?, seed?}", request=TrainBody,
-                   responses={201: ONE_MODEL, 422: error(
-                       "training refused: too few labelled rows (too-few-rows, "
-                       "empty-holdout), one outcome only (single-class), or a bad row")})
+    @extend_schema(
+        summary="Train and store a model: body {since?, seed?}",
+        request=TrainBody,
+        responses={
+            201: ONE_MODEL,
+            422: error(
+                "training refused: too few labelled rows (too-few-rows, "
+                "empty-holdout), one outcome only (single-class), or a bad row"
+            ),
+        },
+    )
     def post(self, request):
         NoQuery.read(request.query_params)
         body = TrainBody.read(request.data if request.body else {})
         try:
-            model = actions.do_train(body.get("since"), body["seed"], now=timezone.now(),
-                                     target=settings.SUPERDISPATCH.learned_target,
-                                     by=of_request(request))
+            model = actions.do_train(
+                body.get("since"),
+                body["seed"],
+                now=timezone.now(),
+                target=settings.SUPERDISPATCH.learned_target,
+                by=of_request(request),
+            )
         except TrainingError as err:
             raise ApiError(422, err.code, err.message) from None
         return Response({"model": store.model_json(model)}, status=201)
@@ -127,9 +146,10 @@ class Train(OperatorView):
 class Models(OperatorView):
     scopes = {"GET": READ}
 
-    @extend_schema(summary="Every stored model, newest version first",
-                   responses=inline_serializer("ModelsAnswer",
-                                               {"models": ModelSerializer(many=True)}))
+    @extend_schema(
+        summary="Every stored model, newest version first",
+        responses=inline_serializer("ModelsAnswer", {"models": ModelSerializer(many=True)}),
+    )
     def get(self, request):
         NoQuery.read(request.query_params)
         return Response({"models": [store.model_json(m) for m in LearnedModel.objects.all()]})
@@ -147,9 +167,10 @@ class ModelDetail(OperatorView):
 class ShadowReport(OperatorView):
     scopes = {"GET": READ}
 
-    @extend_schema(summary="The model against the formula, in shadow",
-                   responses=inline_serializer("ShadowReportAnswer",
-                                               {"shadowReport": ShadowReportSerializer()}))
+    @extend_schema(
+        summary="The model against the formula, in shadow",
+        responses=inline_serializer("ShadowReportAnswer", {"shadowReport": ShadowReportSerializer()}),
+    )
     def get(self, request, model_id: str):
         NoQuery.read(request.query_params)
         report = store.shadow_report_json(_model(model_id), settings.SUPERDISPATCH)

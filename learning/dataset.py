@@ -3,6 +3,7 @@
 Decisions are read by keyset (created_at, id) in chunks, so a read of 100,000 decisions
 holds one chunk in memory at a time, never the whole log.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,7 @@ CANDIDATE_FIELDS = ("decision_id", *dict.fromkeys(attr for attr, _ in CANDIDATE_
 REPEATING = ("requires", "filters")
 MEMO_SIZE = 4096
 
-DatasetDecision = namedtuple("DatasetDecision", (*DECISION_FIELDS, *STORED_AS, "candidates"),
-                         defaults=((),))
+DatasetDecision = namedtuple("DatasetDecision", (*DECISION_FIELDS, *STORED_AS, "candidates"), defaults=((),))
 CandidateRow = namedtuple("CandidateRow", CANDIDATE_FIELDS)
 AGENT_ID = CANDIDATE_FIELDS.index("agent_id")
 _MARKED = marks.as_row(CandidateRow)
@@ -100,8 +100,9 @@ def _decoded(model, values: tuple, fields: tuple[str, ...], decode) -> list:
 DETAIL_FIELDS = frozenset({"score", "stage_history", "policy"})
 
 
-def record_chunks(since: datetime | None, *, newest_first: bool = False,
-                  for_training: bool = False) -> Iterator[list[dict[str, Any]]]:
+def record_chunks(
+    since: datetime | None, *, newest_first: bool = False, for_training: bool = False
+) -> Iterator[list[dict[str, Any]]]:
     """Settled decision records (the operator API's shape), `CHUNK` at a time, at most
     `MAX_DECISIONS`. Oldest first, or newest first; ties on createdAt are broken by id.
 
@@ -118,28 +119,42 @@ def record_chunks(since: datetime | None, *, newest_first: bool = False,
         if last is not None:
             page = page.filter(_after(last, newest_first))
         size = min(chunk, limit - read)
-        decisions = [DatasetDecision(*_decoded(Decision, values, DECISION_FIELDS + STORED_AS, decode))
-                     for values in page.values_list(*_columns(Decision, DECISION_FIELDS), *STORED_AS)[:size]]
+        decisions = [
+            DatasetDecision(*_decoded(Decision, values, DECISION_FIELDS + STORED_AS, decode))
+            for values in page.values_list(*_columns(Decision, DECISION_FIELDS), *STORED_AS)[:size]
+        ]
         if decisions:
             detailed = {d.id: (d.chosen, d.outcome_by) for d in decisions} if for_training else None
             candidates = _candidates([d.id for d in decisions], decode, detailed)
-            yield _present([d._replace(candidates=marks.merged(
-                d.id, candidates.get(d.id, ()), Roll.agents_of(d.roll_id), d.roll_marks, _MARKED))
-                for d in decisions])
+            yield _present(
+                [
+                    d._replace(
+                        candidates=marks.merged(
+                            d.id, candidates.get(d.id, ()), Roll.agents_of(d.roll_id), d.roll_marks, _MARKED
+                        )
+                    )
+                    for d in decisions
+                ]
+            )
         if len(decisions) < size:
             return  # a short chunk was the last
         read += size
         last = decisions[-1]
 
 
-def _candidates(decision_ids: list[str], decode,
-                detailed: dict[str, tuple[str | None, str | None]] | None = None,
-                ) -> dict[str, list[CandidateRow]]:
+def _candidates(
+    decision_ids: list[str],
+    decode,
+    detailed: dict[str, tuple[str | None, str | None]] | None = None,
+) -> dict[str, list[CandidateRow]]:
     """The candidates of these decisions, by decision, in record order; with `detailed`
     (decision id → agents), other agents' detail fields are left null."""
     found: dict[str, list[CandidateRow]] = {}
-    rows_ = (Candidate.objects.filter(decision_id__in=decision_ids)
-             .order_by("decision_id", "position").values_list(*_columns(Candidate, CANDIDATE_FIELDS)))
+    rows_ = (
+        Candidate.objects.filter(decision_id__in=decision_ids)
+        .order_by("decision_id", "position")
+        .values_list(*_columns(Candidate, CANDIDATE_FIELDS))
+    )
     lean = _decoder_without(decode, DETAIL_FIELDS)
     for values in rows_:
         decision_id, agent_id = values[0], values[AGENT_ID]
@@ -176,6 +191,8 @@ def json_document(since: datetime | None, goal: str = CLAIMED) -> Iterator[bytes
         if encoded:
             yield (("" if first else ",") + ",".join(encoded)).encode()
             first = False
-    truncated = decisions == MAX_DECISIONS and settled(since).order_by(
-        "created_at", "id")[MAX_DECISIONS:MAX_DECISIONS + 1].exists()
+    truncated = (
+        decisions == MAX_DECISIONS
+        and settled(since).order_by("created_at", "id")[MAX_DECISIONS : MAX_DECISIONS + 1].exists()
+    )
     yield f'],"decisions":{decisions},"truncated":{_encode(truncated)}}}'.encode()

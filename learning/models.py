@@ -1,4 +1,5 @@
 """The model store: every trained routing model, as the next version."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -37,8 +38,9 @@ class LearnedModel(models.Model):
     # What it learned and is judged on (SUPERDISPATCH_LEARNED_TARGET when it was trained): that
     # a held agent claims, or that it claims and its run succeeds. Models stored before the
     # setting existed learned claims.
-    target = models.CharField(max_length=12, default="claimed",
-                              choices=[("claimed", "claimed"), ("succeeded", "succeeded")])
+    target = models.CharField(
+        max_length=12, default="claimed", choices=[("claimed", "claimed"), ("succeeded", "succeeded")]
+    )
 
     class Meta:
         ordering = ["-version"]

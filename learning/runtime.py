@@ -3,6 +3,7 @@
 Read at most once a minute per process (and again at once when the settings change), so a
 sweep over many cards costs no more than one read of the store.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,20 +45,27 @@ def read(config: Config) -> PlacementModel | None:
         log.info("learned routing %s: no model trained yet; the formula places", config.learned)
         return None
     if tuple(stored.features) != learned.FEATURES:
-        log.warning("learned routing %s: model %s v%d was trained on other features than placement "
-                    "computes; train a new one; the formula places", config.learned, stored.id,
-                    stored.version)
+        log.warning(
+            "learned routing %s: model %s v%d was trained on other features than placement "
+            "computes; train a new one; the formula places",
+            config.learned,
+            stored.id,
+            stored.version,
+        )
         return None
     passed, reason = False, None
     if config.learned == "on":
         reading = store.gate_reading(stored, store.shadow_counts(stored, config), config)
         passed, reason = reading.passed, store.gate_reason(reading)
         if passed:
-            log.info("learned routing on: model %s v%d passes the gate and places",
-                     stored.id, stored.version)
+            log.info("learned routing on: model %s v%d passes the gate and places", stored.id, stored.version)
         else:
-            log.info("learned routing on: model %s v%d is short of the gate, the formula places: %s",
-                     stored.id, stored.version, reason)
+            log.info(
+                "learned routing on: model %s v%d is short of the gate, the formula places: %s",
+                stored.id,
+                stored.version,
+                reason,
+            )
     return PlacementModel(stored.placement_model(), config.learned, passed, reason)
 
 
@@ -75,10 +83,18 @@ class ModelCache:
 
     def get(self, now: datetime, config: Config) -> PlacementModel | None:
         """The cached reading while it is younger than `every`, else a fresh one."""
-        key = (config.learned, config.learned_min_rows, config.learned_min_shadow,
-               config.learned_margin_pct, config.learned_credit)
-        fresh = (self._read_at is not None and key == self._key
-                 and self._read_at <= now < self._read_at + self.every)
+        key = (
+            config.learned,
+            config.learned_min_rows,
+            config.learned_min_shadow,
+            config.learned_margin_pct,
+            config.learned_credit,
+        )
+        fresh = (
+            self._read_at is not None
+            and key == self._key
+            and self._read_at <= now < self._read_at + self.every
+        )
         if not fresh:
             self._value = read(config)
             self._read_at, self._key = now, key

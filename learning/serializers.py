@@ -3,6 +3,7 @@
 `learning.store.model_json` and `shadow_report_json` build the answers; these serializers say
 their shape; tests/contract checks real answers against it.
 """
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -60,8 +61,7 @@ class ModelSerializer(serializers.Serializer):
     learningRate = serializers.FloatField()
     l2 = serializers.FloatField()
     metrics = MetricsSerializer(help_text="the holdout's metrics and calibration")
-    target = serializers.ChoiceField(["claimed", "succeeded"],
-                                     help_text="what it learned and is judged on")
+    target = serializers.ChoiceField(["claimed", "succeeded"], help_text="what it learned and is judged on")
 
 
 class ExcludedSerializer(serializers.Serializer):
@@ -125,9 +125,11 @@ class ShadowReportSerializer(serializers.Serializer):
     latest = serializers.BooleanField()
     credit = serializers.ChoiceField(
         ["lower-bound", "estimate"],
-        help_text="SUPERDISPATCH_LEARNED_CREDIT: how the model's disagreements are credited")
-    target = serializers.ChoiceField(["claimed", "succeeded"],
-                                     help_text="what a hit is: a claim, or a claim whose run succeeded")
+        help_text="SUPERDISPATCH_LEARNED_CREDIT: how the model's disagreements are credited",
+    )
+    target = serializers.ChoiceField(
+        ["claimed", "succeeded"], help_text="what a hit is: a claim, or a claim whose run succeeded"
+    )
     decisions = serializers.IntegerField()
     agree = serializers.IntegerField()
     disagree = serializers.IntegerField()
@@ -146,10 +148,15 @@ class ShadowReportSerializer(serializers.Serializer):
 
 # --- The dataset, as GET /v1/dataset answers it (learning.core.rows writes each row) --------
 
-@extend_schema_field({"type": "object", "description": "each filter's verdict, by filter: "
-                      "true when the candidate passed it, else its reason code",
-                      "additionalProperties": {"oneOf": [{"type": "boolean", "enum": [True]},
-                                                         {"type": "string"}]}})
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "description": "each filter's verdict, by filter: "
+        "true when the candidate passed it, else its reason code",
+        "additionalProperties": {"oneOf": [{"type": "boolean", "enum": [True]}, {"type": "string"}]},
+    }
+)
 class FilterMarks(serializers.JSONField):
     """`{filter: true | reason}`."""
 
@@ -179,8 +186,9 @@ class DatasetRowSerializer(serializers.Serializer):
     outcome = serializers.ChoiceField(OUTCOMES, help_text="what became of the card")
     outcomeBy = serializers.CharField(allow_null=True, help_text="who claimed it")
     outcomeAt = Time(allow_null=True, help_text="when it was settled")
-    runStatus = serializers.ChoiceField(RUN_STATUSES, allow_null=True,
-                                        help_text="the claim's run; null until known")
+    runStatus = serializers.ChoiceField(
+        RUN_STATUSES, allow_null=True, help_text="the claim's run; null until known"
+    )
     runVerdictMark = serializers.FloatField(allow_null=True)
     runEndedAt = Time(allow_null=True, help_text="when the claim's run ended")
     agentId = serializers.CharField()
@@ -192,11 +200,17 @@ class DatasetRowSerializer(serializers.Serializer):
     stageHistory = StageHistoryJson(allow_null=True)
     pool = PoolSerializer()
     label = serializers.ChoiceField(LABELS, help_text="what the candidate teaches")
-    target = serializers.IntegerField(allow_null=True, min_value=0, max_value=1,
-                                      help_text="1 or 0 under the learned target; null: not "
-                                                "trained on")
-    features = serializers.ListField(child=serializers.FloatField(), allow_null=True,
-                                     help_text="the model's inputs; null when not eligible")
+    target = serializers.IntegerField(
+        allow_null=True,
+        min_value=0,
+        max_value=1,
+        help_text="1 or 0 under the learned target; null: not trained on",
+    )
+    features = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="the model's inputs; null when not eligible",
+    )
 
 
 class DatasetSerializer(serializers.Serializer):
@@ -207,4 +221,5 @@ class DatasetSerializer(serializers.Serializer):
     rows = DatasetRowSerializer(many=True)
     decisions = serializers.IntegerField(help_text="settled decisions read")
     truncated = serializers.BooleanField(
-        help_text="whether settled decisions beyond the cap were left for a later read")
+        help_text="whether settled decisions beyond the cap were left for a later read"
+    )

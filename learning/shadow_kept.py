@@ -10,6 +10,7 @@ a changed one has its outcome and run replaced; the replay is kept up to date by
 is what `store.shadow_counts` reads from the store with nothing kept: `report` over the model's
 decisions, and the what-if estimate of its choices.
 """
+
 from __future__ import annotations
 
 import threading
@@ -77,8 +78,9 @@ class ShadowEvidence:
         """The model's shadow report (`report`, under its target) and the what-if estimate of
         its choices, as the store shows them now."""
         if self.start is None:
-            first = (Decision.objects.filter(learned__model=self.model_id)  # decision_learned_model
-                     .aggregate(first=Min("created_at"))["first"])
+            first = Decision.objects.filter(learned__model=self.model_id).aggregate(  # decision_learned_model
+                first=Min("created_at")
+            )["first"]
             if first is None:
                 return report((), self.target), self._nothing()
             # The model's decisions are made after it, at the time they are written, so none
@@ -132,8 +134,12 @@ class ShadowEvidence:
         """Every decision since `start`, its changing fields: the ones gone, and any new one
         written late."""
         seen = set()
-        for row in (Decision.objects.filter(created_at__gte=self.start).order_by()
-                    .values_list("id", *STORE_MUTABLE).iterator(chunk_size=5000)):
+        for row in (
+            Decision.objects.filter(created_at__gte=self.start)
+            .order_by()
+            .values_list("id", *STORE_MUTABLE)
+            .iterator(chunk_size=5000)
+        ):
             seen.add(row[0])
             if self._take(row[0], row[1:]):
                 changed.append(row[0])
@@ -151,8 +157,9 @@ class ShadowEvidence:
                 d, **dict(zip(RECORDED_MUTABLE, self.state[d.decision_id]))
             )
         for start in range(0, len(ids), 500):
-            for decision_id, view in (Decision.objects.filter(id__in=ids[start:start + 500])
-                                      .values_list("id", "learned")):
+            for decision_id, view in Decision.objects.filter(id__in=ids[start : start + 500]).values_list(
+                "id", "learned"
+            ):
                 if isinstance(view, dict) and view.get("model") == self.model_id:
                     self.views[decision_id] = view
 
@@ -172,12 +179,24 @@ class ShadowEvidence:
                 continue
             _, status, by, _, run, _ = self.state[decision_id]
             self.totals = add(self.totals, self.tallies.get(decision_id, NOTHING), -1)
-            self.tallies[decision_id] = tally(ShadowDecision(
-                formula_choice=view.get("formulaChoice"), model_choice=view.get("choice"), status=status,
-                by=by, model_placed=bool(view.get("placed")), run_status=run), self.target)
+            self.tallies[decision_id] = tally(
+                ShadowDecision(
+                    formula_choice=view.get("formulaChoice"),
+                    model_choice=view.get("choice"),
+                    status=status,
+                    by=by,
+                    model_placed=bool(view.get("placed")),
+                    run_status=run,
+                ),
+                self.target,
+            )
             self.totals = add(self.totals, self.tallies[decision_id])
-            if status in CHANCE_STATUSES and not view.get("placed") and view.get("choice") is not None \
-                    and view.get("formulaChoice") is not None:
+            if (
+                status in CHANCE_STATUSES
+                and not view.get("placed")
+                and view.get("choice") is not None
+                and view.get("formulaChoice") is not None
+            ):
                 self.chosen[decision_id] = Choice(view["choice"])
                 self.since = at if self.since is None else min(self.since, at)
             else:
@@ -191,8 +210,13 @@ class ShadowEvidence:
             return counts, self._nothing()
         if not self.kept.given:
             changed, gone = list(self.recorded), []
-        answer = self.kept.apply([self.recorded[k] for k in changed], gone, since, self.chosen,
-                                 start=since - what_if_store.LOOK_BACK)
+        answer = self.kept.apply(
+            [self.recorded[k] for k in changed],
+            gone,
+            since,
+            self.chosen,
+            start=since - what_if_store.LOOK_BACK,
+        )
         return counts, answer
 
     def _nothing(self) -> WhatIf:
@@ -203,7 +227,7 @@ def _by_ids(ids: list[str]) -> list[tuple]:
     """The changing fields of the decisions named."""
     found: list[tuple] = []
     for start in range(0, len(ids), 500):
-        found += Decision.objects.filter(id__in=ids[start:start + 500]).values_list("id", *STORE_MUTABLE)
+        found += Decision.objects.filter(id__in=ids[start : start + 500]).values_list("id", *STORE_MUTABLE)
     return found
 
 
@@ -216,9 +240,12 @@ def _now_run(ids: list[str]) -> list[str]:
     found: list[str] = []
     with connection.cursor() as cursor:
         for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            cursor.execute(f"SELECT {key} FROM {table} WHERE {run} IS NOT NULL AND {key} IN "
-                           f"({', '.join(['%s'] * len(chunk))})", chunk)
+            chunk = ids[start : start + 500]
+            cursor.execute(
+                f"SELECT {key} FROM {table} WHERE {run} IS NOT NULL AND {key} IN "
+                f"({', '.join(['%s'] * len(chunk))})",
+                chunk,
+            )
             found += [row[0] for row in cursor.fetchall()]
     return found
 

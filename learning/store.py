@@ -1,4 +1,5 @@
 """Training into the model store, and reading models and their shadow evidence back out."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -29,7 +30,6 @@ from records.store import what_if as what_if_store
 Progress = Callable[[str, int, int], None]
 
 
-
 def latest() -> LearnedModel | None:
     """The newest stored model, the one shadow and on apply."""
     return LearnedModel.objects.order_by("-version").first()
@@ -49,8 +49,9 @@ def decision_examples(record: dict[str, Any], goal: str = labels.CLAIMED) -> Ite
                 yield record["id"], values, value
 
 
-def read_examples(since: datetime | None, progress: Progress | None, goal: str = labels.CLAIMED
-                   ) -> tuple[list[Example], int, str | None, str | None]:
+def read_examples(
+    since: datetime | None, progress: Progress | None, goal: str = labels.CLAIMED
+) -> tuple[list[Example], int, str | None, str | None]:
     """The training examples (targets under `goal`) of the newest settled decisions since
     `since` (at most the cap), with how many decisions they came from and the oldest and newest
     decision's createdAt."""
@@ -89,9 +90,11 @@ def model_json(model: LearnedModel) -> dict[str, Any]:
 
 def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
     """Every decision that recorded this model's choice, as the shadow report reads it."""
-    found = (Decision.objects.filter(learned__model=model_id)  # decision_learned_model
-             .values_list("learned", "outcome_status", "outcome_by", "run_status")
-             .iterator(chunk_size=2000))
+    found = (
+        Decision.objects.filter(learned__model=model_id)  # decision_learned_model
+        .values_list("learned", "outcome_status", "outcome_by", "run_status")
+        .iterator(chunk_size=2000)
+    )
     for choices, status, by, run in found:
         yield ShadowDecision(
             formula_choice=choices.get("formulaChoice"),
@@ -126,8 +129,11 @@ def shadow_estimate(model: LearnedModel, config: Config):
     decisions the report counts (settled with a chance for the formula's choice, both choices
     known, held for the formula's): the window from the first of them, the decisions before
     it read for what was known then."""
-    counted = (Decision.objects.filter(learned__model=model.id, outcome_status__in=CHANCE_STATUSES)
-               .values_list("id", "created_at", "learned").iterator(chunk_size=2000))
+    counted = (
+        Decision.objects.filter(learned__model=model.id, outcome_status__in=CHANCE_STATUSES)
+        .values_list("id", "created_at", "learned")
+        .iterator(chunk_size=2000)
+    )
     chosen: dict[str, Choice] = {}
     since = None
     for decision_id, created_at, view in counted:
@@ -142,8 +148,13 @@ def shadow_estimate(model: LearnedModel, config: Config):
 
 def gate_reading(model: LearnedModel, shadow_report: dict[str, Any], config: Config) -> GateReading:
     """The gate for this model under the current settings."""
-    return gate(model.rows, shadow_report, config.learned_min_rows, config.learned_min_shadow,
-                config.learned_margin_pct)
+    return gate(
+        model.rows,
+        shadow_report,
+        config.learned_min_rows,
+        config.learned_min_shadow,
+        config.learned_margin_pct,
+    )
 
 
 def gate_reason(reading: GateReading) -> str | None:

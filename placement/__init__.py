@@ -1,4 +1,5 @@
 """Placement: which agent a ready card is held for, and why. Pure: no I/O and no clock."""
+
 from typing import Mapping
 
 from . import filtering, filters, formulas  # noqa: F401  (filters declares every filter before any table is read)

@@ -1,6 +1,7 @@
 """Every considered agent's record, made lazily: a record of its own for each agent in the
 candidate set or on the roster, and, for the rest of the workspace, the eligibility read's word,
 made into a record only when read."""
+
 from __future__ import annotations
 
 from bisect import bisect_left
@@ -29,8 +30,13 @@ class Candidates(Sequence[CandidateRecord]):
 
     __slots__ = ("ids", "own", "_read", "_off_filters", "_marks")
 
-    def __init__(self, ids: tuple[str, ...], own: dict[str, CandidateRecord], read: Judged,
-                 off_filters: tuple[FilterResult, ...]):
+    def __init__(
+        self,
+        ids: tuple[str, ...],
+        own: dict[str, CandidateRecord],
+        read: Judged,
+        off_filters: tuple[FilterResult, ...],
+    ):
         self.ids = ids
         self.own = own  # by agent id
         self._read = read  # the eligibility read's index, which names every agent off the set
@@ -91,14 +97,24 @@ class Candidates(Sequence[CandidateRecord]):
     def _off_set(self, agent_id: str) -> CandidateRecord:
         verdict = self._read.verdicts[agent_id]
         return CandidateRecord.build(
-            agent_id=agent_id, principal_id=verdict.principal_id, station_id=None,
-            source=DIRECT, in_set=False, eligible=False, filters=self._off_filters, score=None,
-            capable=off_set_kind(verdict) == OFF_CAPABLE, stage_history=None, policy=None, load=None,
+            agent_id=agent_id,
+            principal_id=verdict.principal_id,
+            station_id=None,
+            source=DIRECT,
+            in_set=False,
+            eligible=False,
+            filters=self._off_filters,
+            score=None,
+            capable=off_set_kind(verdict) == OFF_CAPABLE,
+            stage_history=None,
+            policy=None,
+            load=None,
         )
 
 
-def _kinds_and_roll(ids: tuple[str, ...], read: Judged,
-                    own: Mapping[str, CandidateRecord]) -> tuple[str, list[str | None]]:
+def _kinds_and_roll(
+    ids: tuple[str, ...], read: Judged, own: Mapping[str, CandidateRecord]
+) -> tuple[str, list[str | None]]:
     """The read's kinds and principals, but for the agents with records of their own. Those
     are a roster's worth, found by bisection, so a read of thousands is walked once
     (`candidates.Judged`), not once a card."""
@@ -125,9 +141,11 @@ def _kinds_and_roll(ids: tuple[str, ...], read: Judged,
     return "".join(kinds_of), roll
 
 
-
 def candidate_records(
-    pool: Pool, ground: Ground, verdicts: dict[str, tuple[FilterResult, ...]], scores: dict[str, Score],
+    pool: Pool,
+    ground: Ground,
+    verdicts: dict[str, tuple[FilterResult, ...]],
+    scores: dict[str, Score],
     stage: dict[str | None, StageHistory] | None,
 ) -> Candidates:
     """Every considered agent's record, in agent id order: a record of its own for each agent
@@ -149,19 +167,33 @@ def candidate_records(
         score = score_of(agent_id)
         rostered = agent_id in rows
         own[agent_id] = build(
-            agent_id=agent_id, principal_id=principal_id, station_id=station_of(agent_id),
-            source=ROSTER if rostered else DIRECT, in_set=True, eligible=score is not None,
-            filters=filters, score=score,
+            agent_id=agent_id,
+            principal_id=principal_id,
+            station_id=station_of(agent_id),
+            source=ROSTER if rostered else DIRECT,
+            in_set=True,
+            eligible=score is not None,
+            filters=filters,
+            score=score,
             # An agent off the roster in the set reports its load, so the read judged it.
             capable=None if rostered else CAPABILITY_MISMATCH not in read[agent_id].reasons,
             stage_history=stage_of(principal_id) if score is not None else None,
-            policy=policy_of(agent_id), load=loads[agent_id],
+            policy=policy_of(agent_id),
+            load=loads[agent_id],
         )
     for agent_id in pool.disabled:  # on the roster, off the set
         own[agent_id] = build(
-            agent_id=agent_id, principal_id=principal_of(agent_id), station_id=station_of(agent_id),
-            source=ROSTER, in_set=False, eligible=False, filters=ground.off_the_set, score=None,
-            capable=None, stage_history=None, policy=None, load=None,
+            agent_id=agent_id,
+            principal_id=principal_of(agent_id),
+            station_id=station_of(agent_id),
+            source=ROSTER,
+            in_set=False,
+            eligible=False,
+            filters=ground.off_the_set,
+            score=None,
+            capable=None,
+            stage_history=None,
+            policy=None,
+            load=None,
         )
     return Candidates(pool.ids, own, pool.judged, ground.off_the_set)
-

@@ -1,4 +1,5 @@
 """Who is considered for a card, who of them is in the candidate set, and what each read says."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,8 +53,11 @@ class Pool:
         nobody to pull it from the roster (`empty-lane`).
         """
         rows = self.rows
-        incapable = sum(1 for agent_id, verdict in self.objections.items()
-                        if agent_id in rows and CAPABILITY_MISMATCH in verdict.reasons)
+        incapable = sum(
+            1
+            for agent_id, verdict in self.objections.items()
+            if agent_id in rows and CAPABILITY_MISMATCH in verdict.reasons
+        )
         return len(self.in_set.intersection(rows)) - incapable
 
 
@@ -103,8 +107,10 @@ def pool_for(facts: Facts, rules: Rules, now: datetime) -> Pool:
                     principals[agent_id] = principal_id
             if facts.registry:
                 occupied = occupied_stations(facts.registry)
-                stations = {**{agent_id: occupied[agent_id] for agent_id in direct & occupied.keys()},
-                            **stations}
+                stations = {
+                    **{agent_id: occupied[agent_id] for agent_id in direct & occupied.keys()},
+                    **stations,
+                }
     in_set = frozenset(loads)
     # On the roster, but not in the read: rare. (Asked agent by agent of the roster: a set
     # difference with the read's keys would walk all of its thousands.)
@@ -149,7 +155,8 @@ def _judged(eligibility: Sequence[Verdict]) -> Judged:
     verdicts = _by_agent(eligibility, lambda verdict: (verdict.eligible, verdict.reasons))
     ids = tuple(sorted(verdicts))  # quick: the read comes in agent id order or near it
     return Judged(
-        verdicts, ids,
+        verdicts,
+        ids,
         "".join([off_set_kind(verdicts[agent_id]) for agent_id in ids]),
         tuple([verdicts[agent_id].principal_id for agent_id in ids]),
     )
@@ -195,13 +202,16 @@ def _load_reads_of(load: Sequence[AgentLoad], now: datetime) -> Reported:
     )
 
 
-def _reported(rows: dict[str, Any], loads: dict[str, LoadShape], principals: dict[str, str],
-              stations: dict[str, str]) -> Reported:
+def _reported(
+    rows: dict[str, Any], loads: dict[str, LoadShape], principals: dict[str, str], stations: dict[str, str]
+) -> Reported:
     return Reported(
-        rows, loads,
+        rows,
+        loads,
         unhealthy=frozenset(agent_id for agent_id, load in loads.items() if not load.healthy),
         full=frozenset(agent_id for agent_id, load in loads.items() if not load.idle),
-        principals=principals, stations=stations,
+        principals=principals,
+        stations=stations,
         unnamed=tuple(agent_id for agent_id in rows if agent_id not in principals),
         disabled=tuple(agent_id for agent_id in rows if agent_id not in loads),
     )

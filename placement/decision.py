@@ -4,6 +4,7 @@ and the card's next ladder step taken.
 What a decision says is `decision_record.py`'s, every considered agent's record
 `candidate_records.py`'s, and each ranker's run `rankers.py`'s.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -63,8 +64,13 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
     verdicts, eligible = run_filters(pool, ground)
     stage = None
     if facts.runs is not None:
-        stage = stage_records([pool.principals.get(agent_id) for agent_id in eligible], facts.runs, now,
-                              rules.history_min_sample, rules.history_half_life_days)
+        stage = stage_records(
+            [pool.principals.get(agent_id) for agent_id in eligible],
+            facts.runs,
+            now,
+            rules.history_min_sample,
+            rules.history_half_life_days,
+        )
     ranking: Ranking = []
     waiting = None
     formula = rules.declared_formula
@@ -101,8 +107,14 @@ def _decide(facts: Facts, rules: Rules, now: datetime) -> Decision:
 
 
 def _decision(
-    facts: Facts, tier: Tier, candidates: Sequence[CandidateRecord], chosen: str | None,
-    reason: str | None, rules: Rules, record: bool = True, waiting: Waiting | None = None,
+    facts: Facts,
+    tier: Tier,
+    candidates: Sequence[CandidateRecord],
+    chosen: str | None,
+    reason: str | None,
+    rules: Rules,
+    record: bool = True,
+    waiting: Waiting | None = None,
     outlook: Outlook | None = None,
 ) -> Decision:
     return Decision(
@@ -118,4 +130,3 @@ def _decision(
         waiting=waiting,
         outlook=outlook,
     )
-

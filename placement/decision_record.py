@@ -1,5 +1,6 @@
 """What a placement decision says: every considered agent's record, the hold asked for, and the
 decision itself, each as records-decisions names it (`to_record`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,15 +41,42 @@ class CandidateRecord(NamedTuple):
     load: LoadShape | None  # what health and idle read (in the set only); not part of the record
 
     @classmethod
-    def build(cls, *, agent_id: str, principal_id: str | None, station_id: str | None, source: str,
-              in_set: bool, eligible: bool, filters: tuple[FilterResult, ...], score: Score | None,
-              capable: bool | None, stage_history: StageHistory | None, policy: PolicyRecord | None,
-              load: LoadShape | None) -> CandidateRecord:
+    def build(
+        cls,
+        *,
+        agent_id: str,
+        principal_id: str | None,
+        station_id: str | None,
+        source: str,
+        in_set: bool,
+        eligible: bool,
+        filters: tuple[FilterResult, ...],
+        score: Score | None,
+        capable: bool | None,
+        stage_history: StageHistory | None,
+        policy: PolicyRecord | None,
+        load: LoadShape | None,
+    ) -> CandidateRecord:
         """A record, every field named. A decision makes one for each agent in its set, a
         thousand at a time; called so, rather than through the class, the names cost nothing
         (the class's own call gathers keywords into a dict first)."""
-        return _new_tuple(cls, (agent_id, principal_id, station_id, source, in_set, eligible, filters, score,
-                                capable, stage_history, policy, load))
+        return _new_tuple(
+            cls,
+            (
+                agent_id,
+                principal_id,
+                station_id,
+                source,
+                in_set,
+                eligible,
+                filters,
+                score,
+                capable,
+                stage_history,
+                policy,
+                load,
+            ),
+        )
 
     @property
     def rejections(self) -> tuple[FilterResult, ...]:
@@ -74,7 +102,6 @@ class CandidateRecord(NamedTuple):
         if self.policy is not None:
             record["policy"] = self.policy.to_record()
         return record
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ Accounts answers, agent by agent, whether the workspace's dispatch policy lets i
 work, and with which reasons and policy version. The `policy` filter (`filters.py`) refuses
 whom the answers refuse; every candidate's answer is recorded as its `policy`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, NamedTuple
@@ -79,8 +80,9 @@ def policy_answers(in_set: Iterable[str], facts: PolicyFacts) -> PolicyAnswers:
                 versions = allowed[verdict.reasons] = {}
             record = versions.get(verdict.policy_version)
             if record is None:
-                record = versions[verdict.policy_version] = PolicyRecord(True, verdict.reasons,
-                                                                         verdict.policy_version)
+                record = versions[verdict.policy_version] = PolicyRecord(
+                    True, verdict.reasons, verdict.policy_version
+                )
         else:
             refusal = policy_refusal(verdict)
             if refusal is not None:

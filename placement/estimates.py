@@ -2,6 +2,7 @@
 rank, Student's t quantile, and a ratio's standard error over blocks. Pure arithmetic on lists
 of floats, with the standard library only, so every figure can be checked by hand.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,7 +78,7 @@ def ratio(tops: Sequence[float], bottoms: Sequence[float], card_var: float) -> R
     n = len(pairs)
     block_var = None
     if n >= 2:
-        block_var = n / (n - 1) * sum((top - value * bottom) ** 2 for top, bottom in pairs) / total ** 2
+        block_var = n / (n - 1) * sum((top - value * bottom) ** 2 for top, bottom in pairs) / total**2
     return Ratio(value, block_var, card_var, n)
 
 
@@ -85,7 +86,7 @@ def welch_df(a: float, n_a: float, b: float, n_b: float) -> float:
     """Welch-Satterthwaite degrees of freedom for two squared standard errors a and b from n_a
     and n_b blocks; the smaller sample's own where both are zero."""
     top = (a + b) ** 2
-    bottom = a ** 2 / (n_a - 1) + b ** 2 / (n_b - 1)
+    bottom = a**2 / (n_a - 1) + b**2 / (n_b - 1)
     return top / bottom if bottom > 0 else float(min(n_a, n_b) - 1)
 
 

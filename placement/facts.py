@@ -3,6 +3,7 @@
 The loop gathers these from the suite and SuperDispatch's own store; placement reads
 nothing else. Every type is frozen, so a decision can be replayed from recorded facts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
 """How one sweep orders every board's ready cards, so a busy board does not starve a quiet one."""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -17,6 +17,7 @@ returns its verdicts on the candidates it does not simply pass, each with the ag
 given to. Working over the whole pool at once keeps a thousand candidates cheap: most
 filters are a set operation, and most give one verdict to many agents.
 """
+
 from __future__ import annotations
 
 import re
@@ -107,8 +108,10 @@ class Filter:
         object.__setattr__(self, "reasons", tuple(self.reasons))
         object.__setattr__(self, "words", tuple(self.words))
         if self.words and len(self.words) != len(self.reasons):
-            raise ValueError(f"filter {self.name} gives words for {len(self.words)} of its "
-                             f"{len(self.reasons)} reason codes")
+            raise ValueError(
+                f"filter {self.name} gives words for {len(self.words)} of its "
+                f"{len(self.reasons)} reason codes"
+            )
         object.__setattr__(self, "tags", frozenset(Tag(tag) for tag in self.tags))
         object.__setattr__(self, "passed", FilterResult(self.name, True))
         object.__setattr__(self, "rejected", FilterResult(self.name, False, self.reasons[0]))
@@ -174,16 +177,18 @@ class Tables:
         # The reason-code table: each filter and the code it rejects with, in the order they run.
         self.reason_codes: Mapping[str, str] = MappingProxyType({f.name: f.reason for f in in_order})
         # Every code any filter rejects with, and the filter that does.
-        self.codes: Mapping[str, Filter] = MappingProxyType(
-            {code: f for f in in_order for code in f.reasons})
+        self.codes: Mapping[str, Filter] = MappingProxyType({code: f for f in in_order for code in f.reasons})
         # Each code as a person says it (the decision's explanation); a code without words is itself.
         self.words: Mapping[str, str] = MappingProxyType(
-            {code: said for f in in_order for code, said in zip(f.reasons, f.words)})
+            {code: said for f in in_order for code, said in zip(f.reasons, f.words)}
+        )
         self.tagged: Mapping[Tag, tuple[Filter, ...]] = MappingProxyType(
-            {tag: tuple(f for f in in_order if tag in f.tags) for tag in Tag})
+            {tag: tuple(f for f in in_order if tag in f.tags) for tag in Tag}
+        )
         self._names = {tag: frozenset(f.name for f in tagged) for tag, tagged in self.tagged.items()}
-        self._codes = {tag: tuple(code for f in tagged for code in f.reasons)
-                       for tag, tagged in self.tagged.items()}
+        self._codes = {
+            tag: tuple(code for f in tagged for code in f.reasons) for tag, tagged in self.tagged.items()
+        }
         self.station_filters = tuple(f.name for f in self.tagged[Tag.STATION])
         self.identity = self.tagged[Tag.IDENTITY][0]
         self.off_the_set = (self.identity.rejected,)
@@ -271,6 +276,7 @@ def __getattr__(name: str) -> Any:
 
 # --- Running them -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Ground:
     """The filters that run for this card, and what each of them read."""
@@ -356,12 +362,12 @@ def run_filters(pool: Pool, ground: Ground) -> Filtered:
     return Filtered(verdicts, list(in_set.difference(rejected)))
 
 
-def _with_verdicts(passing: tuple[FilterResult, ...], given: list[tuple[int, FilterResult]],
-                   bits: int) -> tuple[FilterResult, ...]:
+def _with_verdicts(
+    passing: tuple[FilterResult, ...], given: list[tuple[int, FilterResult]], bits: int
+) -> tuple[FilterResult, ...]:
     results = list(passing)
     while bits:
         place, result = given[(bits & -bits).bit_length() - 1]  # the lowest bit left
         results[place] = result
         bits &= bits - 1
     return tuple(results)
-

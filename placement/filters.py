@@ -5,6 +5,7 @@ read it shares with others. Adding a filter is one declaration, its function, an
 (plus the `Facts` field and the loop's read, if it reads a fact nothing reads yet); every
 table of filters is derived from the declarations.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ NAMED_ELIGIBILITY_REASONS = frozenset({CAPABILITY_MISMATCH, GRANT_DENIED, CONCUR
 
 
 # --- What the filters read --------------------------------------------------------------------
+
 
 def _candidate_set(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> frozenset[str]:
     """Facts.roster's enabled rows, and with `all` the agents Facts.load reports."""
@@ -89,6 +91,7 @@ def _passed_over(facts: Facts, pool: Pool, rules: Rules, now: datetime) -> froze
 
 # --- The filters, in the order they run ---------------------------------------------------------
 
+
 def roster(pool: Pool, in_set: frozenset[str]) -> Verdicts:
     """In the candidate set: an enabled bridge row, or (with `all`) reporting its load.
 
@@ -97,8 +100,17 @@ def roster(pool: Pool, in_set: frozenset[str]) -> Verdicts:
     return ()
 
 
-ROSTER = declare(Filter("roster", ("not-on-roster",), 10, frozenset({Tag.IDENTITY}), _candidate_set, roster,
-                        words=("not on the roster",)))
+ROSTER = declare(
+    Filter(
+        "roster",
+        ("not-on-roster",),
+        10,
+        frozenset({Tag.IDENTITY}),
+        _candidate_set,
+        roster,
+        words=("not on the roster",),
+    )
+)
 
 
 def capability(pool: Pool, objections: dict[str, Verdict]) -> Verdicts:
@@ -137,14 +149,24 @@ def claimable(pool: Pool, objections: dict[str, Verdict]) -> Verdicts:
     """
     unjudged = pool.in_set.difference(pool.verdicts)
     refused = (
-        agent_id for agent_id, verdict in objections.items()
+        agent_id
+        for agent_id, verdict in objections.items()
         if not verdict.reasons or not NAMED_ELIGIBILITY_REASONS.issuperset(verdict.reasons)
     )
     return CLAIMABLE.rejecting((*unjudged, *refused))
 
 
-CLAIMABLE = declare(Filter("claimable", ("not-claimable",), 40, frozenset(), _eligibility, claimable,
-                           words=("could not claim the card",)))
+CLAIMABLE = declare(
+    Filter(
+        "claimable",
+        ("not-claimable",),
+        40,
+        frozenset(),
+        _eligibility,
+        claimable,
+        words=("could not claim the card",),
+    )
+)
 
 
 def isolation(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -170,8 +192,17 @@ def model(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(MODEL, ((lacks.model, ids) for lacks, ids in lacking.items()))
 
 
-MODEL = declare(Filter("model", ("model-mismatch",), 60, frozenset({Tag.STATION}), _station_lacking, model,
-                       words=("its station lacks the model",)))
+MODEL = declare(
+    Filter(
+        "model",
+        ("model-mismatch",),
+        60,
+        frozenset({Tag.STATION}),
+        _station_lacking,
+        model,
+        words=("its station lacks the model",),
+    )
+)
 
 
 def tools(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -179,8 +210,17 @@ def tools(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
     return _station_rejections(TOOLS, ((lacks.tools, ids) for lacks, ids in lacking.items()))
 
 
-TOOLS = declare(Filter("tools", ("tool-missing",), 70, frozenset({Tag.STATION}), _station_lacking, tools,
-                       words=("its station lacks a tool",)))
+TOOLS = declare(
+    Filter(
+        "tools",
+        ("tool-missing",),
+        70,
+        frozenset({Tag.STATION}),
+        _station_lacking,
+        tools,
+        words=("its station lacks a tool",),
+    )
+)
 
 
 def credentials(pool: Pool, lacking: Mapping[Lacking, list[str]]) -> Verdicts:
@@ -220,8 +260,10 @@ def policy(pool: Pool, answers: PolicyAnswers | None) -> Verdicts:
         elif not answers.no_policy:
             unasked = NO_PRINCIPAL if pool.principal(agent_id) is None else POLICY_UNREAD
             refused.setdefault(unasked, []).append(agent_id)
-    return [(POLICY.unchecked, unchecked),
-            *((FilterResult(POLICY.name, False, why), agent_ids) for why, agent_ids in refused.items())]
+    return [
+        (POLICY.unchecked, unchecked),
+        *((FilterResult(POLICY.name, False, why), agent_ids) for why, agent_ids in refused.items()),
+    ]
 
 
 POLICY = declare(
@@ -320,7 +362,8 @@ def no_show(pool: Pool, recent: RecentLapses) -> Verdicts:
     """
     since, shut_out_at, in_set = recent.since, recent.shut_out_at, pool.in_set
     return NO_SHOW.rejecting(
-        agent_id for agent_id, lapses in recent.lapses.items()
+        agent_id
+        for agent_id, lapses in recent.lapses.items()
         if agent_id in in_set and sum(1 for lapsed_at in lapses if lapsed_at > since) >= shut_out_at
     )
 
@@ -358,6 +401,7 @@ PASSED_OVER = declare(
 
 # --- What the filters share ---------------------------------------------------------------
 
+
 def _objected_for(reason: str, objections: dict[str, Verdict]) -> Iterable[str]:
     return (agent_id for agent_id, verdict in objections.items() if reason in verdict.reasons)
 
@@ -368,6 +412,8 @@ def _reasons(pool: Pool, agent_id: str) -> tuple[str, ...]:
 
 
 def _station_rejections(declared: Filter, lacked: Iterable[tuple[tuple[str, ...], list[str]]]) -> Verdicts:
-    return [(FilterResult(declared.name, False, declared.reason, missing), agent_ids)
-            for missing, agent_ids in lacked if missing]
-
+    return [
+        (FilterResult(declared.name, False, declared.reason, missing), agent_ids)
+        for missing, agent_ids in lacked
+        if missing
+    ]

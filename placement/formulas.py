@@ -15,6 +15,7 @@ formula runs yet.
 This module is pure data and imports nothing of ours, so that `Rules` and the settings can read
 it while the rankers themselves (`scoring.py`, `waiting.py`) import `Rules`.
 """
+
 from __future__ import annotations
 
 import re
@@ -63,8 +64,11 @@ BY_RECORD = Ranker("record-success-lru", frozenset({Need.RUNS}))
 BY_LEAD = Ranker("expected-lead", frozenset({Need.RUNS, Need.TIMING}), frozenset({May.HOLD_BUSY}))
 # The eligible ranked by expected time to a success, and nobody held where pull is expected to do
 # as well (`lead.py`); each hold sized by its agent, a lone idle candidate held.
-BY_PULL = Ranker("pull-aware-lead", frozenset({Need.RUNS, Need.TIMING}),
-               frozenset({May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE}))
+BY_PULL = Ranker(
+    "pull-aware-lead",
+    frozenset({Need.RUNS, Need.TIMING}),
+    frozenset({May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE}),
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,8 +143,10 @@ def _check(formula: Formula) -> None:
         unsaid = [f"needs {need.value}" for need in sorted(ranker.needs - formula.needs)]
         unsaid += [f"may {what.value}" for what in sorted(ranker.may - formula.may)]
         if unsaid:
-            raise ValueError(f"formula {recorded}: its ranker {ranker.name} {' and '.join(unsaid)}; "
-                             "the formula must say so too")
+            raise ValueError(
+                f"formula {recorded}: its ranker {ranker.name} {' and '.join(unsaid)}; "
+                "the formula must say so too"
+            )
 
 
 def _keep_the_default(formula: Formula) -> None:
@@ -148,8 +154,9 @@ def _keep_the_default(formula: Formula) -> None:
         raise ValueError(f"formula {formula.recorded} is the default and stays declared")
 
 
-_REGISTRY: Registry[Formula] = Registry("formula", lambda f: f.recorded, check=_check,
-                                        check_withdraw=_keep_the_default)
+_REGISTRY: Registry[Formula] = Registry(
+    "formula", lambda f: f.recorded, check=_check, check_withdraw=_keep_the_default
+)
 _declared = _REGISTRY.items  # by recorded name, in the order declared
 declare, withdraw, declared = _REGISTRY.declare, _REGISTRY.withdraw, _REGISTRY.declared
 
@@ -189,8 +196,16 @@ DEFAULT = declare(
 # Opt-in: it may hold a card for a busy, better agent (delay scheduling; see `waiting.py`). It
 # keeps the documented order among the idle and moves back only those whose expected lead is well
 # over the quickest one's; what each earlier version did instead, and why it changed: CHANGELOG.md.
-WAIT_FOR_BETTER = declare(Formula("wait-for-better", 3, "waiting", (BY_RECORD, BY_LEAD),
-                                  needs=frozenset({Need.RUNS, Need.TIMING}), may=frozenset({May.HOLD_BUSY})))
+WAIT_FOR_BETTER = declare(
+    Formula(
+        "wait-for-better",
+        3,
+        "waiting",
+        (BY_RECORD, BY_LEAD),
+        needs=frozenset({Need.RUNS, Need.TIMING}),
+        may=frozenset({May.HOLD_BUSY}),
+    )
+)
 
 # Opt-in: it weighs the whole lead time, steps aside where pull is expected to do as well, holds a
 # lone idle candidate, sizes each hold by its agent's time to claim, and sets each board's

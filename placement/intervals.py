@@ -1,5 +1,6 @@
 """The what-if's 95% intervals: a mean's, and a ratio of means' by the delta method, each
 from a column's mean and variance (the spread over decisions plus each one's own)."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,10 @@ class Interval(NamedTuple):
 
     def to_record(self, digits: int) -> dict[str, float | None]:
         """Each bound rounded; None where there is no figure (no success: no lead to one)."""
-        return {name: round(value, digits) if math.isfinite(value) else None
-                for name, value in (("value", self.value), ("low", self.low), ("high", self.high))}
+        return {
+            name: round(value, digits) if math.isfinite(value) else None
+            for name, value in (("value", self.value), ("low", self.low), ("high", self.high))
+        }
 
 
 def column_of(values: Sequence[float], spreads: Sequence[float]) -> tuple[float, float]:
@@ -37,8 +40,9 @@ def mean_interval(column: tuple[float, float], n: int) -> Interval:
     return Interval(mean, mean - half, mean + half)
 
 
-def ratio_interval(tops: Sequence[float], top: tuple[float, float], bottoms: Sequence[float],
-                   bottom: tuple[float, float]) -> Interval:
+def ratio_interval(
+    tops: Sequence[float], top: tuple[float, float], bottoms: Sequence[float], bottom: tuple[float, float]
+) -> Interval:
     """mean(tops) / mean(bottoms), and its 95% interval by the delta method, from each
     column's mean and variance (`column_of`)."""
     n = len(tops)
@@ -46,8 +50,9 @@ def ratio_interval(tops: Sequence[float], top: tuple[float, float], bottoms: Seq
     if bottom_mean <= 0:
         return Interval(math.inf, math.inf, math.inf)
     ratio = top_mean / bottom_mean
-    covariance = math.fsum(map(mul, map(sub, tops, repeat(top_mean)),
-                               map(sub, bottoms, repeat(bottom_mean)))) / max(n - 1, 1)
+    covariance = math.fsum(
+        map(mul, map(sub, tops, repeat(top_mean)), map(sub, bottoms, repeat(bottom_mean)))
+    ) / max(n - 1, 1)
     variance = (var_top - 2 * ratio * covariance + ratio * ratio * var_bottom) / (bottom_mean * bottom_mean)
     half = Z95 * math.sqrt(max(variance, 0.0) / n)
     return Interval(ratio, ratio - half, ratio + half)
@@ -63,4 +68,3 @@ def sample_variance(values: Sequence[float], mean: float) -> float:
 
 def clipped(interval: Interval, low: float, high: float = math.inf) -> Interval:
     return Interval(interval.value, max(interval.low, low), min(interval.high, high))
-

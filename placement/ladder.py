@@ -1,4 +1,5 @@
 """A card's ladder of holds: the winner, then runner-ups one at a time, then any match."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -34,6 +34,7 @@ p95 time to claim times `HOLD_MARGIN` plus `HOLD_PAD_S`, within the operator's b
 
 Pure: numbers in, numbers out; every figure a decision weighs is kept in its record.
 """
+
 from __future__ import annotations
 
 import math
@@ -132,20 +133,29 @@ def evidence(
     `RATE_PRIOR` runs of its own: a few runs' luck is not a difference between agents."""
     if weights is not None and rates:
         total = sum(weights.get(a, 0.0) for a in rates)
-        pooled = (sum(rates[a] * weights.get(a, 0.0) for a in rates) / total if total > 0
-                  else sum(rates.values()) / len(rates))
-        rates = {a: (weights.get(a, 0.0) * p + RATE_PRIOR * pooled) / (weights.get(a, 0.0) + RATE_PRIOR)
-                 for a, p in rates.items()}
+        pooled = (
+            sum(rates[a] * weights.get(a, 0.0) for a in rates) / total
+            if total > 0
+            else sum(rates.values()) / len(rates)
+        )
+        rates = {
+            a: (weights.get(a, 0.0) * p + RATE_PRIOR * pooled) / (weights.get(a, 0.0) + RATE_PRIOR)
+            for a, p in rates.items()
+        }
     medians = {agent_id: median(runs) for agent_id, runs in timing.run_s.items() if runs}
     claim_default = median(timing.claim_latency_s.values())
     run_default = median(medians.values())
-    runs = {agent_id: (len(timing.run_s[agent_id]) * typical + RUN_PRIOR * run_default)
-            / (len(timing.run_s[agent_id]) + RUN_PRIOR) for agent_id, typical in medians.items()}
+    runs = {
+        agent_id: (len(timing.run_s[agent_id]) * typical + RUN_PRIOR * run_default)
+        / (len(timing.run_s[agent_id]) + RUN_PRIOR)
+        for agent_id, typical in medians.items()
+    }
     # An agent never held has claimed by pull, if at all: its claims there stand for its own.
     claims = {**timing.pull_claim_s, **timing.claim_latency_s}
     partial = Evidence(claims, runs, rates, claim_default, run_default, 0.0)
-    retry = min(((partial.claim(a) + partial.run(a)) / max(p, MIN_RATE) for a, p in rates.items()),
-                default=0.0)
+    retry = min(
+        ((partial.claim(a) + partial.run(a)) / max(p, MIN_RATE) for a, p in rates.items()), default=0.0
+    )
     return Evidence(claims, runs, rates, claim_default, run_default, retry)
 
 
@@ -155,8 +165,9 @@ def show_rate(claimed: int, settled: int) -> float:
     return (claimed + SHOW_PRIOR * SHOW_TYPICAL) / (settled + SHOW_PRIOR)
 
 
-def with_holds(ev: Evidence, settled: Mapping[str, tuple[int, int]], holds: Mapping[str, float],
-               busy: float = 0.0) -> Evidence:
+def with_holds(
+    ev: Evidence, settled: Mapping[str, tuple[int, int]], holds: Mapping[str, float], busy: float = 0.0
+) -> Evidence:
     """The evidence, with each held agent's show rate (`show_rate`) and its hold's length, the
     share of the fleet busy, and pull's winner's run among the agents held for."""
     shows = {agent_id: show_rate(*settled.get(agent_id, (0, 0))) for agent_id in holds}
@@ -167,8 +178,9 @@ def with_holds(ev: Evidence, settled: Mapping[str, tuple[int, int]], holds: Mapp
 
 def known(agent_id: str, timing: Timing) -> bool:
     """Whether the agent's time to claim and run time are its own, not the fleet's."""
-    return ((agent_id in timing.claim_latency_s or agent_id in timing.pull_claim_s)
-            and bool(timing.run_s.get(agent_id)))
+    return (agent_id in timing.claim_latency_s or agent_id in timing.pull_claim_s) and bool(
+        timing.run_s.get(agent_id)
+    )
 
 
 def expected(agent_id: str, ev: Evidence) -> tuple[float, float, float, float]:
@@ -234,10 +246,17 @@ class Outlook(NamedTuple):
         return 1 - self.hold_s / self.pull_s if self.pull_s > 0 else 0.0
 
     def to_record(self) -> dict[str, Any]:
-        return {"agentId": self.agent_id, "holdS": round(self.hold_s, 1), "pullS": round(self.pull_s, 1),
-                "windowS": round(self.window_s, 1), "steppedAside": self.stepped_aside,
-                "shareNeeded": STEP_ASIDE_SHARE, "holdSuccess": round(self.hold_success, 3),
-                "pullSuccess": round(self.pull_success, 3), "fleetDiffers": self.fleet_differs}
+        return {
+            "agentId": self.agent_id,
+            "holdS": round(self.hold_s, 1),
+            "pullS": round(self.pull_s, 1),
+            "windowS": round(self.window_s, 1),
+            "steppedAside": self.stepped_aside,
+            "shareNeeded": STEP_ASIDE_SHARE,
+            "holdSuccess": round(self.hold_success, 3),
+            "pullSuccess": round(self.pull_success, 3),
+            "fleetDiffers": self.fleet_differs,
+        }
 
 
 def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_success: float = 0.0) -> bool:
@@ -248,8 +267,14 @@ def steps_aside(hold_s: float, pull_s: float, hold_success: float = 0.0, pull_su
     return hold_s * (1 + STEP_ASIDE_SHARE) >= pull_s
 
 
-def pull_outlook(ranking: Sequence[tuple[str, Score]], timing: Timing, window_left_s: float, *,
-                 lone: bool = False, fleet_differs: bool | None = None) -> Outlook | None:
+def pull_outlook(
+    ranking: Sequence[tuple[str, Score]],
+    timing: Timing,
+    window_left_s: float,
+    *,
+    lone: bool = False,
+    fleet_differs: bool | None = None,
+) -> Outlook | None:
     """Pull's expectation, from the ranked racing for the card once its window is over, against
     the best hold's, and whether to step aside: never for a lone candidate (it is held), never
     while a racer's timing is not its own. In deciding a card and in replaying a decision alike;
@@ -278,9 +303,14 @@ class Rated(Protocol):
     def weight(self) -> float: ...
 
 
-def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], timing: Timing,
-            settled: Mapping[str, tuple[int, int]], hold_s: Mapping[str, float],
-            fleet: int) -> list[tuple[str, Score]]:
+def by_lead(
+    ranking: Sequence[tuple[str, Score]],
+    records: Mapping[str, Rated],
+    timing: Timing,
+    settled: Mapping[str, tuple[int, int]],
+    hold_s: Mapping[str, float],
+    fleet: int,
+) -> list[tuple[str, Score]]:
     """The ranking again by expected time to a success, its order breaking ties: the ranker
     `BY_PULL`, in deciding a card and in replaying a decision alike. Each agent's
     `records` and `hold_s` come in the ranking's order; `fleet` counts the candidates busy
@@ -294,16 +324,37 @@ def by_lead(ranking: Sequence[tuple[str, Score]], records: Mapping[str, Rated], 
     for place, (agent_id, score) in enumerate(ranking):
         claim, run, success, total = expected(agent_id, ev)  # success: the pooled-leaning rate
         base = score.terms
-        scored.append((total, place, agent_id, LeadTerms(
-            base.stage_record, base.success_rate, base.since_last_dispatch_s,
-            claim, run, success, ev.retry, total, ev.show(agent_id), ev.hold(agent_id), ev.queue(agent_id))))
+        scored.append(
+            (
+                total,
+                place,
+                agent_id,
+                LeadTerms(
+                    base.stage_record,
+                    base.success_rate,
+                    base.since_last_dispatch_s,
+                    claim,
+                    run,
+                    success,
+                    ev.retry,
+                    total,
+                    ev.show(agent_id),
+                    ev.hold(agent_id),
+                    ev.queue(agent_id),
+                ),
+            )
+        )
     scored.sort()
     n = len(scored)
     return [(agent_id, Score(n - place, terms)) for place, (_, _, agent_id, terms) in enumerate(scored)]
 
 
-def fleet_differs(records: Mapping[str, Rated], timing: Timing, settled: Mapping[str, tuple[int, int]],
-                  hold_s: Mapping[str, float]) -> bool:
+def fleet_differs(
+    records: Mapping[str, Rated],
+    timing: Timing,
+    settled: Mapping[str, tuple[int, int]],
+    hold_s: Mapping[str, float],
+) -> bool:
     """Whether a card's fleet differs: were each of these candidates, busy only for their load,
     idle, would the best hold be sooner to a success than pull's race among them all (the window
     left out)? Sooner, not likelier: the window keeps every card, held or not. What a board's

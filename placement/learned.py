@@ -27,6 +27,7 @@ The 13 features, in order (`FEATURES`):
   it cannot tell work that is approved but often fails from work that succeeds but draws
   requests for changes.
 """
+
 from __future__ import annotations
 
 import math
@@ -264,8 +265,9 @@ def learned_formula(formula: str, model: LearnedModel) -> str:
     return f"{formula}+learned:{model.version}"
 
 
-def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
-             now: datetime) -> tuple[Any, LearnedView | None]:
+def consider(
+    decided: Any, model: LearnedModel, mode: str, may_place: bool, now: datetime
+) -> tuple[Any, LearnedView | None]:
     """The model's view of a decision that holds someone, and the decision to carry out.
 
     In shadow (or short of the gate) the formula's decision is returned unchanged. With the
@@ -280,14 +282,28 @@ def consider(decided: Any, model: LearnedModel, mode: str, may_place: bool,
     record["createdAt"] = now
     counts = pool(record["candidates"])
     # record_features is None exactly for a candidate that was not eligible.
-    rows = [(c["candidate"]["agentId"], values) for c in record["candidates"]
-            if (values := record_features(record, c, counts)) is not None]
+    rows = [
+        (c["candidate"]["agentId"], values)
+        for c in record["candidates"]
+        if (values := record_features(record, c, counts)) is not None
+    ]
     ranking = rank(model, rows)
     choice = ranking[0][0] if ranking else None
     placed = mode == "on" and may_place and choice is not None
-    view = LearnedView(model.id, model.version, mode, choice, decided.chosen, placed,
-                       {agent_id: round(p, 6) for agent_id, p in ranking})
+    view = LearnedView(
+        model.id,
+        model.version,
+        mode,
+        choice,
+        decided.chosen,
+        placed,
+        {agent_id: round(p, 6) for agent_id, p in ranking},
+    )
     if placed:
-        decided = replace(decided, chosen=choice, hold=replace(decided.hold, agent_id=choice),
-                          formula=learned_formula(decided.formula, model))
+        decided = replace(
+            decided,
+            chosen=choice,
+            hold=replace(decided.hold, agent_id=choice),
+            formula=learned_formula(decided.formula, model),
+        )
     return decided, view

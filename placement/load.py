@@ -1,4 +1,5 @@
 """The load shape the health and idle filters read, whichever source gave it."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta

@@ -1,4 +1,5 @@
 """Answers remembered by the identity of an immutable read that one pass hands every card alike."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar

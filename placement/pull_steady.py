@@ -4,6 +4,7 @@ for each card among the agents free to claim it, integrated numerically.
 The what-if model (`what_if_model.py`) reads it for a formula that holds nobody, ever: the fleet
 such a formula meets is its own, each agent busy with the cards it takes in every lane it serves.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,12 +24,15 @@ def pull_steady_remembered(
 ) -> list[tuple[float, float, float]]:
     """`pull_steady_lanes` over lanes and feeds given as tuples (figures to three places), so
     that the decisions of a quiet stretch share one solution."""
-    return pull_steady_lanes([(arrivals, observed, list(agents)) for arrivals, observed, agents in lanes],
-                             [dict(fed) for fed in feeds])
+    return pull_steady_lanes(
+        [(arrivals, observed, list(agents)) for arrivals, observed, agents in lanes],
+        [dict(fed) for fed in feeds],
+    )
 
 
-def pull_steady(arrivals: float, observed: float | None,
-                agents: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+def pull_steady(
+    arrivals: float, observed: float | None, agents: list[tuple[float, float, float]]
+) -> tuple[float, float, float]:
     """(success, time to claim, run time) under pull in the steady state of one lane whose agents
     work nothing else: `pull_steady_lanes` with one lane."""
     return pull_steady_lanes([(arrivals, observed, [(i, *agent) for i, agent in enumerate(agents)])])[0]
@@ -37,8 +41,10 @@ def pull_steady(arrivals: float, observed: float | None,
 Lane = tuple[float, "float | None", list[tuple[Any, float, float, float]]]
 
 
-def pull_steady_lanes(lanes: list[Lane], feeds: Sequence[Mapping[int, float]] | None = None,
-                      ) -> list[tuple[float, float, float]]:
+def pull_steady_lanes(
+    lanes: list[Lane],
+    feeds: Sequence[Mapping[int, float]] | None = None,
+) -> list[tuple[float, float, float]]:
     """(success, time to claim, run time) under pull in the steady state of each lane, its agents'
     busy shares solved over every lane they serve at once. A lane is (arrival rate, observed
     success, agents), each agent as (id, claim rate, run time, outcome rate); an agent named in
@@ -79,8 +85,9 @@ def pull_steady_lanes(lanes: list[Lane], feeds: Sequence[Mapping[int, float]] | 
 class _LaneRace:
     """One lane of `pull_steady_lanes`: its race for a card, given each agent's busy share."""
 
-    def __init__(self, arrivals: float, observed: float | None,
-                 agents: list[tuple[Any, float, float, float]]) -> None:
+    def __init__(
+        self, arrivals: float, observed: float | None, agents: list[tuple[Any, float, float, float]]
+    ) -> None:
         self.arrivals, self.observed = arrivals, observed
         self.ids = [a for a, _, _, _ in agents]
         self.rates = [r for _, r, _, _ in agents]
@@ -103,8 +110,11 @@ class _LaneRace:
         total = math.fsum(weights.values())
         return {a: w / total for a, w in weights.items()} if total > 0 else {}
 
-    def step(self, busy_of: Mapping[Any, float],
-             carried: Mapping[int, tuple[float, Mapping[Any, float]]] | None = None) -> dict[Any, float]:
+    def step(
+        self,
+        busy_of: Mapping[Any, float],
+        carried: Mapping[int, tuple[float, Mapping[Any, float]]] | None = None,
+    ) -> dict[Any, float]:
         """Each agent's share of the cards at the busy shares given, and the share of its time
         those cards take; `carried`: for each lane feeding this one, its share of the arrivals
         and who lets them go."""
@@ -113,9 +123,15 @@ class _LaneRace:
         factors = [[b + (1 - b) * e for e in row] for b, row in zip(busy, self.decay)]
         product = [math.prod(column) for column in zip(*factors)]
         nobody = math.prod(busy)
-        race = [(1 - busy[i]) * rates[i] * math.fsum(
-            w * self.decay[i][k] * (product[k] / factors[i][k] if factors[i][k] > 0 else 0.0)
-            for k, w in enumerate(weights)) for i in range(n)]
+        race = [
+            (1 - busy[i])
+            * rates[i]
+            * math.fsum(
+                w * self.decay[i][k] * (product[k] / factors[i][k] if factors[i][k] > 0 else 0.0)
+                for k, w in enumerate(weights)
+            )
+            for i in range(n)
+        ]
         found = math.fsum(race) or 1.0
         race = [p * (1 - nobody) / found for p in race]  # the quadrature's error kept off the total
         freeing = math.fsum(self.frees)
@@ -142,4 +158,3 @@ class _LaneRace:
 
     def result(self) -> tuple[float, float, float]:
         return self.success, self.claim, math.fsum(s * run for s, run in zip(self.shares, self.runs))
-

@@ -8,6 +8,7 @@ ranking itself is written once, in the ranker's own module (`scoring.py`, `waiti
 
 A ranker whose replay is None cannot be replayed from the record: `choose` says so.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -34,8 +35,10 @@ Stage = dict[str | None, StageHistory] | None
 # (`eligible`), and the ranking and busy agent so far, to the ranking and busy agent after it. Its
 # arguments come one by one, not in an object, so that running a formula costs a decision no more
 # than calling it.
-Decide = Callable[[Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
-                  tuple[Ranking, Waiting | None]]
+Decide = Callable[
+    [Facts, Rules, Tier, datetime, Pool, Verdicts, list[str], Stage, Ranking, Waiting | None],
+    tuple[Ranking, Waiting | None],
+]
 # A ranker as replaying runs it: a recorded decision, what was known before it and the ranking so
 # far, to the ranking after it and whom it holds for, where it decides that itself.
 Replay = Callable[[Recorded, Rules, Known, Ranking], tuple[Ranking, Choice | None]]
@@ -52,9 +55,19 @@ class Runs(NamedTuple):
 
 # --- BY_RECORD: the documented order (`scoring.py`) --------------------------------------------
 
-def decide_by_record(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
-                     eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
-                     ) -> tuple[Ranking, Waiting | None]:
+
+def decide_by_record(
+    facts: Facts,
+    rules: Rules,
+    tier: Tier,
+    now: datetime,
+    pool: Pool,
+    verdicts: Verdicts,
+    eligible: list[str],
+    stage: Stage,
+    ranking: Ranking,
+    waiting: Waiting | None,
+) -> tuple[Ranking, Waiting | None]:
     """Every eligible agent by its terms."""
     return ranked(terms(eligible, pool.principals, stage, facts.holds.settled, pool.loads, now)), waiting
 
@@ -68,9 +81,19 @@ def replay_by_record(
 
 # --- BY_LEAD: a busy, better agent held for instead (`waiting.py`) ----------------------------
 
-def decide_by_lead(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
-                   eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
-                   ) -> tuple[Ranking, Waiting | None]:
+
+def decide_by_lead(
+    facts: Facts,
+    rules: Rules,
+    tier: Tier,
+    now: datetime,
+    pool: Pool,
+    verdicts: Verdicts,
+    eligible: list[str],
+    stage: Stage,
+    ranking: Ranking,
+    waiting: Waiting | None,
+) -> tuple[Ranking, Waiting | None]:
     """The idle re-ranked by expected lead, and the busy agent to hold for instead, if any; only
     where there is a choice to make."""
     if not pool.ids or pool.rostered_capable < 2:
@@ -79,10 +102,21 @@ def decide_by_lead(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: 
         return ranking, None
     principals = pool.principals
     busy = [agent_id for agent_id in pool.in_set if agent_id not in dict(ranking)]
-    stage = {**stage, **stage_records((principals.get(a) for a in busy), facts.runs, now,
-                                      rules.history_min_sample, rules.history_half_life_days)}
-    by_agent = {agent_id: stage[principals.get(agent_id)] for agent_id in pool.in_set
-                if principals.get(agent_id) in stage}
+    stage = {
+        **stage,
+        **stage_records(
+            (principals.get(a) for a in busy),
+            facts.runs,
+            now,
+            rules.history_min_sample,
+            rules.history_half_life_days,
+        ),
+    }
+    by_agent = {
+        agent_id: stage[principals.get(agent_id)]
+        for agent_id in pool.in_set
+        if principals.get(agent_id) in stage
+    }
     return rank_waiting(facts, rules, tier, now, ranking, verdicts, pool.in_set, by_agent)
 
 
@@ -109,9 +143,19 @@ def replay_by_lead(
 
 # --- BY_PULL: by expected time to a success, nobody held where pull does as well (`lead.py`) ----
 
-def decide_by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
-                   eligible: list[str], stage: Stage, ranking: Ranking, waiting: Waiting | None,
-                   ) -> tuple[Ranking, Waiting | None]:
+
+def decide_by_pull(
+    facts: Facts,
+    rules: Rules,
+    tier: Tier,
+    now: datetime,
+    pool: Pool,
+    verdicts: Verdicts,
+    eligible: list[str],
+    stage: Stage,
+    ranking: Ranking,
+    waiting: Waiting | None,
+) -> tuple[Ranking, Waiting | None]:
     """The eligible by expected time to a success, the documented order breaking ties; each
     candidate's terms are the documented ones and the lead's. Without timing or runs the
     documented order stands. Whether to step aside is `decision_outlook`'s, after every ranker."""
@@ -124,8 +168,17 @@ def decide_by_pull(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: 
     return by_lead(ranking, records, facts.timing, facts.holds.settled, hold_s, fleet), waiting
 
 
-def decision_outlook(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts,
-                     stage: Stage, ranking: Ranking, lone: bool) -> Outlook | None:
+def decision_outlook(
+    facts: Facts,
+    rules: Rules,
+    tier: Tier,
+    now: datetime,
+    pool: Pool,
+    verdicts: Verdicts,
+    stage: Stage,
+    ranking: Ranking,
+    lone: bool,
+) -> Outlook | None:
     """`lead.pull_outlook` for a card, with the window its board has left and whether its fleet
     differs (`decision_fleet_differs`)."""
     if facts.timing is None or not ranking:
@@ -136,8 +189,9 @@ def decision_outlook(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool
     return pull_outlook(ranking, facts.timing, left, lone=lone, fleet_differs=differs)
 
 
-def decision_fleet_differs(facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool,
-                           verdicts: Verdicts, stage: Stage) -> bool | None:
+def decision_fleet_differs(
+    facts: Facts, rules: Rules, tier: Tier, now: datetime, pool: Pool, verdicts: Verdicts, stage: Stage
+) -> bool | None:
     """`lead.fleet_differs` over the card's candidates busy only for their load; what a board's
     window is set by (`superdispatch/loop/board_windows.py`). None: unknown."""
     if facts.timing is None or facts.runs is None or stage is None:
@@ -148,8 +202,13 @@ def decision_fleet_differs(facts: Facts, rules: Rules, tier: Tier, now: datetime
     if len(fleet) < 2:
         return False
     principals = pool.principals
-    records = stage_records((principals.get(a) for a in fleet), facts.runs, now,
-                            rules.history_min_sample, rules.history_half_life_days)
+    records = stage_records(
+        (principals.get(a) for a in fleet),
+        facts.runs,
+        now,
+        rules.history_min_sample,
+        rules.history_half_life_days,
+    )
     histories = {a: records[principals.get(a)] for a in fleet}
     hold_s = {a: hold_for(facts.timing, tier, rules, a).seconds for a in fleet}
     return fleet_differs(histories, facts.timing, facts.holds.settled, hold_s)
@@ -220,4 +279,3 @@ def choose(formula: Formula, d: Recorded, rules: Rules, known: Known) -> Choice:
     if busy is not None:
         return busy
     return Choice(ranking[0][0] if ranking else None)
-

@@ -5,6 +5,7 @@ is kept here by its name, in the order declared. The kind says what makes a decl
 and what to forget when the registry changes; adding, withdrawing and declaring for a test's
 length are the same for every kind.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -21,10 +22,15 @@ def _nothing(*_: object) -> None:
 class Registry(Generic[T]):
     """Declarations of one kind, by name, in the order declared."""
 
-    def __init__(self, kind: str, name: Callable[[T], str], *,
-                 check: Callable[[T], None] = _nothing,
-                 check_withdraw: Callable[[T], None] = _nothing,
-                 changed: Callable[[], None] = _nothing) -> None:
+    def __init__(
+        self,
+        kind: str,
+        name: Callable[[T], str],
+        *,
+        check: Callable[[T], None] = _nothing,
+        check_withdraw: Callable[[T], None] = _nothing,
+        changed: Callable[[], None] = _nothing,
+    ) -> None:
         self.kind = kind  # as an error names it: "filter", "formula"
         self.name = name
         self.check = check  # raises ValueError naming what is wrong with a new declaration

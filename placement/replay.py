@@ -9,6 +9,7 @@ stage, is rebuilt from what the record showed *before* the decision (`Known`): a
 its claim time, a run from its end, so nothing that happened after the decision is read. What each
 formula would have made of its choice is `what_if.py`'s.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,6 +40,7 @@ P95_MIN_SAMPLE = (
 
 
 # --- What the record holds ---------------------------------------------------------------
+
 
 class Considered(NamedTuple):
     """One agent in a decision's candidate set, as recorded."""
@@ -105,8 +107,12 @@ def events_of(d: Recorded, order: Order) -> list[_Event]:
         settled_at = d.outcome_at or d.held_until
         if settled_at is not None:
             events.append(_Event(settled_at, order, "settled", d))
-    if d.outcome == "claimed" and d.run_status is not None and d.run_ended_at is not None \
-            and d.outcome_at is not None:
+    if (
+        d.outcome == "claimed"
+        and d.run_status is not None
+        and d.run_ended_at is not None
+        and d.outcome_at is not None
+    ):
         events.append(_Event(d.run_ended_at, order, "ran", d))
     return events
 
@@ -137,7 +143,8 @@ class Known:
         # Where each lane's cards came from: the lane of the card's ladder before (its own for a
         # card back from a failed run), None for a card new to the board's lanes; how many.
         self.came_from: dict[tuple[str, str], dict[tuple[str, str] | None, int]] = defaultdict(
-            lambda: defaultdict(int))
+            lambda: defaultdict(int)
+        )
         # (board, card): its newest ladder's lane
         self._card_lane: dict[tuple[str, str], tuple[str, str]] = {}
         # (board, card): its newest claim's agent, when
@@ -206,7 +213,8 @@ class Known:
             runs[0] += d.run_status == "succeeded"
             runs[1] += 1
             self.runs[(d.board_id, d.stage_key, chosen)].append(
-                Run(chosen, d.run_status == "succeeded", event.at))
+                Run(chosen, d.run_status == "succeeded", event.at)
+            )
             if self.working_since.get(chosen) == claimed_at:
                 del self.working_since[chosen]
 
@@ -221,8 +229,11 @@ class Known:
             run_s={a: tuple(v) for a, v in self.run_s.items() if v},
             working_since=dict(self.working_since),
             # As the loop reads them (`records/store/holds.py`): the p95 by nearest rank.
-            claim_p95_s={a: p95 for a, v in self.latency.items()
-                         if len(v) >= P95_MIN_SAMPLE and (p95 := percentile(v, 95)) is not None},
+            claim_p95_s={
+                a: p95
+                for a, v in self.latency.items()
+                if len(v) >= P95_MIN_SAMPLE and (p95 := percentile(v, 95)) is not None
+            },
             pull_claim_s={a: median(v) for a, v in self.pulled.items() if v},
         )
 
@@ -309,6 +320,7 @@ def _seconds(delta: timedelta) -> float:
 
 
 # --- Replaying a decision ------------------------------------------------------------------
+
 
 class Choice(NamedTuple):
     """Whom a formula holds the card for: an agent (busy or idle) or nobody."""

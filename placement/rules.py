@@ -1,4 +1,5 @@
 """The settings one placement decision is made under."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

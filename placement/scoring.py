@@ -1,5 +1,6 @@
 """The documented formula's ranking (the ranker `formulas.BY_RECORD`): stage record, success on the
 board, least recently used."""
+
 from __future__ import annotations
 
 import math
@@ -65,11 +66,14 @@ def terms(
         claimed, settled_here = settled.get(agent_id, (0, 0))
         last_seen_at = loads[agent_id].last_seen_at
         since = None if last_seen_at is None else (now - last_seen_at).total_seconds()
-        made[agent_id] = _new_tuple(ScoreTerms, (
-            stage[principals.get(agent_id)].stage_record if stage is not None else None,
-            (claimed + 1) / (settled_here + 2),
-            since if since is None or since > 0.0 else 0.0,
-        ))
+        made[agent_id] = _new_tuple(
+            ScoreTerms,
+            (
+                stage[principals.get(agent_id)].stage_record if stage is not None else None,
+                (claimed + 1) / (settled_here + 2),
+                since if since is None or since > 0.0 else 0.0,
+            ),
+        )
     return made
 
 
@@ -79,15 +83,17 @@ def ranked(terms_by_agent: dict[str, ScoreTerms]) -> list[tuple[str, Score]]:
     Higher record, higher success, longer since last work (never ranks as longest), then
     agent id. A record left out is None for everyone, so it weighs for no one.
     """
-    order = sorted([
-        (
-            -(terms.stage_record or 0.0),
-            -terms.success_rate,
-            -math.inf if terms.since_last_dispatch_s is None else -terms.since_last_dispatch_s,
-            agent_id,
-            terms,  # never compared: the agent id before it differs
-        )
-        for agent_id, terms in terms_by_agent.items()
-    ])
+    order = sorted(
+        [
+            (
+                -(terms.stage_record or 0.0),
+                -terms.success_rate,
+                -math.inf if terms.since_last_dispatch_s is None else -terms.since_last_dispatch_s,
+                agent_id,
+                terms,  # never compared: the agent id before it differs
+            )
+            for agent_id, terms in terms_by_agent.items()
+        ]
+    )
     n = len(order)
     return [(key[3], _new_tuple(Score, (n - place, key[4]))) for place, key in enumerate(order)]

@@ -1,4 +1,5 @@
 """An agent's record at a board stage, from the finished runs SuperWitness reports."""
+
 from __future__ import annotations
 
 import math
@@ -91,23 +92,39 @@ def stage_history(
     total = math.fsum(weights)
     outcome_rate = (math.fsum(succeeded) + 1) / (total + 2) if len(runs) >= min_sample else 0.5
     verdict_rate = (math.fsum(marks) + 1) / (math.fsum(marked) + 2) if len(marked) >= min_sample else 0.5
-    return StageHistory(len(runs), len(succeeded), len(marked), passes, total, outcome_rate, verdict_rate,
-                        (outcome_rate + verdict_rate) / 2)
+    return StageHistory(
+        len(runs),
+        len(succeeded),
+        len(marked),
+        passes,
+        total,
+        outcome_rate,
+        verdict_rate,
+        (outcome_rate + verdict_rate) / 2,
+    )
 
 
 def stage_records(
-    principals: Iterable[str | None], by_principal: Mapping[str, tuple[Run, ...]], now: datetime,
-    min_sample: int, half_life_days: float,
+    principals: Iterable[str | None],
+    by_principal: Mapping[str, tuple[Run, ...]],
+    now: datetime,
+    min_sample: int,
+    half_life_days: float,
 ) -> dict[str | None, StageHistory]:
     """Each principal's record at the stage, worked out once however many agents (and cards) share it.
 
     The loop hands every card of a board stage the very same runs tuples, so each is
     weighed once a pass, whichever card asks.
     """
-    runs_of = {principal: by_principal.get(principal, ()) if principal is not None else ()
-               for principal in principals}
-    weighed = _remembered.get_each(runs_of.values(), (now, min_sample, half_life_days),
-                                   lambda runs: stage_history(runs, now, min_sample, half_life_days))
+    runs_of = {
+        principal: by_principal.get(principal, ()) if principal is not None else ()
+        for principal in principals
+    }
+    weighed = _remembered.get_each(
+        runs_of.values(),
+        (now, min_sample, half_life_days),
+        lambda runs: stage_history(runs, now, min_sample, half_life_days),
+    )
     return dict(zip(runs_of, weighed))
 
 

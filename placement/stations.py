@@ -4,6 +4,7 @@ A fact counts only when its proof is at least the minimum. A station the registr
 not list, or no station at all, has nothing, so it lacks every stated need. What it lacks
 is said in the stage's words: what the stage asked for that the station does not have.
 """
+
 from __future__ import annotations
 
 from typing import AbstractSet, Iterable, Mapping, NamedTuple
@@ -34,7 +35,10 @@ class NeedBits(NamedTuple):
 
 
 def lacking_by_agent(
-    needs: StationNeeds, registry: Iterable[Station], station_of: Mapping[str, str | None], min_rank: int,
+    needs: StationNeeds,
+    registry: Iterable[Station],
+    station_of: Mapping[str, str | None],
+    min_rank: int,
 ) -> dict[str, Lacking]:
     """The agents whose station lacks anything the stage asks for, and what it lacks."""
     grouped = agents_lacking(needs, registry, station_of.keys(), station_of, min_rank)
@@ -42,8 +46,11 @@ def lacking_by_agent(
 
 
 def agents_lacking(
-    needs: StationNeeds, registry: Iterable[Station], agent_ids: AbstractSet[str],
-    station_of: Mapping[str, str | None], min_rank: int,
+    needs: StationNeeds,
+    registry: Iterable[Station],
+    agent_ids: AbstractSet[str],
+    station_of: Mapping[str, str | None],
+    min_rank: int,
 ) -> dict[Lacking, list[str]]:
     """Those of `agent_ids` whose station lacks anything, grouped by what they lack, so a filter
     judges each group once. An agent missing from `station_of` has no station: with
@@ -101,8 +108,7 @@ def station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: 
     """What each station lacks, worked out once per registry tuple however many cards read it."""
     if not isinstance(registry, tuple):
         return _station_answers(needs, registry, min_rank)
-    return _remembered.get(registry, (needs, min_rank),
-                           lambda: _station_answers(needs, registry, min_rank))
+    return _remembered.get(registry, (needs, min_rank), lambda: _station_answers(needs, registry, min_rank))
 
 
 def _station_answers(needs: StationNeeds, registry: Iterable[Station], min_rank: int) -> StationAnswers:
@@ -140,8 +146,11 @@ def _need_bits(needs: StationNeeds) -> NeedBits:
 def _met(needs: StationNeeds, bits: NeedBits, station: Station, counted: frozenset[str]) -> int:
     """The bits of every need the station's counted facts meet."""
     mask = ISOLATED if _isolated_enough(needs.isolation, station.isolation, counted) else 0
-    for facts, bit_of in ((station.models, bits.models), (station.tools, bits.tools),
-                          (station.credentials, bits.credentials)):
+    for facts, bit_of in (
+        (station.models, bits.models),
+        (station.tools, bits.tools),
+        (station.credentials, bits.credentials),
+    ):
         for fact in facts:
             if fact.proof in counted:
                 mask |= bit_of.get(fact.value, 0)

@@ -5,6 +5,7 @@ values at or below it, so a p95 is always a value that was seen (of twenty claim
 nineteenth quickest) and reads the same in the loop, the record and every bench's table. A
 median is `statistics.median`'s: the middle value, or the mean of the two middle ones.
 """
+
 from __future__ import annotations
 
 import statistics

@@ -32,6 +32,7 @@ The analysis (`analyse`) reads the blocks, the unit of randomisation, never the 
 This module is the experiment's face: the schedule lives in `switchback_schedule.py`, the
 figures and the decision in `switchback_analysis.py`, the arithmetic in `estimates.py`.
 """
+
 from .switchback_analysis import (
     CONFIDENCE,
     LEAD_WITHIN,
@@ -60,7 +61,27 @@ from .switchback_schedule import (
 )
 
 __all__ = [
-    "CONFIDENCE", "LEAD_WITHIN", "OBJECTIVES", "PULL", "SUCCESS_WITHIN", "Analysis", "ArmFigures", "Block",
-    "BlockFigures", "Card", "Comparison", "Drop", "Guardrail", "Interval", "analyse", "as_run", "block_of",
-    "clusters", "draw_schedule", "in_force", "split_clusters", "stand_in", "winner",
+    "CONFIDENCE",
+    "LEAD_WITHIN",
+    "OBJECTIVES",
+    "PULL",
+    "SUCCESS_WITHIN",
+    "Analysis",
+    "ArmFigures",
+    "Block",
+    "BlockFigures",
+    "Card",
+    "Comparison",
+    "Drop",
+    "Guardrail",
+    "Interval",
+    "analyse",
+    "as_run",
+    "block_of",
+    "clusters",
+    "draw_schedule",
+    "in_force",
+    "split_clusters",
+    "stand_in",
+    "winner",
 ]

@@ -9,6 +9,7 @@ it, so its extra blocks narrow every interval while the other arms keep the bloc
 drawn. Where the experiment has no `pull` arm, the first arm of the schedule still running takes
 them.
 """
+
 from __future__ import annotations
 
 import random
@@ -57,8 +58,9 @@ class Block:
     ends: datetime
 
 
-def draw_schedule(arms: Sequence[str], *, starts: datetime, block_seconds: int, blocks: int,
-                  seed: int) -> tuple[Block, ...]:
+def draw_schedule(
+    arms: Sequence[str], *, starts: datetime, block_seconds: int, blocks: int, seed: int
+) -> tuple[Block, ...]:
     """`blocks` blocks of `block_seconds` from `starts`, balanced within each run of len(arms)
     blocks: each arm once per run, in an order drawn from `seed` (a last, partial run takes the
     first arms of its drawn order). The same arms, start, length and seed draw the same schedule."""
@@ -73,8 +75,9 @@ def draw_schedule(arms: Sequence[str], *, starts: datetime, block_seconds: int, 
         draw.shuffle(run)
         drawn.extend(run)
     length = timedelta(seconds=block_seconds)
-    return tuple(Block(i, arm, starts + i * length, starts + (i + 1) * length)
-                 for i, arm in enumerate(drawn[:blocks]))
+    return tuple(
+        Block(i, arm, starts + i * length, starts + (i + 1) * length) for i, arm in enumerate(drawn[:blocks])
+    )
 
 
 def stand_in(schedule: Sequence[Block], dropped: Collection[str]) -> str | None:
@@ -86,8 +89,9 @@ def stand_in(schedule: Sequence[Block], dropped: Collection[str]) -> str | None:
     return next((arm for arm in arms if arm not in dropped), None)
 
 
-def in_force(schedule: Sequence[Block], now: datetime,
-             dropped: Collection[str] = ()) -> tuple[Block, str] | None:
+def in_force(
+    schedule: Sequence[Block], now: datetime, dropped: Collection[str] = ()
+) -> tuple[Block, str] | None:
     """The block in force at `now` and the arm that runs in it: its drawn arm, or the stand-in
     where that arm was dropped. None before the first block, after the last, and once every arm
     is dropped (the deployment's own formula runs then)."""

@@ -33,6 +33,7 @@ the longer by more than the slack. At the winner step a busy agent takes the car
 A hold for it that lapses walks the ladder as any other: runner-ups are never waited for. The
 formula that runs this ranker, and its versions, are declared in `formulas.py`.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,8 +80,10 @@ class Waiting(NamedTuple):
                 "outcomeRate": round(self.passed_over_rate, 4),
                 "expectedLeadS": round(self.passed_over_lead_s, 1),
                 "why": "success-below-margin",
-                "detail": (f"outcome rate {self.passed_over_rate:.2f} trails {self.outcome_rate:.2f} "
-                           f"by {self.margin:.2f} or more, and its expected lead is longer"),
+                "detail": (
+                    f"outcome rate {self.passed_over_rate:.2f} trails {self.outcome_rate:.2f} "
+                    f"by {self.margin:.2f} or more, and its expected lead is longer"
+                ),
             },
         }
 
@@ -95,10 +98,14 @@ class Leads:
         self.run_default = median(medians.values())
         # A few runs say little of an agent's speed: each estimate leans on the fleet's typical
         # run until it has RUN_PRIOR runs of its own, so noise in run times does not rank.
-        self.runs = {agent_id: (len(runs) * medians[agent_id] + RUN_PRIOR * self.run_default)
-                     / (len(runs) + RUN_PRIOR) for agent_id, runs in timing.run_s.items() if runs}
-        self.retry = min(((self.latency(a) + self.run(a)) / max(p, MIN_RATE) for a, p in rates.items()),
-                         default=0.0)
+        self.runs = {
+            agent_id: (len(runs) * medians[agent_id] + RUN_PRIOR * self.run_default) / (len(runs) + RUN_PRIOR)
+            for agent_id, runs in timing.run_s.items()
+            if runs
+        }
+        self.retry = min(
+            ((self.latency(a) + self.run(a)) / max(p, MIN_RATE) for a, p in rates.items()), default=0.0
+        )
 
     def latency(self, agent_id: str) -> float:
         return self.timing.claim_latency_s.get(agent_id, self.latency_default)
@@ -123,13 +130,12 @@ class Leads:
 def clearly_better(busy: StageHistory, idle: StageHistory, margin: float) -> bool:
     """Whether the busy agent's outcome rate beats the idle one's by `margin` even when each is
     taken one standard error towards the other: a few runs' luck is not a clear margin."""
+
     def error(history: StageHistory) -> float:
         p = history.outcome_rate
         return math.sqrt(p * (1 - p) / (history.weight + 2))
 
     return busy.outcome_rate - error(busy) >= idle.outcome_rate + error(idle) + margin
-
-
 
 
 def by_lead(ranking: list[tuple[str, Score]], leads: Leads) -> list[tuple[str, Score]]:
@@ -146,13 +152,24 @@ def may_wait(facts: Facts, tier: Tier, rules: Rules, now: datetime) -> bool:
     """Whether this card may wait for a busy agent at all."""
     card = facts.card
     waited = (now - card.ready_at).total_seconds()
-    return (tier.name == WINNER and card.priority <= 0 and rules.placement_window_s > 0
-            and waited <= rules.placement_window_s)
+    return (
+        tier.name == WINNER
+        and card.priority <= 0
+        and rules.placement_window_s > 0
+        and waited <= rules.placement_window_s
+    )
 
 
-def rank(facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tuple[str, Score]],
-         verdicts: Mapping[str, tuple[FilterResult, ...]], in_set: frozenset[str],
-         stage: Mapping[str, StageHistory]) -> tuple[list[tuple[str, Score]], Waiting | None]:
+def rank(
+    facts: Facts,
+    rules: Rules,
+    tier: Tier,
+    now: datetime,
+    ranking: list[tuple[str, Score]],
+    verdicts: Mapping[str, tuple[FilterResult, ...]],
+    in_set: frozenset[str],
+    stage: Mapping[str, StageHistory],
+) -> tuple[list[tuple[str, Score]], Waiting | None]:
     """The idle agents re-ranked by expected lead, and the busy agent to hold for instead, if any.
 
     `stage` is every in-set agent's stage history by agent id (runs unread: empty, and the
@@ -192,6 +209,7 @@ def rank(facts: Facts, rules: Rules, tier: Tier, now: datetime, ranking: list[tu
             best is not None and (lead, agent_id) >= (best.expected_lead_s, best.agent_id)
         ):
             continue
-        best = Waiting(agent_id, wait, rates[agent_id], lead, idle_best, rates[idle_best], idle_lead,
-                       rules.wait_margin)
+        best = Waiting(
+            agent_id, wait, rates[agent_id], lead, idle_best, rates[idle_best], idle_lead, rules.wait_margin
+        )
     return ranking, best

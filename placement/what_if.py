@@ -21,6 +21,7 @@ Each has a 95% interval from the spread over decisions, with a modelled outcome'
 (a Bernoulli's for success, an exponential's for times) added.
 Fewer than `MIN_DECISIONS` replayed decisions are too few to judge, and the answer says so.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,10 +65,16 @@ class Estimate:
     lead_mean_s: Interval
 
     def to_record(self) -> dict[str, Any]:
-        return {"arm": self.arm, "formula": self.formula, "estimator": self.estimator,
-                "decisions": self.decisions, "observed": self.observed,
-                "success": self.success.to_record(4), "claimMeanS": self.claim_mean_s.to_record(1),
-                "leadMeanS": self.lead_mean_s.to_record(1)}
+        return {
+            "arm": self.arm,
+            "formula": self.formula,
+            "estimator": self.estimator,
+            "decisions": self.decisions,
+            "observed": self.observed,
+            "success": self.success.to_record(4),
+            "claimMeanS": self.claim_mean_s.to_record(1),
+            "leadMeanS": self.lead_mean_s.to_record(1),
+        }
 
 
 @dataclass(frozen=True)
@@ -110,8 +117,10 @@ class WhatIf:
     @property
     def verdict(self) -> str:
         if not self.enough:
-            return (f"too few decisions to judge ({self.replayed} replayed; at least "
-                    f"{self.min_decisions} are needed). Keep the current formula.")
+            return (
+                f"too few decisions to judge ({self.replayed} replayed; at least "
+                f"{self.min_decisions} are needed). Keep the current formula."
+            )
         return f"{self.replayed} decisions replayed: enough to judge."
 
     def to_record(self) -> dict[str, Any]:
@@ -124,17 +133,25 @@ class WhatIf:
             "notReplayed": [{"why": why, "decisions": n} for why, n in self.not_replayed.items()],
             "enough": self.enough,
             "verdict": self.verdict,
-            "differs": {"share": round(share, 4) if share is not None else None,
-                        "anotherAgent": self.differs["another-agent"], "nobody": self.differs["nobody"],
-                        "busyAgent": self.differs["busy-agent"]},
+            "differs": {
+                "share": round(share, 4) if share is not None else None,
+                "anotherAgent": self.differs["another-agent"],
+                "nobody": self.differs["nobody"],
+                "busyAgent": self.differs["busy-agent"],
+            },
             "estimates": [e.to_record() for e in self.estimates] if self.replays else [],
         }
 
 
-
-def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
-            since: datetime | None = None, *, other_rules: Rules | None = None,
-            chosen: Mapping[str, Choice] | None = None) -> WhatIf:
+def what_if(
+    decisions: Iterable[Recorded],
+    formula: Formula,
+    rules: Rules,
+    since: datetime | None = None,
+    *,
+    other_rules: Rules | None = None,
+    chosen: Mapping[str, Choice] | None = None,
+) -> WhatIf:
     """Replay the decisions at or after `since` (the ones before only inform what is known)
     through `formula`, and estimate it, the recorded formulas and pull over them.
     `decisions` come oldest first; `rules` are the settings the formula runs under.
@@ -154,17 +171,35 @@ def what_if(decisions: Iterable[Recorded], formula: Formula, rules: Rules,
         if chosen is not None and d.decision_id not in chosen:
             continue
         if chosen is None:
-            judged.append(judge(d, known, rules, rules_other,
-                                lambda agents: _choose(formula, d, rules_other, known, agents, windows)))
+            judged.append(
+                judge(
+                    d,
+                    known,
+                    rules,
+                    rules_other,
+                    lambda agents: _choose(formula, d, rules_other, known, agents, windows),
+                )
+            )
         else:
             given = chosen[d.decision_id]
             judged.append(judge(d, known, rules, rules_other, lambda agents: given, pull=False))
-    return answer(formula, [r for r in judged if not isinstance(r, str)],
-                  [r for r in judged if isinstance(r, str)], pull=chosen is None)
+    return answer(
+        formula,
+        [r for r in judged if not isinstance(r, str)],
+        [r for r in judged if isinstance(r, str)],
+        pull=chosen is None,
+    )
 
 
-def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
-          other_of: Callable[[Agents], Choice], *, pull: bool = True) -> Replay | str:
+def judge(
+    d: Recorded,
+    known: Known,
+    rules: Rules,
+    rules_other: Rules,
+    other_of: Callable[[Agents], Choice],
+    *,
+    pull: bool = True,
+) -> Replay | str:
     """One decision of the window replayed, on what was known before it (`known`, moved on to
     it here), or why it is not replayed. `other_of` gives the other arm's choice; `pull`, whether
     pull is estimated too. What comes out depends on the decision and on the record's events
@@ -182,8 +217,11 @@ def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
     measured = expectation(mine, d, agents, rules, correct=True)
     expected = expectation(mine, d, agents, rules, correct=False)
     other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
-    if other.agent_id == mine.agent_id and other.agent_id is not None \
-            and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1:
+    if (
+        other.agent_id == mine.agent_id
+        and other.agent_id is not None
+        and abs(other_hold_s - recorded_hold_s(d, rules)) >= 1
+    ):
         estimate = rehold(measured, d, agents, rules, other_hold_s)
         if not estimate.observed:
             estimate = expectation(other._replace(hold_s=other_hold_s), d, agents, rules_other, correct=False)
@@ -192,17 +230,26 @@ def judge(d: Recorded, known: Known, rules: Rules, rules_other: Rules,
         # the agent the record held, the same agent ran it, as measured.
         taker = agents.let_go_by() if other.aside and other.wait_s <= 0 else None
         same = taker == mine.agent_id if other.aside else other.agent_id == mine.agent_id
-        estimate = corrected(expectation(other, d, agents, rules_other, correct=False), expected, measured,
-                             agree=same and mine.agent_id is not None)
+        estimate = corrected(
+            expectation(other, d, agents, rules_other, correct=False),
+            expected,
+            measured,
+            agree=same and mine.agent_id is not None,
+        )
     expectations = {"recorded": measured, "other": estimate}
     if pull:
-        expectations[PULL] = corrected(expectation(Choice(None), d, agents, rules, correct=False), expected,
-                                       measured, agree=mine.agent_id is None)
+        expectations[PULL] = corrected(
+            expectation(Choice(None), d, agents, rules, correct=False),
+            expected,
+            measured,
+            agree=mine.agent_id is None,
+        )
     return Replay(d.decision_id, mine, other, expectations, d.formula, _how(mine, other))
 
 
-def answer(formula: Formula, replays: Sequence[Replay], not_replayed: Iterable[str], *,
-           pull: bool = True) -> WhatIf:
+def answer(
+    formula: Formula, replays: Sequence[Replay], not_replayed: Iterable[str], *, pull: bool = True
+) -> WhatIf:
     """The window's answer from its decisions as `judge` left them, oldest first: those
     replayed, and why each of the others was not."""
     # Counted and listed in C-speed passes (a Counter keeps each key where it first came):
@@ -212,15 +259,24 @@ def answer(formula: Formula, replays: Sequence[Replay], not_replayed: Iterable[s
     differs.update(Counter(map(attrgetter("differs"), replays)))
     names = tuple(dict.fromkeys(map(attrgetter("formula"), replays)))
     arms = (("recorded", ", ".join(names) or "-"), ("other", formula.recorded)) + (
-        ((PULL, PULL),) if pull else ())
+        ((PULL, PULL),) if pull else ()
+    )
     expectations = list(map(attrgetter("expectations"), replays))
     estimates = tuple(_estimate(arm, name, list(map(itemgetter(arm), expectations))) for arm, name in arms)
-    return WhatIf(formula.recorded, len(replays) + sum(why.values()), tuple(replays), why, differs,
-                  estimates, recorded_formulas=names)
+    return WhatIf(
+        formula.recorded,
+        len(replays) + sum(why.values()),
+        tuple(replays),
+        why,
+        differs,
+        estimates,
+        recorded_formulas=names,
+    )
 
 
-def _choose(formula: Formula, d: Recorded, rules: Rules, known: Known, agents: Agents,
-            windows: dict[str, deque[bool]]) -> Choice:
+def _choose(
+    formula: Formula, d: Recorded, rules: Rules, known: Known, agents: Agents, windows: dict[str, deque[bool]]
+) -> Choice:
     """`rankers.choose`, and for a formula that sets each board's window, the window it would
     have set there: with none, a card let go by an agent that may take it is claimed by that
     agent before any decision is made (nobody held)."""
@@ -258,6 +314,13 @@ def _estimate(arm: str, formula: str, expectations: list[Expectation]) -> Estima
     successes, claims, attempts, success_vars, claim_vars, attempt_vars, _ = zip(*expectations)
     success = column_of(successes, success_vars)  # read twice: for success, and under the lead
     lead = ratio_interval(attempts, column_of(attempts, attempt_vars), successes, success)
-    return Estimate(arm, formula, estimator, n, observed, clipped(mean_interval(success, n), 0.0, 1.0),
-                    clipped(mean_interval(column_of(claims, claim_vars), n), 0.0), clipped(lead, 0.0))
-
+    return Estimate(
+        arm,
+        formula,
+        estimator,
+        n,
+        observed,
+        clipped(mean_interval(success, n), 0.0, 1.0),
+        clipped(mean_interval(column_of(claims, claim_vars), n), 0.0),
+        clipped(lead, 0.0),
+    )

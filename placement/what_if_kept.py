@@ -16,6 +16,7 @@ replayed instead, exactly as `what_if` does. `C` follows the record: the oldest 
 open (unsettled, or claimed with its run not known), but never further back than `LAG` before
 the newest decision, so a decision left open for ever does not hold it back.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left, insort
@@ -62,8 +63,9 @@ class KeptWhatIf:
         self._tail: list[_Event] = []  # the events at or after it, in the order Known takes them
         self._answer: WhatIf | None = None
 
-    def update(self, decisions: Sequence[Recorded], since: datetime | None,
-               chosen: Mapping[str, Choice]) -> WhatIf:
+    def update(
+        self, decisions: Sequence[Recorded], since: datetime | None, chosen: Mapping[str, Choice]
+    ) -> WhatIf:
         """What `what_if(decisions, formula, rules, since, chosen=chosen)` answers, replaying
         only what changed since the last call (a decision handed on unchanged is the same
         object as before)."""
@@ -73,13 +75,20 @@ class KeptWhatIf:
         gone = [k for k in before if k not in now]
         return self.apply(changed, gone, since, chosen)
 
-    def apply(self, changed: Sequence[Recorded], gone: Sequence[str], since: datetime | None,
-              chosen: Mapping[str, Choice], start: datetime | None = None) -> WhatIf:
+    def apply(
+        self,
+        changed: Sequence[Recorded],
+        gone: Sequence[str],
+        since: datetime | None,
+        chosen: Mapping[str, Choice],
+        start: datetime | None = None,
+    ) -> WhatIf:
         """The record changed by `changed` (decisions new or changed) and `gone` (decision ids
         no longer in it), read as `what_if(the decisions at or after start, formula, rules,
         since, chosen=chosen)` reads it; `chosen` may change only for decisions in `changed`."""
         pairs: list[tuple[Recorded | None, Recorded | None]] = [
-            (self._decisions.get(d.decision_id), d) for d in changed]
+            (self._decisions.get(d.decision_id), d) for d in changed
+        ]
         pairs += [(self._decisions[k], None) for k in gone if k in self._decisions]
         for old, new in pairs:
             if old is not None and new is None:
@@ -88,16 +97,21 @@ class KeptWhatIf:
                 self._decisions[new.decision_id] = new
             if old is None or new is None or old.at != new.at:
                 self._reorder(old, new)
-        self.full = (since, start) != (self._since, self._start) \
-            or not self._keep(pairs, since, start, chosen)
+        self.full = (since, start) != (self._since, self._start) or not self._keep(
+            pairs, since, start, chosen
+        )
         if self.full:
             self._forget()
             self._keep([(None, d) for d in self._in_record(start)], since, start, chosen)
         if self._answer is None or pairs or self.full:
             lo = 0 if since is None else bisect_left(self._order, (since, ""))
             window = list(map(itemgetter(1), self._order[lo:]))  # oldest first
-            self._answer = answer(self.formula, tuple(filter(None, map(self._replays.get, window))),
-                                  filter(None, map(self._reasons.get, window)), pull=False)
+            self._answer = answer(
+                self.formula,
+                tuple(filter(None, map(self._replays.get, window))),
+                filter(None, map(self._reasons.get, window)),
+                pull=False,
+            )
         return self._answer
 
     @property
@@ -115,8 +129,13 @@ class KeptWhatIf:
         lo = 0 if start is None else bisect_left(self._order, (start, ""))
         return [self._decisions[k] for _, k in self._order[lo:]]
 
-    def _keep(self, pairs: list[tuple[Recorded | None, Recorded | None]], since: datetime | None,
-              start: datetime | None, chosen: Mapping[str, Choice]) -> bool:
+    def _keep(
+        self,
+        pairs: list[tuple[Recorded | None, Recorded | None]],
+        since: datetime | None,
+        start: datetime | None,
+        chosen: Mapping[str, Choice],
+    ) -> bool:
         """Bring the replays up to date from the checkpoint; False, with nothing replayed, where
         a change comes before it."""
         if start is not None:  # a decision before the record's start is no part of it
@@ -149,8 +168,9 @@ class KeptWhatIf:
 
         gone = {d.decision_id for pair in pairs for d in pair if d is not None}
         tail = [e for e in self._tail if e.decision.decision_id not in gone]
-        tail += [e for _, new in pairs if new is not None for e in events_of(new, _order(new))
-                 if e.at >= self._at]
+        tail += [
+            e for _, new in pairs if new is not None for e in events_of(new, _order(new)) if e.at >= self._at
+        ]
         tail.sort(key=_event_order)
         if replay:
             known = self._known.copy()
@@ -179,13 +199,13 @@ class KeptWhatIf:
         if not self._order:
             return
         newest = self._order[-1][0]
-        recent = self._order[bisect_left(self._order, (newest - LAG, "")):]
+        recent = self._order[bisect_left(self._order, (newest - LAG, "")) :]
         moment = min((at for at, k in recent if _open(self._decisions[k])), default=newest)
         if moment <= self._at:
             return
         self._known._events, self._known._next = self._tail, 0
         self._known.until(moment)
-        self._tail = self._tail[self._known._next:]
+        self._tail = self._tail[self._known._next :]
         self._known._events, self._known._next = [], 0
         self._at = moment
 

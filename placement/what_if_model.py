@@ -19,6 +19,7 @@ its time, the run's result and length, as far as each is known). Where it choose
 what was measured plus the model's difference between the two choices (`corrected`): doubly
 robust, as the model's errors common to both choices cancel.
 """
+
 from __future__ import annotations
 
 import math
@@ -101,8 +102,11 @@ class Agents:
         rates = {a: 1.0 / self.latency(a) for a in racing}
         total = math.fsum(rates.values())
         share = {a: r / total for a, r in rates.items()}
-        return (math.fsum(share[a] * self.outcome_rate(a) for a in racing), 1.0 / total,
-                math.fsum(share[a] * self.run(a) for a in racing))
+        return (
+            math.fsum(share[a] * self.outcome_rate(a) for a in racing),
+            1.0 / total,
+            math.fsum(share[a] * self.run(a) for a in racing),
+        )
 
     def let_go_by(self) -> str | None:
         """The agent whose run made the card ready (the card's newest claim before, at the stage
@@ -144,8 +148,13 @@ class Agents:
         for key in keys:
             came = self.known.came_from.get(key, {})
             total = sum(came.values())
-            feeds.append(tuple(sorted((place[source], _fig(n / total)) for source, n in came.items()
-                                      if source in place)) if total else ())
+            feeds.append(
+                tuple(
+                    sorted((place[source], _fig(n / total)) for source, n in came.items() if source in place)
+                )
+                if total
+                else ()
+            )
         return tuple(feeds)
 
     def _lanes_shared(self, able: list[str], rate: float) -> list[tuple[Agents, float]]:
@@ -162,16 +171,22 @@ class Agents:
             if lane_rate is not None:
                 shared.append((lane_rate, lane, d))
         shared.sort(key=lambda x: (-x[0], x[1]))
-        return [(self, rate)] + [(Agents(d, self.known, self.rules), lane_rate)
-                                 for lane_rate, _, d in shared[:MAX_LANES - 1]]
+        return [(self, rate)] + [
+            (Agents(d, self.known, self.rules), lane_rate) for lane_rate, _, d in shared[: MAX_LANES - 1]
+        ]
 
     def _lane(
         self, agents: Agents, rate: float
     ) -> tuple[float, float | None, tuple[tuple[str, float, float, float], ...]]:
         observed = self.known.lane_success(agents.d)
-        return (_fig(rate), None if observed is None else _fig(observed), tuple(
-            (a, _fig(1.0 / agents.latency(a)), _fig(agents.run(a)), _fig(agents.outcome_rate(a)))
-            for a in _able(agents.d)))
+        return (
+            _fig(rate),
+            None if observed is None else _fig(observed),
+            tuple(
+                (a, _fig(1.0 / agents.latency(a)), _fig(agents.run(a)), _fig(agents.outcome_rate(a)))
+                for a in _able(agents.d)
+            ),
+        )
 
 
 def _able(d: Recorded) -> list[str]:
@@ -185,8 +200,6 @@ def _able(d: Recorded) -> list[str]:
 
 def _fig(value: float) -> float:
     return float(f"{value:.3g}")
-
-
 
 
 def recorded_hold_s(d: Recorded, rules: Rules) -> float:
@@ -211,8 +224,11 @@ def expectation(choice: Choice, d: Recorded, agents: Agents, rules: Rules, corre
         return _modelled(success, claim, claim + run, observed=False)
     pull_success, pull_claim, pull_run = agents.pull()
     a = choice.agent_id
-    hold_s = recorded_hold_s(d, rules) if correct else (
-        choice.hold_s if choice.hold_s is not None else float(rules.reservation_seconds))
+    hold_s = (
+        recorded_hold_s(d, rules)
+        if correct
+        else (choice.hold_s if choice.hold_s is not None else float(rules.reservation_seconds))
+    )
     lapsed_claim = hold_s + pull_claim
     if correct and d.outcome == "claimed" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
@@ -226,8 +242,15 @@ def expectation(choice: Choice, d: Recorded, agents: Agents, rules: Rules, corre
             else agents.outcome_rate(a)
         )
         run = _seconds(ended - d.outcome_at) if ended is not None else agents.run(a)
-        return Expectation(success, claim, claim + run, 0.0 if d.run_status else _bernoulli(success),
-                       0.0, 0.0 if ran else run * run, observed=True)
+        return Expectation(
+            success,
+            claim,
+            claim + run,
+            0.0 if d.run_status else _bernoulli(success),
+            0.0,
+            0.0 if ran else run * run,
+            observed=True,
+        )
     if correct and d.outcome == "claimed-by-other" and d.outcome_at is not None:
         claim = _seconds(d.outcome_at - d.at)
         other = d.outcome_by
@@ -262,11 +285,15 @@ def corrected(
         return measured
     if not measured.observed:
         return model
-    return Expectation(measured.success + model.success - expected.success,
-                   measured.claim_s + model.claim_s - expected.claim_s,
-                   measured.attempt_s + model.attempt_s - expected.attempt_s,
-                   measured.success_var + model.success_var, measured.claim_var + model.claim_var,
-                   measured.attempt_var + model.attempt_var, observed=True)
+    return Expectation(
+        measured.success + model.success - expected.success,
+        measured.claim_s + model.claim_s - expected.claim_s,
+        measured.attempt_s + model.attempt_s - expected.attempt_s,
+        measured.success_var + model.success_var,
+        measured.claim_var + model.claim_var,
+        measured.attempt_var + model.attempt_var,
+        observed=True,
+    )
 
 
 def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -> Expectation:
@@ -278,7 +305,6 @@ def _modelled(success: float, claim: float, attempt: float, *, observed: bool) -
 def _bernoulli(p: float) -> float:
     """A success's own spread; nothing below zero where sums come to a hair over one."""
     return max(p * (1 - p), 0.0)
-
 
 
 def rehold(measured: Expectation, d: Recorded, agents: Agents, rules: Rules, hold_s: float) -> Expectation:
@@ -305,4 +331,3 @@ def rehold(measured: Expectation, d: Recorded, agents: Agents, rules: Rules, hol
         pull_run * pull_run,
         observed=True,
     )
-

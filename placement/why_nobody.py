@@ -1,4 +1,5 @@
 """Why a decision chose nobody, and when a card should wait for the next pass instead."""
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -21,8 +22,17 @@ PULL_ARM = "pull-arm"
 WAITING_ON_HOLDS = "waiting-on-holds"  # not recorded
 WAITING_ON_LOAD = "waiting-on-load"  # not recorded
 
-WHY_NOBODY = (NO_CANDIDATES, EMPTY_LANE, ONE_CANDIDATE, NONE_ELIGIBLE, ANY_MATCH, PULL_AS_GOOD,
-              PULL_ARM, WAITING_ON_HOLDS, WAITING_ON_LOAD)
+WHY_NOBODY = (
+    NO_CANDIDATES,
+    EMPTY_LANE,
+    ONE_CANDIDATE,
+    NONE_ELIGIBLE,
+    ANY_MATCH,
+    PULL_AS_GOOD,
+    PULL_ARM,
+    WAITING_ON_HOLDS,
+    WAITING_ON_LOAD,
+)
 UNRECORDED = frozenset({WAITING_ON_HOLDS, WAITING_ON_LOAD})
 
 
@@ -36,8 +46,12 @@ def waiting_reason(verdicts: Iterable[tuple[FilterResult, ...]]) -> str | None:
     a hold ends within its window, so that agent is the surest to be free by a later pass.
     """
     t = tables()
-    load, no_room, holds, health = (t.names(Tag.LOAD), t.names(Tag.NO_ROOM), t.names(Tag.HOLD),
-                                    t.names(Tag.HEALTH))
+    load, no_room, holds, health = (
+        t.names(Tag.LOAD),
+        t.names(Tag.NO_ROOM),
+        t.names(Tag.HOLD),
+        t.names(Tag.HEALTH),
+    )
     load_bound = False
     for filters in verdicts:
         failing = {result.filter for result in filters if not result.passed}

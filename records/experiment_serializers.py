@@ -1,6 +1,7 @@
 """Switchback experiments as the operator API answers them: the plan, the schedule drawn at the
 start, the guardrail's drops and the newest analysis, over the record's building blocks
 (`records/serializers.py`)."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -109,8 +110,9 @@ class AnalysisSerializer(serializers.Serializer):
     between = ComparisonSerializer(many=True)
     winner = serializers.CharField(allow_null=True)
     why = serializers.CharField()
-    blocksToDecision = serializers.IntegerField(allow_null=True,
-                                                help_text="null: the spread seen never decides")
+    blocksToDecision = serializers.IntegerField(
+        allow_null=True, help_text="null: the spread seen never decides"
+    )
     drops = GuardrailDropSerializer(many=True)
     dropped = word_list()
     guardrail = GuardrailReadSerializer()
@@ -149,11 +151,15 @@ class ExperimentSerializer(Row):
     )
     decidedAt = Time(source="decided_at", allow_null=True)
     analysis = AnalysisJson(
-        allow_null=True, help_text="the newest analysis after a block: per arm, each against pull "
-        "with a 95% interval, blocks still needed, the guardrail's drops")
+        allow_null=True,
+        help_text="the newest analysis after a block: per arm, each against pull "
+        "with a 95% interval, blocks still needed, the guardrail's drops",
+    )
     holdback = AnalysisJson(
-        required=False, allow_null=True,
-        help_text="the holdback's newest figure: the board's formula against pull over its blocks")
+        required=False,
+        allow_null=True,
+        help_text="the holdback's newest figure: the board's formula against pull over its blocks",
+    )
     startsAt = Time(source="starts_at")
     endsAt = Time(source="ends_at")
     stoppedAt = Time(source="stopped_at", allow_null=True)

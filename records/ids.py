@@ -1,4 +1,5 @@
 """Record ids: a documented prefix and 24 hex digits."""
+
 import re
 import secrets
 

@@ -8,6 +8,7 @@ its schema, the admin, the dataset and the suggestions read records through them
 write of a decision maps the placement record back to columns through the same declarations
 (records/store/columns.py), so a field is added here and nowhere else.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -24,6 +25,7 @@ from records.models.decisions import OUTCOMES, REASONS, TIERS
 RUN_STATUSES = ("succeeded", "failed")
 
 # --- Times: answered and read as common.times writes and reads them ---------------------
+
 
 class Time(serializers.DateTimeField):
     """A time: answered as `iso` writes it, read as `parse_time` reads it. The schema's words
@@ -56,6 +58,7 @@ class TimeInput(Time):
 
 # --- Building blocks --------------------------------------------------------------------
 
+
 class Row(serializers.Serializer):
     """One stored row as JSON. The fields named in `omit_when_null` are left out when null:
     the docs' optional fields (a candidate's `capable` and `policy`, a decision's `learned`).
@@ -76,8 +79,11 @@ class Row(serializers.Serializer):
                 get = attrgetter(field.source)
             # A JSON field answers its value as it is, and a CharField str(value), which a
             # string column's value already is.
-            as_is = (isinstance(field, serializers.JSONField) and not field.binary
-                     or type(field) in (serializers.CharField, serializers.ChoiceField))
+            as_is = (
+                isinstance(field, serializers.JSONField)
+                and not field.binary
+                or type(field) in (serializers.CharField, serializers.ChoiceField)
+            )
             plan.append((field.field_name, get, None if as_is else field.to_representation))
         return plan
 
@@ -106,6 +112,7 @@ class Columns(Row):
 # These values are answered as they were kept (JSONField); the serializers below only state
 # their shape, so a generated client reads each key as a typed field.
 
+
 def word_list(**kwargs) -> serializers.ListField:
     return serializers.ListField(child=serializers.CharField(), **kwargs)
 
@@ -117,8 +124,7 @@ class StringsJson(serializers.JSONField):
 
 class CapabilitySerializer(serializers.Serializer):
     all = word_list(help_text="capabilities an agent must have, every one")
-    any = word_list(help_text="capabilities of which an agent must have at least one (none: no "
-                              "such need)")
+    any = word_list(help_text="capabilities of which an agent must have at least one (none: no such need)")
 
 
 @extend_schema_field(CapabilitySerializer(allow_null=True))
@@ -130,18 +136,14 @@ class StageHistorySerializer(serializers.Serializer):
     """The runs read and the record they give; the counts behind it where the record kept them."""
 
     runs = serializers.IntegerField(help_text="SuperWitness runs read at this stage")
-    succeeded = serializers.IntegerField(
-        required=False, help_text="of those, the runs that succeeded")
-    verdicts = serializers.IntegerField(
-        required=False, help_text="runs whose newest verdict gave a mark")
-    passes = serializers.IntegerField(
-        required=False, help_text="of those, marks of one half or more")
+    succeeded = serializers.IntegerField(required=False, help_text="of those, the runs that succeeded")
+    verdicts = serializers.IntegerField(required=False, help_text="runs whose newest verdict gave a mark")
+    passes = serializers.IntegerField(required=False, help_text="of those, marks of one half or more")
     weight = serializers.FloatField(
-        required=False, help_text="the runs' total weight, newer runs weighing more")
-    outcomeRate = serializers.FloatField(
-        required=False, help_text="the weighed share of runs that succeeded")
-    verdictRate = serializers.FloatField(
-        required=False, help_text="the weighed share of passing marks")
+        required=False, help_text="the runs' total weight, newer runs weighing more"
+    )
+    outcomeRate = serializers.FloatField(required=False, help_text="the weighed share of runs that succeeded")
+    verdictRate = serializers.FloatField(required=False, help_text="the weighed share of passing marks")
     stageRecord = serializers.FloatField(help_text="the record the score ranks by, 0 to 1")
 
 
@@ -153,8 +155,7 @@ class StageHistoryJson(serializers.JSONField):
 class PolicyVerdictSerializer(serializers.Serializer):
     allow = serializers.BooleanField(help_text="whether the dispatch policy allows the agent")
     reasons = word_list(help_text="the policy's reason codes")
-    policyVersion = serializers.CharField(allow_null=True,
-                                          help_text="the policy version that answered")
+    policyVersion = serializers.CharField(allow_null=True, help_text="the policy version that answered")
 
 
 @extend_schema_field(PolicyVerdictSerializer(allow_null=True))
@@ -167,11 +168,11 @@ class LearnedViewSerializer(serializers.Serializer):
     version = serializers.IntegerField()
     mode = serializers.ChoiceField(["shadow", "on"], help_text="shadow: it only watched")
     choice = serializers.CharField(allow_null=True, help_text="the agent the model ranks first")
-    formulaChoice = serializers.CharField(allow_null=True,
-                                          help_text="the agent the formula chose")
+    formulaChoice = serializers.CharField(allow_null=True, help_text="the agent the formula chose")
     placed = serializers.BooleanField(help_text="whether the model's choice was held")
-    probabilities = serializers.DictField(child=serializers.FloatField(),
-                                          help_text="each eligible agent's chance, by agent id")
+    probabilities = serializers.DictField(
+        child=serializers.FloatField(), help_text="each eligible agent's chance, by agent id"
+    )
 
 
 @extend_schema_field(LearnedViewSerializer())
@@ -208,11 +209,13 @@ class OutlookSerializer(serializers.Serializer):
     windowS = serializers.FloatField(help_text="what was left of the placement window")
     steppedAside = serializers.BooleanField(help_text="whether the card was left to pull")
     shareNeeded = serializers.FloatField(
-        help_text="how much sooner than pull a hold must be expected to succeed")
+        help_text="how much sooner than pull a hold must be expected to succeed"
+    )
     holdSuccess = serializers.FloatField(help_text="the best hold's chance of success")
     pullSuccess = serializers.FloatField(help_text="pull's winner's chance of success")
     fleetDiffers = serializers.BooleanField(
-        allow_null=True, help_text="whether a hold would beat pull were every busy agent idle")
+        allow_null=True, help_text="whether a hold would beat pull were every busy agent idle"
+    )
 
 
 @extend_schema_field(OutlookSerializer())
@@ -225,11 +228,16 @@ class FilterVerdictSerializer(serializers.Serializer):
     filter = serializers.CharField()
     passed = serializers.BooleanField()
     reason = serializers.CharField(required=False, help_text="the reason code of a rejection")
-    missing = serializers.ListField(child=serializers.CharField(), required=False,
-                                    help_text="what a station filter found its station lacked")
+    missing = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="what a station filter found its station lacked",
+    )
     unchecked = serializers.BooleanField(
-        required=False, help_text="passed without being judged: the station registry could not "
-        "be read, or (policy) an agent refused on the grant was never asked about")
+        required=False,
+        help_text="passed without being judged: the station registry could not "
+        "be read, or (policy) an agent refused on the grant was never asked about",
+    )
 
 
 @extend_schema_field(FilterVerdictSerializer(many=True))
@@ -240,12 +248,11 @@ class Verdicts(serializers.JSONField):
 class ScoreTermsSerializer(serializers.Serializer):
     """The numbers a formula ranked by, in its order; a term that did not weigh is absent."""
 
-    stageRecord = serializers.FloatField(required=False,
-                                         help_text="the agent's record at this stage, 0 to 1")
-    successRate = serializers.FloatField(required=False,
-                                         help_text="its holds on this board that it claimed")
+    stageRecord = serializers.FloatField(required=False, help_text="the agent's record at this stage, 0 to 1")
+    successRate = serializers.FloatField(required=False, help_text="its holds on this board that it claimed")
     sinceLastDispatchS = serializers.FloatField(
-        required=False, allow_null=True, help_text="seconds since it last took work; null: never")
+        required=False, allow_null=True, help_text="seconds since it last took work; null: never"
+    )
     claimS = serializers.FloatField(required=False, help_text="ranked by lead: seconds to a claim")
     runS = serializers.FloatField(required=False, help_text="ranked by lead: seconds a run takes")
     success = serializers.FloatField(required=False, help_text="ranked by lead: chance of success")
@@ -253,8 +260,9 @@ class ScoreTermsSerializer(serializers.Serializer):
     show = serializers.FloatField(required=False, help_text="ranked by lead: chance it claims")
     holdS = serializers.FloatField(required=False, help_text="ranked by lead: the hold's length")
     queueS = serializers.FloatField(required=False, help_text="ranked by lead: seconds queued")
-    expectedS = serializers.FloatField(required=False,
-                                       help_text="ranked by lead: expected seconds to a success")
+    expectedS = serializers.FloatField(
+        required=False, help_text="ranked by lead: expected seconds to a success"
+    )
 
 
 class ScoreSerializer(serializers.Serializer):
@@ -269,34 +277,40 @@ class ScoreJson(serializers.JSONField):
 
 # --- Boards -----------------------------------------------------------------------------
 
+
 class BoardSerializer(Row):
     """A board SuperDispatch places cards on."""
 
     boardId = serializers.CharField(source="board_id", help_text="SuperPipeline's board id (brd_…)")
-    enabled = serializers.BooleanField(
-        help_text="whether SuperDispatch places its cards (false: opted out)")
+    enabled = serializers.BooleanField(help_text="whether SuperDispatch places its cards (false: opted out)")
     createdAt = Time(source="created_at", help_text="when it was first opted in")
     updatedAt = Time(source="updated_at", help_text="when it was last opted in or out")
     formula = serializers.CharField(
-        required=False, allow_null=True,
+        required=False,
+        allow_null=True,
         help_text="the board's own formula (a declared formula's recorded name, or pull), over "
-                  "SUPERDISPATCH_FORMULA; left out where the board has none")
+        "SUPERDISPATCH_FORMULA; left out where the board has none",
+    )
 
     omit_when_null = ("formula",)
 
 
 # --- Decisions and their candidates -----------------------------------------------------
 
+
 class CandidateIdentitySerializer(Row):
     """Who the candidate is, and how it came to be considered."""
 
     agentId = serializers.CharField(source="agent_id", help_text="AgentPod's agent id (agt_…)")
-    principalId = serializers.CharField(source="principal_id", allow_null=True,
-                                        help_text="the agent's principal, as SuperWitness knows it")
-    stationId = serializers.CharField(source="station_id", allow_null=True,
-                                      help_text="the station the agent runs in, when it has one")
+    principalId = serializers.CharField(
+        source="principal_id", allow_null=True, help_text="the agent's principal, as SuperWitness knows it"
+    )
+    stationId = serializers.CharField(
+        source="station_id", allow_null=True, help_text="the station the agent runs in, when it has one"
+    )
     source = serializers.ChoiceField(
-        ["roster", "direct"], help_text="roster: on the board's roster; direct: asked for by name")
+        ["roster", "direct"], help_text="roster: on the board's roster; direct: asked for by name"
+    )
 
 
 class CandidateSerializer(Row):
@@ -306,8 +320,10 @@ class CandidateSerializer(Row):
     filters = Verdicts(help_text="each filter's verdict on the agent, in the filters' order")
     score = ScoreJson(allow_null=True, help_text="its score among the eligible; null: not eligible")
     capable = serializers.BooleanField(
-        allow_null=True, required=False,
-        help_text="only for an agent off the roster: whether it has the stage's capability")
+        allow_null=True,
+        required=False,
+        help_text="only for an agent off the roster: whether it has the stage's capability",
+    )
     stageHistory = StageHistoryJson(source="stage_history", allow_null=True)
     policy = PolicyVerdictJson(required=False, allow_null=True)
 
@@ -340,10 +356,10 @@ class ReservationSerializer(Columns):
 class OutcomeSerializer(Columns):
     """What became of the decision's card; null until it is settled."""
 
-    status = serializers.ChoiceField(OUTCOMES, source="outcome_status",
-                                     help_text="what became of the card")
-    by = serializers.CharField(source="outcome_by", allow_null=True,
-                               help_text="the agent that claimed it, when one did")
+    status = serializers.ChoiceField(OUTCOMES, source="outcome_status", help_text="what became of the card")
+    by = serializers.CharField(
+        source="outcome_by", allow_null=True, help_text="the agent that claimed it, when one did"
+    )
     at = Time(source="outcome_at", help_text="when it was settled")
 
     present = "outcome_status"
@@ -352,8 +368,7 @@ class OutcomeSerializer(Columns):
 class RunSerializer(Columns):
     """The claim's run, as SuperWitness recorded it."""
 
-    status = serializers.ChoiceField(RUN_STATUSES, source="run_status",
-                                     help_text="how the claim's run ended")
+    status = serializers.ChoiceField(RUN_STATUSES, source="run_status", help_text="how the claim's run ended")
     verdictMark = serializers.FloatField(source="run_mark", allow_null=True)
     endedAt = Time(source="run_ended_at", allow_null=True, help_text="when the run ended")
 
@@ -377,30 +392,39 @@ class DecisionSerializer(Row):
     stageKey = serializers.CharField(source="stage_key", help_text="the stage the card waits in")
     policy = serializers.CharField(help_text="the formula that decided, name@version")
     chosen = serializers.CharField(allow_null=True, help_text="the agent held for; null: nobody")
-    reason = serializers.ChoiceField(REASONS, allow_null=True,
-                                     help_text="why it chose as it did, when the score alone "
-                                               "does not say")
+    reason = serializers.ChoiceField(
+        REASONS, allow_null=True, help_text="why it chose as it did, when the score alone does not say"
+    )
     tier = TierSerializer(source="*", allow_null=True)
     requires = CapabilityJson(allow_null=True)
     candidates = CandidateSerializer(many=True, help_text="every agent considered")
     reservation = ReservationSerializer(source="*", allow_null=True)
     reservationRefused = serializers.CharField(
-        source="reservation_refused", allow_null=True,
-        help_text="why SuperPipeline refused the hold, when it did (its answer's code)")
+        source="reservation_refused",
+        allow_null=True,
+        help_text="why SuperPipeline refused the hold, when it did (its answer's code)",
+    )
     reservationUnknown = serializers.CharField(
-        source="reservation_unknown", required=False, allow_null=True,
+        source="reservation_unknown",
+        required=False,
+        allow_null=True,
         help_text="the hold was asked for and no answer came (why: `timeout`); the next read "
-                  "of the board says whether it was held, or, where the card was claimed or "
-                  "had left its ladder first, it stays: nobody can say")
+        "of the board says whether it was held, or, where the card was claimed or "
+        "had left its ladder first, it stays: nobody can say",
+    )
     outcome = OutcomeSerializer(source="*", allow_null=True)
     createdAt = Time(source="created_at", help_text="when it was decided")
     learned = LearnedJson(required=False, allow_null=True)
     waiting = WaitingJson(required=False, allow_null=True)
     outlook = OutlookJson(required=False, allow_null=True)
-    run = RunSerializer(source="*", required=False, allow_null=True,
-                        help_text="the claim's run, once SuperWitness has it")
+    run = RunSerializer(
+        source="*", required=False, allow_null=True, help_text="the claim's run, once SuperWitness has it"
+    )
     experiment = ExperimentBlockSerializer(
-        source="*", required=False, allow_null=True,
-        help_text="the experiment whose block was in force when the card was decided")
+        source="*",
+        required=False,
+        allow_null=True,
+        help_text="the experiment whose block was in force when the card was decided",
+    )
 
     omit_when_null = ("reservationUnknown", "learned", "waiting", "outlook", "run", "experiment")

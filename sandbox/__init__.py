@@ -2,6 +2,7 @@
 
 Never imported by the service: tests, the simulator and the benchmarks use it.
 """
+
 from .adapter import SandboxAdapter, mount, sandbox_session
 from .clock import VirtualClock, rfc3339, system_clock
 from .http import SandboxServers

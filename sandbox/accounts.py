@@ -1,4 +1,5 @@
 """Accounts: service credentials, the tokens they buy, and the workspace's dispatch policy."""
+
 from __future__ import annotations
 
 import hmac

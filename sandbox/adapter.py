@@ -1,4 +1,5 @@
 """A `requests` transport that answers the suite's URLs in-process, with no sockets."""
+
 from __future__ import annotations
 
 import io

@@ -1,4 +1,5 @@
 """AgentPod: the bridge's roster for each board, and the capability registry of stations."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -11,6 +11,7 @@ stronger agent succeeds wherever a weaker one would), works for its own speed ti
 attempt's share, and so on. Two runs of a scenario that place the same card differently
 differ by the agents' skill and speed alone, not by a reshuffled draw (common random numbers).
 """
+
 from __future__ import annotations
 
 import random
@@ -94,8 +95,9 @@ class SimAgent:
         else:
             status, verdict = "failed", None
         executor = self.spec.principal_id or self.id
-        suite.witness.record(executor, status, board_id, stage_key, now,
-                             {"decision": verdict} if verdict else None, self.id)
+        suite.witness.record(
+            executor, status, board_id, stage_key, now, {"decision": verdict} if verdict else None, self.id
+        )
         metrics.runs.append(RunRecord(now, board_id, card.id, stage_key, self.id, status, verdict))
         self.card_id = self.finish_at = None
 

@@ -1,4 +1,5 @@
 """The suite over real HTTP on 127.0.0.1: one stdlib threading server per product."""
+
 from __future__ import annotations
 
 import threading

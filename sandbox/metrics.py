@@ -1,4 +1,5 @@
 """What a simulation keeps for benchmarks: every claim with its wait, every run's outcome, every no-show."""
+
 from __future__ import annotations
 
 import random

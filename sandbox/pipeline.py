@@ -7,6 +7,7 @@ claim, except that a card held for the agent comes first. A hold lapses on its o
 placement window keeps a newly ready card from pull (but not from its held agent) for that many
 seconds. What it keeps of boards, cards and agents is `pipeline_state.py`'s.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -412,8 +413,11 @@ class Pipeline:
             ]
         else:
             agents, verdicts, at = self._judged_here(board_id, requires)
-            at_capacity = [at[agent_id] for agent_id, count in working_here.items()
-                           if agent_id in at and count >= agents[at[agent_id]].concurrency]
+            at_capacity = [
+                at[agent_id]
+                for agent_id, count in working_here.items()
+                if agent_id in at and count >= agents[at[agent_id]].concurrency
+            ]
             if at_capacity:  # else the kept list itself, which nobody changes
                 verdicts = list(verdicts)
                 for i in at_capacity:
@@ -458,16 +462,23 @@ class Pipeline:
         return kept
 
     @staticmethod
-    def _reasons(agent: WorkspaceAgent, board_id: str, requires: dict, not_ready: bool = False,
-                 held: Reservation | None = None, working_here: dict[str, int] | None = None,
-                 card_grants: frozenset[str] | None = None) -> list[str]:
+    def _reasons(
+        agent: WorkspaceAgent,
+        board_id: str,
+        requires: dict,
+        not_ready: bool = False,
+        held: Reservation | None = None,
+        working_here: dict[str, int] | None = None,
+        card_grants: frozenset[str] | None = None,
+    ) -> list[str]:
         """The reasons `judged` gives, from the card's parts; by default those of a ready,
         unheld card that nobody works, with no grant of its own."""
         reasons = ["card_not_ready"] if not_ready else []
         if not has_capability(agent.capabilities, requires):
             reasons.append("capability_mismatch")
-        if (agent.grants is not None and board_id not in agent.grants) or \
-                (card_grants is not None and agent.id not in card_grants):
+        if (agent.grants is not None and board_id not in agent.grants) or (
+            card_grants is not None and agent.id not in card_grants
+        ):
             reasons.append("grant_denied")
         if working_here is not None and working_here.get(agent.id, 0) >= agent.concurrency:
             reasons.append("concurrency_reached")

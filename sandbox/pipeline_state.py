@@ -1,5 +1,6 @@
 """What the stand-in for SuperPipeline keeps: boards and their cards, the workspace's agents, the
 holds it granted and the claims made, and the capability rule a stage asks agents to meet."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -7,6 +7,7 @@ An event must carry `X-SuperDispatch-Delivery`, a fresh `X-SuperDispatch-Timesta
 events secret (the relay's scheme); a redelivered id is recorded once. A chat post must be
 `{"text": "…"}`. `status` and `slow_s` make it answer as a failing or a slow receiver would.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,9 +36,14 @@ class Received:
 class Receiver:
     """The receiver's logic, apart from any server: `handle` answers one POST."""
 
-    def __init__(self, secret: str = "", events_path: str = "/events", chat_path: str = "/chat",
-                 clock: Callable[[], float] = time.time,
-                 on_chat: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        secret: str = "",
+        events_path: str = "/events",
+        chat_path: str = "/chat",
+        clock: Callable[[], float] = time.time,
+        on_chat: Callable[[str], None] | None = None,
+    ) -> None:
         self.secret = secret
         self.events_path = events_path
         self.chat_path = chat_path
@@ -66,8 +72,10 @@ class Receiver:
         delivery = headers.get("x-superdispatch-delivery", "")
         stamp = headers.get("x-superdispatch-timestamp", "")
         signed = headers.get("x-superdispatch-signature", "")
-        expected = "sha256=" + hmac.new(self.secret.encode(), stamp.encode() + b"." + body,
-                                        hashlib.sha256).hexdigest()
+        expected = (
+            "sha256="
+            + hmac.new(self.secret.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+        )
         fresh = stamp.isdigit() and abs(self.clock() - int(stamp)) <= MAX_SKEW_S
         if not delivery or not fresh or not hmac.compare_digest(expected, signed):
             with self.lock:
@@ -103,8 +111,11 @@ class Receiver:
                 kinds[event.get("type", "?")] = kinds.get(event.get("type", "?"), 0) + 1
             events, chat = len(self.received.events), len(self.received.chat)
         detail = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
-        return (f"{events} events" + (f" ({detail})" if detail else "")
-                + f", {chat} chat post{'s' if chat != 1 else ''}")
+        return (
+            f"{events} events"
+            + (f" ({detail})" if detail else "")
+            + f", {chat} chat post{'s' if chat != 1 else ''}"
+        )
 
 
 class ReceiverServer:
@@ -115,8 +126,9 @@ class ReceiverServer:
         handler = _handler_for(receiver)
         self._httpd = ThreadingHTTPServer((host, port), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        name="sandbox-receiver", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="sandbox-receiver", daemon=True
+        )
 
     @property
     def url(self) -> str:

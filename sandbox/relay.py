@@ -5,6 +5,7 @@ The signature is HMAC-SHA256 with the delivery secret over `<timestamp>.<raw bod
 A non-2xx answer is retried on the next flush, under the same delivery id, up to
 `max_attempts` sends in all.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -1,4 +1,5 @@
 """What a product answers: a status and a JSON body, and the suite's error shapes."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

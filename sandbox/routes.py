@@ -1,4 +1,5 @@
 """Every route the sandbox serves, per product, with the products' auth and error shapes."""
+
 from __future__ import annotations
 
 import json
@@ -171,8 +172,15 @@ def _match(pattern: str, path: str) -> dict[str, str] | None:
     return params
 
 
-def dispatch(suite: Suite, product: str, method: str, path: str, query: dict[str, list[str]],
-             headers: dict[str, str], body: bytes) -> Reply:
+def dispatch(
+    suite: Suite,
+    product: str,
+    method: str,
+    path: str,
+    query: dict[str, list[str]],
+    headers: dict[str, str],
+    body: bytes,
+) -> Reply:
     """The product's answer to one request."""
     faulty = _FAULTY.get(suite.toggles.faults.get(product, ""))
     if faulty is not None:

@@ -3,6 +3,7 @@
 A scenario is a JSON file in `sandbox/scenarios/`; `load_scenario` validates it and names
 the first field that is wrong, by its path in the file.
 """
+
 from __future__ import annotations
 
 import json

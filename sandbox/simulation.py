@@ -3,6 +3,7 @@
 With a virtual clock, `run` advances time in fixed ticks, with no sockets and no sleeping.
 With the wall clock, `RealtimeDriver` steps the same simulation once a tick in a thread.
 """
+
 from __future__ import annotations
 
 import random
@@ -30,13 +31,16 @@ class Simulation:
             board_id: random.Random(f"{scenario.seed}:arrivals:{board_id}") for board_id in self._boards
         }
         self._next_arrival = {board_id: self._after(board_id, start) for board_id in self._boards}
-        self._bursting = {b.id: b for b in scenario.boards
-                          if arrivals and b.burst_every_minutes > 0 and b.burst_cards > 0}
+        self._bursting = {
+            b.id: b for b in scenario.boards if arrivals and b.burst_every_minutes > 0 and b.burst_cards > 0
+        }
         self._burst_rngs = {
             board_id: random.Random(f"{scenario.seed}:bursts:{board_id}") for board_id in self._bursting
         }
-        self._next_burst = {board_id: start + timedelta(minutes=b.burst_every_minutes)
-                            for board_id, b in self._bursting.items()}
+        self._next_burst = {
+            board_id: start + timedelta(minutes=b.burst_every_minutes)
+            for board_id, b in self._bursting.items()
+        }
 
     def _after(self, board_id: str, moment: datetime) -> datetime:
         rate_per_second = self._boards[board_id].arrival_per_minute / 60
@@ -85,8 +89,9 @@ class Simulation:
 class RealtimeDriver:
     """Steps a simulation once a tick of wall time in a background thread, for a suite served over HTTP."""
 
-    def __init__(self, simulation: Simulation, tick: float = 1.0,
-                 on_tick: Callable[[datetime], None] | None = None) -> None:
+    def __init__(
+        self, simulation: Simulation, tick: float = 1.0, on_tick: Callable[[datetime], None] | None = None
+    ) -> None:
         self.simulation = simulation
         self.tick = tick
         self.on_tick = on_tick

@@ -1,4 +1,5 @@
 """The whole suite in memory: one model per product, one lock, one entry point for requests."""
+
 from __future__ import annotations
 
 import random
@@ -105,9 +106,15 @@ class DispatchConfig:
 class Suite:
     """SuperPipeline, AgentPod, Accounts, SuperWitness and the relay, over one scenario and clock."""
 
-    def __init__(self, scenario: Scenario, clock: Clock | None = None, urls: ProductUrls | None = None,
-                 relay_target: Target = None, credential: str | None = None,
-                 relay_secret: str | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        clock: Clock | None = None,
+        urls: ProductUrls | None = None,
+        relay_target: Target = None,
+        credential: str | None = None,
+        relay_secret: str | None = None,
+    ) -> None:
         """`credential` and `relay_secret`: the ones SuperDispatch is already configured with (else new)."""
         self.scenario = scenario
         self.clock: Clock = clock or VirtualClock(scenario.start)
@@ -144,9 +151,15 @@ class Suite:
             for _ in range(board.initial_cards):
                 self.pipeline.add_card(board.id, priority=board.draw_priority(rng))
 
-    def handle(self, method: str, url: str, query: dict[str, list[str]] | None = None,
-               headers: dict[str, str] | None = None, body: bytes = b"",
-               timeout: float | None = None) -> tuple[int, dict[str, str], bytes]:
+    def handle(
+        self,
+        method: str,
+        url: str,
+        query: dict[str, list[str]] | None = None,
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+        timeout: float | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
         """Answer one request addressed to a product's URL (`<base><path>`, query in either place).
 
         `timeout`: how long the caller waits for an answer (an in-process transport's read
@@ -167,8 +180,11 @@ class Suite:
         delay = self._slowness(product, method, split.path)
         if delay:
             self.wait(delay)
-        hold = product == "superpipeline" and method.upper() == "PUT" \
+        hold = (
+            product == "superpipeline"
+            and method.upper() == "PUT"
             and split.path.rstrip("/").endswith("/reservation")
+        )
         if hold and self.toggles.hold_timeout == "lost":
             self._answer_late(product, timeout)
             return bare_error(504, "the hold was never made").encoded()  # nobody waits for it
@@ -193,8 +209,12 @@ class Suite:
     def _slowness(self, product: str, method: str, path: str) -> float:
         """How long a board read takes under the `slow` toggle (0: no longer than usual)."""
         parts = path.strip("/").split("/")
-        if product != "superpipeline" or method.upper() != "GET" or len(parts) != 3 \
-                or parts[:2] != ["v1", "boards"]:
+        if (
+            product != "superpipeline"
+            or method.upper() != "GET"
+            or len(parts) != 3
+            or parts[:2] != ["v1", "boards"]
+        ):
             return 0.0
         return float(self.toggles.slow.get(parts[2], 0.0))
 

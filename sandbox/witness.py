@@ -1,4 +1,5 @@
 """SuperWitness: finished runs, newest first, read in pages by an opaque cursor."""
+
 from __future__ import annotations
 
 import base64

@@ -18,6 +18,7 @@ class SuperDispatchConfig(AppConfig):
 
         board_changed.connect(schedule.on_board_changed, dispatch_uid="superdispatch.board_changed")
         sweep_finished.connect(schedule.on_sweep_finished, dispatch_uid="superdispatch.what_if")
-        sweep_finished.connect(schedule.on_sweep_reviews_experiments,
-                               dispatch_uid="superdispatch.experiments")
+        sweep_finished.connect(
+            schedule.on_sweep_reviews_experiments, dispatch_uid="superdispatch.experiments"
+        )
         post_migrate.connect(schedule.on_migrate, sender=self)

@@ -15,6 +15,7 @@ error"). Here a channel keeps the parameters it was opened with, so the restore 
 (and fails quietly while Redis is still down: the broker redelivers after the visibility
 timeout) and the worker goes on to reconnect.
 """
+
 from __future__ import annotations
 
 import os

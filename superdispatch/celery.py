@@ -1,4 +1,5 @@
 """The Celery app: sweeps on beat, relay placements and board looks on workers."""
+
 import gc
 import os
 

@@ -3,6 +3,7 @@
 Only variables the environment does not already set are taken from the file, so a real
 configuration always wins. `make run` uses it to start on the demo configuration.
 """
+
 import os
 import sys
 

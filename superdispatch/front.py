@@ -32,6 +32,7 @@ the client goes.
 It imports nothing of Django's: gunicorn loads the worker, and so this, before the
 application.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,43 +73,62 @@ _GONE = object()  # the client went away first
 def refusal(status: int, code: str, message: str) -> list[dict]:
     """An answer of the front's own, in the API's error shape, closing the connection."""
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    return [{"type": "http.response.start", "status": status,
-             "headers": [(b"Content-Type", b"application/json"),
-                         (b"Content-Length", str(len(body)).encode()),
-                         (b"Cache-Control", b"no-store"), (b"Connection", b"close")]},
-            {"type": "http.response.body", "body": body}]
+    return [
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"Content-Type", b"application/json"),
+                (b"Content-Length", str(len(body)).encode()),
+                (b"Cache-Control", b"no-store"),
+                (b"Connection", b"close"),
+            ],
+        },
+        {"type": "http.response.body", "body": body},
+    ]
 
 
 class Limits:
     """gunicorn's limits on a request's head (its `limit_request_*` settings), and the API's
     on a body (DATA_UPLOAD_MAX_MEMORY_SIZE)."""
 
-    def __init__(self, line: int = 4094, fields: int = 100, field_size: int = 8190,
-                 body: int = 256 * 1024):
+    def __init__(self, line: int = 4094, fields: int = 100, field_size: int = 8190, body: int = 256 * 1024):
         self.line, self.fields, self.field_size, self.body = line, fields, field_size, body
 
     def head_refusal(self, scope: dict) -> list[dict] | None:
         """A 414 or 431 for a head over the limits (a 400 for an HTTP version gunicorn would
         not read: h11 reads any 1.x and 9.9 alike), else None."""
         if scope["http_version"] not in ("1.0", "1.1"):
-            return refusal(400, "bad-request",
-                           f"HTTP/{scope['http_version'][:8]} is not a version this server reads")
-        line = (len(scope["method"]) + 1 + len(scope["raw_path"]) + 1
-                + len(b"HTTP/" + scope["http_version"].encode()))
+            return refusal(
+                400, "bad-request", f"HTTP/{scope['http_version'][:8]} is not a version this server reads"
+            )
+        line = (
+            len(scope["method"])
+            + 1
+            + len(scope["raw_path"])
+            + 1
+            + len(b"HTTP/" + scope["http_version"].encode())
+        )
         if scope["query_string"]:
             line += 1 + len(scope["query_string"])
         if self.line and line > self.line:
-            return refusal(414, "request-line-too-long",
-                           f"the request line is {line} bytes, over the limit of {self.line}")
+            return refusal(
+                414,
+                "request-line-too-long",
+                f"the request line is {line} bytes, over the limit of {self.line}",
+            )
         headers = scope["headers"]
         if self.fields and len(headers) > self.fields:
-            return refusal(431, "headers-too-large",
-                           f"the request has {len(headers)} headers, over the limit of "
-                           f"{self.fields}")
+            return refusal(
+                431,
+                "headers-too-large",
+                f"the request has {len(headers)} headers, over the limit of {self.fields}",
+            )
         longest = max((len(name) + 2 + len(value) for name, value in headers), default=0)
         if self.field_size and longest > self.field_size:
-            return refusal(431, "headers-too-large",
-                           f"a header is {longest} bytes, over the limit of {self.field_size}")
+            return refusal(
+                431, "headers-too-large", f"a header is {longest} bytes, over the limit of {self.field_size}"
+            )
         return None
 
 
@@ -123,12 +143,18 @@ def environ_for(scope: dict, body: bytes) -> dict:
         # reads back to UTF-8 itself.
         "PATH_INFO": unquote_to_bytes(scope["raw_path"].decode("latin-1")).decode("latin-1"),
         "QUERY_STRING": scope["query_string"].decode("latin-1"),
-        "SERVER_NAME": str(server[0]), "SERVER_PORT": str(server[1] or ""),
+        "SERVER_NAME": str(server[0]),
+        "SERVER_PORT": str(server[1] or ""),
         "SERVER_PROTOCOL": f"HTTP/{scope['http_version']}",
-        "REMOTE_ADDR": str(client[0]), "REMOTE_PORT": str(client[1]),
-        "wsgi.version": (1, 0), "wsgi.url_scheme": scope.get("scheme", "http"),
-        "wsgi.input": io.BytesIO(body), "wsgi.input_terminated": True,
-        "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": True,
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
         "wsgi.run_once": False,
     }
     for raw_name, raw_value in scope["headers"]:
@@ -210,10 +236,17 @@ class Front:
     """The ASGI application uvicorn serves: each request read whole on the loop, then handed
     to the WSGI application on a pool of `threads` threads."""
 
-    def __init__(self, wsgi: Callable, threads: int = 4, limits: Limits | None = None,
-                 budget_s: float = 60, on_overrun: Callable[[dict], None] | None = None,
-                 body_timeout_s: float = BODY_TIMEOUT_S, wait_for=asyncio.wait_for,
-                 write_threads: int = WRITE_THREADS):
+    def __init__(
+        self,
+        wsgi: Callable,
+        threads: int = 4,
+        limits: Limits | None = None,
+        budget_s: float = 60,
+        on_overrun: Callable[[dict], None] | None = None,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+        wait_for=asyncio.wait_for,
+        write_threads: int = WRITE_THREADS,
+    ):
         self.wsgi = wsgi
         self.pool = _Pool(threads, "read")  # reads: GET, HEAD, OPTIONS
         # Every other method (a write, the relay's webhook) on threads of its own: a delivery
@@ -241,9 +274,11 @@ class Front:
         try:
             body = await asyncio.wait_for(self._body(scope, receive), self.body_timeout_s)
         except TimeoutError:
-            for message in refusal(408, "request-timeout",
-                                   f"the request's body did not come whole within "
-                                   f"{self.body_timeout_s:.0f} s"):
+            for message in refusal(
+                408,
+                "request-timeout",
+                f"the request's body did not come whole within {self.body_timeout_s:.0f} s",
+            ):
                 await send(message)
             return
         except _Gone:
@@ -264,7 +299,7 @@ class Front:
                 raise _Gone
             body += message.get("body", b"")
             if not message.get("more_body") or len(body) > limit:
-                return bytes(body[:limit + 1])
+                return bytes(body[: limit + 1])
 
     async def _answer(self, scope: dict, environ: dict, receive, send) -> None:
         answer = _Answer(asyncio.get_running_loop())
@@ -297,13 +332,23 @@ class Front:
         was running is reported to `on_overrun`: that thread is still busy with it."""
         path = scope["raw_path"].decode("latin-1")  # still percent-escaped: one line in the log
         if ran:
-            log.warning("superdispatch: %s %s ran past its %.0f s budget; answered 503",
-                        scope["method"], path, self.budget_s)
-            message = (f"the request ran past its {self.budget_s:.0f} s budget and was stopped: "
-                       "ask for less (one board, a shorter window) or try again")
+            log.warning(
+                "superdispatch: %s %s ran past its %.0f s budget; answered 503",
+                scope["method"],
+                path,
+                self.budget_s,
+            )
+            message = (
+                f"the request ran past its {self.budget_s:.0f} s budget and was stopped: "
+                "ask for less (one board, a shorter window) or try again"
+            )
         else:
-            log.warning("superdispatch: %s %s waited %.0f s for a thread; answered 503",
-                        scope["method"], path, self.budget_s)
+            log.warning(
+                "superdispatch: %s %s waited %.0f s for a thread; answered 503",
+                scope["method"],
+                path,
+                self.budget_s,
+            )
             message = f"the server was too busy to begin the request within {self.budget_s:.0f} s"
         for part in refusal(503, "over-budget", message):
             await send(part)
@@ -331,8 +376,10 @@ class Front:
                 raise exc_info[1].with_traceback(exc_info[2])
             # Values stripped: Django writes each Set-Cookie with a leading space, which
             # gunicorn let pass and h11 refuses.
-            head[:] = [int(status.split(" ", 1)[0]),
-                       [(k.encode("latin-1"), v.strip().encode("latin-1")) for k, v in headers]]
+            head[:] = [
+                int(status.split(" ", 1)[0]),
+                [(k.encode("latin-1"), v.strip().encode("latin-1")) for k, v in headers],
+            ]
             return write
 
         answer_begun = [False]
@@ -340,14 +387,14 @@ class Front:
 
         def begin() -> None:
             if not answer_begun[0]:
-                answer.put({"type": "http.response.start", "status": head[0],
-                            "headers": head[1]})
+                answer.put({"type": "http.response.start", "status": head[0], "headers": head[1]})
                 answer_begun[0] = True
 
         def flush(more: bool) -> None:
             begin()
-            answer.put({"type": "http.response.body", "body": bytes(pending),
-                        "more_body": more}, len(pending))
+            answer.put(
+                {"type": "http.response.body", "body": bytes(pending), "more_body": more}, len(pending)
+            )
             pending.clear()
 
         def write(data: bytes) -> None:

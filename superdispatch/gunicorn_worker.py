@@ -19,6 +19,7 @@ running the request cannot be stopped from outside.
 `manage.py serve` and `gunicorn superdispatch.wsgi` (gunicorn.conf.py) both run it. It
 imports nothing of Django's at import: gunicorn loads it before the application.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,13 @@ from uvicorn_worker import UvicornWorker
 
 from superdispatch.front import Front, Limits
 
-CODES = {400: "bad-request", 408: "request-timeout", 414: "request-line-too-long",
-         431: "headers-too-large", 501: "not-implemented"}
+CODES = {
+    400: "bad-request",
+    408: "request-timeout",
+    414: "request-line-too-long",
+    431: "headers-too-large",
+    501: "not-implemented",
+}
 # The most a request's head may hold before it is whole (h11's buffer): a slow client's memory
 # is bounded by it. gunicorn's own limits (4,094 bytes of request line, 100 headers of 8,190
 # bytes each) are then checked on the whole head, by the front.
@@ -51,11 +57,18 @@ log = logging.getLogger("superdispatch.front")
 def error_answer(status: int, message: str) -> bytes:
     code = CODES.get(status, "bad-request")
     body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    reason = {400: "Bad Request", 408: "Request Timeout", 414: "Request-URI Too Long",
-              431: "Request Header Fields Too Large", 501: "Not Implemented"}.get(status, "")
-    return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\n"
-            "Connection: close\r\n\r\n").encode("latin-1") + body
+    reason = {
+        400: "Bad Request",
+        408: "Request Timeout",
+        414: "Request-URI Too Long",
+        431: "Request Header Fields Too Large",
+        501: "Not Implemented",
+    }.get(status, "")
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode("latin-1") + body
 
 
 class Protocol(H11Protocol):
@@ -104,8 +117,9 @@ class Protocol(H11Protocol):
         if busy or self.transport.is_closing():
             return
         if started:  # a head begun and not finished; an idle keep-alive is just closed
-            self.transport.write(error_answer(
-                408, f"the request's head did not come whole within {HEAD_TIMEOUT_S} s"))
+            self.transport.write(
+                error_answer(408, f"the request's head did not come whole within {HEAD_TIMEOUT_S} s")
+            )
         self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
@@ -137,9 +151,16 @@ def _not_invalid_request(record: logging.LogRecord) -> bool:
 class Worker(UvicornWorker):
     """gunicorn's worker running uvicorn's loop over superdispatch.front.Front."""
 
-    CONFIG_KWARGS = {"loop": "asyncio", "http": Protocol, "ws": "none", "lifespan": "off",
-                     "interface": "asgi3", "proxy_headers": False,
-                     "h11_max_incomplete_event_size": HEAD_MAX, "server_header": False}
+    CONFIG_KWARGS = {
+        "loop": "asyncio",
+        "http": Protocol,
+        "ws": "none",
+        "lifespan": "off",
+        "interface": "asgi3",
+        "proxy_headers": False,
+        "h11_max_incomplete_event_size": HEAD_MAX,
+        "server_header": False,
+    }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -151,16 +172,21 @@ class Worker(UvicornWorker):
         from django.conf import settings  # the application is loaded by now
 
         cfg = self.cfg
-        limits = Limits(line=cfg.limit_request_line, fields=cfg.limit_request_fields,
-                        field_size=cfg.limit_request_field_size,
-                        body=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-        return Front(self.wsgi, threads=cfg.threads, limits=limits, budget_s=cfg.timeout,
-                     on_overrun=self.retire)
+        limits = Limits(
+            line=cfg.limit_request_line,
+            fields=cfg.limit_request_fields,
+            field_size=cfg.limit_request_field_size,
+            body=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+        )
+        return Front(
+            self.wsgi, threads=cfg.threads, limits=limits, budget_s=cfg.timeout, on_overrun=self.retire
+        )
 
     def retire(self, scope: dict) -> None:
         """Make way for a fresh worker: the thread running the overrun request stays busy."""
-        log.warning("superdispatch: worker %s retires after a request over budget; gunicorn "
-                    "starts another", self.pid)
+        log.warning(
+            "superdispatch: worker %s retires after a request over budget; gunicorn starts another", self.pid
+        )
         if self.server is not None:
             self.server.should_exit = True
 

@@ -23,6 +23,7 @@ process started (gunicorn's and Celery's workers, and a management command), and
 reads them all; merging the files of dead processes is left for when that count matters. Placement
 stays pure; the loop calls the small functions below, each a few microseconds.
 """
+
 from __future__ import annotations
 
 import functools
@@ -75,48 +76,60 @@ OTHER = "other"
 
 # --- What happens, counted where it happens ---------------------------------------------
 
-DECISIONS = Counter("superdispatch_decisions", "Decisions recorded",
-                    ["board", "tier", "reason"])
+DECISIONS = Counter("superdispatch_decisions", "Decisions recorded", ["board", "tier", "reason"])
 HOLDS = Counter("superdispatch_holds", "Holds SuperPipeline made", ["tier"])
 REFUSALS = Counter("superdispatch_hold_refusals", "Holds SuperPipeline refused", ["tier"])
-OUTCOMES = Counter("superdispatch_outcomes", "Decisions settled, by what became of the card",
-                   ["tier", "outcome"])
+OUTCOMES = Counter(
+    "superdispatch_outcomes", "Decisions settled, by what became of the card", ["tier", "outcome"]
+)
 HOLD_TO_CLAIM = Histogram(
     "superdispatch_hold_to_claim_seconds",
-    "From a decision's hold to the held agent's claim", ["tier"],
-    buckets=(1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300, 600))
-NO_SHOWS = Counter("superdispatch_no_shows", "Holds that lapsed unclaimed by their agent",
-                   ["agent"])
+    "From a decision's hold to the held agent's claim",
+    ["tier"],
+    buckets=(1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 300, 600),
+)
+NO_SHOWS = Counter("superdispatch_no_shows", "Holds that lapsed unclaimed by their agent", ["agent"])
 SWEEP_SECONDS = Histogram(
-    "superdispatch_sweep_duration_seconds", "One sweep over every opted-in board",
-    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120))
+    "superdispatch_sweep_duration_seconds",
+    "One sweep over every opted-in board",
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120),
+)
 SWEEP_BOARDS = Counter(
     "superdispatch_sweep_boards",
     "Boards in sweeps: read, unrostered (read and settled, its roster unread: nothing placed), "
     "unread (the read failed), skipped (leased elsewhere), deferred (left to the next sweep "
-    "when the budget was spent)", ["result"])
-RELAY_DELIVERIES = Counter("superdispatch_relay_deliveries", "The event relay's deliveries",
-                           ["result"])
+    "when the budget was spent)",
+    ["result"],
+)
+RELAY_DELIVERIES = Counter("superdispatch_relay_deliveries", "The event relay's deliveries", ["result"])
 RELAY_LAG = Histogram(
-    "superdispatch_relay_lag_seconds", "From a card.ready event's timestamp to its hold",
-    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60))
-OUTBOX_SENDS = Counter("superdispatch_outbox_sends", "Outbox deliveries attempted",
-                       ["channel", "result"])
+    "superdispatch_relay_lag_seconds",
+    "From a card.ready event's timestamp to its hold",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+)
+OUTBOX_SENDS = Counter("superdispatch_outbox_sends", "Outbox deliveries attempted", ["channel", "result"])
 PRUNED = Counter("superdispatch_pruned_rows", "Rows retention pruned", ["table"])
 # superdispatch.refusals counts each, as it logs at most one line a minute of each kind.
-REFUSED_REQUESTS = Counter("superdispatch_refused_requests",
-                           "Requests refused: a host not allowed, or answered 4xx", ["why"])
+REFUSED_REQUESTS = Counter(
+    "superdispatch_refused_requests", "Requests refused: a host not allowed, or answered 4xx", ["why"]
+)
 PRODUCT_FAILURES = Counter(
     "superdispatch_product_call_failures",
     "Calls to a product of the suite that failed, by the call's route (a template) and why: "
     "timeout, unreachable, unavailable (5xx, 408, 429), refused (4xx), bad-shape",
-    ["product", "route", "cause"])
-API_REQUESTS = Counter("superdispatch_api_requests",
-                       "Requests answered, by the route's pattern and the status's class",
-                       ["route", "status"])
+    ["product", "route", "cause"],
+)
+API_REQUESTS = Counter(
+    "superdispatch_api_requests",
+    "Requests answered, by the route's pattern and the status's class",
+    ["route", "status"],
+)
 API_SECONDS = Histogram(
-    "superdispatch_api_request_duration_seconds", "From a request's arrival to its answer",
-    ["route"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+    "superdispatch_api_request_duration_seconds",
+    "From a request's arrival to its answer",
+    ["route"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
 UNROUTED = "unrouted"  # a request no URL pattern matched: never its raw path
 
@@ -182,8 +195,9 @@ def hold_refused(tier: str) -> None:
     OUTCOMES.labels(tier, "not-reserved").inc()
 
 
-def settled(tier: str | None, status: str, held_for: str | None, claim_after_s: float | None,
-            no_show: bool) -> None:
+def settled(
+    tier: str | None, status: str, held_for: str | None, claim_after_s: float | None, no_show: bool
+) -> None:
     """One settlement: its outcome, the hold-to-claim time of a claim by the held agent, and
     the agent's no-show when its hold lapsed unclaimed."""
     tier = tier or NO_REASON
@@ -194,8 +208,7 @@ def settled(tier: str | None, status: str, held_for: str | None, claim_after_s: 
         NO_SHOWS.labels(_agents(held_for)).inc()
 
 
-def sweep_done(seconds: float, read: int, unrostered: int, unread: int, skipped: int,
-               deferred: int) -> None:
+def sweep_done(seconds: float, read: int, unrostered: int, unread: int, skipped: int, deferred: int) -> None:
     SWEEP_SECONDS.observe(max(0.0, seconds))
     for result, n in zip(BOARD_RESULTS, (read, unrostered, unread, skipped, deferred)):
         if n:
@@ -283,6 +296,8 @@ class CountRequests:
 
 def own_routes() -> list[str]:
     """The patterns of our own routes (the API, health, metrics), not the admin's."""
-    return [str(p.pattern) for p in get_resolver().url_patterns
-            if isinstance(p, URLPattern) and not str(p.pattern).startswith(("admin", "^"))]
-
+    return [
+        str(p.pattern)
+        for p in get_resolver().url_patterns
+        if isinstance(p, URLPattern) and not str(p.pattern).startswith(("admin", "^"))
+    ]

@@ -9,6 +9,7 @@ wait for the next run, untouched. Delivery is at least once; a receiver deduplic
 delivery id. Runs happen in the worker, after each pass that wrote rows (`kick`) and every
 15 s on beat, never inside a pass.
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,8 +63,9 @@ class RunSummary:
         return f"{self.delivered} delivered, {self.failed} to retry, {self.dead} dead"
 
 
-def deliver_due(targets: dict[str, Receiver], clock: Callable[[], datetime],
-                limit: int = RUN_LIMIT) -> RunSummary:
+def deliver_due(
+    targets: dict[str, Receiver], clock: Callable[[], datetime], limit: int = RUN_LIMIT
+) -> RunSummary:
     """Send what is due on these channels; a channel whose post fails sends nothing more this run."""
     summary = RunSummary()
     for event in outbox.due(clock(), targets, limit):
@@ -78,12 +80,19 @@ def deliver_due(targets: dict[str, Receiver], clock: Callable[[], datetime],
             summary.stopped.add(event.channel)
             if state == "dead":
                 summary.dead += 1
-                log.warning("outbox: %s %s dead after %d attempts: %s", event.channel, event.id,
-                            attempts, err.code)
+                log.warning(
+                    "outbox: %s %s dead after %d attempts: %s", event.channel, event.id, attempts, err.code
+                )
             else:
                 summary.failed += 1
-                log.warning("outbox: %s %s not delivered (attempt %d), retrying at %s: %s",
-                            event.channel, event.id, attempts, retry_at.isoformat(), err.code)
+                log.warning(
+                    "outbox: %s %s not delivered (attempt %d), retrying at %s: %s",
+                    event.channel,
+                    event.id,
+                    attempts,
+                    retry_at.isoformat(),
+                    err.code,
+                )
             metrics.outbox_sent(event.channel, state if state == "dead" else "failed")
             continue
         outbox.do_mark_delivered(event, clock())

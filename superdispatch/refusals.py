@@ -7,6 +7,7 @@ it becomes one warning line without a traceback, every one is counted in
 `superdispatch_refused_requests_total` (by `why`), and of each kind at most one line a minute
 is written, the next saying how many were left out.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,7 +24,8 @@ def _printable(text: str) -> str:
     starts a log line of its own, and cut short."""
     cut = text[:MOST_CHARS]
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in cut) + (
-        "…" if len(text) > MOST_CHARS else "")
+        "…" if len(text) > MOST_CHARS else ""
+    )
 
 
 def refusal(record: logging.LogRecord) -> tuple[str, str] | None:
@@ -31,8 +33,9 @@ def refusal(record: logging.LogRecord) -> tuple[str, str] | None:
     if record.name == "django.security.DisallowedHost":
         request = getattr(record, "request", None)
         host = request.META.get("HTTP_HOST", "") if request is not None else ""
-        return "disallowed-host", (f"refused a request for host {_printable(host)!r}, not in "
-                                   "SUPERDISPATCH_ALLOWED_HOSTS")
+        return "disallowed-host", (
+            f"refused a request for host {_printable(host)!r}, not in SUPERDISPATCH_ALLOWED_HOSTS"
+        )
     status = getattr(record, "status_code", None)
     if record.name == "django.request" and isinstance(status, int) and 400 <= status < 500:
         return str(status), _printable(record.getMessage())

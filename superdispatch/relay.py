@@ -1,4 +1,5 @@
 """The event relay's deliveries: verified, deduplicated, answered fast, acted on by workers."""
+
 from __future__ import annotations
 
 import hashlib
@@ -68,9 +69,11 @@ def verified_body(request, now_s: float) -> bytes:
     if len(body) > MAX_BODY:
         raise ApiError(413, "too-large", f"a delivery is at most {MAX_BODY} bytes")
     if not TIMESTAMP.fullmatch(timestamp) or abs(now_s - int(timestamp)) > MAX_SKEW_S:
-        raise ApiError(401, "stale-or-missing-timestamp",
-                       "the delivery's timestamp is missing, not Unix seconds, or more than "
-                       "300 s from now")
+        raise ApiError(
+            401,
+            "stale-or-missing-timestamp",
+            "the delivery's timestamp is missing, not Unix seconds, or more than 300 s from now",
+        )
     if not signature_valid(settings.SUPERDISPATCH.relay_secret, timestamp, body, signature):
         raise ApiError(401, "bad-signature", "the delivery's signature does not verify")
     return body
@@ -88,8 +91,9 @@ def _event(body: bytes) -> dict:
         raise bad_request("bad-event", "the event has no type")
     if not isinstance(event.get("boardId"), str) or not BOARD_ID.fullmatch(event["boardId"]):
         raise bad_request("bad-event", "the event's boardId is not a board id (brd_…)")
-    if event["type"] == "card.ready" and not (isinstance(event.get("cardId"), str)
-                                              and CARD_ID.fullmatch(event["cardId"])):
+    if event["type"] == "card.ready" and not (
+        isinstance(event.get("cardId"), str) and CARD_ID.fullmatch(event["cardId"])
+    ):
         raise bad_request("bad-event", "a card.ready event names its cardId (card_…)")
     return event
 
@@ -104,8 +108,9 @@ def note_claim(event: dict, now: datetime | None = None) -> bool:
     data = event.get("data")
     agent_id = data.get("agentId") if isinstance(data, dict) else None
     card_id, stage_key = event.get("cardId"), event.get("stageKey")
-    if not all(isinstance(v, str) and 0 < len(v) <= 128 and "\x00" not in v
-               for v in (agent_id, card_id, stage_key)):
+    if not all(
+        isinstance(v, str) and 0 < len(v) <= 128 and "\x00" not in v for v in (agent_id, card_id, stage_key)
+    ):
         return False
     now = now or timezone.now()
     ts = event.get("ts")
@@ -113,8 +118,7 @@ def note_claim(event: dict, now: datetime | None = None) -> bool:
         at = parse_time(ts) if isinstance(ts, str) and len(ts) <= MAX_TS else now
     except (ValueError, OverflowError):  # not a time, or one past the calendar's ends
         at = now
-    do_note_relay_claim(event["boardId"], card_id, stage_key, agent_id, event["type"],
-                                at, now)
+    do_note_relay_claim(event["boardId"], card_id, stage_key, agent_id, event["type"], at, now)
     return True
 
 
@@ -122,8 +126,7 @@ def unreadable(delivery: str, refusal: ApiError) -> Response:
     """The 400 of a signed delivery whose body holds no event. A relay would deliver it again
     and again, so it is logged, once a delivery: this line, with no traceback, and not
     Django's own line for a 4xx as well."""
-    log.warning("relay: delivery %s answered 400, its body holds no event: %s", delivery,
-                refusal.detail)
+    log.warning("relay: delivery %s answered 400, its body holds no event: %s", delivery, refusal.detail)
     response = Response(error_body(refusal.code, str(refusal.detail)), status=400)
     response._has_been_logged = True  # read by django.utils.log.log_response
     return response
@@ -140,29 +143,46 @@ def accept(event: dict, delivery: str) -> dict:
     note_claim(event)
     if event["type"] == "card.ready":
         ts = event.get("ts")
-        tasks.place_card_task.delay(board_id, event["cardId"],
-                                    ts if isinstance(ts, str) and len(ts) <= MAX_TS else None,
-                                    delivery)
+        tasks.place_card_task.delay(
+            board_id, event["cardId"], ts if isinstance(ts, str) and len(ts) <= MAX_TS else None, delivery
+        )
     elif cache.add(f"superdispatch:look:{board_id}", 1, LOOK_DELAY_S):
         tasks.look_at_board_task.apply_async((board_id,), countdown=LOOK_DELAY_S)
     return {"ok": True}
 
 
-RELAY_ANSWER = inline_serializer("RelayAnswer", {
-    "ok": serializers.BooleanField(),
-    "duplicate": serializers.BooleanField(required=False,
-                                          help_text="this delivery id was seen before"),
-    "ignored": serializers.BooleanField(required=False,
-                                        help_text="the board is not opted in, or disabled"),
-})
+RELAY_ANSWER = inline_serializer(
+    "RelayAnswer",
+    {
+        "ok": serializers.BooleanField(),
+        "duplicate": serializers.BooleanField(required=False, help_text="this delivery id was seen before"),
+        "ignored": serializers.BooleanField(
+            required=False, help_text="the board is not opted in, or disabled"
+        ),
+    },
+)
 RELAY_HEADERS = [
-    OpenApiParameter("X-Treaty-Timestamp", str, OpenApiParameter.HEADER, required=True,
-                     description="Unix seconds, within 300 s of now"),
-    OpenApiParameter("X-Treaty-Signature", str, OpenApiParameter.HEADER, required=True,
-                     description="sha256=<hex HMAC-SHA256 of `<timestamp>.<body>`> under the "
-                                 "relay's delivery secret"),
-    OpenApiParameter("X-Treaty-Delivery", str, OpenApiParameter.HEADER, required=True,
-                     description="the delivery's id: a redelivery is answered as a duplicate"),
+    OpenApiParameter(
+        "X-Treaty-Timestamp",
+        str,
+        OpenApiParameter.HEADER,
+        required=True,
+        description="Unix seconds, within 300 s of now",
+    ),
+    OpenApiParameter(
+        "X-Treaty-Signature",
+        str,
+        OpenApiParameter.HEADER,
+        required=True,
+        description="sha256=<hex HMAC-SHA256 of `<timestamp>.<body>`> under the relay's delivery secret",
+    ),
+    OpenApiParameter(
+        "X-Treaty-Delivery",
+        str,
+        OpenApiParameter.HEADER,
+        required=True,
+        description="the delivery's id: a redelivery is answered as a duplicate",
+    ),
 ]
 
 
@@ -173,28 +193,35 @@ class RelayEvents(APIView):
     content_negotiation_class = FirstRenderer
 
     @extend_schema(
-        summary="The event relay's deliveries (signed; no operator token)", auth=[],
+        summary="The event relay's deliveries (signed; no operator token)",
+        auth=[],
         description="SuperPipeline's events, delivered by the event relay and signed with the "
-                    "shared delivery secret (the X-Treaty headers). A ready card is placed at "
-                    "once; any other event has its board looked at again. A delivery seen "
-                    "before is answered 200 and acted on once.",
-        parameters=RELAY_HEADERS, request=OpenApiTypes.OBJECT,
+        "shared delivery secret (the X-Treaty headers). A ready card is placed at "
+        "once; any other event has its board looked at again. A delivery seen "
+        "before is answered 200 and acted on once.",
+        parameters=RELAY_HEADERS,
+        request=OpenApiTypes.OBJECT,
         responses={
-            200: OpenApiResponse(RELAY_ANSWER, description="a redelivery, or an event for a "
-                                                           "board not placed"),
+            200: OpenApiResponse(
+                RELAY_ANSWER, description="a redelivery, or an event for a board not placed"
+            ),
             202: OpenApiResponse(RELAY_ANSWER, description="accepted: the workers act on it"),
             400: error("signed, but no delivery id, or the body is not an event"),
             401: error("the timestamp is missing or stale, or the signature does not verify"),
             413: error("the delivery is larger than 64 KiB"),
-            503: error("the store or the task queue cannot be reached: nothing was taken, "
-                       "deliver again after Retry-After seconds"),
-        })
+            503: error(
+                "the store or the task queue cannot be reached: nothing was taken, "
+                "deliver again after Retry-After seconds"
+            ),
+        },
+    )
     def post(self, request):
         body = verified_body(request, time.time())
         delivery = request.headers.get("X-Treaty-Delivery", "")
         if not DELIVERY.fullmatch(delivery):
-            raise bad_request("bad-delivery", "X-Treaty-Delivery names the delivery: 1 to 200 "
-                                              "visible ASCII characters")
+            raise bad_request(
+                "bad-delivery", "X-Treaty-Delivery names the delivery: 1 to 200 visible ASCII characters"
+            )
         try:
             event = _event(body)
         except ApiError as refusal:
@@ -205,14 +232,15 @@ class RelayEvents(APIView):
         try:
             with transaction.atomic():
                 ready = event["type"] == "card.ready"
-                if not do_note_delivery(delivery, timezone.now(),
-                                                event["cardId"][:128] if ready else "",
-                                                event["boardId"][:128] if ready else ""):
+                if not do_note_delivery(
+                    delivery,
+                    timezone.now(),
+                    event["cardId"][:128] if ready else "",
+                    event["boardId"][:128] if ready else "",
+                ):
                     return Response({"ok": True, "duplicate": True})
                 answer = accept(event, delivery)
         except QUEUE_DOWN as err:
-            log.warning("relay: the task queue cannot be reached, answered 503: %s",
-                        type(err).__name__)
-            return unavailable("queue-unavailable",
-                               "the task queue cannot be reached; deliver again shortly")
+            log.warning("relay: the task queue cannot be reached, answered 503: %s", type(err).__name__)
+            return unavailable("queue-unavailable", "the task queue cannot be reached; deliver again shortly")
         return Response(answer, status=200 if answer.get("ignored") else 202)

@@ -7,6 +7,7 @@ is served, or one a request finds open without it (a stream's rows read after it
 returned). The loop and the Celery tasks open theirs without it, for a sweep or a retention pass
 may legitimately run a long statement. SQLite has no such setting and is left as it is.
 """
+
 from __future__ import annotations
 
 import threading
@@ -41,8 +42,11 @@ class RequestBudget:
         connection_created.connect(_on_created, dispatch_uid="superdispatch.request_budget")
 
     def __call__(self, request):
-        if (connection.vendor == "postgresql" and connection.connection is not None
-                and getattr(connection, "statement_budget_of", None) is not connection.connection):
+        if (
+            connection.vendor == "postgresql"
+            and connection.connection is not None
+            and getattr(connection, "statement_budget_of", None) is not connection.connection
+        ):
             _bound(connection, self.milliseconds)
         _serving.milliseconds = self.milliseconds
         try:

@@ -1,4 +1,5 @@
 """Wiring the loop to Celery: beat's sweep schedule, and the listeners that enqueue tasks."""
+
 from __future__ import annotations
 
 import logging
@@ -28,15 +29,19 @@ def ensure_sweep_schedule() -> None:
     """Register (or update) the periodic sweep from SUPERDISPATCH_SWEEP_SECONDS; beat and the
     admin read it from django-celery-beat's tables."""
     every = settings.SUPERDISPATCH.sweep_seconds
-    interval, _ = IntervalSchedule.objects.get_or_create(every=every,
-                                                         period=IntervalSchedule.SECONDS)
+    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=IntervalSchedule.SECONDS)
     # A sweep still queued when the next is due is dropped by the worker (`expires`), so a
     # slow sweep never leaves a queue of sweeps behind it.
     PeriodicTask.objects.update_or_create(
         name=SWEEP_TASK_NAME,
-        defaults={"task": "superdispatch.sweep", "interval": interval, "enabled": True,
-                  "expire_seconds": every,
-                  "description": "Settle, queue and place every opted-in board's ready cards."})
+        defaults={
+            "task": "superdispatch.sweep",
+            "interval": interval,
+            "enabled": True,
+            "expire_seconds": every,
+            "description": "Settle, queue and place every opted-in board's ready cards.",
+        },
+    )
 
 
 def ensure_prune_deliveries_schedule() -> None:
@@ -44,24 +49,43 @@ def ensure_prune_deliveries_schedule() -> None:
     interval, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.HOURS)
     PeriodicTask.objects.update_or_create(
         name=PRUNE_DELIVERIES_TASK_NAME,
-        defaults={"task": "superdispatch.prune_deliveries", "interval": interval,
-                  "enabled": True,
-                  "description": "Forget relay delivery ids older than a day."})
+        defaults={
+            "task": "superdispatch.prune_deliveries",
+            "interval": interval,
+            "enabled": True,
+            "description": "Forget relay delivery ids older than a day.",
+        },
+    )
 
 
 def ensure_housekeeping_schedule() -> None:
     """Register retention (hourly) and the outbox's deliveries (every 15 s), each expiring
     after its own interval like the sweep."""
     for name, task, every, description in (
-            (PRUNE_TASK_NAME, "superdispatch.prune", PRUNE_EVERY_S,
-             "Delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, in short batches."),
-            (OUTBOX_TASK_NAME, "superdispatch.deliver_outbox", OUTBOX_EVERY_S,
-             "Send the events and chat posts due in the outbox.")):
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every,
-                                                             period=IntervalSchedule.SECONDS)
+        (
+            PRUNE_TASK_NAME,
+            "superdispatch.prune",
+            PRUNE_EVERY_S,
+            "Delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, in short batches.",
+        ),
+        (
+            OUTBOX_TASK_NAME,
+            "superdispatch.deliver_outbox",
+            OUTBOX_EVERY_S,
+            "Send the events and chat posts due in the outbox.",
+        ),
+    ):
+        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=IntervalSchedule.SECONDS)
         PeriodicTask.objects.update_or_create(
-            name=name, defaults={"task": task, "interval": interval, "enabled": True,
-                                 "expire_seconds": every, "description": description})
+            name=name,
+            defaults={
+                "task": task,
+                "interval": interval,
+                "enabled": True,
+                "expire_seconds": every,
+                "description": description,
+            },
+        )
 
 
 def on_migrate(**kwargs) -> None:

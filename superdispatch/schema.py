@@ -30,6 +30,7 @@ right by a generated client: a nullable reference is one of it or `Null`, an ope
 to anyone says so (`security: []`), the schema names the server it was read from, each 503
 declares its Retry-After, and each answer carries an example drawn from its own schema.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -85,11 +86,12 @@ TAGS = [
     {"name": "decisions", "description": "Placement decisions: who was held for a card, and why."},
     {"name": "suggestions", "description": "Roster suggestions and supply proposals for a person."},
     {"name": "what-if", "description": "The recorded decisions replayed under another formula."},
-    {"name": "experiments",
-     "description": "Switchback experiments: formulas against pull on whole boards, by block."},
+    {
+        "name": "experiments",
+        "description": "Switchback experiments: formulas against pull on whole boards, by block.",
+    },
     {"name": "dataset", "description": "The labelled rows learned routing trains on."},
-    {"name": "models",
-     "description": "Learned models: train one, read its metrics and shadow report."},
+    {"name": "models", "description": "Learned models: train one, read its metrics and shadow report."},
     {"name": "audit", "description": "Every write: who made it and what it changed."},
     {"name": "relay", "description": "The event relay's signed deliveries."},
     {"name": "health", "description": "Whether the service and its store answer."},
@@ -100,8 +102,8 @@ class AutoSchema(openapi.AutoSchema):
     def _get_serializer(self):
         view = self.view
         names_one = isinstance(view, GenericAPIView) or any(
-            hasattr(view, name) for name in ("get_serializer", "get_serializer_class",
-                                             "serializer_class"))
+            hasattr(view, name) for name in ("get_serializer", "get_serializer_class", "serializer_class")
+        )
         if names_one:
             return super()._get_serializer()
         return OpenApiTypes.OBJECT
@@ -150,14 +152,17 @@ class AutoSchema(openapi.AutoSchema):
         if "{" in self.path:
             errors["404"] = error("no such item, or no such route")
         if self.view.get_authenticators():  # every operator route reads its query (and body)
-            errors["400"] = error("a parameter, the query or the body is malformed or "
-                                  "unknown; the message names it")
+            errors["400"] = error(
+                "a parameter, the query or the body is malformed or unknown; the message names it"
+            )
             errors["401"] = REFUSED
             errors["403"] = FORBIDDEN
-            errors["503"] = error("try again after Retry-After: the store cannot be reached "
-                                  "(store-unavailable); on PostgreSQL, a statement ran past the "
-                                  "request's budget and was stopped (over-budget); for the "
-                                  "dataset, this server is streaming it to another reader (busy)")
+            errors["503"] = error(
+                "try again after Retry-After: the store cannot be reached "
+                "(store-unavailable); on PostgreSQL, a statement ran past the "
+                "request's budget and was stopped (over-budget); for the "
+                "dataset, this server is streaming it to another reader (busy)"
+            )
         return errors
 
     def get_description(self) -> str:
@@ -169,8 +174,7 @@ class AutoSchema(openapi.AutoSchema):
         responses = super()._get_response_bodies(direction)
         for code, answer in self._error_responses().items():
             if code not in responses:
-                responses[code] = self._get_response_for_code(answer, code,
-                                                              direction=direction)
+                responses[code] = self._get_response_for_code(answer, code, direction=direction)
         return dict(sorted(responses.items()))
 
 
@@ -222,25 +226,45 @@ ERROR_EXAMPLES = {
     "503": ("store-unavailable", "the store cannot be reached; retry shortly"),
 }
 NAMED = {
-    "boardId": "brd_review", "board": "brd_review", "cardId": "card_1014", "stageKey": "review",
-    "agentId": "agt_ada", "chosen": "agt_ada", "by": "agt_ada", "outcomeBy": "agt_ada",
-    "principalId": "prn_ada", "stationId": "station_ada", "policy": formulas.DEFAULT.recorded,
-    "policyVersion": "pol_1", "formula": formulas.DEFAULT.recorded,
+    "boardId": "brd_review",
+    "board": "brd_review",
+    "cardId": "card_1014",
+    "stageKey": "review",
+    "agentId": "agt_ada",
+    "chosen": "agt_ada",
+    "by": "agt_ada",
+    "outcomeBy": "agt_ada",
+    "principalId": "prn_ada",
+    "stationId": "station_ada",
+    "policy": formulas.DEFAULT.recorded,
+    "policyVersion": "pol_1",
+    "formula": formulas.DEFAULT.recorded,
     "model": "mdl_0123456789abcdef01234567",
-    "decisionId": "pld_0123456789abcdef01234567", "service": "superdispatch",
+    "decisionId": "pld_0123456789abcdef01234567",
+    "service": "superdispatch",
     "explanation": "Held for agt_ada as the winner: the best stage record of 3 eligible.",
-    "all": "code-review", "any": "code-review", "rostered": "agt_ada",
+    "all": "code-review",
+    "any": "code-review",
+    "rostered": "agt_ada",
     "evidence": "pld_0123456789abcdef01234567",
-    "reasons": "one-candidate", "arms": "pull", "boards": "brd_review", "dropped": "pull",
-    "missing": "gpu", "features": "stageRecord",
+    "reasons": "one-candidate",
+    "arms": "pull",
+    "boards": "brd_review",
+    "dropped": "pull",
+    "missing": "gpu",
+    "features": "stageRecord",
 }
-ID_PREFIXES = {"ExplainedDecision": "pld", "Suggestion": "sug", "Model": "mdl",
-               "Experiment": "exp", "AuditEntry": "aud"}
+ID_PREFIXES = {
+    "ExplainedDecision": "pld",
+    "Suggestion": "sug",
+    "Model": "mdl",
+    "Experiment": "exp",
+    "AuditEntry": "aud",
+}
 TIME_EXAMPLE = "2026-12-07T11:59:22.000Z"
 
 
-def _example(schema: dict, components: dict, code: str, name: str = "", depth: int = 0,
-             owner: str = ""):
+def _example(schema: dict, components: dict, code: str, name: str = "", depth: int = 0, owner: str = ""):
     if "$ref" in schema:
         ref = schema["$ref"].rsplit("/", 1)[-1]
         if ref == "Error" and code in ERROR_EXAMPLES:
@@ -256,8 +280,10 @@ def _example(schema: dict, components: dict, code: str, name: str = "", depth: i
     if kind == "object" or "properties" in schema:
         if depth > 60:  # no answer nests this deep; a cycle would stop here
             return {}
-        return {key: _example(prop, components, code, key, depth + 1, owner)
-                for key, prop in (schema.get("properties") or {}).items()}
+        return {
+            key: _example(prop, components, code, key, depth + 1, owner)
+            for key, prop in (schema.get("properties") or {}).items()
+        }
     if kind == "array":
         item = _example(schema.get("items", {}), components, code, name, depth + 1, owner)
         return [] if item == {} else [item]
@@ -285,8 +311,10 @@ def _example(schema: dict, components: dict, code: str, name: str = "", depth: i
 NULL = {"type": "object", "nullable": True, "enum": [None], "description": "no value: null"}
 
 
-RETRY_AFTER = {"description": "seconds to wait before asking again",
-               "schema": {"type": "integer", "minimum": 1}}
+RETRY_AFTER = {
+    "description": "seconds to wait before asking again",
+    "schema": {"type": "integer", "minimum": 1},
+}
 
 
 def _schemas(node):

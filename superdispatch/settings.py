@@ -1,4 +1,5 @@
 """Django settings. Everything operators set comes from common.config, read once."""
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,10 @@ DATA_DIR = Path(SUPERDISPATCH.data_dir)
 try:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
 except OSError:
-    print("superdispatch: setting SUPERDISPATCH_DATA_DIR must be a directory it can write",
-          file=__import__("sys").stderr)
+    print(
+        "superdispatch: setting SUPERDISPATCH_DATA_DIR must be a directory it can write",
+        file=__import__("sys").stderr,
+    )
     raise SystemExit(2)
 
 
@@ -134,12 +137,22 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if SUPERDISPATCH.redis_url:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                          "LOCATION": SUPERDISPATCH.redis_url, "TIMEOUT": 3600}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": SUPERDISPATCH.redis_url,
+            "TIMEOUT": 3600,
+        }
+    }
 else:
     # Shared by web, worker and beat on one machine, unlike a per-process memory cache.
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                          "LOCATION": str(DATA_DIR / "cache"), "TIMEOUT": 3600}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(DATA_DIR / "cache"),
+            "TIMEOUT": 3600,
+        }
+    }
 
 # SUPERDISPATCH_HTTPS=on: served over HTTPS behind a proxy that terminates TLS and says so in
 # X-Forwarded-Proto (it must set that header on every request, never pass a client's on).
@@ -185,15 +198,18 @@ REST_FRAMEWORK = {
     # The configured digest is tried first (no read of the store), then a named token, then a
     # staff user signed in to the admin, who browses the same routes (CSRF checked on writes).
     # Each route then checks the scope its method needs (common.scopes), before anything else.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["common.auth.OperatorTokenAuthentication",
-                                       "access.auth.NamedTokenAuthentication",
-                                       "common.auth.StaffSessionAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
-                                   "common.scopes.ScopeRequired"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "common.auth.OperatorTokenAuthentication",
+        "access.auth.NamedTokenAuthentication",
+        "common.auth.StaffSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "common.scopes.ScopeRequired",
+    ],
     "UNAUTHENTICATED_USER": None,
     # JSON unless the request asks for `text/html` (a browser): then DRF's browsable API.
-    "DEFAULT_RENDERER_CLASSES": ["common.renderers.JSONRenderer",
-                                 "common.renderers.BrowsableAPI"],
+    "DEFAULT_RENDERER_CLASSES": ["common.renderers.JSONRenderer", "common.renderers.BrowsableAPI"],
     # JSON, whatever content type it comes with (`curl -d` sends a form's), nested at most
     # common.parsers.MAX_DEPTH deep.
     "DEFAULT_PARSER_CLASSES": ["common.parsers.JSONParser", "common.parsers.AnyTypeJSONParser"],
@@ -208,8 +224,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Lint-clean for Redocly and Spectral, servers and tags included (superdispatch.schema).
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "superdispatch.schema.finish"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "superdispatch.schema.finish"],
     # A nullable choice reads as its enum and null (`nullable: true`), with no `NullEnum`.
     "ENUM_ADD_EXPLICIT_BLANK_NULL_CHOICE": False,
     "ENUM_NAME_OVERRIDES": {
@@ -226,11 +241,12 @@ SPECTACULAR_SETTINGS = {
     # The operator token's security scheme comes from its authentication class
     # (common.views.OperatorTokenScheme). The schema and the docs are pages for
     # people too: a signed-in staff session of the admin is accepted beside the token.
-    "SERVE_AUTHENTICATION": ["common.auth.OperatorTokenAuthentication",
-                             "access.auth.NamedTokenAuthentication",
-                             "common.auth.StaffSessionAuthentication"],
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated",
-                          "common.scopes.ScopeRequired"],
+    "SERVE_AUTHENTICATION": [
+        "common.auth.OperatorTokenAuthentication",
+        "access.auth.NamedTokenAuthentication",
+        "common.auth.StaffSessionAuthentication",
+    ],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated", "common.scopes.ScopeRequired"],
 }
 
 # Celery: Redis when REDIS_URL is set, else a broker on the local disk so one machine
@@ -278,11 +294,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 180
 # The tasks that lease boards stop before their lease lapses: cut short (soft) at two thirds of
 # SUPERDISPATCH_LEASE_SECONDS, their pass then releasing its leases, and ended at the lease.
-PASS_TASKS = ("superdispatch.sweep", "superdispatch.sweep_shard", "superdispatch.place_card",
-              "superdispatch.look_at_board")
+PASS_TASKS = (
+    "superdispatch.sweep",
+    "superdispatch.sweep_shard",
+    "superdispatch.place_card",
+    "superdispatch.look_at_board",
+)
 CELERY_TASK_ANNOTATIONS = {
-    name: {"soft_time_limit": SUPERDISPATCH.lease_seconds * 2 // 3,
-           "time_limit": SUPERDISPATCH.lease_seconds} for name in PASS_TASKS}
+    name: {"soft_time_limit": SUPERDISPATCH.lease_seconds * 2 // 3, "time_limit": SUPERDISPATCH.lease_seconds}
+    for name in PASS_TASKS
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -295,14 +316,22 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(message)s"},
-        "json": {"()": "pythonjsonlogger.json.JsonFormatter",
-                 "fmt": "%(levelname)s %(name)s %(message)s", "timestamp": "time",
-                 "rename_fields": {"levelname": "level", "name": "logger"}},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(levelname)s %(name)s %(message)s",
+            "timestamp": "time",
+            "rename_fields": {"levelname": "level", "name": "logger"},
+        },
     },
     # A refusal anyone can cause is one line, at most one a minute of a kind.
     "filters": {"quiet_refusals": {"()": "superdispatch.refusals.QuietRefusals"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["quiet_refusals"],
-                             "formatter": "json" if SUPERDISPATCH.log_format == "json" else "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["quiet_refusals"],
+            "formatter": "json" if SUPERDISPATCH.log_format == "json" else "plain",
+        }
+    },
     "loggers": {
         "superdispatch": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django": {"handlers": ["console"], "level": "WARNING"},

@@ -1,4 +1,5 @@
 """Test settings: the real settings module, fed a complete test environment."""
+
 import atexit
 import hashlib
 import os
@@ -34,5 +35,6 @@ if not os.environ.get("REDIS_URL"):
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, not SQLite's shared in-memory database: there, a worker thread and the live
     # server meet table locks that wait for nobody; a file waits as production's does.
-    DATABASES["default"]["TEST"] = {"NAME": os.path.join(
-        os.environ["SUPERDISPATCH_DATA_DIR"], "test.sqlite3")}
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(os.environ["SUPERDISPATCH_DATA_DIR"], "test.sqlite3")
+    }

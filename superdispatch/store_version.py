@@ -5,6 +5,7 @@ rollback that kept the newer store would run old code over a schema it does not 
 process that starts (the web server, `migrate`, the Celery worker and beat) looks first,
 and stops with one line, as a bad setting does.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,13 +28,18 @@ def unknown_migrations(alias: str = DEFAULT_DB_ALIAS) -> list[str]:
     for migration in loader.disk_migrations.values():
         known.update(migration.replaces)
     installed = {config.label for config in apps.get_app_configs()}
-    return sorted(f"{app}.{name}" for app, name in loader.applied_migrations
-                  if app in installed and (app, name) not in known)
+    return sorted(
+        f"{app}.{name}"
+        for app, name in loader.applied_migrations
+        if app in installed and (app, name) not in known
+    )
 
 
 def refusal(newer: list[str]) -> str:
-    return (f"superdispatch: the database was written by a newer build ({', '.join(newer)}); "
-            "deploy that build or restore the store")
+    return (
+        f"superdispatch: the database was written by a newer build ({', '.join(newer)}); "
+        "deploy that build or restore the store"
+    )
 
 
 def refuse_a_newer_database(alias: str = DEFAULT_DB_ALIAS) -> None:

@@ -1,4 +1,5 @@
 """Celery tasks: thin wrappers that pass ids to the loop. State lives in our own tables."""
+
 from __future__ import annotations
 
 import logging
@@ -73,10 +74,12 @@ def send_lost_cards_again(now: datetime) -> int:
     on (its task lost with Redis, or with a worker that died): its task is sent again, for
     the deliveries of the last ten minutes, at most a hundred a sweep. A second pass over a
     card placed since only finds it not due."""
-    lost = (RelayDelivery.objects.unreported()
-            .filter(received_at__lt=now - RESEND_AFTER, received_at__gte=now - RESEND_WITHIN)
-            .order_by("received_at").values_list("delivery_id", "board_id", "card_id")
-            [:RESEND_MOST])
+    lost = (
+        RelayDelivery.objects.unreported()
+        .filter(received_at__lt=now - RESEND_AFTER, received_at__gte=now - RESEND_WITHIN)
+        .order_by("received_at")
+        .values_list("delivery_id", "board_id", "card_id")[:RESEND_MOST]
+    )
     sent = 0
     for delivery_id, board_id, card_id in lost:
         place_card_task.delay(board_id, card_id, None, delivery_id)
@@ -97,10 +100,10 @@ def sweep_shard_task(sweep_id: str, index: int) -> None:
     run_shard(loop(), sweep_id, index)
 
 
-@shared_task(bind=True, name="superdispatch.place_card", ignore_result=True,
-             max_retries=LEASED_RETRIES)
-def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = None,
-                    delivery_id: str | None = None) -> None:
+@shared_task(bind=True, name="superdispatch.place_card", ignore_result=True, max_retries=LEASED_RETRIES)
+def place_card_task(
+    self, board_id: str, card_id: str, event_ts: str | None = None, delivery_id: str | None = None
+) -> None:
     """Place a relayed card; `event_ts` (the event's own `ts`) times the relay's lag to the
     hold, and what became of it is noted on its delivery's row (`delivery_id`)."""
     the_loop = loop()
@@ -111,8 +114,12 @@ def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = No
     except SoftTimeLimitExceeded:
         # Its reads took longer than the task may run (a product answering too slowly): the
         # pass has released its lease; the next sweep places the card.
-        log.warning("loop: %s %s not placed: its pass ran out of time; left to the next sweep",
-                    board_id, card_id, extra={"board": board_id, "card": card_id})
+        log.warning(
+            "loop: %s %s not placed: its pass ran out of time; left to the next sweep",
+            board_id,
+            card_id,
+            extra={"board": board_id, "card": card_id},
+        )
         _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
         return
     if summary.skipped:
@@ -120,9 +127,12 @@ def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = No
             raise self.retry(countdown=LEASED_RETRY_S)
         # Another pass holds the board past the placement window (one whose worker died
         # holds it until its lease lapses): the next sweep after it places the card.
-        log.warning("loop: %s %s not placed: its board stayed leased by another pass; left "
-                    "to the next sweep", board_id, card_id,
-                    extra={"board": board_id, "card": card_id})
+        log.warning(
+            "loop: %s %s not placed: its board stayed leased by another pass; left to the next sweep",
+            board_id,
+            card_id,
+            extra={"board": board_id, "card": card_id},
+        )
         _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
         return
     if summary.holds and event_ts:
@@ -135,8 +145,12 @@ def place_card_task(self, board_id: str, card_id: str, event_ts: str | None = No
 def _again_once_the_store_is_back(task, err: Exception, what: str) -> Exception:
     """A relayed card's (or a look's) pass that the store failed under (a restart) is tried
     again each second for a while, rather than dropped: the webhook has taken it."""
-    log.warning("loop: %s: the store cannot be reached (%s); trying again in %.0f s", what,
-                type(err).__name__, STORE_RETRY_S)
+    log.warning(
+        "loop: %s: the store cannot be reached (%s); trying again in %.0f s",
+        what,
+        type(err).__name__,
+        STORE_RETRY_S,
+    )
     return task.retry(exc=err, countdown=STORE_RETRY_S, max_retries=STORE_RETRIES)
 
 
@@ -168,8 +182,7 @@ def _seconds_since(ts: str, the_loop: Loop) -> float | None:
     return (the_loop.clock() - at).total_seconds()
 
 
-@shared_task(bind=True, name="superdispatch.look_at_board", ignore_result=True,
-             max_retries=LEASED_RETRIES)
+@shared_task(bind=True, name="superdispatch.look_at_board", ignore_result=True, max_retries=LEASED_RETRIES)
 def look_at_board_task(self, board_id: str) -> None:
     try:
         summary = look_at_board(loop(), board_id)
@@ -178,8 +191,11 @@ def look_at_board_task(self, board_id: str) -> None:
     if summary.skipped:
         if self.request.retries < self.max_retries:
             raise self.retry(countdown=LEASED_RETRY_S)
-        log.warning("loop: %s not looked at: it stayed leased by another pass; left to the "
-                    "next sweep", board_id, extra={"board": board_id})
+        log.warning(
+            "loop: %s not looked at: it stayed leased by another pass; left to the next sweep",
+            board_id,
+            extra={"board": board_id},
+        )
 
 
 @shared_task(name="superdispatch.board_changed", ignore_result=True)
@@ -211,13 +227,21 @@ def prune_task() -> None:
     """Retention: delete settled decisions older than SUPERDISPATCH_RETAIN_DAYS, keeping the
     latest model's shadow decisions (records/store/retention.py says what else stays)."""
     latest = learning_store.latest()
-    summary = retention.prune(utc_now(), settings.SUPERDISPATCH.retain_days,
-                              keep_model=latest.id if latest else None, budget_s=PRUNE_BUDGET_S,
-                              on_batch=_count_pruned)
+    summary = retention.prune(
+        utc_now(),
+        settings.SUPERDISPATCH.retain_days,
+        keep_model=latest.id if latest else None,
+        budget_s=PRUNE_BUDGET_S,
+        on_batch=_count_pruned,
+    )
     if summary.decisions:
-        log.info("retention: pruned %d decisions and %d candidates older than %d days%s",
-                 summary.decisions, summary.candidates, settings.SUPERDISPATCH.retain_days,
-                 ", more to go" if summary.more else "")
+        log.info(
+            "retention: pruned %d decisions and %d candidates older than %d days%s",
+            summary.decisions,
+            summary.candidates,
+            settings.SUPERDISPATCH.retain_days,
+            ", more to go" if summary.more else "",
+        )
     if summary.more:
         prune_task.apply_async(countdown=PRUNE_AGAIN_S)
 

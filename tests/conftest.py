@@ -1,4 +1,5 @@
 """Shared fixtures: an authenticated API client and a clock-free record factory."""
+
 from __future__ import annotations
 
 import logging
@@ -44,8 +45,7 @@ def log_formatter(name: str) -> logging.Formatter:
     SUPERDISPATCH_LOG_FORMAT=text, `json`), built as the logging configuration builds it."""
     from django.conf import settings
 
-    return logging.config.DictConfigurator({}).configure_formatter(
-        dict(settings.LOGGING["formatters"][name]))
+    return logging.config.DictConfigurator({}).configure_formatter(dict(settings.LOGGING["formatters"][name]))
 
 
 @pytest.fixture
@@ -83,5 +83,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

@@ -1,4 +1,5 @@
 """What each candidate of a settled decision teaches: its label and training target."""
+
 from __future__ import annotations
 
 from typing import Any, Mapping

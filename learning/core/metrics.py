@@ -1,4 +1,5 @@
 """How well predicted probabilities `p` match 0/1 outcomes `y`."""
+
 from __future__ import annotations
 
 from typing import Any, Sequence

@@ -2,6 +2,7 @@
 
 Schema 2 is schema 1 with the claim's run added (`runStatus`, `runVerdictMark`, `runEndedAt`:
 null while not known); every field of schema 1 is as it was."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping

@@ -13,6 +13,7 @@ whose held agent claimed but whose run is not known yet says nothing and is left
 its run is known to have succeeded (only the held agent's claim is joined to its run), so the
 lower bound holds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -70,8 +71,15 @@ def tally(d: ShadowDecision, target: str = CLAIMED) -> Tally:
     model_claim = _claimed_by(d, d.model_choice)
     model_hit = model_claim and (target == CLAIMED or succeeded)
     agree = d.formula_choice == d.model_choice
-    return (1, int(agree), int(formula_claim), int(model_claim), int(not agree and model_hit),
-            int(formula_claim and succeeded), int(model_claim and succeeded)) + (0,) * len(EXCLUSIONS)
+    return (
+        1,
+        int(agree),
+        int(formula_claim),
+        int(model_claim),
+        int(not agree and model_hit),
+        int(formula_claim and succeeded),
+        int(model_claim and succeeded),
+    ) + (0,) * len(EXCLUSIONS)
 
 
 def add(totals: Tally, one: Tally, sign: int = 1) -> Tally:
@@ -102,8 +110,9 @@ def report_of(totals: Tally, target: str = CLAIMED) -> dict[str, Any]:
         totals[:7]
     )
     excluded = dict(zip(EXCLUSIONS, totals[7:]))
-    formula_hits, model_hits = ((formula_claims, model_claims) if target == CLAIMED
-                                else (formula_succeeded, model_succeeded))
+    formula_hits, model_hits = (
+        (formula_claims, model_claims) if target == CLAIMED else (formula_succeeded, model_succeeded)
+    )
     return {
         "target": target,
         "decisions": counted,
@@ -183,8 +192,13 @@ class GateReading:
             "passed": self.passed,
             "failing": self.failing,
             "tests": [
-                {"name": t.name, "passed": t.passed, "value": t.value, "needed": t.needed,
-                 "message": t.message}
+                {
+                    "name": t.name,
+                    "passed": t.passed,
+                    "value": t.value,
+                    "needed": t.needed,
+                    "message": t.message,
+                }
                 for t in self.tests
             ],
         }
@@ -238,7 +252,8 @@ def _margin_message(margin: float | None, margin_pct: float, estimate: dict[str,
             return "no settled shadow decision to compare with the formula"
         return f"{margin:+.1f} points over the formula; needs at least {margin_pct:+g}"
     if margin is None:
-        return (f"too few decisions to estimate (at least {estimate['minDecisions']} judged "
-                "ones are needed)")
-    return (f"the estimate's 95% interval starts {margin:+.1f} points over the formula; needs at "
-            f"least {margin_pct:+g}")
+        return f"too few decisions to estimate (at least {estimate['minDecisions']} judged ones are needed)"
+    return (
+        f"the estimate's 95% interval starts {margin:+.1f} points over the formula; needs at "
+        f"least {margin_pct:+g}"
+    )

@@ -9,6 +9,7 @@ big-endian integer from its first 8 bytes, mod 100, is below `HOLDOUT_PCT`. So t
 rows and seed give the same model bit for bit, in whatever order the rows arrive, and all
 candidates of one decision land on the same side.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -100,9 +101,7 @@ def _classes(y: np.ndarray, rows: str, goal: str = CLAIMED) -> None:
             only = "claimed and succeeded" if positives else "went unclaimed or failed"
         else:
             only = "claimed" if positives else "went unclaimed"
-        raise TrainingError(
-            "single-class", f"every {rows} {only}: a model needs both outcomes to learn from"
-        )
+        raise TrainingError("single-class", f"every {rows} {only}: a model needs both outcomes to learn from")
 
 
 def train(
@@ -122,9 +121,7 @@ def train(
     """
     ids, x, y = _design(examples)
     if len(y) < MIN_ROWS:
-        raise TrainingError(
-            "too-few-rows", f"{len(y)} training rows; at least {MIN_ROWS} are needed"
-        )
+        raise TrainingError("too-few-rows", f"{len(y)} training rows; at least {MIN_ROWS} are needed")
     _classes(y, "row", goal)
     held = {d: in_holdout(d, seed) for d in dict.fromkeys(ids)}
     mask = np.fromiter((held[d] for d in ids), dtype=bool, count=len(ids))
@@ -136,9 +133,7 @@ def train(
         )
     x_train, y_train = x[~mask], y[~mask]
     if len(y_train) == 0:
-        raise TrainingError(
-            "too-few-rows", f"every one of the {len(held)} decisions fell in the holdout"
-        )
+        raise TrainingError("too-few-rows", f"every one of the {len(held)} decisions fell in the holdout")
     _classes(y_train, "training row", goal)
 
     means = x_train.mean(axis=0)

@@ -1,5 +1,6 @@
 """Switchback experiments: start one (scope `boards`), read them (scope `read`). Stopping is
 `manage.py experiment stop` or the admin; see docs/api.md#experiments."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -48,11 +49,17 @@ class GuardrailBody(serializers.Serializer):
 
 class ExperimentBody(Body):
     boards = serializers.ListField(
-        child=Matching(BOARD_ID), min_length=1, max_length=MAX_BOARDS,
-        help_text="a list of board ids (brd_…), whole clusters of boards that share agents")
+        child=Matching(BOARD_ID),
+        min_length=1,
+        max_length=MAX_BOARDS,
+        help_text="a list of board ids (brd_…), whole clusters of boards that share agents",
+    )
     arms = serializers.ListField(
-        child=ArmName(max_length=80), min_length=2, max_length=10,
-        help_text="a list of 2 to 10 arms, each a declared formula's recorded name or pull, pull among them")
+        child=ArmName(max_length=80),
+        min_length=2,
+        max_length=10,
+        help_text="a list of 2 to 10 arms, each a declared formula's recorded name or pull, pull among them",
+    )
     objective = serializers.ChoiceField(switchback.OBJECTIVES, help_text="one of success, lead")
     blockMinutes = JsonInteger(min_value=1, max_value=1440, required=False, default=BLOCK_SECONDS // 60)
     blocks = JsonInteger(min_value=1, max_value=MAX_BLOCKS, required=False)
@@ -67,13 +74,19 @@ def plan_of(body: dict) -> Plan:
     """The plan a request body (or a command's options, named alike) asks for."""
     guardrail = switchback.Guardrail()
     given = body.get("guardrail") or {}
-    return Plan(boards=tuple(body["boards"]), arms=tuple(body["arms"]), objective=body["objective"],
-                block_seconds=body.get("blockMinutes", BLOCK_SECONDS // 60) * 60,
-                blocks=body.get("blocks"), ends_at=body.get("endsAt"), seed=body.get("seed"),
-                success_drop=given.get("successDrop", guardrail.success_drop),
-                lead_ratio=given.get("leadRatio", guardrail.lead_ratio),
-                holdback_every=body.get("holdbackEvery"),
-                burn_in_seconds=body.get("burnInSeconds", BURN_IN_SECONDS))
+    return Plan(
+        boards=tuple(body["boards"]),
+        arms=tuple(body["arms"]),
+        objective=body["objective"],
+        block_seconds=body.get("blockMinutes", BLOCK_SECONDS // 60) * 60,
+        blocks=body.get("blocks"),
+        ends_at=body.get("endsAt"),
+        seed=body.get("seed"),
+        success_drop=given.get("successDrop", guardrail.success_drop),
+        lead_ratio=given.get("leadRatio", guardrail.lead_ratio),
+        holdback_every=body.get("holdbackEvery"),
+        burn_in_seconds=body.get("burnInSeconds", BURN_IN_SECONDS),
+    )
 
 
 def refused(err: ExperimentError):
@@ -94,8 +107,11 @@ class Experiments(OperatorView):
         NoQuery.read(request.query_params)
         return Response({"experiments": ExperimentSerializer(Experiment.objects.all(), many=True).data})
 
-    @extend_schema(summary="Start a switchback experiment: its schedule is drawn now and stored",
-                   request=ExperimentBody, responses={201: ONE})
+    @extend_schema(
+        summary="Start a switchback experiment: its schedule is drawn now and stored",
+        request=ExperimentBody,
+        responses={201: ONE},
+    )
     def post(self, request):
         NoQuery.read(request.query_params)
         body = ExperimentBody.read(request.data if request.body else {})

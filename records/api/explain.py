@@ -4,6 +4,7 @@ A pure function of the decision's record as the operator API answers it (camelCa
 admin's decision page and the API's `explanation` say the same thing, and a decision read
 back from any export explains itself the same way.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -43,7 +44,7 @@ def reason_words(failed: dict[str, Any], detail: bool = True) -> str:
     if detail and failed.get("missing"):
         return "its station lacks " + ", ".join(failed["missing"])
     if code.startswith(LIMIT_PREFIX):
-        return f"over the dispatch policy's {code[len(LIMIT_PREFIX):]} limit"
+        return f"over the dispatch policy's {code[len(LIMIT_PREFIX) :]} limit"
     return tables().words.get(code, code)  # each filter declares its codes' words
 
 
@@ -91,19 +92,24 @@ def _choice(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     if decision.get("reservation"):
         head = f"Held for {chosen}{tier}."
     elif decision.get("reservationUnknown") and decision.get("outcome"):
-        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
-                f"({decision['reservationUnknown']}), and the card was claimed or had left its "
-                f"ladder before a read could show the hold, so whether it was held is not known.")
+        head = (
+            f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+            f"({decision['reservationUnknown']}), and the card was claimed or had left its "
+            f"ladder before a read could show the hold, so whether it was held is not known."
+        )
     elif decision.get("reservationUnknown"):
-        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
-                f"({decision['reservationUnknown']}), and the next read of the board says "
-                f"whether it holds the card.")
+        head = (
+            f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+            f"({decision['reservationUnknown']}), and the next read of the board says "
+            f"whether it holds the card."
+        )
     elif decision.get("reservationRefused") in UNANSWERED:
-        head = (f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
-                f"({decision['reservationRefused']}), and no hold is known to have been made.")
+        head = (
+            f"Chose {chosen}{tier}; SuperPipeline's answer to the hold never came "
+            f"({decision['reservationRefused']}), and no hold is known to have been made."
+        )
     elif decision.get("reservationRefused"):
-        head = (f"Chose {chosen}{tier}, but SuperPipeline refused the hold "
-                f"({decision['reservationRefused']}).")
+        head = f"Chose {chosen}{tier}, but SuperPipeline refused the hold ({decision['reservationRefused']})."
     else:
         head = f"Chose {chosen}{tier}; no hold is recorded."
     outlook = decision.get("outlook")
@@ -141,8 +147,9 @@ def _why_first(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> st
     if place > 0:
         # Only a learned model holds anyone but the formula's first.
         by = decision.get("policy", "")
-        return (f"The policy {by} chose it; by the formula it ranked {place + 1} of {len(ids)}, "
-                f"behind {ids[0]}.")
+        return (
+            f"The policy {by} chose it; by the formula it ranked {place + 1} of {len(ids)}, behind {ids[0]}."
+        )
     if len(ranked) == 1:
         return "It was the only candidate that passed every filter."
     return _against(ranked[0], ranked[1], len(ranked))
@@ -170,8 +177,9 @@ def _against(first: dict[str, Any], second: dict[str, Any], eligible: int) -> st
         if tied:
             lead += f" (tied on {_joined(tied)})"
         return lead + "."
-    return (f"Of {eligible} eligible, it tied {name} on every term ({_joined(tied)}); "
-            "the agent id broke the tie.")
+    return (
+        f"Of {eligible} eligible, it tied {name} on every term ({_joined(tied)}); the agent id broke the tie."
+    )
 
 
 def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
@@ -180,46 +188,64 @@ def _nobody(decision: dict[str, Any], candidates: list[dict[str, Any]]) -> str:
     if reason == "no-candidates":
         return "Nobody was held: no agent was considered for this card."
     if reason == "one-candidate":
-        return ("Nobody was held: only one agent on the roster can take this stage, so there "
-                "was no choice to make and pull decides.")
+        return (
+            "Nobody was held: only one agent on the roster can take this stage, so there "
+            "was no choice to make and pull decides."
+        )
     if reason == "pull-as-good":
         outlook = decision.get("outlook")
         said = f" ({outlook_words(outlook)}, for {outlook['agentId']})" if outlook else ""
-        return (f"Nobody was held: pull is expected to do as well as the best hold{said}, so the "
-                "card is left to whoever claims it first.")
+        return (
+            f"Nobody was held: pull is expected to do as well as the best hold{said}, so the "
+            "card is left to whoever claims it first."
+        )
     if reason == "pull-arm":
         experiment = decision.get("experiment")
-        why = (f"experiment {experiment['id']}'s block {experiment['block']} runs pull"
-               if experiment else "the board's own formula is pull")
-        return (f"Nobody was held: {why}, so nobody is held and the card is left to whoever "
-                "claims it first; it was weighed and recorded all the same, so pull's outcome is "
-                "measured on the same record as a formula's.")
+        why = (
+            f"experiment {experiment['id']}'s block {experiment['block']} runs pull"
+            if experiment
+            else "the board's own formula is pull"
+        )
+        return (
+            f"Nobody was held: {why}, so nobody is held and the card is left to whoever "
+            "claims it first; it was weighed and recorded all the same, so pull's outcome is "
+            "measured on the same record as a formula's."
+        )
     if reason == "empty-lane":
-        return ("Nobody was held: nobody on the board's roster has this stage's capability, "
-                "so pull decides (whoever off the roster claims it, or it waits).")
+        return (
+            "Nobody was held: nobody on the board's roster has this stage's capability, "
+            "so pull decides (whoever off the roster claims it, or it waits)."
+        )
     if reason == "any-match":
         step = f" at step {tier['step']}" if tier.get("step") else ""
         if not any(c.get("score") for c in candidates):
-            return (f"Nobody was held: nobody was left to hold for{step}, so the card is open "
-                    "to any match and pull decides.")
-        return (f"Nobody was held: the card's ladder has used its holds{step}, so it is open "
-                "to any match and pull decides.")
+            return (
+                f"Nobody was held: nobody was left to hold for{step}, so the card is open "
+                "to any match and pull decides."
+            )
+        return (
+            f"Nobody was held: the card's ladder has used its holds{step}, so it is open "
+            "to any match and pull decides."
+        )
     if reason == "none-eligible":
         in_the_set = [c for c in candidates if in_set(c)]
         if not in_the_set:
-            return (f"Nobody was held: none of the {len(candidates)} agents considered is "
-                    "on the roster.")
+            return f"Nobody was held: none of the {len(candidates)} agents considered is on the roster."
         counts: dict[str, int] = {}
         for c in in_the_set:
-            for words in dict.fromkeys(reason_words(f, detail=False) for f in c.get("filters") or []
-                                       if not f.get("passed")):
+            for words in dict.fromkeys(
+                reason_words(f, detail=False) for f in c.get("filters") or [] if not f.get("passed")
+            ):
                 counts[words] = counts.get(words, 0) + 1
         common = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         every = "both" if len(in_the_set) == 2 else f"all {len(in_the_set)}"
         if len(in_the_set) == 1:
             every = "the one"
-        return (f"Nobody was held: {every} in the candidate set failed a filter, most often "
-                + _joined(f"{words} ({n})" for words, n in common) + ".")
+        return (
+            f"Nobody was held: {every} in the candidate set failed a filter, most often "
+            + _joined(f"{words} ({n})" for words, n in common)
+            + "."
+        )
     return f"Nobody was held ({reason})." if reason else "Nobody was held."
 
 

@@ -1,5 +1,6 @@
 """What the operator API reads from a request: query strings and bodies as DRF serializers, and
 ids in the path. Every bad value is a 400 naming it, and nothing is read past the first."""
+
 from __future__ import annotations
 
 import re
@@ -21,15 +22,13 @@ AGENT_ID = re.compile(r"agt_[A-Za-z0-9_-]{1,100}")
 
 def board_id(value: str) -> str:
     if not BOARD_ID.fullmatch(value):
-        raise bad_request("bad-board-id", "a board id looks like brd_ followed by letters, "
-                                          "digits, _ or -")
+        raise bad_request("bad-board-id", "a board id looks like brd_ followed by letters, digits, _ or -")
     return value
 
 
 def card_id(value: str) -> str:
     if not CARD_ID.fullmatch(value):
-        raise bad_request("bad-card-id", "a card id looks like card_ followed by letters, "
-                                         "digits, _ or -")
+        raise bad_request("bad-card-id", "a card id looks like card_ followed by letters, digits, _ or -")
     return value
 
 
@@ -44,6 +43,7 @@ def by_id(rows, prefix: str, value: str, noun: str):
 
 
 # --- Fields: each states its rule in its help text, which the 400 quotes ---------------------
+
 
 class Matching(serializers.RegexField):
     """A string matching a pattern in full, exactly as given (never trimmed)."""
@@ -68,8 +68,12 @@ class Integer(serializers.IntegerField):
     """An integer in a range, written in digits alone (DRF's own takes "5.0" and " 5" too)."""
 
     def __init__(self, *, min_value: int, max_value: int, **kwargs):
-        super().__init__(min_value=min_value, max_value=max_value,
-                         help_text=f"an integer from {min_value} to {max_value}", **kwargs)
+        super().__init__(
+            min_value=min_value,
+            max_value=max_value,
+            help_text=f"an integer from {min_value} to {max_value}",
+            **kwargs,
+        )
 
     def to_internal_value(self, data) -> int:
         if not isinstance(data, str) or not DIGITS.fullmatch(data):
@@ -81,8 +85,12 @@ class JsonInteger(serializers.IntegerField):
     """A JSON integer in a range: never a string, a boolean or a float such as 2.0."""
 
     def __init__(self, *, min_value: int, max_value: int, **kwargs):
-        super().__init__(min_value=min_value, max_value=max_value,
-                         help_text=f"an integer from {min_value} to {max_value}", **kwargs)
+        super().__init__(
+            min_value=min_value,
+            max_value=max_value,
+            help_text=f"an integer from {min_value} to {max_value}",
+            **kwargs,
+        )
 
     def to_internal_value(self, data) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -101,6 +109,7 @@ def _first_error(serializer: serializers.Serializer, names, code: str) -> None:
 
 # --- Query strings ------------------------------------------------------------------------
 
+
 class Query(serializers.Serializer):
     """A route's query string. Each parameter is given once at most; an unknown, repeated or
     malformed one is a 400 naming it, the first in the query's own order."""
@@ -112,9 +121,10 @@ class Query(serializers.Serializer):
         given.is_valid()
         for name in query.keys():
             if name not in given.fields:
-                raise bad_request("unknown-parameter",
-                                  f"unknown parameter {name!r}; this route takes: "
-                                  + ", ".join(sorted(given.fields)))
+                raise bad_request(
+                    "unknown-parameter",
+                    f"unknown parameter {name!r}; this route takes: " + ", ".join(sorted(given.fields)),
+                )
             if len(query.getlist(name)) > 1:
                 raise bad_request("bad-parameter", f"{name} given more than once")
             _first_error(given, (name,), "bad-parameter")
@@ -129,8 +139,12 @@ class NoQuery(Query):
 class DecisionsQuery(Query):
     board = Matching(BOARD_ID, required=False, help_text="a board id (brd_…)")
     card = Matching(CARD_ID, required=False, help_text="a card id (card_…)")
-    agent = Matching(AGENT_ID, required=False, help_text="an agent id (agt_…): the decisions "
-                     "that considered it, each with `agent`, its own verdict and record")
+    agent = Matching(
+        AGENT_ID,
+        required=False,
+        help_text="an agent id (agt_…): the decisions "
+        "that considered it, each with `agent`, its own verdict and record",
+    )
     before = TimeInput(required=False)
     limit = Integer(min_value=1, max_value=200, default=50)
 
@@ -151,6 +165,7 @@ class SuggestionsQuery(Query):
 
 # --- Bodies -------------------------------------------------------------------------------
 
+
 class Body(serializers.Serializer):
     """A JSON object body of optional fields. An unknown field is a 400 naming it; then the
     first malformed one, in the order the fields are declared."""
@@ -160,12 +175,15 @@ class Body(serializers.Serializer):
         """The body's fields, defaults filled in."""
         given = cls(data=body)
         if not isinstance(body, dict):
-            raise bad_request("bad-body", "the body is a JSON object: {"
-                              + ", ".join(f"{name}?" for name in given.fields) + "}")
+            raise bad_request(
+                "bad-body",
+                "the body is a JSON object: {" + ", ".join(f"{name}?" for name in given.fields) + "}",
+            )
         unknown = sorted(set(body) - set(given.fields))
         if unknown:
-            raise bad_request("unknown-field", f"unknown field {unknown[0]!r}; the body takes "
-                                               + ", ".join(given.fields))
+            raise bad_request(
+                "unknown-field", f"unknown field {unknown[0]!r}; the body takes " + ", ".join(given.fields)
+            )
         if not given.is_valid():
             _first_error(given, given.fields, "bad-field")
         return dict(given.validated_data)

@@ -1,6 +1,7 @@
 """The audit trail on the operator API: `GET /v1/audit`, newest first, paged as decisions are,
 for a credential with the scope `admin`. (The entries are access.models.AuditEntry, written by
 the named actions; the admin shows them too.)"""
+
 from __future__ import annotations
 
 import re
@@ -22,14 +23,23 @@ ACTION = re.compile(r"[a-z][a-z0-9.-]{0,59}")
 ENTRY_ID = re.compile(r"aud_[0-9a-f]{24}")
 
 
-@extend_schema_field({"anyOf": [{"type": "string", "format": "date-time"},
-                               {"type": "string", "pattern": f"^{ENTRY_ID.pattern}$"}]})
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "string", "format": "date-time"},
+            {"type": "string", "pattern": f"^{ENTRY_ID.pattern}$"},
+        ]
+    }
+)
 class Before(serializers.CharField):
     """A time, or an entry's id: the page then goes on exactly from that entry."""
 
     def __init__(self, **kwargs):
-        super().__init__(help_text=f"{parse_time.rule}, or an entry id (aud_…) to go on from "
-                                   "exactly after it", trim_whitespace=False, **kwargs)
+        super().__init__(
+            help_text=f"{parse_time.rule}, or an entry id (aud_…) to go on from exactly after it",
+            trim_whitespace=False,
+            **kwargs,
+        )
 
     def to_internal_value(self, data):
         if isinstance(data, str) and ENTRY_ID.fullmatch(data):
@@ -59,27 +69,24 @@ class AuditQuery(Query):
 class AuditEntrySerializer(serializers.Serializer):
     id = serializers.CharField()
     at = Time(help_text="when the write was made")
-    actor = serializers.CharField(help_text="a token's name, a user, a command's OS user, or "
-                                            "superdispatch")
-    actorKind = serializers.ChoiceField(ActorKind.values, source="actor_kind",
-                                        help_text="what the actor is")
+    actor = serializers.CharField(help_text="a token's name, a user, a command's OS user, or superdispatch")
+    actorKind = serializers.ChoiceField(ActorKind.values, source="actor_kind", help_text="what the actor is")
     user = serializers.CharField(help_text="the person a token speaks for, or empty")
     via = serializers.CharField(help_text="api, admin, manage.py <command> or loop")
     action = serializers.CharField()
     target = serializers.CharField()
-    before = Snapshot(help_text="the values the write changed, as they were; null: it made "
-                                "the target")
-    after = Snapshot(help_text="the same values as the write left them; null: it removed "
-                               "the target")
+    before = Snapshot(help_text="the values the write changed, as they were; null: it made the target")
+    after = Snapshot(help_text="the same values as the write left them; null: it removed the target")
 
 
 class Audit(OperatorView):
     scopes = {"GET": ADMIN}
 
-    @extend_schema(summary="The audit trail: every write, who made it and what it changed; "
-                           "newest first", parameters=[AuditQuery],
-                   responses=inline_serializer("AuditAnswer", {
-                       "audit": AuditEntrySerializer(many=True)}))
+    @extend_schema(
+        summary="The audit trail: every write, who made it and what it changed; newest first",
+        parameters=[AuditQuery],
+        responses=inline_serializer("AuditAnswer", {"audit": AuditEntrySerializer(many=True)}),
+    )
     def get(self, request):
         params = AuditQuery.read(request.query_params)
         entries = AuditEntry.objects.order_by("-id")  # as by time, ties in a fixed order

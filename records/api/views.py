@@ -1,5 +1,6 @@
 """The operator API: boards, decisions and suggestions. Auth is done before any view runs, and
 each view names the scope each of its methods needs (`scopes`, common.scopes)."""
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -31,10 +32,12 @@ from records.suggestion_serializers import SuggestionSerializer
 
 class AgentVerdictSerializer(serializers.Serializer):
     agentId = serializers.CharField()
-    verdict = serializers.ChoiceField(["chosen", "eligible", "rejected"],
-                                      help_text="what the decision made of the agent")
-    reasons = serializers.ListField(child=serializers.CharField(),
-                                    help_text="the reason codes of every filter it failed")
+    verdict = serializers.ChoiceField(
+        ["chosen", "eligible", "rejected"], help_text="what the decision made of the agent"
+    )
+    reasons = serializers.ListField(
+        child=serializers.CharField(), help_text="the reason codes of every filter it failed"
+    )
     record = CandidateSerializer(help_text="its entry in candidates")
 
 
@@ -42,12 +45,15 @@ class ExplainedDecisionSerializer(DecisionSerializer):
     """A decision as the operator API answers it: the record, then `explanation`, the same
     words as its admin page. The dataset reads the record alone (`DecisionSerializer`)."""
 
-    about = ("One placement decision: a step of a card's ladder, who was held and why, with "
-             "what became of the hold; `explanation` says it in words.")
+    about = (
+        "One placement decision: a step of a card's ladder, who was held and why, with "
+        "what became of the hold; `explanation` says it in words."
+    )
 
     explanation = serializers.CharField(read_only=True, help_text="the decision in words")
-    agent = AgentVerdictSerializer(required=False, help_text=(
-        "only in a list read with `?agent=`: what the decision made of that agent"))
+    agent = AgentVerdictSerializer(
+        required=False, help_text=("only in a list read with `?agent=`: what the decision made of that agent")
+    )
 
     @cached_property
     def _plan(self) -> list[tuple[str, Callable, Callable | None]]:
@@ -78,14 +84,22 @@ class Health(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(
-        summary="Liveness", auth=[],
+        summary="Liveness",
+        auth=[],
         description="Whether the service answers and its store can be read; no credential. A "
-                    "probe reads 200 as healthy and 503 as \"not now, ask again after "
-                    "Retry-After seconds\".",
-        responses={200: inline_serializer("Health", {
-            "ok": serializers.BooleanField(help_text="always true on a 200"),
-            "service": serializers.CharField(help_text="superdispatch")}),
-            503: error("the store cannot be read for now: ask again after Retry-After seconds")})
+        'probe reads 200 as healthy and 503 as "not now, ask again after '
+        'Retry-After seconds".',
+        responses={
+            200: inline_serializer(
+                "Health",
+                {
+                    "ok": serializers.BooleanField(help_text="always true on a 200"),
+                    "service": serializers.CharField(help_text="superdispatch"),
+                },
+            ),
+            503: error("the store cannot be read for now: ask again after Retry-After seconds"),
+        },
+    )
     def get(self, request):
         with connection.cursor() as cursor:  # the store answers (else 503, see common.errors)
             cursor.execute("SELECT 1")
@@ -95,8 +109,10 @@ class Health(APIView):
 class Boards(OperatorView):
     scopes = {"GET": READ}
 
-    @extend_schema(summary="Every board opted in, enabled or not",
-                   responses=_answer("boards", BoardSerializer(many=True)))
+    @extend_schema(
+        summary="Every board opted in, enabled or not",
+        responses=_answer("boards", BoardSerializer(many=True)),
+    )
     def get(self, request):
         _no_query(request)
         return Response({"boards": BoardSerializer(Board.objects.all(), many=True).data})
@@ -113,19 +129,16 @@ class BoardDetail(OperatorView):
             raise not_found(f"board {board_id}")
         return Response({"board": BoardSerializer(board).data})
 
-    @extend_schema(summary="Opt a board in, or enable it again (no body)", request=None,
-                   responses=ONE_BOARD)
+    @extend_schema(summary="Opt a board in, or enable it again (no body)", request=None, responses=ONE_BOARD)
     def put(self, request, board_id: str):
         _no_query(request)
         board = do_opt_in(query.board_id(board_id), timezone.now, by=of_request(request))
         return Response({"board": BoardSerializer(board).data})
 
-    @extend_schema(summary="Opt a board out; its row and decisions stay",
-                   responses={200: ONE_BOARD})
+    @extend_schema(summary="Opt a board out; its row and decisions stay", responses={200: ONE_BOARD})
     def delete(self, request, board_id: str):
         _no_query(request)
-        board = do_opt_out(query.board_id(board_id), timezone.now,
-                                   by=of_request(request))
+        board = do_opt_out(query.board_id(board_id), timezone.now, by=of_request(request))
         if board is None:
             raise not_found(f"board {board_id}")
         return Response({"board": BoardSerializer(board).data})
@@ -134,8 +147,11 @@ class BoardDetail(OperatorView):
 class Decisions(OperatorView):
     scopes = {"GET": READ}
 
-    @extend_schema(summary="Decisions, newest first", parameters=[DecisionsQuery],
-                   responses=_answer("decisions", ExplainedDecisionSerializer(many=True)))
+    @extend_schema(
+        summary="Decisions, newest first",
+        parameters=[DecisionsQuery],
+        responses=_answer("decisions", ExplainedDecisionSerializer(many=True)),
+    )
     def get(self, request):
         params = DecisionsQuery.read(request.query_params)
         decisions = Decision.objects.order_by("-created_at", "-id")
@@ -144,8 +160,7 @@ class Decisions(OperatorView):
         if "card" in params:
             decisions = decisions.filter(card_id=params["card"])
         if "agent" in params:
-            decisions = decisions.filter(
-                id__in=agents.decisions_considering(params["agent"]).values("id"))
+            decisions = decisions.filter(id__in=agents.decisions_considering(params["agent"]).values("id"))
         if "before" in params:
             decisions = decisions.filter(created_at__lt=params["before"])
         return Response(pages.decisions(decisions[: params["limit"]], params.get("agent")))
@@ -164,9 +179,11 @@ class DecisionDetail(OperatorView):
 class Suggestions(OperatorView):
     scopes = {"GET": READ}
 
-    @extend_schema(summary="Roster suggestions and supply proposals",
-                   parameters=[SuggestionsQuery],
-                   responses=_answer("suggestions", SuggestionSerializer(many=True)))
+    @extend_schema(
+        summary="Roster suggestions and supply proposals",
+        parameters=[SuggestionsQuery],
+        responses=_answer("suggestions", SuggestionSerializer(many=True)),
+    )
     def get(self, request):
         params = SuggestionsQuery.read(request.query_params)
         rows = Suggestion.objects.all()
@@ -200,10 +217,12 @@ class SuggestionDetail(OperatorView):
 class SuggestionDismiss(OperatorView):
     scopes = {"POST": SUGGESTIONS}
 
-    @extend_schema(summary="Dismiss it; it stays dismissed while it is found again", request=None,
-                   responses=ONE_SUGGESTION)
+    @extend_schema(
+        summary="Dismiss it; it stays dismissed while it is found again",
+        request=None,
+        responses=ONE_SUGGESTION,
+    )
     def post(self, request, suggestion_id: str):
         _no_query(request)
-        suggestion = do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now,
-                                                   by=of_request(request))
+        suggestion = do_dismiss_suggestion(_suggestion(suggestion_id), timezone.now, by=of_request(request))
         return Response({"suggestion": SuggestionSerializer(suggestion).data})

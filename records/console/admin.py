@@ -3,6 +3,7 @@
 Who may do which is their role's (access/roles.py): each action names the permission it needs,
 so a viewer is not offered one, and a POST of it is a 403 (access.site). Each action passes
 who asked to the named action, which records it in the audit trail."""
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,7 @@ def formula_action_name(arm: str) -> str:
 def _run_formula(arm: str):
     """An action that gives the selected boards `arm` as their own formula, each change audited."""
 
-    @admin.action(description=f"Run {arm} on the selected boards (their own formula)",
-                  permissions=["change"])
+    @admin.action(description=f"Run {arm} on the selected boards (their own formula)", permissions=["change"])
     def run(modeladmin, request, queryset):
         by = of_request(request)
         for board in queryset:
@@ -72,13 +72,25 @@ def _run_formula(arm: str):
 
 @admin.register(Board)
 class BoardAdmin(ActionsOnlyAdmin):
-    list_display = ("board_id", "enabled", "formula_label", "window_seconds", "last_read_at",
-                    "last_read_error", "waiting", "updated_at")
+    list_display = (
+        "board_id",
+        "enabled",
+        "formula_label",
+        "window_seconds",
+        "last_read_at",
+        "last_read_error",
+        "waiting",
+        "updated_at",
+    )
     list_filter = ("enabled",)
     search_fields = ("board_id",)
     # One action a declared formula, and pull, derived from the declarations.
-    actions = ["opt_in", "opt_out", "deployment_formula",
-               *(_run_formula(arm) for arm in (*formulas.recorded_names(), "pull"))]
+    actions = [
+        "opt_in",
+        "opt_out",
+        "deployment_formula",
+        *(_run_formula(arm) for arm in (*formulas.recorded_names(), "pull")),
+    ]
 
     @admin.display(description="formula", ordering="formula")
     def formula_label(self, board: Board) -> str:
@@ -86,14 +98,16 @@ class BoardAdmin(ActionsOnlyAdmin):
         # deployment's, which SUPERDISPATCH_FORMULA names.
         return board.formula or "— (the deployment's)"
 
-    @admin.action(description="Run the deployment's formula again (clear the board's own)",
-                  permissions=["change"])
+    @admin.action(
+        description="Run the deployment's formula again (clear the board's own)", permissions=["change"]
+    )
     def deployment_formula(self, request, queryset):
         by = of_request(request)
         for board in queryset:
             do_set_board_formula(board.board_id, None, timezone.now(), by=by)
-        self.message_user(request, f"{queryset.count()} board(s) run the deployment's formula.",
-                          messages.SUCCESS)
+        self.message_user(
+            request, f"{queryset.count()} board(s) run the deployment's formula.", messages.SUCCESS
+        )
 
     @admin.display(description="waiting unrecorded, and why")
     def waiting(self, board: Board) -> str:
@@ -118,20 +132,60 @@ class BoardAdmin(ActionsOnlyAdmin):
 
 @admin.register(Experiment)
 class ExperimentAdmin(ActionsOnlyAdmin):
-    list_display = ("id", "state", "boards_label", "arms_label", "objective", "winner", "starts_at",
-                    "ends_at")
+    list_display = (
+        "id",
+        "state",
+        "boards_label",
+        "arms_label",
+        "objective",
+        "winner",
+        "starts_at",
+        "ends_at",
+    )
     list_filter = ("state", "objective")
     search_fields = ("=id",)
     actions = ["stop"]
     fieldsets = (
-        (None, {"fields": ("id", "state", "boards_label", "arms_label", "objective",
-                           "block_seconds", "seed", "burn_in_seconds", "holdback_every",
-                           "starts_at", "ends_at", "decided_at", "stopped_at", "created_by")}),
+        (
+            None,
+            {
+                "fields": (
+                    "id",
+                    "state",
+                    "boards_label",
+                    "arms_label",
+                    "objective",
+                    "block_seconds",
+                    "seed",
+                    "burn_in_seconds",
+                    "holdback_every",
+                    "starts_at",
+                    "ends_at",
+                    "decided_at",
+                    "stopped_at",
+                    "created_by",
+                )
+            },
+        ),
         ("What it shows", {"fields": ("report",)}),
     )
-    readonly_fields = ("id", "state", "boards_label", "arms_label", "objective", "block_seconds",
-                       "seed", "burn_in_seconds", "holdback_every", "starts_at", "ends_at",
-                       "decided_at", "stopped_at", "created_by", "report")
+    readonly_fields = (
+        "id",
+        "state",
+        "boards_label",
+        "arms_label",
+        "objective",
+        "block_seconds",
+        "seed",
+        "burn_in_seconds",
+        "holdback_every",
+        "starts_at",
+        "ends_at",
+        "decided_at",
+        "stopped_at",
+        "created_by",
+        "report",
+    )
 
     @admin.display(description="boards")
     def boards_label(self, e: Experiment) -> str:
@@ -143,8 +197,7 @@ class ExperimentAdmin(ActionsOnlyAdmin):
 
     @admin.display(description="")
     def report(self, e: Experiment) -> str:
-        return render_to_string("admin/records/experiment.html",
-                                experiment_pages.report(e, timezone.now()))
+        return render_to_string("admin/records/experiment.html", experiment_pages.report(e, timezone.now()))
 
     @admin.action(description="Stop the selected experiments", permissions=["change"])
     def stop(self, request, queryset):
@@ -168,8 +221,7 @@ class TurnedAwayFilter(admin.SimpleListFilter):
         code = self.value()
         if code not in tables().codes:
             return queryset
-        rows = Q(Exists(Candidate.objects.filter(decision=OuterRef("pk"),
-                                                 reasons__contains=f",{code},")))
+        rows = Q(Exists(Candidate.objects.filter(decision=OuterRef("pk"), reasons__contains=f",{code},")))
         if code == tables().identity.rejected.reason:  # and every candidate a mark stands for
             return queryset.filter(rows | ~Q(roll_marks=""))
         return queryset.filter(rows)
@@ -194,10 +246,30 @@ class FormulaFilter(admin.SimpleListFilter):
 
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
-    list_display = ("id", "created_at", "board_id", "card_id", "stage_key", "tier_label",
-                    "chosen", "reason", "outcome_status", "reserved_until")
-    list_filter = ("board_id", "stage_key", "tier_name", "reason", TurnedAwayFilter, FormulaFilter,
-                   "outcome_status", "run_status", "chosen", "created_at")
+    list_display = (
+        "id",
+        "created_at",
+        "board_id",
+        "card_id",
+        "stage_key",
+        "tier_label",
+        "chosen",
+        "reason",
+        "outcome_status",
+        "reserved_until",
+    )
+    list_filter = (
+        "board_id",
+        "stage_key",
+        "tier_name",
+        "reason",
+        TurnedAwayFilter,
+        FormulaFilter,
+        "outcome_status",
+        "run_status",
+        "chosen",
+        "created_at",
+    )
     search_fields = ("card_id", "=id")
     date_hierarchy = "created_at"
     list_per_page = 50
@@ -205,25 +277,61 @@ class DecisionAdmin(ReadOnlyAdmin):
         ("In words", {"fields": ("in_words",)}),
         (None, {"fields": ("id", "board_id", "card_id", "stage_key", "created_at", "policy")}),
         ("Choice", {"fields": ("chosen", "reason", "tier_label", "requires_label")}),
-        ("Hold and outcome", {"fields": ("attempt_count", "reserved_until", "reservation_refused",
-                                         "reservation_unknown",
-                                         "outcome_status", "outcome_by", "outcome_at",
-                                         "run_status", "run_mark", "run_ended_at", "waiting",
-                                         "outlook", "ladder_link")}),
+        (
+            "Hold and outcome",
+            {
+                "fields": (
+                    "attempt_count",
+                    "reserved_until",
+                    "reservation_refused",
+                    "reservation_unknown",
+                    "outcome_status",
+                    "outcome_by",
+                    "outcome_at",
+                    "run_status",
+                    "run_mark",
+                    "run_ended_at",
+                    "waiting",
+                    "outlook",
+                    "ladder_link",
+                )
+            },
+        ),
         ("Candidates", {"fields": ("candidates_table",)}),
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
     )
-    readonly_fields = ("in_words", "id", "board_id", "card_id", "stage_key", "created_at", "policy",
-                       "chosen", "reason", "tier_label", "requires_label", "attempt_count",
-                       "reserved_until", "reservation_refused", "reservation_unknown",
-                       "outcome_status", "outcome_by", "outcome_at",
-                       "run_status", "run_mark", "run_ended_at", "waiting", "outlook",
-                       "ladder_link", "candidates_table", "learned")
+    readonly_fields = (
+        "in_words",
+        "id",
+        "board_id",
+        "card_id",
+        "stage_key",
+        "created_at",
+        "policy",
+        "chosen",
+        "reason",
+        "tier_label",
+        "requires_label",
+        "attempt_count",
+        "reserved_until",
+        "reservation_refused",
+        "reservation_unknown",
+        "outcome_status",
+        "outcome_by",
+        "outcome_at",
+        "run_status",
+        "run_mark",
+        "run_ended_at",
+        "waiting",
+        "outlook",
+        "ladder_link",
+        "candidates_table",
+        "learned",
+    )
 
     @admin.display(description="why")
     def in_words(self, d: Decision) -> str:
-        return format_html('<p class="sd-explanation">{}</p>',
-                           explain(DecisionSerializer(d).data))
+        return format_html('<p class="sd-explanation">{}</p>', explain(DecisionSerializer(d).data))
 
     @admin.display(description="tier", ordering="tier_step")
     def tier_label(self, d: Decision) -> str:
@@ -242,13 +350,13 @@ class DecisionAdmin(ReadOnlyAdmin):
     @admin.display(description="the card's ladder")
     def ladder_link(self, d: Decision) -> str:
         url = reverse("admin:records_decision_changelist")
-        return format_html('<a href="{}?board_id={}&q={}">every decision for {}</a>',
-                           url, d.board_id, d.card_id, d.card_id)
+        return format_html(
+            '<a href="{}?board_id={}&q={}">every decision for {}</a>', url, d.board_id, d.card_id, d.card_id
+        )
 
     @admin.display(description="")
     def candidates_table(self, d: Decision) -> str:
-        return render_to_string("admin/records/candidates.html",
-                                {"candidates": candidate_rows(d)})
+        return render_to_string("admin/records/candidates.html", {"candidates": candidate_rows(d)})
 
 
 def candidate_rows(d: Decision) -> list[dict]:
@@ -259,21 +367,33 @@ def candidate_rows(d: Decision) -> list[dict]:
     for c in CandidateSerializer(d.candidates, many=True).data:
         who, verdicts, score = c["candidate"], c["filters"], c["score"] or {}
         failed = [f for f in verdicts if not f.get("passed")]
-        rows.append({
-            "agent": who["agentId"], "agent_url": agent_url(who["agentId"]),
-            "principal": who["principalId"], "station": who["stationId"],
-            "source": who["source"], "chosen": who["agentId"] == d.chosen,
-            "eligible": bool(verdicts) and not failed, "capable": c.get("capable"),
-            "filters": [{"name": f["filter"], "passed": f.get("passed"),
-                         "reason": f.get("reason"), "missing": f.get("missing"),
-                         "unchecked": f.get("unchecked")} for f in verdicts],
-            "failed": failed,
-            "total": score.get("total"),
-            "terms": [(name, significant(value))
-                      for name, value in (score.get("terms") or {}).items()],
-            "history": c["stageHistory"],
-            "policy": c.get("policy"),
-        })
+        rows.append(
+            {
+                "agent": who["agentId"],
+                "agent_url": agent_url(who["agentId"]),
+                "principal": who["principalId"],
+                "station": who["stationId"],
+                "source": who["source"],
+                "chosen": who["agentId"] == d.chosen,
+                "eligible": bool(verdicts) and not failed,
+                "capable": c.get("capable"),
+                "filters": [
+                    {
+                        "name": f["filter"],
+                        "passed": f.get("passed"),
+                        "reason": f.get("reason"),
+                        "missing": f.get("missing"),
+                        "unchecked": f.get("unchecked"),
+                    }
+                    for f in verdicts
+                ],
+                "failed": failed,
+                "total": score.get("total"),
+                "terms": [(name, significant(value)) for name, value in (score.get("terms") or {}).items()],
+                "history": c["stageHistory"],
+                "policy": c.get("policy"),
+            }
+        )
     rows.sort(key=lambda r: (r["total"] is None, -(r["total"] or 0)))
     return rows
 
@@ -312,8 +432,11 @@ class StateFilter(admin.SimpleListFilter):
         for i, (value, label) in enumerate(self.lookup_choices):
             if counts is not None:
                 label = f"{label} ({counts.get(f'{i}__c', '-')})"
-            yield {"selected": self.value() == value, "display": label,
-                   "query_string": changelist.get_query_string({self.parameter_name: value})}
+            yield {
+                "selected": self.value() == value,
+                "display": label,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+            }
 
     def queryset(self, request, queryset):
         if self.value() == SuggestionState.OPEN:
@@ -334,11 +457,29 @@ class SuggestionAdmin(ActionsOnlyAdmin):
     list_filter = (StateFilter, "kind", "board_id")
     search_fields = ("=id", "board_id", "stage_key")
     actions = ["dismiss"]
-    readonly_fields = ("id", "kind", "board_id", "stage_key", "state", "reason", "reasons",
-                       "capability", "rostered", "candidates", "rationale", "target",
-                       "estimated_effect", "how_to_apply", "registry", "evidence_links",
-                       "evidence_count", "first_seen_at", "last_seen_at", "resolved_at",
-                       "dismissed_at")
+    readonly_fields = (
+        "id",
+        "kind",
+        "board_id",
+        "stage_key",
+        "state",
+        "reason",
+        "reasons",
+        "capability",
+        "rostered",
+        "candidates",
+        "rationale",
+        "target",
+        "estimated_effect",
+        "how_to_apply",
+        "registry",
+        "evidence_links",
+        "evidence_count",
+        "first_seen_at",
+        "last_seen_at",
+        "resolved_at",
+        "dismissed_at",
+    )
     exclude = ("evidence",)
 
     @admin.display(description="kind", ordering="kind")
@@ -356,25 +497,33 @@ class SuggestionAdmin(ActionsOnlyAdmin):
     def changelist_view(self, request, extra_context=None):
         state = request.GET.get(StateFilter.parameter_name) or SuggestionState.OPEN
         words = f"{state} " if state in SuggestionState.values else ""
-        return super().changelist_view(request, {
-            "title": f"Suggestions: {state}" if words else "Suggestions",
-            "sd_empty": f"No {words}suggestions.", **(extra_context or {})})
+        return super().changelist_view(
+            request,
+            {
+                "title": f"Suggestions: {state}" if words else "Suggestions",
+                "sd_empty": f"No {words}suggestions.",
+                **(extra_context or {}),
+            },
+        )
 
     @admin.display(description="evidence")
     def evidence_links(self, s: Suggestion) -> str:
-        return format_html_join(
-            ", ", '<a href="{}">{}</a>',
-            # The admin escapes "_" in a key; an id like pld_23… would otherwise read as pld#….
-            ((reverse("admin:records_decision_change", args=[quote(pid)]), pid) for pid in s.evidence),
-        ) or "—"
+        return (
+            format_html_join(
+                ", ",
+                '<a href="{}">{}</a>',
+                # The admin escapes "_" in a key; an id like pld_23… would otherwise read as pld#….
+                ((reverse("admin:records_decision_change", args=[quote(pid)]), pid) for pid in s.evidence),
+            )
+            or "—"
+        )
 
     @admin.action(description="Dismiss the selected suggestions", permissions=["change"])
     def dismiss(self, request, queryset):
         by = of_request(request)
         for suggestion in queryset:
             do_dismiss_suggestion(suggestion, timezone.now, by=by)
-        self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.",
-                          messages.SUCCESS)
+        self.message_user(request, f"{queryset.count()} suggestion(s) dismissed.", messages.SUCCESS)
 
 
 @admin.register(LoopState)
@@ -386,20 +535,43 @@ class LoopStateAdmin(ReadOnlyAdmin):
 class OutboxEventAdmin(ActionsOnlyAdmin):
     """Events and chat posts on their way out; a dead one can be sent again."""
 
-    list_display = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
-                    "last_error", "created_at", "delivered_at")
+    list_display = (
+        "id",
+        "channel",
+        "type",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "last_error",
+        "created_at",
+        "delivered_at",
+    )
     list_filter = ("state", "channel", "type")
     search_fields = ("=id",)
     actions = ["redeliver"]
-    readonly_fields = ("id", "channel", "type", "state", "attempts", "next_attempt_at",
-                       "last_error", "created_at", "delivered_at", "body")
+    readonly_fields = (
+        "id",
+        "channel",
+        "type",
+        "state",
+        "attempts",
+        "next_attempt_at",
+        "last_error",
+        "created_at",
+        "delivered_at",
+        "body",
+    )
 
     @admin.action(description="Redeliver the selected dead events", permissions=["change"])
     def redeliver(self, request, queryset):
-        count = outbox.do_redeliver(timezone.now(), queryset.values_list("id", flat=True),
-                                    by=of_request(request))
-        self.message_user(request, f"{count} event(s) queued again; the worker sends them "
-                                   "within 15 seconds.", messages.SUCCESS)
+        count = outbox.do_redeliver(
+            timezone.now(), queryset.values_list("id", flat=True), by=of_request(request)
+        )
+        self.message_user(
+            request,
+            f"{count} event(s) queued again; the worker sends them within 15 seconds.",
+            messages.SUCCESS,
+        )
 
 
 admin.site.site_header = "SuperDispatch"

@@ -1,6 +1,7 @@
 """An experiment as the admin shows it: the schedule as it ran, each arm against pull with its
 95% interval, a chart over blocks, the guardrail's state and the winner; and the measured
 figure the dashboard's "is it helping?" sets beside the what-if's estimate."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -29,11 +30,18 @@ def arm_rows(analysis: dict | None) -> list[dict]:
     rows = []
     for arm in analysis.get("arms", ()):
         against = versus.get(arm["arm"], {})
-        rows.append({"arm": arm["arm"], "blocks": arm["blocks"], "cards": arm["cards"],
-                     "success": arm.get("success"), "lead_mean_s": arm.get("lead_mean_s"),
-                     "wait_p95_s": arm.get("wait_p95_s"),
-                     "success_vs_pull": _interval(against.get("success")),
-                     "lead_vs_pull": _interval(against.get("lead_ratio"), ratio=True)})
+        rows.append(
+            {
+                "arm": arm["arm"],
+                "blocks": arm["blocks"],
+                "cards": arm["cards"],
+                "success": arm.get("success"),
+                "lead_mean_s": arm.get("lead_mean_s"),
+                "wait_p95_s": arm.get("wait_p95_s"),
+                "success_vs_pull": _interval(against.get("success")),
+                "lead_vs_pull": _interval(against.get("lead_ratio"), ratio=True),
+            }
+        )
     return rows
 
 
@@ -50,15 +58,27 @@ def report(experiment: Experiment, now: datetime) -> dict:
     dropped = {d["arm"]: d for d in experiment.dropped or ()}
     in_force = experiments.in_force(experiment, now)
     # A block of a dropped arm that starts after the drop ran its stand-in (`switchback.in_force`).
-    schedule = [{**b, "dropped": b["arm"] in dropped and b["starts"] >= dropped[b["arm"]]["at"],
-                 "now": in_force is not None and in_force.block.index == b["index"]}
-                for b in experiment.schedule]
+    schedule = [
+        {
+            **b,
+            "dropped": b["arm"] in dropped and b["starts"] >= dropped[b["arm"]]["at"],
+            "now": in_force is not None and in_force.block.index == b["index"],
+        }
+        for b in experiment.schedule
+    ]
     analysis = experiment.analysis or {}
-    return {"experiment": experiment, "schedule": schedule, "in_force": in_force,
-            "arms": arm_rows(experiment.analysis), "chart": block_chart(experiment),
-            "dropped": list(dropped.values()), "guardrail": experiment.guardrail,
-            "why": analysis.get("why"), "blocks_to_decision": analysis.get("blocksToDecision"),
-            "holdback": arm_rows(experiment.holdback)}
+    return {
+        "experiment": experiment,
+        "schedule": schedule,
+        "in_force": in_force,
+        "arms": arm_rows(experiment.analysis),
+        "chart": block_chart(experiment),
+        "dropped": list(dropped.values()),
+        "guardrail": experiment.guardrail,
+        "why": analysis.get("why"),
+        "blocks_to_decision": analysis.get("blocksToDecision"),
+        "holdback": arm_rows(experiment.holdback),
+    }
 
 
 def measured(board_ids: list[str]) -> list[dict]:
@@ -67,7 +87,8 @@ def measured(board_ids: list[str]) -> list[dict]:
     else the decided experiment's winner against pull. One read of the experiments for them all."""
     wanted, found = set(board_ids), {}
     for experiment in Experiment.objects.exclude(state=ExperimentState.RUNNING).exclude(
-            analysis__isnull=True)[:50]:  # newest first
+        analysis__isnull=True
+    )[:50]:  # newest first
         for board_id in wanted.intersection(experiment.boards) - set(found):
             found[board_id] = _figure(experiment)
     return [{"board": b, **found[b]} for b in board_ids if found.get(b)]
@@ -81,10 +102,18 @@ def _figure(experiment: Experiment) -> dict | None:
     if experiment.holdback:
         row = next((r for r in arm_rows(experiment.holdback) if r["arm"] == "own"), None)
         if row is not None:
-            return {"experiment": experiment.id, "url": _url(experiment),
-                    "what": "holdback: the board's formula against pull", **row}
+            return {
+                "experiment": experiment.id,
+                "url": _url(experiment),
+                "what": "holdback: the board's formula against pull",
+                **row,
+            }
     row = next((r for r in arm_rows(experiment.analysis) if r["arm"] == experiment.winner), None)
     if row is None or experiment.winner == "pull":
         return None
-    return {"experiment": experiment.id, "url": _url(experiment),
-            "what": f"experiment: {experiment.winner} against pull", **row}
+    return {
+        "experiment": experiment.id,
+        "url": _url(experiment),
+        "what": f"experiment: {experiment.winner} against pull",
+        **row,
+    }

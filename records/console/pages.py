@@ -4,6 +4,7 @@ Both are admin views (staff only, under the admin's chrome) for a range of the l
 or week; any other range is a 400 naming the parameter. Every role reads them: a staff user
 with none (no permission to read decisions) is refused, 403.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -56,13 +57,11 @@ def _labels(rng: Range, starts: list[datetime]) -> list[str]:
 
 def _bar_words(step: timedelta) -> str:
     minutes = int(step.total_seconds() // 60)
-    return f"{minutes} minutes" if minutes < 60 else f"{minutes // 60} hour" + (
-        "s" if minutes >= 120 else "")
+    return f"{minutes} minutes" if minutes < 60 else f"{minutes // 60} hour" + ("s" if minutes >= 120 else "")
 
 
 def _context(request: HttpRequest, title: str, rng: Range) -> dict:
-    return {**admin.site.each_context(request), "title": title, "range": rng.name,
-            "ranges": list(RANGES)}
+    return {**admin.site.each_context(request), "title": title, "range": rng.name, "ranges": list(RANGES)}
 
 
 PAGES_PERMISSION = SCOPES[READ].permission  # what a viewer has: reading decisions
@@ -130,8 +129,9 @@ def agent_view(request: HttpRequest, agent_id: str) -> HttpResponse:
 def agent_page(request: HttpRequest, agent_id: str, now: datetime) -> HttpResponse:
     """One agent's story at `now`; an agent never seen is an empty story, not an error."""
     if not query.AGENT_ID.fullmatch(agent_id):
-        return HttpResponseBadRequest("an agent id looks like agt_ followed by letters, "
-                                      "digits, _ or -", content_type="text/plain")
+        return HttpResponseBadRequest(
+            "an agent id looks like agt_ followed by letters, digits, _ or -", content_type="text/plain"
+        )
     try:
         rng = read_range(request)
     except BadParameter as bad:
@@ -139,8 +139,14 @@ def agent_page(request: HttpRequest, agent_id: str, now: datetime) -> HttpRespon
     rejections = agents.rejections_over_time(agent_id, rng, now)
     recent = []
     for d, c in agents.recent(agent_id):
-        recent.append({"decision": d, "url": decision_url(d.id), **agents.verdict(c, d.chosen),
-                       "total": (c.score or {}).get("total")})
+        recent.append(
+            {
+                "decision": d,
+                "url": decision_url(d.id),
+                **agents.verdict(c, d.chosen),
+                "total": (c.score or {}).get("total"),
+            }
+        )
     records = agents.stage_records(agent_id)
     for r in records:
         r["url"] = decision_url(r["decision"])
@@ -151,8 +157,7 @@ def agent_page(request: HttpRequest, agent_id: str, now: datetime) -> HttpRespon
         **_context(request, f"Agent {agent_id}", rng),
         "agent_id": agent_id,
         "tallies": agents.tallies(agent_id, rng, now),
-        "rejections": charts.stacked_bars(_labels(rng, rejections["starts"]),
-                                          rejections["series"]),
+        "rejections": charts.stacked_bars(_labels(rng, rejections["starts"]), rejections["series"]),
         "recent": recent,
         "stage_records": records,
         "suggestions": suggestions,

@@ -6,6 +6,7 @@ Built here as HTML rather than in the template: a template loop over 50 boards' 
 page tens of milliseconds, joined strings a few. Every value the rows hold goes through
 `_e` (HTML-escaped) before it is joined; only this module's own markup is not.
 """
+
 from __future__ import annotations
 
 from html import escape
@@ -16,10 +17,10 @@ from django.utils.timezone import localtime
 
 RECORDED, PULL = "recorded", "pull"
 
+
 def _time(moment) -> str:
     """A time as every page of the console shows it (superdispatch/formats)."""
     return date_format(localtime(moment), "DATETIME_FORMAT")
-
 
 
 def _e(value: object) -> str:
@@ -33,8 +34,9 @@ def _key(row: dict) -> tuple[str, str]:
 def columns(boards: list[dict]) -> list[tuple[str, str]]:
     """The recorded formula's column, then each other formula's in the order the rows give
     them, then pull's."""
-    others = list(dict.fromkeys(_key(r) for b in boards for r in b["rows"]
-                                if r["arm"] not in (RECORDED, PULL)))
+    others = list(
+        dict.fromkeys(_key(r) for b in boards for r in b["rows"] if r["arm"] not in (RECORDED, PULL))
+    )
     return [(RECORDED, ""), *others, (PULL, "")]
 
 
@@ -44,8 +46,7 @@ def _head(key: tuple[str, str]) -> str:
         return "<th>as recorded<br><small>what was measured</small></th>"
     if arm == PULL:
         return "<th>pull: nobody held<br><small>opt the board out</small></th>"
-    return (f"<th>{_e(formula)}<br><small><code>SUPERDISPATCH_FORMULA={_e(formula)}</code>"
-            "</small></th>")
+    return f"<th>{_e(formula)}<br><small><code>SUPERDISPATCH_FORMULA={_e(formula)}</code></small></th>"
 
 
 # The replay's reasons for the two gaps a young store has, as a person reads them; any other
@@ -70,11 +71,15 @@ def _cell(row: dict | None) -> str:
     if not row["enough"]:
         why = WHY.get(row["why"], row["why"])
         because = f" Most of the rest were not replayed: {_e(why)}." if why else ""
-        return (f'<td><span class="sd-quiet">too few decisions to judge</span><br><small>'
-                f"{whose}{row['replayed']:d} of {row['decisions']:d} decisions replayed, and "
-                f"{row['needed']:d} are needed to judge.{because}</small></td>")
-    return (f"<td>{_e(row['success'])}<br>{_e(row['lead'])}<br><small>{counts}, "
-            f"{_e(row['estimator'])}</small></td>")
+        return (
+            f'<td><span class="sd-quiet">too few decisions to judge</span><br><small>'
+            f"{whose}{row['replayed']:d} of {row['decisions']:d} decisions replayed, and "
+            f"{row['needed']:d} are needed to judge.{because}</small></td>"
+        )
+    return (
+        f"<td>{_e(row['success'])}<br>{_e(row['lead'])}<br><small>{counts}, "
+        f"{_e(row['estimator'])}</small></td>"
+    )
 
 
 def table(boards: list[dict]) -> SafeString:
@@ -86,9 +91,13 @@ def table(boards: list[dict]) -> SafeString:
     for b in boards:
         by_key = {_key(r): r for r in b["rows"]}
         cells = "".join(_cell(by_key.get(k)) for k in keys)
-        body.append(f"<tr><td>{_e(b['board'])}</td>{cells}<td><small>"
-                    f"{_time(b['computed_at'])}, over {_time(b['since'])} to "
-                    f"{_time(b['until'])}</small></td></tr>")
+        body.append(
+            f"<tr><td>{_e(b['board'])}</td>{cells}<td><small>"
+            f"{_time(b['computed_at'])}, over {_time(b['since'])} to "
+            f"{_time(b['until'])}</small></td></tr>"
+        )
     head = "".join(_head(k) for k in keys)
-    return mark_safe(f'<table class="sd-table" id="sd-what-if"><thead><tr><th>board</th>{head}'
-                     f'<th>worked out</th></tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return mark_safe(
+        f'<table class="sd-table" id="sd-what-if"><thead><tr><th>board</th>{head}'
+        f"<th>worked out</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )

@@ -4,6 +4,7 @@ One module a concern; every model and choice is named here too, as `records.mode
 is where Django loads an app's models from and where the migrations and the rest of the code
 find them.
 """
+
 from records.models.boards import Board
 from records.models.decisions import (
     OUTCOMES,
@@ -46,15 +47,38 @@ from records.models.what_if import BoardWhatIf
 
 __all__ = [
     "Board",
-    "Candidate", "Decision", "DecisionReason", "OutcomeStatus", "Roll", "TierName",
-    "OUTCOMES", "REASONS", "SETTLED_HOLDS", "TIERS",
+    "Candidate",
+    "Decision",
+    "DecisionReason",
+    "OutcomeStatus",
+    "Roll",
+    "TierName",
+    "OUTCOMES",
+    "REASONS",
+    "SETTLED_HOLDS",
+    "TIERS",
     "HoldTally",
-    "AgentHour", "BoardHour", "StaleHour",
+    "AgentHour",
+    "BoardHour",
+    "StaleHour",
     "BoardWhatIf",
-    "Experiment", "ExperimentState", "LIVE_STATES", "Objective",
+    "Experiment",
+    "ExperimentState",
+    "LIVE_STATES",
+    "Objective",
     "JSONText",
-    "LoopState", "RegistryRead", "SweepShard",
+    "LoopState",
+    "RegistryRead",
+    "SweepShard",
     "OutboxEvent",
-    "RelayClaim", "RelayDelivery", "RelayDeliveryQuerySet", "RelayOutcome", "UNREPORTED",
-    "Suggestion", "SuggestionKind", "SuggestionState", "ROSTER_KINDS", "SUGGESTION_KINDS",
+    "RelayClaim",
+    "RelayDelivery",
+    "RelayDeliveryQuerySet",
+    "RelayOutcome",
+    "UNREPORTED",
+    "Suggestion",
+    "SuggestionKind",
+    "SuggestionState",
+    "ROSTER_KINDS",
+    "SUGGESTION_KINDS",
 ]

@@ -1,4 +1,5 @@
 """The boards the operator opted in."""
+
 from __future__ import annotations
 
 from django.db import models

@@ -3,6 +3,7 @@
 The words a decision is recorded with are choices whose label is their value, so the admin
 shows the same word the API answers with. Tiers and reasons are placement's words.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -67,8 +68,7 @@ class Decision(models.Model):
     ladder_ready_at = models.DateTimeField(null=True, blank=True)
     policy = models.CharField(max_length=80)
     chosen = models.CharField(max_length=128, null=True, blank=True)
-    reason = models.CharField(max_length=32, null=True, blank=True,
-                              choices=DecisionReason.choices)
+    reason = models.CharField(max_length=32, null=True, blank=True, choices=DecisionReason.choices)
     tier_name = models.CharField(max_length=16, null=True, blank=True, choices=TierName.choices)
     tier_step = models.IntegerField(null=True, blank=True)
     requires = models.JSONField(null=True, blank=True)
@@ -81,8 +81,7 @@ class Decision(models.Model):
     # The hold was asked for and no clear answer came (the failure's code, `timeout`): it may
     # or may not exist until the next read of the board says, and its agent counts as holding.
     reservation_unknown = models.CharField(max_length=80, null=True, blank=True)
-    outcome_status = models.CharField(max_length=20, null=True, blank=True,
-                                      choices=OutcomeStatus.choices)
+    outcome_status = models.CharField(max_length=20, null=True, blank=True, choices=OutcomeStatus.choices)
     outcome_by = models.CharField(max_length=128, null=True, blank=True)
     outcome_at = models.DateTimeField(null=True, blank=True)
     # What a learned model would have chosen (shadow) or did choose (on), and its probabilities.
@@ -105,8 +104,7 @@ class Decision(models.Model):
     created_at = models.DateTimeField()
     # Candidates outside the candidate set with no bridge row are kept as one mark each
     # against a roll of the agents, not as rows (records/store/marks.py): `candidates` merges both.
-    roll = models.ForeignKey("Roll", null=True, blank=True, on_delete=models.PROTECT,
-                             related_name="+")
+    roll = models.ForeignKey("Roll", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     roll_marks = models.TextField(blank=True, default="")
 
     class Meta:
@@ -114,30 +112,41 @@ class Decision(models.Model):
         indexes = [
             models.Index(fields=["board_id", "-created_at"], name="decision_board_time"),
             models.Index(fields=["-created_at"], name="decision_time"),
-            models.Index(fields=["board_id", "card_id", "stage_key", "created_at"],
-                         name="decision_ladder"),
+            models.Index(fields=["board_id", "card_id", "stage_key", "created_at"], name="decision_ladder"),
             # An agent's live holds: chosen, unsettled, reserved until later than now. The only
             # partial index of unsettled decisions, and it leads with the agent: PostgreSQL
             # takes a partial index whose statistics are stale for nearly empty, and one of all
             # unsettled decisions by board (until 0009) was scanned whole for one agent's holds,
             # twice a card, by the looks at other passes' holds (`records.store.holds`).
-            models.Index(fields=["chosen", "reserved_until"], name="decision_live_hold",
-                         condition=Q(outcome_status__isnull=True)),
+            models.Index(
+                fields=["chosen", "reserved_until"],
+                name="decision_live_hold",
+                condition=Q(outcome_status__isnull=True),
+            ),
             # An agent's lapses: chosen, settled expired/claimed-by-other, by when it lapsed.
-            models.Index(fields=["chosen", "outcome_status", "reserved_until"],
-                         name="decision_agent_outcome"),
+            models.Index(
+                fields=["chosen", "outcome_status", "reserved_until"], name="decision_agent_outcome"
+            ),
             # Settled holds per agent per board, for its success rate.
-            models.Index(fields=["board_id", "chosen", "outcome_status"],
-                         name="decision_board_agent"),
+            models.Index(fields=["board_id", "chosen", "outcome_status"], name="decision_board_agent"),
             # The dataset: settled decisions by (created_at, id), oldest or newest first.
-            models.Index(fields=["created_at", "id"], name="decision_settled_time",
-                         condition=Q(outcome_status__isnull=False)),
+            models.Index(
+                fields=["created_at", "id"],
+                name="decision_settled_time",
+                condition=Q(outcome_status__isnull=False),
+            ),
             # The shadow report and the gate: the decisions a model saw.
-            models.Index(KeyTransform("model", "learned"), name="decision_learned_model",
-                         condition=Q(learned__isnull=False)),
+            models.Index(
+                KeyTransform("model", "learned"),
+                name="decision_learned_model",
+                condition=Q(learned__isnull=False),
+            ),
             # An experiment's analysis: its decisions, by block.
-            models.Index(fields=["experiment_id", "experiment_block"], name="decision_experiment",
-                         condition=Q(experiment_id__isnull=False)),
+            models.Index(
+                fields=["experiment_id", "experiment_block"],
+                name="decision_experiment",
+                condition=Q(experiment_id__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -146,8 +155,9 @@ class Decision(models.Model):
     @property
     def candidates(self) -> list[Candidate]:
         """Every candidate, in record order: its rows, and those its marks stand for."""
-        return marks.merged(self.id, self.candidate_rows.all(), Roll.agents_of(self.roll_id),
-                            self.roll_marks, Candidate)
+        return marks.merged(
+            self.id, self.candidate_rows.all(), Roll.agents_of(self.roll_id), self.roll_marks, Candidate
+        )
 
     def candidate(self, agent_id: str) -> Candidate | None:
         """The record of one considered agent, if it was considered."""
@@ -181,8 +191,9 @@ class Candidate(models.Model):
     """One agent considered for a decision, with every filter's verdict and its score."""
 
     # No index of its own: the unique (decision, position) serves every read by decision.
-    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="candidate_rows",
-                                 db_index=False, db_constraint=False)
+    decision = models.ForeignKey(
+        Decision, on_delete=models.CASCADE, related_name="candidate_rows", db_index=False, db_constraint=False
+    )
     position = models.IntegerField()
     agent_id = models.CharField(max_length=128)
     principal_id = models.CharField(max_length=128, null=True, blank=True)

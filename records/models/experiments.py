@@ -5,6 +5,7 @@ can audit which arm ran when; which arm a board runs now is a function of the st
 and the time (`placement.switchback.in_force`), and the analysis a function of the recorded
 decisions (`records.store.experiments`).
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -54,8 +55,7 @@ class Experiment(models.Model):
     schedule = models.JSONField()
     # [{arm, at, why}, ...]: arms the guardrail took off the rest of the schedule.
     dropped = models.JSONField(default=list)
-    state = models.CharField(max_length=12, choices=ExperimentState.choices,
-                             default=ExperimentState.RUNNING)
+    state = models.CharField(max_length=12, choices=ExperimentState.choices, default=ExperimentState.RUNNING)
     winner = models.CharField(max_length=80, null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     # The blocks reviewed so far (the guardrail runs once after each block ends).

@@ -1,6 +1,7 @@
 """A column type of SuperDispatch's own.
 
 Migrations name it `records.models.JSONText` (records/models/__init__.py exports it there)."""
+
 from __future__ import annotations
 
 import json
@@ -22,4 +23,3 @@ class JSONText(models.JSONField):
         if not prepared:
             value = self.get_prep_value(value)
         return None if value is None else json.dumps(value, cls=self.encoder)
-

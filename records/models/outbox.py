@@ -1,4 +1,5 @@
 """The events and chat posts on their way out."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -22,8 +23,7 @@ class OutboxEvent(models.Model):
     channel = models.CharField(max_length=8, choices=[(c, c) for c in CHANNELS])
     type = models.CharField(max_length=40)  # decision.recorded, decision.settled, suggestion.opened
     body = models.TextField()  # the JSON posted, exactly
-    state = models.CharField(max_length=12, default="pending",
-                             choices=[(s, s) for s in STATES])
+    state = models.CharField(max_length=12, default="pending", choices=[(s, s) for s in STATES])
     attempts = models.IntegerField(default=0)
     next_attempt_at = models.DateTimeField()
     last_error = models.CharField(max_length=200, blank=True, default="")
@@ -35,8 +35,7 @@ class OutboxEvent(models.Model):
         verbose_name = "outbox event"
         indexes = [
             # What is due: pending, by when it is next tried.
-            models.Index(fields=["next_attempt_at", "id"], name="outbox_due",
-                         condition=Q(state="pending")),
+            models.Index(fields=["next_attempt_at", "id"], name="outbox_due", condition=Q(state="pending")),
             models.Index(fields=["state", "-created_at"], name="outbox_state_time"),
         ]
 

@@ -1,4 +1,5 @@
 """What the event relay delivered: its delivery ids, and the claims it told of."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -19,8 +20,10 @@ class RelayClaim(models.Model):
     received_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["board_id", "card_id", "at"], name="relay_claim_card"),
-                   models.Index(fields=["received_at"], name="relay_claim_received")]
+        indexes = [
+            models.Index(fields=["board_id", "card_id", "at"], name="relay_claim_card"),
+            models.Index(fields=["received_at"], name="relay_claim_received"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.card_id}@{self.stage_key}: {self.agent_id}"
@@ -66,5 +69,4 @@ class RelayDelivery(models.Model):
         verbose_name_plural = "relay deliveries"
         # The few rows still waiting for their pass, for the sweep's resend and the metrics,
         # without a scan of a day's deliveries.
-        indexes = [models.Index(fields=["received_at"], condition=UNREPORTED,
-                                name="relay_unreported")]
+        indexes = [models.Index(fields=["received_at"], condition=UNREPORTED, name="relay_unreported")]

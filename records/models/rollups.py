@@ -6,6 +6,7 @@ hour, UTC), never anything else: `records.store.rollups` works every row out afr
 decisions whenever its hour is stale, and database triggers (migration 0014) mark an hour stale
 on every insert, update or delete of a decision or a candidate row, whichever code writes it.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -54,8 +55,10 @@ class AgentHour(models.Model):
     lapsed = models.IntegerField()
 
     class Meta:
-        indexes = [models.Index(fields=["agent_id", "hour"], name="agent_hour"),
-                   models.Index(fields=["hour", "board_id"], name="agent_hour_board")]
+        indexes = [
+            models.Index(fields=["agent_id", "hour"], name="agent_hour"),
+            models.Index(fields=["hour", "board_id"], name="agent_hour_board"),
+        ]
 
 
 class StaleHour(models.Model):

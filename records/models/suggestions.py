@@ -3,6 +3,7 @@
 Its kinds and states are choices whose label is their value, so the admin shows the same word
 the API answers with.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -32,7 +33,6 @@ class SuggestionState(models.TextChoices):
 
 SUGGESTION_KINDS = tuple(SuggestionKind.values)
 ROSTER_KINDS = (SuggestionKind.ADD_AGENT_TO_BOARD, SuggestionKind.LANE_SINGLE_POINT)
-
 
 
 class Suggestion(models.Model):
@@ -66,9 +66,11 @@ class Suggestion(models.Model):
         ordering = ["-last_seen_at", "id"]
         indexes = [models.Index(fields=["board_id", "kind"], name="suggestion_board_kind")]
         constraints = [
-            models.UniqueConstraint(fields=["kind", "board_id", "stage_key"],
-                                    condition=Q(resolved_at__isnull=True),
-                                    name="suggestion_one_live_per_lane"),
+            models.UniqueConstraint(
+                fields=["kind", "board_id", "stage_key"],
+                condition=Q(resolved_at__isnull=True),
+                name="suggestion_one_live_per_lane",
+            ),
         ]
 
     def __str__(self) -> str:

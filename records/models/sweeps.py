@@ -1,4 +1,5 @@
 """The sweep loop's own bookkeeping: its state, its read of the registry, its shards."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -49,5 +50,4 @@ class SweepShard(models.Model):
 
     class Meta:
         verbose_name = "sweep shard"
-        constraints = [models.UniqueConstraint(fields=["sweep_id", "index"],
-                                               name="one_row_per_shard")]
+        constraints = [models.UniqueConstraint(fields=["sweep_id", "index"], name="one_row_per_shard")]

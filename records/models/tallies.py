@@ -1,4 +1,5 @@
 """What an agent's success rate on a board counts, kept as its holds settle."""
+
 from __future__ import annotations
 
 from django.db import models
@@ -16,8 +17,9 @@ class HoldTally(models.Model):
     claimed = models.IntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["board_id", "agent_id"],
-                                               name="hold_tally_board_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["board_id", "agent_id"], name="hold_tally_board_agent")
+        ]
 
     def __str__(self) -> str:
         return f"{self.board_id} {self.agent_id}: {self.claimed}/{self.settled}"

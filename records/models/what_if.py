@@ -5,6 +5,7 @@ configured one, and pull, would have made of the board's recent decisions.
 hour (`placement.what_if` replays the decisions, `records.store.what_if` reads them); the
 dashboard reads the rows as they are and never replays anything itself.
 """
+
 from __future__ import annotations
 
 from django.db import models
@@ -37,5 +38,4 @@ class BoardWhatIf(models.Model):
 
     class Meta:
         verbose_name = "board what-if"
-        constraints = [models.UniqueConstraint(fields=["board_id", "position"],
-                                               name="board_what_if")]
+        constraints = [models.UniqueConstraint(fields=["board_id", "position"], name="board_what_if")]

@@ -7,6 +7,7 @@ is written here with nothing else to change; a column neither read by a serializ
 out by the write fails at start-up (`_candidate_plan`). The dataset reads the stored columns
 through the same paths (`DECISION_READS`, `CANDIDATE_READS`).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ from records.serializers import CandidateSerializer, DecisionSerializer
 from records.store.reasons import reasons_of
 
 
-def _reads(serializer: serializers.Serializer, path: tuple[str, ...] = ()
-           ) -> list[tuple[str, tuple[str, ...]]]:
+def _reads(
+    serializer: serializers.Serializer, path: tuple[str, ...] = ()
+) -> list[tuple[str, tuple[str, ...]]]:
     """(model attribute, JSON path) of every column a serializer reads, through its groups;
     a nested list (a decision's candidates) is its own serializer's."""
     found = []
@@ -128,16 +130,24 @@ def _candidate_plan() -> list[tuple[int, Callable | None]]:
         elif field.attname in paths:
             plan.append((-1, _getter(paths[field.attname], isinstance(field, models.JSONField))))
         else:
-            raise LookupError(f"Candidate.{field.attname} is neither in CandidateSerializer "
-                              "nor worked out by the write")
+            raise LookupError(
+                f"Candidate.{field.attname} is neither in CandidateSerializer nor worked out by the write"
+            )
     return plan
 
 
 _CANDIDATE_PLAN = _candidate_plan()
 
 
-def candidate_row(decision_id: str, position: int, record: Mapping[str, Any], *, in_set: bool,
-                  eligible: bool, verdicts: tuple[str, str] | None = None) -> tuple:
+def candidate_row(
+    decision_id: str,
+    position: int,
+    record: Mapping[str, Any],
+    *,
+    in_set: bool,
+    eligible: bool,
+    verdicts: tuple[str, str] | None = None,
+) -> tuple:
     """One candidate record's column values, in `CANDIDATE_STORED` order, JSON encoded as
     stored. `verdicts` is `encode_verdicts(record["filters"])` when the caller has it already
     (candidates that passed every filter share one)."""
@@ -149,5 +159,7 @@ def candidate_row(decision_id: str, position: int, record: Mapping[str, Any], *,
 def stored_row(model: type[models.Model], values: Mapping[str, Any]) -> tuple:
     """A row of a model's concrete columns from values by attribute, JSON encoded as stored;
     a column not among them takes its field's default, as the ORM would write it."""
-    return tuple(_stored(f, values[f.attname] if f.attname in values else f.get_default())
-                 for f in model._meta.concrete_fields)
+    return tuple(
+        _stored(f, values[f.attname] if f.attname in values else f.get_default())
+        for f in model._meta.concrete_fields
+    )

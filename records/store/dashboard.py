@@ -5,6 +5,7 @@ hours from the per-hour rollups (records.store.rollups) and the partial hours at
 edges from the decisions, grouped in the database. A page over 100,000 decisions reads a few
 thousand grouped rows, never the decisions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,12 +49,9 @@ class Range:
 
 
 RANGES = {
-    "hour": Range("hour", timedelta(hours=1), timedelta(minutes=5), "minute",
-                  timedelta(minutes=5), "minute"),
-    "day": Range("day", timedelta(days=1), timedelta(hours=1), "hour",
-                 timedelta(hours=2), "hour"),
-    "week": Range("week", timedelta(days=7), timedelta(hours=6), "hour",
-                  timedelta(days=1), "day"),
+    "hour": Range("hour", timedelta(hours=1), timedelta(minutes=5), "minute", timedelta(minutes=5), "minute"),
+    "day": Range("day", timedelta(days=1), timedelta(hours=1), "hour", timedelta(hours=2), "hour"),
+    "week": Range("week", timedelta(days=7), timedelta(hours=6), "hour", timedelta(days=1), "day"),
 }
 DEFAULT_RANGE = "day"
 
@@ -82,8 +80,8 @@ class Edges:
         if first >= last:
             return cls(first, first, in_range(rng, now))
         partial = Decision.objects.filter(
-            Q(created_at__gt=since, created_at__lt=first) | Q(created_at__gte=last,
-                                                               created_at__lte=now))
+            Q(created_at__gt=since, created_at__lt=first) | Q(created_at__gte=last, created_at__lte=now)
+        )
         return cls(first, last, partial)
 
 
@@ -107,25 +105,27 @@ class Span:
         if edges.first < edges.last:
             whole = BoardHour.objects.filter(hour__gte=edges.first, hour__lt=edges.last)
             boards += _summed(whole.values(*BOARD_KEYS), BOARD_SUMS)
-            times += [{**row, "t": row.pop("hour")} for row in _summed(
-                whole.values("board_id", "hour", "tier_name", "nobody"), ("decisions",))]
-            agents += whole_agent_hours(AgentHour.objects.filter(hour__gte=edges.first,
-                                                                 hour__lt=edges.last))
+            times += [
+                {**row, "t": row.pop("hour")}
+                for row in _summed(whole.values("board_id", "hour", "tier_name", "nobody"), ("decisions",))
+            ]
+            agents += whole_agent_hours(AgentHour.objects.filter(hour__gte=edges.first, hour__lt=edges.last))
         return cls(boards, times, agents)
 
 
 def _summed(grouped, sums: tuple[str, ...]) -> list[dict]:
     """Rollup rows grouped as `grouped` says, each of `sums` summed."""
     rows = grouped.order_by().annotate(**{f"sum_{k}": Sum(k) for k in sums})
-    return [{**{k: v for k, v in row.items() if not k.startswith("sum_")},
-             **{k: row[f"sum_{k}"] for k in sums}} for row in rows]
+    return [
+        {**{k: v for k, v in row.items() if not k.startswith("sum_")}, **{k: row[f"sum_{k}"] for k in sums}}
+        for row in rows
+    ]
 
 
 def whole_agent_hours(hours) -> list[dict]:
     """AgentHour rows summed by agent."""
     rows = hours.values("agent_id").annotate(**{f"sum_{k}": Sum(k) for k in AGENT_SUMS})
-    return [{"agent_id": row["agent_id"], **{k: row[f"sum_{k}"] for k in AGENT_SUMS}}
-            for row in rows]
+    return [{"agent_id": row["agent_id"], **{k: row[f"sum_{k}"] for k in AGENT_SUMS}} for row in rows]
 
 
 def tier_of(tier_name: str | None, chosen: str | None) -> str:
@@ -151,15 +151,21 @@ def decisions_over_time(rng: Range, now: datetime, span: Span) -> dict:
         entry = boards.get(row["board_id"])
         if entry is None:
             entry = boards[row["board_id"]] = {
-                "board": row["board_id"], "total": 0, "tiers": dict.fromkeys(TIER_SERIES, 0),
-                "points": [0] * len(board_starts)}
+                "board": row["board_id"],
+                "total": 0,
+                "tiers": dict.fromkeys(TIER_SERIES, 0),
+                "points": [0] * len(board_starts),
+            }
         entry["tiers"][tier] += n
         entry["total"] += n
         i = bar_index(row["t"], board_starts, rng.board_step)
         if i is not None:
             entry["points"][i] += n
-    return {"starts": starts, "by_tier": by_tier,
-            "boards": sorted(boards.values(), key=lambda b: (-b["total"], b["board"]))}
+    return {
+        "starts": starts,
+        "by_tier": by_tier,
+        "boards": sorted(boards.values(), key=lambda b: (-b["total"], b["board"])),
+    }
 
 
 # Where every decision of a range is newer than this, the chart over time starts at the first
@@ -175,8 +181,7 @@ def recent_over_time(rng: Range, now: datetime) -> dict | None:
     """The chart over time of a range whose decisions all fall in its last RECENT, drawn from
     the first of them at a finer bar: `{starts, by_tier, step}`; None where the range's own
     bars read well (`decisions_over_time`)."""
-    first = (in_range(rng, now).order_by("created_at")
-             .values_list("created_at", flat=True).first())
+    first = in_range(rng, now).order_by("created_at").values_list("created_at", flat=True).first()
     if first is None or first <= now - RECENT:
         return None
     step = next((s for s in FINE_STEPS if (now - first) / s <= MOST_BARS), FINE_STEPS[-1])
@@ -217,17 +222,20 @@ def hold_to_claim(span: Span) -> list[dict]:
     tiers: dict[str | None, dict] = {}
     for row in span.boards:
         if row["claims"]:
-            tier = tiers.setdefault(row["tier_name"], dict.fromkeys(("claims", "claim_us",
-                                                                      *BANDS), 0))
+            tier = tiers.setdefault(row["tier_name"], dict.fromkeys(("claims", "claim_us", *BANDS), 0))
             for k in tier:
                 tier[k] += row[k]
     out = []
     for name in sorted(tiers, key=lambda t: (t is not None, t or "")):
         t = tiers[name]
-        out.append({"tier": name or "winner", "claims": t["claims"],
-                    "mean": _duration(t["claim_us"] / t["claims"]),
-                    "bands": [(label, t[band]) for band, (_, label)
-                              in zip(BANDS, HOLD_TO_CLAIM_BANDS)]})
+        out.append(
+            {
+                "tier": name or "winner",
+                "claims": t["claims"],
+                "mean": _duration(t["claim_us"] / t["claims"]),
+                "bands": [(label, t[band]) for band, (_, label) in zip(BANDS, HOLD_TO_CLAIM_BANDS)],
+            }
+        )
     return out
 
 
@@ -247,11 +255,15 @@ def waiting_said(on_load: int, on_holds: int) -> str:
     in words: how many, and why. A wait is no fault: each is placed when an agent frees up."""
     said = []
     if on_load:
-        said.append(f"{on_load} {_cards(on_load)} for an agent to free up: every agent that "
-                    f"could take {'it' if on_load == 1 else 'them'} is busy or at capacity")
+        said.append(
+            f"{on_load} {_cards(on_load)} for an agent to free up: every agent that "
+            f"could take {'it' if on_load == 1 else 'them'} is busy or at capacity"
+        )
     if on_holds:
-        said.append(f"{on_holds} {_cards(on_holds)} on our holds: every agent free to take "
-                    f"{'it' if on_holds == 1 else 'them'} is held for another card")
+        said.append(
+            f"{on_holds} {_cards(on_holds)} on our holds: every agent free to take "
+            f"{'it' if on_holds == 1 else 'them'} is held for another card"
+        )
     return "; ".join(said) if said else "no card waits"
 
 
@@ -262,33 +274,47 @@ def _cards(n: int) -> str:
 def reading(now: datetime) -> dict:
     """Boards the last pass could not read, the cards each board's last pass left waiting
     unrecorded and why, and the sweep loop's backoff."""
-    unread = list(Board.objects.filter(enabled=True).exclude(last_read_error="")
-                  .values("board_id", "last_read_error", "last_read_at")
-                  .order_by("board_id"))
-    waiting = list(Board.objects.filter(enabled=True)
-                   .filter(Q(waiting_on_load__gt=0) | Q(waiting_on_holds__gt=0))
-                   .values("board_id", "waiting_on_load", "waiting_on_holds", "last_read_at")
-                   .order_by("board_id"))
+    unread = list(
+        Board.objects.filter(enabled=True)
+        .exclude(last_read_error="")
+        .values("board_id", "last_read_error", "last_read_at")
+        .order_by("board_id")
+    )
+    waiting = list(
+        Board.objects.filter(enabled=True)
+        .filter(Q(waiting_on_load__gt=0) | Q(waiting_on_holds__gt=0))
+        .values("board_id", "waiting_on_load", "waiting_on_holds", "last_read_at")
+        .order_by("board_id")
+    )
     for board in waiting:
         board["said"] = waiting_said(board["waiting_on_load"], board["waiting_on_holds"])
     on_load = sum(b["waiting_on_load"] for b in waiting)
     on_holds = sum(b["waiting_on_holds"] for b in waiting)
     loop = LoopState.objects.filter(key="loop").first()
     failed = loop.failed_sweeps if loop else 0
-    return {"unread": unread, "enabled": Board.objects.filter(enabled=True).count(),
-            "waiting": waiting, "waiting_on_load": on_load, "waiting_on_holds": on_holds,
-            "waiting_total": on_load + on_holds,
-            "failed_sweeps": failed, "backoff": min(2 ** failed, 8) if failed else 1,
-            "last_sweep_at": loop.last_sweep_at if loop else None,
-            "next_sweep_at": loop.next_sweep_at if loop else None}
+    return {
+        "unread": unread,
+        "enabled": Board.objects.filter(enabled=True).count(),
+        "waiting": waiting,
+        "waiting_on_load": on_load,
+        "waiting_on_holds": on_holds,
+        "waiting_total": on_load + on_holds,
+        "failed_sweeps": failed,
+        "backoff": min(2**failed, 8) if failed else 1,
+        "last_sweep_at": loop.last_sweep_at if loop else None,
+        "next_sweep_at": loop.next_sweep_at if loop else None,
+    }
 
 
 def open_advice(newest: int = 10) -> dict:
     """Open roster suggestions and supply proposals: how many of each kind, and the newest."""
     live = Suggestion.objects.filter(resolved_at__isnull=True, dismissed_at__isnull=True)
     kinds = list(live.values_list("kind").annotate(n=Count("id")).order_by("kind"))
-    return {"kinds": kinds, "total": sum(n for _, n in kinds),
-            "newest": list(live.order_by("-last_seen_at", "id")[:newest])}
+    return {
+        "kinds": kinds,
+        "total": sum(n for _, n in kinds),
+        "newest": list(live.order_by("-last_seen_at", "id")[:newest]),
+    }
 
 
 def helping(span: Span) -> list[dict]:
@@ -296,8 +322,10 @@ def helping(span: Span) -> list[dict]:
     pull, and the mean time from the card's readiness to its claim, held and pulled."""
     boards: dict[str, dict] = {}
     for row in span.boards:
-        b = boards.setdefault(row["board_id"], dict.fromkeys(
-            ("held", "pulled", "to_pull", "held_n", "held_us", "pulled_n", "pulled_us"), 0))
+        b = boards.setdefault(
+            row["board_id"],
+            dict.fromkeys(("held", "pulled", "to_pull", "held_n", "held_us", "pulled_n", "pulled_us"), 0),
+        )
         if row["outcome_status"] == "claimed":
             b["held"] += row["decisions"]
             b["held_n"] += row["ready"]
@@ -312,18 +340,36 @@ def helping(span: Span) -> list[dict]:
     for board_id in sorted(boards):
         r = boards[board_id]
         claims = r["held"] + r["pulled"]
-        out.append({"board": board_id, "held": r["held"], "pulled": r["pulled"],
-                    "to_pull": r["to_pull"],
-                    "share": f"{r['held'] / claims:.0%}" if claims else "—",
-                    "held_ready": _duration(r["held_us"] / r["held_n"] if r["held_n"] else None),
-                    "pulled_ready": _duration(r["pulled_us"] / r["pulled_n"]
-                                              if r["pulled_n"] else None)})
+        out.append(
+            {
+                "board": board_id,
+                "held": r["held"],
+                "pulled": r["pulled"],
+                "to_pull": r["to_pull"],
+                "share": f"{r['held'] / claims:.0%}" if claims else "—",
+                "held_ready": _duration(r["held_us"] / r["held_n"] if r["held_n"] else None),
+                "pulled_ready": _duration(r["pulled_us"] / r["pulled_n"] if r["pulled_n"] else None),
+            }
+        )
     return out
 
 
-WHAT_IF_FIELDS = ("board_id", "arm", "formula", "estimator", "decisions", "replayed", "enough",
-                  "not_replayed", "success", "success_low", "success_high", "lead_s", "lead_low_s",
-                  "lead_high_s")
+WHAT_IF_FIELDS = (
+    "board_id",
+    "arm",
+    "formula",
+    "estimator",
+    "decisions",
+    "replayed",
+    "enough",
+    "not_replayed",
+    "success",
+    "success_low",
+    "success_high",
+    "lead_s",
+    "lead_low_s",
+    "lead_high_s",
+)
 
 
 def what_if(boards: list[str]) -> list[dict]:
@@ -332,10 +378,13 @@ def what_if(boards: list[str]) -> list[dict]:
     was worked out. Read from the rows alone, nothing replayed here; the times once a board
     (a board's rows share them), as SQLite's times are slow to read."""
     shown = set(boards)
-    times = {board: (since, until, at) for board, since, until, at in
-             BoardWhatIf.objects.filter(position=0).values_list("board_id", "since", "until",
-                                                                "computed_at")
-             if board in shown}
+    times = {
+        board: (since, until, at)
+        for board, since, until, at in BoardWhatIf.objects.filter(position=0).values_list(
+            "board_id", "since", "until", "computed_at"
+        )
+        if board in shown
+    }
     out: dict[str, dict] = {}
     for row in BoardWhatIf.objects.order_by("board_id", "position").values(*WHAT_IF_FIELDS):
         board_id = row["board_id"]
@@ -344,8 +393,13 @@ def what_if(boards: list[str]) -> list[dict]:
         board = out.get(board_id)
         if board is None:
             since, until, at = times[board_id]
-            board = out[board_id] = {"board": board_id, "computed_at": at, "since": since,
-                                     "until": until, "rows": []}
+            board = out[board_id] = {
+                "board": board_id,
+                "computed_at": at,
+                "since": since,
+                "until": until,
+                "rows": [],
+            }
         board["rows"].append(_what_if_row(row))
     return list(out.values())
 
@@ -353,13 +407,23 @@ def what_if(boards: list[str]) -> list[dict]:
 def _what_if_row(row: dict) -> dict:
     """A row's figures as a person reads them: success and lead with their intervals, unless
     too few decisions were replayed to judge."""
-    out = {"arm": row["arm"], "formula": row["formula"], "estimator": row["estimator"],
-           "replayed": row["replayed"], "decisions": row["decisions"], "enough": row["enough"],
-           "why": row["not_replayed"], "needed": MIN_DECISIONS, "success": "—", "lead": "—"}
+    out = {
+        "arm": row["arm"],
+        "formula": row["formula"],
+        "estimator": row["estimator"],
+        "replayed": row["replayed"],
+        "decisions": row["decisions"],
+        "enough": row["enough"],
+        "why": row["not_replayed"],
+        "needed": MIN_DECISIONS,
+        "success": "—",
+        "lead": "—",
+    }
     if row["enough"]:
         out["success"] = _interval(row["success"], row["success_low"], row["success_high"], _percent)
-        out["lead"] = _interval(row["lead_s"], row["lead_low_s"], row["lead_high_s"],
-                                lambda s: _duration(s * 1e6))
+        out["lead"] = _interval(
+            row["lead_s"], row["lead_low_s"], row["lead_high_s"], lambda s: _duration(s * 1e6)
+        )
     return out
 
 

@@ -5,6 +5,7 @@ Which arm runs is `placement.switchback.in_force` over the stored schedule (the 
 block after the decision, `placement.holdback`); a deployment with no live experiment pays one
 indexed query a pass for this.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,14 +30,15 @@ class InForce:
 
 def schedule_of(experiment: Experiment) -> tuple[Block, ...]:
     """The stored schedule as placement's blocks."""
-    return tuple(Block(index=b["index"], arm=b["arm"], starts=parse_time(b["starts"]),
-                       ends=parse_time(b["ends"])) for b in experiment.schedule)
+    return tuple(
+        Block(index=b["index"], arm=b["arm"], starts=parse_time(b["starts"]), ends=parse_time(b["ends"]))
+        for b in experiment.schedule
+    )
 
 
 def stored_schedule(blocks: Iterable[Block]) -> list[dict]:
     """Blocks as the experiment's row stores them."""
-    return [{"index": b.index, "arm": b.arm, "starts": iso(b.starts), "ends": iso(b.ends)}
-            for b in blocks]
+    return [{"index": b.index, "arm": b.arm, "starts": iso(b.starts), "ends": iso(b.ends)} for b in blocks]
 
 
 def _block_at(experiment: Experiment, now: datetime) -> Block | None:
@@ -48,8 +50,12 @@ def _block_at(experiment: Experiment, now: datetime) -> Block | None:
     if index >= len(experiment.schedule):
         return None
     stored = experiment.schedule[index]
-    block = Block(index=stored["index"], arm=stored["arm"], starts=parse_time(stored["starts"]),
-                  ends=parse_time(stored["ends"]))
+    block = Block(
+        index=stored["index"],
+        arm=stored["arm"],
+        starts=parse_time(stored["starts"]),
+        ends=parse_time(stored["ends"]),
+    )
     return block if block.starts <= now < block.ends else None
 
 
@@ -76,9 +82,13 @@ def in_force(experiment: Experiment, now: datetime) -> InForce | None:
         return None if found is None else InForce(experiment.id, *found)
     if experiment.state == ExperimentState.HOLDBACK and experiment.holdback_every:
         block = holdback.holdback_block(
-            starts=experiment.ends_at, block_seconds=experiment.block_seconds,
-            every=experiment.holdback_every, seed=experiment.seed,
-            first_index=len(experiment.schedule), now=now)
+            starts=experiment.ends_at,
+            block_seconds=experiment.block_seconds,
+            every=experiment.holdback_every,
+            seed=experiment.seed,
+            first_index=len(experiment.schedule),
+            now=now,
+        )
         return None if block is None else InForce(experiment.id, block, block.arm)
     return None
 
@@ -121,13 +131,21 @@ def holdback_blocks_ended(experiment: Experiment, now: datetime) -> int:
 
 def holdback_schedule(experiment: Experiment, blocks: int) -> tuple[Block, ...]:
     """The holdback's first `blocks` blocks, each `pull` or the board's own formula (`own`)."""
-    return tuple(holdback.block_at(k, starts=experiment.ends_at, block_seconds=experiment.block_seconds,
-                                   every=experiment.holdback_every, seed=experiment.seed,
-                                   first_index=len(experiment.schedule))
-                 for k in range(blocks))
+    return tuple(
+        holdback.block_at(
+            k,
+            starts=experiment.ends_at,
+            block_seconds=experiment.block_seconds,
+            every=experiment.holdback_every,
+            seed=experiment.seed,
+            first_index=len(experiment.schedule),
+        )
+        for k in range(blocks)
+    )
 
 
 # What the analysis concludes, read in one place.
+
 
 def winner_of(analysis) -> str | None:
     return analysis.winner
@@ -145,19 +163,29 @@ def drops_of(analysis) -> dict[str, str]:
 def guardrail_of(experiment: Experiment) -> switchback.Guardrail:
     g = experiment.guardrail or {}
     default = switchback.Guardrail()
-    return switchback.Guardrail(success_drop=g.get("successDrop", default.success_drop),
-                                lead_ratio=g.get("leadRatio", default.lead_ratio))
+    return switchback.Guardrail(
+        success_drop=g.get("successDrop", default.success_drop),
+        lead_ratio=g.get("leadRatio", default.lead_ratio),
+    )
 
 
 def summary(experiment: Experiment) -> dict:
     """What the audit trail keeps of an experiment at its start."""
-    return {"boards": experiment.boards, "arms": experiment.arms, "objective": experiment.objective,
-            "blockSeconds": experiment.block_seconds, "blocks": len(experiment.schedule),
-            "seed": experiment.seed, "guardrail": experiment.guardrail,
-            "holdbackEvery": experiment.holdback_every, "burnInSeconds": experiment.burn_in_seconds}
+    return {
+        "boards": experiment.boards,
+        "arms": experiment.arms,
+        "objective": experiment.objective,
+        "blockSeconds": experiment.block_seconds,
+        "blocks": len(experiment.schedule),
+        "seed": experiment.seed,
+        "guardrail": experiment.guardrail,
+        "holdbackEvery": experiment.holdback_every,
+        "burnInSeconds": experiment.burn_in_seconds,
+    }
 
 
 # --- The record as `Card`s -------------------------------------------------------------
+
 
 def cards_of(experiment_id: str, *, first_block: int = 0) -> list[switchback.Card]:
     """Each card the experiment's blocks weighed (from block `first_block` on), once: its first
@@ -168,10 +196,20 @@ def cards_of(experiment_id: str, *, first_block: int = 0) -> list[switchback.Car
     readyAt to its run's end where known, else to the claim; the wait, to the claim, whoever
     made it (an unheld card's claim is recorded as `claimed-by-other`).
     """
-    rows = (Decision.objects.filter(experiment_id=experiment_id, experiment_block__gte=first_block)
-            .order_by("created_at", "id")
-            .values_list("card_id", "stage_key", "ladder_ready_at", "outcome_status", "outcome_at",
-                         "run_status", "run_ended_at", "created_at"))
+    rows = (
+        Decision.objects.filter(experiment_id=experiment_id, experiment_block__gte=first_block)
+        .order_by("created_at", "id")
+        .values_list(
+            "card_id",
+            "stage_key",
+            "ladder_ready_at",
+            "outcome_status",
+            "outcome_at",
+            "run_status",
+            "run_ended_at",
+            "created_at",
+        )
+    )
     first: dict[tuple, tuple] = {}
     for row in rows:
         first.setdefault(row[:3], row)  # a later step of the same ladder counts nothing new

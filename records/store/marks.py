@@ -18,6 +18,7 @@ A marked candidate's record is exactly what the identity filter alone makes of s
 `Decision.candidates`, the dataset, the suggestions, an agent's story, retention) merges the
 two with `merged`, so the record reads as it was decided.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -96,17 +97,24 @@ def split(candidates: Sequence[Any]) -> Split:
     off = tables().off_the_set
     rows, marks = [], []
     for position, c in enumerate(candidates):
-        if (not c.in_set and c.source == DIRECT and c.station_id is None and c.policy is None
-                and c.score is None and c.stage_history is None
-                and (c.filters is off or c.filters == off)):
+        if (
+            not c.in_set
+            and c.source == DIRECT
+            and c.station_id is None
+            and c.policy is None
+            and c.score is None
+            and c.stage_history is None
+            and (c.filters is off or c.filters == off)
+        ):
             marks.append(CAPABLE if c.capable else INCAPABLE)
         else:
             rows.append(position)
             marks.append(ROW)
     if len(rows) == len(candidates):
         return Split(rows, (), [], "")
-    return Split(rows, tuple(c.agent_id for c in candidates), [c.principal_id for c in candidates],
-                 "".join(marks))
+    return Split(
+        rows, tuple(c.agent_id for c in candidates), [c.principal_id for c in candidates], "".join(marks)
+    )
 
 
 def _split_kinds(candidates: Candidates) -> Split:
@@ -123,18 +131,32 @@ def _off_set_verdict(declared: Tables) -> tuple[list[dict], str]:
     return [rejected.to_record()], reasons_column([rejected.reason])
 
 
-def off_set_columns(decision_id: str, position: int, agent_id: str, principal_id: str | None,
-                    capable: bool) -> dict[str, Any]:
+def off_set_columns(
+    decision_id: str, position: int, agent_id: str, principal_id: str | None, capable: bool
+) -> dict[str, Any]:
     """A marked candidate's Candidate columns, by attribute, as its row would have held them."""
     filters, reasons = _off_set_verdict(tables())
-    return {"decision_id": decision_id, "position": position, "agent_id": agent_id,
-            "principal_id": principal_id, "station_id": None, "source": DIRECT,
-            "filters": filters, "score": None, "capable": capable, "stage_history": None,
-            "policy": None, "in_set": False, "eligible": False, "reasons": reasons}
+    return {
+        "decision_id": decision_id,
+        "position": position,
+        "agent_id": agent_id,
+        "principal_id": principal_id,
+        "station_id": None,
+        "source": DIRECT,
+        "filters": filters,
+        "score": None,
+        "capable": capable,
+        "stage_history": None,
+        "policy": None,
+        "in_set": False,
+        "eligible": False,
+        "reasons": reasons,
+    }
 
 
-def merged(decision_id: str, rows: Iterable[T], agents: Agents, marks: str,
-           off_set: Callable[..., T]) -> list[T]:
+def merged(
+    decision_id: str, rows: Iterable[T], agents: Agents, marks: str, off_set: Callable[..., T]
+) -> list[T]:
     """A decision's candidates in record order: its rows (in position order), with each
     marked candidate made by `off_set(**off_set_columns(...))` in its place."""
     if not marks:
@@ -146,13 +168,13 @@ def merged(decision_id: str, rows: Iterable[T], agents: Agents, marks: str,
             out.append(next(given))
         else:
             agent_id, principal_id = agents[position]
-            out.append(off_set(**off_set_columns(decision_id, position, agent_id, principal_id,
-                                                 mark == CAPABLE)))
+            out.append(
+                off_set(**off_set_columns(decision_id, position, agent_id, principal_id, mark == CAPABLE))
+            )
     return out
 
 
-def merged_by_position(rows: Iterable[T], marks: str, off_set: Callable[[int, bool], U]
-                       ) -> list[T | U]:
+def merged_by_position(rows: Iterable[T], marks: str, off_set: Callable[[int, bool], U]) -> list[T | U]:
     """`merged`, for a reader that keeps what each mark stands for itself: a marked candidate
     is `off_set(position, capable)`, the record `off_set_columns` gives the roll's agent at that
     position. Every decision of a roll marks the same agents at the same places, so the
@@ -160,8 +182,10 @@ def merged_by_position(rows: Iterable[T], marks: str, off_set: Callable[[int, bo
     if not marks:
         return list(rows)
     given = iter(rows)
-    return [next(given) if mark == ROW else off_set(position, mark == CAPABLE)
-            for position, mark in enumerate(marks)]
+    return [
+        next(given) if mark == ROW else off_set(position, mark == CAPABLE)
+        for position, mark in enumerate(marks)
+    ]
 
 
 def as_row(row_type: Callable[..., T]) -> Callable[..., T]:
@@ -170,19 +194,22 @@ def as_row(row_type: Callable[..., T]) -> Callable[..., T]:
     return lambda **columns: row_type._make(columns[f] for f in fields)  # type: ignore[attr-defined]
 
 
-def marked_at(decision_id: str, agents: Agents, marks: str, agent_id: str,
-              off_set: Callable[..., T]) -> T | None:
+def marked_at(
+    decision_id: str, agents: Agents, marks: str, agent_id: str, off_set: Callable[..., T]
+) -> T | None:
     """The agent's candidate in the decision, when a mark stands for it."""
     for position, (agent, principal_id) in enumerate(agents):
         if agent == agent_id:
             if position < len(marks) and marks[position] in OFF_SET:
-                return off_set(**off_set_columns(decision_id, position, agent, principal_id,
-                                                 marks[position] == CAPABLE))
+                return off_set(
+                    **off_set_columns(decision_id, position, agent, principal_id, marks[position] == CAPABLE)
+                )
             return None
     return None
 
 
 # --- In the store's own words -----------------------------------------------------------------
+
 
 def capable_sql(column: str) -> str:
     """SQL: how many of a decision's marked candidates have the capability."""

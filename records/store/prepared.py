@@ -13,6 +13,7 @@ cursor.
 A connection pooler between the workers and PostgreSQL must keep prepared statements: PgBouncer
 1.21 or newer with `max_prepared_statements` set, or session pooling.
 """
+
 from __future__ import annotations
 
 import psycopg

@@ -1,5 +1,6 @@
 """How a candidate row keeps its rejections: the `reasons` column, `,code,code,`, so the store
 is queried by reason code without parsing the verdicts' JSON."""
+
 from __future__ import annotations
 
 from typing import Iterable

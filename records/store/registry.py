@@ -4,6 +4,7 @@ The loop remembers each pass's read (None when it could not read it) through
 `records.store.actions.sweeps.do_remember_registry`; supply proposals read it back. Stations are kept as
 JSON in the registry's own shape.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -28,8 +29,10 @@ def last_registry() -> tuple[tuple[Station, ...] | None, datetime | None]:
 
 def station_json(station: Station) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "stationId": station.station_id, "runtime": station.runtime,
-        "harness": station.harness, "occupant": station.occupant,
+        "stationId": station.station_id,
+        "runtime": station.runtime,
+        "harness": station.harness,
+        "occupant": station.occupant,
         "isolation": _fact_json(station.isolation) if station.isolation else None,
     }
     for name in _LISTS:
@@ -40,7 +43,9 @@ def station_json(station: Station) -> dict[str, Any]:
 def station_from_json(data: dict[str, Any]) -> Station:
     isolation = data.get("isolation")
     return Station(
-        station_id=data["stationId"], runtime=data.get("runtime"), harness=data.get("harness"),
+        station_id=data["stationId"],
+        runtime=data.get("runtime"),
+        harness=data.get("harness"),
         occupant=data.get("occupant"),
         isolation=_fact(isolation) if isolation else None,
         **{name: tuple(_fact(f) for f in data.get(name) or ()) for name in _LISTS},

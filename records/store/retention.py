@@ -21,6 +21,7 @@ What the store's readers see after a prune:
   a decision that is gone (the admin answers 404 for it). A card that waits in one stage for
   longer than the retained days starts its ladder afresh.
 """
+
 from __future__ import annotations
 
 import time
@@ -47,8 +48,9 @@ class PruneSummary:
     more: bool = False  # stopped on its time budget with prunable decisions left
 
 
-def prunable(before: datetime, keep_model: str | None, after: tuple[datetime, str] | None,
-             limit: int) -> list[tuple[datetime, str]]:
+def prunable(
+    before: datetime, keep_model: str | None, after: tuple[datetime, str] | None, limit: int
+) -> list[tuple[datetime, str]]:
     """The next settled decisions created before `before`, oldest first, past `after`."""
     found = Decision.objects.filter(outcome_status__isnull=False, created_at__lt=before)
     if after is not None:
@@ -59,10 +61,16 @@ def prunable(before: datetime, keep_model: str | None, after: tuple[datetime, st
     return list(found.order_by("created_at", "id").values_list("created_at", "id")[:limit])
 
 
-def prune(now: datetime, retain_days: int, *, keep_model: str | None = None,
-          budget_s: float = 60.0, batch: int = BATCH,
-          clock: Callable[[], float] = time.monotonic,
-          on_batch: Callable[[int, int], None] | None = None) -> PruneSummary:
+def prune(
+    now: datetime,
+    retain_days: int,
+    *,
+    keep_model: str | None = None,
+    budget_s: float = 60.0,
+    batch: int = BATCH,
+    clock: Callable[[], float] = time.monotonic,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> PruneSummary:
     """Delete settled decisions older than `retain_days` before `now`, batch by batch, until
     none is left or `budget_s` (on `clock`) is spent. `keep_model`'s shadow decisions stay."""
     before = now - timedelta(days=retain_days)

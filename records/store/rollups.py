@@ -8,6 +8,7 @@ hours of its range from the rollups and the partial hours at its edges from the 
 through the same `board_rows` and `agent_rows`, so every figure equals a count over the
 decisions.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -19,13 +20,19 @@ from records.models import StaleHour
 
 HOUR = timedelta(hours=1)
 # The dashboard's bands of time from a decision to its claim: (upper bound in seconds, label).
-HOLD_TO_CLAIM_BANDS = ((10, "under 10 s"), (30, "10–30 s"), (60, "30–60 s"), (300, "1–5 min"),
-                       (None, "5 min or more"))
+HOLD_TO_CLAIM_BANDS = (
+    (10, "under 10 s"),
+    (30, "10–30 s"),
+    (60, "30–60 s"),
+    (300, "1–5 min"),
+    (None, "5 min or more"),
+)
 BANDS = tuple(f"band{i}" for i in range(len(HOLD_TO_CLAIM_BANDS)))
 # An agent's lapse, as the no-show filter reads it (records/store/holds.py): its hold expired, or
 # somebody else claimed the card after the hold had run out.
-LAPSED = Q(outcome_status="expired") | Q(outcome_status="claimed-by-other",
-                                         outcome_at__gt=F("reserved_until"))
+LAPSED = Q(outcome_status="expired") | Q(
+    outcome_status="claimed-by-other", outcome_at__gt=F("reserved_until")
+)
 CLAIMED = Q(outcome_status="claimed", outcome_at__isnull=False)
 READY_KNOWN = Q(ladder_ready_at__isnull=False, outcome_at__isnull=False)
 BOARD_KEYS = ("board_id", "tier_name", "outcome_status", "reason", "nobody")
@@ -75,12 +82,14 @@ def board_rows(decisions: QuerySet, trunc: str | None = "hour") -> list[dict]:
     if trunc is not None:
         grouped = grouped.annotate(t=Trunc("created_at", trunc, tzinfo=timezone.utc))
         keys.append("t")
-    rows = (grouped.values(*keys, nobody=Q(chosen__isnull=True))
-            .annotate(decisions=Count("id"), claims=Count("id", filter=CLAIMED),
-                      claim_us=Sum(_span("created_at", "outcome_at"), filter=CLAIMED),
-                      ready=Count("id", filter=READY_KNOWN),
-                      ready_us=Sum(_span("ladder_ready_at", "outcome_at"), filter=READY_KNOWN),
-                      **_bands()))
+    rows = grouped.values(*keys, nobody=Q(chosen__isnull=True)).annotate(
+        decisions=Count("id"),
+        claims=Count("id", filter=CLAIMED),
+        claim_us=Sum(_span("created_at", "outcome_at"), filter=CLAIMED),
+        ready=Count("id", filter=READY_KNOWN),
+        ready_us=Sum(_span("ladder_ready_at", "outcome_at"), filter=READY_KNOWN),
+        **_bands(),
+    )
     out = []
     for row in rows:
         row["nobody"] = bool(row["nobody"])
@@ -92,9 +101,12 @@ def board_rows(decisions: QuerySet, trunc: str | None = "hour") -> list[dict]:
 def time_rows(decisions: QuerySet, trunc: str) -> list[dict]:
     """The decisions counted by board, time ("t", `created_at` truncated to `trunc`), tier and
     whether nobody was chosen: what the charts over time draw, and no more."""
-    rows = (decisions.order_by().annotate(t=Trunc("created_at", trunc, tzinfo=timezone.utc))
-            .values("board_id", "t", "tier_name", nobody=Q(chosen__isnull=True))
-            .annotate(decisions=Count("id")))
+    rows = (
+        decisions.order_by()
+        .annotate(t=Trunc("created_at", trunc, tzinfo=timezone.utc))
+        .values("board_id", "t", "tier_name", nobody=Q(chosen__isnull=True))
+        .annotate(decisions=Count("id"))
+    )
     return [{**row, "nobody": bool(row["nobody"])} for row in rows]
 
 
@@ -104,13 +116,23 @@ def agent_rows(decisions: QuerySet, by: tuple[str, ...] = ("board_id", "t")) -> 
     grouped = decisions.order_by().filter(chosen__isnull=False)
     if "t" in by:
         grouped = grouped.annotate(t=Trunc("created_at", "hour", tzinfo=timezone.utc))
-    rows = (grouped.values("chosen", *by)
-            .annotate(n=Count("id"), held=Count("id", filter=Q(reserved_until__isnull=False)),
-                      claimed=Count("id", filter=Q(outcome_status="claimed")),
-                      lapsed=Count("id", filter=LAPSED)))
-    return [{**{k: row[k] for k in by}, "agent_id": row["chosen"], "chosen": row["n"],
-             "held": row["held"], "claimed": row["claimed"], "lapsed": row["lapsed"]}
-            for row in rows]
+    rows = grouped.values("chosen", *by).annotate(
+        n=Count("id"),
+        held=Count("id", filter=Q(reserved_until__isnull=False)),
+        claimed=Count("id", filter=Q(outcome_status="claimed")),
+        lapsed=Count("id", filter=LAPSED),
+    )
+    return [
+        {
+            **{k: row[k] for k in by},
+            "agent_id": row["chosen"],
+            "chosen": row["n"],
+            "held": row["held"],
+            "claimed": row["claimed"],
+            "lapsed": row["lapsed"],
+        }
+        for row in rows
+    ]
 
 
 def stale_before(now: datetime) -> bool:

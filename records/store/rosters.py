@@ -3,6 +3,7 @@
 The loop writes the cache (`superdispatch/loop/reads.py`); an experiment's start reads it to
 find which boards share an agent, and so must switch together, without asking AgentPod.
 """
+
 from __future__ import annotations
 
 from typing import Iterable

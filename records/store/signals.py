@@ -3,6 +3,7 @@
 Each is sent with `send_robust`, so a listener that fails is logged (by Django, on the
 `django.dispatch` logger) and never stops the write or the sweep that sent it.
 """
+
 from django.dispatch import Signal
 
 # After an opt-in or opt-out that changed the board has committed: `board_id`, `enabled`. The

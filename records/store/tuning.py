@@ -13,6 +13,7 @@ does claim within its holds, it says the agent passed this hold by (it was elsew
 it) and took the card later by pull: a longer window would only have kept the card waiting
 for it, so it counts as a no-show.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,15 +67,17 @@ class Recommendation:
 
 def settled_holds(board_id: str | None = None, since: datetime | None = None) -> list[SettledHold]:
     """Every settled hold in the store, oldest first, with its agent's latency to claim."""
-    rows = Decision.objects.filter(reserved_until__isnull=False, chosen__isnull=False,
-                                   outcome_status__in=SETTLED_HOLDS)
+    rows = Decision.objects.filter(
+        reserved_until__isnull=False, chosen__isnull=False, outcome_status__in=SETTLED_HOLDS
+    )
     if board_id:
         rows = rows.filter(board_id=board_id)
     if since is not None:
         rows = rows.filter(created_at__gte=since)
     out = []
     for chosen, tier, created, until, status, at in rows.order_by("created_at", "id").values_list(
-            "chosen", "tier_name", "created_at", "reserved_until", "outcome_status", "outcome_at"):
+        "chosen", "tier_name", "created_at", "reserved_until", "outcome_status", "outcome_at"
+    ):
         latency = max((at - created).total_seconds(), 0.0) if status == "claimed" else None
         out.append(SettledHold(chosen, tier or "winner", latency, (until - created).total_seconds()))
     return out
@@ -98,8 +101,10 @@ def as_evidence(holds: list[SettledHold]) -> list[SettledHold]:
     """The holds with each late claim by an agent that claims within its other holds read as a
     no-show (see above)."""
     on_time = {h.agent_id for h in holds if h.latency_s is not None and not h.late}
-    return [SettledHold(h.agent_id, h.tier, None, h.length_s) if h.late and h.agent_id in on_time else h
-            for h in holds]
+    return [
+        SettledHold(h.agent_id, h.tier, None, h.length_s) if h.late and h.agent_id in on_time else h
+        for h in holds
+    ]
 
 
 def recommend(holds: Iterable[SettledHold], tier: str, min_holds: int = MIN_HOLDS) -> Recommendation:
@@ -111,8 +116,17 @@ def recommend(holds: Iterable[SettledHold], tier: str, min_holds: int = MIN_HOLD
     window = None
     if enough:
         window = next((f.window_s for f in table if f.missed_claims <= MISSED_SHARE), WINDOWS[-1])
-    return Recommendation(tier, len(chosen), len(claimed), enough, window, table,
-                          percentile(claimed, 50), percentile(claimed, 90), percentile(claimed, 99))
+    return Recommendation(
+        tier,
+        len(chosen),
+        len(claimed),
+        enough,
+        window,
+        table,
+        percentile(claimed, 50),
+        percentile(claimed, 90),
+        percentile(claimed, 99),
+    )
 
 
 def recommend_both(
@@ -123,7 +137,10 @@ def recommend_both(
     winner = recommend(holds, "winner", min_holds)
     runner = recommend(holds, "runner-up", min_holds)
     if not runner.enough:
-        pooled = recommend([SettledHold(h.agent_id, "runner-up", h.latency_s, h.length_s) for h in holds],
-                           "runner-up", min_holds)
+        pooled = recommend(
+            [SettledHold(h.agent_id, "runner-up", h.latency_s, h.length_s) for h in holds],
+            "runner-up",
+            min_holds,
+        )
         runner = pooled
     return winner, runner

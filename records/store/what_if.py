@@ -5,6 +5,7 @@ record) and what became of it (the hold's outcome, the claim's run). What it reb
 record before each decision (claim latencies, run times, claim rates) it reads from the decisions
 of a look-back before the window too, so the window's first decisions are not judged on nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,9 +29,25 @@ EARLIEST_SINCE = datetime.min.replace(tzinfo=timezone.utc) + LOOK_BACK
 MOST_REPLAYED = 1000
 MOST_LOOKED_BACK = 1000
 
-_FIELDS = ("id", "board_id", "card_id", "stage_key", "policy", "created_at", "tier_name", "reason",
-           "chosen", "ladder_ready_at", "reserved_until", "waiting", "outcome_status", "outcome_by",
-           "outcome_at", "run_status", "run_ended_at")
+_FIELDS = (
+    "id",
+    "board_id",
+    "card_id",
+    "stage_key",
+    "policy",
+    "created_at",
+    "tier_name",
+    "reason",
+    "chosen",
+    "ladder_ready_at",
+    "reserved_until",
+    "waiting",
+    "outcome_status",
+    "outcome_by",
+    "outcome_at",
+    "run_status",
+    "run_ended_at",
+)
 
 
 def _window(board_id: str | None, since: datetime | None, until: datetime | None):
@@ -44,14 +61,14 @@ def _window(board_id: str | None, since: datetime | None, until: datetime | None
     return rows
 
 
-def holds_more_than(most: int, board_id: str | None, since: datetime | None,
-                    until: datetime | None) -> bool:
+def holds_more_than(most: int, board_id: str | None, since: datetime | None, until: datetime | None) -> bool:
     """Whether the window holds more than `most` decisions, read without counting them all."""
-    return _window(board_id, since, until).order_by().values("id")[most:most + 1].exists()
+    return _window(board_id, since, until).order_by().values("id")[most : most + 1].exists()
 
 
-def recorded(board_id: str | None, since: datetime | None, until: datetime | None,
-             look_back_most: int | None = None) -> list[Recorded]:
+def recorded(
+    board_id: str | None, since: datetime | None, until: datetime | None, look_back_most: int | None = None
+) -> list[Recorded]:
     """The decisions from `since` less the look-back up to `until` (not included), oldest first,
     each with its candidate set; of the look-back, the newest `look_back_most` at most, when
     given."""
@@ -59,8 +76,14 @@ def recorded(board_id: str | None, since: datetime | None, until: datetime | Non
     if since is not None:
         start = since - LOOK_BACK
         if look_back_most is not None:
-            start = max([start, *_window(board_id, start, since).order_by("-created_at")
-                         .values_list("created_at", flat=True)[look_back_most - 1:look_back_most]])
+            start = max(
+                [
+                    start,
+                    *_window(board_id, start, since)
+                    .order_by("-created_at")
+                    .values_list("created_at", flat=True)[look_back_most - 1 : look_back_most],
+                ]
+            )
         rows = rows.filter(created_at__gte=start)
     return with_candidates(list(rows.order_by("created_at", "id").values_list(*_FIELDS)))
 
@@ -69,7 +92,7 @@ def by_id(ids: list[str]) -> list[Recorded]:
     """The decisions named, each with its candidate set, in no particular order."""
     rows = []
     for start in range(0, len(ids), 500):
-        rows += Decision.objects.filter(id__in=ids[start:start + 500]).values_list(*_FIELDS)
+        rows += Decision.objects.filter(id__in=ids[start : start + 500]).values_list(*_FIELDS)
     return with_candidates(rows)
 
 
@@ -79,23 +102,64 @@ def with_candidates(rows: list[tuple]) -> list[Recorded]:
     ids = [row[0] for row in rows]
     for start in range(0, len(ids), 500):
         for decision_id, agent, principal, filters, score, stage in (
-                Candidate.objects.filter(decision_id__in=ids[start:start + 500], in_set=True)
-                .order_by("decision_id", "position")
-                .values_list("decision_id", "agent_id", "principal_id", "filters", "score",
-                             "stage_history")):
-            in_set[decision_id].append(Considered(agent, principal, _filters(filters), _terms(score),
-                                                  _stage(stage)))
-    return [Recorded(
-        decision_id=did, board_id=board, card_id=card, stage_key=stage, formula=policy, at=at,
-        tier=tier, reason=reason, chosen=chosen, candidates=tuple(in_set.get(did, ())),
-        ready_at=ready_at, held_until=until_, waiting_s=_wait(waiting), outcome=outcome,
-        outcome_by=outcome_by, outcome_at=outcome_at, run_status=run_status, run_ended_at=run_ended_at,
-    ) for (did, board, card, stage, policy, at, tier, reason, chosen, ready_at, until_, waiting, outcome,
-           outcome_by, outcome_at, run_status, run_ended_at) in rows]
+            Candidate.objects.filter(decision_id__in=ids[start : start + 500], in_set=True)
+            .order_by("decision_id", "position")
+            .values_list("decision_id", "agent_id", "principal_id", "filters", "score", "stage_history")
+        ):
+            in_set[decision_id].append(
+                Considered(agent, principal, _filters(filters), _terms(score), _stage(stage))
+            )
+    return [
+        Recorded(
+            decision_id=did,
+            board_id=board,
+            card_id=card,
+            stage_key=stage,
+            formula=policy,
+            at=at,
+            tier=tier,
+            reason=reason,
+            chosen=chosen,
+            candidates=tuple(in_set.get(did, ())),
+            ready_at=ready_at,
+            held_until=until_,
+            waiting_s=_wait(waiting),
+            outcome=outcome,
+            outcome_by=outcome_by,
+            outcome_at=outcome_at,
+            run_status=run_status,
+            run_ended_at=run_ended_at,
+        )
+        for (
+            did,
+            board,
+            card,
+            stage,
+            policy,
+            at,
+            tier,
+            reason,
+            chosen,
+            ready_at,
+            until_,
+            waiting,
+            outcome,
+            outcome_by,
+            outcome_at,
+            run_status,
+            run_ended_at,
+        ) in rows
+    ]
 
 
-def estimate(formula: Formula, rules: Rules, board_id: str | None = None, since: datetime | None = None,
-             until: datetime | None = None, look_back_most: int | None = None) -> WhatIf:
+def estimate(
+    formula: Formula,
+    rules: Rules,
+    board_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    look_back_most: int | None = None,
+) -> WhatIf:
     """The window's decisions replayed under `formula` (`placement.what_if`)."""
     decisions = recorded(board_id, since, until, look_back_most)
     if since is None and decisions:
@@ -106,8 +170,11 @@ def estimate(formula: Formula, rules: Rules, board_id: str | None = None, since:
 def newest_since(board_id: str, since: datetime, until: datetime, most: int) -> datetime:
     """Where a window of the board's decisions from `since` to `until` starts when it holds
     `most` of them at most: the newest `most`."""
-    cut = (Decision.objects.filter(board_id=board_id, created_at__gte=since, created_at__lt=until)
-           .order_by("-created_at").values_list("created_at", flat=True)[most - 1:most])
+    cut = (
+        Decision.objects.filter(board_id=board_id, created_at__gte=since, created_at__lt=until)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)[most - 1 : most]
+    )
     return max([since, *cut])
 
 
@@ -126,29 +193,48 @@ def each_formula(board_id: str, rules: Rules, since: datetime, until: datetime) 
     if base is None or not base.replayed:
         base = what_if(decisions, rules.declared_formula, rules, since)
     by_arm = {e.arm: e for e in base.estimates}
-    return [_row(base, by_arm["recorded"]),
-            *(_row(a, next(e for e in a.estimates if e.arm == "other")) for a in answers),
-            _row(base, by_arm[PULL])]
+    return [
+        _row(base, by_arm["recorded"]),
+        *(_row(a, next(e for e in a.estimates if e.arm == "other")) for a in answers),
+        _row(base, by_arm[PULL]),
+    ]
 
 
 def _row(answer: WhatIf, estimate: Estimate) -> dict[str, Any]:
     why = max(answer.not_replayed.items(), key=lambda item: item[1], default=("", 0))[0]
-    return {"arm": estimate.arm, "formula": estimate.formula[:200], "estimator": estimate.estimator,
-            "decisions": answer.decisions, "replayed": answer.replayed,
-            "observed": estimate.observed, "enough": answer.enough, "not_replayed": why[:200],
-            **_figures("success", estimate.success, ""), **_figures("lead", estimate.lead_mean_s, "_s")}
+    return {
+        "arm": estimate.arm,
+        "formula": estimate.formula[:200],
+        "estimator": estimate.estimator,
+        "decisions": answer.decisions,
+        "replayed": answer.replayed,
+        "observed": estimate.observed,
+        "enough": answer.enough,
+        "not_replayed": why[:200],
+        **_figures("success", estimate.success, ""),
+        **_figures("lead", estimate.lead_mean_s, "_s"),
+    }
 
 
 def _figures(name: str, interval: Interval, unit: str) -> dict[str, float | None]:
     """An interval's value and bounds as the row's columns; None where there is no figure."""
-    return {f"{name}{part}{unit}": value if math.isfinite(value) else None
-            for part, value in (("", interval.value), ("_low", interval.low), ("_high", interval.high))}
+    return {
+        f"{name}{part}{unit}": value if math.isfinite(value) else None
+        for part, value in (("", interval.value), ("_low", interval.low), ("_high", interval.high))
+    }
 
 
 def _filters(value: Any) -> tuple[FilterResult, ...]:
-    return tuple(FilterResult(f["filter"], bool(f["passed"]), f.get("reason"),
-                              tuple(f["missing"]) if f.get("missing") is not None else None,
-                              bool(f.get("unchecked", False))) for f in value or ())
+    return tuple(
+        FilterResult(
+            f["filter"],
+            bool(f["passed"]),
+            f.get("reason"),
+            tuple(f["missing"]) if f.get("missing") is not None else None,
+            bool(f.get("unchecked", False)),
+        )
+        for f in value or ()
+    )
 
 
 def _wait(waiting: Any) -> float | None:
@@ -160,6 +246,7 @@ def _wait(waiting: Any) -> float | None:
 
 # Older records name fewer of a score's terms and a stage record's fields: a term left out
 # weighs as a new agent's would (`scoring.py`, `stage_runs.NO_RUNS`).
+
 
 def _terms(score: Any) -> ScoreTerms | None:
     if not isinstance(score, dict):
@@ -174,9 +261,16 @@ def _stage(value: Any) -> StageHistory | None:
     if not isinstance(value, dict) or "outcomeRate" not in value:
         return None
     get = value.get
-    return StageHistory(get("runs", 0), get("succeeded", 0), get("verdicts", 0), get("passes", 0),
-                        get("weight", 0.0), value["outcomeRate"], get("verdictRate", 0.5),
-                        get("stageRecord", value["outcomeRate"]))
+    return StageHistory(
+        get("runs", 0),
+        get("succeeded", 0),
+        get("verdicts", 0),
+        get("passes", 0),
+        get("weight", 0.0),
+        value["outcomeRate"],
+        get("verdictRate", 0.5),
+        get("stageRecord", value["outcomeRate"]),
+    )
 
 
 def formula_named(name: str) -> Formula | None:
@@ -200,5 +294,7 @@ def known_formulas() -> str:
 
 def board_known(board_id: str) -> bool:
     """Opted in, now or once, or named by a recorded decision."""
-    return (Board.objects.filter(board_id=board_id).exists()
-            or Decision.objects.filter(board_id=board_id).exists())
+    return (
+        Board.objects.filter(board_id=board_id).exists()
+        or Decision.objects.filter(board_id=board_id).exists()
+    )

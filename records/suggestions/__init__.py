@@ -58,6 +58,7 @@ Where the docs leave things open, this is what is meant:
   and `lastSeenAt` are refreshed and a dismissal stays. Not found: `resolvedAt`. Found after
   it resolved: a new row, with a new `firstSeenAt`.
 """
+
 from records.suggestions.life import found_suggestions, sync, sync_after_sweep, sync_if_due
 
 __all__ = ["found_suggestions", "sync", "sync_after_sweep", "sync_if_due"]

@@ -1,4 +1,5 @@
 """A suggestion or proposal as one sync finds it, before it meets its stored life."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,8 +7,16 @@ from typing import Any
 
 # Every field a kind may leave unset, blank; so a row always reads one shape or the other.
 BLANK = {
-    "capability": None, "rostered": [], "candidates": [], "reasons": [], "reason": "",
-    "rationale": "", "target": None, "estimated_effect": None, "how_to_apply": "", "registry": "",
+    "capability": None,
+    "rostered": [],
+    "candidates": [],
+    "reasons": [],
+    "reason": "",
+    "rationale": "",
+    "target": None,
+    "estimated_effect": None,
+    "how_to_apply": "",
+    "registry": "",
 }
 
 
@@ -28,5 +37,4 @@ class Found:
 
     def values(self) -> dict[str, Any]:
         """Every field a sync writes, the blanks included."""
-        return {**BLANK, **self.body, "evidence": list(self.evidence),
-                "evidence_count": self.evidence_count}
+        return {**BLANK, **self.body, "evidence": list(self.evidence), "evidence_count": self.evidence_count}

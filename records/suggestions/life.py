@@ -1,4 +1,5 @@
 """One sync: find every suggestion and proposal in the window, then write their life in one go."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -42,8 +43,11 @@ def sync_if_due(now: datetime) -> suggestion_actions.SyncSummary | None:
 def found_suggestions(now: datetime) -> list[Found]:
     """Every roster suggestion and supply proposal the window's decisions bear out."""
     cfg = settings.SUPERDISPATCH
-    window = Window(since=now - timedelta(hours=cfg.suggest_window_hours), until=now,
-                    stall=timedelta(minutes=cfg.stall_minutes))
+    window = Window(
+        since=now - timedelta(hours=cfg.suggest_window_hours),
+        until=now,
+        stall=timedelta(minutes=cfg.stall_minutes),
+    )
     registry, _ = last_registry()
     supply = Supply(registry=registry, min_proof=cfg.min_proof)
     with transaction.atomic():  # one snapshot for the reads that follow
@@ -51,14 +55,14 @@ def found_suggestions(now: datetime) -> list[Found]:
         rules = {lane.lane: flagging_rules(lane) for lane in lanes}
         wanting = [lane for lane in lanes if rules[lane.lane] or wants_supply(lane)]
         requires, candidates = latest_reads([lane.latest.id for lane in wanting])
-        short = lane_shortfalls([pid for lane in wanting if wants_supply(lane)
-                                 for pid in lane.evidence(MODEL_ONLY | SHORTFALL)])
+        short = lane_shortfalls(
+            [pid for lane in wanting if wants_supply(lane) for pid in lane.evidence(MODEL_ONLY | SHORTFALL)]
+        )
     found = []
     for lane in wanting:
         latest = lane.latest.id
         if rules[lane.lane]:
-            found.append(roster_suggestion(lane, rules[lane.lane], requires.get(latest),
-                                           candidates[latest]))
+            found.append(roster_suggestion(lane, rules[lane.lane], requires.get(latest), candidates[latest]))
         found += supply_proposals(lane, requires.get(latest), short.get(lane.lane, []), supply)
     return found
 

@@ -4,6 +4,7 @@ The database counts each decision's candidates by what turned them away; Python 
 decisions, ordered by lane, card and attempt, into one small tally per lane. Only the lane
 being folded is in memory, and no candidate row ever leaves the database in this pass.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,6 +50,7 @@ class Window:
 
 # --- SQL over one candidate row `c` -----------------------------------------------------
 
+
 def _has(code: str) -> str:
     return has_reason_sql("c.reasons", code)
 
@@ -90,8 +92,10 @@ def candidate_sql(declared: Tables) -> CandidateSql:
     codes = declared.codes_of
     capable = f"NOT {_any(codes(Tag.CAPABILITY))}"
     # As placement's waiting rule: unhealthy is load only while the agent has no room.
-    load_alone = (f"({_only(codes(Tag.LOAD) + codes(Tag.HEALTH))}"
-                  f" AND (NOT {_any(codes(Tag.HEALTH))} OR {_any(codes(Tag.NO_ROOM))}))")
+    load_alone = (
+        f"({_only(codes(Tag.LOAD) + codes(Tag.HEALTH))}"
+        f" AND (NOT {_any(codes(Tag.HEALTH))} OR {_any(codes(Tag.NO_ROOM))}))"
+    )
     station_only = _only(codes(Tag.STATION))
     candidate_counts = f"""CASE
             WHEN c.source = 'direct' THEN
@@ -152,8 +156,12 @@ FROM {D} d
 JOIN {B} b ON b.board_id = d.board_id
 LEFT JOIN (
     SELECT decision_id,
-           {", ".join(f"SUM(CASE WHEN (counts & {bit}) <> 0 THEN 1 ELSE 0 END) AS {name}"
-                      for name, bit in COUNTS.items())}
+           {
+        ", ".join(
+            f"SUM(CASE WHEN (counts & {bit}) <> 0 THEN 1 ELSE 0 END) AS {name}"
+            for name, bit in COUNTS.items()
+        )
+    }
     FROM (
         SELECT c.decision_id, {candidate_sql(tables()).candidate_counts} AS counts
         FROM {C} c JOIN {D} d ON d.id = c.decision_id
@@ -218,8 +226,7 @@ class DecisionRead(NamedTuple):
             | (SHORTFALL if blocked and self.station_only else 0)
             | (NO_CAPABILITY if blocked and not rc and not self.capable_off_roster else 0)
             | (EMPTY if not rc and self.capable_off_roster else 0)
-            | (LOAD_BOUND if self.chosen is None and rc and self.load_bound == rc
-               and self.at_capacity else 0)
+            | (LOAD_BOUND if self.chosen is None and rc and self.load_bound == rc and self.at_capacity else 0)
         )
 
 
@@ -273,8 +280,9 @@ class LaneTally:
 
     def add(self, row: DecisionRead, bits: int) -> None:
         if self.latest is None or (row.created_at, row.id) > (self.latest.created_at, self.latest.id):
-            self.latest = Latest(row.id, row.created_at, row.chosen, row.rostered_capable,
-                                 row.capable_off_roster)
+            self.latest = Latest(
+                row.id, row.created_at, row.chosen, row.rostered_capable, row.capable_off_roster
+            )
         if not bits:
             return
         self.decisions[bits] += 1
@@ -380,7 +388,7 @@ class CandidateRow(NamedTuple):
 
     @property
     def rostered_capable(self) -> bool:
-        return (self.source == "roster" and self.in_set and not self._incapable)
+        return self.source == "roster" and self.in_set and not self._incapable
 
     @property
     def capable_off_roster(self) -> bool:
@@ -394,7 +402,8 @@ class CandidateRow(NamedTuple):
 def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, list[CandidateRow]]]:
     """The `requires` and the candidates, in order, of a few decisions (each lane's newest)."""
     decisions = Decision.objects.filter(id__in=decision_ids).values_list(
-        "id", "requires", "roll_id", "roll_marks")
+        "id", "requires", "roll_id", "roll_marks"
+    )
     requires, stored_as = {}, {}
     for pid, required, digest, marked in decisions:
         requires[pid], stored_as[pid] = required, (Roll.agents_of(digest), marked)
@@ -402,11 +411,11 @@ def latest_reads(decision_ids: list[str]) -> tuple[dict[str, Any], dict[str, lis
     found = Candidate.objects.filter(decision_id__in=decision_ids).order_by("decision_id", "position")
     for row in found.values_list(*CandidateRow._fields):
         rows[row[0]].append(CandidateRow(*row))
-    candidates = {pid: marks.merged(pid, rows[pid], *stored_as.get(pid, ((), "")),
-                                   marks.as_row(CandidateRow))
-                  for pid in decision_ids}
+    candidates = {
+        pid: marks.merged(pid, rows[pid], *stored_as.get(pid, ((), "")), marks.as_row(CandidateRow))
+        for pid in decision_ids
+    }
     return requires, candidates
-
 
 
 @dataclass(frozen=True)
@@ -429,10 +438,14 @@ def lane_shortfalls(decision_ids: list[str]) -> dict[tuple[str, str], list[Short
     with connection.cursor() as cursor:
         cursor.execute(shortfalls_sql(len(decision_ids)), decision_ids)
         for board_id, stage_key, agent_id, station_id, verdicts, last_at in cursor.fetchall():
-            lacked = {f["filter"]: tuple(f.get("missing") or ()) for f in stored_verdicts(verdicts)
-                      if not f.get("passed") and f["filter"] in station_filters}
+            lacked = {
+                f["filter"]: tuple(f.get("missing") or ())
+                for f in stored_verdicts(verdicts)
+                if not f.get("passed") and f["filter"] in station_filters
+            }
             found.setdefault((board_id, stage_key), []).append(
-                Shortfall(agent_id, station_id, lacked, last_at))
+                Shortfall(agent_id, station_id, lacked, last_at)
+            )
     for shortfalls in found.values():
         shortfalls.sort(key=lambda s: (s.last_at, s.agent_id), reverse=True)
     return found

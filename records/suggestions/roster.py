@@ -1,4 +1,5 @@
 """Roster suggestions: a lane that rests on too few working agents, and who could be added."""
+
 from __future__ import annotations
 
 from records.models import SuggestionKind
@@ -29,43 +30,62 @@ def flagging_rules(lane: LaneTally) -> list[str]:
 RULE_BITS = {"empty-lane": EMPTY, "one-candidate": ONE, "unreliable": UNRELIABLE, "stalled": STALLED}
 
 
-def roster_suggestion(lane: LaneTally, rules: list[str], requires: dict | None,
-                      latest: list[CandidateRow]) -> Found:
+def roster_suggestion(
+    lane: LaneTally, rules: list[str], requires: dict | None, latest: list[CandidateRow]
+) -> Found:
     """The lane's one roster suggestion: add an agent the decisions found capable, or set one up."""
     bits = 0
     for rule in rules:
         bits |= RULE_BITS[rule]
     rostered = [c.agent_id for c in latest if c.rostered_capable]
-    candidates = [{"agentId": c.agent_id, "principalId": c.principal_id, "stationId": c.station_id}
-                  for c in latest if c.capable_off_roster]
+    candidates = [
+        {"agentId": c.agent_id, "principalId": c.principal_id, "stationId": c.station_id}
+        for c in latest
+        if c.capable_off_roster
+    ]
     kind = SuggestionKind.ADD_AGENT_TO_BOARD if candidates else SuggestionKind.LANE_SINGLE_POINT
-    return Found(kind, lane.board_id, lane.stage_key, tuple(lane.evidence(bits)), lane.count(bits), {
-        "capability": requires,
-        "rostered": rostered,
-        "candidates": candidates,
-        "reasons": rules,
-        "reason": _reason(lane, rules, capability_words(requires), rostered,
-                          [c["agentId"] for c in candidates]),
-    })
+    return Found(
+        kind,
+        lane.board_id,
+        lane.stage_key,
+        tuple(lane.evidence(bits)),
+        lane.count(bits),
+        {
+            "capability": requires,
+            "rostered": rostered,
+            "candidates": candidates,
+            "reasons": rules,
+            "reason": _reason(
+                lane, rules, capability_words(requires), rostered, [c["agentId"] for c in candidates]
+            ),
+        },
+    )
 
 
-def _reason(lane: LaneTally, rules: list[str], capability: str, rostered: list[str],
-            candidates: list[str]) -> str:
+def _reason(
+    lane: LaneTally, rules: list[str], capability: str, rostered: list[str], candidates: list[str]
+) -> str:
     found = []
     if "empty-lane" in rules:
         found.append(f"nobody on the roster has {capability}")
     if "one-candidate" in rules:
         found.append(f"only {rostered[0] if rostered else 'one agent'} on the roster has {capability}")
     if "unreliable" in rules:
-        found.append(f"in {counted(lane.count(UNRELIABLE), 'decision')} every agent on the roster "
-                     f"with {capability} was unhealthy or a recent no-show")
+        found.append(
+            f"in {counted(lane.count(UNRELIABLE), 'decision')} every agent on the roster "
+            f"with {capability} was unhealthy or a recent no-show"
+        )
     if "stalled" in rules:
         stall = lane.longest_stall
         found.append(f"{stall.card_id} waited {minutes(stall.span)} with nobody eligible")
     if candidates:
-        advice = (f"Add {either(candidates)} to the board's roster in AgentPod: "
-                  f"{'it has' if len(candidates) == 1 else 'they have'} {capability}.")
+        advice = (
+            f"Add {either(candidates)} to the board's roster in AgentPod: "
+            f"{'it has' if len(candidates) == 1 else 'they have'} {capability}."
+        )
     else:
-        advice = (f"Nobody else in the workspace has {capability}: set up another agent for it "
-                  f"in AgentPod and add it to the board's roster.")
+        advice = (
+            f"Nobody else in the workspace has {capability}: set up another agent for it "
+            f"in AgentPod and add it to the board's roster."
+        )
     return f"{lane.stage_key} on {lane.board_id}: {'; '.join(found)}. {advice}"

@@ -1,4 +1,5 @@
 """Supply proposals: what a person could change when a lane goes unplaced for want of supply."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,12 +42,12 @@ class Supply:
 
 def wants_supply(lane: LaneTally) -> bool:
     """Proposals are made only while the lane's newest decision chose nobody."""
-    return (lane.latest is not None and lane.latest.chosen is None
-            and lane.count(SUPPLY_BITS) >= MIN_EVIDENCE)
+    return lane.latest is not None and lane.latest.chosen is None and lane.count(SUPPLY_BITS) >= MIN_EVIDENCE
 
 
-def supply_proposals(lane: LaneTally, requires: dict | None, shortfalls: list[Shortfall],
-                     supply: Supply) -> list[Found]:
+def supply_proposals(
+    lane: LaneTally, requires: dict | None, shortfalls: list[Shortfall], supply: Supply
+) -> list[Found]:
     """Every kind the lane's decisions bear out, at most one of each."""
     if not wants_supply(lane):
         return []
@@ -70,14 +71,17 @@ def supply_proposals(lane: LaneTally, requires: dict | None, shortfalls: list[Sh
 
 # --- What the stations lacked ----------------------------------------------------------------
 
+
 def needs_of(lacked: dict) -> StationNeeds:
     """What a station lacked (by station filter), as needs: the isolation asked for, the
     models, tools, credentials."""
     isolation = lacked.get(filters.ISOLATION.name) or ()
-    return StationNeeds(isolation=isolation[0] if isolation else None,
-                        models=tuple(lacked.get(filters.MODEL.name, ())),
-                        tools=tuple(lacked.get(filters.TOOLS.name, ())),
-                        credentials=tuple(lacked.get(filters.CREDENTIALS.name, ())))
+    return StationNeeds(
+        isolation=isolation[0] if isolation else None,
+        models=tuple(lacked.get(filters.MODEL.name, ())),
+        tools=tuple(lacked.get(filters.TOOLS.name, ())),
+        credentials=tuple(lacked.get(filters.CREDENTIALS.name, ())),
+    )
 
 
 def merged_needs(shortfalls: Iterable[Shortfall]) -> StationNeeds:
@@ -112,29 +116,51 @@ def _own_station_has_it(shortfalls: list[Shortfall], supply: Supply) -> bool:
     return any(
         s.station_id in stations
         and not lacks_any(needs_of(s.lacked), stations[s.station_id], supply.min_rank)
-        for s in shortfalls)
+        for s in shortfalls
+    )
 
 
 def _host(shortfalls: list[Shortfall], supply: Supply) -> Station | None:
     """Another station that has all the lane's stations lacked; an empty one first."""
     needs = merged_needs(shortfalls)
     own = {s.station_id for s in shortfalls}
-    fits = [station for station in supply.registry or ()
-            if station.station_id not in own and not lacks_any(needs, station, supply.min_rank)]
+    fits = [
+        station
+        for station in supply.registry or ()
+        if station.station_id not in own and not lacks_any(needs, station, supply.min_rank)
+    ]
     return min(fits, key=lambda s: (s.occupant is not None, s.station_id), default=None)
 
 
 # --- The kinds --------------------------------------------------------------------------------
 
-def _proposal(kind: str, lane: LaneTally, bits: int, supply: Supply, *, rationale: str,
-              target: dict | None, agents: int, summary: str, how: str) -> Found:
-    return Found(kind, lane.board_id, lane.stage_key, tuple(lane.evidence(bits)), lane.count(bits), {
-        "rationale": rationale,
-        "target": target,
-        "estimated_effect": {"cards": lane.card_count(bits), "agents": agents, "summary": summary},
-        "how_to_apply": how,
-        "registry": supply.registry_word,
-    })
+
+def _proposal(
+    kind: str,
+    lane: LaneTally,
+    bits: int,
+    supply: Supply,
+    *,
+    rationale: str,
+    target: dict | None,
+    agents: int,
+    summary: str,
+    how: str,
+) -> Found:
+    return Found(
+        kind,
+        lane.board_id,
+        lane.stage_key,
+        tuple(lane.evidence(bits)),
+        lane.count(bits),
+        {
+            "rationale": rationale,
+            "target": target,
+            "estimated_effect": {"cards": lane.card_count(bits), "agents": agents, "summary": summary},
+            "how_to_apply": how,
+            "registry": supply.registry_word,
+        },
+    )
 
 
 def _lane(lane: LaneTally) -> str:
@@ -178,21 +204,22 @@ def _change_model(lane: LaneTally, shortfalls: list[Shortfall], supply: Supply) 
     ]
 
 
-def _move_to_host(lane: LaneTally, shortfalls: list[Shortfall], host: Station,
-                  supply: Supply) -> Found:
+def _move_to_host(lane: LaneTally, shortfalls: list[Shortfall], host: Station, supply: Supply) -> Found:
     needs = merged_needs(shortfalls)
     agent = shortfalls[0].agent_id
     isolation = host.isolation.value if host.isolation else None
-    counted_models = [fact.value for fact in host.models
-                      if PROOF_RANK.get(fact.proof, -1) >= supply.min_rank]
-    model = next((m for m in needs.models if m in counted_models),
-                 counted_models[0] if counted_models else None)
+    counted_models = [fact.value for fact in host.models if PROOF_RANK.get(fact.proof, -1) >= supply.min_rank]
+    model = next(
+        (m for m in needs.models if m in counted_models), counted_models[0] if counted_models else None
+    )
     if host.occupant is None:
         how = f"In AgentPod, put {agent} in the empty station {host.station_id}."
         taker = agent
     else:
-        how = (f"In AgentPod, put {agent} in station {host.station_id}, or add its agent "
-               f"{host.occupant} to the roster of {lane.board_id}.")
+        how = (
+            f"In AgentPod, put {agent} in station {host.station_id}, or add its agent "
+            f"{host.occupant} to the roster of {lane.board_id}."
+        )
         taker = f"{agent} or {host.occupant}"
     return _proposal(
         SuggestionKind.MOVE_TO_HOST,
@@ -215,15 +242,15 @@ def _move_to_host(lane: LaneTally, shortfalls: list[Shortfall], host: Station,
         },
         agents=1,
         summary=(
-            f"{taker} in {host.station_id} could take the {_unplaced(lane, SHORTFALL)} "
-            f"that went unplaced."
+            f"{taker} in {host.station_id} could take the {_unplaced(lane, SHORTFALL)} that went unplaced."
         ),
         how=how,
     )
 
 
-def _add_station(lane: LaneTally, requires: dict | None, shortfalls: list[Shortfall],
-                 supply: Supply) -> Found:
+def _add_station(
+    lane: LaneTally, requires: dict | None, shortfalls: list[Shortfall], supply: Supply
+) -> Found:
     capability = capability_words(requires)
     needs = merged_needs(shortfalls)
     bits = NO_CAPABILITY | (SHORTFALL if shortfalls else 0)
@@ -231,31 +258,55 @@ def _add_station(lane: LaneTally, requires: dict | None, shortfalls: list[Shortf
     if lane.count(NO_CAPABILITY):
         why.append(f"nobody on the roster or in the workspace has {capability}")
     if shortfalls:
-        where = ("the registry was not read" if supply.registry is None
-                 else "no station in the registry has all of it")
+        where = (
+            "the registry was not read"
+            if supply.registry is None
+            else "no station in the registry has all of it"
+        )
         why.append(f"the stations of agents on the roster lacked {needs_words(needs)}, and {where}")
     wanted = f"{capability}" + (f" and {needs_words(needs)}" if shortfalls else "")
     return _proposal(
-        SuggestionKind.ADD_STATION, lane, bits, supply,
-        rationale=(f"In {counted(lane.count(bits), 'decision')} at {_lane(lane)} in which nobody "
-                   f"was eligible, {'; and '.join(why)}."),
-        target={"capability": requires, "isolation": needs.isolation, "models": list(needs.models),
-                "tools": list(needs.tools), "credentials": list(needs.credentials)},
+        SuggestionKind.ADD_STATION,
+        lane,
+        bits,
+        supply,
+        rationale=(
+            f"In {counted(lane.count(bits), 'decision')} at {_lane(lane)} in which nobody "
+            f"was eligible, {'; and '.join(why)}."
+        ),
+        target={
+            "capability": requires,
+            "isolation": needs.isolation,
+            "models": list(needs.models),
+            "tools": list(needs.tools),
+            "credentials": list(needs.credentials),
+        },
         agents=1,
         summary=f"One more agent could take the {_unplaced(lane, bits)} that nobody could take.",
-        how=(f"In AgentPod, set up a runtime, then a station with {wanted}, and add its agent "
-             f"to the roster of {lane.board_id}."))
+        how=(
+            f"In AgentPod, set up a runtime, then a station with {wanted}, and add its agent "
+            f"to the roster of {lane.board_id}."
+        ),
+    )
 
 
 def _raise_capacity(lane: LaneTally, requires: dict | None, supply: Supply) -> Found:
     agents = lane.at_capacity
     return _proposal(
-        SuggestionKind.RAISE_CAPACITY, lane, LOAD_BOUND, supply,
-        rationale=(f"In {counted(lane.count(LOAD_BOUND), 'decision')} at {_lane(lane)} that chose "
-                   f"nobody, every agent on the roster with {capability_words(requires)} was "
-                   f"turned away for its load alone, at least one at the board's concurrency."),
+        SuggestionKind.RAISE_CAPACITY,
+        lane,
+        LOAD_BOUND,
+        supply,
+        rationale=(
+            f"In {counted(lane.count(LOAD_BOUND), 'decision')} at {_lane(lane)} that chose "
+            f"nobody, every agent on the roster with {capability_words(requires)} was "
+            f"turned away for its load alone, at least one at the board's concurrency."
+        ),
         target=None,
         agents=agents,
-        summary=(f"{counted(agents, 'agent')} at capacity could take the "
-                 f"{_unplaced(lane, LOAD_BOUND)} that went unplaced."),
-        how=f"In SuperPipeline, raise the agent concurrency of board {lane.board_id}.")
+        summary=(
+            f"{counted(agents, 'agent')} at capacity could take the "
+            f"{_unplaced(lane, LOAD_BOUND)} that went unplaced."
+        ),
+        how=f"In SuperPipeline, raise the agent concurrency of board {lane.board_id}.",
+    )

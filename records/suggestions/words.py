@@ -1,4 +1,5 @@
 """The sentences a person reads on a suggestion or proposal."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -19,7 +20,7 @@ def capability_words(requires: dict | None) -> str:
 
 
 def either(names: Iterable[str]) -> str:
-    """"a", "a or b", "a, b or c"."""
+    """ "a", "a or b", "a, b or c"."""
     names = list(names)
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
@@ -42,6 +43,7 @@ def needs_words(needs: StationNeeds) -> str:
     if needs.tools:
         parts.append(("tool " if len(needs.tools) == 1 else "tools ") + ", ".join(needs.tools))
     if needs.credentials:
-        parts.append(("credential " if len(needs.credentials) == 1 else "credentials ")
-                     + ", ".join(needs.credentials))
+        parts.append(
+            ("credential " if len(needs.credentials) == 1 else "credentials ") + ", ".join(needs.credentials)
+        )
     return ", ".join(parts) or "nothing more"

@@ -4,6 +4,7 @@ Clients hold no write but two, both to SuperPipeline: a card's hold (`reserve`) 
 board's placement window (`set_placement_window`). Besides those, the only non-GET requests
 are Accounts' token and policy questions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,9 +21,25 @@ from .superpipeline_board import BoardCard, BoardRead, Reservation, Stage
 from .superwitness import SuperWitness
 
 __all__ = [
-    "CAUSES", "PRODUCT_ROUTES", "Accounts", "AgentPod", "BadShape", "BoardCard", "BoardRead",
-    "ClientError", "Clients", "Refusal", "Refused", "Reservation", "Stage", "SuperPipeline",
-    "SuperWitness", "Unavailable", "build_clients", "listen", "says_no_policy",
+    "CAUSES",
+    "PRODUCT_ROUTES",
+    "Accounts",
+    "AgentPod",
+    "BadShape",
+    "BoardCard",
+    "BoardRead",
+    "ClientError",
+    "Clients",
+    "Refusal",
+    "Refused",
+    "Reservation",
+    "Stage",
+    "SuperPipeline",
+    "SuperWitness",
+    "Unavailable",
+    "build_clients",
+    "listen",
+    "says_no_policy",
 ]
 
 # Every call of every client by product, as `superdispatch_product_call_failures_total`
@@ -57,8 +74,9 @@ class Clients:
     superwitness: SuperWitness | None
 
 
-def build_clients(cfg: SuiteSettings, session: requests.Session | None = None,
-                  now: Callable[[], float] | None = None) -> Clients:
+def build_clients(
+    cfg: SuiteSettings, session: requests.Session | None = None, now: Callable[[], float] | None = None
+) -> Clients:
     """The clients for these settings. A session given carries every call of every client as
     it is (the sandbox's transport), its adapters deciding any retry; without one, each client
     sends through a urllib3 pool of its own, retrying reads within their budget and sending
@@ -66,17 +84,22 @@ def build_clients(cfg: SuiteSettings, session: requests.Session | None = None,
 
     `now` (seconds) times token expiry; a simulation passes its virtual clock.
     """
-    accounts = Accounts(cfg.org_plane_url, cfg.org_plane_service_credential, session=session,
-                        **({"now": now} if now is not None else {}))
+    accounts = Accounts(
+        cfg.org_plane_url,
+        cfg.org_plane_service_credential,
+        session=session,
+        **({"now": now} if now is not None else {}),
+    )
     witness = None
     if cfg.superwitness_url:
-        witness = SuperWitness(cfg.superwitness_url,
-                               cfg.superwitness_audience or cfg.superwitness_url,
-                               accounts, session=session)
+        witness = SuperWitness(
+            cfg.superwitness_url, cfg.superwitness_audience or cfg.superwitness_url, accounts, session=session
+        )
     return Clients(
         accounts=accounts,
         superpipeline=SuperPipeline(cfg.superpipeline_url, accounts, session=session),
-        agentpod=AgentPod(cfg.agentpod_url, cfg.agentpod_audience or cfg.agentpod_url,
-                          accounts, session=session),
+        agentpod=AgentPod(
+            cfg.agentpod_url, cfg.agentpod_audience or cfg.agentpod_url, accounts, session=session
+        ),
         superwitness=witness,
     )

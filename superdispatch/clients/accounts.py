@@ -1,4 +1,5 @@
 """Accounts (the organization plane): service tokens per audience, and the dispatch policy."""
+
 from __future__ import annotations
 
 import logging
@@ -41,14 +42,27 @@ class Accounts:
     would only multiply the wait of a pass while Accounts is down.
     """
 
-    def __init__(self, base_url: str, credential: str, *,
-                 session: requests.Session | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
-                 backoff: tuple[float, ...] = BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep,
-                 now: Callable[[], float] = time.monotonic):
-        self._http = Http("accounts", base_url, session=session, timeout=timeout,
-                          retries=retries, backoff=backoff, sleep=sleep)
+    def __init__(
+        self,
+        base_url: str,
+        credential: str,
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        retries: int = READ_RETRIES,
+        backoff: tuple[float, ...] = BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], float] = time.monotonic,
+    ):
+        self._http = Http(
+            "accounts",
+            base_url,
+            session=session,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            sleep=sleep,
+        )
         self._credential = credential
         self._now = now
         self._tokens: dict[str, _Token] = {}
@@ -70,16 +84,27 @@ class Accounts:
                 return held.value
             try:
                 value, lifetime = self._http.call(
-                    "POST", TOKEN_PATH, _token, body={"audience": audience},
-                    headers=self._credential_header(), read=True)
+                    "POST",
+                    TOKEN_PATH,
+                    _token,
+                    body={"audience": audience},
+                    headers=self._credential_header(),
+                    read=True,
+                )
             except (Unavailable, BadShape) as err:
                 if held is None or self._now() >= held.expires_at:
                     raise
                 left = held.expires_at - self._now()
-                log.warning("accounts: the token for %s was not renewed (%s); the one in hand "
-                            "is good for %.0f s more", audience, err.code, left)
+                log.warning(
+                    "accounts: the token for %s was not renewed (%s); the one in hand "
+                    "is good for %.0f s more",
+                    audience,
+                    err.code,
+                    left,
+                )
                 self._tokens[audience] = replace(
-                    held, renew_at=min(self._now() + RENEW_AGAIN_S, held.expires_at))
+                    held, renew_at=min(self._now() + RENEW_AGAIN_S, held.expires_at)
+                )
                 return held.value
             expires_at = asked_at + lifetime
             self._tokens[audience] = _Token(value, expires_at, expires_at - REFRESH_BEFORE_EXPIRY)
@@ -90,17 +115,22 @@ class Accounts:
         with self._lock:
             self._tokens.pop(audience.rstrip("/"), None)
 
-    def decide(self, principal_id: str, agent_id: str, board_id: str, stage_key: str,
-               capabilities: Requires) -> PolicyVerdict:
+    def decide(
+        self, principal_id: str, agent_id: str, board_id: str, stage_key: str, capabilities: Requires
+    ) -> PolicyVerdict:
         """The dispatch policy's verdict on one agent for a board stage. Cards carry no labels
         yet, so none are sent; the capabilities are the stage's `requires`."""
-        body = {"principalId": principal_id, "agentId": agent_id, "boardId": board_id,
-                "stageKey": stage_key, "labels": [],
-                "capabilities": {"all": list(capabilities.all), "any": list(capabilities.any)}}
+        body = {
+            "principalId": principal_id,
+            "agentId": agent_id,
+            "boardId": board_id,
+            "stageKey": stage_key,
+            "labels": [],
+            "capabilities": {"all": list(capabilities.all), "any": list(capabilities.any)},
+        }
         # The policy is asked with the service credential itself: it is Accounts' own API, and
         # no token audience is named for it (tokens are minted for the other products).
-        return self._http.call("POST", DECIDE_PATH, _verdict, body=body,
-                               headers=self._credential_header())
+        return self._http.call("POST", DECIDE_PATH, _verdict, body=body, headers=self._credential_header())
 
     def _credential_header(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._credential}"}
@@ -147,7 +177,10 @@ _VERDICT = shape.decoder(_Verdict)
 def _verdict(content: bytes) -> PolicyVerdict:
     body = shape.decode(_VERDICT, content, "verdict")
     limit = body.limit
-    return PolicyVerdict(allow=body.allow, reasons=body.reasons,
-                         policy_version=body.policy_version,
-                         limit_max_runs=None if limit is None else limit.max_runs,
-                         limit_window_hours=None if limit is None else limit.window_hours)
+    return PolicyVerdict(
+        allow=body.allow,
+        reasons=body.reasons,
+        policy_version=body.policy_version,
+        limit_max_runs=None if limit is None else limit.max_runs,
+        limit_window_hours=None if limit is None else limit.window_hours,
+    )

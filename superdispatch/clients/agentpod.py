@@ -1,4 +1,5 @@
 """AgentPod (the hub): the board's roster and the stations' capability registry. Read only."""
+
 from __future__ import annotations
 
 import time
@@ -22,14 +23,29 @@ ROUTES = (f"GET {ROSTER_ROUTE}", f"GET {STATIONS_ROUTE}")
 class AgentPod:
     """AgentPod's roster and registry reads, with tokens for the hub's audience."""
 
-    def __init__(self, base_url: str, audience: str, accounts: TokenSource, *,
-                 session: requests.Session | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
-                 backoff: tuple[float, ...] = BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep):
-        self._http = Http("agentpod", base_url, session=session, tokens=accounts,
-                          audience=audience, timeout=timeout, retries=retries,
-                          backoff=backoff, sleep=sleep)
+    def __init__(
+        self,
+        base_url: str,
+        audience: str,
+        accounts: TokenSource,
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        retries: int = READ_RETRIES,
+        backoff: tuple[float, ...] = BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self._http = Http(
+            "agentpod",
+            base_url,
+            session=session,
+            tokens=accounts,
+            audience=audience,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            sleep=sleep,
+        )
 
     def roster(self, board_id: str) -> tuple[RosterRow, ...]:
         """The board's bridge rows. Slow in production (the hub probes every station)."""
@@ -40,8 +56,7 @@ class AgentPod:
         """The capability registry, or None when the hub has none (it answers 404). Any other
         failure raises, so a refused or unreachable registry is told apart from an absent one."""
         try:
-            return self._http.call("GET", STATIONS_ROUTE, _stations, read=True,
-                                   expected=frozenset({404}))
+            return self._http.call("GET", STATIONS_ROUTE, _stations, read=True, expected=frozenset({404}))
         except Refused as err:
             if err.status == 404:
                 return None
@@ -67,11 +82,19 @@ _ROSTER = shape.decoder(_Roster)
 
 
 def _roster(content: bytes) -> tuple[RosterRow, ...]:
-    return tuple(RosterRow(agent_id=r.agent_id, principal_id=r.principal_id,
-                           station_id=r.station_id, enabled=r.enabled, ready=r.ready,
-                           busy=r.busy, last_took_work_at=shape.opt_utc(r.last_took_work_at),
-                           key=r.key)
-                 for r in shape.decode(_ROSTER, content, "roster").agents)
+    return tuple(
+        RosterRow(
+            agent_id=r.agent_id,
+            principal_id=r.principal_id,
+            station_id=r.station_id,
+            enabled=r.enabled,
+            ready=r.ready,
+            busy=r.busy,
+            last_took_work_at=shape.opt_utc(r.last_took_work_at),
+            key=r.key,
+        )
+        for r in shape.decode(_ROSTER, content, "roster").agents
+    )
 
 
 Proof = Literal[PROOF_ORDER]  # type: ignore[valid-type]
@@ -119,7 +142,9 @@ def _stations(content: bytes) -> tuple[Station, ...]:
 def _station(station: _Station) -> Station:
     isolation = station.isolation
     return Station(
-        station_id=station.station_id, runtime=station.runtime, harness=station.harness,
+        station_id=station.station_id,
+        runtime=station.runtime,
+        harness=station.harness,
         occupant=station.occupant,
         isolation=None if isolation is None else RegistryFact(isolation.value, isolation.proof),
         models=tuple(RegistryFact(m.id, m.proof) for m in station.models or ()),

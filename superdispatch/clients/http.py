@@ -9,6 +9,7 @@ metrics count it by product, route and cause) under the call's route, its path a
 (`GET /v1/boards/{boardId}`), never the path with its ids. How a request is sent (urllib3's
 pool, or a requests session given) is `transport.py`'s.
 """
+
 from __future__ import annotations
 
 import logging
@@ -63,8 +64,9 @@ class ClientError(Exception):
 
     permanent = False
 
-    def __init__(self, product: str, what: str, status: int | None, code: str,
-                 detail: str = "", *, attempts: int = 1):
+    def __init__(
+        self, product: str, what: str, status: int | None, code: str, detail: str = "", *, attempts: int = 1
+    ):
         self.product = product
         self.what = what  # "GET /v1/boards/brd_1": method and path, never a query or header
         self.status = status
@@ -113,11 +115,19 @@ class Http:
     Only calls marked as reads are retried: GETs, and Accounts' token POST, which changes
     nothing (asking twice only mints a second token)."""
 
-    def __init__(self, product: str, base_url: str, *, session: requests.Session | None = None,
-                 tokens: TokenSource | None = None, audience: str | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
-                 backoff: tuple[float, ...] = BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        product: str,
+        base_url: str,
+        *,
+        session: requests.Session | None = None,
+        tokens: TokenSource | None = None,
+        audience: str | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        retries: int = READ_RETRIES,
+        backoff: tuple[float, ...] = BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if tokens is not None and not audience:
             raise ValueError("a client that sends tokens needs their audience")
         self.product = product
@@ -135,10 +145,19 @@ class Http:
         self.backoff = backoff  # seconds before the first retry, the second, and every later one
         self.sleep = sleep
 
-    def call(self, method: str, path: str, decode: Callable[[bytes], T], *,
-             params: list[tuple[str, str]] | None = None, body: Any = None,
-             headers: dict[str, str] | None = None, read: bool = False,
-             route: str | None = None, expected: frozenset[int] = frozenset()) -> T:
+    def call(
+        self,
+        method: str,
+        path: str,
+        decode: Callable[[bytes], T],
+        *,
+        params: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        read: bool = False,
+        route: str | None = None,
+        expected: frozenset[int] = frozenset(),
+    ) -> T:
         """Send one request and return `decode(a 2xx body's bytes)`; raise a ClientError on any
         failure. `decode` raises `shape.ShapeError` for a body out of shape and
         `shape.ErrorBody` for a refusal in a 200 (`shape.decode` does both). `read=True`
@@ -147,8 +166,7 @@ class Http:
         under it); `expected`: refusals the caller reads as an answer (a registry's 404: none
         kept), not counted as failures."""
         try:
-            return self._call(method, path, decode, params=params, body=body, headers=headers,
-                              read=read)
+            return self._call(method, path, decode, params=params, body=body, headers=headers, read=read)
         except ClientError as err:
             counted = err.product == self.product and err.status not in expected
             if counted:  # Accounts' own failure to give a token is counted as Accounts' own
@@ -156,9 +174,17 @@ class Http:
                     failed(self.product, f"{method} {route or path}", cause_of(err))
             raise
 
-    def _call(self, method: str, path: str, decode: Callable[[bytes], T], *,
-              params: list[tuple[str, str]] | None, body: Any,
-              headers: dict[str, str] | None, read: bool) -> T:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        decode: Callable[[bytes], T],
+        *,
+        params: list[tuple[str, str]] | None,
+        body: Any,
+        headers: dict[str, str] | None,
+        read: bool,
+    ) -> T:
         what = f"{method} {path}"
         sent = dict(headers or {})
         if self.tokens is not None:
@@ -176,8 +202,13 @@ class Http:
             # Only an answer that is no answer is read a second time, as JSON of any shape,
             # for the error its status or body names.
             self._checked(answer, what, attempts)
-            raise BadShape(self.product, what, answer.status, "bad-shape",
-                           out_of_shape or "body is not the documented shape")
+            raise BadShape(
+                self.product,
+                what,
+                answer.status,
+                "bad-shape",
+                out_of_shape or "body is not the documented shape",
+            )
         except Unavailable as err:
             log.warning("%s%s", err, f" after {err.attempts} attempts" if err.attempts > 1 else "")
             raise
@@ -188,8 +219,16 @@ class Http:
             log.warning("%s", err)
             raise
 
-    def _exchange(self, method: str, path: str, what: str, params: list[tuple[str, str]] | None,
-                  body: Any, headers: dict[str, str], read: bool) -> tuple[Answer, int]:
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        params: list[tuple[str, str]] | None,
+        body: Any,
+        headers: dict[str, str],
+        read: bool,
+    ) -> tuple[Answer, int]:
         """The answer, sent again while it is transient and a read's budget lasts, and how many
         times it was sent. With no answer at all in the end, an Unavailable."""
         for name, value in headers.items():
@@ -208,8 +247,7 @@ class Http:
         while True:
             attempt += 1
             try:
-                answer: Answer | None = self.transport.send(method, url, headers, data,
-                                                            self.timeout)
+                answer: Answer | None = self.transport.send(method, url, headers, data, self.timeout)
                 failure = f"http-{answer.status}" if answer.status in TRANSIENT_STATUSES else None
             except NoAnswer as err:
                 answer, failure = None, err.kind
@@ -217,8 +255,7 @@ class Http:
                     break  # the product answered: as for a bad shape, a later call may read it whole
             if failure is None or attempt > budget:
                 break
-            log.info("%s %s: %s; retrying (%d of %d)", self.product, what, failure, attempt,
-                     budget)
+            log.info("%s %s: %s; retrying (%d of %d)", self.product, what, failure, attempt, budget)
             self.sleep(self.backoff[min(attempt, len(self.backoff)) - 1] if self.backoff else 0.0)
         if answer is None:
             raise Unavailable(self.product, what, None, failure, attempts=attempt)

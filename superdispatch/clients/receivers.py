@@ -9,6 +9,7 @@ header names: `X-SuperDispatch-Delivery` (the event's id, the same on every atte
 Each post is sent once with a (connect, read) timeout; retrying is the outbox's. A webhook's
 URL can itself be a secret (Slack's are), so no log line or error names it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,16 +45,21 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
 class Receiver:
     """One receiver: POST a JSON body, signed when it has a secret; any 2xx is accepted."""
 
-    def __init__(self, name: str, url: str, *, secret: str = "",
-                 session: requests.Session | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        *,
+        secret: str = "",
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        clock: Callable[[], float] = time.time,
+    ):
         self.name = name  # "events" or "chat": what logs and errors say instead of the URL
         self.url = url
         self.secret = secret
         # urllib3's pool, its proxy and CA bundle read from the environment once, here.
-        self.transport: Transport = (PoolTransport(url) if session is None
-                                     else SessionTransport(session))
+        self.transport: Transport = PoolTransport(url) if session is None else SessionTransport(session)
         self.timeout = timeout
         self.clock = clock
 

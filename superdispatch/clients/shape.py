@@ -7,6 +7,7 @@ component`), never the value found: a token or credential in a malformed answer 
 a log line. An answer that carries an error body (`{"error": ...}`, which the contract allows
 in a 200) raises ErrorBody, so the client names the refusal instead.
 """
+
 from __future__ import annotations
 
 import re

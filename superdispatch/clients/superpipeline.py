@@ -3,6 +3,7 @@ SuperDispatch ever makes (a card's hold and a board's placement window).
 
 What its reads return is in `superpipeline_board.py` (the board) and `superpipeline_wire.py`
 (each answer's wire type and decoder, and the eligibility verdicts)."""
+
 from __future__ import annotations
 
 import time
@@ -55,38 +56,56 @@ LOAD_ROUTE = "/v1/agents/load"
 RESERVATION_ROUTE = "/v1/boards/{boardId}/cards/{cardId}/reservation"
 SCHEDULING_ROUTE = "/v1/boards/{boardId}/scheduling"
 # Every call this client makes, as a metric names it: method and path template.
-ROUTES = (f"GET {BOARD_ROUTE}", f"GET {ELIGIBILITY_ROUTE}", f"GET {LOAD_ROUTE}",
-          f"PUT {RESERVATION_ROUTE}", f"PUT {SCHEDULING_ROUTE}")
+ROUTES = (
+    f"GET {BOARD_ROUTE}",
+    f"GET {ELIGIBILITY_ROUTE}",
+    f"GET {LOAD_ROUTE}",
+    f"PUT {RESERVATION_ROUTE}",
+    f"PUT {SCHEDULING_ROUTE}",
+)
 
 
 class SuperPipeline:
     """SuperPipeline's API, with tokens for its own URL as audience."""
 
-    def __init__(self, base_url: str, accounts: TokenSource, *,
-                 session: requests.Session | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
-                 backoff: tuple[float, ...] = BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep):
-        self._http = Http("superpipeline", base_url, session=session, tokens=accounts,
-                          audience=base_url, timeout=timeout, retries=retries,
-                          backoff=backoff, sleep=sleep)
+    def __init__(
+        self,
+        base_url: str,
+        accounts: TokenSource,
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        retries: int = READ_RETRIES,
+        backoff: tuple[float, ...] = BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self._http = Http(
+            "superpipeline",
+            base_url,
+            session=session,
+            tokens=accounts,
+            audience=base_url,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            sleep=sleep,
+        )
         self._alike = wire.AlikeReads()
 
     def board(self, board_id: str) -> BoardRead:
-        return self._http.call("GET", f"/v1/boards/{segment(board_id)}", wire.board, read=True,
-                               route=BOARD_ROUTE)
+        return self._http.call(
+            "GET", f"/v1/boards/{segment(board_id)}", wire.board, read=True, route=BOARD_ROUTE
+        )
 
     def eligibility(self, board_id: str, card_id: str) -> tuple[EligibilityVerdict, ...]:
         """SuperPipeline's verdict on every agent of the workspace for the card."""
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/eligibility"
-        return self._http.call("GET", path, self._alike.verdicts, read=True,
-                               route=ELIGIBILITY_ROUTE)
+        return self._http.call("GET", path, self._alike.verdicts, read=True, route=ELIGIBILITY_ROUTE)
 
     def agents_load(self) -> tuple[AgentLoad, ...]:
         return self._http.call("GET", LOAD_ROUTE, wire.load, read=True)
 
-    def reserve(self, board_id: str, card_id: str, agent_id: str,
-                seconds: int) -> Reservation | Refusal:
+    def reserve(self, board_id: str, card_id: str, agent_id: str, seconds: int) -> Reservation | Refusal:
         """Hold the card for the agent. Sent once; any failure comes back as a Refusal value:
         the loop records a refused hold as `not-reserved`, and one whose answer never came
         (`Refusal.unknown`) as unknown until the board's next read."""
@@ -94,20 +113,32 @@ class SuperPipeline:
             raise ValueError(f"a hold lasts 1 to {MAX_HOLD_SECONDS} seconds")
         path = f"/v1/boards/{segment(board_id)}/cards/{segment(card_id)}/reservation"
         try:
-            return self._http.call("PUT", path, wire.reservation,
-                                   body={"agentId": agent_id, "seconds": seconds},
-                                   route=RESERVATION_ROUTE)
+            return self._http.call(
+                "PUT",
+                path,
+                wire.reservation,
+                body={"agentId": agent_id, "seconds": seconds},
+                route=RESERVATION_ROUTE,
+            )
         except ClientError as err:
             sent = err.product == "superpipeline"  # else no token: the PUT never went out
             code = err.code if sent else f"token-{err.code}"
-            unanswered = err.status is None or 200 <= err.status < 300 \
-                or err.status in GATEWAY_STATUSES
-            return Refusal(code=code, status=err.status, transient=not isinstance(err, Refused),
-                           unknown=sent and not isinstance(err, Refused) and unanswered)
+            unanswered = err.status is None or 200 <= err.status < 300 or err.status in GATEWAY_STATUSES
+            return Refusal(
+                code=code,
+                status=err.status,
+                transient=not isinstance(err, Refused),
+                unknown=sent and not isinstance(err, Refused) and unanswered,
+            )
 
     def set_placement_window(self, board_id: str, seconds: int) -> int:
         """Set the board's placement window (0 sets none); returns the window now set."""
         if seconds < 0:
             raise ValueError("a placement window is 0 or more seconds")
-        return self._http.call("PUT", f"/v1/boards/{segment(board_id)}/scheduling", wire.window,
-                               body={"placementWindowSeconds": seconds}, route=SCHEDULING_ROUTE)
+        return self._http.call(
+            "PUT",
+            f"/v1/boards/{segment(board_id)}/scheduling",
+            wire.window,
+            body={"placementWindowSeconds": seconds},
+            route=SCHEDULING_ROUTE,
+        )

@@ -1,6 +1,7 @@
 """A board as SuperPipeline's read shows it: its stages and cards, which of them are ready,
 and each ready card as placement reads it. The client makes these (`superpipeline.py`) from
 the answer's wire types (`superpipeline_wire.py`); the loop reads them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -81,10 +82,13 @@ class BoardRead:
     def is_ready(self, card: BoardCard, now: datetime) -> bool:
         """Submitted, in a capability lane, not archived, and with no live hold."""
         stage = self.stage(card.stage_key)
-        return (card.state == READY_STATE
-                and stage is not None and stage.owner_kind == CAPABILITY_LANE
-                and card.archived_at is None
-                and (card.reservation is None or card.reservation.reserved_until <= now))
+        return (
+            card.state == READY_STATE
+            and stage is not None
+            and stage.owner_kind == CAPABILITY_LANE
+            and card.archived_at is None
+            and (card.reservation is None or card.reservation.reserved_until <= now)
+        )
 
     def ready_cards(self, now: datetime) -> tuple[BoardCard, ...]:
         return tuple(c for c in self.cards if self.is_ready(c, now))
@@ -94,9 +98,15 @@ class BoardRead:
         stage = self.stage(card.stage_key)
         if stage is None:
             raise ValueError(f"card {card.card_id} is in a stage this board does not have")
-        return Card(board_id=self.board_id, card_id=card.card_id, stage_key=card.stage_key,
-                    requires=stage.requires, needs=stage.needs, ready_at=card.ready_at,
-                    priority=card.priority)
+        return Card(
+            board_id=self.board_id,
+            card_id=card.card_id,
+            stage_key=card.stage_key,
+            requires=stage.requires,
+            needs=stage.needs,
+            ready_at=card.ready_at,
+            priority=card.priority,
+        )
 
     def placement_cards(self, now: datetime) -> tuple[Card, ...]:
         """Every ready card, in board order, as placement reads it."""

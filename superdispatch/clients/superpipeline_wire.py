@@ -6,6 +6,7 @@ The eligibility read is decoded as placement reads it: each verdict an Eligibili
 made in C, and an answer whose verdicts are a recent one's byte for byte not decoded again
 (`AlikeReads`).
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -82,8 +83,13 @@ def board(content: bytes) -> BoardRead:
     more of a relayed card's pass than deciding it, so each is checked in C and only copied
     here."""
     body = shape.decode(_BOARD, content, "board")
-    return BoardRead(board_id=body.board_id, tenant_id=body.tenant_id, name=body.name,
-                     stages=tuple(map(_stage, body.stages)), cards=tuple(map(_card, body.cards)))
+    return BoardRead(
+        board_id=body.board_id,
+        tenant_id=body.tenant_id,
+        name=body.name,
+        stages=tuple(map(_stage, body.stages)),
+        cards=tuple(map(_card, body.cards)),
+    )
 
 
 def _stage(stage: _Stage) -> Stage:
@@ -93,11 +99,22 @@ def _stage(stage: _Stage) -> Stage:
         # An empty `requires` falls back to the owner (contracts.md).
         requires = Requires(all=(stage.owner,) if stage.owner else ())
     needs = stage.placement
-    return Stage(key=stage.key, name=stage.name, order=stage.order, owner_kind=stage.owner_kind,
-                 owner=stage.owner, requires=requires,
-                 needs=None if needs is None else StationNeeds(
-                     isolation=needs.isolation, models=needs.models or (),
-                     tools=needs.tools or (), credentials=needs.credentials or ()))
+    return Stage(
+        key=stage.key,
+        name=stage.name,
+        order=stage.order,
+        owner_kind=stage.owner_kind,
+        owner=stage.owner,
+        requires=requires,
+        needs=None
+        if needs is None
+        else StationNeeds(
+            isolation=needs.isolation,
+            models=needs.models or (),
+            tools=needs.tools or (),
+            credentials=needs.credentials or (),
+        ),
+    )
 
 
 def _hold(hold: _Hold) -> Reservation:
@@ -107,12 +124,18 @@ def _hold(hold: _Hold) -> Reservation:
 def _card(card: _Card) -> BoardCard:
     hold, at = card.reservation, shape.utc
     return BoardCard(
-        card_id=card.id, title=card.title, stage_key=card.current_stage_key, state=card.state,
-        delegate_agent_id=card.delegate_agent_id, priority=card.priority,
-        ready_at=at(card.ready_at), claimed_at=shape.opt_utc(card.claimed_at),
+        card_id=card.id,
+        title=card.title,
+        stage_key=card.current_stage_key,
+        state=card.state,
+        delegate_agent_id=card.delegate_agent_id,
+        priority=card.priority,
+        ready_at=at(card.ready_at),
+        claimed_at=shape.opt_utc(card.claimed_at),
         archived_at=shape.opt_utc(card.archived_at),
         reservation=None if hold is None else _hold(hold),
-        created_at=at(card.created_at), updated_at=at(card.updated_at),
+        created_at=at(card.created_at),
+        updated_at=at(card.updated_at),
         attempt_count=card.attempt_count,
     )
 
@@ -184,7 +207,7 @@ class AlikeReads:
         except msgspec.MsgspecError:
             # A verdict out of shape: read whole, to name which.
             return shape.decode(_ELIGIBILITY, content, "eligibility").agents
-        self._recent = [(agents, verdicts), *recent[:self.size - 1]]
+        self._recent = [(agents, verdicts), *recent[: self.size - 1]]
         return verdicts
 
 
@@ -209,8 +232,13 @@ def _ends_with_agents(content: bytes, agents: bytes) -> bool:
         zero, one = _HEAD.decode(head + b"0}"), _HEAD.decode(head + b"1}")
     except msgspec.MsgspecError:
         return False
-    return (zero.error is msgspec.UNSET and type(zero.agents) is int and zero.agents == 0
-            and type(one.agents) is int and one.agents == 1)
+    return (
+        zero.error is msgspec.UNSET
+        and type(zero.agents) is int
+        and zero.agents == 0
+        and type(one.agents) is int
+        and one.agents == 1
+    )
 
 
 class _Load(msgspec.Struct, rename="camel", gc=False, kw_only=True):
@@ -229,10 +257,16 @@ _LOADS = shape.decoder(_Loads)
 
 
 def load(content: bytes) -> tuple[AgentLoad, ...]:
-    return tuple(AgentLoad(agent_id=a.agent_id, principal_id=a.principal_id,
-                           in_flight=a.in_flight, capacity=a.capacity,
-                           last_heartbeat_at=shape.opt_utc(a.last_heartbeat_at))
-                 for a in shape.decode(_LOADS, content, "load").agents)
+    return tuple(
+        AgentLoad(
+            agent_id=a.agent_id,
+            principal_id=a.principal_id,
+            in_flight=a.in_flight,
+            capacity=a.capacity,
+            last_heartbeat_at=shape.opt_utc(a.last_heartbeat_at),
+        )
+        for a in shape.decode(_LOADS, content, "load").agents
+    )
 
 
 class _Reserved(Answer):

@@ -1,4 +1,5 @@
 """SuperWitness: the finished runs at a board stage, for each candidate's stage record."""
+
 from __future__ import annotations
 
 import time
@@ -25,29 +26,51 @@ _OUTCOMES = {"succeeded": True, "failed": False}
 class SuperWitness:
     """SuperWitness's finished runs, with tokens for its public URL as audience."""
 
-    def __init__(self, base_url: str, audience: str, accounts: TokenSource, *,
-                 session: requests.Session | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = READ_RETRIES,
-                 backoff: tuple[float, ...] = BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep):
-        self._http = Http("superwitness", base_url, session=session, tokens=accounts,
-                          audience=audience, timeout=timeout, retries=retries,
-                          backoff=backoff, sleep=sleep)
+    def __init__(
+        self,
+        base_url: str,
+        audience: str,
+        accounts: TokenSource,
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        retries: int = READ_RETRIES,
+        backoff: tuple[float, ...] = BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self._http = Http(
+            "superwitness",
+            base_url,
+            session=session,
+            tokens=accounts,
+            audience=audience,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            sleep=sleep,
+        )
 
-    def runs(self, board_id: str, stage_key: str, since: datetime,
-             limit_total: int = MAX_RUNS) -> tuple[Run, ...]:
+    def runs(
+        self, board_id: str, stage_key: str, since: datetime, limit_total: int = MAX_RUNS
+    ) -> tuple[Run, ...]:
         """The board stage's succeeded and failed runs since `since`, reading at most
         `limit_total` runs across pages. A run not at this stage (or from a SuperPipeline
         that does not report stages) or in another status is read but not kept."""
-        query = [("source", "superpipeline"), ("scope", board_id), ("stage_key", stage_key),
-                 ("status", "succeeded"), ("status", "failed"),
-                 ("since", shape.rfc3339(since)), ("limit", str(PAGE_SIZE))]
+        query = [
+            ("source", "superpipeline"),
+            ("scope", board_id),
+            ("stage_key", stage_key),
+            ("status", "succeeded"),
+            ("status", "failed"),
+            ("since", shape.rfc3339(since)),
+            ("limit", str(PAGE_SIZE)),
+        ]
         kept: list[Run] = []
         read, cursor = 0, None
         while True:
             params = query + ([("cursor", cursor)] if cursor else [])
             page, cursor = self._http.call("GET", RUNS_PATH, _page, params=params, read=True)
-            page = page[:limit_total - read]
+            page = page[: limit_total - read]
             read += len(page)
             kept.extend(run for key, run in page if key == stage_key and run is not None)
             # An empty page that still names a cursor would otherwise be followed forever.
@@ -89,6 +112,9 @@ def _run(run: _Run) -> tuple[str | None, Run | None]:
     if run.status not in _OUTCOMES:
         return run.stage_key, None
     verdict = run.latest_verdict
-    return run.stage_key, Run(principal_id=run.executor.id, succeeded=_OUTCOMES[run.status],
-                              ended_at=shape.utc(run.ended_at),
-                              mark=None if verdict is None else verdict_mark(verdict.value))
+    return run.stage_key, Run(
+        principal_id=run.executor.id,
+        succeeded=_OUTCOMES[run.status],
+        ended_at=shape.utc(run.ended_at),
+        mark=None if verdict is None else verdict_mark(verdict.value),
+    )

@@ -5,6 +5,7 @@ Each transport sends one request once and gives back its status and whole body, 
 are `http.Http`'s, the same over either transport. Both use public API only, so an upgrade
 of requests or urllib3 cannot quietly change how a call is sent.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -17,8 +18,11 @@ from urllib3.exceptions import HTTPError, NewConnectionError, TimeoutError as Tr
 
 # What every call says of itself. requests sent its own defaults; these say who is asking,
 # and that JSON, gzipped or not, is what it reads.
-DEFAULT_HEADERS = {"User-Agent": "superdispatch", "Accept": "application/json",
-                   "Accept-Encoding": "gzip, deflate"}
+DEFAULT_HEADERS = {
+    "User-Agent": "superdispatch",
+    "Accept": "application/json",
+    "Accept-Encoding": "gzip, deflate",
+}
 # Connections kept to each host, as requests kept them: a worker's threads share a client.
 POOL_SIZE = 10
 
@@ -50,14 +54,14 @@ _FAILURES = (HTTPError, http.client.HTTPException, OSError)
 
 
 class Transport(Protocol):
-    def send(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
-             timeout: tuple[float, float]) -> Answer: ...
+    def send(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: tuple[float, float]
+    ) -> Answer: ...
 
 
 def ca_bundle() -> str:
     """The CA bundle the environment names (as requests reads it), else requests' own."""
-    return (os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-            or requests.certs.where())
+    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or requests.certs.where()
 
 
 def proxy_for(url: str) -> str | None:
@@ -76,19 +80,29 @@ class PoolTransport:
     client")."""
 
     def __init__(self, base_url: str):
-        options: dict[str, Any] = {"num_pools": 4, "maxsize": POOL_SIZE,
-                                   "cert_reqs": "CERT_REQUIRED", "ca_certs": ca_bundle()}
+        options: dict[str, Any] = {
+            "num_pools": 4,
+            "maxsize": POOL_SIZE,
+            "cert_reqs": "CERT_REQUIRED",
+            "ca_certs": ca_bundle(),
+        }
         proxy = proxy_for(base_url)
-        self.pool = (urllib3.ProxyManager(proxy, **options) if proxy
-                     else urllib3.PoolManager(**options))
+        self.pool = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
 
-    def send(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
-             timeout: tuple[float, float]) -> Answer:
+    def send(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: tuple[float, float]
+    ) -> Answer:
         try:
             answer = self.pool.urlopen(
-                method, url, body=body, headers={**DEFAULT_HEADERS, **headers},
+                method,
+                url,
+                body=body,
+                headers={**DEFAULT_HEADERS, **headers},
                 timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
-                retries=False, redirect=False, preload_content=False)
+                retries=False,
+                redirect=False,
+                preload_content=False,
+            )
         except _FAILURES as err:
             raise NoAnswer(_kind(err)) from None
         try:
@@ -109,11 +123,13 @@ class SessionTransport:
     def __init__(self, session: requests.Session):
         self.session = session
 
-    def send(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
-             timeout: tuple[float, float]) -> Answer:
+    def send(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None, timeout: tuple[float, float]
+    ) -> Answer:
         try:
-            answer = self.session.request(method, url, data=body, headers=headers,
-                                          timeout=timeout, allow_redirects=False)
+            answer = self.session.request(
+                method, url, data=body, headers=headers, timeout=timeout, allow_redirects=False
+            )
         except requests.Timeout:
             raise NoAnswer("timeout") from None
         except (requests.RequestException, OSError):

@@ -5,6 +5,7 @@ own unless an experiment's block in force says otherwise. Each pass asks once fo
 it reads (`running`); a board absent from the answer runs the deployment's rules, so a
 deployment with no experiment and no board formula decides exactly as before.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,8 +45,7 @@ def running(loop: Loop, board_ids: Iterable[str] | None, now: datetime) -> dict[
     ids = None if board_ids is None else list(board_ids)
     own = experiments.own_formulas(ids)
     blocks = experiments.in_force_on(ids, now)
-    return {board_id: _running(loop, own.get(board_id), blocks.get(board_id))
-            for board_id in {*own, *blocks}}
+    return {board_id: _running(loop, own.get(board_id), blocks.get(board_id)) for board_id in {*own, *blocks}}
 
 
 def _running(loop: Loop, own: str | None, block: InForce | None) -> Running:

@@ -27,6 +27,7 @@ whose reads agree (on a workspace whose agents may work every board, every card 
 is read the very same verdicts), not their reads. The figures: docs/performance.md, the
 backlog bound on a deep backlog (`bench/backlog.py`).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Hashable, Sequence
@@ -42,8 +43,9 @@ from placement.why_nobody import UNRECORDED, WAITING_ON_HOLDS
 HELD = "held"
 
 
-def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
-             load: tuple[AgentLoad, ...] | None, formula: str) -> int:
+def holdable(
+    roster: tuple[RosterRow, ...], holding: frozenset[str], load: tuple[AgentLoad, ...] | None, formula: str
+) -> int:
     """Agents that could take a hold now: enabled, ready, idle and holding nothing of ours.
 
     Under a formula that may hold a card for a busy agent, a busy agent counts too.
@@ -52,8 +54,9 @@ def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
     cards left undecided).
     """
     waits_for_busy = placement.formulas.named(formula).holds_busy
-    agents = {row.agent_id for row in roster
-              if row.enabled and row.ready and (waits_for_busy or not row.busy)}
+    agents = {
+        row.agent_id for row in roster if row.enabled and row.ready and (waits_for_busy or not row.busy)
+    }
     disabled = {row.agent_id for row in roster if not row.enabled}
     for agent in load or ():
         if agent.agent_id in disabled or agent.last_heartbeat_at is None:
@@ -63,8 +66,7 @@ def holdable(roster: tuple[RosterRow, ...], holding: frozenset[str],
     return len(agents - holding)
 
 
-def group_of(card: Card, ladder: Ladder, rules: placement.Rules,
-             no_policy: bool | None) -> Hashable | None:
+def group_of(card: Card, ladder: Ladder, rules: placement.Rules, no_policy: bool | None) -> Hashable | None:
     """What a card at the winner step shares, in one pass, with the cards it may be judged by:
     its board and stage, the stage's requirement and needs, its (fresh) ladder, and what the
     policy's last answer said (a policy verdict left unread passes on it); None for a card at
@@ -93,9 +95,15 @@ class Backlog:
         self._last: tuple[Sequence[Verdict], frozenset[str], Hashable] | None = None
         self.held_back = 0
 
-    def weigh(self, card: Card, ladder: Ladder, eligibility: Sequence[Verdict],
-              considered: frozenset[str] | None, holdable_now: Callable[[], int],
-              decide: Callable[[], str | None]) -> str | None:
+    def weigh(
+        self,
+        card: Card,
+        ladder: Ladder,
+        eligibility: Sequence[Verdict],
+        considered: frozenset[str] | None,
+        holdable_now: Callable[[], int],
+        decide: Callable[[], str | None],
+    ) -> str | None:
         """Decide the card (`decide`, which says what it came to) unless its read says it
         waits; then, why it waits. `considered`: the agents its filters read (None: anybody);
         `holdable_now`: who could be held, after the holds this pass has made so far."""
@@ -110,8 +118,9 @@ class Backlog:
             return why
         came_to = decide()
         # The group as the card's facts read it: deciding may have asked the policy.
-        self._weighed(group_of(card, ladder, self.rules, self.no_policy()), said, came_to,
-                      whole=considered is None)
+        self._weighed(
+            group_of(card, ladder, self.rules, self.no_policy()), said, came_to, whole=considered is None
+        )
         return None
 
     def said(self, eligibility: Sequence[Verdict], considered: frozenset[str] | None) -> Hashable:
@@ -128,8 +137,9 @@ class Backlog:
         self._last = (eligibility, considered, said)
         return said
 
-    def _waits(self, group: Hashable, said: Hashable, board_id: str,
-               holdable_now: Callable[[], int]) -> str | None:
+    def _waits(
+        self, group: Hashable, said: Hashable, board_id: str, holdable_now: Callable[[], int]
+    ) -> str | None:
         """Why a card whose read is `said` waits, as a card read alike did; None: decide it."""
         for index, waited in enumerate(self._waited.get(group, ())):
             if said is waited or said == waited:

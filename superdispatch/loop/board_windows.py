@@ -23,6 +23,7 @@ waits for an agent to free up is taken by whoever polls first unless the window 
 The window is written with the call that sets it already (`windows.py`), on each sweep's look
 at the windows.
 """
+
 from __future__ import annotations
 
 import math

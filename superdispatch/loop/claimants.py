@@ -15,6 +15,7 @@ one narrow case only: a `one-candidate` decision, whose lane has one rostered ag
 agent's run at the stage ended within the card's ladder, and no other card of the lane left
 it meanwhile (`lane_quiet`). Otherwise only the relay's event names the claimant.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -50,8 +51,9 @@ class Claimants:
     def __init__(self, runs: RunsAt | None = None) -> None:
         self.runs = runs
 
-    def of(self, decision: Decision, until: datetime,
-           lane_quiet: Callable[[datetime], bool] | None = None) -> Found | None:
+    def of(
+        self, decision: Decision, until: datetime, lane_quiet: Callable[[datetime], bool] | None = None
+    ) -> Found | None:
         """Who claimed the decision's card in its ladder, by `until` (when the card left the
         ladder), or None when nothing names anybody. `lane_quiet(until)` says whether no other
         card of the decision's lane left it during the card's ladder; it is asked only where a
@@ -72,10 +74,18 @@ class Claimants:
     @staticmethod
     def _relayed(decision: Decision, until: datetime) -> Found | None:
         start = decision.ladder_ready_at or decision.created_at
-        row = (RelayClaim.objects
-               .filter(board_id=decision.board_id, card_id=decision.card_id,
-                       stage_key=decision.stage_key, at__gte=start, at__lte=until + EVENT_SLACK)
-               .order_by("at", "id").values_list("agent_id", "at", "kind").first())
+        row = (
+            RelayClaim.objects.filter(
+                board_id=decision.board_id,
+                card_id=decision.card_id,
+                stage_key=decision.stage_key,
+                at__gte=start,
+                at__lte=until + EVENT_SLACK,
+            )
+            .order_by("at", "id")
+            .values_list("agent_id", "at", "kind")
+            .first()
+        )
         if row is None:
             return None
         agent_id, at, kind = row
@@ -85,16 +95,21 @@ class Claimants:
     def _lone_agent(decision: Decision) -> str | None:
         """The one agent on the roster, in the candidate set, with the stage's capability, as
         the `one-candidate` decision recorded it; None when its candidates name no such one."""
-        agents = list(Candidate.objects.filter(decision_id=decision.id, source="roster", in_set=True)
-                      .exclude(reasons__contains=f",{CAPABILITY.reason},")
-                      .values_list("agent_id", flat=True)[:2])
+        agents = list(
+            Candidate.objects.filter(decision_id=decision.id, source="roster", in_set=True)
+            .exclude(reasons__contains=f",{CAPABILITY.reason},")
+            .values_list("agent_id", flat=True)[:2]
+        )
         return agents[0] if len(agents) == 1 else None
 
     def _run_of(self, decision: Decision, agent_id: str, until: datetime) -> Found | None:
         """The first run by the agent's principal at the decision's board stage that ended
         within the card's ladder, as a claim by that agent."""
-        principal = (Candidate.objects.filter(decision_id=decision.id, agent_id=agent_id)
-                     .values_list("principal_id", flat=True).first())
+        principal = (
+            Candidate.objects.filter(decision_id=decision.id, agent_id=agent_id)
+            .values_list("principal_id", flat=True)
+            .first()
+        )
         runs = self.runs(decision.board_id, decision.stage_key) if principal else None
         if not runs:
             return None  # no principal to look for, or SuperWitness unread

@@ -1,4 +1,5 @@
 """What one run of the loop works with: the clients, the settings, the rules and a clock."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -10,6 +10,7 @@ steps, once. A shard whose pass fails leaves its boards to the next sweep (read 
 not counted toward the backoff); a shard that never reports (its worker died, its task
 expired) is closed by the next sweep the same way, its leases lapsing as any pass's do.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,7 +43,7 @@ def split(board_ids: list[str], size: int) -> list[list[str]]:
     shards, at = [], 0
     for i in range(count):
         n = each + (1 if i < extra else 0)
-        shards.append(board_ids[at:at + n])
+        shards.append(board_ids[at : at + n])
         at += n
     return shards
 
@@ -80,11 +81,22 @@ def run_shard(loop: Loop, sweep_id: str, index: int) -> SweepSummary | None:
     state = backing_off(shard.started_at)
     read_first = [] if isinstance(state, SweepSummary) else list(state.deferred_boards or [])
     try:
-        summary = run_pass(loop, boards, shard.started_at, budget=pass_budget(loop),
-                           read_first=read_first, concurrent=shard.shards > 1)
+        summary = run_pass(
+            loop,
+            boards,
+            shard.started_at,
+            budget=pass_budget(loop),
+            read_first=read_first,
+            concurrent=shard.shards > 1,
+        )
     except Exception as err:  # the shard's boards wait for the next sweep; the others stand
-        log.error("loop: sweep shard %d of %d failed, its %d boards left to the next sweep: %s",
-                  index + 1, shard.shards, len(boards), type(err).__name__)
+        log.error(
+            "loop: sweep shard %d of %d failed, its %d boards left to the next sweep: %s",
+            index + 1,
+            shard.shards,
+            len(boards),
+            type(err).__name__,
+        )
         summary = SweepSummary(boards=len(boards), deferred=len(boards), left=boards)
     if do_finish_shard(sweep_id, index, _to_json(summary), loop.clock()):
         _sum_up(loop, sweep_id, shard.started_at)
@@ -95,8 +107,7 @@ def close_stale_sweeps(loop: Loop, now: datetime) -> None:
     """Sum up each fanned-out sweep older than an interval whose shards did not all report,
     counting the boards of those that did not as left to this sweep; forget old shards."""
     stale = now - timedelta(seconds=loop.cfg.sweep_seconds)
-    open_sweeps = SweepShard.objects.filter(index=0, finished_at__isnull=True,
-                                            started_at__lte=stale)
+    open_sweeps = SweepShard.objects.filter(index=0, finished_at__isnull=True, started_at__lte=stale)
     for sweep_id, started_at in open_sweeps.values_list("sweep_id", "started_at"):
         if do_close_sweep(sweep_id, loop.clock()):
             log.warning("loop: a sweep's shards did not all report; their boards go first next")
@@ -114,8 +125,11 @@ def summed(sweep_id: str) -> SweepSummary:
     """Every shard's summary added up; a shard that never reported left all its boards."""
     total = SweepSummary()
     for shard in SweepShard.objects.filter(sweep_id=sweep_id).order_by("index"):
-        part = shard.summary or {"boards": len(shard.boards), "deferred": len(shard.boards),
-                                 "left": list(shard.boards)}
+        part = shard.summary or {
+            "boards": len(shard.boards),
+            "deferred": len(shard.boards),
+            "left": list(shard.boards),
+        }
         for name in _COUNTS:
             setattr(total, name, getattr(total, name) + int(part.get(name, 0)))
         total.left.extend(part.get("left", []))

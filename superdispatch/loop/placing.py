@@ -6,6 +6,7 @@ shares (`loop/reads.py`); placement decides; the decision is recorded before its
 asked for, so a hold SuperPipeline makes always has its record, and an answer that never
 comes leaves a record that says so.
 """
+
 from __future__ import annotations
 
 import logging
@@ -73,8 +74,11 @@ class BoardWork:
     @property
     def working(self) -> dict[str, datetime]:
         """Agents at work on a card of this board, and since when they claimed it."""
-        return {c.delegate_agent_id: c.claimed_at for c in self.read.cards
-                if c.state == "working" and c.delegate_agent_id and c.claimed_at is not None}
+        return {
+            c.delegate_agent_id: c.claimed_at
+            for c in self.read.cards
+            if c.state == "working" and c.delegate_agent_id and c.claimed_at is not None
+        }
 
     def ladder(self, card: Card) -> Ladder:
         """The card's current ladder as our store keeps it (`ladders`), or a fresh one."""
@@ -89,8 +93,9 @@ class Decided(NamedTuple):
     learned: dict | None
 
 
-def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary,
-               backlog: Backlog | None = None) -> None:
+def place_card(
+    reads: PassReads, work: BoardWork, card: Card, summary: SweepSummary, backlog: Backlog | None = None
+) -> None:
     """Read the card's eligibility; unless the backlog bound knows from it that the card
     waits, gather the rest of its facts, decide, then record and ask for the hold."""
     eligibility = read_eligibility(reads, card, summary)
@@ -113,8 +118,14 @@ def place_card(reads: PassReads, work: BoardWork, card: Card, summary: SweepSumm
         # Under pull every card is weighed and recorded: none waits on the backlog bound.
         place()
     else:
-        waits = backlog.weigh(card, ladder, eligibility, work.considered(reads.loop.rules),
-                              lambda: holdable_now(reads, work), place)
+        waits = backlog.weigh(
+            card,
+            ladder,
+            eligibility,
+            work.considered(reads.loop.rules),
+            lambda: holdable_now(reads, work),
+            place,
+        )
         if waits is not None:
             work.waiting[waits] += 1
 
@@ -127,21 +138,27 @@ def holdable_now(reads: PassReads, work: BoardWork) -> int:
 
 # --- Gather the facts -----------------------------------------------------------------------
 
-def read_eligibility(reads: PassReads, card: Card,
-                     summary: SweepSummary) -> tuple[Verdict, ...] | None:
+
+def read_eligibility(reads: PassReads, card: Card, summary: SweepSummary) -> tuple[Verdict, ...] | None:
     """SuperPipeline's verdict on every agent for the card; None, and the card left for the
     next pass, when it cannot be read: nothing can be decided without it."""
     try:
         return reads.loop.clients.superpipeline.eligibility(card.board_id, card.card_id)
     except ClientError as err:
-        log.warning("loop: %s %s eligibility unread: %s", card.board_id, card.card_id, err.code,
-                    extra={"board": card.board_id, "card": card.card_id})
+        log.warning(
+            "loop: %s %s eligibility unread: %s",
+            card.board_id,
+            card.card_id,
+            err.code,
+            extra={"board": card.board_id, "card": card.card_id},
+        )
         summary.unweighed += 1
         return None
 
 
-def gather_facts(reads: PassReads, work: BoardWork, card: Card,
-                 eligibility: tuple[Verdict, ...], ladder: Ladder) -> Facts:
+def gather_facts(
+    reads: PassReads, work: BoardWork, card: Card, eligibility: tuple[Verdict, ...], ladder: Ladder
+) -> Facts:
     """Every fact the decision reads besides the card's eligibility and ladder: the shared
     reads once a pass, and those a formula alone needs only for that formula."""
     if reads.concurrent:
@@ -158,9 +175,11 @@ def gather_facts(reads: PassReads, work: BoardWork, card: Card,
         registry=reads.registry(card),
         runs=reads.runs(card.board_id, card.stage_key) if Need.RUNS in needs else None,
         policy=reads.policy(card, lambda: _askable(work.roster, eligibility, load)),
-        holds=HoldLog(holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
-                      lapses=reads.holds.lapses_of(considered),
-                      settled=work.settled),
+        holds=HoldLog(
+            holding=reads.holds.holding_other_than(card.board_id, card.card_id, considered),
+            lapses=reads.holds.lapses_of(considered),
+            settled=work.settled,
+        ),
         ladder=ladder,
         timing=reads.timing(work.roster, work.working, formula.may) if Need.TIMING in needs else None,
         window_s=work.window_s,
@@ -170,8 +189,7 @@ def gather_facts(reads: PassReads, work: BoardWork, card: Card,
 def _take_holds_made_since(reads: PassReads, work: BoardWork, card: Card) -> None:
     """Other shards of this sweep run now: take the holds of the roster's agents they have
     made since this pass read ours, but on this very card."""
-    for agent, board_id, card_id in holds.holding_now(
-            [row.agent_id for row in work.roster], reads.now):
+    for agent, board_id, card_id in holds.holding_now([row.agent_id for row in work.roster], reads.now):
         if (board_id, card_id) != (card.board_id, card.card_id):
             reads.holds.add(agent, board_id, card_id)
 
@@ -196,8 +214,10 @@ def _askable(roster, eligibility: tuple[Verdict, ...], load) -> list[tuple[str, 
 
 # --- Decide ---------------------------------------------------------------------------------
 
-def decide(reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary,
-           learned: bool = True) -> Decided | str:
+
+def decide(
+    reads: PassReads, rules: Rules, facts: Facts, summary: SweepSummary, learned: bool = True
+) -> Decided | str:
     """Placement's decision on the facts under the board's rules, with learned routing's view
     of it (unless `learned` is False); for a decision that waits, which is counted and not
     recorded, why it waits."""
@@ -224,8 +244,8 @@ def _with_learned_model(loop: Loop, decision: placement.Decision, now: datetime)
 
 # --- Record and hold ------------------------------------------------------------------------
 
-def record_and_hold(reads: PassReads, work: BoardWork, decided: Decided,
-                    summary: SweepSummary) -> str | None:
+
+def record_and_hold(reads: PassReads, work: BoardWork, decided: Decided, summary: SweepSummary) -> str | None:
     """Record the decision, then ask for its hold, if it makes one, unless another pass
     running now holds the agent. Returns HELD when the card was held, or may have been."""
     row = _record(reads, work, decided, summary)
@@ -238,35 +258,57 @@ def record_and_hold(reads: PassReads, work: BoardWork, decided: Decided,
         # Another pass running now (another shard) holds the agent for another card.
         do_record_refusal(row, HELD_ELSEWHERE, reads.now)
         summary.refused += 1
-        _say(logging.WARNING, decision, row,
-             "%s not held: %s is held elsewhere by a pass running now", _tier(decision),
-             hold.agent_id, agent=hold.agent_id)
+        _say(
+            logging.WARNING,
+            decision,
+            row,
+            "%s not held: %s is held elsewhere by a pass running now",
+            _tier(decision),
+            hold.agent_id,
+            agent=hold.agent_id,
+        )
         return None
     answer = reads.loop.clients.superpipeline.reserve(
-        card.board_id, card.card_id, hold.agent_id, hold.seconds)
+        card.board_id, card.card_id, hold.agent_id, hold.seconds
+    )
     return _record_answer(reads, decision, row, answer, summary)
 
 
-def _record(reads: PassReads, work: BoardWork, decided: Decided,
-            summary: SweepSummary) -> DecisionRow:
+def _record(reads: PassReads, work: BoardWork, decided: Decided, summary: SweepSummary) -> DecisionRow:
     """Record the decision, with the card's attempt count as the board read shows it."""
     decision, card = decided.decision, decided.decision.card
     seen = work.read.card(card.card_id)
-    row = do_record_decision(decision, reads.now, learned=decided.learned,
-                                     stored_rolls=reads.rolls,
-                                     attempt_count=seen.attempt_count if seen else None,
-                                     experiment=work.running.experiment_record() if work.running else None)
+    row = do_record_decision(
+        decision,
+        reads.now,
+        learned=decided.learned,
+        stored_rolls=reads.rolls,
+        attempt_count=seen.attempt_count if seen else None,
+        experiment=work.running.experiment_record() if work.running else None,
+    )
     summary.decisions += 1
     metrics.decision_recorded(card.board_id, decision.tier.name, decision.reason)
     if decision.waiting is not None:
-        _say(logging.INFO, decision, row, "waits for busy %s (~%.0f s), passing over idle %s",
-             decision.waiting.agent_id, decision.waiting.expected_wait_s, decision.waiting.passed_over,
-             agent=decision.waiting.agent_id)
+        _say(
+            logging.INFO,
+            decision,
+            row,
+            "waits for busy %s (~%.0f s), passing over idle %s",
+            decision.waiting.agent_id,
+            decision.waiting.expected_wait_s,
+            decision.waiting.passed_over,
+            agent=decision.waiting.agent_id,
+        )
     return row
 
 
-def _record_answer(reads: PassReads, decision: placement.Decision, row: DecisionRow,
-                   answer: Reservation | Refusal, summary: SweepSummary) -> str | None:
+def _record_answer(
+    reads: PassReads,
+    decision: placement.Decision,
+    row: DecisionRow,
+    answer: Reservation | Refusal,
+    summary: SweepSummary,
+) -> str | None:
     """Record SuperPipeline's answer to the hold: made, refused, or never come."""
     hold, card, tier = decision.hold, decision.card, _tier(decision)
     assert hold is not None  # only a decision that holds is asked for one
@@ -275,8 +317,16 @@ def _record_answer(reads: PassReads, decision: placement.Decision, row: Decision
         reads.holds.add(hold.agent_id, card.board_id, card.card_id)
         summary.holds += 1
         metrics.hold_made(decision.tier.name)
-        _say(logging.INFO, decision, row, "%s held for %s until %s", tier, hold.agent_id,
-             answer.reserved_until.isoformat(), agent=hold.agent_id)
+        _say(
+            logging.INFO,
+            decision,
+            row,
+            "%s held for %s until %s",
+            tier,
+            hold.agent_id,
+            answer.reserved_until.isoformat(),
+            agent=hold.agent_id,
+        )
         return HELD
     if answer.unknown:
         # Perhaps held: the next read of the board says. Meanwhile the agent counts as holding
@@ -285,15 +335,21 @@ def _record_answer(reads: PassReads, decision: placement.Decision, row: Decision
         do_record_unknown_hold(row, answer.code, latest)
         reads.holds.add(hold.agent_id, card.board_id, card.card_id)
         summary.unanswered += 1
-        _say(logging.WARNING, decision, row,
-             "%s hold for %s unanswered (%s): held or not, the board's next read says",
-             tier, hold.agent_id, answer.code, agent=hold.agent_id)
+        _say(
+            logging.WARNING,
+            decision,
+            row,
+            "%s hold for %s unanswered (%s): held or not, the board's next read says",
+            tier,
+            hold.agent_id,
+            answer.code,
+            agent=hold.agent_id,
+        )
         return HELD
     do_record_refusal(row, answer.code, reads.now)
     summary.refused += 1
     metrics.hold_refused(decision.tier.name)
-    _say(logging.WARNING, decision, row, "%s hold refused: %s", tier, answer.code,
-         agent=hold.agent_id)
+    _say(logging.WARNING, decision, row, "%s hold refused: %s", tier, answer.code, agent=hold.agent_id)
     return None
 
 
@@ -301,11 +357,24 @@ def _tier(decision: placement.Decision) -> str:
     return f"{decision.tier.name} step {decision.tier.step}"
 
 
-def _say(level: int, decision: placement.Decision, row: DecisionRow, what: str, *args: object,
-         agent: str | None = None) -> None:
+def _say(
+    level: int,
+    decision: placement.Decision,
+    row: DecisionRow,
+    what: str,
+    *args: object,
+    agent: str | None = None,
+) -> None:
     """The loop's one line on a recorded decision: its board, card and id lead the text, and
     are the JSON line's fields (SUPERDISPATCH_LOG_FORMAT=json), with the agent it names."""
     card = decision.card
     ids = {"board": card.board_id, "card": card.card_id, "decision": row.id}
-    log.log(level, "loop: %s %s %s " + what, card.board_id, card.card_id, row.id, *args,
-            extra=ids if agent is None else {**ids, "agent": agent})
+    log.log(
+        level,
+        "loop: %s %s %s " + what,
+        card.board_id,
+        card.card_id,
+        row.id,
+        *args,
+        extra=ids if agent is None else {**ids, "agent": agent},
+    )

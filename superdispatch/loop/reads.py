@@ -4,6 +4,7 @@ A failed read leaves its fact unread (None) for placement, which knows what that
 SuperWitness's runs left out, station needs unchecked, the roster alone placed, the policy failing
 closed. Only the board and the eligibility read are needed to decide at all.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,7 @@ def read_roster(loop: Loop, board_id: str, now: datetime) -> tuple[RosterRow, ..
     return rows
 
 
-def cached_roster(loop: Loop, board_id: str,
-                  now: datetime) -> tuple[tuple[RosterRow, ...], datetime]:
+def cached_roster(loop: Loop, board_id: str, now: datetime) -> tuple[tuple[RosterRow, ...], datetime]:
     """The roster the last sweep read and when it read it, or a fresh read when none is cached."""
     cached = cache.get(roster_key(board_id))
     if cached is not None:
@@ -94,8 +94,7 @@ class PassReads:
 
     def registry(self, card: Card) -> tuple[Station, ...] | None:
         """AgentPod's station registry, read once a pass, only for a stage that states needs."""
-        if not self.loop.cfg.station_filters or card.needs is None \
-                or not card.needs.states_anything:
+        if not self.loop.cfg.station_filters or card.needs is None or not card.needs.states_anything:
             return None
         if self._registry is _UNREAD and self.from_cache:
             self._registry = cache.get(REGISTRY_KEY, _UNREAD)
@@ -137,8 +136,13 @@ class PassReads:
             try:
                 runs = witness.runs(board_id, stage_key, since)
             except ClientError as err:
-                log.warning("loop: %s %s history unread, record left out: %s",
-                            board_id, stage_key, err.code, extra={"board": board_id})
+                log.warning(
+                    "loop: %s %s history unread, record left out: %s",
+                    board_id,
+                    stage_key,
+                    err.code,
+                    extra={"board": board_id},
+                )
                 self._runs[key] = None
             else:
                 by_principal: dict[str, list[Run]] = defaultdict(list)
@@ -166,10 +170,15 @@ class PassReads:
             return None
         try:
             verdict = self.loop.clients.accounts.decide(
-                principal_id, agent_id, card.board_id, card.stage_key, card.requires)
+                principal_id, agent_id, card.board_id, card.stage_key, card.requires
+            )
         except ClientError as err:
-            log.warning("loop: policy unread for %s, failing closed: %s", agent_id, err.code,
-                        extra={"board": card.board_id, "card": card.card_id, "agent": agent_id})
+            log.warning(
+                "loop: policy unread for %s, failing closed: %s",
+                agent_id,
+                err.code,
+                extra={"board": card.board_id, "card": card.card_id, "agent": agent_id},
+            )
             if not err.permanent or err.status in (401, 403):
                 # Accounts is down, too slow, or refuses our credential: every other agent's
                 # question this pass would fail alike, each costing its timeout, so none is
@@ -181,30 +190,42 @@ class PassReads:
         if verdict.limit_window_hours is not None:
             since = self.now - timedelta(hours=verdict.limit_window_hours)
             verdict = PolicyVerdict(
-                allow=verdict.allow, reasons=verdict.reasons,
-                policy_version=verdict.policy_version, limit_max_runs=verdict.limit_max_runs,
+                allow=verdict.allow,
+                reasons=verdict.reasons,
+                policy_version=verdict.policy_version,
+                limit_max_runs=verdict.limit_max_runs,
                 limit_window_hours=verdict.limit_window_hours,
-                holds_in_window=holds.holds_since(agent_id, since))
+                holds_in_window=holds.holds_since(agent_id, since),
+            )
         return verdict
 
-    def timing(self, roster: tuple[RosterRow, ...], working: dict[str, datetime],
-               may: frozenset[May]) -> Timing:
+    def timing(
+        self, roster: tuple[RosterRow, ...], working: dict[str, datetime], may: frozenset[May]
+    ) -> Timing:
         """Claim latencies and run times from our store (once a pass), and when each agent's
         current run began: the board read's claim where it shows one, else the roster's last
         took work of a busy row. `may`: what the card's formula may do, which says whether it
         reads hold lengths' and pull's claim times (each read once a pass, when first needed)."""
         if self._timings is None:
             self._timings = holds.timings(self.now)
-        since = {row.agent_id: row.last_took_work_at for row in roster
-                 if row.busy and row.last_took_work_at is not None}
+        since = {
+            row.agent_id: row.last_took_work_at
+            for row in roster
+            if row.busy and row.last_took_work_at is not None
+        }
         since.update(working)
         latency, runs = self._timings
         if self._p95s is None and May.SIZE_HOLD in may:
             self._p95s = holds.claim_p95s(self.now)
         if self._pulls is None and May.STEP_ASIDE in may:
             self._pulls = holds.pull_claims(self.now)
-        return Timing(claim_latency_s=latency, run_s=runs, working_since=since,
-                      claim_p95_s=_or_none_read(self._p95s), pull_claim_s=_or_none_read(self._pulls))
+        return Timing(
+            claim_latency_s=latency,
+            run_s=runs,
+            working_since=since,
+            claim_p95_s=_or_none_read(self._p95s),
+            pull_claim_s=_or_none_read(self._pulls),
+        )
 
     def no_policy(self) -> bool:
         if self._no_policy is None:

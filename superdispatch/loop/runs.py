@@ -7,6 +7,7 @@ claim, and before the next claim our store knows it made there. A claim whose ru
 ended stays unknown and is looked for again each sweep, for `RUN_LOOK_BACK`; SuperWitness
 down or slow leaves it unknown too, and nothing else in the pass waits on it.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -31,8 +32,12 @@ class Claim(NamedTuple):
     at: datetime
 
 
-def match_runs(pending: list[Claim], known: list[Claim], principals: Mapping[str, str],
-               runs: Mapping[str, tuple[Run, ...]]) -> dict[str, Run]:
+def match_runs(
+    pending: list[Claim],
+    known: list[Claim],
+    principals: Mapping[str, str],
+    runs: Mapping[str, tuple[Run, ...]],
+) -> dict[str, Run]:
     """The run of each pending claim at one board stage, by decision id, where one has ended.
 
     `known` is every claim the store knows at that board stage from the oldest pending one on
@@ -52,7 +57,7 @@ def match_runs(pending: list[Claim], known: list[Claim], principals: Mapping[str
         if principal not in ended:
             ended[principal] = sorted(runs.get(principal, ()), key=lambda r: r.ended_at)
         times = next_claims[claim.agent_id]
-        later = times[bisect.bisect_right(times, claim.at):]
+        later = times[bisect.bisect_right(times, claim.at) :]
         bound = later[0] if later else None
         for run in ended[principal]:
             if run.ended_at < claim.at:
@@ -75,8 +80,9 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
     principals = {row.agent_id: row.principal_id for row in roster if row.principal_id}
     unnamed = [d.id for d in pending if holds.claimer(d) not in principals]
     if unnamed:  # an agent off the roster (candidates=all): the principal its candidate row gave
-        for agent_id, principal_id in (Candidate.objects.filter(decision_id__in=unnamed)
-                                       .values_list("agent_id", "principal_id")):
+        for agent_id, principal_id in Candidate.objects.filter(decision_id__in=unnamed).values_list(
+            "agent_id", "principal_id"
+        ):
             if principal_id:
                 principals.setdefault(agent_id, principal_id)
     # An experiment's claims by whoever claimed its card bound the next claim's run too.
@@ -90,9 +96,11 @@ def join_runs(reads: PassReads, board_id: str, roster: tuple[RosterRow, ...]) ->
         if runs is None:
             continue  # SuperWitness unread (or not configured): known later, or never
         agents = {c.agent_id for c in claims}
-        known = [Claim("", agent, stage, at)
-                 for agent, stage, at in holds.claims_of(board_id, agents, claims[0].at, experiments)
-                 if stage == stage_key]
+        known = [
+            Claim("", agent, stage, at)
+            for agent, stage, at in holds.claims_of(board_id, agents, claims[0].at, experiments)
+            if stage == stage_key
+        ]
         for decision_id, run in match_runs(claims, known, principals, runs).items():
             status = "succeeded" if run.succeeded else "failed"
             if do_record_run(decision_id, status, run.mark, run.ended_at):

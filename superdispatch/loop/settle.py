@@ -1,4 +1,5 @@
 """Settle what became of each card SuperDispatch decided on, from one read of its board."""
+
 from __future__ import annotations
 
 import logging
@@ -28,9 +29,13 @@ class Outcome(NamedTuple):
 LaneQuiet = Callable[[datetime], bool]
 
 
-def outcome(decision: Decision, card: BoardCard | None, now: datetime,
-            claimants: Claimants | None = None, lane_quiet: LaneQuiet | None = None
-            ) -> Outcome | None:
+def outcome(
+    decision: Decision,
+    card: BoardCard | None,
+    now: datetime,
+    claimants: Claimants | None = None,
+    lane_quiet: LaneQuiet | None = None,
+) -> Outcome | None:
     """What became of a decision's card, or None while it is still undecided.
 
     Judged from the card's own times, not from when this pass happens to run:
@@ -53,16 +58,20 @@ def outcome(decision: Decision, card: BoardCard | None, now: datetime,
     left_at = _left_ladder_at(decision, card, now)
     lapsed = decision.reserved_until
     if left_at is None:
-        return Outcome(OutcomeStatus.EXPIRED, None, lapsed) if lapsed is not None \
-            and lapsed <= now else None
+        return Outcome(OutcomeStatus.EXPIRED, None, lapsed) if lapsed is not None and lapsed <= now else None
     claimants = claimants or Claimants()
     if lapsed is None:
         return _left_unheld(decision, card, left_at, claimants, lane_quiet)
     return _left_held(decision, card, left_at, claimants)
 
 
-def _left_unheld(decision: Decision, card: BoardCard | None, left_at: datetime,
-                 claimants: Claimants, lane_quiet: LaneQuiet | None) -> Outcome:
+def _left_unheld(
+    decision: Decision,
+    card: BoardCard | None,
+    left_at: datetime,
+    claimants: Claimants,
+    lane_quiet: LaneQuiet | None,
+) -> Outcome:
     """A card nobody was held for that left its ladder with no claim shown. Anyone may have
     claimed it, so neither its attemptCount nor, but in `one-candidate`'s narrow case, a run
     says who: the relay's event does (`Claimants.of`). Nothing names anybody: `superseded`."""
@@ -80,12 +89,16 @@ def _over_by(decision: Decision, card: BoardCard | None, left_at: datetime) -> d
 
 def _came_back(decision: Decision, card: BoardCard | None) -> bool:
     """Whether the card became ready again since the decision (in its stage or another)."""
-    return card is not None and decision.ladder_ready_at is not None \
+    return (
+        card is not None
+        and decision.ladder_ready_at is not None
         and card.ready_at != decision.ladder_ready_at
+    )
 
 
-def _left_held(decision: Decision, card: BoardCard | None, left_at: datetime,
-               claimants: Claimants) -> Outcome | None:
+def _left_held(
+    decision: Decision, card: BoardCard | None, left_at: datetime, claimants: Claimants
+) -> Outcome | None:
     """A held card that left its ladder with no claim shown. The card's attemptCount, back in
     the decision's stage, says whether anybody claimed it since: nobody, and the hold lapsed
     or the card was moved (an unknown hold, never shown, is no lapse: `superseded`); somebody,
@@ -113,16 +126,20 @@ def _left_held(decision: Decision, card: BoardCard | None, left_at: datetime,
 
 
 def _found(decision: Decision, found: Found, over_by: datetime) -> Outcome:
-    return Outcome(_claim_status(decision, found.agent_id), found.agent_id, found.at,
-                   found.exact, over_by, found.run)
+    return Outcome(
+        _claim_status(decision, found.agent_id), found.agent_id, found.at, found.exact, over_by, found.run
+    )
 
 
 def _claim_status(decision: Decision, by: str | None) -> str:
     """`claimed` by the agent the card was held (or perhaps held) for; any other claim, and
     every claim of a card nobody was held for, is `claimed-by-other`."""
     held = decision.reserved_until is not None
-    return (OutcomeStatus.CLAIMED if held and by is not None and by == decision.chosen
-            else OutcomeStatus.CLAIMED_BY_OTHER)
+    return (
+        OutcomeStatus.CLAIMED
+        if held and by is not None and by == decision.chosen
+        else OutcomeStatus.CLAIMED_BY_OTHER
+    )
 
 
 def _claim_shown(decision: Decision, card: BoardCard | None, ladder_start: datetime) -> bool:
@@ -132,7 +149,8 @@ def _claim_shown(decision: Decision, card: BoardCard | None, ladder_start: datet
     if card is None or card.claimed_at is None or card.claimed_at < ladder_start:
         return False
     same_ladder = card.stage_key == decision.stage_key and (
-        decision.ladder_ready_at is None or card.ready_at == decision.ladder_ready_at)
+        decision.ladder_ready_at is None or card.ready_at == decision.ladder_ready_at
+    )
     return same_ladder or card.claimed_at < card.ready_at
 
 
@@ -172,31 +190,37 @@ def settle_board(read: BoardRead, now: datetime, claimants: Claimants | None = N
             continue
         quiet = _lane_quiet(read, unsettled, decision, now)
         result = outcome(decision, card, now, claimants, quiet)
-        if result is None or not do_settle(decision.id, result.status, result.by,
-                                                   result.at, now=now,
-                                                   run_over_by=result.run_over_by):
+        if result is None or not do_settle(
+            decision.id, result.status, result.by, result.at, now=now, run_over_by=result.run_over_by
+        ):
             continue
         if result.run is not None:
             run = result.run
-            do_record_run(decision.id, "succeeded" if run.succeeded else "failed",
-                                  run.mark, run.ended_at)
+            do_record_run(decision.id, "succeeded" if run.succeeded else "failed", run.mark, run.ended_at)
         settled += 1
         _count(decision, result)
         by = f" by {result.by}" if result.by else ""
         fields = {"board": decision.board_id, "card": decision.card_id, "decision": decision.id}
         if result.by:
             fields["agent"] = result.by
-        log.info("loop: %s %s %s settled %s%s", decision.board_id, decision.card_id,
-                 decision.id, result.status, by, extra=fields)
+        log.info(
+            "loop: %s %s %s settled %s%s",
+            decision.board_id,
+            decision.card_id,
+            decision.id,
+            result.status,
+            by,
+            extra=fields,
+        )
     return settled
 
 
-def _lane_quiet(read: BoardRead, unsettled: list[Decision], decision: Decision,
-                now: datetime) -> LaneQuiet:
+def _lane_quiet(read: BoardRead, unsettled: list[Decision], decision: Decision, now: datetime) -> LaneQuiet:
     """Whether, by `until`, no other card of the decision's lane (its board stage) left it
     since the decision, as far as this read and our store know: then a run by the lane's one
     agent at the stage is this card's. Another card that left meanwhile (moved, claimed, gone),
     or another claim whose run may have ended meanwhile, may have been that run's."""
+
     def quiet(until: datetime) -> bool:
         since = decision.created_at
         for other in unsettled:
@@ -206,11 +230,16 @@ def _lane_quiet(read: BoardRead, unsettled: list[Decision], decision: Decision,
             left = _left_ladder_at(other, card, now)
             if left is not None and (card is None or since <= left <= until + RUN_SLACK):
                 return False
-        working = {(c.card_id, c.delegate_agent_id, c.claimed_at) for c in read.cards
-                   if c.claimed_at is not None}
-        return not any((card_id, by, at) not in working for card_id, by, at in
-                       holds.lane_leavings(decision.board_id, decision.stage_key,
-                                           decision.card_id, since, until + RUN_SLACK))
+        working = {
+            (c.card_id, c.delegate_agent_id, c.claimed_at) for c in read.cards if c.claimed_at is not None
+        }
+        return not any(
+            (card_id, by, at) not in working
+            for card_id, by, at in holds.lane_leavings(
+                decision.board_id, decision.stage_key, decision.card_id, since, until + RUN_SLACK
+            )
+        )
+
     return quiet
 
 
@@ -223,26 +252,47 @@ def _know_hold(decision: Decision, card: BoardCard | None, now: datetime) -> boo
       settles it (`outcome`);
     - the card still waiting in its ladder with no hold and no claim: nothing was held."""
     held = card.reservation if card is not None else None
-    fields = {"board": decision.board_id, "card": decision.card_id, "decision": decision.id,
-              "agent": decision.chosen}
+    fields = {
+        "board": decision.board_id,
+        "card": decision.card_id,
+        "decision": decision.id,
+        "agent": decision.chosen,
+    }
     if held is not None and held.agent_id == decision.chosen:
         do_settle_unknown_hold(decision, held.reserved_until, now)
         metrics.hold_made(decision.tier_name)
-        log.info("loop: %s %s %s hold unanswered, then read: held for %s until %s",
-                 decision.board_id, decision.card_id, decision.id, decision.chosen,
-                 held.reserved_until.isoformat(), extra=fields)
+        log.info(
+            "loop: %s %s %s hold unanswered, then read: held for %s until %s",
+            decision.board_id,
+            decision.card_id,
+            decision.id,
+            decision.chosen,
+            held.reserved_until.isoformat(),
+            extra=fields,
+        )
         return True
     ladder_start = decision.ladder_ready_at or decision.created_at
     if _claim_shown(decision, card, ladder_start) or _left_ladder_at(decision, card, now):
-        log.info("loop: %s %s %s hold unanswered, then read: claimed or gone from its ladder, "
-                 "whether held unknown", decision.board_id, decision.card_id, decision.id,
-                 extra=fields)
+        log.info(
+            "loop: %s %s %s hold unanswered, then read: claimed or gone from its ladder, "
+            "whether held unknown",
+            decision.board_id,
+            decision.card_id,
+            decision.id,
+            extra=fields,
+        )
         return True
     code = decision.reservation_unknown
     do_settle_unknown_hold(decision, None, now)
     metrics.hold_refused(decision.tier_name)
-    log.info("loop: %s %s %s hold unanswered (%s), then read: not held, settled not-reserved",
-             decision.board_id, decision.card_id, decision.id, code, extra=fields)
+    log.info(
+        "loop: %s %s %s hold unanswered (%s), then read: not held, settled not-reserved",
+        decision.board_id,
+        decision.card_id,
+        decision.id,
+        code,
+        extra=fields,
+    )
     return False
 
 
@@ -254,7 +304,12 @@ def _count(decision: Decision, result: Outcome) -> None:
     claim_after = None
     if held is not None and result.status == "claimed" and result.exact:
         claim_after = (result.at - decision.created_at).total_seconds()
-    no_show = held is not None and decision.reservation_unknown is None and (
-        result.status == "expired"
-        or (result.status == "claimed-by-other" and result.at > decision.reserved_until))
+    no_show = (
+        held is not None
+        and decision.reservation_unknown is None
+        and (
+            result.status == "expired"
+            or (result.status == "claimed-by-other" and result.at > decision.reserved_until)
+        )
+    )
     metrics.settled(decision.tier_name, result.status, held, claim_after, no_show)

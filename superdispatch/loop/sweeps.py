@@ -4,6 +4,7 @@ what is done once its boards are all passed (in one process, or by every shard o
 The pass itself is `loop/passes.py`; a sweep fanned out over workers, `loop/fanout.py`. Both
 keep their tally in a `SweepSummary` and hand it here when the sweep is done.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,14 +48,15 @@ class SweepSummary:
         return self.boards - self.unread - self.skipped - self.deferred
 
     def line(self) -> str:
-        line = (f"{self.boards} boards ({self.unread} unread, {self.skipped} skipped), "
-                f"{self.settled} settled, {self.decisions} decisions, {self.holds} holds, "
-                f"{self.refused} refused, {self.waits} waiting")
+        line = (
+            f"{self.boards} boards ({self.unread} unread, {self.skipped} skipped), "
+            f"{self.settled} settled, {self.decisions} decisions, {self.holds} holds, "
+            f"{self.refused} refused, {self.waits} waiting"
+        )
         if self.unrostered:
             line += f"; {self.unrostered} boards read without their roster, nothing placed"
         if self.deferred or self.unplaced:
-            line += (f"; budget spent, left to the next sweep: {self.deferred} boards, "
-                     f"{self.unplaced} cards")
+            line += f"; budget spent, left to the next sweep: {self.deferred} boards, {self.unplaced} cards"
         return line
 
 
@@ -77,29 +79,35 @@ def finish_sweep(loop: Loop, summary: SweepSummary, now: datetime) -> None:
     state = LoopState.objects.filter(pk="loop").first() or LoopState()
     if not _first_sweep_done:
         _first_sweep_done = True
-        log.info("loop: first sweep, %d boards opted in, %d unread", summary.boards,
-                 summary.unread)
+        log.info("loop: first sweep, %d boards opted in, %d unread", summary.boards, summary.unread)
     if summary.deferred or summary.unplaced:
-        log.warning("loop: sweep budget spent; %d boards and %d cards left to the next sweep",
-                    summary.deferred, summary.unplaced)
+        log.warning(
+            "loop: sweep budget spent; %d boards and %d cards left to the next sweep",
+            summary.deferred,
+            summary.unplaced,
+        )
     _back_off_or_reset(state, summary, loop.cfg.sweep_seconds, now)
     _after_sweep(loop, now)
     outbox.kick_if_written()  # chat posts for the suggestions the sync opened
-    metrics.sweep_done((loop.clock() - now).total_seconds(), summary.read - summary.unrostered,
-                       summary.unrostered, summary.unread, summary.skipped, summary.deferred)
+    metrics.sweep_done(
+        (loop.clock() - now).total_seconds(),
+        summary.read - summary.unrostered,
+        summary.unrostered,
+        summary.unread,
+        summary.skipped,
+        summary.deferred,
+    )
 
 
-def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int,
-                       now: datetime) -> None:
+def _back_off_or_reset(state: LoopState, summary: SweepSummary, interval: int, now: datetime) -> None:
     """A sweep in which every board failed waits twice as long, up to 8x; any read resets it,
     a board read and settled without its roster too (AgentPod down is no reason to settle
     late). A board left unread for want of budget was not tried, so it says nothing either way."""
     read_any = summary.read > 0
     failed, next_sweep_at = 0, None
-    if summary.boards and summary.unread and not read_any and not summary.skipped \
-            and not summary.deferred:
+    if summary.boards and summary.unread and not read_any and not summary.skipped and not summary.deferred:
         failed = state.failed_sweeps + 1
-        factor = min(2 ** failed, MAX_BACKOFF)
+        factor = min(2**failed, MAX_BACKOFF)
         # Half an interval of slack, so a beat tick that lands a moment early still runs.
         next_sweep_at = now + timedelta(seconds=interval * factor - interval / 2)
         summary.backoff_until = next_sweep_at

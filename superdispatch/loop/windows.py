@@ -1,4 +1,5 @@
 """Each board's placement window on SuperPipeline: set on opt-in, zero on opt-out, retried."""
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,9 @@ def wanted_window(board: Board, loop: Loop, now: datetime, rules: Rules | None =
     return loop.cfg.placement_window_seconds
 
 
-def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE,
-               seconds: int | None = None) -> bool:
+def set_window(
+    loop: Loop, board: Board, now: datetime, by: Actor = SERVICE, seconds: int | None = None
+) -> bool:
     """Ask SuperPipeline for the board's window; a refusal is retried after five minutes.
     `by` is who opted the board in or out, for the audit trail."""
     if seconds is None:
@@ -44,13 +46,16 @@ def set_window(loop: Loop, board: Board, now: datetime, by: Actor = SERVICE,
     try:
         accepted = loop.clients.superpipeline.set_placement_window(board.board_id, seconds)
     except ClientError as err:
-        log.warning("loop: %s placement window refused, retrying in 5 minutes: %s",
-                    board.board_id, err.code, extra={"board": board.board_id})
+        log.warning(
+            "loop: %s placement window refused, retrying in 5 minutes: %s",
+            board.board_id,
+            err.code,
+            extra={"board": board.board_id},
+        )
         do_note_window(board.board_id, None, now + RETRY_AFTER)
         return False
     do_note_window(board.board_id, accepted, None, now, by=by)
-    log.info("loop: %s placement window %ds", board.board_id, accepted,
-             extra={"board": board.board_id})
+    log.info("loop: %s placement window %ds", board.board_id, accepted, extra={"board": board.board_id})
     return True
 
 
@@ -69,15 +74,15 @@ def ensure_windows(loop: Loop, now: datetime) -> None:
         return
     wanted = loop.cfg.placement_window_seconds
     differs = (Q(enabled=True) & (Q(window_seconds__isnull=True) | ~Q(window_seconds=wanted))) | (
-        Q(enabled=False) & Q(window_seconds__isnull=False) & ~Q(window_seconds=0))
+        Q(enabled=False) & Q(window_seconds__isnull=False) & ~Q(window_seconds=0)
+    )
     for board in rest.filter(differs & due):
         set_window(loop, board, now, seconds=wanted_window(board, loop, now, loop.rules))
 
 
 def _ensure_board_windows(loop: Loop, now: datetime, boards) -> None:
     """Each board's own window, for a formula that sets it: every board opted in is weighed."""
-    for board in boards.filter(Q(enabled=True) | (
-            Q(window_seconds__isnull=False) & ~Q(window_seconds=0))):
+    for board in boards.filter(Q(enabled=True) | (Q(window_seconds__isnull=False) & ~Q(window_seconds=0))):
         _ensure_window(loop, board, now, loop.rules)
 
 

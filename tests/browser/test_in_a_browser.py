@@ -7,6 +7,7 @@ its chosen agent's page, and dismiss a suggestion; and a viewer's shorter one, o
 change. Screenshots go to `.data/screenshots/`.
 Without /usr/bin/chromium the walk is skipped, and pytest says so (`apt-get install chromium`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,8 +50,10 @@ def recorded(monkeypatch):
     """A recorded sandbox run; the admin's pages read the clock at its end."""
     logging.getLogger("superdispatch").setLevel(logging.WARNING)
     ends = []
-    for scenario, minutes, settings in (("demo", 8, {"policy": "on", "candidates": "all"}),
-                                        ("one-agent-lane", 6, {})):
+    for scenario, minutes, settings in (
+        ("demo", 8, {"policy": "on", "candidates": "all"}),
+        ("one-agent-lane", 6, {}),
+    ):
         world = make_world(scenario, arrivals=True, sweep_seconds=10, **settings)
         world.opt_in(*(b.id for b in world.suite.scenario.boards))
         world.sweep()
@@ -89,8 +92,13 @@ def axe_source() -> str:
             pytest.skip("accessibility check skipped: no npm to fetch axe-core with")
         AXE.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as folder:
-            subprocess.run([npm, "pack", f"axe-core@{AXE_VERSION}", "--silent"], cwd=folder,
-                           check=True, capture_output=True, timeout=300)
+            subprocess.run(
+                [npm, "pack", f"axe-core@{AXE_VERSION}", "--silent"],
+                cwd=folder,
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
             with tarfile.open(Path(folder) / f"axe-core-{AXE_VERSION}.tgz") as packed:
                 source = packed.extractfile("package/axe.min.js").read()
         AXE.write_bytes(source)
@@ -106,8 +114,11 @@ def serious_violations(page) -> list[str]:
         return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
             nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))}));
     }""")
-    return [f"{v['id']} ({v['impact']}): {v['help']} at {v['nodes']}" for v in found
-            if v["impact"] in ("serious", "critical")]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {v['nodes']}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 def shot(page, name: str) -> None:
@@ -120,8 +131,10 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     # What the Content-Security-Policy blocked, were it to block anything the pages need:
     # Chromium reports each refusal on the console.
     refused = []
-    page.on("console", lambda message: refused.append(message.text)
-            if "Content Security Policy" in message.text else None)
+    page.on(
+        "console",
+        lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None,
+    )
 
     # Sign in through the admin's own form.
     page.goto(f"{live_server.url}/admin/")
@@ -181,7 +194,8 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     page.goto(f"{live_server.url}/admin/records/suggestion/?state=open")
     # At 1366 px, beside both sidebars, every column shows and each kind keeps to one line.
     scroll, width = page.evaluate(
-        "() => { const r = document.querySelector('.results'); return [r.scrollWidth, r.clientWidth]; }")
+        "() => { const r = document.querySelector('.results'); return [r.scrollWidth, r.clientWidth]; }"
+    )
     assert scroll <= width, (scroll, width)
     heights = page.locator("#result_list .sd-nowrap").evaluate_all("spans => spans.map(s => s.offsetHeight)")
     assert heights and max(heights) < 24, heights
@@ -225,8 +239,7 @@ def test_an_operator_walks_the_console(recorded, live_server, browser_page):
     assert refused == [], refused  # the admin, the browsable API and the docs all within the policy
 
 
-def test_the_console_has_no_serious_accessibility_violation(recorded, live_server, browser_page,
-                                                            axe_source):
+def test_the_console_has_no_serious_accessibility_violation(recorded, live_server, browser_page, axe_source):
     """axe-core over each page a person reads: sign-in, the dashboard, a decision, an agent,
     the suggestions list and the browsable API, in the light theme and the dark. The script is
     added by the browser itself (an init script), so the pages keep their own
@@ -268,11 +281,15 @@ def test_a_viewer_reads_the_dashboard_and_is_offered_no_opt_out(live_server, bro
     boards list's actions (opting out is an operator's); the operator is."""
     page = browser_page
     for role in ("viewer", "operator"):
-        call_command("create_operator", "--username", role, "--password", PASSWORD,
-                     "--role", role)
+        call_command("create_operator", "--username", role, "--password", PASSWORD, "--role", role)
     do_opt_in("brd_review", pages.clock())
-    make_decision(board="brd_review", card="card_1", chosen="agt_ada",
-                  created_at=pages.clock(), candidates=[{"agent": "agt_ada", "total": 1.0}])
+    make_decision(
+        board="brd_review",
+        card="card_1",
+        chosen="agt_ada",
+        created_at=pages.clock(),
+        candidates=[{"agent": "agt_ada", "total": 1.0}],
+    )
 
     page.goto(f"{live_server.url}/admin/")
     page.fill("#id_username", "viewer")

@@ -1,4 +1,5 @@
 """Fixtures: one real local server standing in for the suite, and clients pointed at it."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,8 +26,7 @@ class TokenMint:
             return Reply(401, {"error": {"code": "unauthorized", "message": "bad credential"}})
         token = f"tok-SECRET-{len(self.issued) + 1}"
         self.issued[token] = request.body["audience"]
-        return Reply(200, {"access_token": token, "token_type": "Bearer",
-                           "expires_in": self.expires_in})
+        return Reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": self.expires_in})
 
     def audience_of(self, request: Request) -> str | None:
         """The audience of the token a product request carried, if we minted it."""
@@ -71,5 +71,4 @@ def pod(suite, accounts, naps) -> AgentPod:
 
 @pytest.fixture
 def witness(suite, accounts, naps) -> SuperWitness:
-    return SuperWitness(suite.url, WITNESS_AUDIENCE, accounts, timeout=TIMEOUT,
-                        sleep=naps.append)
+    return SuperWitness(suite.url, WITNESS_AUDIENCE, accounts, timeout=TIMEOUT, sleep=naps.append)

@@ -1,4 +1,5 @@
 """A real HTTP server on 127.0.0.1 standing in for the suite: a route table and a request log."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,7 @@ class SuiteServer:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         # A short poll keeps shutdown (every test's teardown) quick.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.01,),
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.01,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -89,9 +89,12 @@ class SuiteServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 request = Request(
-                    method=self.command, path=parts.path, query=parse_qs(parts.query),
+                    method=self.command,
+                    path=parts.path,
+                    query=parse_qs(parts.query),
                     headers={k.lower(): v for k, v in self.headers.items()},
-                    body=json.loads(raw) if raw else None)
+                    body=json.loads(raw) if raw else None,
+                )
                 reply = server._answer(request)
                 if reply.hold and reply.cut_at is None:
                     server.gate.wait(10)
@@ -103,7 +106,7 @@ class SuiteServer:
                     for name, value in reply.headers:
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload if reply.cut_at is None else payload[:reply.cut_at])
+                    self.wfile.write(payload if reply.cut_at is None else payload[: reply.cut_at])
                     if reply.cut_at is not None:
                         if reply.hold:  # a body that stalls part way
                             self.wfile.flush()

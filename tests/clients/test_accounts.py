@@ -1,4 +1,5 @@
 """Accounts: tokens minted, cached per audience and refreshed; the dispatch policy asked."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,7 @@ def timed(suite, mint, clock, naps) -> Accounts:
     return Accounts(suite.url, CREDENTIAL, now=clock, sleep=naps.append)
 
 
-def test_token_is_asked_with_the_credential_for_the_audience_without_trailing_slash(
-        suite, accounts):
+def test_token_is_asked_with_the_credential_for_the_audience_without_trailing_slash(suite, accounts):
     assert accounts.token("http://pipeline.example/") == "tok-SECRET-1"
     (asked,) = suite.hits("POST", TOKEN)
     assert asked.headers["authorization"] == f"Bearer {CREDENTIAL}"
@@ -90,7 +90,9 @@ def test_tokens_are_cached_per_audience(suite, timed):
     assert pipeline != hub
     assert timed.token("http://pipeline.example/") == pipeline
     assert [r.body["audience"] for r in suite.hits("POST", TOKEN)] == [
-        "http://pipeline.example", "http://hub.example"]
+        "http://pipeline.example",
+        "http://hub.example",
+    ]
 
 
 def test_token_living_under_thirty_seconds_is_asked_for_each_time(suite, clock, naps):
@@ -114,8 +116,7 @@ def test_token_refusal_is_permanent_and_not_retried(suite, naps, status):
     accounts = Accounts(suite.url, CREDENTIAL, sleep=naps.append)
     with pytest.raises(Refused) as caught:
         accounts.token("http://pipeline.example")
-    assert (caught.value.product, caught.value.status, caught.value.permanent) == (
-        "accounts", status, True)
+    assert (caught.value.product, caught.value.status, caught.value.permanent) == ("accounts", status, True)
     assert len(suite.hits("POST", TOKEN)) == 1
 
 
@@ -126,14 +127,17 @@ def test_token_request_is_retried_like_a_read_on_an_outage(suite, naps):
     assert len(suite.hits("POST", TOKEN)) == 2
 
 
-@pytest.mark.parametrize("answer", [
-    {"token_type": "Bearer", "expires_in": 300},
-    {"access_token": "", "token_type": "Bearer", "expires_in": 300},
-    {"access_token": "tok-SECRET", "token_type": "Basic", "expires_in": 300},
-    {"access_token": "tok-SECRET", "token_type": "Bearer", "expires_in": "300"},
-    {"access_token": "tok-SECRET", "token_type": "Bearer", "expires_in": 0},
-    ["tok-SECRET"],
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"token_type": "Bearer", "expires_in": 300},
+        {"access_token": "", "token_type": "Bearer", "expires_in": 300},
+        {"access_token": "tok-SECRET", "token_type": "Basic", "expires_in": 300},
+        {"access_token": "tok-SECRET", "token_type": "Bearer", "expires_in": "300"},
+        {"access_token": "tok-SECRET", "token_type": "Bearer", "expires_in": 0},
+        ["tok-SECRET"],
+    ],
+)
 def test_unreadable_token_answer_is_bad_shape_and_never_names_the_token(suite, naps, answer):
     suite.route("POST", TOKEN, Reply(200, answer))
     accounts = Accounts(suite.url, CREDENTIAL, sleep=naps.append)
@@ -144,27 +148,38 @@ def test_unreadable_token_answer_is_bad_shape_and_never_names_the_token(suite, n
 
 def test_decide_sends_the_question_with_no_labels_and_reads_the_verdict(suite, accounts):
     suite.route("POST", DECIDE, Reply(200, bodies.verdict(allow=False, reasons=["grant"])))
-    verdict = accounts.decide("prn_ada", "agt_ada", "brd_1", "review",
-                              Requires(all=("code-review",), any=("py", "go")))
+    verdict = accounts.decide(
+        "prn_ada", "agt_ada", "brd_1", "review", Requires(all=("code-review",), any=("py", "go"))
+    )
     assert verdict == PolicyVerdict(allow=False, reasons=("grant",), policy_version="pol_1")
     (asked,) = suite.hits("POST", DECIDE)
-    assert asked.body == {"principalId": "prn_ada", "agentId": "agt_ada", "boardId": "brd_1",
-                          "stageKey": "review", "labels": [],
-                          "capabilities": {"all": ["code-review"], "any": ["py", "go"]}}
+    assert asked.body == {
+        "principalId": "prn_ada",
+        "agentId": "agt_ada",
+        "boardId": "brd_1",
+        "stageKey": "review",
+        "labels": [],
+        "capabilities": {"all": ["code-review"], "any": ["py", "go"]},
+    }
     assert asked.headers["authorization"] == f"Bearer {CREDENTIAL}"
 
 
 def test_decide_reads_a_limit_rejection(suite, accounts):
-    suite.route("POST", DECIDE, Reply(200, bodies.verdict(
-        allow=False, reasons=["limit:max-runs"], limit={"maxRuns": 3, "windowHours": 24})))
+    suite.route(
+        "POST",
+        DECIDE,
+        Reply(
+            200,
+            bodies.verdict(allow=False, reasons=["limit:max-runs"], limit={"maxRuns": 3, "windowHours": 24}),
+        ),
+    )
     verdict = accounts.decide("prn_ada", "agt_ada", "brd_1", "review", Requires())
     assert (verdict.limit_max_runs, verdict.limit_window_hours) == (3, 24.0)
     assert verdict.holds_in_window == 0  # ours to count, not Accounts'
 
 
 def test_workspace_without_a_policy_is_told_apart(suite, accounts):
-    suite.route("POST", DECIDE, Reply(200, {"allow": True, "reasons": ["no-policy"],
-                                            "policyVersion": None}))
+    suite.route("POST", DECIDE, Reply(200, {"allow": True, "reasons": ["no-policy"], "policyVersion": None}))
     verdict = accounts.decide("prn_ada", "agt_ada", "brd_1", "review", Requires())
     assert says_no_policy(verdict)
     assert not says_no_policy(PolicyVerdict(allow=True, reasons=()))
@@ -177,14 +192,17 @@ def test_decide_is_asked_once_on_an_outage(suite, accounts):
     assert len(suite.hits("POST", DECIDE)) == 1
 
 
-@pytest.mark.parametrize("answer", [
-    {"reasons": [], "policyVersion": None},
-    {"allow": "yes", "reasons": [], "policyVersion": None},
-    {"allow": True, "policyVersion": None},
-    {"allow": True, "reasons": [3], "policyVersion": None},
-    {"allow": False, "reasons": ["limit:x"], "limit": {"maxRuns": "3", "windowHours": 24}},
-    {"allow": False, "reasons": ["limit:x"], "limit": {"windowHours": 24}},
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"reasons": [], "policyVersion": None},
+        {"allow": "yes", "reasons": [], "policyVersion": None},
+        {"allow": True, "policyVersion": None},
+        {"allow": True, "reasons": [3], "policyVersion": None},
+        {"allow": False, "reasons": ["limit:x"], "limit": {"maxRuns": "3", "windowHours": 24}},
+        {"allow": False, "reasons": ["limit:x"], "limit": {"windowHours": 24}},
+    ],
+)
 def test_unreadable_verdict_is_bad_shape(suite, accounts, answer):
     suite.route("POST", DECIDE, Reply(200, answer))
     with pytest.raises(BadShape):

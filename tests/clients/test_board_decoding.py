@@ -1,6 +1,7 @@
 """The board read's decoder: a well-formed board is read as it states its stages and cards, and
 a board out of shape is told apart, naming the path of what is wrong.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,29 +15,69 @@ from superdispatch.clients.shape import ErrorBody, ShapeError
 
 from . import bodies
 
-ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False), st.just(""),
-                st.text(max_size=3), st.lists(st.integers(), max_size=2),
-                st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
-GOOD_TIMES = ["2026-11-13T10:03:12.000Z", "2026-11-13T10:03:12Z", "2026-11-13T12:03:12+02:00",
-              "2026-11-13T10:03:12.123456789Z", "2026-11-13 10:03:12Z", "2026-11-13T10:03:12.5-00:30"]
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.floats(allow_nan=False),
+    st.just(""),
+    st.text(max_size=3),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+)
+GOOD_TIMES = [
+    "2026-11-13T10:03:12.000Z",
+    "2026-11-13T10:03:12Z",
+    "2026-11-13T12:03:12+02:00",
+    "2026-11-13T10:03:12.123456789Z",
+    "2026-11-13 10:03:12Z",
+    "2026-11-13T10:03:12.5-00:30",
+]
 BAD_TIMES = ["2026-11-13T10:03:12", "2026-11-13", "13/11/2026", ""]
 TIMES = st.sampled_from(GOOD_TIMES)
 IDS = st.from_regex(r"[a-z_0-9]{1,6}", fullmatch=True)
 HOLDS = st.fixed_dictionaries({"agentId": IDS, "reservedUntil": TIMES})
 FIELDS = {
-    "id": IDS, "title": st.one_of(st.just(""), st.text(max_size=4)), "currentStageKey": IDS,
+    "id": IDS,
+    "title": st.one_of(st.just(""), st.text(max_size=4)),
+    "currentStageKey": IDS,
     "state": st.sampled_from(["submitted", "working", "completed"]),
-    "priority": st.integers(-3, 3), "readyAt": TIMES, "createdAt": TIMES, "updatedAt": TIMES,
-    "attemptCount": st.integers(0, 4)}
-OPTIONAL = {"delegateAgentId": st.one_of(st.none(), IDS), "claimedAt": st.one_of(st.none(), TIMES),
-            "archivedAt": st.one_of(st.none(), TIMES), "reservation": st.one_of(st.none(), HOLDS)}
+    "priority": st.integers(-3, 3),
+    "readyAt": TIMES,
+    "createdAt": TIMES,
+    "updatedAt": TIMES,
+    "attemptCount": st.integers(0, 4),
+}
+OPTIONAL = {
+    "delegateAgentId": st.one_of(st.none(), IDS),
+    "claimedAt": st.one_of(st.none(), TIMES),
+    "archivedAt": st.one_of(st.none(), TIMES),
+    "reservation": st.one_of(st.none(), HOLDS),
+}
 WELL_FORMED = st.fixed_dictionaries(FIELDS, optional=OPTIONAL)
 
 
 # A value of each kind a field might wrongly hold, and KeyError for a field left out: few
 # enough that every field meets every one of them within the examples drawn.
-OFF_VALUES = [None, "", "x", True, False, 0, 1, -1, 1.0, 1.5, [], ["x"], {}, {"x": 1}, KeyError,
-              *BAD_TIMES, *GOOD_TIMES[:2]]
+OFF_VALUES = [
+    None,
+    "",
+    "x",
+    True,
+    False,
+    0,
+    1,
+    -1,
+    1.0,
+    1.5,
+    [],
+    ["x"],
+    {},
+    {"x": 1},
+    KeyError,
+    *BAD_TIMES,
+    *GOOD_TIMES[:2],
+]
 
 
 @st.composite
@@ -61,16 +102,23 @@ def cards(odd: bool):
 
 
 def boards(odd: bool):
-    top = {"boardId": st.just("brd_1"), "tenantId": st.just("tnt_1"), "name": st.just("Review"),
-           "stages": st.just([bodies.stage()])}
+    top = {
+        "boardId": st.just("brd_1"),
+        "tenantId": st.just("tnt_1"),
+        "name": st.just("Review"),
+        "stages": st.just([bodies.stage()]),
+    }
     listed = st.lists(cards(odd), max_size=5)
     if not odd:
         return st.fixed_dictionaries({**top, "cards": listed})
     return st.one_of(
         st.fixed_dictionaries({**top, "cards": listed}, optional={"error": ODD, "extra": ODD}),
-        st.fixed_dictionaries({"tenantId": top["tenantId"], "name": top["name"]},
-                              optional={"cards": ODD, "stages": ODD, "boardId": ODD}),
-        ODD)
+        st.fixed_dictionaries(
+            {"tenantId": top["tenantId"], "name": top["name"]},
+            optional={"cards": ODD, "stages": ODD, "boardId": ODD},
+        ),
+        ODD,
+    )
 
 
 def read(body):
@@ -86,12 +134,19 @@ def read(body):
 
 UTC = timezone.utc
 # Each of GOOD_TIMES as a moment in UTC (nine digits of a second are rounded to six).
-MOMENTS = dict(zip(GOOD_TIMES, [
-    datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC), datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
-    datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
-    datetime(2026, 11, 13, 10, 3, 12, 123457, tzinfo=UTC),
-    datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
-    datetime(2026, 11, 13, 10, 33, 12, 500000, tzinfo=UTC)]))
+MOMENTS = dict(
+    zip(
+        GOOD_TIMES,
+        [
+            datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
+            datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
+            datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
+            datetime(2026, 11, 13, 10, 3, 12, 123457, tzinfo=UTC),
+            datetime(2026, 11, 13, 10, 3, 12, tzinfo=UTC),
+            datetime(2026, 11, 13, 10, 33, 12, 500000, tzinfo=UTC),
+        ],
+    )
+)
 
 
 def at(text: str | None) -> datetime | None:
@@ -100,19 +155,40 @@ def at(text: str | None) -> datetime | None:
 
 def as_stated(card: dict) -> tuple:
     hold = card.get("reservation")
-    return (card["id"], card["title"], card["currentStageKey"], card["state"],
-            card.get("delegateAgentId"), card["priority"], at(card["readyAt"]),
-            at(card.get("claimedAt")), at(card.get("archivedAt")),
-            None if hold is None else (hold["agentId"], at(hold["reservedUntil"])),
-            at(card["createdAt"]), at(card["updatedAt"]), card["attemptCount"])
+    return (
+        card["id"],
+        card["title"],
+        card["currentStageKey"],
+        card["state"],
+        card.get("delegateAgentId"),
+        card["priority"],
+        at(card["readyAt"]),
+        at(card.get("claimedAt")),
+        at(card.get("archivedAt")),
+        None if hold is None else (hold["agentId"], at(hold["reservedUntil"])),
+        at(card["createdAt"]),
+        at(card["updatedAt"]),
+        card["attemptCount"],
+    )
 
 
 def stated(card) -> tuple:
     hold = card.reservation
-    return (card.card_id, card.title, card.stage_key, card.state, card.delegate_agent_id,
-            card.priority, card.ready_at, card.claimed_at, card.archived_at,
-            None if hold is None else (hold.agent_id, hold.reserved_until),
-            card.created_at, card.updated_at, card.attempt_count)
+    return (
+        card.card_id,
+        card.title,
+        card.stage_key,
+        card.state,
+        card.delegate_agent_id,
+        card.priority,
+        card.ready_at,
+        card.claimed_at,
+        card.archived_at,
+        None if hold is None else (hold.agent_id, hold.reserved_until),
+        card.created_at,
+        card.updated_at,
+        card.attempt_count,
+    )
 
 
 @settings(max_examples=600, deadline=None)
@@ -156,6 +232,5 @@ def test_times_come_back_in_utc():
 
 
 def test_an_empty_requires_falls_back_to_the_stages_owner():
-    got = read(bodies.board(stages=[bodies.stage(requires={"all": [], "any": []},
-                                                 owner="code-review")]))
+    got = read(bodies.board(stages=[bodies.stage(requires={"all": [], "any": []}, owner="code-review")]))
     assert got.stages[0].requires.all == ("code-review",) and got.stages[0].requires.any == ()

@@ -1,6 +1,7 @@
 """The eligibility read's decoder: what it makes of every answer, well formed or not, and the
 recent reads it gives back again (`AlikeReads`) only for an answer it would read the same.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,15 @@ from tests.support.placement import NOW, board, roster_row
 
 from . import bodies
 
-ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(""), st.text(max_size=3),
-                st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=2),
-                st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.just(""),
+    st.text(max_size=3),
+    st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+)
 
 
 def read(content: bytes, reads: wire.AlikeReads | None = None):
@@ -39,8 +46,9 @@ def read(content: bytes, reads: wire.AlikeReads | None = None):
 
 def as_stated(agents: list) -> list:
     """The verdicts as the answer states them."""
-    return [(a["agentId"], a.get("principalId"), a["eligible"], tuple(a.get("reasons") or ()))
-            for a in agents]
+    return [
+        (a["agentId"], a.get("principalId"), a["eligible"], tuple(a.get("reasons") or ())) for a in agents
+    ]
 
 
 def stated(verdicts) -> list:
@@ -52,11 +60,13 @@ REASONS = st.lists(st.sampled_from(["capability_mismatch", "grant_denied", "", "
 
 def verdicts(odd: bool):
     usual = st.fixed_dictionaries(
-        {"agentId": st.from_regex(r"agt_[a-z0-9]{1,4}", fullmatch=True),
-         "eligible": st.booleans()},
-        optional={"principalId": st.one_of(st.none(), st.from_regex(r"prn_[a-z]{1,3}", fullmatch=True)),
-                  "reasons": REASONS if odd else REASONS.filter(lambda r: "" not in r),
-                  "extra": ODD})
+        {"agentId": st.from_regex(r"agt_[a-z0-9]{1,4}", fullmatch=True), "eligible": st.booleans()},
+        optional={
+            "principalId": st.one_of(st.none(), st.from_regex(r"prn_[a-z]{1,3}", fullmatch=True)),
+            "reasons": REASONS if odd else REASONS.filter(lambda r: "" not in r),
+            "extra": ODD,
+        },
+    )
     if not odd:
         return usual
     broken = st.dictionaries(st.sampled_from(["agentId", "principalId", "eligible", "reasons"]), ODD)
@@ -68,10 +78,10 @@ def answers(odd: bool):
     agents = st.lists(verdicts(odd), max_size=6)
     if odd:
         return st.one_of(
-            st.fixed_dictionaries({**top, "agents": agents},
-                                  optional={"error": ODD, "requires": ODD}),
+            st.fixed_dictionaries({**top, "agents": agents}, optional={"error": ODD, "requires": ODD}),
             st.fixed_dictionaries(top, optional={"agents": ODD, "error": ODD}),
-            ODD)
+            ODD,
+        )
     return st.fixed_dictionaries({**top, "agents": agents})
 
 
@@ -94,21 +104,31 @@ def test_every_well_formed_answer_is_read(body):
 
 def test_the_contracts_example_is_read():
     assert stated(read(json.dumps(bodies.eligibility()).encode())) == as_stated(
-        bodies.eligibility()["agents"])
+        bodies.eligibility()["agents"]
+    )
 
 
-@pytest.mark.parametrize("body, said", [
-    ({"error": {"code": "forbidden"}, "agents": []}, "refused"),
-    ({"agents": None}, "eligibility.agents: Expected `array`, got `null`"),
-    ({"agents": [{"agentId": "", "eligible": True}]},
-     "eligibility.agents[0].agentId: Expected `str` of length >= 1"),
-    ({"agents": [{"agentId": "agt_a", "eligible": True, "reasons": None}]},
-     "eligibility.agents[0].reasons: Expected `array`, got `null`"),
-    ({"agents": [{"agentId": "agt_a", "eligible": 1}]},
-     "eligibility.agents[0].eligible: Expected `bool`, got `int`"),
-    ([], "eligibility: Expected `object`, got `array`"),
-    ("not json", "eligibility: body is not JSON"),
-])
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ({"error": {"code": "forbidden"}, "agents": []}, "refused"),
+        ({"agents": None}, "eligibility.agents: Expected `array`, got `null`"),
+        (
+            {"agents": [{"agentId": "", "eligible": True}]},
+            "eligibility.agents[0].agentId: Expected `str` of length >= 1",
+        ),
+        (
+            {"agents": [{"agentId": "agt_a", "eligible": True, "reasons": None}]},
+            "eligibility.agents[0].reasons: Expected `array`, got `null`",
+        ),
+        (
+            {"agents": [{"agentId": "agt_a", "eligible": 1}]},
+            "eligibility.agents[0].eligible: Expected `bool`, got `int`",
+        ),
+        ([], "eligibility: Expected `object`, got `array`"),
+        ("not json", "eligibility: body is not JSON"),
+    ],
+)
 def test_a_refusal_or_a_bad_shape_is_told_with_the_path_of_what_is_wrong(body, said):
     content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
     try:
@@ -123,17 +143,26 @@ def test_a_refusal_or_a_bad_shape_is_told_with_the_path_of_what_is_wrong(body, s
 def test_placement_decides_alike_on_the_decoders_verdicts_and_on_its_own():
     """The client hands placement the decoder's structs as they are, not `AgentVerdict`s:
     a decision made from them is the one made from the same verdicts as named tuples."""
-    agents = [{"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": not reasons,
-               "reasons": reasons}
-              for n, reasons in [("ada", []), ("bob", []), ("cyd", ["concurrency_reached"]),
-                                 ("dan", ["grant_denied"]), ("eve", ["capability_mismatch"]),
-                                 ("fay", []), ("gus", ["capability_mismatch"])]]
+    agents = [
+        {"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": not reasons, "reasons": reasons}
+        for n, reasons in [
+            ("ada", []),
+            ("bob", []),
+            ("cyd", ["concurrency_reached"]),
+            ("dan", ["grant_denied"]),
+            ("eve", ["capability_mismatch"]),
+            ("fay", []),
+            ("gus", ["capability_mismatch"]),
+        ]
+    ]
     decoded = read(json.dumps({**bodies.eligibility(), "agents": agents}).encode())
     assert decoded is not None and not any(isinstance(v, AgentVerdict) for v in decoded)
     own = tuple(AgentVerdict(v.agent_id, v.principal_id, v.eligible, v.reasons) for v in decoded)
     roster = tuple(roster_row(a) for a in ("agt_ada", "agt_bob", "agt_cyd", "agt_dan"))
-    made = [decide(board(roster=roster, eligibility=verdicts), Rules(), NOW).to_record()
-            for verdicts in (decoded, own)]
+    made = [
+        decide(board(roster=roster, eligibility=verdicts), Rules(), NOW).to_record()
+        for verdicts in (decoded, own)
+    ]
     assert made[0] == made[1]
     assert made[0]["chosen"] in ("agt_ada", "agt_bob")
     assert len(made[0]["candidates"]) == len(agents)
@@ -143,8 +172,10 @@ def _answer(card_id: str, agents: list[dict]) -> bytes:
     return json.dumps({**bodies.eligibility(), "cardId": card_id, "agents": agents}).encode()
 
 
-AGENTS = [{"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": True, "reasons": []}
-          for n in ("ada", "bob", "cyd")]
+AGENTS = [
+    {"agentId": f"agt_{n}", "principalId": f"prn_{n}", "eligible": True, "reasons": []}
+    for n in ("ada", "bob", "cyd")
+]
 
 
 def test_an_answer_whose_verdicts_are_alike_gives_back_the_very_same_tuple():
@@ -186,20 +217,47 @@ def test_an_answer_alike_is_known_by_its_last_bytes_only_when_they_are_its_agent
     assert reads.verdicts(f'{{"cardId": "card_2", "agents": {seen}}}\n'.encode()) is first
     # The last, as json reads it.
     assert reads.verdicts(f'{{"agents": [], "agents":{seen}}}'.encode()) is first
-    for body in (f'{{"cardId": "card_2", "other": {seen}}}',  # not the agents
-                 f'{{"agents": [], "other": {seen}}}',
-                 f'{{"agents": 0, "other": {seen}}}',
-                 f'{{"agents": 1, "other": {seen}}}',
-                 f'{{"agents":-{seen}}}', f'{{"agents":1{seen}}}', f'{{"agents":"{seen}}}',
-                 f'{{"error": "forbidden", "agents": {seen}}}',
-                 f'["agents", {seen}}}', f'{seen}}}', f'{{"agents": {seen}}}}}'):
+    for body in (
+        f'{{"cardId": "card_2", "other": {seen}}}',  # not the agents
+        f'{{"agents": [], "other": {seen}}}',
+        f'{{"agents": 0, "other": {seen}}}',
+        f'{{"agents": 1, "other": {seen}}}',
+        f'{{"agents":-{seen}}}',
+        f'{{"agents":1{seen}}}',
+        f'{{"agents":"{seen}}}',
+        f'{{"error": "forbidden", "agents": {seen}}}',
+        f'["agents", {seen}}}',
+        f"{seen}}}",
+        f'{{"agents": {seen}}}}}',
+    ):
         got = read(body.encode(), reads)
         assert got is not first and got == read(body.encode()), body
 
 
-HEAD_PIECES = st.sampled_from(['{', '}', '[', ']', ',', ':', ' ', '"agents"', '"error"', '"cardId"',
-                               '"x"', '0', '1', '-', 'null', '"', '{"agents": ', ', "agents": ',
-                               '"agents":', '{"cardId": "card_1", "agents": '])
+HEAD_PIECES = st.sampled_from(
+    [
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        " ",
+        '"agents"',
+        '"error"',
+        '"cardId"',
+        '"x"',
+        "0",
+        "1",
+        "-",
+        "null",
+        '"',
+        '{"agents": ',
+        ', "agents": ',
+        '"agents":',
+        '{"cardId": "card_1", "agents": ',
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -1,4 +1,5 @@
 """The HTTP base, through real calls: timeouts, the retry budget, writes sent once, errors."""
+
 from __future__ import annotations
 
 import logging
@@ -43,8 +44,7 @@ def test_read_gives_up_after_two_retries_as_unavailable(suite, pipeline):
     suite.route("GET", BOARD, Reply(503, {"error": {"code": "overloaded"}}))
     with pytest.raises(Unavailable) as caught:
         pipeline.board("brd_1")
-    assert (caught.value.status, caught.value.code, caught.value.permanent) == (
-        503, "overloaded", False)
+    assert (caught.value.status, caught.value.code, caught.value.permanent) == (503, "overloaded", False)
     assert len(suite.hits("GET", BOARD)) == 3
 
 
@@ -66,8 +66,7 @@ def test_refusal_is_not_retried(suite, pipeline, naps):
     suite.route("GET", BOARD, Reply(403, {"error": {"code": "forbidden", "message": "no"}}))
     with pytest.raises(Refused) as caught:
         pipeline.board("brd_1")
-    assert (caught.value.status, caught.value.code, caught.value.permanent) == (
-        403, "forbidden", True)
+    assert (caught.value.status, caught.value.code, caught.value.permanent) == (403, "forbidden", True)
     assert len(suite.hits("GET", BOARD)) == 1
     assert naps == []
 
@@ -110,13 +109,16 @@ def test_answer_that_is_not_json_is_bad_shape_and_not_retried(suite, pipeline):
     assert len(suite.hits("GET", BOARD)) == 1
 
 
-@pytest.mark.parametrize("status, body, code", [
-    (200, {"error": {"code": "board-archived", "message": "gone"}}, "board-archived"),
-    (404, {"error": "board not found"}, "http-404"),  # a sentence is not a code
-    (404, {"error": "board_missing"}, "board_missing"),
-    (404, None, "http-404"),
-    (410, {"something": "else"}, "http-410"),
-])
+@pytest.mark.parametrize(
+    "status, body, code",
+    [
+        (200, {"error": {"code": "board-archived", "message": "gone"}}, "board-archived"),
+        (404, {"error": "board not found"}, "http-404"),  # a sentence is not a code
+        (404, {"error": "board_missing"}, "board_missing"),
+        (404, None, "http-404"),
+        (410, {"something": "else"}, "http-410"),
+    ],
+)
 def test_error_body_code_names_the_refusal(suite, pipeline, status, body, code):
     suite.route("GET", BOARD, Reply(status, body))
     with pytest.raises(Refused) as caught:
@@ -138,14 +140,14 @@ def test_redirect_is_refused_not_followed(suite, pipeline):
     assert [r.path for r in suite.requests if r.path != "/api/token/service"] == [BOARD]
 
 
-def test_failure_is_logged_once_on_one_line_naming_product_route_and_status(
-        suite, pipeline, caplog):
+def test_failure_is_logged_once_on_one_line_naming_product_route_and_status(suite, pipeline, caplog):
     suite.route("GET", BOARD, Reply(503))
     with caplog.at_level(logging.WARNING, logger="superdispatch.clients"):
         with pytest.raises(Unavailable):
             pipeline.board("brd_1")
     assert [r.getMessage() for r in caplog.records] == [
-        "superpipeline GET /v1/boards/brd_1: http-503 after 3 attempts"]
+        "superpipeline GET /v1/boards/brd_1: http-503 after 3 attempts"
+    ]
 
 
 def test_ids_are_escaped_into_one_path_segment(suite, pipeline):
@@ -204,6 +206,7 @@ def test_no_proxy_sends_its_hosts_direct(suite, monkeypatch):
 
 # --- the read retries -------------------------------------------------------------------
 
+
 def test_a_read_is_retried_on_no_connection_and_a_write_is_not(naps):
     http = Http("superpipeline", closed_port(), timeout=(0.5, 0.5), sleep=naps.append)
     with pytest.raises(Unavailable) as caught:
@@ -230,8 +233,7 @@ def test_a_not_implemented_read_is_refused_at_once(suite, pipeline, naps):
 
 
 def test_a_retry_after_header_is_not_waited_on(suite, pipeline, naps):
-    suite.route("GET", BOARD, Reply(503, headers=(("Retry-After", "120"),)),
-                Reply(200, bodies.board()))
+    suite.route("GET", BOARD, Reply(503, headers=(("Retry-After", "120"),)), Reply(200, bodies.board()))
     assert pipeline.board("brd_1").board_id == "brd_1"
     assert naps == [0.2]
 
@@ -244,8 +246,7 @@ def test_a_write_to_a_closed_port_is_tried_once(naps):
     assert naps == []
 
 
-def test_a_timed_out_read_is_logged_once_in_all_with_each_retry_on_a_line_of_its_own(
-        suite, quick, caplog):
+def test_a_timed_out_read_is_logged_once_in_all_with_each_retry_on_a_line_of_its_own(suite, quick, caplog):
     suite.route("GET", BOARD, Reply(200, bodies.board(), hold=True))
     with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
         with pytest.raises(Unavailable):
@@ -253,8 +254,10 @@ def test_a_timed_out_read_is_logged_once_in_all_with_each_retry_on_a_line_of_its
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert warnings == ["superpipeline GET /v1/boards/brd_1: timeout after 3 attempts"]
     retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
-    assert retries == ["superpipeline GET /v1/boards/brd_1: timeout; retrying (1 of 2)",
-                       "superpipeline GET /v1/boards/brd_1: timeout; retrying (2 of 2)"]
+    assert retries == [
+        "superpipeline GET /v1/boards/brd_1: timeout; retrying (1 of 2)",
+        "superpipeline GET /v1/boards/brd_1: timeout; retrying (2 of 2)",
+    ]
 
 
 def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mint, naps, caplog):
@@ -264,31 +267,48 @@ def test_a_retried_answer_is_logged_by_status_and_never_with_its_query(suite, mi
     with caplog.at_level(logging.INFO, logger="superdispatch.clients"):
         http.call("GET", witness_path, msgspec.json.decode, params=[("stage", "secret-ish")], read=True)
     assert [r.getMessage() for r in caplog.records] == [
-        "superwitness GET /v1/runs: http-503; retrying (1 of 2)"]
+        "superwitness GET /v1/runs: http-503; retrying (1 of 2)"
+    ]
 
 
-@pytest.mark.parametrize("method, path, params, body, headers", [
-    ("GET", "/v1/boards/brd%2F1/cards", None, None, {}),
-    ("GET", "/v1/runs", [("status", "succeeded"), ("status", "failed"), ("scope", "a b&c=d")], None,
-     {"Authorization": "Bearer t0k.en"}),
-    ("POST", "/v1/boards/brd_1/cards/crd_1/reservation", None, {"agentId": "agt_é", "seconds": 60},
-     {"Authorization": "Bearer x"}),
-    ("PUT", "/v1/boards/brd_1/scheduling", None, {"placementWindowSeconds": 10}, {}),
-    ("DELETE", "/v1/boards/brd_1/cards/crd_1/reservation", None, None, {}),
-])
+@pytest.mark.parametrize(
+    "method, path, params, body, headers",
+    [
+        ("GET", "/v1/boards/brd%2F1/cards", None, None, {}),
+        (
+            "GET",
+            "/v1/runs",
+            [("status", "succeeded"), ("status", "failed"), ("scope", "a b&c=d")],
+            None,
+            {"Authorization": "Bearer t0k.en"},
+        ),
+        (
+            "POST",
+            "/v1/boards/brd_1/cards/crd_1/reservation",
+            None,
+            {"agentId": "agt_é", "seconds": 60},
+            {"Authorization": "Bearer x"},
+        ),
+        ("PUT", "/v1/boards/brd_1/scheduling", None, {"placementWindowSeconds": 10}, {}),
+        ("DELETE", "/v1/boards/brd_1/cards/crd_1/reservation", None, None, {}),
+    ],
+)
 def test_a_call_arrives_as_requests_would_have_sent_it(suite, method, path, params, body, headers):
     """The pool and a requests session put the same request on the wire, but for the
     headers each says of itself (its User-Agent and Accept)."""
     suite.route(method, path, Reply(200, {}))
-    Http("superpipeline", suite.url).call(method, path, msgspec.json.decode, params=params, body=body,
-                                          headers=headers)
+    Http("superpipeline", suite.url).call(
+        method, path, msgspec.json.decode, params=params, body=body, headers=headers
+    )
     Http("superpipeline", suite.url, session=requests.Session()).call(
-        method, path, msgspec.json.decode, params=params, body=body, headers=headers)
+        method, path, msgspec.json.decode, params=params, body=body, headers=headers
+    )
     ours, theirs = suite.hits(method, path)
     assert (ours.path, ours.query, ours.body) == (theirs.path, theirs.query, theirs.body)
     own = {"user-agent", "accept", "connection"}
-    assert ({k: v for k, v in ours.headers.items() if k not in own}
-            == {k: v for k, v in theirs.headers.items() if k not in own})
+    assert {k: v for k, v in ours.headers.items() if k not in own} == {
+        k: v for k, v in theirs.headers.items() if k not in own
+    }
 
 
 def test_a_header_that_would_split_its_line_is_refused_before_anything_is_sent(suite, naps):

@@ -5,6 +5,7 @@ is answered with `"enabled": false` (docs/api.md, the routes). Reading it afterw
 documented answer, not a resource used after its deletion, so that one finding (ST301 on that
 path) is dropped. Every other failure of every check stands.
 """
+
 from __future__ import annotations
 
 import schemathesis

@@ -11,6 +11,7 @@ The one setting it is generated with, `content_type_overrides`, is the one docs/
 users: the dataset's NDJSON read as bytes, since openapi-python-client parses one content type
 per status and the default format is NDJSON.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -53,21 +54,43 @@ def recorded():
 @pytest.fixture
 def client_package(recorded, live_server, tmp_path, monkeypatch):
     """The generated package, imported, and a client of it signed in with a named token."""
-    schema = httpx.get(f"{live_server.url}/v1/schema?format=json",
-                       headers={"Authorization": f"Bearer {recorded}"}, timeout=30)
+    schema = httpx.get(
+        f"{live_server.url}/v1/schema?format=json",
+        headers={"Authorization": f"Bearer {recorded}"},
+        timeout=30,
+    )
     assert schema.status_code == 200
     (tmp_path / "openapi.json").write_bytes(schema.content)
     run = subprocess.run(
-        [str(Path(sys.executable).with_name("openapi-python-client")), "generate",
-         "--path", str(tmp_path / "openapi.json"), "--output-path", str(tmp_path / PACKAGE),
-         "--config", str(CONFIG), "--meta", "none", "--fail-on-warning"],
-        capture_output=True, text=True, timeout=300)
+        [
+            str(Path(sys.executable).with_name("openapi-python-client")),
+            "generate",
+            "--path",
+            str(tmp_path / "openapi.json"),
+            "--output-path",
+            str(tmp_path / PACKAGE),
+            "--config",
+            str(CONFIG),
+            "--meta",
+            "none",
+            "--fail-on-warning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     monkeypatch.syspath_prepend(str(tmp_path))
     package = importlib.import_module(PACKAGE)
-    yield package, package.AuthenticatedClient(base_url=live_server.url, token=recorded,
-                                               raise_on_unexpected_status=True,
-                                               timeout=httpx.Timeout(30))
+    yield (
+        package,
+        package.AuthenticatedClient(
+            base_url=live_server.url,
+            token=recorded,
+            raise_on_unexpected_status=True,
+            timeout=httpx.Timeout(30),
+        ),
+    )
     for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
         del sys.modules[name]
 
@@ -107,8 +130,9 @@ def test_a_generated_client_reads_every_answer_into_typed_fields(client_package)
     decisions = call("decisions", "list_decisions", limit=200).decisions
     held = next(d for d in decisions if d.reservation is not None and d.chosen is not None)
     assert isinstance(held.tier, models.Tier) and isinstance(held.tier.name, models.TierName)
-    assert any(d.outcome is not None and isinstance(d.outcome.status, models.OutcomeStatus)
-               for d in decisions)
+    assert any(
+        d.outcome is not None and isinstance(d.outcome.status, models.OutcomeStatus) for d in decisions
+    )
     assert any(d.reservation is None for d in decisions)  # a nullable record reads as None
     scored = next(c for d in decisions for c in d.candidates if c.score is not None)
     assert isinstance(scored.score.terms, models.ScoreTerms)
@@ -125,8 +149,7 @@ def test_a_generated_client_reads_every_answer_into_typed_fields(client_package)
 
     suggestions = call("suggestions", "list_suggestions").suggestions  # open, as the API's default
     assert suggestions and all(isinstance(s.kind, models.SuggestionKind) for s in suggestions)
-    dismissed = call("suggestions", "dismiss_suggestion",
-                     suggestion_id=suggestions[0].id).suggestion
+    dismissed = call("suggestions", "dismiss_suggestion", suggestion_id=suggestions[0].id).suggestion
     assert dismissed.dismissed_at is not None
 
     # The dataset's default format, NDJSON, arrives as bytes; each line is a typed row.

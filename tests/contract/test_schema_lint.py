@@ -5,6 +5,7 @@ nothing at all, warnings included.
 Where `npx` is missing the test is skipped and says so; under CI (`CI=true`, as .ci/run sets
 it) a missing `npx` fails instead, so the lint cannot quietly stop running.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,22 +42,50 @@ def served_schema(api, tmp_path) -> Path:
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NO_COLOR": "1", "REDOCLY_TELEMETRY": "off",
-           "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true"}
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "REDOCLY_TELEMETRY": "off",
+        "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true",
+    }
     return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_redocly_finds_no_error_and_no_warning(npx, served_schema):
-    run = _run([npx, "--yes", REDOCLY, "lint", "--config", str(HERE / "redocly.yaml"),
-                "--format", "stylish", "--max-problems", "1000", str(served_schema)])
+    run = _run(
+        [
+            npx,
+            "--yes",
+            REDOCLY,
+            "lint",
+            "--config",
+            str(HERE / "redocly.yaml"),
+            "--format",
+            "stylish",
+            "--max-problems",
+            "1000",
+            str(served_schema),
+        ]
+    )
     report = run.stdout + run.stderr
     assert run.returncode == 0, report
     assert "Your API description is valid" in report and "You have" not in report, report
 
 
 def test_spectral_finds_nothing(npx, served_schema):
-    run = _run([npx, "--yes", SPECTRAL, "lint", "--ruleset", str(HERE / "spectral.yaml"),
-                "--fail-severity", "hint", str(served_schema)])
+    run = _run(
+        [
+            npx,
+            "--yes",
+            SPECTRAL,
+            "lint",
+            "--ruleset",
+            str(HERE / "spectral.yaml"),
+            "--fail-severity",
+            "hint",
+            str(served_schema),
+        ]
+    )
     report = run.stdout + run.stderr
     assert run.returncode == 0, report
     assert "No results with a severity of 'hint' or higher found!" in report, report

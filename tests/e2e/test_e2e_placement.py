@@ -1,5 +1,6 @@
 """End to end over real HTTP: the sandbox suite served on local ports, the relay delivering to
 SuperDispatch's webhook on a live server, a real Celery worker placing, holding and settling."""
+
 from datetime import timedelta
 
 import pytest
@@ -102,8 +103,9 @@ def test_an_agentpod_without_the_registry_leaves_station_needs_unchecked(live_se
         assert decision.chosen == "agt_a" and decision.reserved_until is not None
         for candidate in decision.candidates:
             stations = [f for f in candidate.filters if f["filter"] in filtering.STATION_FILTERS]
-            assert stations == [{"filter": name, "passed": True, "unchecked": True}
-                                for name in filtering.STATION_FILTERS]
+            assert stations == [
+                {"filter": name, "passed": True, "unchecked": True} for name in filtering.STATION_FILTERS
+            ]
 
 
 def test_superwitness_down_leaves_the_history_out_for_everyone(live_server):
@@ -121,8 +123,9 @@ def test_superwitness_up_weighs_the_history_it_reads(live_server):
     with running_stand(live_server.url, scenario()) as stand:
         seed_history(stand.suite)
         [decision] = stand.decision_count(stand.ready_card(), 1)
-        assert all(c.stage_history is not None and "stageRecord" in c.score["terms"]
-                   for c in decision.candidates)
+        assert all(
+            c.stage_history is not None and "stageRecord" in c.score["terms"] for c in decision.candidates
+        )
 
 
 def test_accounts_down_with_the_policy_on_fails_closed(live_server):
@@ -141,8 +144,9 @@ def test_accounts_down_with_the_policy_on_fails_closed(live_server):
 def test_a_pulled_card_passed_on_before_a_read_is_claimed_by_other_by_the_relays_event(live_server):
     # One agent on the lane (`one-candidate`: nobody held); it pulls the card once the window
     # has passed, its run passes the card on, and the relay's events reach the webhook.
-    with running_stand(live_server.url, scenario(agents=("agt_a",)),
-                       toggles={"superwitness_up": False}) as stand:
+    with running_stand(
+        live_server.url, scenario(agents=("agt_a",)), toggles={"superwitness_up": False}
+    ) as stand:
         card_id = stand.ready_card()
         [decision] = stand.decision_count(card_id, 1)
         assert (decision.reason, decision.reserved_until) == ("one-candidate", None)
@@ -159,8 +163,11 @@ def test_a_timed_out_hold_that_was_made_and_claimed_before_a_sweep_is_claimed(li
     # The hold's PUT is made but answered past the client's timeout; the held agent claims
     # and its run fails back to ready before a sweep, sweeps alone (the claim's events are
     # never delivered) and SuperWitness down: the risen count names the claimant.
-    with running_stand(live_server.url, scenario(agents=("agt_a", "agt_b")),
-                       toggles={"hold_timeout": "made", "superwitness_up": False}) as stand:
+    with running_stand(
+        live_server.url,
+        scenario(agents=("agt_a", "agt_b")),
+        toggles={"hold_timeout": "made", "superwitness_up": False},
+    ) as stand:
         card_id = stand.ready_card()
         [decision] = stand.decision_count(card_id, 1)
         assert decision.reservation_unknown == "timeout"

@@ -1,4 +1,5 @@
 """The model's step in placement: shadow never changes a decision; on, past the gate, it holds."""
+
 from datetime import datetime, timezone
 
 from placement import Rules, decide

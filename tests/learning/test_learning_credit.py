@@ -1,5 +1,6 @@
 """SUPERDISPATCH_LEARNED_CREDIT's arithmetic: the estimate crediting against a hand-computed
 case (the what-if estimator fed the model's choices), and `lower-bound` unchanged."""
+
 from __future__ import annotations
 
 import hashlib
@@ -35,14 +36,23 @@ def window(n: int = DISAGREE + AGREE):
     decisions, chosen, shadowed = [], {}, []
     for i in range(n):
         succeeded = i % 2 == 0 if i < DISAGREE else i % 4 != 0
-        d = decision(100 + i, 1000 + 10 * i, "agt_a",
-                     [idle("agt_a", outcome=0.5, claims=0.5), idle("agt_b", outcome=0.9, claims=0.5)],
-                     claim_after=5000, run_s=100, succeeded=succeeded)
+        d = decision(
+            100 + i,
+            1000 + 10 * i,
+            "agt_a",
+            [idle("agt_a", outcome=0.5, claims=0.5), idle("agt_b", outcome=0.9, claims=0.5)],
+            claim_after=5000,
+            run_s=100,
+            succeeded=succeeded,
+        )
         model = "agt_b" if i < DISAGREE else "agt_a"
         decisions.append(d)
         chosen[d.decision_id] = Choice(model)
-        shadowed.append(ShadowDecision("agt_a", model, "claimed", "agt_a",
-                                       run_status="succeeded" if succeeded else "failed"))
+        shadowed.append(
+            ShadowDecision(
+                "agt_a", model, "claimed", "agt_a", run_status="succeeded" if succeeded else "failed"
+            )
+        )
     return decisions, chosen, shadowed
 
 
@@ -92,8 +102,15 @@ def test_the_claim_counts_and_exclusions_stand_as_counted():
     got = credited()
     decisions, _, shadowed = window()
     counted = report(shadowed, "succeeded")
-    for key in ("formulaClaims", "modelClaims", "formulaSucceeded", "modelSucceeded",
-                "modelClaimedAnyway", "excluded", "target"):
+    for key in (
+        "formulaClaims",
+        "modelClaims",
+        "formulaSucceeded",
+        "modelSucceeded",
+        "modelClaimedAnyway",
+        "excluded",
+        "target",
+    ):
         assert got[key] == counted[key]
 
 
@@ -105,8 +122,9 @@ def test_the_gate_reads_the_lower_end_of_the_estimates_interval():
     assert (shut.passed, shut.failing) == (False, "margin")
     margin = shut.tests[2]
     assert math.isclose(margin.value, low_margin) and margin.needed == 5
-    assert margin.message == ("the estimate's 95% interval starts -6.5 points over the formula; "
-                              "needs at least +5")
+    assert margin.message == (
+        "the estimate's 95% interval starts -6.5 points over the formula; needs at least +5"
+    )
     # Read on the point margin, the same evidence would have passed.
     assert gate(600, {**got, "estimate": None}, 500, 30, 5).passed
 
@@ -139,10 +157,12 @@ LOWER_BOUND_DIGEST = "683856e4e388f466aade268b266d91eb4980dfa3ef562c6725a725d49c
 def every_kind_of_shadow_decision():
     statuses = ("claimed", "claimed-by-other", "expired", "superseded", "not-reserved", None)
     pairs = (("agt_a", "agt_a"), ("agt_a", "agt_b"), ("agt_b", "agt_a"), ("agt_a", None))
-    return [ShadowDecision(formula, model, status, by, placed, run)
-            for status, by, run, placed, (formula, model) in itertools.product(
-                statuses, ("agt_a", "agt_b", "agt_c", None), ("succeeded", "failed", None),
-                (False, True), pairs)]
+    return [
+        ShadowDecision(formula, model, status, by, placed, run)
+        for status, by, run, placed, (formula, model) in itertools.product(
+            statuses, ("agt_a", "agt_b", "agt_c", None), ("succeeded", "failed", None), (False, True), pairs
+        )
+    ]
 
 
 def test_lower_bound_is_the_documented_crediting_digest_for_digest():

@@ -12,8 +12,16 @@ from tests.support.learning_records import candidate, decision
 ADA = candidate(
     "agt_ada",
     terms={"stageRecord": 0.81, "successRate": 0.75, "sinceLastDispatchS": 5400},
-    history={"runs": 12, "succeeded": 10, "verdicts": 6, "passes": 5, "weight": 7.4,
-             "outcomeRate": 0.82, "verdictRate": 0.79, "stageRecord": 0.81},
+    history={
+        "runs": 12,
+        "succeeded": 10,
+        "verdicts": 6,
+        "passes": 5,
+        "weight": 7.4,
+        "outcomeRate": 0.82,
+        "verdictRate": 0.79,
+        "stageRecord": 0.81,
+    },
 )
 CYD = candidate("agt_cyd", fails={"idle": "not-idle"})
 ELI = candidate("agt_eli", fails={"roster": "not-on-roster"}, source="direct")
@@ -30,29 +38,34 @@ def test_pool_counts_set_eligible_and_load_failures():
 def test_features_of_the_documented_example_match_hand_computed_values():
     got = record_features(EXAMPLE, ADA)
     want = (
-        0.81,                   # stage record
-        1.0,                    # it weighed
-        math.log(13),           # log1p(12 runs)
-        0.75,                   # board success rate
-        math.log(5401),         # log1p(5400 s)
-        0.0,                    # it has taken work
-        0.0,                    # rostered
-        1.0,                    # winner step
-        0.5,                    # sin(2 pi 10 / 24)
-        -math.sqrt(3) / 2,      # cos(2 pi 10 / 24)
-        1.0,                    # one eligible candidate
-        0.5,                    # cyd of {ada, cyd} in the set is not idle
-        0.82,                   # its runs' outcome rate, apart from the verdicts
+        0.81,  # stage record
+        1.0,  # it weighed
+        math.log(13),  # log1p(12 runs)
+        0.75,  # board success rate
+        math.log(5401),  # log1p(5400 s)
+        0.0,  # it has taken work
+        0.0,  # rostered
+        1.0,  # winner step
+        0.5,  # sin(2 pi 10 / 24)
+        -math.sqrt(3) / 2,  # cos(2 pi 10 / 24)
+        1.0,  # one eligible candidate
+        0.5,  # cyd of {ada, cyd} in the set is not idle
+        0.82,  # its runs' outcome rate, apart from the verdicts
     )
     assert len(got) == len(FEATURES) == 13
     assert got == pytest.approx(want, abs=1e-12)
 
 
 def test_unread_history_and_never_dispatched_read_as_neutral():
-    newcomer = candidate("agt_new", source="direct",
-                         terms={"successRate": 0.5, "sinceLastDispatchS": None})
-    d = decision([newcomer], chosen=None, status="claimed-by-other", by="agt_new",
-                 tier={"name": "any-match", "step": 4}, created_at="2026-11-13T00:30:00Z")
+    newcomer = candidate("agt_new", source="direct", terms={"successRate": 0.5, "sinceLastDispatchS": None})
+    d = decision(
+        [newcomer],
+        chosen=None,
+        status="claimed-by-other",
+        by="agt_new",
+        tier={"name": "any-match", "step": 4},
+        created_at="2026-11-13T00:30:00Z",
+    )
     got = dict(zip(FEATURES, record_features(d, newcomer)))
     assert got["stageRecord"] == 0.5
     assert got["stageWeighed"] == 0.0
@@ -66,10 +79,12 @@ def test_unread_history_and_never_dispatched_read_as_neutral():
 
 
 def test_history_read_but_not_weighed_keeps_the_record_and_says_it_did_not_weigh():
-    partial = candidate("agt_par", terms={"successRate": 0.6, "sinceLastDispatchS": 60},
-                        history={"runs": 3, "stageRecord": 0.7})
-    got = dict(zip(FEATURES, record_features(decision([partial], chosen=None, status="expired"),
-                                              partial)))
+    partial = candidate(
+        "agt_par",
+        terms={"successRate": 0.6, "sinceLastDispatchS": 60},
+        history={"runs": 3, "stageRecord": 0.7},
+    )
+    got = dict(zip(FEATURES, record_features(decision([partial], chosen=None, status="expired"), partial)))
     assert (got["stageRecord"], got["stageWeighed"], got["successRate"]) == (0.7, 0.0, 0.6)
 
 
@@ -85,9 +100,18 @@ def test_hour_is_read_in_utc():
 
 def test_dataset_and_placement_compute_the_same_features():
     at_decision_time = features(
-        stage_record=0.81, weighed=True, stage_runs=12, success_rate=0.75,
-        since_last_dispatch_s=5400, direct=False, tier_step=1, hour=10,
-        eligible=1, in_set=2, busy=1, outcome_rate=0.82,
+        stage_record=0.81,
+        weighed=True,
+        stage_runs=12,
+        success_rate=0.75,
+        since_last_dispatch_s=5400,
+        direct=False,
+        tier_step=1,
+        hour=10,
+        eligible=1,
+        in_set=2,
+        busy=1,
+        outcome_rate=0.82,
     )
     assert record_features(EXAMPLE, ADA) == at_decision_time
 
@@ -99,7 +123,12 @@ def test_dataset_rows_carry_label_target_pool_and_features():
     assert (ada["label"], ada["target"], ada["chosen"], ada["eligible"]) == ("won-claimed", 1, True, True)
     assert ada["features"] == list(record_features(EXAMPLE, ADA))
     assert (ada["tier"], ada["tierStep"], ada["hour"], ada["outcome"], ada["outcomeBy"]) == (
-        "winner", 1, 10, "claimed", "agt_ada")
+        "winner",
+        1,
+        10,
+        "claimed",
+        "agt_ada",
+    )
     assert ada["pool"] == {"candidates": 3, "inSet": 2, "eligible": 1, "busy": 1}
     assert cyd["filters"]["idle"] == "not-idle" and cyd["filters"]["roster"] is True
     assert (cyd["label"], cyd["target"], cyd["features"]) == ("lost", None, None)
@@ -108,9 +137,13 @@ def test_dataset_rows_carry_label_target_pool_and_features():
 
 
 MODEL = LearnedModel(
-    id="mdl_1", version=1, features=FEATURES,
-    means=(0.0,) * 13, stds=(1.0,) * 11 + (2.0, 1.0),
-    weights=(2.0,) + (0.0,) * 10 + (-1.0, 0.0), bias=-1.0,
+    id="mdl_1",
+    version=1,
+    features=FEATURES,
+    means=(0.0,) * 13,
+    stds=(1.0,) * 11 + (2.0, 1.0),
+    weights=(2.0,) + (0.0,) * 10 + (-1.0, 0.0),
+    bias=-1.0,
 )
 
 
@@ -143,8 +176,15 @@ def test_model_round_trips_through_json():
 def test_placement_module_stays_pure():
     """The standard library, and placement's own pure modules (the filters' tables)."""
     tree = ast.parse(Path(learned.__file__).read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {"." * node.level + (node.module or "").split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom)}
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    imported |= {
+        "." * node.level + (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+    }
     assert imported <= {"__future__", "math", "dataclasses", "datetime", "typing", ".filtering"}

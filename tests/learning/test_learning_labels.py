@@ -41,8 +41,11 @@ def test_claimer_in_the_any_match_tier_with_nobody_chosen_is_lost_claimed():
 
 
 def test_unchosen_agent_that_did_not_claim_is_lost_and_not_trained_on():
-    for d in (settled("claimed", by="agt_ada"), settled("expired"),
-              settled("claimed-by-other", by="agt_zed")):
+    for d in (
+        settled("claimed", by="agt_ada"),
+        settled("expired"),
+        settled("claimed-by-other", by="agt_zed"),
+    ):
         assert label(d, BEN) == "lost"
     assert target("lost") is None
 

@@ -40,7 +40,12 @@ def test_calibration_has_five_equal_bins_with_predicted_and_observed():
     p = [0.1, 0.15, 0.2, 0.5, 0.9, 1.0]
     table = calibration(y, p)
     assert [(b["bin"], b["lo"], b["hi"], b["count"]) for b in table] == [
-        (0, 0.0, 0.2, 2), (1, 0.2, 0.4, 1), (2, 0.4, 0.6, 1), (3, 0.6, 0.8, 0), (4, 0.8, 1.0, 2)]
+        (0, 0.0, 0.2, 2),
+        (1, 0.2, 0.4, 1),
+        (2, 0.4, 0.6, 1),
+        (3, 0.6, 0.8, 0),
+        (4, 0.8, 1.0, 2),
+    ]
     assert table[0]["meanPredicted"] == pytest.approx(0.125)
     assert table[0]["observedRate"] == 0.5
     assert table[3]["meanPredicted"] is None and table[3]["observedRate"] is None

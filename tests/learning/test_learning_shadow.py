@@ -26,19 +26,23 @@ def test_model_misses_when_the_formula_choice_claimed():
 
 
 def test_model_misses_when_a_third_agent_claimed_or_the_hold_lapsed():
-    r = report([
-        ShadowDecision("a", "b", "claimed-by-other", "c"),
-        ShadowDecision("a", "b", "expired"),
-    ])
+    r = report(
+        [
+            ShadowDecision("a", "b", "claimed-by-other", "c"),
+            ShadowDecision("a", "b", "expired"),
+        ]
+    )
     assert (r["decisions"], r["formulaRate"], r["modelRate"], r["marginPct"]) == (2, 0.0, 0.0, 0.0)
 
 
 def test_moved_cards_and_refused_holds_do_not_count():
-    r = report([
-        ShadowDecision("a", "b", "superseded", "b"),
-        ShadowDecision("a", "b", "not-reserved"),
-        ShadowDecision("a", "b", None),
-    ])
+    r = report(
+        [
+            ShadowDecision("a", "b", "superseded", "b"),
+            ShadowDecision("a", "b", "not-reserved"),
+            ShadowDecision("a", "b", None),
+        ]
+    )
     assert r["decisions"] == 0 and r["excluded"]["noChance"] == 3
     assert (r["formulaRate"], r["modelRate"], r["marginPct"]) == (None, None, None)
 

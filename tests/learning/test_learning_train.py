@@ -18,9 +18,16 @@ def planted(decisions: int, seed: int = 7):
             record = rng.random()
             since = None if rng.random() < 0.2 else rng.uniform(0, 86400)
             x = features(
-                stage_record=record, weighed=rng.random() < 0.8, stage_runs=rng.randint(0, 40),
-                success_rate=rng.random(), since_last_dispatch_s=since, direct=rng.random() < 0.1,
-                tier_step=rng.randint(1, 4), hour=hour, eligible=eligible, in_set=eligible + 1,
+                stage_record=record,
+                weighed=rng.random() < 0.8,
+                stage_runs=rng.randint(0, 40),
+                success_rate=rng.random(),
+                since_last_dispatch_s=since,
+                direct=rng.random() < 0.1,
+                tier_step=rng.randint(1, 4),
+                hour=hour,
+                eligible=eligible,
+                in_set=eligible + 1,
                 busy=rng.randint(0, 1),
             )
             logit = 6.0 * (record - 0.5) + (1.0 if since is None else math.log1p(since) / 11.4 - 0.5)
@@ -70,9 +77,19 @@ def test_holdout_is_about_a_fifth_of_decisions_and_keeps_a_decision_together():
 def test_trained_model_ranks_the_stronger_record_first_in_placement():
     result = train(ROWS, seed=1)
     model = result.model("mdl_1", 1)
-    strong = features(stage_record=0.95, weighed=True, stage_runs=10, success_rate=0.5,
-                      since_last_dispatch_s=3600, direct=False, tier_step=1, hour=9,
-                      eligible=2, in_set=3, busy=0)
+    strong = features(
+        stage_record=0.95,
+        weighed=True,
+        stage_runs=10,
+        success_rate=0.5,
+        since_last_dispatch_s=3600,
+        direct=False,
+        tier_step=1,
+        hour=9,
+        eligible=2,
+        in_set=3,
+        busy=0,
+    )
     weak = (0.05,) + strong[1:]
     ranked = rank(model, [("agt_weak", weak), ("agt_strong", strong)])
     assert [agent for agent, _ in ranked] == ["agt_strong", "agt_weak"]

@@ -22,9 +22,17 @@ def test_a_model_page_shows_metrics_calibration_and_the_shadow_report(staff, set
     model = stored_model(rows=600)
     shadow(model, 1, formula="agt_ada", choice="agt_bob", status="claimed-by-other", by="agt_bob")
     page = staff.get(change_url(model)).content.decode()
-    for text in ("Not yet", "min-shadow: 1 settled shadow decisions", "<svg", "calibration chart",
-                 "observed claim rate", "0.810", "1 settled shadow decisions: 0 agreed, 1 disagreed",
-                 "100.0 points", "stageRecord"):
+    for text in (
+        "Not yet",
+        "min-shadow: 1 settled shadow decisions",
+        "<svg",
+        "calibration chart",
+        "observed claim rate",
+        "0.810",
+        "1 settled shadow decisions: 0 agreed, 1 disagreed",
+        "100.0 points",
+        "stageRecord",
+    ):
         assert text in page, text
     shadow(model, 2, formula="agt_ada", choice="agt_ada", status="claimed", by="agt_ada")
     passing = staff.get(change_url(model)).content.decode()
@@ -32,9 +40,10 @@ def test_a_model_page_shows_metrics_calibration_and_the_shadow_report(staff, set
 
 
 def test_the_calibration_chart_puts_bars_at_the_observed_rate():
-    table = [{"bin": 0, "lo": 0.0, "hi": 0.2, "count": 4, "meanPredicted": 0.1, "observedRate": 0.5},
-             {"bin": 1, "lo": 0.2, "hi": 0.4, "count": 0, "meanPredicted": None,
-              "observedRate": None}]
+    table = [
+        {"bin": 0, "lo": 0.0, "hi": 0.2, "count": 4, "meanPredicted": 0.1, "observedRate": 0.5},
+        {"bin": 1, "lo": 0.2, "hi": 0.4, "count": 0, "meanPredicted": None, "observedRate": None},
+    ]
     chart = calibration_chart(table)
     full, half = chart["bottom"] - chart["top"], chart["bins"][0]
     assert half["height"] == full / 2 and half["dot"]["cy"] == chart["bottom"] - full / 2

@@ -1,5 +1,6 @@
 """SUPERDISPATCH_LEARNED_CREDIT end to end: the shadow report and the gate read from the store
 under each crediting, the report naming its crediting, and the loop's reading of the gate."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,19 +25,39 @@ def crediting(credit: str, **learned):
 
 def candidate(agent: str, succeeded: int) -> dict:
     rate = succeeded / 10
-    return {"agent": agent, "total": 1, "history": {"runs": 10, "succeeded": succeeded, "outcomeRate": rate,
-                                                    "stageRecord": rate},
-            "terms": {"stageRecord": rate, "successRate": 0.5, "sinceLastDispatchS": 100}}
+    return {
+        "agent": agent,
+        "total": 1,
+        "history": {"runs": 10, "succeeded": succeeded, "outcomeRate": rate, "stageRecord": rate},
+        "terms": {"stageRecord": rate, "successRate": 0.5, "sinceLastDispatchS": 100},
+    }
 
 
-def held(n: int, made: float, *, claim_after: float, run_s: float, succeeded: bool, learned=None,
-         a: int = 5, b: int = 9):
+def held(
+    n: int,
+    made: float,
+    *,
+    claim_after: float,
+    run_s: float,
+    succeeded: bool,
+    learned=None,
+    a: int = 5,
+    b: int = 9,
+):
     """A winner hold for agt_a, claimed and run; agt_a's record `a` of 10 runs, agt_b's `b`."""
     return make_decision(
-        card=f"card_{n}", chosen="agt_a", created_at=at(made), reserved_until=at(made + 60),
-        outcome_status="claimed", outcome_by="agt_a", outcome_at=at(made + claim_after),
-        run_status="succeeded" if succeeded else "failed", run_ended_at=at(made + claim_after + run_s),
-        candidates=[candidate("agt_a", a), candidate("agt_b", b)], learned=learned)
+        card=f"card_{n}",
+        chosen="agt_a",
+        created_at=at(made),
+        reserved_until=at(made + 60),
+        outcome_status="claimed",
+        outcome_by="agt_a",
+        outcome_at=at(made + claim_after),
+        run_status="succeeded" if succeeded else "failed",
+        run_ended_at=at(made + claim_after + run_s),
+        candidates=[candidate("agt_a", a), candidate("agt_b", b)],
+        learned=learned,
+    )
 
 
 def shadowed(model, *, a: int = 5, b: int = 9, disagree: int = 10, agree: int = 20) -> list[ShadowDecision]:
@@ -48,11 +69,29 @@ def shadowed(model, *, a: int = 5, b: int = 9, disagree: int = 10, agree: int = 
     for i in range(disagree + agree):
         choice = "agt_b" if i < disagree else "agt_a"
         succeeded = i % 2 == 0 if i < disagree else i % 4 != 0
-        held(100 + i, 10 * i, claim_after=5000, run_s=100, succeeded=succeeded, a=a, b=b, learned={
-            "model": model.id, "version": model.version, "mode": "shadow", "choice": choice,
-            "formulaChoice": "agt_a", "placed": False, "probabilities": {"agt_a": 0.5, "agt_b": 0.5}})
-        out.append(ShadowDecision("agt_a", choice, "claimed", "agt_a",
-                                  run_status="succeeded" if succeeded else "failed"))
+        held(
+            100 + i,
+            10 * i,
+            claim_after=5000,
+            run_s=100,
+            succeeded=succeeded,
+            a=a,
+            b=b,
+            learned={
+                "model": model.id,
+                "version": model.version,
+                "mode": "shadow",
+                "choice": choice,
+                "formulaChoice": "agt_a",
+                "placed": False,
+                "probabilities": {"agt_a": 0.5, "agt_b": 0.5},
+            },
+        )
+        out.append(
+            ShadowDecision(
+                "agt_a", choice, "claimed", "agt_a", run_status="succeeded" if succeeded else "failed"
+            )
+        )
     return out
 
 

@@ -17,11 +17,33 @@ from tests.support.learning_factories import settled
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 ROW_FIELDS = {
-    "decisionId", "boardId", "cardId", "stageKey", "capability", "policy", "tier", "tierStep",
-    "createdAt", "hour", "outcome", "outcomeBy", "outcomeAt",
-    "agentId", "source", "chosen", "eligible", "filters", "score", "stageHistory",
-    "pool", "label", "target", "features",
-    "runStatus", "runVerdictMark", "runEndedAt",  # schema 2: the claim's run, null until known
+    "decisionId",
+    "boardId",
+    "cardId",
+    "stageKey",
+    "capability",
+    "policy",
+    "tier",
+    "tierStep",
+    "createdAt",
+    "hour",
+    "outcome",
+    "outcomeBy",
+    "outcomeAt",
+    "agentId",
+    "source",
+    "chosen",
+    "eligible",
+    "filters",
+    "score",
+    "stageHistory",
+    "pool",
+    "label",
+    "target",
+    "features",
+    "runStatus",
+    "runVerdictMark",
+    "runEndedAt",  # schema 2: the claim's run, null until known
 }
 
 
@@ -39,7 +61,11 @@ def test_a_row_carries_every_documented_field_for_each_candidate(api):
     for row in (ada, bob, cyd):
         assert set(row) == ROW_FIELDS
     assert (ada["decisionId"], ada["boardId"], ada["cardId"], ada["stageKey"]) == (
-        d.id, "brd_a", "card_1", "review")
+        d.id,
+        "brd_a",
+        "card_1",
+        "review",
+    )
     assert ada["capability"] == {"all": ["code-review"], "any": []}
     assert (ada["tier"], ada["tierStep"], ada["hour"]) == ("winner", 1, 15)
     assert (ada["outcome"], ada["outcomeBy"]) == ("claimed", "agt_ada")
@@ -60,8 +86,7 @@ def test_only_settled_decisions_make_rows(api):
 
 def test_rows_come_oldest_first_ties_broken_by_id(api):
     late = settled(1, created_at=at(20))
-    tied = sorted([settled(2, created_at=at(10)), settled(3, created_at=at(10))],
-                  key=lambda d: d.id)
+    tied = sorted([settled(2, created_at=at(10)), settled(3, created_at=at(10))], key=lambda d: d.id)
     early = settled(4, created_at=at(0))
     order = list(dict.fromkeys(r["decisionId"] for r in jsonl_rows(api.get("/v1/dataset"))))
     assert order == [early.id, tied[0].id, tied[1].id, late.id]
@@ -121,11 +146,14 @@ def test_rows_are_read_lazily_a_chunk_at_a_time(api, monkeypatch):
     assert len(queries) == 6
 
 
-@pytest.mark.parametrize("params,code", [
-    ({"format": "csv"}, "bad-parameter"),
-    ({"since": "last tuesday"}, "bad-parameter"),
-    ({"limit": "5"}, "unknown-parameter"),
-])
+@pytest.mark.parametrize(
+    "params,code",
+    [
+        ({"format": "csv"}, "bad-parameter"),
+        ({"since": "last tuesday"}, "bad-parameter"),
+        ({"limit": "5"}, "unknown-parameter"),
+    ],
+)
 def test_a_bad_query_is_a_400_naming_it(api, params, code):
     response = api.get("/v1/dataset", params)
     assert response.status_code == 400
@@ -137,8 +165,9 @@ def test_a_bad_query_is_a_400_naming_it(api, params, code):
 def test_the_dataset_streams_over_real_http(live_server):
     settled(1, created_at=at(0))
     settled(2, created_at=at(1))
-    request = urllib.request.Request(f"{live_server.url}/v1/dataset",
-                                     headers={"Authorization": f"Bearer {TEST_OPERATOR_TOKEN}"})
+    request = urllib.request.Request(
+        f"{live_server.url}/v1/dataset", headers={"Authorization": f"Bearer {TEST_OPERATOR_TOKEN}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.headers["Content-Type"] == "application/x-ndjson"
         assert answer.headers.get("Content-Length") is None  # streamed, not buffered
@@ -166,8 +195,11 @@ def test_a_training_read_yields_the_same_examples_as_the_full_records():
     settled(5, status="superseded", by=None, created_at=at(5))
 
     def read(for_training: bool) -> list:
-        return [r for chunk in dataset.record_chunks(None, newest_first=True, for_training=for_training)
-                for r in chunk]
+        return [
+            r
+            for chunk in dataset.record_chunks(None, newest_first=True, for_training=for_training)
+            for r in chunk
+        ]
 
     full, lean = read(False), read(True)
     examples = [e for r in full for e in decision_examples(r)]

@@ -1,6 +1,7 @@
 """The gate's read under estimate crediting, kept in process between reads, gives the report and
 the verdict a whole read and replay gives, on a generated shadow period in the store as its
 decisions settle, their runs end, new ones arrive and an old one settles late."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,15 +40,34 @@ class Period:
             held = max(AGENTS, key=self.skill.get)
             rate = {a: round(10 * self.skill[a]) for a in AGENTS}
             d = make_decision(
-                card=f"card_{self.n}", chosen=held, created_at=at(made), reserved_until=at(made + 60),
-                candidates=[{"agent": a, "total": 1,
-                             "history": {"runs": 10, "succeeded": rate[a], "outcomeRate": rate[a] / 10,
-                                         "stageRecord": rate[a] / 10},
-                             "terms": {"stageRecord": rate[a] / 10, "successRate": 0.5,
-                                       "sinceLastDispatchS": 100}} for a in AGENTS],
-                learned={"model": self.model.id, "version": self.model.version, "mode": "shadow",
-                         "choice": self.rng.choice(AGENTS), "formulaChoice": held, "placed": False,
-                         "probabilities": {a: 1 / 3 for a in AGENTS}})
+                card=f"card_{self.n}",
+                chosen=held,
+                created_at=at(made),
+                reserved_until=at(made + 60),
+                candidates=[
+                    {
+                        "agent": a,
+                        "total": 1,
+                        "history": {
+                            "runs": 10,
+                            "succeeded": rate[a],
+                            "outcomeRate": rate[a] / 10,
+                            "stageRecord": rate[a] / 10,
+                        },
+                        "terms": {"stageRecord": rate[a] / 10, "successRate": 0.5, "sinceLastDispatchS": 100},
+                    }
+                    for a in AGENTS
+                ],
+                learned={
+                    "model": self.model.id,
+                    "version": self.model.version,
+                    "mode": "shadow",
+                    "choice": self.rng.choice(AGENTS),
+                    "formulaChoice": held,
+                    "placed": False,
+                    "probabilities": {a: 1 / 3 for a in AGENTS},
+                },
+            )
             self.open.append(d.id)
             self.n += 1
 

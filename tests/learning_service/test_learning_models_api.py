@@ -14,16 +14,43 @@ from tests.support.learning_factories import settled, trainable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
-MODEL_FIELDS = {"id", "version", "features", "means", "stds", "weights", "bias", "createdAt",
-                "since", "seed", "decisions", "firstDecisionAt", "lastDecisionAt", "iterations",
-                "learningRate", "l2", "metrics", "target"}
-METRICS = {"count", "trainCount", "holdoutCount", "positives", "auc", "accuracy", "logLoss",
-           "calibration", "trainAuc"}
+MODEL_FIELDS = {
+    "id",
+    "version",
+    "features",
+    "means",
+    "stds",
+    "weights",
+    "bias",
+    "createdAt",
+    "since",
+    "seed",
+    "decisions",
+    "firstDecisionAt",
+    "lastDecisionAt",
+    "iterations",
+    "learningRate",
+    "l2",
+    "metrics",
+    "target",
+}
+METRICS = {
+    "count",
+    "trainCount",
+    "holdoutCount",
+    "positives",
+    "auc",
+    "accuracy",
+    "logLoss",
+    "calibration",
+    "trainAuc",
+}
 
 
 def train(api, body=None):
-    return api.post("/v1/models/train", json.dumps(body) if body is not None else "",
-                    content_type="application/json")
+    return api.post(
+        "/v1/models/train", json.dumps(body) if body is not None else "", content_type="application/json"
+    )
 
 
 def test_training_answers_the_stored_model_with_its_metrics(api):
@@ -36,7 +63,9 @@ def test_training_answers_the_stored_model_with_its_metrics(api):
     assert model["features"] == list(FEATURES) and len(model["weights"]) == len(FEATURES)
     assert (model["seed"], model["decisions"], model["since"]) == (1, 40, None)
     assert (model["firstDecisionAt"], model["lastDecisionAt"]) == (
-        "2026-11-13T10:00:00.000Z", "2026-11-13T10:00:39.000Z")
+        "2026-11-13T10:00:00.000Z",
+        "2026-11-13T10:00:39.000Z",
+    )
     metrics = model["metrics"]
     assert set(metrics) == METRICS
     assert metrics["count"] == 40 and metrics["positives"] == 20
@@ -106,16 +135,19 @@ def test_a_single_class_is_a_422(api):
     assert not LearnedModel.objects.exists()
 
 
-@pytest.mark.parametrize("body,code,names", [
-    ([], "bad-body", "object"),
-    ({"seed": "1"}, "bad-field", "seed"),
-    ({"seed": True}, "bad-field", "seed"),
-    ({"seed": -1}, "bad-field", "seed"),
-    ({"seed": 1.5}, "bad-field", "seed"),
-    ({"since": "last tuesday"}, "bad-field", "since"),
-    ({"since": 5}, "bad-field", "since"),
-    ({"colour": "blue"}, "unknown-field", "colour"),
-])
+@pytest.mark.parametrize(
+    "body,code,names",
+    [
+        ([], "bad-body", "object"),
+        ({"seed": "1"}, "bad-field", "seed"),
+        ({"seed": True}, "bad-field", "seed"),
+        ({"seed": -1}, "bad-field", "seed"),
+        ({"seed": 1.5}, "bad-field", "seed"),
+        ({"since": "last tuesday"}, "bad-field", "since"),
+        ({"since": 5}, "bad-field", "since"),
+        ({"colour": "blue"}, "unknown-field", "colour"),
+    ],
+)
 def test_a_malformed_body_is_a_400_naming_it(api, body, code, names):
     trainable(40)
     response = train(api, body)

@@ -9,16 +9,12 @@ from records.models import Decision
 from tests.conftest import at
 from tests.support.learning_factories import learned_settings, shadow, stored_model
 
-pytestmark = [pytest.mark.django_db, pytest.mark.storage,
-              pytest.mark.usefixtures("fresh_learned_reading")]
-
-
+pytestmark = [pytest.mark.django_db, pytest.mark.storage, pytest.mark.usefixtures("fresh_learned_reading")]
 
 
 def beating_the_formula(model, count: int = 3) -> None:
     for n in range(count):
-        shadow(model, n, formula="agt_ada", choice="agt_bob", status="claimed-by-other",
-               by="agt_bob")
+        shadow(model, n, formula="agt_ada", choice="agt_bob", status="claimed-by-other", by="agt_bob")
 
 
 def test_off_reads_no_model_and_no_store(settings, django_assert_num_queries):
@@ -44,16 +40,14 @@ def test_shadow_hands_over_the_latest_model_and_never_places(settings):
     assert reading.places is False and reading.model == latest.placement_model()
 
 
-def test_on_short_of_the_gate_leaves_the_formula_placing_and_logs_the_failing_test(
-        settings, caplog):
+def test_on_short_of_the_gate_leaves_the_formula_placing_and_logs_the_failing_test(settings, caplog):
     settings.SUPERDISPATCH = learned_settings("on", min_rows=500, min_shadow=100)
     model = stored_model(rows=600)
     beating_the_formula(model)
     with caplog.at_level(logging.INFO, logger="superdispatch.learning"):
         reading = runtime.placement_model(at(0))
     assert reading.places is False and reading.gate_passed is False
-    assert reading.gate_reason == ("min-shadow: 3 settled shadow decisions; "
-                                   "needs at least 100")
+    assert reading.gate_reason == ("min-shadow: 3 settled shadow decisions; needs at least 100")
     assert "short of the gate" in caplog.text and "min-shadow: 3 settled" in caplog.text
 
 
@@ -63,8 +57,7 @@ def test_on_past_the_gate_places_under_the_models_version(settings):
     beating_the_formula(model)
     reading = runtime.placement_model(at(0))
     assert reading.places is True and reading.gate_reason is None
-    assert learned_formula("idle-stage-success-lru@3", reading.model) == \
-        "idle-stage-success-lru@3+learned:4"
+    assert learned_formula("idle-stage-success-lru@3", reading.model) == "idle-stage-success-lru@3+learned:4"
 
 
 def test_the_reading_is_kept_for_a_minute_then_read_again(settings, django_assert_num_queries):
@@ -110,14 +103,34 @@ def test_the_record_it_writes_is_what_the_shadow_report_reads(api, settings):
     settings.SUPERDISPATCH = learned_settings("shadow")
     model = stored_model()
     reading = runtime.placement_model(at(0))
-    learned = LearnedView(reading.model.id, reading.model.version, reading.mode, "agt_bob",
-                          "agt_ada", reading.places, {"agt_ada": 0.4, "agt_bob": 0.7}).to_record()
-    assert learned == {"model": model.id, "version": 1, "mode": "shadow", "choice": "agt_bob",
-                       "formulaChoice": "agt_ada", "placed": False,
-                       "probabilities": {"agt_ada": 0.4, "agt_bob": 0.7}}
-    Decision.objects.create(board_id="brd_a", card_id="card_1", stage_key="review",
-                            policy="idle-stage-success-lru@3", chosen="agt_ada",
-                            outcome_status="claimed-by-other", outcome_by="agt_bob",
-                            learned=learned, created_at=at(0))
+    learned = LearnedView(
+        reading.model.id,
+        reading.model.version,
+        reading.mode,
+        "agt_bob",
+        "agt_ada",
+        reading.places,
+        {"agt_ada": 0.4, "agt_bob": 0.7},
+    ).to_record()
+    assert learned == {
+        "model": model.id,
+        "version": 1,
+        "mode": "shadow",
+        "choice": "agt_bob",
+        "formulaChoice": "agt_ada",
+        "placed": False,
+        "probabilities": {"agt_ada": 0.4, "agt_bob": 0.7},
+    }
+    Decision.objects.create(
+        board_id="brd_a",
+        card_id="card_1",
+        stage_key="review",
+        policy="idle-stage-success-lru@3",
+        chosen="agt_ada",
+        outcome_status="claimed-by-other",
+        outcome_by="agt_bob",
+        learned=learned,
+        created_at=at(0),
+    )
     report = api.get(f"/v1/models/{model.id}/shadow-report").json()["shadowReport"]
     assert (report["decisions"], report["modelClaimedAnyway"]) == (1, 1)

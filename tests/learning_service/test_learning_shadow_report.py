@@ -59,8 +59,7 @@ def test_only_decisions_where_the_formulas_choice_had_its_chance_count(api):
 
 def test_decisions_the_model_placed_are_never_its_own_evidence(api):
     model = stored_model()
-    shadow(model, 1, formula="agt_ada", choice="agt_bob", status="claimed", by="agt_bob",
-           placed=True)
+    shadow(model, 1, formula="agt_ada", choice="agt_bob", status="claimed", by="agt_bob", placed=True)
     report = read(api, model)
     assert report["decisions"] == 0 and report["modelClaims"] == 0
     assert report["excluded"]["modelPlaced"] == 1
@@ -84,7 +83,10 @@ def test_the_gate_reads_under_the_current_settings(api, settings):
     assert (gate["mode"], gate["minRows"], gate["minShadow"], gate["marginPct"]) == ("on", 500, 3, 5)
     assert gate["passed"] is False and gate["failing"] == "min-shadow"
     assert [(t["name"], t["passed"], t["value"]) for t in gate["tests"]] == [
-        ("min-rows", True, 600), ("min-shadow", False, 2), ("margin", True, 50.0)]
+        ("min-rows", True, 600),
+        ("min-shadow", False, 2),
+        ("margin", True, 50.0),
+    ]
     shadow(model, 3, formula="agt_ada", choice="agt_bob", status="expired")
     passing = read(api, model)["gate"]
     assert passing["passed"] is True and passing["failing"] is None
@@ -109,7 +111,8 @@ def test_the_schema_names_every_key_the_learning_answers_carry(api):
         assert set(body) == set(properties), (where, set(body) ^ set(properties))
         for key, value in body.items():
             ref = properties[key].get("$ref") or next(
-                (s["$ref"] for s in properties[key].get("allOf", ()) if "$ref" in s), None)
+                (s["$ref"] for s in properties[key].get("allOf", ()) if "$ref" in s), None
+            )
             if isinstance(value, dict) and ref:
                 keys_match(value, ref.rsplit("/", 1)[-1], f"{where}.{key}")
 

@@ -1,5 +1,6 @@
 """SUPERDISPATCH_LEARNED_TARGET end to end: the setting, the dataset's targets, the trained
 model's target, the shadow report's crediting under it, and the gate that follows."""
+
 import dataclasses
 import json
 
@@ -28,16 +29,21 @@ def claims_that_succeed_by_record(count: int = 40) -> None:
     """Every held agent claims; the run succeeds where the stage record is strong."""
     for n in range(count):
         good = n % 2 == 0
-        settled(n, record=0.9 if good else 0.1, created_at=at(n), id=f"pld_{n:024x}",
-                run_status="succeeded" if good else "failed", run_ended_at=at(n + 90))
+        settled(
+            n,
+            record=0.9 if good else 0.1,
+            created_at=at(n),
+            id=f"pld_{n:024x}",
+            run_status="succeeded" if good else "failed",
+            run_ended_at=at(n + 90),
+        )
 
 
 def test_the_default_target_is_claimed(settings):
     assert settings.SUPERDISPATCH.learned_target == "claimed"
 
 
-def test_under_succeeded_a_candidate_is_positive_only_when_it_claimed_and_its_run_succeeded(
-        api, settings):
+def test_under_succeeded_a_candidate_is_positive_only_when_it_claimed_and_its_run_succeeded(api, settings):
     settled(1, run_status="succeeded", created_at=at(1))
     settled(2, run_status="failed", created_at=at(2))
     settled(3, created_at=at(3))  # claimed, its run not known yet
@@ -77,8 +83,7 @@ def test_a_model_trained_under_succeeded_records_it_and_learns_who_succeeds(api,
     assert api.get(f"/v1/models/{model['id']}").json()["model"]["target"] == "succeeded"
 
 
-def shadow_run(model, n: int, *, formula: str, choice: str, status: str, by: str | None,
-               run: str | None):
+def shadow_run(model, n: int, *, formula: str, choice: str, status: str, by: str | None, run: str | None):
     decision = shadow(model, n, formula=formula, choice=choice, status=status, by=by)
     decision.run_status = run
     decision.save(update_fields=["run_status"])
@@ -96,21 +101,20 @@ def test_the_shadow_report_and_the_gate_follow_the_models_target(api, settings, 
     model = stored(target)
     # Agreed, claimed, succeeded: a hit for both under either target.
     for n in range(4):
-        shadow_run(model, n, formula="agt_ada", choice="agt_ada", status="claimed", by="agt_ada",
-                   run="succeeded")
+        shadow_run(
+            model, n, formula="agt_ada", choice="agt_ada", status="claimed", by="agt_ada", run="succeeded"
+        )
     # The formula's choice claimed and failed where the model wanted bob: a claim, not a success.
     for n in range(4, 6):
-        shadow_run(model, n, formula="agt_ada", choice="agt_bob", status="claimed", by="agt_ada",
-                   run="failed")
+        shadow_run(
+            model, n, formula="agt_ada", choice="agt_bob", status="claimed", by="agt_ada", run="failed"
+        )
     # Claimed, the run not known yet: left out under succeeded.
-    shadow_run(model, 6, formula="agt_ada", choice="agt_bob", status="claimed", by="agt_ada",
-               run=None)
-    settings.SUPERDISPATCH = with_target("claimed", mode="on", min_rows=500, min_shadow=6,
-                                         margin_pct=0)
+    shadow_run(model, 6, formula="agt_ada", choice="agt_bob", status="claimed", by="agt_ada", run=None)
+    settings.SUPERDISPATCH = with_target("claimed", mode="on", min_rows=500, min_shadow=6, margin_pct=0)
     report = api.get(f"/v1/models/{model.id}/shadow-report").json()["shadowReport"]
     assert report["target"] == target
-    assert (report["formulaClaims"], report["modelClaims"]) == ((7, 4) if target == "claimed"
-                                                                else (6, 4))
+    assert (report["formulaClaims"], report["modelClaims"]) == ((7, 4) if target == "claimed" else (6, 4))
     assert (report["formulaSucceeded"], report["modelSucceeded"]) == (4, 4)
     if target == "claimed":
         assert report["decisions"] == 7 and report["excluded"]["runUnknown"] == 0
@@ -128,14 +132,21 @@ def test_the_shadow_report_and_the_gate_follow_the_models_target(api, settings, 
 
 def test_a_model_is_credited_for_a_claim_anyway_only_when_its_run_is_known_to_succeed(api):
     model = stored("succeeded")
-    shadow_run(model, 1, formula="agt_ada", choice="agt_bob", status="claimed-by-other",
-               by="agt_bob", run=None)
-    shadow_run(model, 2, formula="agt_ada", choice="agt_bob", status="claimed-by-other",
-               by="agt_bob", run="succeeded")
+    shadow_run(
+        model, 1, formula="agt_ada", choice="agt_bob", status="claimed-by-other", by="agt_bob", run=None
+    )
+    shadow_run(
+        model,
+        2,
+        formula="agt_ada",
+        choice="agt_bob",
+        status="claimed-by-other",
+        by="agt_bob",
+        run="succeeded",
+    )
     report = api.get(f"/v1/models/{model.id}/shadow-report").json()["shadowReport"]
     assert report["decisions"] == 2 and report["modelClaims"] == 2
-    assert (report["modelSucceeded"], report["modelClaimedAnyway"], report["formulaSucceeded"]) == (
-        1, 1, 0)
+    assert (report["modelSucceeded"], report["modelClaimedAnyway"], report["formulaSucceeded"]) == (1, 1, 0)
     assert report["marginPct"] == 50.0
 
 

@@ -3,6 +3,7 @@ every ready card's eligibility, but decides no card whose own read says what a c
 board and stage that waited this pass had read (or one that was held, once nobody else could
 be held now): those wait, unrecorded. Every decision the docs record is made and recorded as
 it is with the bound off (tests/loop/test_backlog_property.py tries generated boards)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -101,8 +102,11 @@ def test_a_card_read_otherwise_than_the_one_that_waited_is_decided(monkeypatch):
     for agent in ("agt_a", "agt_b"):
         pipeline.claim(agent, pipeline.add_card("brd_a").id)
     world.advance(30)
-    first, refused, _ = (pipeline.add_card("brd_a"), pipeline.add_card("brd_a", grants=()),
-                             pipeline.add_card("brd_a"))
+    first, refused, _ = (
+        pipeline.add_card("brd_a"),
+        pipeline.add_card("brd_a", grants=()),
+        pipeline.add_card("brd_a"),
+    )
     decided = count_decisions(monkeypatch)
     summary = world.sweep()
     assert decided == [first.id, refused.id]
@@ -122,8 +126,7 @@ def test_without_the_bound_every_ready_card_is_decided(monkeypatch):
 
 
 def test_boards_sharing_agents_take_the_bound_after_the_holds_before_them(monkeypatch):
-    world = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_a", "brd_b")),
-                       fairness="board-order")
+    world = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_a", "brd_b")), fairness="board-order")
     world.opt_in("brd_a", "brd_b")
     cards = [world.suite.pipeline.add_card(board) for board in ("brd_a", "brd_a", "brd_b", "brd_b")]
     decided = count_decisions(monkeypatch)
@@ -150,12 +153,16 @@ def test_a_decision_recorded_whoever_is_free_is_made_with_every_agent_busy(monke
     assert [d.reason for d in world.decisions()] == ["one-candidate"] * 3
 
 
-@pytest.mark.parametrize("scenario,minutes,settings", [
-    ("demo", 20, {"policy": "on", "candidates": "all", "sweep_seconds": 10}),
-    ("busy-quiet", 20, {}),
-])
+@pytest.mark.parametrize(
+    "scenario,minutes,settings",
+    [
+        ("demo", 20, {"policy": "on", "candidates": "all", "sweep_seconds": 10}),
+        ("busy-quiet", 20, {}),
+    ],
+)
 def test_the_bound_changes_no_decision(scenario, minutes, settings):
     """The same run with the bound on and off records the same decisions."""
+
     class Forget(Exception):
         """Rolls a run back, so the next starts from the same store."""
 
@@ -167,10 +174,22 @@ def test_the_bound_changes_no_decision(scenario, minutes, settings):
                 world.opt_in(*(b.id for b in world.suite.scenario.boards))
                 world.sweep()
                 world.sim.run(minutes * 60, on_tick=world.drive(10))
-                made = sorted((d.created_at, d.board_id, d.card_id, d.stage_key, d.tier_name,
-                               d.tier_step, d.reason or "", d.chosen or "", d.reserved_until,
-                               d.outcome_status or "", d.outcome_by or "")
-                              for d in Decision.objects.all())
+                made = sorted(
+                    (
+                        d.created_at,
+                        d.board_id,
+                        d.card_id,
+                        d.stage_key,
+                        d.tier_name,
+                        d.tier_step,
+                        d.reason or "",
+                        d.chosen or "",
+                        d.reserved_until,
+                        d.outcome_status or "",
+                        d.outcome_by or "",
+                    )
+                    for d in Decision.objects.all()
+                )
                 raise Forget
         except Forget:
             return made
@@ -185,17 +204,18 @@ def row(agent_id: str, enabled=True, ready=True, busy=False) -> RosterRow:
 
 
 def test_who_counts_as_able_to_take_a_hold_now():
-    roster = (row("a"), row("b", busy=True), row("c", ready=False), row("d", enabled=False),
-              row("e"))
+    roster = (row("a"), row("b", busy=True), row("c", ready=False), row("d", enabled=False), row("e"))
     documented, waiting = "idle-stage-success-lru@3", "wait-for-better@3"
     assert holdable(roster, frozenset(), None, documented) == 2  # a and e
     assert holdable(roster, frozenset({"e"}), None, documented) == 1  # e holds a card of ours
     assert holdable(roster, frozenset(), None, waiting) == 3  # the busy b may be waited for
     heard = datetime(2026, 11, 13, tzinfo=timezone.utc)
-    load = (AgentLoad("x", "prn_x", 0, 1, heard),
-            AgentLoad("y", "prn_y", 1, 1, heard),  # at capacity
-            AgentLoad("z", "prn_z", 0, 1, None),  # never heard from: not healthy
-            AgentLoad("d", "prn_d", 0, 1, heard))  # disabled on this board's roster
+    load = (
+        AgentLoad("x", "prn_x", 0, 1, heard),
+        AgentLoad("y", "prn_y", 1, 1, heard),  # at capacity
+        AgentLoad("z", "prn_z", 0, 1, None),  # never heard from: not healthy
+        AgentLoad("d", "prn_d", 0, 1, heard),
+    )  # disabled on this board's roster
     assert holdable(roster, frozenset(), load, documented) == 3  # a, e and x
 
 
@@ -228,8 +248,7 @@ def test_what_a_read_says_is_of_the_agents_the_filters_read():
     def decided(considered, reads) -> list[int]:
         backlog, made = Backlog(Rules(), lambda: None), []
         for index, read in enumerate(reads):
-            backlog.weigh(card, Ladder(), read, considered, lambda: 0,
-                          lambda: made.append(index) or WAITING)
+            backlog.weigh(card, Ladder(), read, considered, lambda: 0, lambda: made.append(index) or WAITING)
         return made
 
     assert decided(frozenset({"agt_a"}), [plain, off_roster, plain, on_roster]) == [0, 3]

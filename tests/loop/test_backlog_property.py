@@ -3,6 +3,7 @@ their own grants, priorities and stages; agents busy, idle, unready, off the ros
 dispatch policy that refuses or limits some of them, or none) a run
 of passes with SUPERDISPATCH_BACKLOG_BOUND=on makes the decisions and holds a run with it
 off makes, each at most one pass later, and leaves nothing unrecorded that `off` records."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -73,51 +74,84 @@ def subset(of):
 
 @st.composite
 def boards(draw) -> Board:
-    ids = AGENTS[:draw(st.integers(2, len(AGENTS)))]
-    agents = tuple(Agent(
-        id=a,
-        rostered=draw(st.sampled_from([BOARDS, BOARDS, BOARDS, ("brd_a",), ()])),
-        enabled=draw(st.integers(0, 5)) > 0,
-        ready=draw(st.integers(0, 5)) > 0,
-        qa=draw(st.booleans()),
-        grants=draw(st.sampled_from([None, None, None, ("brd_a", SIDE), ("brd_b", SIDE)])),
-    ) for a in ids)
-    cards = tuple(CardSpec(
-        board=draw(st.sampled_from(BOARDS)),
-        stage=draw(st.sampled_from(STAGES)),
-        priority=draw(st.sampled_from([0, 0, 1, 3])),
-        grants=draw(st.one_of(st.none(), subset(ids))),
-    ) for _ in range(draw(st.integers(1, 10))))
-    steps = tuple(Step(seconds=draw(st.sampled_from([5, 30, 30, 65, 200, 320])),
-                       free=draw(subset(ids)), take=draw(subset(ids)))
-                  for _ in range(draw(st.integers(1, 4))))
-    return Board(agents=agents, cards=cards, busy=draw(subset(ids)), heard=draw(subset(ids)),
-                 steps=steps, candidates=draw(st.sampled_from(["roster", "all"])),
-                 formula=draw(st.sampled_from(FORMULAS)), top_k=draw(st.integers(1, 3)),
-                 policy=draw(st.none() | st.tuples(subset(ids), subset(ids))))
+    ids = AGENTS[: draw(st.integers(2, len(AGENTS)))]
+    agents = tuple(
+        Agent(
+            id=a,
+            rostered=draw(st.sampled_from([BOARDS, BOARDS, BOARDS, ("brd_a",), ()])),
+            enabled=draw(st.integers(0, 5)) > 0,
+            ready=draw(st.integers(0, 5)) > 0,
+            qa=draw(st.booleans()),
+            grants=draw(st.sampled_from([None, None, None, ("brd_a", SIDE), ("brd_b", SIDE)])),
+        )
+        for a in ids
+    )
+    cards = tuple(
+        CardSpec(
+            board=draw(st.sampled_from(BOARDS)),
+            stage=draw(st.sampled_from(STAGES)),
+            priority=draw(st.sampled_from([0, 0, 1, 3])),
+            grants=draw(st.one_of(st.none(), subset(ids))),
+        )
+        for _ in range(draw(st.integers(1, 10)))
+    )
+    steps = tuple(
+        Step(
+            seconds=draw(st.sampled_from([5, 30, 30, 65, 200, 320])),
+            free=draw(subset(ids)),
+            take=draw(subset(ids)),
+        )
+        for _ in range(draw(st.integers(1, 4)))
+    )
+    return Board(
+        agents=agents,
+        cards=cards,
+        busy=draw(subset(ids)),
+        heard=draw(subset(ids)),
+        steps=steps,
+        candidates=draw(st.sampled_from(["roster", "all"])),
+        formula=draw(st.sampled_from(FORMULAS)),
+        top_k=draw(st.integers(1, 3)),
+        policy=draw(st.none() | st.tuples(subset(ids), subset(ids))),
+    )
 
 
 def scenario(board: Board) -> dict:
     stages = [{"key": "review", "owner": "code-review"}, {"key": "qa", "owner": "qa"}]
     return {
-        "name": "backlog", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
+        "name": "backlog",
+        "seed": 1,
+        "start": "2026-11-13T10:00:00.000Z",
         "boards": [{"id": b, "stages": stages} for b in (*BOARDS, SIDE)],
-        "agents": [{"id": a.id, "capabilities": ["code-review", *(["qa"] if a.qa else [])],
-                    "boards": [{"board": b, "enabled": a.enabled} for b in a.rostered],
-                    "ready": a.ready, "concurrency": 2,
-                    **({"grants": list(a.grants)} if a.grants is not None else {})}
-                   for a in board.agents],
-        **({"policy": {"version": "pol_1",
-                       "rules": [{"agentId": a, "effect": "deny"} for a in board.policy[0]],
-                       "limits": [{"agentId": a, "maxRuns": 1, "windowHours": 1}
-                                  for a in board.policy[1]]}}
-           if board.policy is not None else {}),
+        "agents": [
+            {
+                "id": a.id,
+                "capabilities": ["code-review", *(["qa"] if a.qa else [])],
+                "boards": [{"board": b, "enabled": a.enabled} for b in a.rostered],
+                "ready": a.ready,
+                "concurrency": 2,
+                **({"grants": list(a.grants)} if a.grants is not None else {}),
+            }
+            for a in board.agents
+        ],
+        **(
+            {
+                "policy": {
+                    "version": "pol_1",
+                    "rules": [{"agentId": a, "effect": "deny"} for a in board.policy[0]],
+                    "limits": [{"agentId": a, "maxRuns": 1, "windowHours": 1} for a in board.policy[1]],
+                }
+            }
+            if board.policy is not None
+            else {}
+        ),
     }
 
 
 def passes(board: Board, bound: str) -> list[tuple[int, tuple]]:
     """Every decision recorded by a pass after each step, as (pass, what it decided), then
     rolled back, so the other run starts from the same store."""
+
     class Forget(Exception):
         pass
 
@@ -125,9 +159,14 @@ def passes(board: Board, bound: str) -> list[tuple[int, tuple]]:
     cache.clear()  # the rosters the last run cached
     try:
         with transaction.atomic():
-            world = make_world(scenario(board), backlog_bound=bound, candidates=board.candidates,
-                               formula=board.formula, top_k=board.top_k,
-                               policy="on" if board.policy is not None else "off")
+            world = make_world(
+                scenario(board),
+                backlog_bound=bound,
+                candidates=board.candidates,
+                formula=board.formula,
+                top_k=board.top_k,
+                policy="on" if board.policy is not None else "off",
+            )
             pipeline = world.suite.pipeline
             working: dict[str, str] = {}
 
@@ -145,8 +184,9 @@ def passes(board: Board, bound: str) -> list[tuple[int, tuple]]:
             for agent_id in board.busy:
                 take(agent_id)
             for card in board.cards:
-                pipeline.add_card(card.board, priority=card.priority, stage_key=card.stage,
-                                  grants=card.grants)
+                pipeline.add_card(
+                    card.board, priority=card.priority, stage_key=card.stage, grants=card.grants
+                )
             world.opt_in(*BOARDS)
             ensure_windows(world.loop, world.now)
             world.advance(15)  # past the placement window: a sweep's cards, not relayed ones
@@ -159,12 +199,26 @@ def passes(board: Board, bound: str) -> list[tuple[int, tuple]]:
                         take(agent_id)
                 seen = {d.id for _, d in made}
                 run_pass(world.loop, list(BOARDS), world.now)  # a sweep's pass, without its after-steps
-                made += [(index, d) for d in Decision.objects.order_by("created_at", "id")
-                         if d.id not in seen]
-            made = [(index, (d.board_id, d.card_id, d.stage_key, d.tier_name, d.tier_step,
-                             d.reason or "", d.chosen or "", d.reserved_until is not None,
-                             d.outcome_status or ""))
-                    for index, d in made]
+                made += [
+                    (index, d) for d in Decision.objects.order_by("created_at", "id") if d.id not in seen
+                ]
+            made = [
+                (
+                    index,
+                    (
+                        d.board_id,
+                        d.card_id,
+                        d.stage_key,
+                        d.tier_name,
+                        d.tier_step,
+                        d.reason or "",
+                        d.chosen or "",
+                        d.reserved_until is not None,
+                        d.outcome_status or "",
+                    ),
+                )
+                for index, d in made
+            ]
             raise Forget
     except Forget:
         return made
@@ -187,14 +241,25 @@ def unmatched(off: list[tuple[int, tuple]], on: list[tuple[int, tuple]]) -> tupl
 
 GRANTS_APART = Board(  # card 2's own grant admits agt_b, idle; card 1's admits only agt_a, busy
     agents=(Agent("agt_a", BOARDS, True, True, False, None), Agent("agt_b", BOARDS, True, True, False, None)),
-    cards=(CardSpec("brd_a", "review", 0, ("agt_a",)), CardSpec("brd_a", "review", 0, ("agt_b",)),
-           CardSpec("brd_a", "review", 0, ())),
-    busy=("agt_a",), heard=(), steps=(Step(30, (), ()),), candidates="roster",
-    formula=FORMULAS[0], top_k=3)
+    cards=(
+        CardSpec("brd_a", "review", 0, ("agt_a",)),
+        CardSpec("brd_a", "review", 0, ("agt_b",)),
+        CardSpec("brd_a", "review", 0, ()),
+    ),
+    busy=("agt_a",),
+    heard=(),
+    steps=(Step(30, (), ()),),
+    candidates="roster",
+    formula=FORMULAS[0],
+    top_k=3,
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(boards())
 @example(GRANTS_APART)
 def test_the_bound_makes_every_decision_and_hold_the_unbounded_pass_makes(board):

@@ -1,5 +1,6 @@
 """pull-aware@1 sets each board's placement window from the board's outlooks, within the
 operator's bounds, and records what it weighed; the documented formula keeps the configured one."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,9 @@ NEW = PULL_AWARE.recorded
 
 def _outlooks(n: int, beaten: int, window: float = 0.0) -> list[dict]:
     """n outlooks, `beaten` of them where the hold (60 s) clearly beat pull."""
-    return [{"holdS": 60.0, "pullS": (80.0 if i < beaten else 60.5) + window, "windowS": window}
-            for i in range(n)]
+    return [
+        {"holdS": 60.0, "pullS": (80.0 if i < beaten else 60.5) + window, "windowS": window} for i in range(n)
+    ]
 
 
 def test_too_few_outlooks_say_nothing():
@@ -71,8 +73,10 @@ def test_its_decisions_record_their_outlook_and_the_api_answers_it_with_its_word
 
 
 def test_an_outlook_that_says_whether_the_whole_fleet_differs_is_taken_at_its_word():
-    assert differs([{"fleetDiffers": True, "holdS": 60.0, "pullS": 60.0}] * 4
-                   + [{"fleetDiffers": False}] * 16) is True
+    assert (
+        differs([{"fleetDiffers": True, "holdS": 60.0, "pullS": 60.0}] * 4 + [{"fleetDiffers": False}] * 16)
+        is True
+    )
     assert differs([{"fleetDiffers": False, "holdS": 60.0, "pullS": 90.0}] * 20) is False
 
 
@@ -80,7 +84,8 @@ def test_an_outlook_that_says_whether_the_whole_fleet_differs_is_taken_at_its_wo
 @pytest.mark.storage
 @pytest.mark.parametrize("measured, least, expected", [(0.4, 0, 3), (0.4, 5, 5), (25.0, 0, 10)])
 def test_where_the_fleet_differs_the_window_is_the_measured_time_to_a_hold_within_the_bounds(
-        monkeypatch, measured, least, expected):
+    monkeypatch, measured, least, expected
+):
     monkeypatch.setattr(board_windows, "differs", lambda outlooks: True)
     monkeypatch.setattr(board_windows.holds, "time_to_hold", lambda board_id, since, newest: measured)
     world = make_world(lane(), formula=NEW, placement_window_min_seconds=least)

@@ -1,6 +1,7 @@
 """Sweeps never pile up: a pass stops when its budget is spent, a slow board leaves the rest to
 the next sweep (read first then), and the periodic sweep expires after one interval. The
 sandbox's `slow` toggle moves its virtual clock on as a board is read: nothing sleeps."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """A real Celery worker runs the tasks: the relay's placement and the beat-driven sweep."""
+
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -95,8 +96,9 @@ def test_a_worker_serving_only_the_placement_queue_places_relayed_cards(transact
     world.opt_in("brd_a")
     tasks._loop = world.loop
     try:
-        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                          queues=["placement"]):
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["placement"]
+        ):
             card = world.suite.pipeline.add_card("brd_a")
             tasks.place_card_task.delay("brd_a", card.id)
             assert wait_for(lambda: Decision.objects.filter(card_id=card.id).exists())
@@ -114,8 +116,9 @@ def test_a_sweep_of_more_boards_than_a_shard_fans_out_over_the_worker(transactio
     """Beat's sweep sends one task per shard through the broker (no result backend); the
     worker runs each, and the last one sums the sweep up."""
     boards = ("brd_a", "brd_b", "brd_c", "brd_d", "brd_e")
-    world = make_world(lane(agents=("agt_a", "agt_b", "agt_c", "agt_d", "agt_e"), boards=boards),
-                       sweep_shard_boards=2)
+    world = make_world(
+        lane(agents=("agt_a", "agt_b", "agt_c", "agt_d", "agt_e"), boards=boards), sweep_shard_boards=2
+    )
     world.opt_in(*boards)
     for board in boards:
         world.suite.pipeline.add_card(board)
@@ -131,8 +134,7 @@ def test_a_sweep_of_more_boards_than_a_shard_fans_out_over_the_worker(transactio
         tasks._loop = None
 
 
-def test_after_500_toggles_a_worker_of_the_sweeps_queue_starts_the_next_sweep_first(
-        api, transactional_db):
+def test_after_500_toggles_a_worker_of_the_sweeps_queue_starts_the_next_sweep_first(api, transactional_db):
     """Five boards opted in and out 500 times through the API, then beat's sweep: the worker
     serving the sweeps' queue (Procfile's `worker -Q celery`) starts the sweep first, and runs
     it rather than dropping it as expired. The placement worker then acts on each board's
@@ -154,17 +156,18 @@ def test_after_500_toggles_a_worker_of_the_sweeps_queue_starts_the_next_sweep_fi
         for i in range(500):
             toggle(api, BOARDS[i % len(BOARDS)], (i // len(BOARDS)) % 2 == 0)  # ends out
         send_the_sweep_as_beat_does()
-        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                          queues=["celery"]):
+        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["celery"]):
             assert wait_for(lambda: LoopState.objects.filter(last_sweep_at__isnull=False).exists())
         assert started[0] == "superdispatch.sweep"
         assert "superdispatch.board_changed" not in started
         for board in BOARDS:
             world.suite.pipeline.boards[board].placement_window_seconds = 10
-        with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING",
-                          queues=["placement"]):
-            assert wait_for(lambda: all(world.suite.pipeline.boards[b].placement_window_seconds
-                                        == 0 for b in BOARDS))
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, loglevel="WARNING", queues=["placement"]
+        ):
+            assert wait_for(
+                lambda: all(world.suite.pipeline.boards[b].placement_window_seconds == 0 for b in BOARDS)
+            )
         assert started.count("superdispatch.board_changed") == len(BOARDS)
     finally:
         task_prerun.disconnect(on_start)

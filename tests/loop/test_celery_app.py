@@ -1,4 +1,5 @@
 """The web process queues tasks on the configured broker, not on Celery's default one."""
+
 import os
 import subprocess
 import sys
@@ -19,6 +20,13 @@ print(place_card_task.app.main, place_card_task.app.conf.broker_url)
 
 def test_the_web_process_queues_relay_placements_on_the_configured_broker():
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "superdispatch.settings_test"}
-    out = subprocess.run([sys.executable, "-c", WEB_PROCESS], env=env, cwd=ROOT, check=True,
-                         stdout=subprocess.PIPE, text=True, timeout=60).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", WEB_PROCESS],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    ).stdout.split()
     assert out == ["superdispatch", settings.CELERY_BROKER_URL]

@@ -6,6 +6,7 @@ same stage, or passes the card on to another stage, before the next read leaves 
 same stage), from SuperWitness's runs and from the relay's `card.claimed`/`card.advanced`
 events (passed on); a claim that may have been the held agent's is never a no-show.
 """
+
 from dataclasses import replace
 
 import pytest
@@ -43,9 +44,15 @@ def run(world, agent_id, card_id, succeeded, seconds=3, witness=True):
     stage = pipeline.card(card_id).stage_key
     pipeline.finish(agent_id, card_id, succeeded)
     if witness:
-        world.suite.witness.record("prn_" + agent_id.removeprefix("agt_"),
-                                   "succeeded" if succeeded else "failed", "brd_a", stage,
-                                   world.now, None, agent_id)
+        world.suite.witness.record(
+            "prn_" + agent_id.removeprefix("agt_"),
+            "succeeded" if succeeded else "failed",
+            "brd_a",
+            stage,
+            world.now,
+            None,
+            agent_id,
+        )
 
 
 def ran_within_the_hold(world, card, decision, succeeded, witness=True):
@@ -146,8 +153,9 @@ def test_another_agents_run_at_the_stage_names_nobody():
     other = next(a for a in ("agt_a", "agt_b", "agt_c") if a != decision.chosen)
     world.advance(5)
     run(world, decision.chosen, card.id, succeeded=True, witness=False)
-    world.suite.witness.record("prn_" + other.removeprefix("agt_"), "succeeded", "brd_a",
-                               "review", world.now, None, other)
+    world.suite.witness.record(
+        "prn_" + other.removeprefix("agt_"), "succeeded", "brd_a", "review", world.now, None, other
+    )
     world.advance(10)
     world.sweep()
     assert settled(decision)["status"] == "superseded"
@@ -159,7 +167,7 @@ def test_with_the_relay_a_claim_passed_on_is_claimed_by_its_event(witness):
     # (card.ready), before any sweep reads the board.
     world = world_of(witness=witness)
     card, decision = held_card(world)
-    world.drive(sweep_every_s=10 ** 6)
+    world.drive(sweep_every_s=10**6)
     world.advance(5)
     run(world, decision.chosen, card.id, succeeded=True, witness=witness)
     world.suite.relay.flush()  # card.claimed, card.advanced, card.ready at the next stage
@@ -176,8 +184,16 @@ def test_with_the_relay_a_claim_by_another_agent_after_the_lapse_is_theirs():
     world.advance(61)
     pipeline = world.suite.pipeline
     pipeline.claim(other, card.id)
-    note_claim({"type": "card.claimed", "boardId": "brd_a", "cardId": card.id,
-                "stageKey": "review", "ts": world.now.isoformat(), "data": {"agentId": other}})
+    note_claim(
+        {
+            "type": "card.claimed",
+            "boardId": "brd_a",
+            "cardId": card.id,
+            "stageKey": "review",
+            "ts": world.now.isoformat(),
+            "data": {"agentId": other},
+        }
+    )
     world.advance(3)
     pipeline.finish(other, card.id, succeeded=True)
     world.sweep()
@@ -185,6 +201,7 @@ def test_with_the_relay_a_claim_by_another_agent_after_the_lapse_is_theirs():
 
 
 # --- A lapsed hold on a card archived before the next read -----------------------------
+
 
 def test_a_hold_that_lapsed_before_its_card_was_archived_is_expired():
     # The read lists the archived card (archivedAt) with the count the decision saw: nobody
@@ -224,4 +241,7 @@ def test_a_lapsed_hold_on_a_card_gone_from_the_read_is_superseded():
     world.sweep()
     stored = Decision.objects.get(pk=decision.pk)
     assert (stored.outcome_status, stored.outcome_by, stored.outcome_at) == (
-        "superseded", None, world.now)  # when the read found it gone
+        "superseded",
+        None,
+        world.now,
+    )  # when the read found it gone

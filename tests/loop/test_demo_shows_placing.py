@@ -8,6 +8,7 @@ and claimed, a runner-up held after a lapse, a no-show, each settled outcome, a 
 out, a policy verdict, a roster suggestion and a supply proposal; and the sandbox's own line
 must show at least 40% of claims taken under a hold. The real demo is not timed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -61,8 +62,11 @@ class Shown:
     claims: dict  # the sandbox's own summary of the claims, as its line prints it
 
     def decided(self, tier: str, outcome: str | None = None) -> list[tuple]:
-        return [d for d in self.decisions
-                if d[1] == tier and d[2] is not None and (outcome is None or d[3] == outcome)]
+        return [
+            d
+            for d in self.decisions
+            if d[1] == tier and d[2] is not None and (outcome is None or d[3] == outcome)
+        ]
 
 
 class _Forget(Exception):
@@ -92,11 +96,15 @@ def read_shown(world) -> Shown:
     for row in Candidate.objects.values_list("reasons", flat=True):
         reasons.update(code for code in row.split(",") if code)
     return Shown(
-        decisions=tuple(Decision.objects.order_by("created_at", "id").values_list(
-            "card_id", "tier_name", "chosen", "outcome_status")),
+        decisions=tuple(
+            Decision.objects.order_by("created_at", "id").values_list(
+                "card_id", "tier_name", "chosen", "outcome_status"
+            )
+        ),
         reasons=frozenset(reasons),
         suggestions=frozenset(Suggestion.objects.values_list("kind", flat=True)),
-        claims=world.sim.metrics.summary()["claims"])
+        claims=world.sim.metrics.summary()["claims"],
+    )
 
 
 def test_winners_are_held_and_claimed(shown):

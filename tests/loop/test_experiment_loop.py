@@ -2,6 +2,7 @@
 block holds nobody and sets the window to 0, a switch lets live holds lapse on their own and
 lets cards left to pull go to the next arm, and each decision records its experiment, block
 and arm; a deployment with no experiment decides as before."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,11 +29,21 @@ def _experiment(world, order: list[str]) -> Experiment:
     schedule replaced, so the test says which arm runs when)."""
     world.sweep()  # the loop reads (and caches) the roster an experiment's start checks
     experiment = do_start_experiment(
-        Plan(boards=("brd_a",), arms=(FORMULA, "pull"), objective="success",
-             block_seconds=BLOCK_S, blocks=len(order), seed=7, burn_in_seconds=30), world.now)
+        Plan(
+            boards=("brd_a",),
+            arms=(FORMULA, "pull"),
+            objective="success",
+            block_seconds=BLOCK_S,
+            blocks=len(order),
+            seed=7,
+            burn_in_seconds=30,
+        ),
+        world.now,
+    )
     blocks = experiments.schedule_of(experiment)
-    experiment.schedule = [{**stored, "arm": arm} for stored, arm in
-                           zip(experiments.stored_schedule(blocks), order)]
+    experiment.schedule = [
+        {**stored, "arm": arm} for stored, arm in zip(experiments.stored_schedule(blocks), order)
+    ]
     experiment.save(update_fields=["schedule"])
     return experiment
 
@@ -49,8 +60,11 @@ def test_a_pull_block_holds_nobody_in_a_sweep_and_sets_the_window_to_zero():
     [decision] = world.decisions(card_id=card.id)
     assert decision.reason == "pull-arm" and decision.chosen is None
     assert decision.reserved_until is None and world.suite.pipeline.holds_granted == []
-    assert (decision.experiment_id, decision.experiment_block, decision.experiment_arm) == \
-        (experiment.id, 0, "pull")
+    assert (decision.experiment_id, decision.experiment_block, decision.experiment_arm) == (
+        experiment.id,
+        0,
+        "pull",
+    )
     assert decision.candidates  # weighed all the same
     assert Board.objects.get(board_id="brd_a").window_seconds == 0
     assert world.suite.pipeline.boards["brd_a"].placement_window_seconds == 0
@@ -72,8 +86,11 @@ def test_a_formula_block_holds_and_records_its_arm_and_window():
     world.place("brd_a", card.id)
     [decision] = world.decisions(card_id=card.id)
     assert decision.chosen is not None and decision.reserved_until is not None
-    assert (decision.experiment_id, decision.experiment_block, decision.experiment_arm) == \
-        (experiment.id, 0, FORMULA)
+    assert (decision.experiment_id, decision.experiment_block, decision.experiment_arm) == (
+        experiment.id,
+        0,
+        FORMULA,
+    )
     world.sweep()
     assert world.suite.pipeline.boards["brd_a"].placement_window_seconds == 10
 

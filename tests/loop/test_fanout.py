@@ -1,6 +1,7 @@
 """The sweep fans out: beat's sweep splits the opted-in boards into shards, each one pass run by
 its own task; the last shard to finish sums the sweep up once. Here the shards' tasks are run
 by the test, in any order, as workers would (test_celery.py runs them on a real worker)."""
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,10 @@ BOARDS = tuple(f"brd_{c}" for c in "abcde")
 
 @pytest.fixture
 def world():
-    w = make_world(lane(agents=("agt_a", "agt_b", "agt_c", "agt_d", "agt_e", "agt_f"),
-                        boards=BOARDS), sweep_shard_boards=2)
+    w = make_world(
+        lane(agents=("agt_a", "agt_b", "agt_c", "agt_d", "agt_e", "agt_f"), boards=BOARDS),
+        sweep_shard_boards=2,
+    )
     w.opt_in(*BOARDS)
     for board in BOARDS:
         w.suite.pipeline.add_card(board)
@@ -48,8 +51,7 @@ def finished():
 
 def sent(world) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
-    assert start_sweep(world.loop, lambda sweep_id, index: out.append((sweep_id, index)),
-                       world.now) is None
+    assert start_sweep(world.loop, lambda sweep_id, index: out.append((sweep_id, index)), world.now) is None
     return out
 
 
@@ -84,7 +86,8 @@ def test_the_last_shard_to_finish_sums_up_the_sweep_once(world, finished):
 
 
 def test_a_failed_shard_leaves_its_boards_to_the_next_sweep_and_the_others_stand(
-        world, finished, monkeypatch):
+    world, finished, monkeypatch
+):
     tasks = sent(world)
     real = fanout.run_pass
 
@@ -179,8 +182,13 @@ def test_a_shard_takes_the_holds_other_shards_made_since_it_started_and_picks_an
 
     def then_another_shard_holds(now, rules, agents=None):
         holds = real(now, rules, agents)
-        make_decision(board="brd_z", card="card_z", chosen="agt_a", created_at=world.now,
-                      reserved_until=world.now + timedelta(seconds=60))
+        make_decision(
+            board="brd_z",
+            card="card_z",
+            chosen="agt_a",
+            created_at=world.now,
+            reserved_until=world.now + timedelta(seconds=60),
+        )
         return holds
 
     passes.holds.holds = then_another_shard_holds
@@ -199,27 +207,38 @@ def test_the_looks_at_other_passes_see_live_holds_and_unanswered_decisions_only(
     the asking decision or its own card."""
     now = T0 + timedelta(hours=1)
     later = now + timedelta(seconds=30)
-    make_decision(board="brd_1", card="c_live", chosen="agt_live", created_at=now,
-                  reserved_until=later)
-    make_decision(board="brd_1", card="c_asking", chosen="agt_asking",
-                  created_at=now - timedelta(seconds=59))
-    make_decision(board="brd_1", card="c_lapsed", chosen="agt_lapsed", created_at=now,
-                  reserved_until=now)
-    make_decision(board="brd_1", card="c_refused", chosen="agt_refused", created_at=now,
-                  reservation_refused="card-not-ready")
-    make_decision(board="brd_1", card="c_settled", chosen="agt_settled", created_at=now,
-                  reserved_until=later, outcome_status="claimed", outcome_at=now)
-    make_decision(board="brd_1", card="c_stale", chosen="agt_stale",
-                  created_at=now - timedelta(seconds=61))
-    agents = ["agt_live", "agt_asking", "agt_lapsed", "agt_refused", "agt_settled", "agt_stale",
-              "agt_nobody"]
+    make_decision(board="brd_1", card="c_live", chosen="agt_live", created_at=now, reserved_until=later)
+    make_decision(board="brd_1", card="c_asking", chosen="agt_asking", created_at=now - timedelta(seconds=59))
+    make_decision(board="brd_1", card="c_lapsed", chosen="agt_lapsed", created_at=now, reserved_until=now)
+    make_decision(
+        board="brd_1",
+        card="c_refused",
+        chosen="agt_refused",
+        created_at=now,
+        reservation_refused="card-not-ready",
+    )
+    make_decision(
+        board="brd_1",
+        card="c_settled",
+        chosen="agt_settled",
+        created_at=now,
+        reserved_until=later,
+        outcome_status="claimed",
+        outcome_at=now,
+    )
+    make_decision(board="brd_1", card="c_stale", chosen="agt_stale", created_at=now - timedelta(seconds=61))
+    agents = ["agt_live", "agt_asking", "agt_lapsed", "agt_refused", "agt_settled", "agt_stale", "agt_nobody"]
     assert sorted(holds.holding_now(agents, now)) == [
-        ("agt_asking", "brd_1", "c_asking"), ("agt_live", "brd_1", "c_live")]
+        ("agt_asking", "brd_1", "c_asking"),
+        ("agt_live", "brd_1", "c_live"),
+    ]
     assert holds.holding_now([], now) == []
     many = [f"agt_{i:04d}" for i in range(holds.IN_CHUNK * 2 + 1)] + ["agt_live"]
     assert holds.holding_now(many, now) == [("agt_live", "brd_1", "c_live")]  # past SQLite's 999
     assert [a for a in agents if holds.held_elsewhere(a, "brd_2", "c_other", now, "dec_x")] == [
-        "agt_live", "agt_asking"]
+        "agt_live",
+        "agt_asking",
+    ]
     # The asking pass's own decision, and its own card, are not "elsewhere".
     own = make_decision(board="brd_2", card="c_mine", chosen="agt_mine", created_at=now)
     assert not holds.held_elsewhere("agt_mine", "brd_2", "c_mine", now, own.id)
@@ -236,10 +255,18 @@ def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_sta
         pytest.skip("the plans are PostgreSQL's (SQLite names its agents in IN lists)")
     now = T0 + timedelta(hours=1)
     Decision.objects.bulk_create(
-        Decision(board_id=f"brd_{i // 5}", card_id=f"card_{i}", stage_key="review", policy="p",
-                 chosen=f"agt_{i * 37 % 3000:04d}", created_at=now, ladder_ready_at=now,
-                 reserved_until=now + timedelta(seconds=60))
-        for i in range(3000))
+        Decision(
+            board_id=f"brd_{i // 5}",
+            card_id=f"card_{i}",
+            stage_key="review",
+            policy="p",
+            chosen=f"agt_{i * 37 % 3000:04d}",
+            created_at=now,
+            ladder_ready_at=now,
+            reserved_until=now + timedelta(seconds=60),
+        )
+        for i in range(3000)
+    )
     roster = [f"agt_{i:04d}" for i in range(100, 200)]
     with CaptureQueriesContext(connection) as looks:
         holds.holding_now(roster, now)
@@ -259,8 +286,9 @@ def test_the_looks_at_other_passes_probe_each_agents_live_holds_whatever_the_sta
         numbers = iter(range(1, len(params) + 1))
         with connection.cursor() as cursor:
             cursor.execute("PREPARE look AS " + re.sub("%s", lambda _: f"${next(numbers)}", sql))
-            cursor.execute(connection.ops.compose_sql(
-                f"EXPLAIN EXECUTE look({', '.join(['%s'] * len(params))})", params))
+            cursor.execute(
+                connection.ops.compose_sql(f"EXPLAIN EXECUTE look({', '.join(['%s'] * len(params))})", params)
+            )
             plans.append("\n".join(row[0] for row in cursor.fetchall()))
             cursor.execute("DEALLOCATE look")
         return execute(sql, params, many, context)

@@ -3,6 +3,7 @@ small: each product failing mid-sweep in each way it can (down, slow past the cl
 timeout, garbage, 401), two sweeps sent at once, a shard whose worker dies, and a relay
 storm with redeliveries while a sweep runs; each followed by the invariants the bench checks
 at full size (tests/support/invariants.py)."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -66,11 +67,13 @@ def sweep_summed(world):
     """A sweep through the worker, waited for; what its shards summed up to."""
     before = set(SweepShard.objects.values_list("sweep_id", flat=True))
     tasks.sweep_task.delay()
-    assert wait_for(lambda: SweepShard.objects.exclude(sweep_id__in=before)
-                    .filter(finished_at__isnull=False).exists())
+    assert wait_for(
+        lambda: SweepShard.objects.exclude(sweep_id__in=before).filter(finished_at__isnull=False).exists()
+    )
     shards = SweepShard.objects.exclude(sweep_id__in=before)
-    return {k: sum(s.summary.get(k, 0) for s in shards)
-            for k in ("unread", "unrostered", "decisions", "refused")}
+    return {
+        k: sum(s.summary.get(k, 0) for s in shards) for k in ("unread", "unrostered", "decisions", "refused")
+    }
 
 
 @pytest.fixture
@@ -100,7 +103,8 @@ def fail_during_shard(monkeypatch):
 
 
 def test_a_product_failing_mid_sweep_costs_that_shard_its_reads_and_the_next_recovers(
-        world, fail_during_shard):
+    world, fail_during_shard
+):
     """Every product, every way a product fails, while one shard of the three runs, a
     different one each time: only that shard's boards go unread where a board needs the
     product (read and settled but placed on by nobody, when it is AgentPod and its roster),
@@ -113,12 +117,11 @@ def test_a_product_failing_mid_sweep_costs_that_shard_its_reads_and_the_next_rec
             during = sweep_summed(world)
             unread = 2 if product == "superpipeline" else 0
             unrostered = 2 if product == "agentpod" else 0
-            assert (during["unread"], during["unrostered"]) == (unread, unrostered), (
-                product, fault, during)
+            assert (during["unread"], during["unrostered"]) == (unread, unrostered), (product, fault, during)
             assert LoopState.objects.get().failed_sweeps == 0
             check_invariants(world)
             world.advance(world.loop.cfg.reservation_seconds + 1)  # holds lapse
-            for board in BOARDS[n % 2::2]:
+            for board in BOARDS[n % 2 :: 2]:
                 world.suite.pipeline.add_card(board)
         fail_during_shard(world, None, None, None)
         after = sweep_summed(world)
@@ -127,8 +130,7 @@ def test_a_product_failing_mid_sweep_costs_that_shard_its_reads_and_the_next_rec
 
 
 def test_two_sweeps_sent_at_once_hold_no_card_twice(world):
-    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
-                      loglevel="WARNING"):
+    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, loglevel="WARNING"):
         tasks.sweep_task.delay()
         tasks.sweep_task.delay()
         assert wait_for(swept(2))
@@ -158,14 +160,14 @@ def test_a_shard_whose_worker_died_leaves_its_boards_to_the_next_sweep(world):
 STORM_BOARDS = ("brd_s1", "brd_s2", "brd_s3")
 
 
-def test_a_relay_storm_with_redeliveries_during_a_sweep_places_each_card_once(
-        transactional_db, client):
+def test_a_relay_storm_with_redeliveries_during_a_sweep_places_each_card_once(transactional_db, client):
     """90 card.ready through the webhook, 10 of them delivered twice, a sweep sent among
     them: each card placed once, each copy answered as a duplicate, nothing lost."""
     agents = {b: tuple(f"agt_{b[-2:]}_{i:02d}" for i in range(30)) for b in STORM_BOARDS}
     scenario = lane(agents=(), boards=STORM_BOARDS)
-    scenario["agents"] = [{"id": a, "capabilities": ["code-review"], "boards": [b]}
-                          for b in STORM_BOARDS for a in agents[b]]
+    scenario["agents"] = [
+        {"id": a, "capabilities": ["code-review"], "boards": [b]} for b in STORM_BOARDS for a in agents[b]
+    ]
     w = make_world(scenario)
     w.opt_in(*STORM_BOARDS)
     w.sweep()  # caches the rosters, as the last sweep would have

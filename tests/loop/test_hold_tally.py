@@ -1,6 +1,7 @@
 """An agent's settled holds on a board are tallied as they settle and as retention prunes them,
 so a pass reads its success rate's counts a row an agent, and they always equal the count of
 the decisions kept."""
+
 from __future__ import annotations
 
 import importlib
@@ -24,10 +25,11 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 def counted(board_id: str) -> dict[str, tuple[int, int]]:
     """(claimed, settled) per agent, counted over every decision the store keeps for the board."""
-    rows = (Decision.objects.filter(board_id=board_id, chosen__isnull=False,
-                                    outcome_status__in=SETTLED_HOLDS)
-            .values("chosen")
-            .annotate(settled=Count("id"), claimed=Count("id", filter=Q(outcome_status="claimed"))))
+    rows = (
+        Decision.objects.filter(board_id=board_id, chosen__isnull=False, outcome_status__in=SETTLED_HOLDS)
+        .values("chosen")
+        .annotate(settled=Count("id"), claimed=Count("id", filter=Q(outcome_status="claimed")))
+    )
     return {r["chosen"]: (r["claimed"], r["settled"]) for r in rows}
 
 
@@ -73,9 +75,15 @@ def test_a_prune_takes_off_exactly_the_holds_it_deletes(monkeypatch, returning):
     monkeypatch.setattr(connection.features, "can_return_columns_from_insert", returning)
     now = T0 + timedelta(days=200)
     old, recent = now - timedelta(days=91), now - timedelta(days=1)
-    for i, (agent, status, at) in enumerate([
-            ("agt_a", "claimed", old), ("agt_a", "expired", old), ("agt_b", "claimed", old),
-            ("agt_a", "claimed", recent), ("agt_b", "claimed-by-other", recent)]):
+    for i, (agent, status, at) in enumerate(
+        [
+            ("agt_a", "claimed", old),
+            ("agt_a", "expired", old),
+            ("agt_b", "claimed", old),
+            ("agt_a", "claimed", recent),
+            ("agt_b", "claimed-by-other", recent),
+        ]
+    ):
         d = unsettled(agent, f"card_{i}", at=at)
         do_settle(d, status, "agt_x" if status == "claimed-by-other" else agent, at)
     assert holds.settled_on_board("brd_a") == {"agt_a": (2, 3), "agt_b": (1, 2)}

@@ -1,4 +1,5 @@
 """The lapses the store hands placement are those of the rules' one no-show window."""
+
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -18,8 +19,14 @@ NOW = at(3600)
 
 def lapsed(minutes_ago: float, card: str) -> None:
     until = NOW - timedelta(minutes=minutes_ago)
-    make_decision(card=card, chosen="agt_bob", created_at=until - timedelta(seconds=60),
-                  reserved_until=until, outcome_status=OutcomeStatus.EXPIRED, outcome_at=until)
+    make_decision(
+        card=card,
+        chosen="agt_bob",
+        created_at=until - timedelta(seconds=60),
+        reserved_until=until,
+        outcome_status=OutcomeStatus.EXPIRED,
+        outcome_at=until,
+    )
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The fault checks' invariants (tests/support/invariants.py) catch what they are there for:
 a decision without candidates, a card held twice at once, a hold never granted, a relayed
 card nobody placed, and /healthz failing."""
+
 import json
 from datetime import timedelta
 
@@ -29,8 +30,14 @@ def held(suite, agent="agt_a", after_s=0, seconds=60, **fields):
     suite.clock.advance(max(0, T0.timestamp() + after_s - suite.clock().timestamp()))
     card = fields.pop("card", None) or suite.pipeline.add_card("brd_a")
     grant = suite.pipeline.reserve("brd_a", getattr(card, "id", card), agent, seconds)
-    return make_decision(card=getattr(card, "id", card), chosen=agent, candidates=AGENT,
-                         created_at=suite.clock(), reserved_until=grant.reserved_until, **fields)
+    return make_decision(
+        card=getattr(card, "id", card),
+        chosen=agent,
+        candidates=AGENT,
+        created_at=suite.clock(),
+        reserved_until=grant.reserved_until,
+        **fields,
+    )
 
 
 def test_a_clean_store_passes(suite):
@@ -66,8 +73,9 @@ def test_a_hold_that_ended_before_the_next_began_is_not_a_double_hold(suite):
 
 def test_a_hold_superpipeline_never_granted_is_caught(suite):
     card = suite.pipeline.add_card("brd_a")
-    bogus = make_decision(card=card.id, chosen="agt_a", candidates=AGENT,
-                          reserved_until=T0 + timedelta(seconds=60))
+    bogus = make_decision(
+        card=card.id, chosen="agt_a", candidates=AGENT, reserved_until=T0 + timedelta(seconds=60)
+    )
     assert check(suite.pipeline).ungranted_holds == [bogus.id]
 
 
@@ -94,8 +102,7 @@ def test_a_taken_card_ready_is_placed_said_why_not_or_lost(suite):
     suite.pipeline.add_card("brd_a")
     _taken(ledger, suite, status=200, body=json.dumps({"ok": True, "ignored": True}).encode())
     found = check(suite.pipeline, ledger=ledger)
-    assert (found.placed, found.explicit, found.lost_events) == (1, {"waiting": 1},
-                                                                 [lost.delivery_id])
+    assert (found.placed, found.explicit, found.lost_events) == (1, {"waiting": 1}, [lost.delivery_id])
     assert ledger.ignored() == 1 and ledger.unavailable() == 1 and ledger.failures() == []
 
 
@@ -108,8 +115,9 @@ def test_a_5xx_other_than_503_or_no_answer_is_a_relay_failure(suite):
 
 
 def test_healthz_answers_200_or_503_with_retry_after_while_the_store_is_down():
-    answers = iter([(200, {}), (503, {"Retry-After": "5"}), (503, {"Retry-After": "5"}),
-                    (503, {}), (500, {})])
+    answers = iter(
+        [(200, {}), (503, {"Retry-After": "5"}), (503, {"Retry-After": "5"}), (503, {}), (500, {})]
+    )
     down = iter([True, False, True, True])
 
     def get():

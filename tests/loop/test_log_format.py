@@ -1,5 +1,6 @@
 """SUPERDISPATCH_LOG_FORMAT: the loop's lines as text (as always) or as JSON objects that carry
 the board, card, decision and agent each line names."""
+
 import json
 import logging
 import os
@@ -15,8 +16,7 @@ from tests.service.test_config import GOOD, ROOT
 from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
-IDS = {"board": r"\bbrd_\w+", "card": r"\bcard_\w+", "decision": r"\bpld_\w+",
-       "agent": r"\bagt_\w+"}
+IDS = {"board": r"\bbrd_\w+", "card": r"\bcard_\w+", "decision": r"\bpld_\w+", "agent": r"\bagt_\w+"}
 
 
 def loop_lines(caplog) -> list[logging.LogRecord]:
@@ -60,10 +60,12 @@ def test_every_json_loop_line_carries_the_ids_its_text_names(caplog):
         if "hold refused" in text:
             # the agent it was to be held for
             assert line["agent"] == Decision.objects.get(id=line["decision"]).chosen
-        kinds |= {k for k in ("held for", "settled claimed", "hold refused", "unread, nothing",
-                              "placement window") if k in text}
-    assert kinds == {"held for", "settled claimed", "hold refused", "unread, nothing",
-                     "placement window"}
+        kinds |= {
+            k
+            for k in ("held for", "settled claimed", "hold refused", "unread, nothing", "placement window")
+            if k in text
+        }
+    assert kinds == {"held for", "settled claimed", "hold refused", "unread, nothing", "placement window"}
 
 
 def test_the_text_format_is_the_lines_as_they_always_were(caplog):
@@ -77,16 +79,27 @@ def test_the_text_format_is_the_lines_as_they_always_were(caplog):
 
 
 def _log_one_line(log_format: str | None, tmp_path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SUPER", "ORG_", "AGENTPOD",
-                                                                       "TREATY", "DJANGO"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SUPER", "ORG_", "AGENTPOD", "TREATY", "DJANGO"))
+    }
     env.update(GOOD, SUPERDISPATCH_DATA_DIR=str(tmp_path))
     if log_format is not None:
         env["SUPERDISPATCH_LOG_FORMAT"] = log_format
-    code = ("import logging, django; django.setup(); "
-            "logging.getLogger('superdispatch.loop').info('loop: brd_x card_1 pld_1 settled', "
-            "extra={'board': 'brd_x', 'card': 'card_1', 'decision': 'pld_1'})")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, env={**env, "DJANGO_SETTINGS_MODULE": "superdispatch.settings"})
+    code = (
+        "import logging, django; django.setup(); "
+        "logging.getLogger('superdispatch.loop').info('loop: brd_x card_1 pld_1 settled', "
+        "extra={'board': 'brd_x', 'card': 'card_1', 'decision': 'pld_1'})"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "DJANGO_SETTINGS_MODULE": "superdispatch.settings"},
+    )
 
 
 def test_the_setting_picks_the_format_a_process_writes(tmp_path):
@@ -94,14 +107,17 @@ def test_the_setting_picks_the_format_a_process_writes(tmp_path):
     assert text.endswith(" INFO loop: brd_x card_1 pld_1 settled")
     line = json.loads(_log_one_line("json", tmp_path).stderr)
     assert (line["message"], line["board"], line["card"], line["decision"]) == (
-        "loop: brd_x card_1 pld_1 settled", "brd_x", "card_1", "pld_1")
+        "loop: brd_x card_1 pld_1 settled",
+        "brd_x",
+        "card_1",
+        "pld_1",
+    )
 
 
 def test_a_bad_log_format_stops_start_up_naming_the_setting(tmp_path):
     result = _log_one_line("yaml", tmp_path)
     assert result.returncode == 2
-    assert result.stderr.strip() == (
-        "superdispatch: setting SUPERDISPATCH_LOG_FORMAT must be text or json")
+    assert result.stderr.strip() == ("superdispatch: setting SUPERDISPATCH_LOG_FORMAT must be text or json")
 
 
 def test_a_hold_for_a_busy_agent_says_so_with_the_ids_as_fields(caplog, monkeypatch):
@@ -125,8 +141,13 @@ def test_a_hold_for_a_busy_agent_says_so_with_the_ids_as_fields(caplog, monkeypa
     placing._record(reads, work, placing.Decided(decision, None), SweepSummary())
 
     (record,) = [r for r in loop_lines(caplog) if "waits for busy" in r.getMessage()]
-    assert record.getMessage() == ("loop: brd_a card_1 pld_waits waits for busy agt_busy (~12 s), "
-                                   "passing over idle agt_idle")
+    assert record.getMessage() == (
+        "loop: brd_a card_1 pld_waits waits for busy agt_busy (~12 s), passing over idle agt_idle"
+    )
     line = json.loads(log_formatter("json").format(record))
     assert {k: line[k] for k in ("board", "card", "decision", "agent")} == {
-        "board": "brd_a", "card": "card_1", "decision": "pld_waits", "agent": "agt_busy"}
+        "board": "brd_a",
+        "card": "card_1",
+        "decision": "pld_waits",
+        "agent": "agt_busy",
+    }

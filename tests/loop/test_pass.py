@@ -1,4 +1,5 @@
 """One pass end to end against the in-process suite: place, hold, settle, and the ladder."""
+
 from datetime import timedelta
 
 import pytest
@@ -69,13 +70,19 @@ def test_the_ladder_ends_in_any_match_and_is_not_held_again(world):
         world.advance(61)
     world.sweep()
     steps = [(d.tier_name, d.tier_step, d.chosen) for d in world.decisions()]
-    assert steps == [("winner", 1, "agt_a"), ("runner-up", 2, "agt_b"),
-                     ("runner-up", 3, "agt_c"), ("any-match", 4, None)]
+    assert steps == [
+        ("winner", 1, "agt_a"),
+        ("runner-up", 2, "agt_b"),
+        ("runner-up", 3, "agt_c"),
+        ("any-match", 4, None),
+    ]
     world.advance(400)
     world.sweep()
     assert len(world.decisions()) == 4
-    assert world.suite.pipeline.card(card.id).reservation is None or \
-        world.suite.pipeline.card(card.id).reservation.reserved_until <= world.now
+    assert (
+        world.suite.pipeline.card(card.id).reservation is None
+        or world.suite.pipeline.card(card.id).reservation.reserved_until <= world.now
+    )
 
 
 def test_a_rerank_between_steps_skips_nobody_by_identity(world):
@@ -128,9 +135,15 @@ def lapses(world, agent_id: str, *minutes_ago: int) -> None:
     """Holds for the agent on another board that lapsed unclaimed this many minutes ago."""
     for ago in minutes_ago:
         lapsed = world.now - timedelta(minutes=ago)
-        make_decision(board="brd_elsewhere", card=f"card_{ago}", chosen=agent_id,
-                      created_at=lapsed - timedelta(seconds=60), reserved_until=lapsed,
-                      outcome_status="expired", outcome_at=lapsed)
+        make_decision(
+            board="brd_elsewhere",
+            card=f"card_{ago}",
+            chosen=agent_id,
+            created_at=lapsed - timedelta(seconds=60),
+            reserved_until=lapsed,
+            outcome_status="expired",
+            outcome_at=lapsed,
+        )
 
 
 def test_two_lapses_in_thirty_minutes_on_any_board_shut_an_agent_out(world):
@@ -261,8 +274,11 @@ def test_a_lease_a_dead_pass_left_lapses_after_the_lease_seconds_setting():
 def test_a_pass_leases_each_board_for_the_lease_seconds_from_when_it_takes_it(world, monkeypatch):
     seen = []
     take = do_take_lease
-    monkeypatch.setattr(passes, "do_take_lease",  # as the pass calls it
-                        lambda b, owner, now, until: seen.append((now, until)) or take(b, owner, now, until))
+    monkeypatch.setattr(
+        passes,
+        "do_take_lease",  # as the pass calls it
+        lambda b, owner, now, until: seen.append((now, until)) or take(b, owner, now, until),
+    )
     started = world.now
     world.advance(7)  # a shard reached late: its pass's `now` is its sweep's start
     run_pass(world.loop, ["brd_a"], started)
@@ -273,8 +289,7 @@ def test_a_pass_lets_each_board_go_once_its_last_card_is_placed(monkeypatch):
     """A relayed card for a board the sweep is done with waits for no other board's cards:
     while the pass weighs brd_b's later cards, brd_a (one card, weighed first) is free, and a
     board with nothing due (brd_c) was let go once read."""
-    w = make_world(lane(agents=tuple(f"agt_{c}" for c in "abcdef"),
-                        boards=("brd_a", "brd_b", "brd_c")))
+    w = make_world(lane(agents=tuple(f"agt_{c}" for c in "abcdef"), boards=("brd_a", "brd_b", "brd_c")))
     w.opt_in("brd_a", "brd_b", "brd_c")
     w.sweep()
     w.suite.pipeline.add_card("brd_a")
@@ -284,8 +299,9 @@ def test_a_pass_lets_each_board_go_once_its_last_card_is_placed(monkeypatch):
     read = w.loop.clients.superpipeline.eligibility
 
     def eligibility(board_id, card_id):
-        leases.append((board_id, {b: bool(owner) for b, owner in
-                                  Board.objects.values_list("board_id", "lease_owner")}))
+        leases.append(
+            (board_id, {b: bool(owner) for b, owner in Board.objects.values_list("board_id", "lease_owner")})
+        )
         return read(board_id, card_id)
 
     monkeypatch.setattr(w.loop.clients.superpipeline, "eligibility", eligibility)
@@ -297,8 +313,7 @@ def test_a_pass_lets_each_board_go_once_its_last_card_is_placed(monkeypatch):
     assert not Board.objects.exclude(lease_owner="").exists()  # and the last, once done
 
 
-def test_a_pass_leases_a_board_only_from_its_read_and_lets_one_with_nothing_due_go_at_once(
-        monkeypatch):
+def test_a_pass_leases_a_board_only_from_its_read_and_lets_one_with_nothing_due_go_at_once(monkeypatch):
     """A relayed card waits on no other board's read: while the pass reads brd_b, brd_a (read
     first, nothing due) is free again and brd_c (read next) is not leased yet."""
     w = make_world(lane(boards=("brd_a", "brd_b", "brd_c")))
@@ -308,8 +323,9 @@ def test_a_pass_leases_a_board_only_from_its_read_and_lets_one_with_nothing_due_
     read = w.loop.clients.superpipeline.board
 
     def board(board_id):
-        leases.append((board_id, {b: bool(owner) for b, owner in
-                                  Board.objects.values_list("board_id", "lease_owner")}))
+        leases.append(
+            (board_id, {b: bool(owner) for b, owner in Board.objects.values_list("board_id", "lease_owner")})
+        )
         return read(board_id)
 
     monkeypatch.setattr(w.loop.clients.superpipeline, "board", board)
@@ -328,8 +344,12 @@ def test_the_passes_tasks_stop_before_their_lease_lapses():
     from superdispatch.celery import app
 
     lease = settings.SUPERDISPATCH.lease_seconds
-    for name in ("superdispatch.sweep", "superdispatch.sweep_shard", "superdispatch.place_card",
-                 "superdispatch.look_at_board"):
+    for name in (
+        "superdispatch.sweep",
+        "superdispatch.sweep_shard",
+        "superdispatch.place_card",
+        "superdispatch.look_at_board",
+    ):
         task = app.tasks[name]
         assert (task.soft_time_limit, task.time_limit) == (lease * 2 // 3, lease), name
 
@@ -369,6 +389,7 @@ def test_a_relay_placement_uses_the_registry_the_sweep_read():
 def test_each_sweep_syncs_the_suggestions_and_a_failing_listener_never_stops_it(world, caplog):
     """The suggestions follow every sweep through `sweep_finished`; a listener that raises is
     logged, and the sweep and the other listeners go on."""
+
     def broken(sender, now, **kwargs):
         raise RuntimeError("advice went wrong")
 
@@ -433,8 +454,11 @@ def test_settling_a_board_reads_its_unsettled_decisions_once_however_many_settle
     with CaptureQueriesContext(connection) as queries:
         assert settle_board(read, world.now) == 3
     decision_table = '"records_decision"'
-    reads = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")
-             and decision_table in q["sql"]]
+    reads = [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().upper().startswith("SELECT") and decision_table in q["sql"]
+    ]
     assert len(reads) == 1, reads  # no decision's field loaded again one by one
 
 

@@ -1,4 +1,5 @@
 """What a pass leaves in the store: each decision as placement recorded it, and the registry."""
+
 import pytest
 
 from records.models import Decision
@@ -13,19 +14,45 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 def crowded_lane():
     """Rostered agents with stations, one that only reports its load, and a policy that denies."""
     return {
-        "name": "crowded", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": "brd_a", "stages": [
-            {"key": "review", "owner": "code-review",
-             "placement": {"isolation": "container", "tools": ["git"]}}]}],
+        "name": "crowded",
+        "seed": 1,
+        "start": "2026-11-13T10:00:00.000Z",
+        "boards": [
+            {
+                "id": "brd_a",
+                "stages": [
+                    {
+                        "key": "review",
+                        "owner": "code-review",
+                        "placement": {"isolation": "container", "tools": ["git"]},
+                    }
+                ],
+            }
+        ],
         "agents": [
-            *({"id": f"agt_{n}", "capabilities": ["code-review"], "station": f"stn_{n}",
-               "boards": ["brd_a"]} for n in "abcd"),
+            *(
+                {
+                    "id": f"agt_{n}",
+                    "capabilities": ["code-review"],
+                    "station": f"stn_{n}",
+                    "boards": ["brd_a"],
+                }
+                for n in "abcd"
+            ),
             {"id": "agt_free", "capabilities": ["code-review"], "capacity": 2},
         ],
-        "stations": [{"stationId": f"stn_{n}", "isolation": {"value": "container"},
-                      "tools": ["git"] if n != "c" else []} for n in "abcd"],
-        "policy": {"version": "pol_1", "rules": [
-            {"agentId": "agt_d", "effect": "deny", "reason": "rule:no-d"}]},
+        "stations": [
+            {
+                "stationId": f"stn_{n}",
+                "isolation": {"value": "container"},
+                "tools": ["git"] if n != "c" else [],
+            }
+            for n in "abcd"
+        ],
+        "policy": {
+            "version": "pol_1",
+            "rules": [{"agentId": "agt_d", "effect": "deny", "reason": "rule:no-d"}],
+        },
     }
 
 
@@ -48,10 +75,17 @@ def test_every_candidate_is_stored_as_the_decision_recorded_it(monkeypatch):
     wanted = placed.to_record()["candidates"]
     assert len(stored) == len(wanted) == 5
     for row, rec, cand in zip(stored, wanted, placed.candidates):
-        assert {"agentId": row.agent_id, "principalId": row.principal_id,
-                "stationId": row.station_id, "source": row.source} == rec["candidate"]
+        assert {
+            "agentId": row.agent_id,
+            "principalId": row.principal_id,
+            "stationId": row.station_id,
+            "source": row.source,
+        } == rec["candidate"]
         assert (row.filters, row.score, row.stage_history) == (
-            rec["filters"], rec["score"], rec["stageHistory"])
+            rec["filters"],
+            rec["score"],
+            rec["stageHistory"],
+        )
         assert (row.capable, row.policy) == (rec.get("capable"), rec.get("policy"))
         assert (row.in_set, row.eligible) == (cand.in_set, cand.eligible)
         failed = [f["reason"] for f in rec["filters"] if not f["passed"] and f.get("reason")]

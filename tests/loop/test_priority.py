@@ -4,6 +4,7 @@ The board's backlog has weighted priorities (mostly 0, some 1 and 3) and three a
 it. SuperPipeline's own claim order is priority, then the longest-waiting; a pass that holds
 cards in another order would carry old low-priority cards past urgent ones.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """What a pass reads besides the board, and how each read failing is handled."""
+
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -25,9 +26,9 @@ def one_card_decided(w, **toggles):
 
 # --- Fairness across boards -------------------------------------------------------------
 
+
 def busy_and_quiet(fairness):
-    w = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_busy", "brd_quiet")),
-                   fairness=fairness)
+    w = make_world(lane(agents=("agt_a", "agt_b"), boards=("brd_busy", "brd_quiet")), fairness=fairness)
     w.opt_in("brd_busy", "brd_quiet")
     for _ in range(5):
         w.suite.pipeline.add_card("brd_busy")
@@ -52,12 +53,14 @@ def test_board_order_lets_the_busy_board_take_every_free_agent():
 
 # --- The placement window ----------------------------------------------------------------
 
+
 def test_a_refused_window_is_tried_again_after_five_minutes_and_the_board_is_still_swept():
     w = make_world(lane())
     w.opt_in("brd_a")
     real = w.suite.pipeline.set_placement_window
     w.suite.pipeline.set_placement_window = lambda *a: (_ for _ in ()).throw(
-        Refused(403, "missing_scope", "dispatch:reserve needed"))
+        Refused(403, "missing_scope", "dispatch:reserve needed")
+    )
     w.suite.pipeline.add_card("brd_a")
     w.sweep()
     assert Board.objects.get().window_seconds is None
@@ -84,13 +87,19 @@ def test_opting_out_sets_the_window_back_to_none():
 
 # --- History, the registry, the policy, the candidate set --------------------------------
 
+
 def test_history_is_read_per_board_stage_and_weighs_in_the_ranking():
     w = make_world(lane())
     w.opt_in("brd_a")
     for i in range(4):
-        w.suite.witness.record("prn_c", "succeeded", "brd_a", "review",
-                               ended_at=w.now - timedelta(hours=i + 1),
-                               verdict={"decision": "approve"})
+        w.suite.witness.record(
+            "prn_c",
+            "succeeded",
+            "brd_a",
+            "review",
+            ended_at=w.now - timedelta(hours=i + 1),
+            verdict={"decision": "approve"},
+        )
     w.suite.pipeline.add_card("brd_a")
     w.sweep()
     [d] = w.decisions()
@@ -109,8 +118,12 @@ def test_superwitness_down_leaves_history_out_for_everyone():
 def test_station_needs_filter_on_the_registry_read_once_a_pass():
     d = one_card_decided(make_world(stations_lane()))
     assert filters_of(d, "agt_a")["isolation"]["reason"] == "isolation-too-weak"
-    assert filters_of(d, "agt_c")["tools"] == {"filter": "tools", "passed": False,
-                                               "reason": "tool-missing", "missing": ["git"]}
+    assert filters_of(d, "agt_c")["tools"] == {
+        "filter": "tools",
+        "passed": False,
+        "reason": "tool-missing",
+        "missing": ["git"],
+    }
     assert d.chosen == "agt_b"
 
 
@@ -189,14 +202,16 @@ def test_after_a_no_policy_answer_accounts_down_still_passes_everyone():
 
 def test_candidates_all_considers_agents_reporting_load_outside_the_roster():
     scenario = lane()
-    scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"],
-                               "boards": [{"board": "brd_a", "bridge": False}]})
+    scenario["agents"].append(
+        {"id": "agt_z", "capabilities": ["code-review"], "boards": [{"board": "brd_a", "bridge": False}]}
+    )
     d = one_card_decided(make_world(scenario, candidates="all"))
     z = d.candidate("agt_z")
     assert z.source == "direct" and z.in_set
 
 
 # --- Documented rules, each pinned -------------------------------------------------------
+
 
 def asked_of(w):
     """Every (method, url, query) the world's suite is asked from now on."""
@@ -214,8 +229,9 @@ def asked_of(w):
 
 def test_candidates_all_with_the_agents_load_unread_places_the_roster_alone_that_pass():
     scenario = lane()
-    scenario["agents"].append({"id": "agt_z", "capabilities": ["code-review"],
-                               "boards": [{"board": "brd_a", "bridge": False}]})
+    scenario["agents"].append(
+        {"id": "agt_z", "capabilities": ["code-review"], "boards": [{"board": "brd_a", "bridge": False}]}
+    )
     w = make_world(scenario, candidates="all")
     d = one_card_decided(w, agents_load_verb=False)  # GET /v1/agents/load answers 404
     assert {c.agent_id for c in d.candidates if c.in_set} == {"agt_a", "agt_b", "agt_c"}
@@ -241,5 +257,4 @@ def test_history_days_sets_how_far_back_the_runs_are_read():
     asked = asked_of(w)
     one_card_decided(w)
     [since] = {q["since"][0] for _, path, q in asked if path.endswith("/runs")}
-    assert since == (w.now - timedelta(days=7)).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    assert since == (w.now - timedelta(days=7)).isoformat(timespec="milliseconds").replace("+00:00", "Z")

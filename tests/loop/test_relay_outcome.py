@@ -3,6 +3,7 @@ took is either placed or explicitly not: waiting for an agent, not due, unread, 
 next sweep (its board stayed leased by another pass, one whose worker died, say), or
 ignored. A task that ran out of retries used to fail with MaxRetriesExceededError and say
 nothing of the card; one the store failed under (a restart) was dropped."""
+
 import logging
 from datetime import timedelta
 
@@ -41,8 +42,7 @@ def test_a_placed_card_says_placed(world):
     assert world.decisions()[0].card_id == card.id
 
 
-def test_a_board_leased_past_the_retries_leaves_the_card_to_the_next_sweep_and_says_so(
-        world, caplog):
+def test_a_board_leased_past_the_retries_leaves_the_card_to_the_next_sweep_and_says_so(world, caplog):
     card = world.suite.pipeline.add_card("brd_a")
     do_take_lease("brd_a", "dead-worker:1", world.now, world.now + timedelta(minutes=3))
     with caplog.at_level(logging.WARNING, logger="superdispatch.loop"):
@@ -161,8 +161,12 @@ def test_a_relayed_card_whose_task_was_lost_is_sent_again_by_a_sweep(world, monk
     the next sweep two minutes on sends the task again (a card placed since is only not due)."""
     sent = []
     monkeypatch.setattr(tasks.place_card_task, "delay", lambda *args: sent.append(args))
-    for delivery, age_s, outcome in (("dlv_lost", 150, ""), ("dlv_fresh", 30, ""),
-                                      ("dlv_old", 900, ""), ("dlv_done", 150, "placed")):
+    for delivery, age_s, outcome in (
+        ("dlv_lost", 150, ""),
+        ("dlv_fresh", 30, ""),
+        ("dlv_old", 900, ""),
+        ("dlv_done", 150, "placed"),
+    ):
         do_note_delivery(delivery, world.now - timedelta(seconds=age_s), "card_9", "brd_a")
         if outcome:
             do_note_relay_outcome(delivery, outcome)

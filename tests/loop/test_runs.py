@@ -1,4 +1,5 @@
 """Each claimed decision joined to its SuperWitness run: on time, late, and with SuperWitness down."""
+
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -19,8 +20,7 @@ def at(seconds: float) -> datetime:
 
 def test_a_claim_takes_the_first_run_to_end_after_it_and_before_its_next_claim():
     pending = [Claim("pld_1", "agt_a", "review", at(0)), Claim("pld_2", "agt_a", "review", at(100))]
-    runs = {"prn_a": (Run("prn_a", True, at(150)), Run("prn_a", False, at(-10)),
-                      Run("prn_a", False, at(60)))}
+    runs = {"prn_a": (Run("prn_a", True, at(150)), Run("prn_a", False, at(-10)), Run("prn_a", False, at(60)))}
     found = match_runs(pending, pending, {"agt_a": "prn_a"}, runs)
     assert found["pld_1"].ended_at == at(60) and not found["pld_1"].succeeded
     assert found["pld_2"].ended_at == at(150) and found["pld_2"].succeeded

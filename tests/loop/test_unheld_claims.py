@@ -7,6 +7,7 @@ no card, so only in the narrow `one-candidate` case: the lane's one rostered age
 stage within the card's ladder, and no other card of the lane left it meanwhile. With nothing
 to name a claimant the card is `superseded`.
 """
+
 import pytest
 
 from learning.core import labels
@@ -42,8 +43,17 @@ def outcome_of(decision) -> tuple:
 
 def relay_claim(world, agent_id, card_id, stage="review"):
     """The relay's card.claimed, kept as the webhook keeps it."""
-    note_claim({"type": "card.claimed", "boardId": "brd_a", "cardId": card_id, "stageKey": stage,
-                "ts": world.now.isoformat(), "data": {"agentId": agent_id}}, world.now)
+    note_claim(
+        {
+            "type": "card.claimed",
+            "boardId": "brd_a",
+            "cardId": card_id,
+            "stageKey": stage,
+            "ts": world.now.isoformat(),
+            "data": {"agentId": agent_id},
+        },
+        world.now,
+    )
 
 
 def assert_no_no_show(world, agent_id):
@@ -54,7 +64,7 @@ def assert_no_no_show(world, agent_id):
 def test_a_one_candidate_card_claimed_and_passed_on_is_claimed_by_other_by_its_relay_event():
     world = world_of(agents=("agt_a",), witness=False)
     card, decision = unheld_card(world)
-    world.drive(sweep_every_s=10 ** 6)
+    world.drive(sweep_every_s=10**6)
     world.advance(WINDOW_S)
     run(world, "agt_a", card.id, succeeded=True, witness=False)
     world.suite.relay.flush()  # card.claimed, card.advanced, card.ready at the next stage
@@ -167,6 +177,7 @@ def test_an_any_match_card_passed_on_is_superseded_without_the_relay_whatever_su
 
 
 # --- Any decision that holds nobody: an experiment's pull arm -----------------------------
+
 
 def pull_arm_card(world):
     """A new ready card decided under an experiment's `pull` block; returns it and its decision."""

@@ -1,5 +1,6 @@
 """A hold whose answer never came (a timeout) is unknown, not refused: its agent counts as
 holding meanwhile, and the next read of the board says which it was."""
+
 import pytest
 
 from records.api.explain import explain
@@ -33,8 +34,7 @@ def test_a_hold_made_but_unanswered_is_unknown_and_its_agent_counts_as_holding(w
     world.sweep()
     [one], [two] = world.decisions(card_id=first.id), world.decisions(card_id=second.id)
     shown = record(one)
-    assert (shown["reservation"], shown["reservationRefused"], shown["outcome"]) == (
-        None, None, None)
+    assert (shown["reservation"], shown["reservationRefused"], shown["outcome"]) == (None, None, None)
     assert shown["reservationUnknown"] == "timeout"
     assert two.chosen != one.chosen  # the first card's agent may hold it: not held again
     assert world.suite.pipeline.card(first.id).reservation.agent_id == one.chosen
@@ -44,8 +44,9 @@ def test_a_hold_made_but_unanswered_is_unknown_and_its_agent_counts_as_holding(w
     world.sweep()  # the read shows the hold: it was held, until when SuperPipeline says
     shown = record(one)
     held = world.suite.pipeline.card(first.id).reservation
-    assert shown["reservation"] == {"reservedUntil": held.reserved_until.isoformat(
-        timespec="milliseconds").replace("+00:00", "Z")}
+    assert shown["reservation"] == {
+        "reservedUntil": held.reserved_until.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    }
     assert "reservationUnknown" not in shown and shown["outcome"] is None
     assert Decision.objects.get(pk=one.pk).reserved_until == held.reserved_until
     assert world.suite.pipeline.card(second.id).reservation.agent_id == two.chosen
@@ -103,6 +104,7 @@ def test_an_unknown_hold_is_known_once_the_board_can_be_read_again(world):
 # answered shows no hold: what it shows instead (a claim, a risen count, the relay's events,
 # a SuperWitness run) settles it, as for any hold.
 
+
 def unknown_world(witness=True):
     world = world_of(witness=witness)
     world.suite.toggles.hold_timeout = "made"
@@ -158,7 +160,7 @@ def test_an_unknown_hold_whose_agent_passed_it_on_is_claimed_by_its_superwitness
 @pytest.mark.parametrize("witness", SETUPS, ids=SETUP_IDS)
 def test_with_the_relay_an_unknown_hold_passed_on_is_claimed_by_its_event(witness):
     world, card, decision = unknown_world(witness)
-    world.drive(sweep_every_s=10 ** 6)
+    world.drive(sweep_every_s=10**6)
     world.advance(5)
     run(world, decision.chosen, card.id, succeeded=True, witness=witness)
     world.suite.relay.flush()  # card.claimed, card.advanced, card.ready at the next stage
@@ -168,7 +170,7 @@ def test_with_the_relay_an_unknown_hold_passed_on_is_claimed_by_its_event(witnes
 @pytest.mark.parametrize("witness", SETUPS, ids=SETUP_IDS)
 def test_with_the_relay_an_unknown_hold_whose_agent_still_works_is_claimed_at_the_look(witness):
     world, card, decision = unknown_world(witness)
-    on_tick = world.drive(sweep_every_s=10 ** 6)
+    on_tick = world.drive(sweep_every_s=10**6)
     world.advance(5)
     world.suite.pipeline.claim(decision.chosen, card.id)
     world.suite.relay.flush()  # card.claimed: a look at the board two seconds later

@@ -5,8 +5,10 @@ from tests.support.placement import ago, card
 
 
 def _cards(board_id, *minutes_waiting):
-    return [(board_id, card(board_id=board_id, card_id=f"{board_id}-{m}", ready_at=ago(minutes=m)))
-            for m in minutes_waiting]
+    return [
+        (board_id, card(board_id=board_id, card_id=f"{board_id}-{m}", ready_at=ago(minutes=m)))
+        for m in minutes_waiting
+    ]
 
 
 def _ids(ordered):
@@ -58,15 +60,25 @@ def test_unknown_fairness_is_refused():
 
 
 def _card(board_id, name, minutes_waiting, priority=0):
-    return (board_id, card(board_id=board_id, card_id=name, ready_at=ago(minutes=minutes_waiting),
-                           priority=priority))
+    return (
+        board_id,
+        card(board_id=board_id, card_id=name, ready_at=ago(minutes=minutes_waiting), priority=priority),
+    )
 
 
 def test_within_a_board_higher_priority_goes_first_then_the_longest_waiting():
-    queue = [_card("b", "card_old_low", 60), _card("b", "card_new_urgent", 1, priority=3),
-             _card("b", "card_mid", 30, priority=1), _card("b", "card_older_urgent", 5, priority=3)]
+    queue = [
+        _card("b", "card_old_low", 60),
+        _card("b", "card_new_urgent", 1, priority=3),
+        _card("b", "card_mid", 30, priority=1),
+        _card("b", "card_older_urgent", 5, priority=3),
+    ]
     assert _ids(order_cards(queue, "board-order")) == [
-        "card_older_urgent", "card_new_urgent", "card_mid", "card_old_low"]
+        "card_older_urgent",
+        "card_new_urgent",
+        "card_mid",
+        "card_old_low",
+    ]
     assert _ids(order_cards(queue, "round-robin")) == _ids(order_cards(queue, "board-order"))
 
 

@@ -19,8 +19,11 @@ from tests.support.placement import (
 )
 
 EVERYTHING_ON = dict(
-    card=card(needs=StationNeeds(isolation="container", models=("m-large",), tools=("git",),
-                                 credentials=("GITHUB_TOKEN",))),
+    card=card(
+        needs=StationNeeds(
+            isolation="container", models=("m-large",), tools=("git",), credentials=("GITHUB_TOKEN",)
+        )
+    ),
     registry=(station("stn_ada"), station("stn_bob")),
     policy=PolicyFacts(verdicts={"agt_ada": PolicyVerdict(allow=True), "agt_bob": PolicyVerdict(allow=True)}),
 )
@@ -28,11 +31,21 @@ EVERYTHING_ON = dict(
 
 # docs/placement-filters.md: each filter, in the order they run, and the reason it rejects with.
 DOCUMENTED = {
-    "roster": "not-on-roster", "capability": "capability-missing", "grant": "grant-denied",
-    "claimable": "not-claimable", "isolation": "isolation-too-weak", "model": "model-mismatch",
-    "tools": "tool-missing", "credentials": "credential-missing", "policy": "policy-denied",
-    "health": "unhealthy", "capacity": "at-capacity", "idle": "not-idle", "held": "holding-another",
-    "noShow": "recently-no-show", "passedOver": "passed-over",
+    "roster": "not-on-roster",
+    "capability": "capability-missing",
+    "grant": "grant-denied",
+    "claimable": "not-claimable",
+    "isolation": "isolation-too-weak",
+    "model": "model-mismatch",
+    "tools": "tool-missing",
+    "credentials": "credential-missing",
+    "policy": "policy-denied",
+    "health": "unhealthy",
+    "capacity": "at-capacity",
+    "idle": "not-idle",
+    "held": "holding-another",
+    "noShow": "recently-no-show",
+    "passedOver": "passed-over",
 }
 
 
@@ -73,20 +86,33 @@ def test_every_failing_filter_is_listed_not_just_the_first():
         ladder=Ladder(step=1, passed_over=frozenset({"agt_bob"})),
     )
     assert failing(decided(facts), "agt_bob") == [
-        "capability-missing", "grant-denied", "isolation-too-weak", "model-mismatch", "tool-missing",
-        "credential-missing", "policy-denied", "unhealthy", "at-capacity", "not-idle", "holding-another",
-        "recently-no-show", "passed-over",
+        "capability-missing",
+        "grant-denied",
+        "isolation-too-weak",
+        "model-mismatch",
+        "tool-missing",
+        "credential-missing",
+        "policy-denied",
+        "unhealthy",
+        "at-capacity",
+        "not-idle",
+        "holding-another",
+        "recently-no-show",
+        "passed-over",
     ]
 
 
-@pytest.mark.parametrize("reasons, expected", [
-    (("capability_mismatch",), ["capability-missing"]),
-    (("grant_denied",), ["grant-denied"]),
-    (("concurrency_reached",), ["at-capacity"]),
-    (("archived_card",), ["not-claimable"]),
-    (("a_reason_from_a_later_release", "grant_denied"), ["grant-denied", "not-claimable"]),
-    ((), ["not-claimable"]),  # ineligible with no reason at all
-])
+@pytest.mark.parametrize(
+    "reasons, expected",
+    [
+        (("capability_mismatch",), ["capability-missing"]),
+        (("grant_denied",), ["grant-denied"]),
+        (("concurrency_reached",), ["at-capacity"]),
+        (("archived_card",), ["not-claimable"]),
+        (("a_reason_from_a_later_release", "grant_denied"), ["grant-denied", "not-claimable"]),
+        ((), ["not-claimable"]),  # ineligible with no reason at all
+    ],
+)
 def test_eligibility_reasons_map_to_their_filters(reasons, expected):
     facts = with_rows(board(), eligibility=[verdict("agt_bob", *reasons, eligible=False)])
     assert failing(decided(facts), "agt_bob") == expected
@@ -152,14 +178,19 @@ def test_policy_off_passes_everyone_and_records_no_verdict():
 
 
 def test_policy_refusal_is_policy_denied_and_the_verdict_is_recorded():
-    facts = _policy({
-        "agt_ada": PolicyVerdict(allow=True, reasons=("rule:reviewers",), policy_version="pol_1"),
-        "agt_bob": PolicyVerdict(allow=False, reasons=("rule:no-bots",), policy_version="pol_1"),
-    })
+    facts = _policy(
+        {
+            "agt_ada": PolicyVerdict(allow=True, reasons=("rule:reviewers",), policy_version="pol_1"),
+            "agt_bob": PolicyVerdict(allow=False, reasons=("rule:no-bots",), policy_version="pol_1"),
+        }
+    )
     decision = decided(facts)
     assert failing(decision, "agt_bob") == ["policy-denied"]
     assert decision.candidate("agt_bob").to_record()["policy"] == {
-        "allow": False, "reasons": ["rule:no-bots"], "policyVersion": "pol_1"}
+        "allow": False,
+        "reasons": ["rule:no-bots"],
+        "policyVersion": "pol_1",
+    }
     assert decision.candidate("agt_ada").to_record()["policy"]["allow"] is True
 
 
@@ -175,9 +206,11 @@ def test_unread_policy_passes_when_the_last_answer_said_no_policy():
 
 
 def test_agent_without_a_principal_cannot_be_asked_about():
-    facts = with_rows(_policy({"agt_ada": PolicyVerdict(allow=True)}),
-                      roster=[roster_row("agt_bob", principal_id=None)],
-                      eligibility=[verdict("agt_bob", principal_id=None)])
+    facts = with_rows(
+        _policy({"agt_ada": PolicyVerdict(allow=True)}),
+        roster=[roster_row("agt_bob", principal_id=None)],
+        eligibility=[verdict("agt_bob", principal_id=None)],
+    )
     assert failing(decided(facts), "agt_bob") == ["no-principal"]
 
 
@@ -189,15 +222,17 @@ def test_agent_refused_on_the_grant_is_never_asked_so_policy_is_unchecked():
 
 
 def test_policy_limit_reached_by_our_holds_rejects_with_a_limit_reason():
-    limited = PolicyVerdict(allow=False, reasons=("limit:3/24h",), limit_max_runs=3, limit_window_hours=24,
-                            holds_in_window=3)
+    limited = PolicyVerdict(
+        allow=False, reasons=("limit:3/24h",), limit_max_runs=3, limit_window_hours=24, holds_in_window=3
+    )
     decision = decided(_policy({"agt_ada": PolicyVerdict(allow=True), "agt_bob": limited}))
     assert failing(decision, "agt_bob") == ["limit:3/24h"]
 
 
 def test_policy_limit_not_yet_reached_passes():
-    under = PolicyVerdict(allow=False, reasons=("limit:3/24h",), limit_max_runs=3, limit_window_hours=24,
-                          holds_in_window=2)
+    under = PolicyVerdict(
+        allow=False, reasons=("limit:3/24h",), limit_max_runs=3, limit_window_hours=24, holds_in_window=2
+    )
     decision = decided(_policy({"agt_ada": PolicyVerdict(allow=True), "agt_bob": under}))
     assert failing(decision, "agt_bob") == []
     assert decision.candidate("agt_bob").policy.allow is True
@@ -212,7 +247,9 @@ def test_policy_limit_without_a_reason_from_accounts_gets_one():
 
 
 def test_policy_refusal_for_another_reason_stands_under_the_limit():
-    refused = PolicyVerdict(allow=False, reasons=("limit:3/24h", "rule:no-bots"), limit_max_runs=3,
-                            holds_in_window=0)
-    assert failing(decided(_policy({"agt_ada": PolicyVerdict(allow=True), "agt_bob": refused})),
-                   "agt_bob") == ["policy-denied"]
+    refused = PolicyVerdict(
+        allow=False, reasons=("limit:3/24h", "rule:no-bots"), limit_max_runs=3, holds_in_window=0
+    )
+    assert failing(
+        decided(_policy({"agt_ada": PolicyVerdict(allow=True), "agt_bob": refused})), "agt_bob"
+    ) == ["policy-denied"]

@@ -1,4 +1,5 @@
 """The formulas are declared once; `Rules` and `decide` take everything about one from its declaration."""
+
 from __future__ import annotations
 
 import re
@@ -21,13 +22,24 @@ def test_the_declarations_are_the_formulas_the_service_has_always_placed_by():
     assert Rules().formula == formulas.DEFAULT.recorded and Rules().declared_formula is formulas.DEFAULT
     documented, waiting, new = formulas.every()
     assert (documented.label, documented.rankers, documented.needs, documented.may) == (
-        "documented", (BY_RECORD,), {Need.RUNS}, frozenset())
+        "documented",
+        (BY_RECORD,),
+        {Need.RUNS},
+        frozenset(),
+    )
     assert (waiting.label, waiting.rankers, waiting.needs, waiting.may) == (
-        "waiting", (BY_RECORD, BY_LEAD), {Need.RUNS, Need.TIMING}, {May.HOLD_BUSY})
+        "waiting",
+        (BY_RECORD, BY_LEAD),
+        {Need.RUNS, Need.TIMING},
+        {May.HOLD_BUSY},
+    )
     assert not documented.holds_busy and waiting.holds_busy
     assert (new.label, new.rankers, new.needs, new.may) == (
-        "pull-aware", (BY_RECORD, BY_PULL), {Need.RUNS, Need.TIMING},
-        {May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW})
+        "pull-aware",
+        (BY_RECORD, BY_PULL),
+        {Need.RUNS, Need.TIMING},
+        {May.STEP_ASIDE, May.SIZE_HOLD, May.HOLD_LONE, May.SET_WINDOW},
+    )
     assert not new.holds_busy and new.sets_windows and not waiting.sets_windows
 
 
@@ -52,8 +64,11 @@ def test_rules_look_the_declaration_up_once_and_refuse_a_formula_nobody_declared
     waiting = Rules(formula="wait-for-better@3")
     assert waiting.declared_formula is formulas.named("wait-for-better@3")
     assert waiting == Rules(formula="wait-for-better@3") and waiting != Rules()
-    with pytest.raises(ValueError, match=r"formula must be one of \('idle-stage-success-lru@3', "
-                                         r"'wait-for-better@3', 'pull-aware@1'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"formula must be one of \('idle-stage-success-lru@3', "
+        r"'wait-for-better@3', 'pull-aware@1'\)",
+    ):
         Rules(formula="wait-for-better@2")
 
 
@@ -76,21 +91,24 @@ def _formula(**fields) -> Formula:
     return Formula(**{**declared, **fields})
 
 
-@pytest.mark.parametrize("declaration, complaint", [
-    (_formula(name="idle-stage-success-lru", version=3), "already declared"),
-    (_formula(label="waiting"), "label waiting"),
-    (_formula(name="Bad Name"), "kebab-case"),
-    (_formula(name="plus+sign"), "kebab-case"),
-    (_formula(version=0), "version"),
-    (_formula(label="Two words"), "label"),
-    (_formula(label="formula"), "label formula"),  # the documented formula's label of before
-    (_formula(former_labels=("new",)), "label new"),
-    (_formula(former_labels=("extra",)), "given twice"),
-    (_formula(rankers=()), "no ranker"),
-    (_formula(needs=()), "needs runs"),
-    (_formula(rankers=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
-    (_formula(name="x" * 70), "at most"),
-])
+@pytest.mark.parametrize(
+    "declaration, complaint",
+    [
+        (_formula(name="idle-stage-success-lru", version=3), "already declared"),
+        (_formula(label="waiting"), "label waiting"),
+        (_formula(name="Bad Name"), "kebab-case"),
+        (_formula(name="plus+sign"), "kebab-case"),
+        (_formula(version=0), "version"),
+        (_formula(label="Two words"), "label"),
+        (_formula(label="formula"), "label formula"),  # the documented formula's label of before
+        (_formula(former_labels=("new",)), "label new"),
+        (_formula(former_labels=("extra",)), "given twice"),
+        (_formula(rankers=()), "no ranker"),
+        (_formula(needs=()), "needs runs"),
+        (_formula(rankers=(BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}), "may hold-busy"),
+        (_formula(name="x" * 70), "at most"),
+    ],
+)
 def test_a_declaration_the_service_could_not_read_plainly_is_refused(declaration, complaint):
     with pytest.raises(ValueError, match=complaint):
         with formulas.declared(declaration):

@@ -28,14 +28,19 @@ def test_runner_up_steps_hold_the_next_best_for_the_runner_up_window():
     second = _step(facts, 1, {"agt_ada"})
     third = _step(facts, 2, {"agt_ada", "agt_bob"})
     assert [(d.tier.name, d.tier.step, d.chosen, d.hold.seconds) for d in (second, third)] == [
-        ("runner-up", 2, "agt_bob", 30), ("runner-up", 3, "agt_cyd", 30)]
+        ("runner-up", 2, "agt_bob", 30),
+        ("runner-up", 3, "agt_cyd", 30),
+    ]
 
 
-@pytest.mark.parametrize("top_k, tiers", [
-    (1, ["winner", "any-match"]),
-    (2, ["winner", "runner-up", "any-match"]),
-    (3, ["winner", "runner-up", "runner-up", "any-match"]),
-])
+@pytest.mark.parametrize(
+    "top_k, tiers",
+    [
+        (1, ["winner", "any-match"]),
+        (2, ["winner", "runner-up", "any-match"]),
+        (3, ["winner", "runner-up", "runner-up", "any-match"]),
+    ],
+)
 def test_ladder_relaxes_from_winner_to_runner_ups_to_any_match(top_k, tiers):
     facts = _ranked_board("agt_ada", "agt_bob", "agt_cyd", "agt_dan", "agt_eve")
     passed_over: list[str] = []

@@ -90,9 +90,13 @@ def test_rostered_agent_missing_from_eligibility_is_not_claimable():
 
 
 def test_off_roster_agent_is_capable_unless_its_verdict_says_capability_mismatch():
-    facts = with_rows(board(), eligibility=[
-        verdict("agt_eli", "grant_denied"), verdict("agt_fay", "capability_mismatch", "grant_denied"),
-    ])
+    facts = with_rows(
+        board(),
+        eligibility=[
+            verdict("agt_eli", "grant_denied"),
+            verdict("agt_fay", "capability_mismatch", "grant_denied"),
+        ],
+    )
     decision = decided(facts)
     assert decision.candidate("agt_eli").capable is True
     assert decision.candidate("agt_fay").capable is False
@@ -119,8 +123,11 @@ def test_capable_follows_the_roster_not_the_candidate_set():
 
 
 def test_principal_comes_from_the_roster_row_then_the_eligibility_read():
-    facts = with_rows(board(), roster=[roster_row("agt_ada", principal_id=None)],
-                      eligibility=[verdict("agt_ada", principal_id="prn_from_read")])
+    facts = with_rows(
+        board(),
+        roster=[roster_row("agt_ada", principal_id=None)],
+        eligibility=[verdict("agt_ada", principal_id="prn_from_read")],
+    )
     assert decided(facts).candidate("agt_ada").principal_id == "prn_from_read"
 
 

@@ -9,6 +9,7 @@ verdict or score, or to the record's JSON fails here, naming the first fact set 
 To write the file again after a deliberate change of behaviour:
 `SUPERDISPATCH_WRITE_PINNED=1 .venv/bin/python -m pytest tests/placement/test_pinned_decisions.py`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,8 +57,13 @@ def _station(rng: random.Random, station_id: str) -> Station:
         return tuple(RegistryFact(v, rng.choice(PROOFS)) for v in values if rng.random() < 0.75)
 
     isolation = RegistryFact(rng.choice(ISOLATIONS), rng.choice(PROOFS)) if rng.random() < 0.9 else None
-    return Station(station_id, isolation=isolation, models=facts(MODELS), tools=facts(TOOLS),
-                   credentials=facts(CREDENTIALS))
+    return Station(
+        station_id,
+        isolation=isolation,
+        models=facts(MODELS),
+        tools=facts(TOOLS),
+        credentials=facts(CREDENTIALS),
+    )
 
 
 def _needs(rng: random.Random) -> StationNeeds | None:
@@ -82,8 +88,14 @@ def _policy_verdict(rng: random.Random) -> PolicyVerdict:
         return PolicyVerdict(allow=False, reasons=("rule:no-docs",), policy_version="pol_1")
     limit = rng.randint(1, 3)
     reasons = rng.choice(((), ("limit:max-runs",), ("limit:max-runs", "rule:other")))
-    return PolicyVerdict(allow=rng.random() < 0.5, reasons=reasons, policy_version="pol_2",
-                         limit_max_runs=limit, limit_window_hours=24.0, holds_in_window=rng.randint(0, 4))
+    return PolicyVerdict(
+        allow=rng.random() < 0.5,
+        reasons=reasons,
+        policy_version="pol_2",
+        limit_max_runs=limit,
+        limit_window_hours=24.0,
+        holds_in_window=rng.randint(0, 4),
+    )
 
 
 def fact_set(index: int) -> tuple[Facts, Rules]:
@@ -100,34 +112,65 @@ def fact_set(index: int) -> tuple[Facts, Rules]:
             eligible = not reasons if rng.random() < 0.95 else False
             eligibility.append(AgentVerdict(agent_id, principal, eligible, reasons))
         if agent_id in rostered:
-            roster.append(RosterRow(
-                agent_id, principal, f"stn_{name}" if rng.random() < 0.9 else None,
-                enabled=rng.random() < 0.9, ready=rng.random() < 0.85, busy=rng.random() < 0.2,
-                last_took_work_at=_ago(rng, 86400) if rng.random() < 0.8 else None, key=f"key-{name}"))
+            roster.append(
+                RosterRow(
+                    agent_id,
+                    principal,
+                    f"stn_{name}" if rng.random() < 0.9 else None,
+                    enabled=rng.random() < 0.9,
+                    ready=rng.random() < 0.85,
+                    busy=rng.random() < 0.2,
+                    last_took_work_at=_ago(rng, 86400) if rng.random() < 0.8 else None,
+                    key=f"key-{name}",
+                )
+            )
             if rng.random() < 0.9:
                 registry.append(_station(rng, f"stn_{name}"))
         elif rng.random() < 0.8:
-            load.append(AgentLoad(agent_id, principal, in_flight=rng.choice((0, 0, 1, 2)),
-                                  capacity=rng.choice((None, 1, 2)),
-                                  last_heartbeat_at=_ago(rng, 5400) if rng.random() < 0.9 else None))
+            load.append(
+                AgentLoad(
+                    agent_id,
+                    principal,
+                    in_flight=rng.choice((0, 0, 1, 2)),
+                    capacity=rng.choice((None, 1, 2)),
+                    last_heartbeat_at=_ago(rng, 5400) if rng.random() < 0.9 else None,
+                )
+            )
     principals = sorted({f"prn_{a[4:]}" for a in agents})
-    runs = None if rng.random() < 0.3 else {
-        p: tuple(Run(p, rng.random() < 0.7, _ago(rng, 30 * 86400), mark=rng.choice((None, 0.0, 0.7, 1.0)))
-                 for _ in range(rng.randint(0, 6)))
-        for p in principals
-    }
+    runs = (
+        None
+        if rng.random() < 0.3
+        else {
+            p: tuple(
+                Run(p, rng.random() < 0.7, _ago(rng, 30 * 86400), mark=rng.choice((None, 0.0, 0.7, 1.0)))
+                for _ in range(rng.randint(0, 6))
+            )
+            for p in principals
+        }
+    )
     policy = None
     if rng.random() < 0.4:
-        policy = PolicyFacts({a: _policy_verdict(rng) for a in agents if rng.random() < 0.85},
-                             last_answer_no_policy=rng.random() < 0.2)
+        policy = PolicyFacts(
+            {a: _policy_verdict(rng) for a in agents if rng.random() < 0.85},
+            last_answer_no_policy=rng.random() < 0.2,
+        )
     # Lapses fall either side of the 30-minute window, some exactly on its edge.
-    lapses = {a: tuple(NOW - timedelta(seconds=rng.choice((60, 600, 1799, 1800, 1801, 4000)))
-                       for _ in range(rng.randint(1, 3)))
-              for a in agents if rng.random() < 0.25}
+    lapses = {
+        a: tuple(
+            NOW - timedelta(seconds=rng.choice((60, 600, 1799, 1800, 1801, 4000)))
+            for _ in range(rng.randint(1, 3))
+        )
+        for a in agents
+        if rng.random() < 0.25
+    }
     step = rng.choice((0, 0, 0, 1, 2, 3))
     facts = Facts(
-        card=card(needs=_needs(rng), requires=Requires(all=("code-review",)),
-                  ready_at=_ago(rng, 600), priority=rng.randint(0, 2)),
+        card=card(
+            needs=_needs(rng),
+            requires=Requires(all=("code-review",)),
+            ready_at=_ago(rng, 600),
+            priority=rng.randint(0, 2),
+        ),
         roster=tuple(roster),
         eligibility=tuple(eligibility),
         load=tuple(load) if rng.random() < 0.8 else None,
@@ -139,8 +182,11 @@ def fact_set(index: int) -> tuple[Facts, Rules]:
             lapses=lapses,
             settled={a: (c, c + rng.randint(0, 3)) for a in agents for c in [rng.randint(0, 3)]},
         ),
-        ladder=Ladder(step=step, passed_over=frozenset(a for a in agents if step and rng.random() < 0.2),
-                      open=rng.random() < 0.03),
+        ladder=Ladder(
+            step=step,
+            passed_over=frozenset(a for a in agents if step and rng.random() < 0.2),
+            open=rng.random() < 0.03,
+        ),
     )
     rules = Rules(
         candidates=rng.choice(("roster", "all")),
@@ -168,8 +214,9 @@ def test_4000_random_fact_sets_decide_exactly_as_pinned():
     pinned = PINNED.read_text().split()
     assert len(pinned) == FACT_SETS
     differing = [index for index, (got, want) in enumerate(zip(digests, pinned)) if got != want]
-    assert not differing, (f"{len(differing)} of {FACT_SETS} decisions changed; the first is "
-                           f"fact_set({differing[0]})")
+    assert not differing, (
+        f"{len(differing)} of {FACT_SETS} decisions changed; the first is fact_set({differing[0]})"
+    )
 
 
 def test_the_fact_sets_reach_every_filter_and_every_outcome():
@@ -182,10 +229,33 @@ def test_the_fact_sets_reach_every_filter_and_every_outcome():
             codes.update(result.reason for result in candidate.filters if not result.passed)
             codes.update(f"unchecked:{result.filter}" for result in candidate.filters if result.unchecked)
     assert {
-        "not-on-roster", "capability-missing", "grant-denied", "not-claimable", "isolation-too-weak",
-        "model-mismatch", "tool-missing", "credential-missing", "policy-denied", "no-principal",
-        "policy-unread", "limit:max-runs", "unhealthy", "at-capacity", "not-idle", "holding-another",
-        "recently-no-show", "passed-over", "unchecked:policy", "unchecked:isolation",
+        "not-on-roster",
+        "capability-missing",
+        "grant-denied",
+        "not-claimable",
+        "isolation-too-weak",
+        "model-mismatch",
+        "tool-missing",
+        "credential-missing",
+        "policy-denied",
+        "no-principal",
+        "policy-unread",
+        "limit:max-runs",
+        "unhealthy",
+        "at-capacity",
+        "not-idle",
+        "holding-another",
+        "recently-no-show",
+        "passed-over",
+        "unchecked:policy",
+        "unchecked:isolation",
     } <= codes
-    assert {"chosen", "no-candidates", "one-candidate", "none-eligible", "any-match", "waiting-on-holds",
-            "waiting-on-load"} <= outcomes
+    assert {
+        "chosen",
+        "no-candidates",
+        "one-candidate",
+        "none-eligible",
+        "any-match",
+        "waiting-on-holds",
+        "waiting-on-load",
+    } <= outcomes

@@ -1,4 +1,5 @@
 """Who the pool counts and what it knows of each agent: capability for one-candidate, stations."""
+
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -31,18 +32,20 @@ NOW = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 
 def test_one_capable_agent_among_several_rostered_is_one_candidate():
     card = Card("brd_a", "card_1", "triage", Requires(("triage",)), None, NOW)
-    roster = tuple(RosterRow(a, None, None, True, True, False, None)
-                   for a in ("agt_solo", "agt_fix1", "agt_fix2"))
-    eligibility = (AgentVerdict("agt_solo", "prn_solo", True),
-                   AgentVerdict("agt_fix1", "prn_fix1", False, ("capability_mismatch",)),
-                   AgentVerdict("agt_fix2", "prn_fix2", False, ("capability_mismatch",)))
+    roster = tuple(
+        RosterRow(a, None, None, True, True, False, None) for a in ("agt_solo", "agt_fix1", "agt_fix2")
+    )
+    eligibility = (
+        AgentVerdict("agt_solo", "prn_solo", True),
+        AgentVerdict("agt_fix1", "prn_fix1", False, ("capability_mismatch",)),
+        AgentVerdict("agt_fix2", "prn_fix2", False, ("capability_mismatch",)),
+    )
     decided = decide(Facts(card=card, roster=roster, eligibility=eligibility), Rules(), NOW)
     assert (decided.chosen, decided.reason, decided.hold) == (None, "one-candidate", None)
 
 
 def test_an_agent_reporting_its_own_load_is_judged_by_the_station_it_occupies():
-    card = Card("brd_a", "card_1", "review", Requires(("code-review",)),
-                StationNeeds(tools=("git",)), NOW)
+    card = Card("brd_a", "card_1", "review", Requires(("code-review",)), StationNeeds(tools=("git",)), NOW)
     roster = tuple(RosterRow(a, None, None, True, True, False, None) for a in ("agt_a", "agt_b"))
     eligibility = tuple(AgentVerdict(a, "prn_" + a[4:], True) for a in ("agt_a", "agt_b", "agt_z"))
     load = (AgentLoad("agt_z", "prn_z", 0, 1, NOW),)

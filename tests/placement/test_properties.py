@@ -27,31 +27,57 @@ def facts(draw):
     agent_ids = draw(st.lists(st.sampled_from(AGENTS), min_size=0, max_size=10, unique=True))
     rostered = [a for a in agent_ids if draw(st.integers(0, 3)) > 0]
     roster = tuple(
-        roster_row(a, enabled=draw(st.integers(0, 3)) > 0, ready=draw(st.integers(0, 3)) > 0,
-                   busy=draw(st.integers(0, 3)) == 0,
-                   last_took_work_at=draw(st.one_of(st.none(), st.integers(0, 5000).map(ago))))
+        roster_row(
+            a,
+            enabled=draw(st.integers(0, 3)) > 0,
+            ready=draw(st.integers(0, 3)) > 0,
+            busy=draw(st.integers(0, 3)) == 0,
+            last_took_work_at=draw(st.one_of(st.none(), st.integers(0, 5000).map(ago))),
+        )
         for a in rostered
     )
     eligibility = tuple(verdict(a, *draw(REASONS)) for a in agent_ids if draw(st.integers(0, 5)) > 0)
-    load = tuple(load_row(a, in_flight=draw(st.integers(0, 2)), capacity=draw(st.sampled_from([None, 1, 2])))
-                 for a in agent_ids if a not in rostered)
+    load = tuple(
+        load_row(a, in_flight=draw(st.integers(0, 2)), capacity=draw(st.sampled_from([None, 1, 2])))
+        for a in agent_ids
+        if a not in rostered
+    )
     principals = [f"prn_{a.removeprefix('agt_')}" for a in agent_ids]
-    runs = None if draw(st.booleans()) else {
-        p: tuple(run(p, draw(st.booleans()), age_days=draw(st.integers(0, 20)),
-                     mark=draw(st.sampled_from([None, 0.0, 1.0, 0.7])))
-                 for _ in range(draw(st.integers(0, 5))))
-        for p in principals
-    }
+    runs = (
+        None
+        if draw(st.booleans())
+        else {
+            p: tuple(
+                run(
+                    p,
+                    draw(st.booleans()),
+                    age_days=draw(st.integers(0, 20)),
+                    mark=draw(st.sampled_from([None, 0.0, 1.0, 0.7])),
+                )
+                for _ in range(draw(st.integers(0, 5)))
+            )
+            for p in principals
+        }
+    )
     settled = {a: (c, c + draw(st.integers(0, 3))) for a in agent_ids for c in [draw(st.integers(0, 3))]}
     holding = frozenset(a for a in agent_ids if draw(st.integers(0, 4)) == 0)
     needs = draw(st.sampled_from([None, StationNeeds(tools=("git",)), StationNeeds(isolation="container")]))
-    registry = tuple(station(f"stn_{a.removeprefix('agt_')}", tools=draw(st.sampled_from([("git",), ()])))
-                     for a in rostered)
+    registry = tuple(
+        station(f"stn_{a.removeprefix('agt_')}", tools=draw(st.sampled_from([("git",), ()])))
+        for a in rostered
+    )
     step = draw(st.sampled_from([0, 0, 0, 1, 2, 3]))
     passed_over = frozenset(a for a in agent_ids if step and draw(st.integers(0, 3)) == 0)
-    return Facts(card=card(needs=needs), roster=roster, eligibility=eligibility, load=load, registry=registry,
-                 runs=runs, holds=HoldLog(holding=holding, settled=settled),
-                 ladder=Ladder(step=step, passed_over=passed_over))
+    return Facts(
+        card=card(needs=needs),
+        roster=roster,
+        eligibility=eligibility,
+        load=load,
+        registry=registry,
+        runs=runs,
+        holds=HoldLog(holding=holding, settled=settled),
+        ladder=Ladder(step=step, passed_over=passed_over),
+    )
 
 
 RULES = st.builds(Rules, candidates=st.sampled_from(["roster", "all"]), top_k=st.integers(1, 4))
@@ -89,8 +115,11 @@ def test_decision_is_identical_whatever_order_the_rows_arrive_in(facts, rules, r
         return tuple(rows)
 
     reordered = replace(
-        facts, roster=shuffled(facts.roster), eligibility=shuffled(facts.eligibility),
-        load=shuffled(facts.load), registry=shuffled(facts.registry),
+        facts,
+        roster=shuffled(facts.roster),
+        eligibility=shuffled(facts.eligibility),
+        load=shuffled(facts.load),
+        registry=shuffled(facts.registry),
         runs=None if facts.runs is None else {p: shuffled(r) for p, r in reversed(facts.runs.items())},
     )
     assert decide(reordered, rules, NOW) == decide(facts, rules, NOW)
@@ -114,10 +143,16 @@ def test_agents_off_the_set_kept_as_kinds_read_back_as_the_records_they_stand_fo
         named = c.in_set or c.source == ROSTER or c.station_id is not None
         assert (kind == OWN_RECORD) == named
         if not named:
-            assert kind == (OFF_INCAPABLE if "capability_mismatch" in verdicts[c.agent_id].reasons
-                            else OFF_CAPABLE)
+            assert kind == (
+                OFF_INCAPABLE if "capability_mismatch" in verdicts[c.agent_id].reasons else OFF_CAPABLE
+            )
             assert (c.source, c.eligible, c.score, c.policy, c.capable) == (
-                DIRECT, False, None, None, kind == OFF_CAPABLE)
+                DIRECT,
+                False,
+                None,
+                None,
+                kind == OFF_CAPABLE,
+            )
             assert c.principal_id == verdicts[c.agent_id].principal_id
             assert c.filters == tables().off_the_set
 

@@ -1,5 +1,6 @@
 """pull-aware@1: the whole lead time weighed, stepping aside where pull does as well, a lone idle
 candidate held, each hold sized by its agent; and the pure estimates it stands on (`lead.py`)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -52,6 +53,7 @@ def _decided(facts: Facts, **rules):
 
 # --- The decisions ----------------------------------------------------------------------------
 
+
 def test_it_holds_the_sure_slow_poller_over_a_quick_weak_one_and_says_what_it_weighed():
     facts = _facts({"agt_quick": (5, 0.5, 60.0), "agt_sure": (10, 7.5, 60.0)}, window_s=0)
     decided = _decided(facts)
@@ -88,8 +90,12 @@ def test_a_hold_its_agent_ignores_costs_the_hold_and_a_placement_again():
 
 
 def test_a_longer_run_costs_the_cards_behind_it_where_the_fleet_is_busy():
-    agents = {"agt_quick": (6, 1.0, 45.0), "agt_sure": (10, 4.0, 90.0),
-              "agt_cal": (6, 1.0, 45.0), "agt_dee": (6, 1.0, 45.0)}
+    agents = {
+        "agt_quick": (6, 1.0, 45.0),
+        "agt_sure": (10, 4.0, 90.0),
+        "agt_cal": (6, 1.0, 45.0),
+        "agt_dee": (6, 1.0, 45.0),
+    }
     quiet = _decided(_facts(agents, window_s=0))
     busy = _decided(_facts(agents, window_s=0, busy=("agt_cal", "agt_dee")))
     terms = {c.agent_id: c.score.terms for c in busy.candidates if c.score is not None}
@@ -135,15 +141,21 @@ def test_a_lone_busy_candidate_is_still_one_candidate():
     assert _decided(facts).reason == "one-candidate"
 
 
-@pytest.mark.parametrize("p95, low, expected", [
-    (None, 10, 60),  # a new agent: the configured window
-    (2.0, 10, 10),  # quick: the least an operator allows
-    (20.0, 10, 35),  # 20 x 1.5 + 5
-    (200.0, 10, 60),  # never longer than configured
-])
+@pytest.mark.parametrize(
+    "p95, low, expected",
+    [
+        (None, 10, 60),  # a new agent: the configured window
+        (2.0, 10, 10),  # quick: the least an operator allows
+        (20.0, 10, 35),  # 20 x 1.5 + 5
+        (200.0, 10, 60),  # never longer than configured
+    ],
+)
 def test_each_hold_is_sized_by_its_agents_p95_time_to_claim(p95, low, expected):
-    facts = _facts({"agt_quick": (5, 0.5, 60.0), "agt_sure": (10, 7.5, 60.0)}, window_s=0,
-                   p95={"agt_sure": p95} if p95 is not None else {})
+    facts = _facts(
+        {"agt_quick": (5, 0.5, 60.0), "agt_sure": (10, 7.5, 60.0)},
+        window_s=0,
+        p95={"agt_sure": p95} if p95 is not None else {},
+    )
     assert _decided(facts, hold_min_s=low).hold.seconds == expected
 
 
@@ -162,6 +174,7 @@ def test_without_timing_the_documented_order_stands_and_nothing_is_weighed():
 
 # --- The pure estimates -----------------------------------------------------------------------
 
+
 def test_pulls_race_is_won_by_the_quickest_poller_and_ends_with_its_first_poll():
     ev = evidence(Timing(claim_latency_s={"a": 1.0, "b": 10.0}, run_s={}), {"a": 0.5, "b": 0.5})
     r = race(["a", "b"], ev)
@@ -177,15 +190,24 @@ def test_the_setting_bounds_cross_to_the_configured_window():
 claims = st.floats(min_value=0.0, max_value=120.0)
 runs_s = st.floats(min_value=1.0, max_value=600.0)
 rates = st.integers(min_value=0, max_value=10)
-agent_facts = st.dictionaries(st.sampled_from(["agt_a", "agt_b", "agt_c", "agt_d"]),
-                              st.tuples(rates, claims, runs_s), min_size=1, max_size=4)
+agent_facts = st.dictionaries(
+    st.sampled_from(["agt_a", "agt_b", "agt_c", "agt_d"]),
+    st.tuples(rates, claims, runs_s),
+    min_size=1,
+    max_size=4,
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(agent_facts, st.integers(min_value=0, max_value=30), st.floats(min_value=0, max_value=40),
-       st.dictionaries(st.sampled_from(["agt_a", "agt_b", "agt_c", "agt_d"]),
-                       st.floats(min_value=0.0, max_value=500.0)),
-       st.integers(min_value=5, max_value=120))
+@given(
+    agent_facts,
+    st.integers(min_value=0, max_value=30),
+    st.floats(min_value=0, max_value=40),
+    st.dictionaries(
+        st.sampled_from(["agt_a", "agt_b", "agt_c", "agt_d"]), st.floats(min_value=0.0, max_value=500.0)
+    ),
+    st.integers(min_value=5, max_value=120),
+)
 def test_properties_of_its_decisions(agents, window, ready_ago, p95, low):
     facts = _facts(agents, window_s=window, ready_s_ago=ready_ago, p95=p95)
     decided = _decided(facts, hold_min_s=low)
@@ -213,12 +235,22 @@ def test_properties_of_its_decisions(agents, window, ready_ago, p95, low):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(st.text("abc", min_size=1, max_size=3), st.tuples(claims, runs_s, st.floats(0, 1)),
-                       min_size=1, max_size=6))
+@given(
+    st.dictionaries(
+        st.text("abc", min_size=1, max_size=3),
+        st.tuples(claims, runs_s, st.floats(0, 1)),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_properties_of_the_race(agents):
-    ev = evidence(Timing(claim_latency_s={a: c for a, (c, _, _) in agents.items()},
-                         run_s={a: (r,) for a, (_, r, _) in agents.items()}),
-                  {a: p for a, (_, _, p) in agents.items()})
+    ev = evidence(
+        Timing(
+            claim_latency_s={a: c for a, (c, _, _) in agents.items()},
+            run_s={a: (r,) for a, (_, r, _) in agents.items()},
+        ),
+        {a: p for a, (_, _, p) in agents.items()},
+    )
     r = race(list(agents), ev)
     assert sum(r.shares.values()) == pytest.approx(1.0)
     # pull claims no later than the quickest agent would, held, on average
@@ -252,8 +284,9 @@ def test_it_holds_while_a_racers_timing_is_not_its_own_and_pulls_claims_count_as
 
 
 def test_the_outlook_says_whether_the_whole_fleet_differs_busy_candidates_counted_as_idle():
-    differing = _facts({"agt_weak": (5, 0.5, 60.0), "agt_strong": (10, 7.5, 60.0)}, window_s=0,
-                       busy=("agt_strong",))
+    differing = _facts(
+        {"agt_weak": (5, 0.5, 60.0), "agt_strong": (10, 7.5, 60.0)}, window_s=0, busy=("agt_strong",)
+    )
     assert _decided(differing).outlook.fleet_differs is True
     alike = _facts({"agt_ada": (8, 5.0, 60.0), "agt_bob": (8, 5.0, 60.0)}, window_s=0, busy=("agt_bob",))
     assert _decided(alike).outlook.fleet_differs is False

@@ -12,8 +12,17 @@ def _decision():
 
 def test_record_names_every_field_as_the_decision_records_do():
     record = _decision().to_record()
-    assert list(record) == ["boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier", "requires",
-                            "candidates"]
+    assert list(record) == [
+        "boardId",
+        "cardId",
+        "stageKey",
+        "policy",
+        "chosen",
+        "reason",
+        "tier",
+        "requires",
+        "candidates",
+    ]
     assert record["policy"] == "idle-stage-success-lru@3"
     assert (record["chosen"], record["reason"], record["tier"]) == (
         "agt_ada",
@@ -25,23 +34,38 @@ def test_record_names_every_field_as_the_decision_records_do():
 
 def test_candidate_record_shapes():
     ada, bob, eli = _decision().to_record()["candidates"]
-    assert ada["candidate"] == {"agentId": "agt_ada", "principalId": "prn_ada", "stationId": "stn_ada",
-                                "source": "roster"}
+    assert ada["candidate"] == {
+        "agentId": "agt_ada",
+        "principalId": "prn_ada",
+        "stationId": "stn_ada",
+        "source": "roster",
+    }
     assert ada["filters"][0] == {"filter": "roster", "passed": True}
     assert set(ada["score"]) == {"total", "terms"}
     assert set(ada["score"]["terms"]) == {"stageRecord", "successRate", "sinceLastDispatchS"}
-    assert set(ada["stageHistory"]) == {"runs", "succeeded", "verdicts", "passes", "weight", "outcomeRate",
-                                        "verdictRate", "stageRecord"}
+    assert set(ada["stageHistory"]) == {
+        "runs",
+        "succeeded",
+        "verdicts",
+        "passes",
+        "weight",
+        "outcomeRate",
+        "verdictRate",
+        "stageRecord",
+    }
     assert ada["policy"] == {"allow": True, "reasons": ["no-policy"], "policyVersion": None}
     assert "capable" not in ada
     assert bob["score"] is None and bob["stageHistory"] is None
     assert {"filter": "tools", "passed": False, "reason": "tool-missing", "missing": ["git"]} in bob[
         "filters"
     ]
-    assert eli == {"candidate": {"agentId": "agt_eli", "principalId": "prn_eli", "stationId": None,
-                                 "source": "direct"},
-                   "filters": [{"filter": "roster", "passed": False, "reason": "not-on-roster"}],
-                   "score": None, "stageHistory": None, "capable": True}
+    assert eli == {
+        "candidate": {"agentId": "agt_eli", "principalId": "prn_eli", "stationId": None, "source": "direct"},
+        "filters": [{"filter": "roster", "passed": False, "reason": "not-on-roster"}],
+        "score": None,
+        "stageHistory": None,
+        "capable": True,
+    }
 
 
 def test_record_is_json_safe():

@@ -19,8 +19,10 @@ def test_defaults_are_the_documented_ones():
     ) == (3, 60, 30, "roster", True, "declared", 3, 7.0, 1800, 2)
 
 
-@pytest.mark.parametrize("bad", [dict(top_k=0), dict(candidates="everyone"), dict(min_proof="rumoured"),
-                                 dict(history_half_life_days=0)])
+@pytest.mark.parametrize(
+    "bad",
+    [dict(top_k=0), dict(candidates="everyone"), dict(min_proof="rumoured"), dict(history_half_life_days=0)],
+)
 def test_rules_refuse_values_placement_cannot_use(bad):
     with pytest.raises(ValueError):
         Rules(**bad)

@@ -8,24 +8,27 @@ from placement.stage_runs import stage_records
 from tests.support.placement import NOW, run
 
 
-@pytest.mark.parametrize("value, mark", [
-    ({"score": 0.8}, 0.8),
-    ({"score": 0}, 0.0),
-    ({"score": 1.5}, 1.5),  # a score as it stands
-    ({"decision": "pass"}, 1.0),
-    ({"decision": "approve"}, 1.0),
-    ({"decision": "Accept"}, 1.0),
-    ({"decision": "fail"}, 0.0),
-    ({"decision": "reject"}, 0.0),
-    ({"decision": "request_changes"}, 0.0),
-    ({"decision": "comment"}, None),
-    ({"score": True}, None),
-    ({"score": float("nan")}, None),
-    ({"score": "0.8"}, None),
-    ({}, None),
-    (None, None),
-    ("approve", None),
-])
+@pytest.mark.parametrize(
+    "value, mark",
+    [
+        ({"score": 0.8}, 0.8),
+        ({"score": 0}, 0.0),
+        ({"score": 1.5}, 1.5),  # a score as it stands
+        ({"decision": "pass"}, 1.0),
+        ({"decision": "approve"}, 1.0),
+        ({"decision": "Accept"}, 1.0),
+        ({"decision": "fail"}, 0.0),
+        ({"decision": "reject"}, 0.0),
+        ({"decision": "request_changes"}, 0.0),
+        ({"decision": "comment"}, None),
+        ({"score": True}, None),
+        ({"score": float("nan")}, None),
+        ({"score": "0.8"}, None),
+        ({}, None),
+        (None, None),
+        ("approve", None),
+    ],
+)
 def test_verdict_mark(value, mark):
     assert verdict_mark(value) == mark
 
@@ -38,10 +41,10 @@ def test_fewer_runs_than_the_minimum_sample_read_exactly_one_half():
 
 def test_stage_history_against_hand_computed_numbers():
     runs = (
-        run("prn_a", True, age_days=0, mark=1.0),    # w = 1
-        run("prn_a", True, age_days=7, mark=0.8),    # w = 0.5
+        run("prn_a", True, age_days=0, mark=1.0),  # w = 1
+        run("prn_a", True, age_days=7, mark=0.8),  # w = 0.5
         run("prn_a", False, age_days=14, mark=0.0),  # w = 0.25
-        run("prn_a", True, age_days=7),              # w = 0.5, no mark
+        run("prn_a", True, age_days=7),  # w = 0.5, no mark
     )
     history = stage_history(runs, NOW, min_sample=3, half_life_days=7)
     # outcome: (1 + 0.5 + 0.5 + 1) / (2.25 + 2) = 3 / 4.25

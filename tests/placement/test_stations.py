@@ -3,8 +3,9 @@ import pytest
 from placement.facts import RegistryFact, Station, StationNeeds
 from tests.support.placement import board, card, decided, failing, roster_row, station, with_rows
 
-NEEDS = StationNeeds(isolation="container", models=("m-large", "m-small"), tools=("git", "rg"),
-                     credentials=("GITHUB_TOKEN",))
+NEEDS = StationNeeds(
+    isolation="container", models=("m-large", "m-small"), tools=("git", "rg"), credentials=("GITHUB_TOKEN",)
+)
 
 
 def _placed(needs=NEEDS, registry=(), **rules):
@@ -32,13 +33,18 @@ def test_each_station_rejection_records_what_the_station_lacks_in_the_stages_wor
         ("tool-missing", ("rg",)),
         ("credential-missing", ("GITHUB_TOKEN",)),
     ]
-    assert rejected[2].to_record() == {"filter": "tools", "passed": False, "reason": "tool-missing",
-                                       "missing": ["rg"]}
+    assert rejected[2].to_record() == {
+        "filter": "tools",
+        "passed": False,
+        "reason": "tool-missing",
+        "missing": ["rg"],
+    }
 
 
 def test_one_of_the_models_is_enough():
-    decision = _placed(needs=StationNeeds(models=("m-large", "m-small")),
-                       registry=[station("stn_bob", models=("m-small",))])
+    decision = _placed(
+        needs=StationNeeds(models=("m-large", "m-small")), registry=[station("stn_bob", models=("m-small",))]
+    )
     assert _filter(decision, "agt_bob", "model").passed
 
 
@@ -56,9 +62,10 @@ def test_station_the_registry_does_not_list_fails_each_stated_need():
 
 
 def test_agent_with_no_station_fails_each_stated_need():
-    facts = with_rows(board(card=card(needs=StationNeeds(credentials=("GITHUB_TOKEN",))),
-                            registry=(station("stn_ada"),)),
-                      roster=[roster_row("agt_bob", station_id=None)])
+    facts = with_rows(
+        board(card=card(needs=StationNeeds(credentials=("GITHUB_TOKEN",))), registry=(station("stn_ada"),)),
+        roster=[roster_row("agt_bob", station_id=None)],
+    )
     assert failing(decided(facts), "agt_bob") == ["credential-missing"]
 
 
@@ -72,18 +79,21 @@ def _station_at(proof):
     )
 
 
-@pytest.mark.parametrize("proof, min_proof, counts", [
-    ("declared", "declared", True),
-    ("installed", "declared", True),
-    ("probed", "declared", True),
-    ("declared", "installed", False),
-    ("installed", "installed", True),
-    ("probed", "installed", True),
-    ("declared", "probed", False),
-    ("installed", "probed", False),
-    ("probed", "probed", True),
-    ("rumoured", "declared", False),  # a proof nobody defined counts for nothing
-])
+@pytest.mark.parametrize(
+    "proof, min_proof, counts",
+    [
+        ("declared", "declared", True),
+        ("installed", "declared", True),
+        ("probed", "declared", True),
+        ("declared", "installed", False),
+        ("installed", "installed", True),
+        ("probed", "installed", True),
+        ("declared", "probed", False),
+        ("installed", "probed", False),
+        ("probed", "probed", True),
+        ("rumoured", "declared", False),  # a proof nobody defined counts for nothing
+    ],
+)
 def test_a_fact_counts_only_at_the_minimum_proof_or_stronger(proof, min_proof, counts):
     needs = StationNeeds(
         isolation="sandbox", models=("m-large",), tools=("git",), credentials=("GITHUB_TOKEN",)

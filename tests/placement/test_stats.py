@@ -1,4 +1,5 @@
 """The one percentile and median placement, the store and the benches read their figures with."""
+
 from placement.estimates import nearest_rank
 from placement.stats import median, percentile
 

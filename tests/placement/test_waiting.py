@@ -1,4 +1,5 @@
 """wait-for-better@3: when it holds a card for a busy, better agent, what it records, and its bounds."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,8 +13,14 @@ from tests.support.placement import NOW, ago, card, roster_row, run, verdict
 WAITING = "wait-for-better@3"
 
 
-def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2, timing=True,
-           ladder: Ladder = Ladder()) -> Facts:
+def _facts(
+    *,
+    busy_for_s: float = 50,
+    priority: int = 0,
+    ready_s_ago: float = 2,
+    timing=True,
+    ladder: Ladder = Ladder(),
+) -> Facts:
     """A weak idle agent (5 of 10 runs succeeded) and a strong busy one (10 of 10), 60 s runs."""
     runs = {
         "prn_weak": tuple(run("prn_weak", i < 5, age_days=0.01) for i in range(10)),
@@ -21,14 +28,20 @@ def _facts(*, busy_for_s: float = 50, priority: int = 0, ready_s_ago: float = 2,
     }
     return Facts(
         card=card(priority=priority, ready_at=ago(ready_s_ago)),
-        roster=(roster_row("agt_weak"),
-                roster_row("agt_strong", busy=True, last_took_work_at=ago(busy_for_s))),
+        roster=(
+            roster_row("agt_weak"),
+            roster_row("agt_strong", busy=True, last_took_work_at=ago(busy_for_s)),
+        ),
         eligibility=(verdict("agt_weak"), verdict("agt_strong")),
         runs=runs,
         ladder=ladder,
-        timing=Timing(claim_latency_s={"agt_weak": 1.0, "agt_strong": 3.0},
-                      run_s={"agt_weak": (60.0,) * 5, "agt_strong": (60.0,) * 5},
-                      working_since={"agt_strong": ago(busy_for_s)}) if timing else None,
+        timing=Timing(
+            claim_latency_s={"agt_weak": 1.0, "agt_strong": 3.0},
+            run_s={"agt_weak": (60.0,) * 5, "agt_strong": (60.0,) * 5},
+            working_since={"agt_strong": ago(busy_for_s)},
+        )
+        if timing
+        else None,
     )
 
 
@@ -54,15 +67,18 @@ def test_the_documented_formula_never_waits_and_records_no_waiting():
     assert "waiting" not in decided.to_record()
 
 
-@pytest.mark.parametrize("why, facts, rules", [
-    ("a card of higher priority", dict(priority=1), {}),
-    ("a card past its placement window", dict(ready_s_ago=30), {}),
-    ("no placement window at all", {}, dict(placement_window_s=0)),
-    ("a wait longer than the hold", dict(busy_for_s=5), dict(reservation_seconds=30)),
-    ("a runner-up step", dict(ladder=Ladder(step=1, passed_over=frozenset({"agt_other"}))), {}),
-    ("no timing read", dict(timing=False), {}),
-    ("a margin the busy agent does not clear", {}, dict(wait_margin=0.6)),
-])
+@pytest.mark.parametrize(
+    "why, facts, rules",
+    [
+        ("a card of higher priority", dict(priority=1), {}),
+        ("a card past its placement window", dict(ready_s_ago=30), {}),
+        ("no placement window at all", {}, dict(placement_window_s=0)),
+        ("a wait longer than the hold", dict(busy_for_s=5), dict(reservation_seconds=30)),
+        ("a runner-up step", dict(ladder=Ladder(step=1, passed_over=frozenset({"agt_other"}))), {}),
+        ("no timing read", dict(timing=False), {}),
+        ("a margin the busy agent does not clear", {}, dict(wait_margin=0.6)),
+    ],
+)
 def test_it_does_not_wait(why, facts, rules):
     decided = decide(_facts(**facts), Rules(formula=WAITING, **rules), NOW)
     assert decided.chosen == "agt_weak", why
@@ -79,12 +95,16 @@ def test_idle_agents_of_equal_record_rank_by_claim_latency():
     runs = {p: tuple(run(p, True, age_days=0.01) for _ in range(10)) for p in ("prn_slow", "prn_quick")}
     facts = Facts(
         card=card(ready_at=ago(2)),
-        roster=(roster_row("agt_slow", last_took_work_at=ago(900)),
-                roster_row("agt_quick", last_took_work_at=ago(10))),
+        roster=(
+            roster_row("agt_slow", last_took_work_at=ago(900)),
+            roster_row("agt_quick", last_took_work_at=ago(10)),
+        ),
         eligibility=(verdict("agt_slow"), verdict("agt_quick")),
         runs=runs,
-        timing=Timing(claim_latency_s={"agt_slow": 15.0, "agt_quick": 3.0},
-                      run_s={"agt_slow": (60.0,), "agt_quick": (60.0,)}),
+        timing=Timing(
+            claim_latency_s={"agt_slow": 15.0, "agt_quick": 3.0},
+            run_s={"agt_slow": (60.0,), "agt_quick": (60.0,)},
+        ),
     )
     assert decide(facts, Rules(), NOW).chosen == "agt_slow"  # the formula: least recently used
     assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_quick"
@@ -92,15 +112,19 @@ def test_idle_agents_of_equal_record_rank_by_claim_latency():
 
 def test_a_weak_idle_agent_that_runs_fast_does_not_outrank_a_strong_one():
     """A weak agent whose run is shorter is not quicker to a success: its failures come back."""
-    runs = {"prn_fastweak": tuple(run("prn_fastweak", i < 5, age_days=0.01) for i in range(10)),
-               "prn_slowstrong": tuple(run("prn_slowstrong", True, age_days=0.01) for _ in range(10))}
+    runs = {
+        "prn_fastweak": tuple(run("prn_fastweak", i < 5, age_days=0.01) for i in range(10)),
+        "prn_slowstrong": tuple(run("prn_slowstrong", True, age_days=0.01) for _ in range(10)),
+    }
     facts = Facts(
         card=card(ready_at=ago(2)),
         roster=(roster_row("agt_fastweak"), roster_row("agt_slowstrong")),
         eligibility=(verdict("agt_fastweak"), verdict("agt_slowstrong")),
         runs=runs,
-        timing=Timing(claim_latency_s={"agt_fastweak": 1.0, "agt_slowstrong": 3.0},
-                      run_s={"agt_fastweak": (30.0,) * 20, "agt_slowstrong": (60.0,) * 20}),
+        timing=Timing(
+            claim_latency_s={"agt_fastweak": 1.0, "agt_slowstrong": 3.0},
+            run_s={"agt_fastweak": (30.0,) * 20, "agt_slowstrong": (60.0,) * 20},
+        ),
     )
     assert decide(facts, Rules(formula=WAITING), NOW).chosen == "agt_slowstrong"
 
@@ -113,8 +137,10 @@ def _two_idle(a: tuple[int, float, float], b: tuple[int, float, float]) -> Facts
         roster=(roster_row("agt_a"), roster_row("agt_b")),
         eligibility=(verdict("agt_a"), verdict("agt_b")),
         runs={"prn_a": _runs("prn_a", a_won, 20), "prn_b": _runs("prn_b", b_won, 20)},
-        timing=Timing(claim_latency_s={"agt_a": a_claim, "agt_b": b_claim},
-                      run_s={"agt_a": (a_run,) * 20, "agt_b": (b_run,) * 20}),
+        timing=Timing(
+            claim_latency_s={"agt_a": a_claim, "agt_b": b_claim},
+            run_s={"agt_a": (a_run,) * 20, "agt_b": (b_run,) * 20},
+        ),
     )
 
 
@@ -137,13 +163,17 @@ def _runs(principal: str, succeeded: int, of: int):
     return tuple(run(principal, i < succeeded, age_days=0.01) for i in range(of))
 
 
-@pytest.mark.parametrize("why, weak, strong", [
-    ("the idle agent has too few runs to judge", (1, 2), (10, 10)),
-    ("the busy agent has too few runs to judge", (5, 10), (2, 2)),
-    ("three runs each: the margin could be luck", (1, 3), (3, 3)),
-])
+@pytest.mark.parametrize(
+    "why, weak, strong",
+    [
+        ("the idle agent has too few runs to judge", (1, 2), (10, 10)),
+        ("the busy agent has too few runs to judge", (5, 10), (2, 2)),
+        ("three runs each: the margin could be luck", (1, 3), (3, 3)),
+    ],
+)
 def test_it_does_not_wait_on_a_margin_the_runs_cannot_show(why, weak, strong):
-    facts = replace(_facts(), runs={"prn_weak": _runs("prn_weak", *weak),
-                                       "prn_strong": _runs("prn_strong", *strong)})
+    facts = replace(
+        _facts(), runs={"prn_weak": _runs("prn_weak", *weak), "prn_strong": _runs("prn_strong", *strong)}
+    )
     decided = decide(facts, Rules(formula=WAITING), NOW)
     assert decided.chosen == "agt_weak" and decided.waiting is None, why

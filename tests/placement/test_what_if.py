@@ -1,4 +1,5 @@
 """What-if: recorded decisions replayed under another formula, with nothing read from after them."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,11 @@ from tests.support.placement import NOW
 
 T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 PASSED = (FilterResult("roster", True), FilterResult("capability", True), FilterResult("idle", True))
-BUSY = (FilterResult("roster", True), FilterResult("capability", True),
-        FilterResult("idle", False, "not-idle"))
+BUSY = (
+    FilterResult("roster", True),
+    FilterResult("capability", True),
+    FilterResult("idle", False, "not-idle"),
+)
 
 
 def at(seconds: float) -> datetime:
@@ -40,22 +44,42 @@ def busy(agent: str) -> Considered:
     return Considered(agent, "prn_" + agent[4:], BUSY, None, None)
 
 
-def decision(n: int, made: float, chosen: str | None, candidates, *, claim_after: float | None = None,
-             run_s: float | None = None, succeeded: bool = True, outcome: str | None = None,
-             hold_s: float = 60, ready: float | None = None, formula: str = DEFAULT.recorded) -> Recorded:
+def decision(
+    n: int,
+    made: float,
+    chosen: str | None,
+    candidates,
+    *,
+    claim_after: float | None = None,
+    run_s: float | None = None,
+    succeeded: bool = True,
+    outcome: str | None = None,
+    hold_s: float = 60,
+    ready: float | None = None,
+    formula: str = DEFAULT.recorded,
+) -> Recorded:
     """A winner hold for `chosen`: claimed `claim_after` s after it (else expired), its run over
     `run_s` s after the claim."""
     claimed = claim_after is not None
     return Recorded(
-        decision_id=f"pld_{n:024x}", board_id="brd_a", card_id=f"card_{n}", stage_key="review",
-        formula=formula, at=at(made), tier="winner", reason=None, chosen=chosen,
-        candidates=tuple(candidates), ready_at=at(made if ready is None else ready),
+        decision_id=f"pld_{n:024x}",
+        board_id="brd_a",
+        card_id=f"card_{n}",
+        stage_key="review",
+        formula=formula,
+        at=at(made),
+        tier="winner",
+        reason=None,
+        chosen=chosen,
+        candidates=tuple(candidates),
+        ready_at=at(made if ready is None else ready),
         held_until=at(made + hold_s) if chosen else None,
         outcome=outcome or ("claimed" if claimed else "expired" if chosen else None),
         outcome_by=chosen if claimed else None,
         outcome_at=at(made + claim_after) if claimed else at(made + hold_s) if chosen else None,
         run_status=("succeeded" if succeeded else "failed") if run_s is not None else None,
-        run_ended_at=at(made + claim_after + run_s) if run_s is not None else None)
+        run_ended_at=at(made + claim_after + run_s) if run_s is not None else None,
+    )
 
 
 # Before the window: A claims in 4 s and runs 100 s; B claims in 8 s and runs 200 s, and lets
@@ -106,9 +130,11 @@ def test_each_formula_against_a_hand_computed_case():
     lapsed_claim, lapsed_attempt = 60 + pull_claim, 60 + pull_attempt  # a hold lapses after 60 s
 
     def hold(claims, outcome, latency, run):  # claimed at its claim rate, else it lapses to pull
-        return (claims * outcome + (1 - claims) * pull_success,
-                claims * latency + (1 - claims) * lapsed_claim,
-                claims * (latency + run) + (1 - claims) * lapsed_attempt)
+        return (
+            claims * outcome + (1 - claims) * pull_success,
+            claims * latency + (1 - claims) * lapsed_claim,
+            claims * (latency + run) + (1 - claims) * lapsed_attempt,
+        )
 
     model_a, model_b = hold(CLAIM_A, OUTCOME_A, 4, 100), hold(CLAIM_B, OUTCOME_B, 8, 200)
     measured = (1.0, 2.0, 92.0)
@@ -192,9 +218,11 @@ def test_what_cannot_be_replayed_is_counted_with_why():
 
 
 def test_too_few_decisions_are_said_plainly_and_enough_are_judged():
-    window = [decision(10 + n, 1000 + 10 * n, "agt_a", [A, B], claim_after=3, run_s=80)
-              for n in range(MIN_DECISIONS)]
-    few = what_if((*HISTORY, *window[:MIN_DECISIONS - 1]), WAIT_FOR_BETTER, Rules(), since=at(1000))
+    window = [
+        decision(10 + n, 1000 + 10 * n, "agt_a", [A, B], claim_after=3, run_s=80)
+        for n in range(MIN_DECISIONS)
+    ]
+    few = what_if((*HISTORY, *window[: MIN_DECISIONS - 1]), WAIT_FOR_BETTER, Rules(), since=at(1000))
     assert few.replayed == MIN_DECISIONS - 1 and not few.enough
     assert "too few decisions to judge" in few.verdict
     enough = what_if((*HISTORY, *window), WAIT_FOR_BETTER, Rules(), since=at(1000))
@@ -205,10 +233,16 @@ def test_the_waiting_formula_replayed_holds_for_a_busy_better_agent():
     # C is busy since its claim 50 s before the decision; its record (recorded while it was
     # idle) is far better than the idle A's, its runs last 60 s: wait-for-better holds for it.
     weak = idle("agt_a", outcome=0.5, claims=0.5)
-    strong_then = Considered("agt_c", "prn_c", PASSED, ScoreTerms(0.71, 0.5, 100.0),
-                             StageHistory(10, 10, 0, 0, 10.0, 11 / 12, 0.5, 0.71))
-    earlier = [decision(1 + n, 100 * n, "agt_c", [strong_then, weak], claim_after=2, run_s=60)
-               for n in range(5)]
+    strong_then = Considered(
+        "agt_c",
+        "prn_c",
+        PASSED,
+        ScoreTerms(0.71, 0.5, 100.0),
+        StageHistory(10, 10, 0, 0, 10.0, 11 / 12, 0.5, 0.71),
+    )
+    earlier = [
+        decision(1 + n, 100 * n, "agt_c", [strong_then, weak], claim_after=2, run_s=60) for n in range(5)
+    ]
     busy_now = decision(6, 880, "agt_c", [strong_then, weak], claim_after=2, run_s=60)  # claimed at 882
     window = decision(7, 932, "agt_a", [weak, busy("agt_c")], claim_after=2, run_s=60, ready=930)
     replayed = _replayed((*earlier, busy_now, window), WAIT_FOR_BETTER, since=at(932))
@@ -216,8 +250,10 @@ def test_the_waiting_formula_replayed_holds_for_a_busy_better_agent():
     assert other.agent_id == "agt_c" and other.busy
     assert other.wait_s == pytest.approx(10.0)  # what is left of its 60 s runs, 50 s in
     # Without the claim that has C working now, nothing says when it is free: nobody is waited for.
-    assert _replayed((*earlier, window), WAIT_FOR_BETTER, since=at(932))["pld_" + f"{7:024x}"].other \
-        .agent_id == "agt_a"
+    assert (
+        _replayed((*earlier, window), WAIT_FOR_BETTER, since=at(932))["pld_" + f"{7:024x}"].other.agent_id
+        == "agt_a"
+    )
 
 
 def test_pull_in_the_steady_state_against_hand_computed_cases():
@@ -239,12 +275,23 @@ def test_pull_in_the_steady_state_against_hand_computed_cases():
 def test_the_documented_formula_replayed_on_its_own_record_chooses_as_it_did():
     decided = decide(_facts(), Rules(), NOW)
     record = Recorded(
-        decision_id="pld_" + "0" * 24, board_id=decided.card.board_id, card_id=decided.card.card_id,
-        stage_key=decided.card.stage_key, formula=decided.formula, at=NOW, tier=decided.tier.name,
-        reason=decided.reason, chosen=decided.chosen,
-        candidates=tuple(Considered(c.agent_id, c.principal_id, c.filters,
-                                    c.score.terms if c.score else None, c.stage_history)
-                         for c in decided.candidates if c.in_set))
+        decision_id="pld_" + "0" * 24,
+        board_id=decided.card.board_id,
+        card_id=decided.card.card_id,
+        stage_key=decided.card.stage_key,
+        formula=decided.formula,
+        at=NOW,
+        tier=decided.tier.name,
+        reason=decided.reason,
+        chosen=decided.chosen,
+        candidates=tuple(
+            Considered(
+                c.agent_id, c.principal_id, c.filters, c.score.terms if c.score else None, c.stage_history
+            )
+            for c in decided.candidates
+            if c.in_set
+        ),
+    )
     assert decided.chosen is not None
     assert choose(DEFAULT, record, Rules(), Known([record]).until(NOW)).agent_id == decided.chosen
 
@@ -252,7 +299,7 @@ def test_the_documented_formula_replayed_on_its_own_record_chooses_as_it_did():
 def test_an_agent_busy_in_another_lane_is_not_free_for_this_one():
     # The quick, weak agent A also works a busy second lane; B, slow and strong, works only here.
     here = [("agt_a", 1 / 2, 60.0, 0.5), ("agt_b", 1 / 6, 60.0, 0.9)]
-    alone, = pull_steady_lanes([(1 / 600, None, here)])
+    (alone,) = pull_steady_lanes([(1 / 600, None, here)])
     shared, _ = pull_steady_lanes([(1 / 600, None, here), (1 / 80, None, [("agt_a", 1 / 2, 60.0, 0.9)])])
     assert alone[0] == pytest.approx(pull_steady(1 / 600, None, [(1 / 2, 60.0, 0.5), (1 / 6, 60.0, 0.9)])[0])
     assert shared[0] > alone[0] + 0.05  # A is at work in the other lane much of the time: B takes more
@@ -284,15 +331,19 @@ def _pulled(n: int, made: float, agent: str) -> Recorded:
     )
 
 
-NEW_HISTORY = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
-                    + [_alike(6 + k, 100 * k + 50, "agt_b", 30) for k in range(5)]
-                    + [_pulled(11, 600, "agt_a"), _pulled(12, 610, "agt_b")])
+NEW_HISTORY = tuple(
+    [_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
+    + [_alike(6 + k, 100 * k + 50, "agt_b", 30) for k in range(5)]
+    + [_pulled(11, 600, "agt_a"), _pulled(12, 610, "agt_b")]
+)
 
 
 def test_the_new_formula_replayed_holds_for_the_better_agent_with_a_hold_sized_by_it():
     # Both claim in 4 s, but B succeeds far less often: pull's race would give B half the cards.
-    history = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
-                    + [_alike(6 + k, 100 * k + 50, "agt_b", 4) for k in range(5)])
+    history = tuple(
+        [_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
+        + [_alike(6 + k, 100 * k + 50, "agt_b", 4) for k in range(5)]
+    )
     a, b = idle("agt_a", outcome=0.95, claims=0.5), idle("agt_b", outcome=0.3, claims=0.5)
     window = decision(20, 1000, "agt_b", [b, a], claim_after=4, run_s=60, ready=990)
     other = _replayed((*history, window), PULL_AWARE)["pld_" + f"{20:024x}"].other
@@ -302,9 +353,11 @@ def test_the_new_formula_replayed_holds_for_the_better_agent_with_a_hold_sized_b
 
 def test_the_new_formula_replayed_steps_aside_where_pull_does_as_well():
     # Both claim in 4 s: the hold is no quicker than the race, and nobody is held.
-    history = tuple([_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
-                    + [_alike(6 + k, 100 * k + 50, "agt_b", 4) for k in range(5)]
-                    + [_pulled(11, 600, "agt_a"), _pulled(12, 610, "agt_b")])
+    history = tuple(
+        [_alike(1 + k, 100 * k, "agt_a", 4) for k in range(5)]
+        + [_alike(6 + k, 100 * k + 50, "agt_b", 4) for k in range(5)]
+        + [_pulled(11, 600, "agt_a"), _pulled(12, 610, "agt_b")]
+    )
     a, b = idle("agt_a", outcome=0.8, claims=0.5), idle("agt_b", outcome=0.8, claims=0.5)
     window = decision(20, 1000, "agt_a", [a, b], claim_after=4, run_s=60, ready=990)
     replayed = _replayed((*history, window), PULL_AWARE)["pld_" + f"{20:024x}"]
@@ -321,17 +374,25 @@ def test_the_new_formula_reads_nothing_from_after_a_decision():
     alone = _replayed((*NEW_HISTORY, unsettled, window), PULL_AWARE)["pld_" + f"{20:024x}"]
     # Planted: that hold claimed after the decision in 11 s, later claims saying B is quick
     # and A slow, and a later card of A's that nobody held.
-    planted = (decision(30, 990, "agt_b", [b], claim_after=11, run_s=5),
-               *[_alike(31 + k, 1100 + 10 * k, "agt_b", 1) for k in range(5)],
-               *[_alike(36 + k, 1200 + 10 * k, "agt_a", 50) for k in range(5)], _pulled(41, 1300, "agt_a"))
+    planted = (
+        decision(30, 990, "agt_b", [b], claim_after=11, run_s=5),
+        *[_alike(31 + k, 1100 + 10 * k, "agt_b", 1) for k in range(5)],
+        *[_alike(36 + k, 1200 + 10 * k, "agt_a", 50) for k in range(5)],
+        _pulled(41, 1300, "agt_a"),
+    )
     with_later = _replayed((*NEW_HISTORY, window, *planted), PULL_AWARE)["pld_" + f"{20:024x}"]
     assert with_later.other == alone.other and with_later.expectations == alone.expectations
     # The same claims before the decision do change it: the check above could fail.
-    before = tuple(replace(d, at=d.at - timedelta(seconds=1000),
-                           outcome_at=d.outcome_at - timedelta(seconds=1000) if d.outcome_at else None,
-                           held_until=d.held_until - timedelta(seconds=1000) if d.held_until else None,
-                           run_ended_at=d.run_ended_at - timedelta(seconds=1000) if d.run_ended_at else None)
-                   for d in planted[1:])
+    before = tuple(
+        replace(
+            d,
+            at=d.at - timedelta(seconds=1000),
+            outcome_at=d.outcome_at - timedelta(seconds=1000) if d.outcome_at else None,
+            held_until=d.held_until - timedelta(seconds=1000) if d.held_until else None,
+            run_ended_at=d.run_ended_at - timedelta(seconds=1000) if d.run_ended_at else None,
+        )
+        for d in planted[1:]
+    )
     moved = _replayed((*NEW_HISTORY, *before, window), PULL_AWARE, since=at(1000))["pld_" + f"{20:024x}"]
     assert moved.expectations["other"] != alone.expectations["other"]
 
@@ -354,8 +415,11 @@ def test_with_no_window_the_new_formula_leaves_a_card_to_the_agent_that_let_it_g
     # A ran the card's stage before (claimed at 900 s); the card came ready at 990 s, the record
     # still showing A busy. The new formula has set the board no window yet, so A, free as it
     # let the card go, claims it before any decision.
-    before = replace(decision(30, 890, "agt_a", [idle("agt_a", outcome=0.8, claims=0.5)], claim_after=10),
-                     card_id="card_20", stage_key="code")
+    before = replace(
+        decision(30, 890, "agt_a", [idle("agt_a", outcome=0.8, claims=0.5)], claim_after=10),
+        card_id="card_20",
+        stage_key="code",
+    )
     b = idle("agt_b", outcome=0.8, claims=0.5)
     window = decision(20, 1000, "agt_b", [busy("agt_a"), b], claim_after=4, run_s=60, ready=990)
     replayed = _replayed((*NEW_HISTORY, before, window), PULL_AWARE)["pld_" + f"{20:024x}"]

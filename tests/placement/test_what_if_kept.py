@@ -1,6 +1,7 @@
 """The what-if over a learned model's choices kept between reads answers as a whole replay does,
 on generated shadow periods read as they unfold: decisions settling, runs ending, new decisions
 arriving, an old decision settling late, and an outcome changed under it."""
+
 from __future__ import annotations
 
 import random
@@ -36,12 +37,22 @@ def period(seed: int, n: int = 160, late: int = 3) -> tuple[list[Recorded], dict
         luck = rng.random()
         delay = 5000.0 if i < late * 7 and i % 7 == 3 else 0.0  # settles long after
         if luck < 0.65:
-            d = decision(i, made, held, candidates, claim_after=rng.uniform(2, 40) + delay,
-                         run_s=rng.uniform(60, 400), succeeded=rng.random() < skill[held])
+            d = decision(
+                i,
+                made,
+                held,
+                candidates,
+                claim_after=rng.uniform(2, 40) + delay,
+                run_s=rng.uniform(60, 400),
+                succeeded=rng.random() < skill[held],
+            )
         elif luck < 0.75:
             d = decision(i, made, held, candidates, outcome="claimed-by-other")
-            d = replace(d, outcome_by=pool[1] if pool[1] != held else pool[0],
-                        outcome_at=at(made + rng.uniform(5, 50) + delay))
+            d = replace(
+                d,
+                outcome_by=pool[1] if pool[1] != held else pool[0],
+                outcome_at=at(made + rng.uniform(5, 50) + delay),
+            )
         elif luck < 0.93:
             d = decision(i, made, held, candidates)
             d = replace(d, outcome_at=at(made + 60 + delay))
@@ -73,8 +84,11 @@ def as_read_at(decisions: list[Recorded], seconds: float) -> list[Recorded]:
 def counted(shown: list[Recorded], chosen: dict[str, Choice]):
     """The model's choices the gate counts (settled with a chance for the formula's), and the
     window's start, as `learning.shadow_kept` gives them."""
-    given = {d.decision_id: chosen[d.decision_id] for d in shown if d.decision_id in chosen
-             and d.outcome in ("claimed", "claimed-by-other", "expired")}
+    given = {
+        d.decision_id: chosen[d.decision_id]
+        for d in shown
+        if d.decision_id in chosen and d.outcome in ("claimed", "claimed-by-other", "expired")
+    }
     since = min((d.at for d in shown if d.decision_id in given), default=None)
     return given, since
 
@@ -123,8 +137,14 @@ def test_a_read_a_minute_on_replays_only_the_newest_decisions_not_the_period():
 def test_an_old_decision_settling_behind_the_checkpoint_replays_the_whole_window_and_agrees():
     decisions, chosen = period(2, n=300, late=0)
     old = decisions[40]
-    decisions[40] = replace(old, outcome="claimed", outcome_by=old.chosen, outcome_at=old.at + LAG * 2,
-                            run_status="succeeded", run_ended_at=old.at + LAG * 2 + timedelta(minutes=3))
+    decisions[40] = replace(
+        old,
+        outcome="claimed",
+        outcome_by=old.chosen,
+        outcome_at=old.at + LAG * 2,
+        run_status="succeeded",
+        run_ended_at=old.at + LAG * 2 + timedelta(minutes=3),
+    )
     chosen[old.decision_id] = Choice("agt_a")
     reader = Reader(chosen)
     reader.read(as_read_at(decisions, 1200 + 3600))
@@ -139,10 +159,14 @@ def test_an_earlier_outcome_changed_under_the_record_is_read_as_it_now_stands():
     reader = Reader(chosen)
     reader.read(as_read_at(decisions, 5000))
     shown = as_read_at(decisions, 5060)
-    settled = next(i for i, d in enumerate(shown) if d.outcome == "claimed" and d.decision_id in chosen
-                   and d.at > at(5060) - LAG / 2)
-    shown[settled] = replace(shown[settled], outcome="expired", outcome_by=None, run_status=None,
-                             run_ended_at=None)
+    settled = next(
+        i
+        for i, d in enumerate(shown)
+        if d.outcome == "claimed" and d.decision_id in chosen and d.at > at(5060) - LAG / 2
+    )
+    shown[settled] = replace(
+        shown[settled], outcome="expired", outcome_by=None, run_status=None, run_ended_at=None
+    )
     reader.read(shown)
     assert not reader.kept.full
 
@@ -152,6 +176,5 @@ def test_a_decision_gone_from_the_record_is_gone_from_the_answer():
     reader = Reader(chosen)
     shown = as_read_at(decisions, 5000)
     reader.read(shown)
-    reader.read(shown[:-3] + as_read_at(decisions, 5060)[len(shown):])
+    reader.read(shown[:-3] + as_read_at(decisions, 5060)[len(shown) :])
     reader.read([d for d in as_read_at(decisions, 5120) if d.decision_id != shown[5].decision_id])
-

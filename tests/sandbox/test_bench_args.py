@@ -3,6 +3,7 @@ pull_vs_place.py, learned_shadow.py) take any scenario file by path: one that ca
 named at once, with where and why, as a usage error (exit 2), not a traceback; one with no
 boards or no agents, which would print nan for every figure, is refused the same way. A bench
 that takes how many rows to make says so of anything but a whole number of at least 1."""
+
 import argparse
 import json
 import subprocess
@@ -25,15 +26,33 @@ def _file(tmp_path, name: str, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("text, says", [
-    ("{not json", "not JSON"),
-    (json.dumps({"name": "x", "boards": [{"id": "brd_x", "stages": [{"key": "a", "owner": "a"}]}],
-                 "agents": [{"id": "agt_a", "capabilities": ["a"], "boards": ["brd_nope"]}]}),
-     "agents[0].boards[0]: unknown board 'brd_nope'"),
-    (json.dumps({"name": "empty", "boards": [], "agents": []}), "empty has no boards: nothing to place"),
-    (json.dumps({"name": "idle", "boards": [{"id": "brd_x", "stages": [{"key": "a", "owner": "a"}]}],
-                 "agents": []}), "idle has no agents: nothing to place"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("{not json", "not JSON"),
+        (
+            json.dumps(
+                {
+                    "name": "x",
+                    "boards": [{"id": "brd_x", "stages": [{"key": "a", "owner": "a"}]}],
+                    "agents": [{"id": "agt_a", "capabilities": ["a"], "boards": ["brd_nope"]}],
+                }
+            ),
+            "agents[0].boards[0]: unknown board 'brd_nope'",
+        ),
+        (json.dumps({"name": "empty", "boards": [], "agents": []}), "empty has no boards: nothing to place"),
+        (
+            json.dumps(
+                {
+                    "name": "idle",
+                    "boards": [{"id": "brd_x", "stages": [{"key": "a", "owner": "a"}]}],
+                    "agents": [],
+                }
+            ),
+            "idle has no agents: nothing to place",
+        ),
+    ],
+)
 def test_a_scenario_that_cannot_be_measured_is_a_usage_error_naming_why(tmp_path, capsys, text, says):
     with pytest.raises(SystemExit) as exited:
         scenario_arg(_parser(), _file(tmp_path, "s.json", text))

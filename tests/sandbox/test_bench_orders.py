@@ -1,5 +1,6 @@
 """bench/orders.py puts a fixed order in place of the formula's ranking. Its figures mean
 something only while the order really decides who is held, and it names a bad order at once."""
+
 import argparse
 import sys
 from unittest import mock
@@ -16,7 +17,11 @@ def test_a_fixed_order_ranks_as_given_and_the_rest_follow_by_id():
     ranked = orders.fixed_ranking(["agt_c", "agt_a"])
     ranking = ranked({"agt_a": None, "agt_b": None, "agt_c": None, "agt_d": None})
     assert [(agent, score.total) for agent, score in ranking] == [
-        ("agt_c", 4), ("agt_a", 3), ("agt_b", 2), ("agt_d", 1)]
+        ("agt_c", 4),
+        ("agt_a", 3),
+        ("agt_b", 2),
+        ("agt_d", 1),
+    ]
 
 
 def test_truth_is_the_scenarios_own_success_rates_best_first():
@@ -36,11 +41,14 @@ def test_the_order_decides_whom_the_card_is_held_for():
     assert world.suite.pipeline.card(card.id).reservation.agent_id == "agt_c"
 
 
-@pytest.mark.parametrize("order, says", [
-    ("agt_a,agt_nope", "agt_nope is not one"),
-    ("agt_a,agt_a", "at most once"),
-    (",", "names no agent"),
-])
+@pytest.mark.parametrize(
+    "order, says",
+    [
+        ("agt_a,agt_nope", "agt_nope is not one"),
+        ("agt_a,agt_a", "at most once"),
+        (",", "names no agent"),
+    ],
+)
 def test_an_order_that_names_no_such_agent_or_one_twice_is_a_usage_error(monkeypatch, capsys, order, says):
     monkeypatch.setattr(sys, "argv", ["orders.py", "--scenario", "skill-gradient", "--order", order])
     with pytest.raises(SystemExit) as exited:

@@ -1,4 +1,5 @@
 """Accounts: tokens bound to audience, scopes and expiry; products refuse the wrong ones."""
+
 import json
 
 from sandbox import Suite, parse_scenario
@@ -7,7 +8,8 @@ from tests.support.sandbox_world import World, small_scenario
 
 def test_service_token_is_issued_for_a_product_audience_for_300_seconds(world):
     status, _, raw = world.suite.handle(
-        "POST", world.url("accounts", "/api/token/service"),
+        "POST",
+        world.url("accounts", "/api/token/service"),
         headers={"Authorization": f"Bearer {world.suite.credential}"},
         body=json.dumps({"audience": world.suite.urls.superpipeline}).encode(),
     )
@@ -26,7 +28,8 @@ def test_credential_has_the_service_credential_form(world):
 def test_wrong_secret_is_refused_401_without_echoing_it(world):
     credential_id = world.suite.credential.partition(":")[0]
     status, _, raw = world.suite.handle(
-        "POST", world.url("accounts", "/api/token/service"),
+        "POST",
+        world.url("accounts", "/api/token/service"),
         headers={"Authorization": f"Bearer {credential_id}:not-the-secret"},
         body=json.dumps({"audience": world.suite.urls.superpipeline}).encode(),
     )
@@ -37,7 +40,8 @@ def test_wrong_secret_is_refused_401_without_echoing_it(world):
 
 def test_unknown_audience_is_refused_404(world):
     status, _, raw = world.suite.handle(
-        "POST", world.url("accounts", "/api/token/service"),
+        "POST",
+        world.url("accounts", "/api/token/service"),
         headers={"Authorization": f"Bearer {world.suite.credential}"},
         body=json.dumps({"audience": "http://elsewhere.example"}).encode(),
     )
@@ -46,8 +50,10 @@ def test_unknown_audience_is_refused_404(world):
 
 def test_missing_audience_is_refused_400(world):
     status, _, _ = world.suite.handle(
-        "POST", world.url("accounts", "/api/token/service"),
-        headers={"Authorization": f"Bearer {world.suite.credential}"}, body=b"{}",
+        "POST",
+        world.url("accounts", "/api/token/service"),
+        headers={"Authorization": f"Bearer {world.suite.credential}"},
+        body=b"{}",
     )
     assert status == 400
 
@@ -107,8 +113,14 @@ def test_policy_without_a_policy_allows_with_no_policy(world):
 
 
 def _question(agent_id: str, board_id: str = "brd_r") -> dict:
-    return {"principalId": "prn_x", "agentId": agent_id, "boardId": board_id, "stageKey": "review",
-            "labels": [], "capabilities": {"all": ["code-review"], "any": []}}
+    return {
+        "principalId": "prn_x",
+        "agentId": agent_id,
+        "boardId": board_id,
+        "stageKey": "review",
+        "labels": [],
+        "capabilities": {"all": ["code-review"], "any": []},
+    }
 
 
 def _policy_world() -> World:
@@ -145,8 +157,9 @@ def test_policy_default_allows_an_agent_no_rule_names():
 def test_policy_decide_needs_the_policy_scope():
     world = World(small_scenario())
     limited = world.suite.accounts.add_credential(["cards:read"])
-    status, body = world.call("POST", "accounts", "/api/policy/decide", _question("agt_ada"),
-                              token=world.token("accounts", limited))
+    status, body = world.call(
+        "POST", "accounts", "/api/policy/decide", _question("agt_ada"), token=world.token("accounts", limited)
+    )
     assert status == 403 and body["error"]["code"] == "insufficient_scope"
     status, _ = world.call("POST", "accounts", "/api/policy/decide", _question("agt_ada"), token=limited)
     assert status == 403
@@ -168,7 +181,8 @@ def test_accounts_down_answers_503_and_issued_tokens_still_work(world):
     token = world.token("superpipeline")
     world.suite.toggles.accounts_up = False
     status, _, raw = world.suite.handle(
-        "POST", world.url("accounts", "/api/token/service"),
+        "POST",
+        world.url("accounts", "/api/token/service"),
         headers={"Authorization": f"Bearer {world.suite.credential}"},
         body=json.dumps({"audience": world.suite.urls.superpipeline}).encode(),
     )

@@ -1,4 +1,5 @@
 """SuperPipeline's claim rules: priority, age, holds, the placement window, concurrency, grants."""
+
 import pytest
 
 from sandbox.replies import Refused

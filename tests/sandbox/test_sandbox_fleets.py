@@ -1,4 +1,5 @@
 """Scenario fields for real fleets: skill by stage, and bursts of arrivals."""
+
 import pytest
 
 from sandbox import Simulation, Suite
@@ -48,5 +49,9 @@ def test_a_burst_brings_its_cards_at_once():
 
 def test_a_bad_stage_rate_names_its_field():
     with pytest.raises(ScenarioError, match=r"successByStage.review: must be a number from 0 to 1"):
-        parse_scenario({"boards": [{"id": "b", "stages": [{"key": "s"}]}],
-                        "agents": [{"id": "a", "successByStage": {"review": 2}}]})
+        parse_scenario(
+            {
+                "boards": [{"id": "b", "stages": [{"key": "s"}]}],
+                "agents": [{"id": "a", "successByStage": {"review": 2}}],
+            }
+        )

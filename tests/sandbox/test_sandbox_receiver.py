@@ -1,5 +1,6 @@
 """The sandbox's receiver for SuperDispatch's events and chat posts, and how `manage.py
 sandbox --receiver` finds where to serve it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,8 +20,11 @@ SECRET = "receiver-secret-0123456789"
 
 def signed(body: bytes, ts: int, secret: str = SECRET, delivery: str = "evt_1") -> dict:
     mac = hmac.new(secret.encode(), f"{ts}.".encode() + body, hashlib.sha256).hexdigest()
-    return {"x-superdispatch-delivery": delivery, "x-superdispatch-timestamp": str(ts),
-            "x-superdispatch-signature": f"sha256={mac}"}
+    return {
+        "x-superdispatch-delivery": delivery,
+        "x-superdispatch-timestamp": str(ts),
+        "x-superdispatch-signature": f"sha256={mac}",
+    }
 
 
 def test_it_records_a_signed_event_once_and_refuses_a_bad_or_stale_one():
@@ -59,8 +63,11 @@ def test_the_command_serves_the_receiver_where_the_settings_point():
     cfg = config(events="http://127.0.0.1:8791/events", chat="http://127.0.0.1:8791/chat")
     assert receiver_address(cfg, None) == (8791, "/events", "/chat")
     assert receiver_address(config(), 9000) == (9004, "/events", "/chat")
-    for bad in (config(), config(events="https://hooks.example/events"),
-                config(events="http://127.0.0.1:8791/events", chat="http://127.0.0.1:8792/chat")):
+    for bad in (
+        config(),
+        config(events="https://hooks.example/events"),
+        config(events="http://127.0.0.1:8791/events", chat="http://127.0.0.1:8792/chat"),
+    ):
         with pytest.raises(CommandError):
             receiver_address(bad, None)
 

@@ -1,4 +1,5 @@
 """The relay signs each delivery as contracts.md says, and retries what was not taken."""
+
 import hashlib
 import hmac
 import json

@@ -5,8 +5,21 @@ import pytest
 
 from sandbox.scenario import AgentSpec
 
-CARD_KEYS = {"id", "title", "currentStageKey", "state", "delegateAgentId", "priority", "readyAt", "claimedAt",
-             "archivedAt", "reservation", "createdAt", "updatedAt", "attemptCount"}
+CARD_KEYS = {
+    "id",
+    "title",
+    "currentStageKey",
+    "state",
+    "delegateAgentId",
+    "priority",
+    "readyAt",
+    "claimedAt",
+    "archivedAt",
+    "reservation",
+    "createdAt",
+    "updatedAt",
+    "attemptCount",
+}
 
 
 def test_board_read_has_the_contract_shape(world):
@@ -17,8 +30,15 @@ def test_board_read_has_the_contract_shape(world):
     assert set(board) == {"boardId", "tenantId", "name", "stages", "cards"}
     assert (board["boardId"], board["tenantId"]) == ("brd_r", "tnt_t")
     review, qa = board["stages"]
-    assert review == {"key": "review", "name": "Review", "order": 1, "ownerKind": "capability",
-                      "owner": "code-review", "requires": None, "placement": None}
+    assert review == {
+        "key": "review",
+        "name": "Review",
+        "order": 1,
+        "ownerKind": "capability",
+        "owner": "code-review",
+        "requires": None,
+        "placement": None,
+    }
     assert qa["placement"] == {
         "isolation": "container",
         "models": ["m-large"],
@@ -78,8 +98,12 @@ def test_eligibility_judges_every_agent_of_the_workspace_with_reasons(world):
     }
     assert verdicts["agt_bob"]["reasons"] == ["concurrency_reached"]
     assert verdicts["agt_cyd"]["eligible"] is True
-    assert verdicts["agt_eli"] == {"agentId": "agt_eli", "principalId": None, "eligible": False,
-                                   "reasons": ["capability_mismatch", "grant_denied"]}
+    assert verdicts["agt_eli"] == {
+        "agentId": "agt_eli",
+        "principalId": None,
+        "eligible": False,
+        "reasons": ["capability_mismatch", "grant_denied"],
+    }
 
 
 def test_eligibility_answers_what_the_workspace_says_now_card_after_card(world):
@@ -118,8 +142,12 @@ def test_eligibility_of_an_unknown_card_is_404(world):
 
 def test_reservation_answers_the_hold(world):
     card = world.card()
-    status, body = world.call("PUT", "superpipeline", f"/v1/boards/brd_r/cards/{card.id}/reservation",
-                              {"agentId": "agt_bob", "seconds": 60})
+    status, body = world.call(
+        "PUT",
+        "superpipeline",
+        f"/v1/boards/brd_r/cards/{card.id}/reservation",
+        {"agentId": "agt_bob", "seconds": 60},
+    )
     assert status == 200
     assert body == {"reservation": {"agentId": "agt_bob", "reservedUntil": "2026-11-13T10:01:00.000Z"}}
     assert not world.pipeline.is_ready(card)
@@ -128,8 +156,12 @@ def test_reservation_answers_the_hold(world):
 @pytest.mark.parametrize("seconds", [0, 301, "60", 1.5, None, True])
 def test_reservation_seconds_outside_1_to_300_are_refused_400(world, seconds):
     card = world.card()
-    status, body = world.call("PUT", "superpipeline", f"/v1/boards/brd_r/cards/{card.id}/reservation",
-                              {"agentId": "agt_bob", "seconds": seconds})
+    status, body = world.call(
+        "PUT",
+        "superpipeline",
+        f"/v1/boards/brd_r/cards/{card.id}/reservation",
+        {"agentId": "agt_bob", "seconds": seconds},
+    )
     assert status == 400 and body["error"]["code"] == "invalid_request"
 
 
@@ -164,8 +196,12 @@ def test_reservation_refusals_carry_a_code(world):
 def test_superpipeline_without_the_reservation_verb_answers_404(world):
     world.suite.toggles.reservation_verb = False
     card = world.card()
-    status, body = world.call("PUT", "superpipeline", f"/v1/boards/brd_r/cards/{card.id}/reservation",
-                              {"agentId": "agt_bob", "seconds": 60})
+    status, body = world.call(
+        "PUT",
+        "superpipeline",
+        f"/v1/boards/brd_r/cards/{card.id}/reservation",
+        {"agentId": "agt_bob", "seconds": 60},
+    )
     assert status == 404 and body == {"error": "not found"}
     assert card.reservation is None
 
@@ -192,8 +228,13 @@ def test_agents_load_reports_every_agent(world):
     assert status == 200
     rows = {r["agentId"]: r for r in body["agents"]}
     assert set(rows) == {"agt_ada", "agt_bob", "agt_cyd", "agt_eli"}
-    assert rows["agt_cyd"] == {"agentId": "agt_cyd", "principalId": "prn_cyd", "inFlight": 1, "capacity": 2,
-                               "lastHeartbeatAt": "2026-11-13T10:00:05.000Z"}
+    assert rows["agt_cyd"] == {
+        "agentId": "agt_cyd",
+        "principalId": "prn_cyd",
+        "inFlight": 1,
+        "capacity": 2,
+        "lastHeartbeatAt": "2026-11-13T10:00:05.000Z",
+    }
     assert rows["agt_ada"] == {
         "agentId": "agt_ada",
         "principalId": "prn_ada",
@@ -224,17 +265,34 @@ def test_roster_has_the_contract_shape_and_follows_the_bridge(world):
     status, roster = world.call("GET", "agentpod", "/api/bridge/boards/brd_r/roster")
     assert status == 200 and roster["boardId"] == "brd_r"
     assert roster["agents"] == [
-        {"key": "ada-bridge", "agentId": "agt_ada", "principalId": "prn_ada", "stationId": "station_ada",
-         "enabled": True, "ready": True, "busy": True, "lastTookWorkAt": "2026-11-13T10:00:07.000Z"},
-        {"key": "bob-bridge", "agentId": "agt_bob", "principalId": "prn_bob", "stationId": "station_bob",
-         "enabled": True, "ready": True, "busy": False, "lastTookWorkAt": None},
+        {
+            "key": "ada-bridge",
+            "agentId": "agt_ada",
+            "principalId": "prn_ada",
+            "stationId": "station_ada",
+            "enabled": True,
+            "ready": True,
+            "busy": True,
+            "lastTookWorkAt": "2026-11-13T10:00:07.000Z",
+        },
+        {
+            "key": "bob-bridge",
+            "agentId": "agt_bob",
+            "principalId": "prn_bob",
+            "stationId": "station_bob",
+            "enabled": True,
+            "ready": True,
+            "busy": False,
+            "lastTookWorkAt": None,
+        },
     ]  # agt_cyd pulls with its own token: no bridge row
 
 
 def test_roster_shows_a_disabled_row(world):
     _, roster = world.call("GET", "agentpod", "/api/bridge/boards/brd_o/roster")
     assert [(r["key"], r["enabled"], r["principalId"], r["stationId"]) for r in roster["agents"]] == [
-        ("eli-box", False, None, None)]
+        ("eli-box", False, None, None)
+    ]
 
 
 def test_roster_needs_an_agentpod_token_and_a_listed_reader(world):
@@ -259,13 +317,20 @@ def test_roster_audience_can_differ_from_its_url(world):
 def test_catalog_lists_stations_with_proofs_and_occupant(world):
     status, body = world.call("GET", "agentpod", "/api/catalog/stations")
     assert status == 200
-    assert body == {"stations": [{
-        "stationId": "station_ada", "runtime": "rt_1", "harness": "codex", "occupant": "agt_ada",
-        "isolation": {"value": "container", "proof": "probed"},
-        "models": [{"id": "m-large", "proof": "declared"}],
-        "tools": [{"id": "git", "proof": "installed"}],
-        "credentials": [{"name": "GITHUB_TOKEN", "proof": "declared"}],
-    }]}
+    assert body == {
+        "stations": [
+            {
+                "stationId": "station_ada",
+                "runtime": "rt_1",
+                "harness": "codex",
+                "occupant": "agt_ada",
+                "isolation": {"value": "container", "proof": "probed"},
+                "models": [{"id": "m-large", "proof": "declared"}],
+                "tools": [{"id": "git", "proof": "installed"}],
+                "credentials": [{"name": "GITHUB_TOKEN", "proof": "declared"}],
+            }
+        ]
+    }
 
 
 def test_agentpod_without_the_registry_answers_404(world):
@@ -282,8 +347,15 @@ def test_catalog_needs_a_listed_reader(world):
 def _record_runs(world, count, stage_key="review", status="succeeded"):
     for i in range(count):
         world.clock.advance(60)
-        world.suite.witness.record(f"prn_{i % 3}", status, "brd_r", stage_key, world.clock(),
-                                   {"decision": "approve"} if i % 2 else None, f"agent {i}")
+        world.suite.witness.record(
+            f"prn_{i % 3}",
+            status,
+            "brd_r",
+            stage_key,
+            world.clock(),
+            {"decision": "approve"} if i % 2 else None,
+            f"agent {i}",
+        )
 
 
 def test_runs_have_the_contract_shape_newest_first(world):
@@ -291,10 +363,20 @@ def test_runs_have_the_contract_shape_newest_first(world):
     status, body = world.call("GET", "superwitness", "/v1/runs")
     assert status == 200 and body["next_cursor"] is None
     assert body["runs"] == [
-        {"executor": {"id": "prn_1", "name": "agent 1"}, "status": "succeeded", "stage_key": "review",
-         "ended_at": "2026-11-13T10:02:00.000Z", "latest_verdict": {"value": {"decision": "approve"}}},
-        {"executor": {"id": "prn_0", "name": "agent 0"}, "status": "succeeded", "stage_key": "review",
-         "ended_at": "2026-11-13T10:01:00.000Z", "latest_verdict": None},
+        {
+            "executor": {"id": "prn_1", "name": "agent 1"},
+            "status": "succeeded",
+            "stage_key": "review",
+            "ended_at": "2026-11-13T10:02:00.000Z",
+            "latest_verdict": {"value": {"decision": "approve"}},
+        },
+        {
+            "executor": {"id": "prn_0", "name": "agent 0"},
+            "status": "succeeded",
+            "stage_key": "review",
+            "ended_at": "2026-11-13T10:01:00.000Z",
+            "latest_verdict": None,
+        },
     ]
 
 
@@ -319,11 +401,19 @@ def test_runs_filter_by_scope_stage_status_and_since(world):
     _record_runs(world, 1, status="failed")
     _record_runs(world, 1, status="cancelled")
     world.suite.witness.record("prn_x", "succeeded", "brd_o", "review", world.clock(), None)
-    query = {"source": ["superpipeline"], "scope": ["brd_r"], "stage_key": ["review"],
-             "status": ["succeeded", "failed"], "since": ["2026-11-13T10:02:00.000Z"], "limit": ["200"]}
+    query = {
+        "source": ["superpipeline"],
+        "scope": ["brd_r"],
+        "stage_key": ["review"],
+        "status": ["succeeded", "failed"],
+        "since": ["2026-11-13T10:02:00.000Z"],
+        "limit": ["200"],
+    }
     _, body = world.call("GET", "superwitness", "/v1/runs", query=query)
     assert [(r["status"], r["ended_at"]) for r in body["runs"]] == [
-        ("failed", "2026-11-13T10:05:00.000Z"), ("succeeded", "2026-11-13T10:02:00.000Z")]
+        ("failed", "2026-11-13T10:05:00.000Z"),
+        ("succeeded", "2026-11-13T10:02:00.000Z"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
 """Simulated agents pull work by the claim rules; a scenario runs the same way for the same seed."""
+
 import json
 import threading
 
@@ -130,8 +131,10 @@ def test_a_placement_window_delays_pull_by_its_length():
 
 
 def test_a_station_that_is_not_ready_never_polls():
-    data = {"boards": [{"id": "brd_q", "stages": [{"key": "build"}]}],
-            "agents": [{"id": "agt_down", "capabilities": ["build"], "ready": False, "boards": ["brd_q"]}]}
+    data = {
+        "boards": [{"id": "brd_q", "stages": [{"key": "build"}]}],
+        "agents": [{"id": "agt_down", "capabilities": ["build"], "ready": False, "boards": ["brd_q"]}],
+    }
     suite = Suite(parse_scenario(data))
     suite.pipeline.add_card("brd_q")
     simulation = Simulation(suite)
@@ -244,8 +247,10 @@ def test_no_station_lane_states_a_placement_no_station_has():
     ],
 )
 def test_a_bad_scenario_is_refused_naming_the_field(change, message):
-    data = {"boards": [{"id": "brd_q", "stages": [{"key": "build"}]}],
-            "agents": [{"id": "agt_a", "capabilities": ["build"], "boards": ["brd_q"]}]}
+    data = {
+        "boards": [{"id": "brd_q", "stages": [{"key": "build"}]}],
+        "agents": [{"id": "agt_a", "capabilities": ["build"], "boards": ["brd_q"]}],
+    }
     change(data)
     with pytest.raises(ScenarioError) as refused:
         parse_scenario(data)
@@ -276,9 +281,15 @@ def test_every_eligibility_read_gives_each_agent_the_reasons_a_claim_would_meet(
             cards = [*board.cards.values(), *board.finished.values()]
             for card in cards[:8]:
                 answer = pipeline.eligibility_json(board.id, card.id)["agents"]
-                expected = [{"agentId": a.id, "principalId": a.principal_id,
-                             "eligible": not pipeline.judged(a, card), "reasons": pipeline.judged(a, card)}
-                            for a in pipeline.agents_by_id()]
+                expected = [
+                    {
+                        "agentId": a.id,
+                        "principalId": a.principal_id,
+                        "eligible": not pipeline.judged(a, card),
+                        "reasons": pipeline.judged(a, card),
+                    }
+                    for a in pipeline.agents_by_id()
+                ]
                 assert answer == expected
                 checked += 1
     assert checked > 20

@@ -1,4 +1,5 @@
 """The in-process adapter and the real HTTP servers give the same answers for the same requests."""
+
 import json
 
 import pytest
@@ -9,9 +10,12 @@ from tests.support.sandbox_world import small_scenario
 
 
 def _token(session: requests.Session, suite: Suite, product: str) -> str:
-    answer = session.post(suite.urls.accounts + "/api/token/service",
-                          headers={"Authorization": f"Bearer {suite.credential}"},
-                          json={"audience": suite.urls.audience(product)}, timeout=5)
+    answer = session.post(
+        suite.urls.accounts + "/api/token/service",
+        headers={"Authorization": f"Bearer {suite.credential}"},
+        json={"audience": suite.urls.audience(product)},
+        timeout=5,
+    )
     answer.raise_for_status()
     return answer.json()["access_token"]
 

@@ -1,5 +1,6 @@
 """bench/value.py says, for any scenario it is given, which of the lab's goals apply and whether
 each is met: the figures it judges by are read from the scenario and the runs, not assumed."""
+
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 
@@ -35,10 +36,12 @@ def _run(agent_id, at):
 
 def test_busy_share_counts_each_claim_to_its_run_and_a_claim_in_hand_to_the_end():
     scenario = parse_scenario(lane(agents=("agt_a", "agt_b")))
-    metrics = SimpleNamespace(claims=[_claim("agt_a", 0), _claim("agt_a", 50), _claim("agt_b", 80)],
-                              runs=[_run("agt_a", 30)])
-    run = SimpleNamespace(suite=SimpleNamespace(scenario=scenario, clock=lambda: T0 + timedelta(seconds=100)),
-                          metrics=metrics)
+    metrics = SimpleNamespace(
+        claims=[_claim("agt_a", 0), _claim("agt_a", 50), _claim("agt_b", 80)], runs=[_run("agt_a", 30)]
+    )
+    run = SimpleNamespace(
+        suite=SimpleNamespace(scenario=scenario, clock=lambda: T0 + timedelta(seconds=100)), metrics=metrics
+    )
     # agt_a: 0-30 and 50-100 (still working); agt_b: 80-100; over two agents x 100 s
     assert value.busy_share(run, 100) == (30 + 50 + 20) / 200
 
@@ -72,11 +75,15 @@ def _seeds(*rows):
 
 
 def test_the_new_formulas_goals_read_met_or_missed_from_the_means_and_the_paired_seeds():
-    results = {"pull": _seeds((0.70, 100.0), (0.72, 104.0)),
-               "pull-aware": _seeds((0.78, 102.0), (0.80, 106.0)),
-               "documented": _seeds((0.79, 104.0), (0.81, 108.0))}
-    means = {**_means(pull=(0.71, 102.0, 20.0), documented=(0.80, 106.0, 20.0)),
-             "pull-aware": _means(it=(0.79, 104.0, 45.0))["it"]}
+    results = {
+        "pull": _seeds((0.70, 100.0), (0.72, 104.0)),
+        "pull-aware": _seeds((0.78, 102.0), (0.80, 106.0)),
+        "documented": _seeds((0.79, 104.0), (0.81, 108.0)),
+    }
+    means = {
+        **_means(pull=(0.71, 102.0, 20.0), documented=(0.80, 106.0, 20.0)),
+        "pull-aware": _means(it=(0.79, 104.0, 45.0))["it"],
+    }
     never, better, frontier = value.new_goal_lines(results, means, spread=0.45, load=0.4)
     assert never.startswith("never worse") and "(+0.080)" in never and "(1.020x)" in never
     assert never.endswith("(+25.0 s): met")
@@ -94,14 +101,22 @@ def test_the_new_formulas_goals_read_met_or_missed_from_the_means_and_the_paired
 
 def test_the_labels_of_before_still_name_their_arms():
     assert [arm_named(a) for a in "pull,formula,new,waiting,tuned".split(",")] == [
-        "pull", "documented", "pull-aware", "waiting", "tuned"]
+        "pull",
+        "documented",
+        "pull-aware",
+        "waiting",
+        "tuned",
+    ]
 
 
 def test_the_last_line_gives_each_formulas_figures_again_under_its_label_of_before():
-    line = ("success_pull=0.813 success_documented=0.882 best_arm=documented lead_mean_pull_s=90.1 "
-            "lead_mean_documented_s=84.0 success_pull_aware=0.872 lead_mean_pull_aware_s=80.5 "
-            "wait_p95_pull_aware_s=31.0 whatif_coverage=1.00")
+    line = (
+        "success_pull=0.813 success_documented=0.882 best_arm=documented lead_mean_pull_s=90.1 "
+        "lead_mean_documented_s=84.0 success_pull_aware=0.872 lead_mean_pull_aware_s=80.5 "
+        "wait_p95_pull_aware_s=31.0 whatif_coverage=1.00"
+    )
     assert with_former_keys(line) == line + (
         " success_formula=0.882 lead_mean_formula_s=84.0"
-        " success_new=0.872 lead_mean_new_s=80.5 wait_p95_new_s=31.0")
+        " success_new=0.872 lead_mean_new_s=80.5 wait_p95_new_s=31.0"
+    )
     assert with_former_keys("success_pull=0.813") == "success_pull=0.813"  # pull's keys are its own

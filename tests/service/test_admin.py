@@ -18,14 +18,28 @@ def test_create_operator_makes_a_staff_login():
 
 
 def test_a_decision_page_shows_its_three_candidates_readably(staff):
-    d = make_decision(chosen="agt_ada", reserved_until=at(60), candidates=[
-        {"agent": "agt_ada", "total": 2, "terms": {"successRate": 0.75}},
-        {"agent": "agt_cyd", "failing": {"idle": "not-idle", "noShow": "recently-no-show"}},
-        {"agent": "agt_eli", "off_roster": True},
-    ])
+    d = make_decision(
+        chosen="agt_ada",
+        reserved_until=at(60),
+        candidates=[
+            {"agent": "agt_ada", "total": 2, "terms": {"successRate": 0.75}},
+            {"agent": "agt_cyd", "failing": {"idle": "not-idle", "noShow": "recently-no-show"}},
+            {"agent": "agt_eli", "off_roster": True},
+        ],
+    )
     page = staff.get(change_url(d)).content.decode()
-    for text in ("agt_ada", "(chosen)", "#2", "successRate", "agt_cyd", "not-idle",
-                 "recently-no-show", "agt_eli", "not-on-roster", "winner (step 1)"):
+    for text in (
+        "agt_ada",
+        "(chosen)",
+        "#2",
+        "successRate",
+        "agt_cyd",
+        "not-idle",
+        "recently-no-show",
+        "agt_eli",
+        "not-on-roster",
+        "winner (step 1)",
+    ):
         assert text in page, text
 
 
@@ -59,8 +73,9 @@ def test_board_actions_opt_in_and_out(staff):
 
 
 def test_suggestions_are_dismissed_from_the_admin(staff):
-    s = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                  stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    s = Suggestion.objects.create(
+        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+    )
     staff.post("/admin/records/suggestion/", {"action": "dismiss", "_selected_action": [s.id]})
     s.refresh_from_db()
     assert s.dismissed_at is not None
@@ -90,28 +105,44 @@ def test_ids_the_admin_would_read_as_escapes_still_open_and_link(staff):
 
 
 def test_a_decision_page_opens_with_the_decision_in_words(staff):
-    d = make_decision(chosen="agt_ada", reserved_until=at(60), candidates=[
-        {"agent": "agt_ada", "total": 2, "terms": {"successRate": 0.75}},
-        {"agent": "agt_bob", "total": 1, "terms": {"successRate": 0.5}},
-        {"agent": "agt_cyd", "failing": {"idle": "not-idle"}},
-    ])
+    d = make_decision(
+        chosen="agt_ada",
+        reserved_until=at(60),
+        candidates=[
+            {"agent": "agt_ada", "total": 2, "terms": {"successRate": 0.75}},
+            {"agent": "agt_bob", "total": 1, "terms": {"successRate": 0.5}},
+            {"agent": "agt_cyd", "failing": {"idle": "not-idle"}},
+        ],
+    )
     page = staff.get(change_url(d)).content.decode()
-    words = ("Held for agt_ada as the winner. Of 2 eligible, it ranked first on its success on "
-             "this board: 0.75 against 0.50 for agt_bob.")
+    words = (
+        "Held for agt_ada as the winner. Of 2 eligible, it ranked first on its success on "
+        "this board: 0.75 against 0.50 for agt_bob."
+    )
     assert words in page and "One filter short: agt_cyd (not idle)." in page
     assert page.index(words) < page.index("agt_cyd</strong>"), "the words come before the table"
 
 
 # --- The console as a person reads it (issue 48) --------------------------------------------
 
+
 def test_a_decision_page_shows_score_terms_to_three_significant_figures(staff):
-    d = make_decision(chosen="agt_ada", reserved_until=at(60), candidates=[
-        {"agent": "agt_ada", "total": 2, "terms": {"stageRecord": 0.6874953439426286,
-                                                   "successRate": 1.0,
-                                                   "sinceLastDispatchS": 3456.0}},
-        {"agent": "agt_bob", "total": 1, "terms": {"successRate": 0.5,
-                                                   "sinceLastDispatchS": None}},
-    ])
+    d = make_decision(
+        chosen="agt_ada",
+        reserved_until=at(60),
+        candidates=[
+            {
+                "agent": "agt_ada",
+                "total": 2,
+                "terms": {
+                    "stageRecord": 0.6874953439426286,
+                    "successRate": 1.0,
+                    "sinceLastDispatchS": 3456.0,
+                },
+            },
+            {"agent": "agt_bob", "total": 1, "terms": {"successRate": 0.5, "sinceLastDispatchS": None}},
+        ],
+    )
     page = staff.get(change_url(d)).content.decode()
     assert "stageRecord: 0.687<" in page and "0.6874953" not in page
     assert "successRate: 1.00<" in page and "sinceLastDispatchS: 3460<" in page
@@ -119,8 +150,12 @@ def test_a_decision_page_shows_score_terms_to_three_significant_figures(staff):
 
 
 def test_a_decision_page_shows_its_times_to_the_second_with_their_zone(staff):
-    d = make_decision(chosen="agt_ada", created_at=at(7), reserved_until=at(67),
-                      candidates=[{"agent": "agt_ada", "total": 1}])
+    d = make_decision(
+        chosen="agt_ada",
+        created_at=at(7),
+        reserved_until=at(67),
+        candidates=[{"agent": "agt_ada", "total": 1}],
+    )
     page = staff.get(change_url(d)).content.decode()
     assert "2026-11-13 10:01:07 UTC" in page  # reserved until, as the agent page shows times
     assert "2026-11-13 10:00:07 UTC" in page  # created
@@ -134,8 +169,14 @@ def test_the_candidates_table_is_not_labelled_with_a_lone_colon(staff):
 
 
 def _suggestion(stage, **times):
-    return Suggestion.objects.create(kind="add-agent-to-board", board_id="brd_a", stage_key=stage,
-                                     first_seen_at=T0, last_seen_at=T0, **times)
+    return Suggestion.objects.create(
+        kind="add-agent-to-board",
+        board_id="brd_a",
+        stage_key=stage,
+        first_seen_at=T0,
+        last_seen_at=T0,
+        **times,
+    )
 
 
 def test_the_suggestions_list_shows_open_ones_unless_asked_as_the_api_does(staff):

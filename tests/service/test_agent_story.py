@@ -1,4 +1,5 @@
 """An agent's story: the API's `agent` parameter and the admin's agent page."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,15 +15,29 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 
 def _three_decisions():
-    chose = make_decision(card="card_1", chosen="agt_ada", created_at=at(1), reserved_until=at(61),
-                          outcome_status="claimed", outcome_by="agt_ada", outcome_at=at(20),
-                          candidates=[{"agent": "agt_ada", "total": 2},
-                                      {"agent": "agt_bob", "total": 1}])
-    rejected = make_decision(board="brd_b", card="card_2", created_at=at(2), reason="none-eligible",
-                             candidates=[{"agent": "agt_ada", "failing": {"idle": "not-idle"}},
-                                         {"agent": "agt_cyd", "failing": {"health": "unhealthy"}}])
-    make_decision(card="card_3", created_at=at(3), chosen="agt_cyd",
-                  candidates=[{"agent": "agt_cyd", "total": 1}])
+    chose = make_decision(
+        card="card_1",
+        chosen="agt_ada",
+        created_at=at(1),
+        reserved_until=at(61),
+        outcome_status="claimed",
+        outcome_by="agt_ada",
+        outcome_at=at(20),
+        candidates=[{"agent": "agt_ada", "total": 2}, {"agent": "agt_bob", "total": 1}],
+    )
+    rejected = make_decision(
+        board="brd_b",
+        card="card_2",
+        created_at=at(2),
+        reason="none-eligible",
+        candidates=[
+            {"agent": "agt_ada", "failing": {"idle": "not-idle"}},
+            {"agent": "agt_cyd", "failing": {"health": "unhealthy"}},
+        ],
+    )
+    make_decision(
+        card="card_3", created_at=at(3), chosen="agt_cyd", candidates=[{"agent": "agt_cyd", "total": 1}]
+    )
     return chose, rejected
 
 
@@ -31,8 +46,11 @@ def test_decisions_for_an_agent_carry_its_own_verdict_newest_first(api):
     body = api.get("/v1/decisions?agent=agt_ada").json()["decisions"]
     assert [d["id"] for d in body] == [rejected.id, chose.id]
     assert body[0]["agent"] == {
-        "agentId": "agt_ada", "verdict": "rejected", "reasons": ["not-idle"],
-        "record": body[0]["candidates"][0]}
+        "agentId": "agt_ada",
+        "verdict": "rejected",
+        "reasons": ["not-idle"],
+        "record": body[0]["candidates"][0],
+    }
     assert body[1]["agent"]["verdict"] == "chosen" and body[1]["agent"]["reasons"] == []
     assert body[1]["agent"]["record"]["candidate"]["agentId"] == "agt_ada"
     bob = api.get("/v1/decisions?agent=agt_bob").json()["decisions"]
@@ -41,8 +59,9 @@ def test_decisions_for_an_agent_carry_its_own_verdict_newest_first(api):
 
 def test_an_agents_decisions_page_and_combine_with_board(api):
     _, rejected = _three_decisions()
-    assert [d["id"] for d in api.get("/v1/decisions?agent=agt_ada&board=brd_b").json()
-            ["decisions"]] == [rejected.id]
+    assert [d["id"] for d in api.get("/v1/decisions?agent=agt_ada&board=brd_b").json()["decisions"]] == [
+        rejected.id
+    ]
     assert len(api.get("/v1/decisions?agent=agt_ada&limit=1").json()["decisions"]) == 1
     older = api.get("/v1/decisions?agent=agt_ada&before=2026-11-13T10:00:02Z").json()
     assert [d["cardId"] for d in older["decisions"]] == ["card_1"]
@@ -73,23 +92,51 @@ def at_t0(monkeypatch):
 
 def test_the_agent_page_tells_its_story(staff, at_t0):
     chose, rejected = _three_decisions()
-    make_decision(id="pld_2300000000000000000000aa", card="card_9", created_at=at(5),
-                  chosen="agt_ada", reserved_until=at(35), outcome_status="expired",
-                  outcome_at=at(40), candidates=[
-                      {"agent": "agt_ada", "total": 1,
-                       "history": {"runs": 12, "succeeded": 10, "verdicts": 6, "passes": 5,
-                                   "stageRecord": 0.81}}])
-    Suggestion.objects.create(id="sug_2600000000000000000000bb", kind="lane-single-point",
-                              board_id="brd_a", stage_key="review", rostered=["agt_ada"],
-                              first_seen_at=T0, last_seen_at=T0)
-    Suggestion.objects.create(kind="lane-single-point", board_id="brd_z", stage_key="qa",
-                              rostered=["agt_adam"], first_seen_at=T0, last_seen_at=T0)
+    make_decision(
+        id="pld_2300000000000000000000aa",
+        card="card_9",
+        created_at=at(5),
+        chosen="agt_ada",
+        reserved_until=at(35),
+        outcome_status="expired",
+        outcome_at=at(40),
+        candidates=[
+            {
+                "agent": "agt_ada",
+                "total": 1,
+                "history": {"runs": 12, "succeeded": 10, "verdicts": 6, "passes": 5, "stageRecord": 0.81},
+            }
+        ],
+    )
+    Suggestion.objects.create(
+        id="sug_2600000000000000000000bb",
+        kind="lane-single-point",
+        board_id="brd_a",
+        stage_key="review",
+        rostered=["agt_ada"],
+        first_seen_at=T0,
+        last_seen_at=T0,
+    )
+    Suggestion.objects.create(
+        kind="lane-single-point",
+        board_id="brd_z",
+        stage_key="qa",
+        rostered=["agt_adam"],
+        first_seen_at=T0,
+        last_seen_at=T0,
+    )
     response = staff.get(agent_url("agt_ada"), {"range": "week"})
     assert response.status_code == 200
     page = response.content.decode()
-    tallies = page[page.index('id="sd-tallies"'):page.index("Why it was turned away")]
-    for number, word in ((3, "considered"), (2, "eligible"), (2, "chosen"), (2, "held"),
-                         (1, "claimed"), (1, "no-show")):
+    tallies = page[page.index('id="sd-tallies"') : page.index("Why it was turned away")]
+    for number, word in (
+        (3, "considered"),
+        (2, "eligible"),
+        (2, "chosen"),
+        (2, "held"),
+        (1, "claimed"),
+        (1, "no-show"),
+    ):
         assert f"<strong>{number}</strong>{word}" in tallies, word
     assert "not-idle" in page and "rejection reasons over time" in page
     # Links to decisions are escaped as the admin escapes keys.

@@ -15,12 +15,21 @@ def test_healthz_needs_no_token(client):
     assert response.json() == {"ok": True, "service": "superdispatch"}
 
 
-@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic test-operator-token",
-                                    "test-operator-token", "Bearer "])
-@pytest.mark.parametrize("method,path", [("get", "/v1/boards"), ("put", "/v1/boards/brd_x"),
-                                         ("get", "/v1/decisions"), ("get", "/v1/suggestions"),
-                                         ("get", "/v1/dataset"), ("get", "/v1/schema"),
-                                         ("get", "/v1/nowhere")])
+@pytest.mark.parametrize(
+    "header", [None, "Bearer wrong", "Basic test-operator-token", "test-operator-token", "Bearer "]
+)
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", "/v1/boards"),
+        ("put", "/v1/boards/brd_x"),
+        ("get", "/v1/decisions"),
+        ("get", "/v1/suggestions"),
+        ("get", "/v1/dataset"),
+        ("get", "/v1/schema"),
+        ("get", "/v1/nowhere"),
+    ],
+)
 def test_a_refused_token_is_a_bare_401_and_writes_nothing(client, header, method, path):
     kwargs = {"HTTP_AUTHORIZATION": header} if header else {}
     response = getattr(client, method)(path, **kwargs)
@@ -75,11 +84,18 @@ def test_unknown_board_and_decision_are_404(api):
     assert api.get("/v1/suggestions/sug_" + "0" * 24).status_code == 404
 
 
-@pytest.mark.parametrize("query,named", [
-    ("limit=0", "limit"), ("limit=201", "limit"), ("limit=abc", "limit"),
-    ("before=yesterday", "before"), ("card=card_1", "card"), ("colour=red", "colour"),
-    ("board=nope", "board"),
-])
+@pytest.mark.parametrize(
+    "query,named",
+    [
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("limit=abc", "limit"),
+        ("before=yesterday", "before"),
+        ("card=card_1", "card"),
+        ("colour=red", "colour"),
+        ("board=nope", "board"),
+    ],
+)
 def test_bad_decision_parameters_are_400_naming_them(api, query, named):
     response = api.get(f"/v1/decisions?{query}")
     assert response.status_code == 400
@@ -100,33 +116,60 @@ def test_decisions_are_newest_first_filtered_and_limited(api):
 
 
 def test_a_decision_reads_in_the_documented_shape(api):
-    d = make_decision(chosen="agt_ada", created_at=T0, reserved_until=at(60),
-                      outcome_status="claimed", outcome_by="agt_ada", outcome_at=at(19),
-                      candidates=[
-                          {"agent": "agt_ada", "total": 2, "station": "stn_1",
-                           "terms": {"stageRecord": 0.81, "successRate": 0.75,
-                                     "sinceLastDispatchS": 5400}},
-                          {"agent": "agt_cyd", "failing": {"idle": "not-idle"}},
-                          {"agent": "agt_eli", "off_roster": True, "capable": True},
-                      ])
+    d = make_decision(
+        chosen="agt_ada",
+        created_at=T0,
+        reserved_until=at(60),
+        outcome_status="claimed",
+        outcome_by="agt_ada",
+        outcome_at=at(19),
+        candidates=[
+            {
+                "agent": "agt_ada",
+                "total": 2,
+                "station": "stn_1",
+                "terms": {"stageRecord": 0.81, "successRate": 0.75, "sinceLastDispatchS": 5400},
+            },
+            {"agent": "agt_cyd", "failing": {"idle": "not-idle"}},
+            {"agent": "agt_eli", "off_roster": True, "capable": True},
+        ],
+    )
     body = api.get(f"/v1/decisions/{d.id}").json()["decision"]
-    assert set(body) == {"id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason",
-                         "tier", "requires", "candidates", "reservation",
-                         "reservationRefused", "outcome", "createdAt", "explanation"}
+    assert set(body) == {
+        "id",
+        "boardId",
+        "cardId",
+        "stageKey",
+        "policy",
+        "chosen",
+        "reason",
+        "tier",
+        "requires",
+        "candidates",
+        "reservation",
+        "reservationRefused",
+        "outcome",
+        "createdAt",
+        "explanation",
+    }
     assert list(body)[-1] == "explanation", "an addition after every documented field"
-    assert body["explanation"].startswith("Held for agt_ada as the winner. It was the only "
-                                          "candidate that passed every filter.")
+    assert body["explanation"].startswith(
+        "Held for agt_ada as the winner. It was the only candidate that passed every filter."
+    )
     assert "One filter short: agt_cyd (not idle)." in body["explanation"]
     listed = api.get("/v1/decisions").json()["decisions"][0]
     assert listed["explanation"] == body["explanation"]
     assert body["id"].startswith("pld_") and len(body["id"]) == 28
     assert body["tier"] == {"name": "winner", "step": 1}
     assert body["reservation"] == {"reservedUntil": "2026-11-13T10:01:00.000Z"}
-    assert body["outcome"] == {"status": "claimed", "by": "agt_ada",
-                               "at": "2026-11-13T10:00:19.000Z"}
+    assert body["outcome"] == {"status": "claimed", "by": "agt_ada", "at": "2026-11-13T10:00:19.000Z"}
     ada, cyd, eli = body["candidates"]
-    assert ada["candidate"] == {"agentId": "agt_ada", "principalId": "prn_ada",
-                                "stationId": "stn_1", "source": "roster"}
+    assert ada["candidate"] == {
+        "agentId": "agt_ada",
+        "principalId": "prn_ada",
+        "stationId": "stn_1",
+        "source": "roster",
+    }
     assert ada["score"]["total"] == 2 and "capable" not in ada
     assert {"filter": "idle", "passed": False, "reason": "not-idle"} in cyd["filters"]
     assert cyd["score"] is None
@@ -135,8 +178,9 @@ def test_a_decision_reads_in_the_documented_shape(api):
 
 
 def _suggestion(**fields):
-    base = dict(kind="lane-single-point", board_id="brd_a", stage_key="review",
-                first_seen_at=T0, last_seen_at=T0)
+    base = dict(
+        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+    )
     base.update(fields)
     return Suggestion.objects.create(**base)
 
@@ -149,8 +193,10 @@ def test_suggestions_filter_by_state_kind_and_board(api):
     assert len(api.get("/v1/suggestions?state=all").json()["suggestions"]) == 3
     dismissed = api.get("/v1/suggestions?state=dismissed").json()["suggestions"]
     assert [s["kind"] for s in dismissed] == ["add-station"]
-    assert api.get("/v1/suggestions?state=all&kind=change-model&board=brd_b").json()[
-        "suggestions"][0]["kind"] == "change-model"
+    assert (
+        api.get("/v1/suggestions?state=all&kind=change-model&board=brd_b").json()["suggestions"][0]["kind"]
+        == "change-model"
+    )
 
 
 @pytest.mark.parametrize("query", ["state=closed", "kind=hire-someone", "board=x", "page=2"])
@@ -167,16 +213,20 @@ def test_dismiss_is_idempotent_and_keeps_the_first_time(api):
 
 
 def test_supply_and_roster_suggestions_read_their_own_shapes(api):
-    roster = _suggestion(kind="add-agent-to-board", rostered=["agt_a"],
-                         candidates=[{"agentId": "agt_b", "principalId": "prn_b",
-                                      "stationId": None}], reasons=["one-candidate"])
+    roster = _suggestion(
+        kind="add-agent-to-board",
+        rostered=["agt_a"],
+        candidates=[{"agentId": "agt_b", "principalId": "prn_b", "stationId": None}],
+        reasons=["one-candidate"],
+    )
     supply = _suggestion(kind="raise-capacity", stage_key="build", registry="read")
     r = api.get(f"/v1/suggestions/{roster.id}").json()["suggestion"]
     assert {"capability", "rostered", "candidates", "reasons", "reason"} <= set(r)
     s = api.get(f"/v1/suggestions/{supply.id}").json()["suggestion"]
     assert {"rationale", "target", "estimatedEffect", "howToApply", "registry"} <= set(s)
-    assert {"evidence", "evidenceCount", "firstSeenAt", "lastSeenAt", "resolvedAt",
-            "dismissedAt"} <= set(s) & set(r)
+    assert {"evidence", "evidenceCount", "firstSeenAt", "lastSeenAt", "resolvedAt", "dismissedAt"} <= set(
+        s
+    ) & set(r)
 
 
 def test_malformed_json_is_400_not_500(api):
@@ -191,8 +241,7 @@ def test_an_oversized_body_is_refused(api):
     assert 400 <= response.status_code < 500
 
 
-@pytest.mark.parametrize("path", ["/v1/decisions/pld_123", "/v1/suggestions/sug_zz",
-                                  "/v1/models/mdl_1"])
+@pytest.mark.parametrize("path", ["/v1/decisions/pld_123", "/v1/suggestions/sug_zz", "/v1/models/mdl_1"])
 def test_ids_of_the_wrong_shape_are_400(api, path):
     assert api.get(path).status_code == 400
 

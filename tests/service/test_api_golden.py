@@ -12,6 +12,7 @@ suggestion fails here.
 To write the file again after a deliberate change of shape:
 `SUPERDISPATCH_WRITE_GOLDEN=1 make test PYTEST_ARGS=tests/service/test_api_golden.py`.
 """
+
 from __future__ import annotations
 
 import itertools

@@ -2,6 +2,7 @@
 who (a token's name, a user, a command's OS user), when, what, the target, and the values
 before and after; the admin shows it and changes none of it; retention keeps it as long as
 decisions."""
+
 from __future__ import annotations
 
 import io
@@ -44,13 +45,13 @@ def only(action: str) -> AuditEntry:
 
 
 def _suggestion() -> Suggestion:
-    return Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                     stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    return Suggestion.objects.create(
+        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+    )
 
 
 def test_api_writes_name_the_token_that_made_them(client):
-    _, secret = access_actions.do_create_token("ops-script", [BOARDS, SUGGESTIONS, TRAIN],
-                                               by=SERVICE, now=T0)
+    _, secret = access_actions.do_create_token("ops-script", [BOARDS, SUGGESTIONS, TRAIN], by=SERVICE, now=T0)
     token = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
     suggestion = _suggestion()
     trainable(40)
@@ -60,12 +61,19 @@ def test_api_writes_name_the_token_that_made_them(client):
     model_id = client.generic("POST", "/v1/models/train", **token).json()["model"]["id"]
     opt_in, opt_out = only("board.opt-in"), only("board.opt-out")
     assert (opt_in.actor, opt_in.actor_kind, opt_in.via, opt_in.target) == (
-        "ops-script", "token", "api", "brd_a")
+        "ops-script",
+        "token",
+        "api",
+        "brd_a",
+    )
     assert (opt_in.before, opt_in.after) == (None, {"enabled": True})
     assert (opt_out.before, opt_out.after) == ({"enabled": True}, {"enabled": False})
     dismissed = only("suggestion.dismiss")
     assert (dismissed.actor, dismissed.target, dismissed.before) == (
-        "ops-script", suggestion.id, {"dismissedAt": None})
+        "ops-script",
+        suggestion.id,
+        {"dismissedAt": None},
+    )
     assert dismissed.after["dismissedAt"].startswith("20")
     trained = only("model.train")
     assert (trained.actor, trained.target, trained.after["version"]) == ("ops-script", model_id, 1)
@@ -80,7 +88,9 @@ def test_a_write_that_changes_nothing_is_not_an_entry(client):
     client.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", **token)
     client.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", **token)  # already dismissed
     assert [(e.action, e.actor) for e in AuditEntry.objects.order_by("at", "id")] == [
-        ("board.opt-in", "operator-token"), ("suggestion.dismiss", "operator-token")]
+        ("board.opt-in", "operator-token"),
+        ("suggestion.dismiss", "operator-token"),
+    ]
 
 
 def test_the_browsable_api_names_the_person_signed_in(client):
@@ -95,28 +105,45 @@ def test_the_browsable_api_names_the_person_signed_in(client):
 def test_admin_actions_name_the_user(staff):
     Board.objects.create(board_id="brd_a", enabled=False, created_at=T0, updated_at=T0)
     suggestion = _suggestion()
-    OutboxEvent.objects.create(id="evt_" + "a" * 24, channel="events", type="decision.recorded",
-                               body="{}", state="dead", attempts=12, last_error="http-500",
-                               next_attempt_at=T0, created_at=T0)
+    OutboxEvent.objects.create(
+        id="evt_" + "a" * 24,
+        channel="events",
+        type="decision.recorded",
+        body="{}",
+        state="dead",
+        attempts=12,
+        last_error="http-500",
+        next_attempt_at=T0,
+        created_at=T0,
+    )
     staff.post("/admin/records/board/", {"action": "opt_in", "_selected_action": ["brd_a"]})
     staff.post("/admin/records/board/", {"action": "opt_out", "_selected_action": ["brd_a"]})
-    staff.post("/admin/records/suggestion/", {"action": "dismiss",
-                                              "_selected_action": [suggestion.id]})
-    staff.post("/admin/records/outboxevent/", {"action": "redeliver",
-                                               "_selected_action": ["evt_" + "a" * 24]})
+    staff.post("/admin/records/suggestion/", {"action": "dismiss", "_selected_action": [suggestion.id]})
+    staff.post(
+        "/admin/records/outboxevent/", {"action": "redeliver", "_selected_action": ["evt_" + "a" * 24]}
+    )
     for action in ("board.opt-in", "board.opt-out", "suggestion.dismiss", "event.redeliver"):
         entry = only(action)
         assert (entry.actor, entry.actor_kind, entry.via) == ("op", "user", "admin"), action
     redelivered = only("event.redeliver")
     assert (redelivered.target, redelivered.before, redelivered.after) == (
-        "evt_" + "a" * 24, {"state": "dead", "attempts": 12, "lastError": "http-500"},
-        {"state": "pending", "attempts": 0, "lastError": ""})
+        "evt_" + "a" * 24,
+        {"state": "dead", "attempts": 12, "lastError": "http-500"},
+        {"state": "pending", "attempts": 0, "lastError": ""},
+    )
 
 
 def test_commands_name_the_os_user_and_the_command():
-    OutboxEvent.objects.create(id="evt_" + "b" * 24, channel="events", type="decision.recorded",
-                               body="{}", state="dead", attempts=3, next_attempt_at=T0,
-                               created_at=T0)
+    OutboxEvent.objects.create(
+        id="evt_" + "b" * 24,
+        channel="events",
+        type="decision.recorded",
+        body="{}",
+        state="dead",
+        attempts=3,
+        next_attempt_at=T0,
+        created_at=T0,
+    )
     call_command("events", "--redeliver", stdout=io.StringIO())
     call_command("tokens", "create", "ci", "--scope", "read", stdout=io.StringIO())
     call_command("tokens", "revoke", "ci", stdout=io.StringIO())
@@ -137,13 +164,21 @@ def test_commands_name_the_os_user_and_the_command():
 
 def test_role_changes_are_entries_with_the_groups_before_and_after_and_no_password():
     out = io.StringIO()
-    call_command("create_operator", "--username", "vic", "--password", "pw-for-tests-1",
-                 "--role", "viewer", stdout=out)
-    call_command("create_operator", "--username", "vic", "--password", "pw-for-tests-2",
-                 "--role", "operator", stdout=out)
+    call_command(
+        "create_operator", "--username", "vic", "--password", "pw-for-tests-1", "--role", "viewer", stdout=out
+    )
+    call_command(
+        "create_operator",
+        "--username",
+        "vic",
+        "--password",
+        "pw-for-tests-2",
+        "--role",
+        "operator",
+        stdout=out,
+    )
     added, changed = only("user.add"), only("user.change")
-    assert (added.target, added.after["groups"], added.after["is_superuser"]) == (
-        "vic", ["viewer"], False)
+    assert (added.target, added.after["groups"], added.after["is_superuser"]) == ("vic", ["viewer"], False)
     assert added.after["password"] == "(hidden)"
     assert changed.before == {"groups": ["viewer"], "password": "(hidden)"}
     assert changed.after == {"groups": ["operator"], "password": "(changed)"}
@@ -157,11 +192,22 @@ def test_a_role_changed_in_the_admin_is_an_entry_by_the_admin(staff):
     vic.groups.set([Group.objects.get(name="viewer")])
     page = staff.get(change_url(vic))
     form = page.context["adminform"].form
-    data = {name: value for name, value in form.initial.items()
-            if value is not None and name not in ("groups", "user_permissions", "password")}
-    data.update({"groups": [Group.objects.get(name="operator").pk], "is_staff": "on",
-                 "is_active": "on", "last_login_0": "", "last_login_1": "",
-                 "date_joined_0": "2026-11-13", "date_joined_1": "10:00:00"})
+    data = {
+        name: value
+        for name, value in form.initial.items()
+        if value is not None and name not in ("groups", "user_permissions", "password")
+    }
+    data.update(
+        {
+            "groups": [Group.objects.get(name="operator").pk],
+            "is_staff": "on",
+            "is_active": "on",
+            "last_login_0": "",
+            "last_login_1": "",
+            "date_joined_0": "2026-11-13",
+            "date_joined_1": "10:00:00",
+        }
+    )
     answer = staff.post(change_url(vic), data)
     assert answer.status_code == 302, answer.context["adminform"].form.errors
     entry = only("user.change")
@@ -173,8 +219,12 @@ def test_a_role_changed_in_the_admin_is_an_entry_by_the_admin(staff):
 def window_of_45(monkeypatch):
     """The loop the board-change task uses: SuperPipeline accepts every window asked for."""
     pipeline = SimpleNamespace(set_placement_window=lambda board_id, seconds: seconds)
-    loop = SimpleNamespace(cfg=SimpleNamespace(placement_window_seconds=45), rules=Rules(),
-                           clients=SimpleNamespace(superpipeline=pipeline), clock=lambda: T0)
+    loop = SimpleNamespace(
+        cfg=SimpleNamespace(placement_window_seconds=45),
+        rules=Rules(),
+        clients=SimpleNamespace(superpipeline=pipeline),
+        clock=lambda: T0,
+    )
     monkeypatch.setattr("superdispatch.tasks.loop", lambda: loop)
     monkeypatch.setattr("superdispatch.tasks.look_at_board_task.delay", lambda *a: None)
     return loop
@@ -185,7 +235,11 @@ def test_the_placement_window_written_names_who_opted_the_board_in(window_of_45)
     board_changed_task("brd_a")
     entry = only("board.window")
     assert (entry.actor, entry.target, entry.before, entry.after) == (
-        "ops-script", "brd_a", {"windowSeconds": None}, {"windowSeconds": 45})
+        "ops-script",
+        "brd_a",
+        {"windowSeconds": None},
+        {"windowSeconds": 45},
+    )
     windows.set_window(window_of_45, Board.objects.get(), T0)  # the same window: no change
     assert len(entries("board.window")) == 1
 
@@ -200,7 +254,9 @@ def test_one_task_for_several_changes_names_who_made_the_last(window_of_45):
     do_opt_out("brd_a", T0 + timedelta(seconds=3), by=Actor("ops", "token", "api"))
     board_changed_task("brd_a")  # the task the opt-out by ci queued
     assert sorted((e.actor, e.after["windowSeconds"]) for e in entries("board.window")) == [
-        ("alice", 45), ("ops", 0)]
+        ("alice", 45),
+        ("ops", 0),
+    ]
 
 
 def test_the_admin_browses_the_trail_and_can_change_or_delete_none_of_it(staff):
@@ -215,22 +271,24 @@ def test_the_admin_browses_the_trail_and_can_change_or_delete_none_of_it(staff):
     assert staff.post(change_url(entry), {"actor": "someone-else"}).status_code == 403
     delete = change_url(entry).replace("/change/", "/delete/")
     assert staff.post(delete, {"post": "yes"}).status_code == 403
-    assert staff.post("/admin/access/auditentry/", {"action": "delete_selected",
-                                                    "_selected_action": [entry.id]}
-                      ).status_code == 403
+    assert (
+        staff.post(
+            "/admin/access/auditentry/", {"action": "delete_selected", "_selected_action": [entry.id]}
+        ).status_code
+        == 403
+    )
     assert staff.get("/admin/access/auditentry/add/").status_code == 403
     assert AuditEntry.objects.get(action="board.opt-in").actor == "ci"
 
 
 def test_retention_keeps_the_trail_as_long_as_the_decisions():
     now = T0 + timedelta(days=100)
-    kept_decision = make_decision(card="card_new", created_at=now - timedelta(days=89),
-                                  outcome_status="claimed")
+    kept_decision = make_decision(
+        card="card_new", created_at=now - timedelta(days=89), outcome_status="claimed"
+    )
     make_decision(card="card_old", created_at=now - timedelta(days=91), outcome_status="claimed")
-    access_actions.do_record(SERVICE, "board.opt-in", "brd_old", None, None,
-                             now - timedelta(days=91))
-    access_actions.do_record(SERVICE, "board.opt-in", "brd_kept", None, None,
-                             now - timedelta(days=89))
+    access_actions.do_record(SERVICE, "board.opt-in", "brd_old", None, None, now - timedelta(days=91))
+    access_actions.do_record(SERVICE, "board.opt-in", "brd_kept", None, None, now - timedelta(days=89))
     summary = retention.prune(now, 90)
     assert summary.decisions == 1 and summary.audit == 1
     assert kept_decision.__class__.objects.filter(pk=kept_decision.pk).exists()
@@ -243,21 +301,23 @@ def test_any_admin_page_is_audited_a_group_made_changed_and_deleted(staff):
     view_board = Permission.objects.get(codename="view_board")
     assert staff.post("/admin/auth/group/add/", {"name": "auditors"}).status_code == 302
     group = Group.objects.get(name="auditors")
-    assert staff.post(change_url(group), {"name": "auditors",
-                                          "permissions": [view_board.pk]}).status_code == 302
+    assert (
+        staff.post(change_url(group), {"name": "auditors", "permissions": [view_board.pk]}).status_code == 302
+    )
     staff.post(change_url(group).replace("/change/", "/delete/"), {"post": "yes"})
     assert not Group.objects.filter(name="auditors").exists()
     added, changed, deleted = only("group.add"), only("group.change"), only("group.delete")
-    assert (added.actor, added.via, added.after) == ("op", "admin", {
-        "id": group.pk, "name": "auditors", "permissions": []})
-    assert (changed.before, changed.after) == (
-        {"permissions": []}, {"permissions": [str(view_board)]})
+    assert (added.actor, added.via, added.after) == (
+        "op",
+        "admin",
+        {"id": group.pk, "name": "auditors", "permissions": []},
+    )
+    assert (changed.before, changed.after) == ({"permissions": []}, {"permissions": [str(view_board)]})
     assert (deleted.before["name"], deleted.after) == ("auditors", None)
 
 
 def test_a_session_without_the_scope_sees_no_write_form_and_may_not_post():
-    user = get_user_model().objects.create_user("vera", password="pw-for-tests-1",
-                                                is_staff=True)
+    user = get_user_model().objects.create_user("vera", password="pw-for-tests-1", is_staff=True)
     user.groups.set([Group.objects.get(name="viewer")])
     viewer = Client()
     viewer.force_login(user)

@@ -6,6 +6,7 @@ And dismissals of one open suggestion at once: one dismissal, one entry, one `di
 Each test runs on SQLite (the embedded default) and, with DATABASE_URL, on PostgreSQL. A
 write is held at its lock by another connection holding it (the board's row on PostgreSQL, the
 database's write lock on SQLite), until the write is seen waiting for it."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -67,14 +68,16 @@ class HeldLock:
         if self.vendor == "postgresql":
             import psycopg
 
-            self.conn = psycopg.connect(dbname=settings["NAME"], user=settings["USER"] or None,
-                                        host=settings["HOST"] or None,
-                                        port=settings["PORT"] or None,
-                                        password=settings["PASSWORD"] or None)
+            self.conn = psycopg.connect(
+                dbname=settings["NAME"],
+                user=settings["USER"] or None,
+                host=settings["HOST"] or None,
+                port=settings["PORT"] or None,
+                password=settings["PASSWORD"] or None,
+            )
             self.conn.execute(f"SELECT 1 FROM {table} WHERE {column} = %s FOR UPDATE", [pk])
         else:
-            self.conn = sqlite3.connect(settings["NAME"], isolation_level=None,
-                                        check_same_thread=False)
+            self.conn = sqlite3.connect(settings["NAME"], isolation_level=None, check_same_thread=False)
             self.conn.execute("BEGIN IMMEDIATE")
         HELD.append(self)
 
@@ -86,7 +89,8 @@ class HeldLock:
             self.conn.execute("SELECT pg_stat_clear_snapshot()")
             (count,) = self.conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock'").fetchone()
+                "AND wait_event_type = 'Lock'"
+            ).fetchone()
             return count >= len(threads)
         frames = sys._current_frames()
         return all(_in_begin(frames.get(t.ident)) for t in threads)
@@ -193,8 +197,7 @@ def test_forty_opt_ins_and_outs_at_once_chain_and_agree_with_the_store():
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=call, args=("PUT" if n % 2 else "DELETE",))
-               for n in range(40)]
+    threads = [threading.Thread(target=call, args=("PUT" if n % 2 else "DELETE",)) for n in range(40)]
     for thread in threads:
         thread.start()
     _join(threads)
@@ -207,8 +210,9 @@ def test_forty_opt_ins_and_outs_at_once_chain_and_agree_with_the_store():
 
 
 def test_dismissals_of_an_open_suggestion_at_once_dismiss_it_once(clock):
-    suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                           stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    suggestion = Suggestion.objects.create(
+        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+    )
     held = HeldLock(Suggestion._meta.db_table, "id", suggestion.id)
     answers: list = []
     path = f"/v1/suggestions/{suggestion.id}/dismiss"

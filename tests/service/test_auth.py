@@ -5,6 +5,7 @@ carries; only /healthz and the relay's webhook take no token. Every /v1 route al
 signed-in staff session of the admin (the browsable API for people: HTML when the browser asks
 for it, JSON otherwise, CSRF checked on writes); a session without staff opens nothing.
 """
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -27,8 +28,14 @@ from tests.conftest import T0
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
 TOKEN = f"Bearer {TEST_OPERATOR_TOKEN}"
-REFUSED = [None, "Bearer wrong", "Basic " + TEST_OPERATOR_TOKEN, TEST_OPERATOR_TOKEN, "Bearer ",
-           "Bearer" + TEST_OPERATOR_TOKEN]
+REFUSED = [
+    None,
+    "Bearer wrong",
+    "Basic " + TEST_OPERATOR_TOKEN,
+    TEST_OPERATOR_TOKEN,
+    "Bearer ",
+    "Bearer" + TEST_OPERATOR_TOKEN,
+]
 
 
 def assert_bare_401(response) -> None:
@@ -39,17 +46,30 @@ def assert_bare_401(response) -> None:
 
 
 @pytest.mark.parametrize("header", REFUSED)
-@pytest.mark.parametrize("method,path", [
-    ("get", "/v1/boards"), ("put", "/v1/boards/brd_x"), ("delete", "/v1/boards/brd_x"),
-    ("get", "/v1/decisions"), ("get", "/v1/decisions/pld_" + "0" * 24),
-    ("get", "/v1/suggestions"), ("post", "/v1/suggestions/sug_" + "0" * 24 + "/dismiss"),
-    ("get", "/v1/dataset"), ("post", "/v1/models/train"), ("get", "/v1/models"),
-    ("get", "/v1/schema"), ("get", "/v1/docs"),
-    ("get", "/v1/nowhere"), ("get", "/v1/boards/"), ("get", "/v1/"),
-    ("options", "/v1/boards"), ("head", "/v1/boards"), ("patch", "/v1/boards"),
-])
-def test_every_route_but_two_refuses_without_the_token_with_a_bare_401(client, header, method,
-                                                                        path):
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", "/v1/boards"),
+        ("put", "/v1/boards/brd_x"),
+        ("delete", "/v1/boards/brd_x"),
+        ("get", "/v1/decisions"),
+        ("get", "/v1/decisions/pld_" + "0" * 24),
+        ("get", "/v1/suggestions"),
+        ("post", "/v1/suggestions/sug_" + "0" * 24 + "/dismiss"),
+        ("get", "/v1/dataset"),
+        ("post", "/v1/models/train"),
+        ("get", "/v1/models"),
+        ("get", "/v1/schema"),
+        ("get", "/v1/docs"),
+        ("get", "/v1/nowhere"),
+        ("get", "/v1/boards/"),
+        ("get", "/v1/"),
+        ("options", "/v1/boards"),
+        ("head", "/v1/boards"),
+        ("patch", "/v1/boards"),
+    ],
+)
+def test_every_route_but_two_refuses_without_the_token_with_a_bare_401(client, header, method, path):
     kwargs = {"HTTP_AUTHORIZATION": header} if header else {}
     assert_bare_401(getattr(client, method)(path, **kwargs))
     assert not Board.objects.exists()
@@ -58,8 +78,13 @@ def test_every_route_but_two_refuses_without_the_token_with_a_bare_401(client, h
 def test_nothing_is_read_before_the_check(client, django_assert_num_queries):
     with django_assert_num_queries(0):  # no database either
         assert_bare_401(client.get("/v1/decisions?limit=0&colour=red"))  # a query not read
-        assert_bare_401(client.post("/v1/models/train", data=b"{not json",  # a body not parsed
-                                    content_type="application/json"))
+        assert_bare_401(
+            client.post(
+                "/v1/models/train",
+                data=b"{not json",  # a body not parsed
+                content_type="application/json",
+            )
+        )
         assert_bare_401(client.get("/v1/boards", HTTP_ACCEPT="text/html"))  # nothing negotiated
         too_many = "&".join(f"p{i}=1" for i in range(1100))  # past Django's field limit
         assert_bare_401(client.get(f"/v1/boards?{too_many}"))
@@ -67,20 +92,23 @@ def test_nothing_is_read_before_the_check(client, django_assert_num_queries):
 
 def test_the_same_requests_with_the_token_are_read_and_answered(api):
     assert api.get("/v1/decisions?limit=0").status_code == 400
-    assert api.post("/v1/models/train", data=b"{not json",
-                    content_type="application/json").json()["error"]["code"] == "bad-json"
+    assert (
+        api.post("/v1/models/train", data=b"{not json", content_type="application/json").json()["error"][
+            "code"
+        ]
+        == "bad-json"
+    )
     browsable = api.get("/v1/boards", HTTP_ACCEPT="text/html")  # asked for: the browsable API
     assert browsable.status_code == 200 and browsable["Content-Type"].startswith("text/html")
-    assert api.get("/v1/boards", HTTP_ACCEPT="application/xml").json()["error"]["code"] == (
-        "not-acceptable")
+    assert api.get("/v1/boards", HTTP_ACCEPT="application/xml").json()["error"]["code"] == ("not-acceptable")
     assert api.get("/v1/boards", HTTP_ACCEPT="*/*").json() == {"boards": []}  # JSON by default
-    assert api.get("/v1/nowhere").json() == {
-        "error": {"code": "not-found", "message": "no such route"}}
+    assert api.get("/v1/nowhere").json() == {"error": {"code": "not-found", "message": "no such route"}}
     assert "Allow" not in api.get("/v1/nowhere")
 
 
-@pytest.mark.parametrize("header", [TOKEN, f"bearer {TEST_OPERATOR_TOKEN}",
-                                    f"Bearer  {TEST_OPERATOR_TOKEN} "])
+@pytest.mark.parametrize(
+    "header", [TOKEN, f"bearer {TEST_OPERATOR_TOKEN}", f"Bearer  {TEST_OPERATOR_TOKEN} "]
+)
 def test_the_operator_token_opens_the_api(client, header):
     assert client.get("/v1/boards", HTTP_AUTHORIZATION=header).json() == {"boards": []}
 
@@ -94,8 +122,7 @@ def test_health_and_the_relay_take_no_token(client):
 
 def sign_in(is_staff: bool, role: str = "admin") -> Client:
     """A signed-in user; a staff one with a role of the admin (every scope: an admin's)."""
-    user = get_user_model().objects.create_user("someone", password="pw-for-tests-1",
-                                                is_staff=is_staff)
+    user = get_user_model().objects.create_user("someone", password="pw-for-tests-1", is_staff=is_staff)
     user.groups.set([Group.objects.get(name=role)])
     client = Client()
     client.force_login(user)
@@ -109,8 +136,9 @@ def test_a_staff_session_opens_the_docs_and_the_schema_even_beside_a_wrong_token
     assert staff.get(path, HTTP_AUTHORIZATION="Bearer wrong").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/v1/boards", "/v1/decisions", "/v1/suggestions",
-                                  "/v1/models", "/v1/boards/brd_x"])
+@pytest.mark.parametrize(
+    "path", ["/v1/boards", "/v1/decisions", "/v1/suggestions", "/v1/models", "/v1/boards/brd_x"]
+)
 def test_a_staff_session_browses_every_route_in_html_and_reads_json_otherwise(path):
     staff = sign_in(is_staff=True)
     page = staff.get(path, HTTP_ACCEPT="text/html,application/xhtml+xml,*/*;q=0.8")  # a browser
@@ -124,12 +152,12 @@ def test_a_staff_session_browses_every_route_in_html_and_reads_json_otherwise(pa
 def test_a_staff_session_reads_an_unknown_route_as_json_404_and_the_dataset_as_rows():
     staff = sign_in(is_staff=True)
     assert staff.get("/v1/nowhere").json()["error"]["code"] == "not-found"
-    assert staff.get("/v1/dataset", HTTP_ACCEPT="text/html")["Content-Type"] == (
-        "application/x-ndjson")
+    assert staff.get("/v1/dataset", HTTP_ACCEPT="text/html")["Content-Type"] == ("application/x-ndjson")
 
 
-@pytest.mark.parametrize("path", ["/v1/docs", "/v1/schema", "/v1/boards", "/v1/decisions",
-                                  "/v1/dataset", "/v1/nowhere"])
+@pytest.mark.parametrize(
+    "path", ["/v1/docs", "/v1/schema", "/v1/boards", "/v1/decisions", "/v1/dataset", "/v1/nowhere"]
+)
 def test_a_session_without_staff_opens_nothing(path):
     signed_in = sign_in(is_staff=False)
     assert_bare_401(signed_in.get(path))
@@ -137,14 +165,14 @@ def test_a_session_without_staff_opens_nothing(path):
 
 
 def _dismissable() -> Suggestion:
-    return Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                     stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    return Suggestion.objects.create(
+        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+    )
 
 
 def test_a_staff_session_writes_only_with_its_csrf_token():
     suggestion = _dismissable()
-    user = get_user_model().objects.create_user("someone", password="pw-for-tests-1",
-                                                is_staff=True)
+    user = get_user_model().objects.create_user("someone", password="pw-for-tests-1", is_staff=True)
     user.groups.set([Group.objects.get(name="operator")])  # one that may dismiss
     staff = Client(enforce_csrf_checks=True)  # as a browser is checked
     staff.force_login(user)
@@ -170,7 +198,10 @@ def test_scripts_write_with_the_token_and_no_csrf_token(client):
 
 def test_the_token_then_a_staff_session_and_the_permission_are_the_rest_framework_defaults():
     assert api_settings.DEFAULT_AUTHENTICATION_CLASSES == [
-        OperatorTokenAuthentication, NamedTokenAuthentication, StaffSessionAuthentication]
+        OperatorTokenAuthentication,
+        NamedTokenAuthentication,
+        StaffSessionAuthentication,
+    ]
     assert api_settings.DEFAULT_PERMISSION_CLASSES == [IsAuthenticated, ScopeRequired]
     assert api_settings.DEFAULT_RENDERER_CLASSES == [JSONRenderer, BrowsableAPI]
 

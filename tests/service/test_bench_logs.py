@@ -2,6 +2,7 @@
 which bench/retention.py and bench/dashboard.py reuse) write it through the records' own
 mapping to columns. A column the mapping does not give takes its field's default: a new
 column must not break them, as `roll_marks` once did (a NOT NULL column written as NULL)."""
+
 import pytest
 
 from bench import suggestions

@@ -1,5 +1,6 @@
 """A bench's figures are written once: its last line is kept in bench/results/, and bench/README's
 latest-result column is rendered from those files, so the table cannot drift from them."""
+
 import sys
 
 from bench import _results

@@ -1,5 +1,6 @@
 """Opting boards in and out queues work only for a change, at most once a board at a time, and
 never on the sweeps' queue: no burst of board writes holds the next sweep up."""
+
 from datetime import timedelta
 
 import pytest
@@ -38,8 +39,12 @@ def world(transactional_db):
 
 def changes_queued() -> list[tuple[str, list]]:
     """The board changes waiting, in any queue, as (queue, args); the queues are emptied."""
-    return [(name, queued.args) for name, waiting in take_everything().items()
-            for queued in waiting if queued.task == CHANGE]
+    return [
+        (name, queued.args)
+        for name, waiting in take_everything().items()
+        for queued in waiting
+        if queued.task == CHANGE
+    ]
 
 
 def run_changes(changes) -> None:
@@ -70,8 +75,7 @@ def test_a_write_that_changes_nothing_queues_nothing(api, world):
     assert window(world, "brd_a") == 0
 
 
-def test_a_board_with_a_change_waiting_gets_no_second_task_and_that_task_does_the_last(
-        api, world):
+def test_a_board_with_a_change_waiting_gets_no_second_task_and_that_task_does_the_last(api, world):
     for i in range(51):
         toggle(api, "brd_a", i % 2 == 0)  # in, out, ... in
     waiting = changes_queued()
@@ -107,7 +111,8 @@ def test_after_500_toggles_the_next_sweep_is_the_first_task_of_its_queue(api, wo
 
 @pytest.mark.django_db
 def test_a_change_whose_task_was_lost_is_announced_again_once_its_mark_lapses(
-        django_capture_on_commit_callbacks):
+    django_capture_on_commit_callbacks,
+):
     """The mark a change leaves (its task queued, not yet started) lapses: a task lost with
     the broker, or a process that died before sending it, never keeps a board's next change
     from being acted on for longer than that."""
@@ -139,6 +144,7 @@ def test_a_change_whose_task_was_lost_is_announced_again_once_its_mark_lapses(
 def test_a_change_the_broker_refused_leaves_no_mark_behind(api, world, monkeypatch):
     """The write stands when its task cannot be sent (the broker down), and the board's next
     change is queued as soon as the broker takes it."""
+
     def refuse(*args, **kwargs):
         raise ConnectionError("the broker is down")
 

@@ -1,5 +1,6 @@
 """The embedded broker never hands a worker a message that is still being written, and a
 worker waiting on it looks for the next message often enough for a relayed card."""
+
 import queue as stdlib_queue
 import uuid
 
@@ -15,10 +16,15 @@ from superdispatch.celery import app
 def channel(tmp_path):
     folder = tmp_path / "queue"
     folder.mkdir()
-    options = {"data_folder_in": str(folder), "data_folder_out": str(folder),
-               "processed_folder": str(tmp_path), "control_folder": str(tmp_path)}
-    with Connection("filesystem://", transport="superdispatch.broker:Transport",
-                    transport_options=options) as conn:
+    options = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(tmp_path),
+        "control_folder": str(tmp_path),
+    }
+    with Connection(
+        "filesystem://", transport="superdispatch.broker:Transport", transport_options=options
+    ) as conn:
         yield conn.default_channel
 
 
@@ -46,8 +52,7 @@ def test_the_app_uses_the_atomic_transport_without_redis(settings):
     assert type(app.connection_for_write().transport) is broker.Transport
 
 
-def test_a_worker_waiting_on_the_embedded_broker_looks_again_after_the_short_poll(
-        settings, monkeypatch):
+def test_a_worker_waiting_on_the_embedded_broker_looks_again_after_the_short_poll(settings, monkeypatch):
     """A worker's connection (the app's own, as `celery worker` opens it) finds its queue
     empty, waits, and looks again: the wait is EMBEDDED_BROKER_POLL_S, not kombu's second, so
     a relayed card sent meanwhile is taken at the next look. The wait is recorded, not slept:

@@ -1,4 +1,5 @@
 """The recorded words as choices: the same strings in the store, the API and the admin."""
+
 import json
 
 import pytest
@@ -19,14 +20,25 @@ from tests.support.factories import make_decision
 
 
 def test_the_choices_are_the_documented_words():
-    assert OutcomeStatus.values == [
-        "claimed", "claimed-by-other", "expired", "superseded", "not-reserved"]
+    assert OutcomeStatus.values == ["claimed", "claimed-by-other", "expired", "superseded", "not-reserved"]
     assert TierName.values == ["winner", "runner-up", "any-match"]
     assert DecisionReason.values == [
-        "no-candidates", "empty-lane", "one-candidate", "none-eligible", "any-match", "pull-as-good",
-        "pull-arm"]
-    assert SuggestionKind.values == ["add-agent-to-board", "lane-single-point", "add-station",
-                                     "change-model", "move-to-host", "raise-capacity"]
+        "no-candidates",
+        "empty-lane",
+        "one-candidate",
+        "none-eligible",
+        "any-match",
+        "pull-as-good",
+        "pull-arm",
+    ]
+    assert SuggestionKind.values == [
+        "add-agent-to-board",
+        "lane-single-point",
+        "add-station",
+        "change-model",
+        "move-to-host",
+        "raise-capacity",
+    ]
     assert SuggestionState.values == ["open", "dismissed", "resolved"]
 
 
@@ -43,8 +55,9 @@ def test_tiers_and_reasons_are_placements_own_spelling():
     ]
 
 
-@pytest.mark.parametrize("choices", [OutcomeStatus, TierName, DecisionReason, SuggestionKind,
-                                     SuggestionState])
+@pytest.mark.parametrize(
+    "choices", [OutcomeStatus, TierName, DecisionReason, SuggestionKind, SuggestionState]
+)
 def test_each_label_is_its_value_and_a_member_writes_as_the_plain_word(choices):
     for member in choices:
         assert member.label == member.value

@@ -1,6 +1,7 @@
 """docker-compose.yml names only what the project has: every command and healthcheck of our
 own services is a manage.py command, a Celery subcommand of our app, or Python that
 compiles, with options their parsers accept, and URLs that resolve to our routes."""
+
 import importlib.util
 import re
 import shlex
@@ -110,11 +111,15 @@ def test_relayed_cards_board_looks_and_board_changes_have_a_queue_of_their_own()
     the sweeps' queue carries only beat's periodic work and the sweeps' shards, so no burst of
     calls can hold a sweep up."""
     router = app.amqp.router
-    for task in ("superdispatch.place_card", "superdispatch.look_at_board",
-                 "superdispatch.board_changed"):
+    for task in ("superdispatch.place_card", "superdispatch.look_at_board", "superdispatch.board_changed"):
         assert router.route({}, task)["queue"].name == "placement"
-    for task in ("superdispatch.sweep", "superdispatch.sweep_shard", "superdispatch.prune",
-                 "superdispatch.prune_deliveries", "superdispatch.deliver_outbox"):
+    for task in (
+        "superdispatch.sweep",
+        "superdispatch.sweep_shard",
+        "superdispatch.prune",
+        "superdispatch.prune_deliveries",
+        "superdispatch.deliver_outbox",
+    ):
         assert router.route({}, task)["queue"].name == "celery"
 
 
@@ -125,7 +130,8 @@ def test_each_queue_has_workers_of_its_own_with_distinct_names(where):
     else:
         workers = [args for args in procfile(where).values() if "worker" in args]
     assert sorted(frozenset(queues_of(args)) for args in workers) == sorted(
-        [frozenset({"celery"}), frozenset({"placement"})], key=sorted)
+        [frozenset({"celery"}), frozenset({"placement"})], key=sorted
+    )
     assert len({node_of(args) for args in workers}) == len(workers)  # one machine, two names
 
 

@@ -1,5 +1,6 @@
 """The dashboard's "is it helping?": each board's what-if, worked out ahead in a task after a
 sweep (at most once an hour a board) and read from its rows, never replayed on the page."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -76,8 +77,11 @@ def test_the_rows_say_what_each_formula_would_have_made_of_the_window():
     _sweep(SWEPT)
     rows = list(BoardWhatIf.objects.order_by("position"))
     assert [(r.arm, r.formula) for r in rows] == [
-        ("recorded", "idle-stage-success-lru@3"), ("other", "wait-for-better@3"),
-        ("other", "pull-aware@1"), ("pull", "pull")]
+        ("recorded", "idle-stage-success-lru@3"),
+        ("other", "wait-for-better@3"),
+        ("other", "pull-aware@1"),
+        ("pull", "pull"),
+    ]
     recorded, other, pull_aware, pull = rows
     assert (recorded.decisions, recorded.replayed, recorded.enough) == (40, 38, True)
     assert recorded.estimator == "measured" and recorded.success == pytest.approx(25 / 38)
@@ -106,12 +110,17 @@ def test_a_sweep_works_out_one_board_the_longest_waiting_first():
         _decisions(3, board=board)
     for minute in range(3):
         _sweep(SWEPT + timedelta(minutes=minute))
-    assert _worked_out() == [("brd_a", SWEPT), ("brd_b", SWEPT + timedelta(minutes=1)),
-                             ("brd_c", SWEPT + timedelta(minutes=2))]
+    assert _worked_out() == [
+        ("brd_a", SWEPT),
+        ("brd_b", SWEPT + timedelta(minutes=1)),
+        ("brd_c", SWEPT + timedelta(minutes=2)),
+    ]
     _sweep(SWEPT + timedelta(minutes=61))  # brd_b's hour is up, but brd_a has waited longer
-    assert _worked_out() == [("brd_a", SWEPT + timedelta(minutes=61)),
-                             ("brd_b", SWEPT + timedelta(minutes=1)),
-                             ("brd_c", SWEPT + timedelta(minutes=2))]
+    assert _worked_out() == [
+        ("brd_a", SWEPT + timedelta(minutes=61)),
+        ("brd_b", SWEPT + timedelta(minutes=1)),
+        ("brd_c", SWEPT + timedelta(minutes=2)),
+    ]
 
 
 def test_a_board_quiet_of_late_is_worked_out_by_the_next_run_another_sends(sent):
@@ -174,7 +183,7 @@ def now(monkeypatch):
 
 def _what_if_table(page: str) -> str:
     start = page.index('id="sd-what-if"')
-    return page[start:page.index("</table>", start)]
+    return page[start : page.index("</table>", start)]
 
 
 def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
@@ -183,20 +192,26 @@ def test_the_dashboard_shows_each_formula_beside_the_measured(staff, now):
     page = staff.get("/admin/dashboard/", {"range": "day"}).content.decode()
     table = _what_if_table(page)
     # A column a formula: the measured, each other with the setting that chooses it, pull.
-    assert ("<th>board</th><th>as recorded<br><small>what was measured</small></th>"
-            "<th>wait-for-better@3<br><small><code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>"
-            "</small></th><th>pull-aware@1<br><small><code>SUPERDISPATCH_FORMULA=pull-aware@1"
-            "</code></small></th><th>pull: nobody held<br><small>opt the board out</small></th>"
-            "<th>worked out</th>") in table
+    assert (
+        "<th>board</th><th>as recorded<br><small>what was measured</small></th>"
+        "<th>wait-for-better@3<br><small><code>SUPERDISPATCH_FORMULA=wait-for-better@3</code>"
+        "</small></th><th>pull-aware@1<br><small><code>SUPERDISPATCH_FORMULA=pull-aware@1"
+        "</code></small></th><th>pull: nobody held<br><small>opt the board out</small></th>"
+        "<th>worked out</th>"
+    ) in table
     # 25 of the 38 replayed runs succeeded.
-    assert ("<tr><td>brd_a</td><td>66% (51% to 81%)<br>96 s (74 s to 118 s)<br><small>"
-            "idle-stage-success-lru@3: 38 of 40 replayed, measured</small></td>") in table
+    assert (
+        "<tr><td>brd_a</td><td>66% (51% to 81%)<br>96 s (74 s to 118 s)<br><small>"
+        "idle-stage-success-lru@3: 38 of 40 replayed, measured</small></td>"
+    ) in table
     assert "<small>38 of 40 replayed, doubly-robust</small>" in table
     # The new formula's column is replayed as the others are, not refused.
     assert table.count("<small>38 of 40 replayed, doubly-robust</small>") >= 2
     assert "0 of 40 replayed" not in table
-    assert ("<td><small>2026-11-13 12:00:00 UTC, over 2026-11-06 12:00:00 UTC to "
-            "2026-11-13 12:00:00 UTC</small></td>") in table
+    assert (
+        "<td><small>2026-11-13 12:00:00 UTC, over 2026-11-06 12:00:00 UTC to "
+        "2026-11-13 12:00:00 UTC</small></td>"
+    ) in table
 
 
 def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
@@ -204,8 +219,10 @@ def test_the_dashboard_says_plainly_when_the_evidence_is_thin(staff, now):
     _sweep(SWEPT)
     table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
     assert table.count("too few decisions to judge") == 4
-    assert ("too few decisions to judge</span><br><small>8 of 10 decisions replayed, and 30 are "
-            "needed to judge. Most of the rest were not replayed: ") in table
+    assert (
+        "too few decisions to judge</span><br><small>8 of 10 decisions replayed, and 30 are "
+        "needed to judge. Most of the rest were not replayed: "
+    ) in table
     assert "% (" not in table  # no figure is shown for a thin estimate
 
 
@@ -213,13 +230,19 @@ def test_a_recorded_formula_that_replayed_nothing_is_not_named_and_the_reason_re
     _decisions(3)
     _sweep(SWEPT)
     BoardWhatIf.objects.filter(arm="recorded").update(
-        formula="-", replayed=0, decisions=2, enough=False,
-        not_replayed="no claim before it to time claims by")
+        formula="-",
+        replayed=0,
+        decisions=2,
+        enough=False,
+        not_replayed="no claim before it to time claims by",
+    )
     table = _what_if_table(staff.get("/admin/dashboard/").content.decode())
     assert "-: " not in table
-    assert ("<small>0 of 2 decisions replayed, and 30 are needed to judge. Most of the rest were "
-            "not replayed: no hold had been claimed before them, so how soon agents claim is "
-            "not known yet.</small>") in table
+    assert (
+        "<small>0 of 2 decisions replayed, and 30 are needed to judge. Most of the rest were "
+        "not replayed: no hold had been claimed before them, so how soon agents claim is "
+        "not known yet.</small>"
+    ) in table
 
 
 def test_the_dashboard_before_any_is_worked_out_says_so(staff, now):

@@ -1,6 +1,7 @@
 """The dataset's stream holds one of the server's threads while it is read, so a process
 streams one at a time: a second reader meanwhile is a 503 to retry, every other route answers
 as usual, and the place is free again once the stream is read, closed or dropped."""
+
 import gc
 import threading
 
@@ -25,8 +26,9 @@ def test_a_second_stream_while_one_is_read_is_a_503_and_other_routes_answer(api)
     def meanwhile():  # other readers, each on a thread (and a connection) of its own
         try:
             client = Client(HTTP_AUTHORIZATION=f"Bearer {TEST_OPERATOR_TOKEN}")
-            others.update({path: client.get(path) for path in
-                           ("/v1/dataset?format=json", "/healthz", "/v1/boards")})
+            others.update(
+                {path: client.get(path) for path in ("/v1/dataset?format=json", "/healthz", "/v1/boards")}
+            )
         finally:
             connections.close_all()
 

@@ -1,6 +1,7 @@
 """Every link between the project's own pages leads somewhere: the file exists, and so does the
 heading an anchor names (as GitHub makes a heading's anchor). A page moved or a heading renamed
 breaks a newcomer's path through the docs, so it fails here first."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "bench" / "README.md",
-         ROOT / "sandbox" / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    ROOT / "bench" / "README.md",
+    ROOT / "sandbox" / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -27,8 +33,7 @@ def anchors(page: Path) -> set[str]:
 
 
 def links(page: Path) -> list[str]:
-    return [link for link in LINK.findall(FENCE.sub("", page.read_text()))
-            if not re.match(r"[a-z]+:", link)]
+    return [link for link in LINK.findall(FENCE.sub("", page.read_text())) if not re.match(r"[a-z]+:", link)]
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if p.exists()], ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,5 +1,6 @@
 """Bad input stops at the edge: every oddity of a request is a 4xx in the API's error shape (or
 the bare 401), counted when it reaches the relay, and never a 500 or an error in the log."""
+
 from __future__ import annotations
 
 import hashlib
@@ -54,10 +55,12 @@ def errors(records) -> list[str]:
 def signed(body: bytes, delivery: str = "dlv_chunked") -> dict:
     """The headers of a fresh delivery of this body, signed with the relay's secret."""
     ts = str(int(time.time()))
-    mac = hmac.new(settings.SUPERDISPATCH.relay_secret.encode(), ts.encode() + b"." + body,
-                   hashlib.sha256)
-    return {"HTTP_X_TREATY_TIMESTAMP": ts, "HTTP_X_TREATY_SIGNATURE": "sha256=" + mac.hexdigest(),
-            "HTTP_X_TREATY_DELIVERY": delivery}
+    mac = hmac.new(settings.SUPERDISPATCH.relay_secret.encode(), ts.encode() + b"." + body, hashlib.sha256)
+    return {
+        "HTTP_X_TREATY_TIMESTAMP": ts,
+        "HTTP_X_TREATY_SIGNATURE": "sha256=" + mac.hexdigest(),
+        "HTTP_X_TREATY_DELIVERY": delivery,
+    }
 
 
 def relayed(api, result: str):
@@ -81,13 +84,20 @@ def assert_error(response, status: int, code: str | None = None) -> dict:
 ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
 
 
-@pytest.mark.parametrize("timestamp", ["9" * 400, "9" * 5000, "²", "1.5", "-5", "+1800000000",
-                                       "1_800_000_000", "", "0x10"])
+@pytest.mark.parametrize(
+    "timestamp", ["9" * 400, "9" * 5000, "²", "1.5", "-5", "+1800000000", "1_800_000_000", "", "0x10"]
+)
 def test_a_timestamp_not_of_ascii_digits_is_refused_as_a_stale_one_and_logs_no_error(
-        client, timestamp, logged, enqueued):
-    response = client.post("/v1/relay/events", data=b"{}", content_type="application/json",
-                           HTTP_X_TREATY_TIMESTAMP=timestamp, HTTP_X_TREATY_SIGNATURE="x",
-                           HTTP_X_TREATY_DELIVERY="dlv_1")
+    client, timestamp, logged, enqueued
+):
+    response = client.post(
+        "/v1/relay/events",
+        data=b"{}",
+        content_type="application/json",
+        HTTP_X_TREATY_TIMESTAMP=timestamp,
+        HTTP_X_TREATY_SIGNATURE="x",
+        HTTP_X_TREATY_DELIVERY="dlv_1",
+    )
     assert_error(response, 401, "stale-or-missing-timestamp")
     assert errors(logged) == [] and enqueued == []
 
@@ -101,9 +111,14 @@ def test_the_current_time_in_other_digits_is_refused_even_when_signed(client, en
 
 @pytest.mark.parametrize("signature", ["sha256=é", "sha256=\u2603", "\x00"])
 def test_a_signature_that_is_not_ascii_is_a_bad_signature(client, signature, logged):
-    response = client.post("/v1/relay/events", data=b"{}", content_type="application/json",
-                           HTTP_X_TREATY_TIMESTAMP=str(int(time.time())),
-                           HTTP_X_TREATY_SIGNATURE=signature, HTTP_X_TREATY_DELIVERY="dlv_1")
+    response = client.post(
+        "/v1/relay/events",
+        data=b"{}",
+        content_type="application/json",
+        HTTP_X_TREATY_TIMESTAMP=str(int(time.time())),
+        HTTP_X_TREATY_SIGNATURE=signature,
+        HTTP_X_TREATY_DELIVERY="dlv_1",
+    )
     assert_error(response, 401, "bad-signature")
     assert errors(logged) == []
 
@@ -115,9 +130,16 @@ def test_a_signed_delivery_with_an_odd_delivery_id_is_400(client, delivery, enqu
     assert not RelayDelivery.objects.exists() and enqueued == []
 
 
-@pytest.mark.parametrize("event", [{**READY, "boardId": "brd_a\x00"}, {**READY, "boardId": "a b"},
-                                   {**READY, "cardId": "card_\x00"}, {**READY, "cardId": "7"},
-                                   {**READY, "boardId": "brd_" + "a" * 300}])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {**READY, "boardId": "brd_a\x00"},
+        {**READY, "boardId": "a b"},
+        {**READY, "cardId": "card_\x00"},
+        {**READY, "cardId": "7"},
+        {**READY, "boardId": "brd_" + "a" * 300},
+    ],
+)
 def test_a_signed_event_naming_ids_of_the_wrong_shape_is_400(client, event, enqueued):
     do_opt_in("brd_a", T0)
     assert_error(deliver(client, event), 400, "bad-event")
@@ -126,10 +148,13 @@ def test_a_signed_event_naming_ids_of_the_wrong_shape_is_400(client, event, enqu
 
 # --- A signed body that cannot be read ----------------------------------------------------------
 
-@pytest.mark.parametrize("body", [DEEP, b"[" * 40 + b"]" * 40, b"\xff\xfe{", b"{nope",
-                                  b'{"type": NaN}', b"9" * 5000])
+
+@pytest.mark.parametrize(
+    "body", [DEEP, b"[" * 40 + b"]" * 40, b"\xff\xfe{", b"{nope", b'{"type": NaN}', b"9" * 5000]
+)
 def test_a_signed_body_that_cannot_be_read_is_400_counted_and_logged_once_untraced(
-        api, body, logged, enqueued):
+    api, body, logged, enqueued
+):
     before = relayed(api, "unreadable")
     logged.clear()
     response = deliver(api, None, body=body)
@@ -148,6 +173,7 @@ def test_a_signed_event_of_the_wrong_shape_is_counted_as_unreadable_too(api, enq
 
 
 # --- Every relay answer is counted ------------------------------------------------------------
+
 
 def test_a_relay_answer_of_500_is_counted_as_an_error(api, monkeypatch):
     do_opt_in("brd_a", T0)
@@ -168,34 +194,47 @@ def test_a_relay_body_refused_for_its_size_is_counted(api):
         response = api.post("/v1/relay/events", data=b"x" * size, content_type="application/json")
         assert_error(response, 413, "too-large")
         body = b"x" * size
-        assert_error(chunked(api, "POST", "/v1/relay/events", body, **signed(body)), 413,
-                     "too-large")
+        assert_error(chunked(api, "POST", "/v1/relay/events", body, **signed(body)), 413, "too-large")
     assert relayed(api, "refused") == before + 4
 
 
 # --- Times out of range -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("path,name", [
-    ("/v1/decisions?before=9999-12-31T23:59:59-14:00", "before"),
-    ("/v1/decisions?before=0001-01-01T00:00:00%2B14:00", "before"),
-    ("/v1/dataset?since=0001-01-01T00:00:00%2B14:00", "since"),
-    ("/v1/dataset?since=9999-12-31T23:59:59-00:01&format=json", "since"),
-])
+
+@pytest.mark.parametrize(
+    "path,name",
+    [
+        ("/v1/decisions?before=9999-12-31T23:59:59-14:00", "before"),
+        ("/v1/decisions?before=0001-01-01T00:00:00%2B14:00", "before"),
+        ("/v1/dataset?since=0001-01-01T00:00:00%2B14:00", "since"),
+        ("/v1/dataset?since=9999-12-31T23:59:59-00:01&format=json", "since"),
+    ],
+)
 def test_a_time_whose_utc_is_out_of_range_is_a_400_naming_it(api, path, name):
     error = assert_error(api.get(path), 400, "bad-parameter")
     assert error["message"].startswith(f"{name} must be a time")
 
 
 def test_a_training_since_out_of_range_is_a_400_naming_it(api):
-    response = api.post("/v1/models/train", data=b'{"since":"9999-12-31T23:59:59-14:00"}',
-                        content_type="application/json")
+    response = api.post(
+        "/v1/models/train", data=b'{"since":"9999-12-31T23:59:59-14:00"}', content_type="application/json"
+    )
     assert assert_error(response, 400, "bad-field")["message"].startswith("since must be a time")
 
 
 # --- JSON too deep, bodies too large, chunked bodies -------------------------------------------
 
-@pytest.mark.parametrize("content_type", ["application/json", "application/x-www-form-urlencoded",
-                                          "text/plain", "", "multipart/form-data; boundary=x"])
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/x-www-form-urlencoded",
+        "text/plain",
+        "",
+        "multipart/form-data; boundary=x",
+    ],
+)
 @pytest.mark.parametrize("body", [DEEP, b'{"seed": ' + b"[" * 100 + b"]" * 100 + b"}"])
 def test_json_nested_too_deep_is_a_400_under_every_content_type(api, content_type, body, logged):
     response = api.generic("POST", "/v1/models/train", body, content_type=content_type)
@@ -204,8 +243,7 @@ def test_json_nested_too_deep_is_a_400_under_every_content_type(api, content_typ
 
 
 def test_json_nested_a_little_is_read_as_before(api):
-    response = api.post("/v1/models/train", data=b'{"seed": [[[[1]]]]}',
-                        content_type="application/json")
+    response = api.post("/v1/models/train", data=b'{"seed": [[[[1]]]]}', content_type="application/json")
     assert_error(response, 400, "bad-field")
 
 
@@ -216,8 +254,9 @@ def test_a_body_over_the_limit_is_a_413_that_says_the_limit(api):
 
 
 def test_a_content_length_that_is_not_a_number_is_a_400(api):
-    response = api.generic("POST", "/v1/models/train", b"{}", content_type="application/json",
-                           CONTENT_LENGTH="12abc")
+    response = api.generic(
+        "POST", "/v1/models/train", b"{}", content_type="application/json", CONTENT_LENGTH="12abc"
+    )
     assert_error(response, 400, "bad-content-length")
 
 
@@ -259,8 +298,10 @@ def test_a_chunked_relay_delivery_is_read_and_verified(client, enqueued):
 
 # --- Headers ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/v1/boards", "/v1/nowhere", "/healthz", "/v1/decisions?x=1",
-                                  "/v1/schema", "/v1/docs"])
+
+@pytest.mark.parametrize(
+    "path", ["/v1/boards", "/v1/nowhere", "/healthz", "/v1/decisions?x=1", "/v1/schema", "/v1/docs"]
+)
 def test_api_answers_are_not_stored_and_carry_a_content_security_policy(api, path):
     response = api.get(path)
     assert response["Cache-Control"] == "no-store"
@@ -294,17 +335,26 @@ def test_a_method_the_schema_and_docs_do_not_allow_is_a_405_in_the_error_shape(a
 
 @pytest.mark.parametrize("accept", ["text/html", "application/xml", "text/yaml"])
 def test_the_relay_answers_json_whatever_it_is_asked(client, accept):
-    response = client.post("/v1/relay/events", data=b"{}", content_type="application/json",
-                           HTTP_ACCEPT=accept)
+    response = client.post(
+        "/v1/relay/events", data=b"{}", content_type="application/json", HTTP_ACCEPT=accept
+    )
     assert_error(response, 401)
 
 
 # --- NUL ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/admin/records/decision/?board_id=%00",
-                                  "/admin/records/decision/pld_%00/change/",
-                                  "/admin/records/board/?q=a%00b", "/v1/decisions?board=brd_a%00",
-                                  "/v1/boards/brd_%00", "/v1/decisions?%00=1"])
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/records/decision/?board_id=%00",
+        "/admin/records/decision/pld_%00/change/",
+        "/admin/records/board/?q=a%00b",
+        "/v1/decisions?board=brd_a%00",
+        "/v1/boards/brd_%00",
+        "/v1/decisions?%00=1",
+    ],
+)
 def test_a_nul_in_the_path_or_query_is_a_400_wherever_it_is_sent(staff, path, logged):
     assert_error(staff.get(path), 400, "bad-request")
     assert errors(logged) == []

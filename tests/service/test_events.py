@@ -2,6 +2,7 @@
 worker sends it signed to the sandbox's receiver over real HTTP, retries with backoff, and
 dead-letters it; a receiver that is down, slow or failing loses nothing and slows no pass.
 New suggestions go to the chat webhook once, with a link to their admin page."""
+
 from __future__ import annotations
 
 import hashlib
@@ -51,9 +52,13 @@ def inbox():
 
 @pytest.fixture
 def events_on(settings, inbox):
-    settings.SUPERDISPATCH = replace(settings.SUPERDISPATCH, events_url=inbox.url + "/events",
-                                     events_secret=SECRET, chat_webhook_url=inbox.url + "/chat",
-                                     public_url="https://dispatch.example")
+    settings.SUPERDISPATCH = replace(
+        settings.SUPERDISPATCH,
+        events_url=inbox.url + "/events",
+        events_secret=SECRET,
+        chat_webhook_url=inbox.url + "/chat",
+        public_url="https://dispatch.example",
+    )
     return inbox
 
 
@@ -66,9 +71,10 @@ def kicks(monkeypatch):
 
 
 def targets(inbox, timeout=FAST) -> dict:
-    return {"events": ReceiverClient("events", inbox.url + "/events", secret=SECRET,
-                                     timeout=timeout),
-            "chat": ReceiverClient("chat", inbox.url + "/chat", timeout=timeout)}
+    return {
+        "events": ReceiverClient("events", inbox.url + "/events", secret=SECRET, timeout=timeout),
+        "chat": ReceiverClient("chat", inbox.url + "/chat", timeout=timeout),
+    }
 
 
 def rows(**filters) -> list[OutboxEvent]:
@@ -102,7 +108,10 @@ def test_each_decision_and_settlement_is_an_event_in_the_outbox(events_on, kicks
     body = json.loads(recorded.body)
     assert body["id"] == recorded.id and body["type"] == "decision.recorded"
     assert (body["boardId"], body["cardId"], body["data"]["decision"]["id"]) == (
-        "brd_a", card.id, decision.id)
+        "brd_a",
+        card.id,
+        decision.id,
+    )
     assert body["data"]["decision"]["tier"] == {"name": "winner", "step": 1}
     assert body["data"]["decision"]["candidates"] == 3
     outcome = json.loads(settled.body)["data"]["decision"]["outcome"]
@@ -135,8 +144,9 @@ def test_a_worker_run_sends_each_event_signed_and_marks_it_delivered(events_on, 
 def test_the_signature_is_the_relays_scheme_under_superdispatchs_own_headers(inbox):
     seen = []
     inbox.receiver.handle = lambda path, headers, body: seen.append((headers, body)) or 202
-    ReceiverClient("events", inbox.url + "/events", secret=SECRET, clock=lambda: 1_800_000_000
-                   ).post("evt_0123456789abcdef01234567", b'{"a":1}')
+    ReceiverClient("events", inbox.url + "/events", secret=SECRET, clock=lambda: 1_800_000_000).post(
+        "evt_0123456789abcdef01234567", b'{"a":1}'
+    )
     [(headers, body)] = seen
     expected = hmac.new(SECRET.encode(), b"1800000000." + body, hashlib.sha256).hexdigest()
     assert headers["x-superdispatch-delivery"] == "evt_0123456789abcdef01234567"
@@ -145,8 +155,7 @@ def test_the_signature_is_the_relays_scheme_under_superdispatchs_own_headers(inb
 
 
 @pytest.mark.parametrize("fault", ["500", "slow", "down"])
-def test_a_failing_receiver_leaves_every_event_waiting_and_the_pass_unaffected(
-        events_on, kicks, fault):
+def test_a_failing_receiver_leaves_every_event_waiting_and_the_pass_unaffected(events_on, kicks, fault):
     receiver = events_on.receiver
     if fault == "500":
         receiver.status = 500
@@ -165,15 +174,13 @@ def test_a_failing_receiver_leaves_every_event_waiting_and_the_pass_unaffected(
     assert (run.delivered, run.failed) == (0, 1)  # one attempt, then the channel rests
     assert receiver.received.requests == (0 if fault == "down" else 1)
     first, waiting = rows(channel="events")
-    assert (first.state, first.attempts, first.next_attempt_at) == (
-        "pending", 1, T0 + timedelta(seconds=10))
+    assert (first.state, first.attempts, first.next_attempt_at) == ("pending", 1, T0 + timedelta(seconds=10))
     assert first.last_error == {"500": "http-500", "slow": "timeout", "down": "unreachable"}[fault]
     assert (waiting.state, waiting.attempts) == ("pending", 0)  # untouched, nothing lost
     assert world.suite.pipeline.card(second.id).reservation is not None
 
 
-def test_retries_back_off_exponentially_then_dead_letter_and_redeliver_sends_again(
-        events_on, kicks, capsys):
+def test_retries_back_off_exponentially_then_dead_letter_and_redeliver_sends_again(events_on, kicks, capsys):
     events_on.receiver.status = 500
     make_decision(chosen="agt_a")
     do_settle(Decision.objects.get().id, "expired", None, T0)
@@ -201,9 +208,13 @@ def test_retries_back_off_exponentially_then_dead_letter_and_redeliver_sends_aga
 def test_a_new_suggestion_is_posted_to_chat_once_with_its_admin_link(events_on, kicks):
     Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
     for i in range(3):
-        make_decision(card=f"card_{i}", reason="one-candidate", tier=None,
-                      created_at=T0 + timedelta(minutes=i),
-                      candidates=[{"agent": "agt_a"}, {"agent": "agt_b", "off_roster": True}])
+        make_decision(
+            card=f"card_{i}",
+            reason="one-candidate",
+            tier=None,
+            created_at=T0 + timedelta(minutes=i),
+            candidates=[{"agent": "agt_a"}, {"agent": "agt_b", "off_roster": True}],
+        )
     now = T0 + timedelta(hours=1)
     assert sync(now).opened == 1
     assert sync(now + timedelta(minutes=5)).opened == 0  # found again: not posted again
@@ -222,24 +233,33 @@ def test_the_admin_lists_the_outbox_and_redelivers_a_dead_event(events_on, staff
     [row] = rows()
     page = staff.get("/admin/records/outboxevent/?state__exact=dead")
     assert page.status_code == 200 and row.id in page.content.decode()
-    staff.post("/admin/records/outboxevent/", {"action": "redeliver",
-                                               "_selected_action": [row.id]})
+    staff.post("/admin/records/outboxevent/", {"action": "redeliver", "_selected_action": [row.id]})
     row.refresh_from_db()
     assert (row.state, row.attempts, row.last_error) == ("pending", 0, "")
 
 
-@pytest.mark.parametrize("env,problem", [
-    ({"SUPERDISPATCH_EVENTS_URL": "ftp://x", "SUPERDISPATCH_EVENTS_SECRET": SECRET},
-     "SUPERDISPATCH_EVENTS_URL must be an http(s) URL"),
-    ({"SUPERDISPATCH_CHAT_WEBHOOK_URL": "hooks.slack.example/T0/B0/secret"},
-     "SUPERDISPATCH_CHAT_WEBHOOK_URL must be an http(s) URL"),
-    ({"SUPERDISPATCH_EVENTS_URL": "http://127.0.0.1:9/events"},
-     "SUPERDISPATCH_EVENTS_SECRET is required when SUPERDISPATCH_EVENTS_URL is set "
-     "(at least 16 characters)"),
-    ({"SUPERDISPATCH_EVENTS_URL": "http://127.0.0.1:9/events",
-      "SUPERDISPATCH_EVENTS_SECRET": "short"},
-     "SUPERDISPATCH_EVENTS_SECRET must be at least 16 characters"),
-])
+@pytest.mark.parametrize(
+    "env,problem",
+    [
+        (
+            {"SUPERDISPATCH_EVENTS_URL": "ftp://x", "SUPERDISPATCH_EVENTS_SECRET": SECRET},
+            "SUPERDISPATCH_EVENTS_URL must be an http(s) URL",
+        ),
+        (
+            {"SUPERDISPATCH_CHAT_WEBHOOK_URL": "hooks.slack.example/T0/B0/secret"},
+            "SUPERDISPATCH_CHAT_WEBHOOK_URL must be an http(s) URL",
+        ),
+        (
+            {"SUPERDISPATCH_EVENTS_URL": "http://127.0.0.1:9/events"},
+            "SUPERDISPATCH_EVENTS_SECRET is required when SUPERDISPATCH_EVENTS_URL is set "
+            "(at least 16 characters)",
+        ),
+        (
+            {"SUPERDISPATCH_EVENTS_URL": "http://127.0.0.1:9/events", "SUPERDISPATCH_EVENTS_SECRET": "short"},
+            "SUPERDISPATCH_EVENTS_SECRET must be at least 16 characters",
+        ),
+    ],
+)
 def test_bad_receiver_settings_stop_start_up_naming_the_setting_never_the_value(env, problem):
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, **env})
@@ -250,14 +270,18 @@ def test_bad_receiver_settings_stop_start_up_naming_the_setting_never_the_value(
 
 def test_no_error_or_log_line_names_a_webhook_url_or_the_secret(settings, caplog):
     secret_url = "http://127.0.0.1:9/services/T000/B000/XyZsecretPart"
-    settings.SUPERDISPATCH = replace(settings.SUPERDISPATCH, chat_webhook_url=secret_url,
-                                     events_url="http://127.0.0.1:9/events",
-                                     events_secret=SECRET)
+    settings.SUPERDISPATCH = replace(
+        settings.SUPERDISPATCH,
+        chat_webhook_url=secret_url,
+        events_url="http://127.0.0.1:9/events",
+        events_secret=SECRET,
+    )
     Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
     make_decision(chosen="agt_a")
     do_settle(Decision.objects.get().id, "expired", None, T0)
-    OutboxEvent.objects.create(channel="chat", type="suggestion.opened", body='{"text":"x"}',
-                               next_attempt_at=T0, created_at=T0)
+    OutboxEvent.objects.create(
+        channel="chat", type="suggestion.opened", body='{"text":"x"}', next_attempt_at=T0, created_at=T0
+    )
     caplog.set_level("DEBUG")
     run = outbox.deliver_due(outbox.receivers(settings.SUPERDISPATCH), Clock())
     assert run.failed == 2  # both channels unreachable

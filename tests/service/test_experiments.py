@@ -1,6 +1,7 @@
 """Experiments on the service side: starting one through the API (and every way it is refused
 with a 400 naming what was wrong), the guardrail's drop and the decision after a block, autopilot
 changing each board's formula with its audit entry, and the record read back as cards."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -46,8 +47,14 @@ def fleet():
 
 
 def _body(**over):
-    return {"boards": ["brd_a", "brd_b"], "arms": [FORMULA, "pull"], "objective": "success",
-            "blocks": 8, "seed": 3, **over}
+    return {
+        "boards": ["brd_a", "brd_b"],
+        "arms": [FORMULA, "pull"],
+        "objective": "success",
+        "blocks": 8,
+        "seed": 3,
+        **over,
+    }
 
 
 def _refusal(api, body) -> str:
@@ -65,8 +72,13 @@ def test_an_experiment_starts_with_its_schedule_stored_and_an_audit_entry(api, f
     assert len(got["schedule"]) == 8 and got["blockSeconds"] == 1800 and got["holdbackEvery"] == 8
     # balanced within each run of its arms, and drawn from its seed
     assert sorted(b["arm"] for b in got["schedule"][:2]) == sorted([FORMULA, "pull"])
-    drawn = switchback.draw_schedule([FORMULA, "pull"], starts=experiments.schedule_of(
-        Experiment.objects.get())[0].starts, block_seconds=1800, blocks=8, seed=3)
+    drawn = switchback.draw_schedule(
+        [FORMULA, "pull"],
+        starts=experiments.schedule_of(Experiment.objects.get())[0].starts,
+        block_seconds=1800,
+        blocks=8,
+        seed=3,
+    )
     assert [b["arm"] for b in got["schedule"]] == [b.arm for b in drawn]
     entry = AuditEntry.objects.get(action="experiment.start")
     assert entry.target == got["id"] and entry.after["arms"] == [FORMULA, "pull"]
@@ -91,20 +103,23 @@ def test_an_experiment_that_overlaps_a_live_one_is_a_400(api, fleet):
     assert Experiment.objects.count() == 1
 
 
-@pytest.mark.parametrize("over, names", [
-    ({"arms": [FORMULA, "no-such@1"]}, "arms: arm 'no-such@1'"),
-    ({"arms": [FORMULA, "wait-for-better@3"]}, "arms: pull must be an arm"),
-    ({"arms": ["pull", "pull"]}, "arms: name at least two arms"),
-    ({"blocks": 3}, "blocks: an experiment of 2 arms runs from 4"),
-    ({"endsAt": "2020-01-01T00:00:00Z", "blocks": None}, "endsAt"),
-    ({"boards": ["brd_a", "brd_b", "brd_nope"]}, "board brd_nope is not opted in"),
-    ({"guardrail": {"successDrop": 1.0}}, "guardrail: successDrop"),
-    ({"burnInSeconds": 1800}, "burnInSeconds"),
-    ({"objective": "speed"}, "objective must be"),
-    ({"blockMinutes": 0}, "blockMinutes must be"),
-    ({"holdbackEvery": 1}, "holdbackEvery must be"),
-    ({"colour": "red"}, "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    "over, names",
+    [
+        ({"arms": [FORMULA, "no-such@1"]}, "arms: arm 'no-such@1'"),
+        ({"arms": [FORMULA, "wait-for-better@3"]}, "arms: pull must be an arm"),
+        ({"arms": ["pull", "pull"]}, "arms: name at least two arms"),
+        ({"blocks": 3}, "blocks: an experiment of 2 arms runs from 4"),
+        ({"endsAt": "2020-01-01T00:00:00Z", "blocks": None}, "endsAt"),
+        ({"boards": ["brd_a", "brd_b", "brd_nope"]}, "board brd_nope is not opted in"),
+        ({"guardrail": {"successDrop": 1.0}}, "guardrail: successDrop"),
+        ({"burnInSeconds": 1800}, "burnInSeconds"),
+        ({"objective": "speed"}, "objective must be"),
+        ({"blockMinutes": 0}, "blockMinutes must be"),
+        ({"holdbackEvery": 1}, "holdbackEvery must be"),
+        ({"colour": "red"}, "unknown field 'colour'"),
+    ],
+)
 def test_each_bad_field_is_a_400_naming_it_and_nothing_is_written(api, fleet, over, names):
     body = {k: v for k, v in _body(**over).items() if v is not None}  # None: left out
     assert names in _refusal(api, body)
@@ -119,24 +134,37 @@ def test_giving_both_blocks_and_an_end_time_is_a_400(api, fleet):
 def test_a_board_whose_roster_the_loop_has_not_read_is_a_400():
     do_opt_in("brd_q", T0)
     with pytest.raises(ExperimentError, match="roster has not been read"):
-        do_start_experiment(Plan(boards=("brd_q",), arms=(FORMULA, "pull"),
-                                         objective="lead", blocks=4), T0)
+        do_start_experiment(Plan(boards=("brd_q",), arms=(FORMULA, "pull"), objective="lead", blocks=4), T0)
 
 
 # --- After each block: the guardrail, the decision and autopilot ----------------------------
+
 
 def _started(boards=("brd_a",), **over) -> Experiment:
     for board in boards:
         do_opt_in(board, T0)
     return do_start_experiment(
-        Plan(boards=boards, arms=(FORMULA, "pull"), objective="success", block_seconds=600,
-             blocks=4, seed=1, **over), T0, rosters_read={b: {f"agt_{b}"} for b in boards})
+        Plan(
+            boards=boards,
+            arms=(FORMULA, "pull"),
+            objective="success",
+            block_seconds=600,
+            blocks=4,
+            seed=1,
+            **over,
+        ),
+        T0,
+        rosters_read={b: {f"agt_{b}"} for b in boards},
+    )
 
 
 def _analysis(winner=None, drops=(), blocks_to_decision=3):
-    return SimpleNamespace(winner=winner, blocks_to_decision=blocks_to_decision,
-                           drops=tuple(SimpleNamespace(arm=a, why=w) for a, w in drops),
-                           to_dict=lambda: {"winner": winner, "blocksToDecision": blocks_to_decision})
+    return SimpleNamespace(
+        winner=winner,
+        blocks_to_decision=blocks_to_decision,
+        drops=tuple(SimpleNamespace(arm=a, why=w) for a, w in drops),
+        to_dict=lambda: {"winner": winner, "blocksToDecision": blocks_to_decision},
+    )
 
 
 @pytest.fixture
@@ -174,7 +202,8 @@ def test_autopilot_gives_each_board_the_winner_with_an_audit_entry_naming_the_ex
     assert dict(Board.objects.values_list("board_id", "formula")) == {"brd_a": "pull", "brd_b": "pull"}
     changes = AuditEntry.objects.filter(action="board.formula").order_by("target")
     assert [(e.target, e.before, e.after) for e in changes] == [
-        (b, {"formula": None}, {"formula": "pull", "experiment": experiment.id}) for b in ("brd_a", "brd_b")]
+        (b, {"formula": None}, {"formula": "pull", "experiment": experiment.id}) for b in ("brd_a", "brd_b")
+    ]
     assert {e.actor for e in changes} == {"superdispatch"}
 
 
@@ -202,8 +231,10 @@ def test_with_a_holdback_the_decided_experiment_keeps_running_pull_one_block_in_
     do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1), autopilot=True)
     experiment.refresh_from_db()
     assert experiment.state == ExperimentState.HOLDBACK
-    arms = [experiments.in_force(experiment, experiment.ends_at + timedelta(seconds=600 * k + 1)).arm
-            for k in range(8)]
+    arms = [
+        experiments.in_force(experiment, experiment.ends_at + timedelta(seconds=600 * k + 1)).arm
+        for k in range(8)
+    ]
     assert arms.count("pull") == 2 and arms[:4].count("pull") == 1  # exactly one in each run of 4
     assert set(arms) == {"pull", "own"}
     # the holdback's figure is worked out after each of its blocks
@@ -231,29 +262,55 @@ def test_a_board_formula_set_by_a_person_is_audited_and_an_undeclared_one_refuse
 
 # --- The record as cards ------------------------------------------------------------------
 
+
 def test_each_card_counts_once_with_its_run_its_lead_to_a_success_and_its_wait():
     ready = T0
-    first = make_decision(card="card_1", created_at=ready + timedelta(seconds=2), ready_at=ready,
-                          chosen="agt_a", reserved_until=ready + timedelta(seconds=60),
-                          outcome_status="claimed", outcome_at=ready + timedelta(seconds=20),
-                          run_status="succeeded", run_ended_at=ready + timedelta(seconds=200),
-                          experiment_id="exp_x", experiment_block=0, experiment_arm=FORMULA)
+    first = make_decision(
+        card="card_1",
+        created_at=ready + timedelta(seconds=2),
+        ready_at=ready,
+        chosen="agt_a",
+        reserved_until=ready + timedelta(seconds=60),
+        outcome_status="claimed",
+        outcome_at=ready + timedelta(seconds=20),
+        run_status="succeeded",
+        run_ended_at=ready + timedelta(seconds=200),
+        experiment_id="exp_x",
+        experiment_block=0,
+        experiment_arm=FORMULA,
+    )
     # a later step of the same ladder counts nothing new
-    make_decision(card="card_1", created_at=ready + timedelta(seconds=90), ready_at=ready,
-                  experiment_id="exp_x", experiment_block=0, experiment_arm=FORMULA)
-    make_decision(card="card_2", reason="pull-arm", created_at=ready + timedelta(seconds=5),
-                  ready_at=ready, outcome_status="claimed-by-other", outcome_by="agt_b",
-                  outcome_at=ready + timedelta(seconds=8), experiment_id="exp_x",
-                  experiment_block=0, experiment_arm="pull")
+    make_decision(
+        card="card_1",
+        created_at=ready + timedelta(seconds=90),
+        ready_at=ready,
+        experiment_id="exp_x",
+        experiment_block=0,
+        experiment_arm=FORMULA,
+    )
+    make_decision(
+        card="card_2",
+        reason="pull-arm",
+        created_at=ready + timedelta(seconds=5),
+        ready_at=ready,
+        outcome_status="claimed-by-other",
+        outcome_by="agt_b",
+        outcome_at=ready + timedelta(seconds=8),
+        experiment_id="exp_x",
+        experiment_block=0,
+        experiment_arm="pull",
+    )
     make_decision(card="card_3", experiment_id="exp_other", experiment_block=0, experiment_arm="pull")
     cards = sorted(experiments.cards_of("exp_x"), key=lambda c: c.wait_s)
     assert cards == [
         switchback.Card(ready_at=ready, succeeded=None, lead_s=None, wait_s=8.0),
-        switchback.Card(ready_at=ready, succeeded=True, lead_s=200.0, wait_s=20.0)]
+        switchback.Card(ready_at=ready, succeeded=True, lead_s=200.0, wait_s=20.0),
+    ]
     assert first.experiment_id == "exp_x"
 
 
 # --- manage.py experiment -----------------------------------------------------------------
+
 
 def test_the_command_starts_shows_and_stops_an_experiment_each_in_the_audit_trail(fleet):
     from io import StringIO
@@ -262,8 +319,21 @@ def test_the_command_starts_shows_and_stops_an_experiment_each_in_the_audit_trai
     from django.core.management.base import CommandError
 
     out = StringIO()
-    call_command("experiment", "start", "--boards", "brd_a,brd_b", "--arms", f"pull,{FORMULA}",
-                 "--objective", "lead", "--blocks", "6", "--seed", "5", stdout=out)
+    call_command(
+        "experiment",
+        "start",
+        "--boards",
+        "brd_a,brd_b",
+        "--arms",
+        f"pull,{FORMULA}",
+        "--objective",
+        "lead",
+        "--blocks",
+        "6",
+        "--seed",
+        "5",
+        stdout=out,
+    )
     experiment = Experiment.objects.get()
     assert experiment.id in out.getvalue() and "now: block 0" in out.getvalue()
     shown = StringIO()
@@ -271,13 +341,26 @@ def test_the_command_starts_shows_and_stops_an_experiment_each_in_the_audit_trai
     assert f"arms pull, {FORMULA}; objective lead; 6 blocks of 30 min" in shown.getvalue()
     call_command("experiment", "stop", experiment.id, stdout=StringIO())
     assert [e.via for e in AuditEntry.objects.filter(target=experiment.id).order_by("at", "id")] == [
-        "manage.py experiment"] * 2
+        "manage.py experiment"
+    ] * 2
     with pytest.raises(CommandError, match="boards: boards brd_a, brd_b share agents"):
-        call_command("experiment", "start", "--boards", "brd_a", "--arms", f"pull,{FORMULA}",
-                     "--objective", "lead", "--blocks", "6", stdout=StringIO())
+        call_command(
+            "experiment",
+            "start",
+            "--boards",
+            "brd_a",
+            "--arms",
+            f"pull,{FORMULA}",
+            "--objective",
+            "lead",
+            "--blocks",
+            "6",
+            stdout=StringIO(),
+        )
 
 
 # --- Where people see it ------------------------------------------------------------------
+
 
 def _recorded_blocks(experiment: Experiment) -> None:
     """Three cards in each block, past the burn-in: the formula's succeed, pull's half do."""
@@ -285,14 +368,20 @@ def _recorded_blocks(experiment: Experiment) -> None:
         for k in range(3):
             ready = block.starts + timedelta(seconds=200 + 60 * k)
             succeeded = block.arm == FORMULA or k == 0
-            make_decision(card=f"card_{block.index}_{k}", created_at=ready, ready_at=ready,
-                          reason="pull-arm" if block.arm == "pull" else None,
-                          outcome_status="claimed-by-other", outcome_by="agt_a",
-                          outcome_at=ready + timedelta(seconds=10),
-                          run_status="succeeded" if succeeded else "failed",
-                          run_ended_at=ready + timedelta(seconds=100),
-                          experiment_id=experiment.id, experiment_block=block.index,
-                          experiment_arm=block.arm)
+            make_decision(
+                card=f"card_{block.index}_{k}",
+                created_at=ready,
+                ready_at=ready,
+                reason="pull-arm" if block.arm == "pull" else None,
+                outcome_status="claimed-by-other",
+                outcome_by="agt_a",
+                outcome_at=ready + timedelta(seconds=10),
+                run_status="succeeded" if succeeded else "failed",
+                run_ended_at=ready + timedelta(seconds=100),
+                experiment_id=experiment.id,
+                experiment_block=block.index,
+                experiment_arm=block.arm,
+            )
 
 
 def test_the_admin_page_shows_the_schedule_each_arm_with_its_interval_a_chart_and_the_guardrail(staff):
@@ -331,8 +420,10 @@ def test_a_person_gives_a_board_its_own_formula_in_the_admin_and_the_answer_show
     from records.console.admin import formula_action_name
 
     do_opt_in("brd_a", T0)
-    answer = staff.post("/admin/records/board/", {"action": formula_action_name("pull"), "index": "0",
-                                                   "_selected_action": ["brd_a"]})
+    answer = staff.post(
+        "/admin/records/board/",
+        {"action": formula_action_name("pull"), "index": "0", "_selected_action": ["brd_a"]},
+    )
     assert answer.status_code == 302
     assert Board.objects.get(board_id="brd_a").formula == "pull"
     entry = AuditEntry.objects.get(action="board.formula")
@@ -347,10 +438,15 @@ def test_the_block_in_force_found_by_its_index_is_the_one_placement_finds_over_t
 
     arms = (FORMULA, "pull", "wait-for-better@3")
     schedule = switchback.draw_schedule(arms, starts=T0, block_seconds=600, blocks=12, seed=4)
-    experiment = Experiment(id="exp_" + "0" * 24, state=ExperimentState.RUNNING, block_seconds=600,
-                            schedule=experiments.stored_schedule(schedule), starts_at=T0,
-                            ends_at=schedule[-1].ends,
-                            dropped=[{"arm": a, "at": "2026-11-01T00:00:00Z", "why": "t"} for a in dropped])
+    experiment = Experiment(
+        id="exp_" + "0" * 24,
+        state=ExperimentState.RUNNING,
+        block_seconds=600,
+        schedule=experiments.stored_schedule(schedule),
+        starts_at=T0,
+        ends_at=schedule[-1].ends,
+        dropped=[{"arm": a, "at": "2026-11-01T00:00:00Z", "why": "t"} for a in dropped],
+    )
 
     @settings(max_examples=200, deadline=None)
     @given(st.floats(min_value=-600, max_value=13 * 600, allow_nan=False))

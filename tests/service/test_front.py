@@ -1,6 +1,7 @@
 """The asyncio front (superdispatch.front) driven as uvicorn drives it, without a socket: a
 request is read whole on the loop before a thread runs the application, its head and body
 are held to the server's limits, and a request past its budget is answered and reported."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,10 +14,18 @@ WAIT_S = 10  # a generous bound on a thread's reply; no test waits it unless it 
 
 
 def scope(method="GET", path=b"/healthz", query=b"", headers=()):
-    return {"type": "http", "method": method, "raw_path": path, "path": path.decode(),
-            "query_string": query, "http_version": "1.1", "scheme": "http",
-            "server": ("127.0.0.1", 8796), "client": ("127.0.0.1", 50000),
-            "headers": [(name.lower(), value) for name, value in headers]}
+    return {
+        "type": "http",
+        "method": method,
+        "raw_path": path,
+        "path": path.decode(),
+        "query_string": query,
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8796),
+        "client": ("127.0.0.1", 50000),
+        "headers": [(name.lower(), value) for name, value in headers],
+    }
 
 
 class Client:
@@ -37,8 +46,7 @@ class Client:
                 await self.release.wait()
             piece = self.pieces.pop(0)
             return {"type": "http.request", "body": piece, "more_body": bool(self.pieces)}
-        waits = [asyncio.ensure_future(self.complete.wait()),
-                 asyncio.ensure_future(self.leave.wait())]
+        waits = [asyncio.ensure_future(self.complete.wait()), asyncio.ensure_future(self.leave.wait())]
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         for wait in waits:
             wait.cancel()
@@ -66,9 +74,14 @@ class Client:
 def echo(environ, start_response):
     """The body it was given, with what it was told of it in headers."""
     body = environ["wsgi.input"].read()
-    start_response("200 OK", [("Content-Type", "text/plain"),
-                              ("X-Length", environ.get("CONTENT_LENGTH", "")),
-                              ("X-Terminated", str(environ["wsgi.input_terminated"]))])
+    start_response(
+        "200 OK",
+        [
+            ("Content-Type", "text/plain"),
+            ("X-Length", environ.get("CONTENT_LENGTH", "")),
+            ("X-Terminated", str(environ["wsgi.input_terminated"])),
+        ],
+    )
     return [body]
 
 
@@ -96,15 +109,19 @@ def test_a_request_whose_body_has_not_come_holds_no_thread():
 
 
 def test_a_body_in_pieces_reaches_the_application_whole():
-    client = run(Front(echo), Client([b"ab", b"cd", b"ef"]),
-                 scope("POST", headers=[(b"content-length", b"6")]))
+    client = run(
+        Front(echo), Client([b"ab", b"cd", b"ef"]), scope("POST", headers=[(b"content-length", b"6")])
+    )
     assert (client.status, client.body) == (200, b"abcdef")
 
 
 def test_a_chunked_body_over_the_limit_reaches_the_application_one_byte_past_it():
     front = Front(echo, limits=Limits(body=10))
-    client = run(front, Client([b"x" * 6, b"x" * 6, b"x" * 6]),
-                 scope("POST", headers=[(b"transfer-encoding", b"chunked")]))
+    client = run(
+        front,
+        Client([b"x" * 6, b"x" * 6, b"x" * 6]),
+        scope("POST", headers=[(b"transfer-encoding", b"chunked")]),
+    )
     headers = {k.lower(): v for k, v in client.sent[0]["headers"]}
     assert client.body == b"x" * 11 and headers[b"x-terminated"] == b"True"
     assert headers[b"x-length"] == b""  # so common.edge reads it, and refuses it, as chunked
@@ -133,8 +150,11 @@ def test_a_header_or_too_many_headers_over_the_limit_is_a_431_in_the_error_shape
 def test_a_body_that_does_not_come_whole_in_time_is_a_408_and_runs_nothing():
     called = []
     front = Front(lambda environ, start: called.append(1) or [], body_timeout_s=0)
-    client = run(front, Client([b"half", b"never"], release=asyncio.Event()),
-                 scope("POST", headers=[(b"content-length", b"9")]))
+    client = run(
+        front,
+        Client([b"half", b"never"], release=asyncio.Event()),
+        scope("POST", headers=[(b"content-length", b"9")]),
+    )
     assert client.status == 408 and client.error()["code"] == "request-timeout"
     assert not called
 
@@ -175,8 +195,12 @@ def test_a_request_that_waited_past_its_budget_for_a_thread_is_a_503_and_never_r
         raise TimeoutError
 
     busy = threading.Event()
-    front = Front(lambda environ, start: called.append(1) or [], threads=1,
-                  on_overrun=lambda s: called.append("overrun"), wait_for=budget_passes)
+    front = Front(
+        lambda environ, start: called.append(1) or [],
+        threads=1,
+        on_overrun=lambda s: called.append("overrun"),
+        wait_for=budget_passes,
+    )
     front.pool.submit(lambda: busy.wait(WAIT_S))  # the one thread is busy
     client = run(front, Client())
     busy.set()
@@ -198,6 +222,7 @@ def test_a_client_gone_stops_a_streaming_answer():
                     yield b"x" * 1024
             finally:
                 closed.set()
+
         return rows()
 
     async def leave_midway():
@@ -208,6 +233,7 @@ def test_a_client_gone_stops_a_streaming_answer():
             await original_send(message)
             if len(client.sent) == 3:
                 client.leave.set()  # the reader goes after two pieces
+
         await Front(endless)(scope(path=b"/v1/dataset"), client.receive, send)
         return client
 
@@ -228,11 +254,21 @@ def test_an_application_that_fails_is_a_500_in_the_error_shape():
 
 
 def test_the_environ_is_gunicorns():
-    environ = environ_for(scope("POST", path=b"/v1/boards/brd_%C3%A9", query=b"a=1",
-                                headers=[(b"content-type", b"application/json"),
-                                         (b"x-forwarded-proto", b"https"),
-                                         (b"x_forwarded_proto", b"http"),
-                                         (b"accept", b"a"), (b"accept", b"b")]), b"{}")
+    environ = environ_for(
+        scope(
+            "POST",
+            path=b"/v1/boards/brd_%C3%A9",
+            query=b"a=1",
+            headers=[
+                (b"content-type", b"application/json"),
+                (b"x-forwarded-proto", b"https"),
+                (b"x_forwarded_proto", b"http"),
+                (b"accept", b"a"),
+                (b"accept", b"b"),
+            ],
+        ),
+        b"{}",
+    )
     assert environ["PATH_INFO"] == "/v1/boards/brd_\xc3\xa9"  # UTF-8 bytes read as latin-1
     assert environ["QUERY_STRING"] == "a=1" and environ["CONTENT_TYPE"] == "application/json"
     assert environ["HTTP_X_FORWARDED_PROTO"] == "https"  # the underscored one dropped

@@ -1,6 +1,7 @@
 """docs/architecture.md's glossary holds the code's names to one meaning each: every name it
 gives exists, and a class it names is the only public class of that name in placement, records
 and learning (two `Outlook` classes once meant two things)."""
+
 from __future__ import annotations
 
 import ast
@@ -37,8 +38,11 @@ def resolve(dotted: str) -> object:
         except ModuleNotFoundError:
             continue
         for name in parts[cut:]:
-            found = getattr(found, name) if not inspect.isclass(found) or name not in getattr(
-                found, "__dataclass_fields__", {}) else found.__dataclass_fields__[name]
+            found = (
+                getattr(found, name)
+                if not inspect.isclass(found) or name not in getattr(found, "__dataclass_fields__", {})
+                else found.__dataclass_fields__[name]
+            )
         return found
     raise AssertionError(f"{dotted}: no such module")
 

@@ -4,6 +4,7 @@
 `text/plain` or no content type at all. Each is the same JSON body; a body that is not JSON is
 a 400 naming what was wrong, whatever its content type.
 """
+
 import pytest
 
 from learning.models import LearnedModel
@@ -18,8 +19,9 @@ def _post(api, body, content_type):
     return api.generic("POST", "/v1/models/train", body, content_type=content_type)
 
 
-@pytest.mark.parametrize("content_type", [FORM, "text/plain", "", "application/json",
-                                          "application/json; charset=utf-8"])
+@pytest.mark.parametrize(
+    "content_type", [FORM, "text/plain", "", "application/json", "application/json; charset=utf-8"]
+)
 def test_a_json_body_trains_whatever_its_content_type(api, content_type):
     trainable(40)
     response = _post(api, '{"seed":1}', content_type)

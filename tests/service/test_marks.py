@@ -1,6 +1,7 @@
 """Candidates off the candidate set are kept as marks against a shared roll, not as rows, and
 every reader of the record (the API, the admin, an agent's story, the dataset, the
 suggestions, retention) reads each decision as placement made it."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,10 @@ def workspace_decided(card_id: str = "card_1042"):
     facts = with_rows(
         board(*ROSTER, card=card(card_id=card_id)),
         roster=[roster_row("agt_dee", enabled=False)],
-        eligibility=[verdict("agt_dee"), *(
-            verdict(a, "capability_mismatch") if a in INCAPABLE else verdict(a) for a in OFF)],
+        eligibility=[
+            verdict("agt_dee"),
+            *(verdict(a, "capability_mismatch") if a in INCAPABLE else verdict(a) for a in OFF),
+        ],
     )
     return decided(facts)
 
@@ -54,7 +57,10 @@ def test_only_the_candidate_set_and_the_out_of_the_ordinary_get_rows_and_one_rol
 
     # The two rostered agents and the disabled bridge row (source roster) have rows.
     assert sorted(Candidate.objects.filter(decision=d1).values_list("agent_id", flat=True)) == [
-        "agt_ada", "agt_bob", "agt_dee"]
+        "agt_ada",
+        "agt_bob",
+        "agt_dee",
+    ]
     assert Roll.objects.count() == 1 and d1.roll_id == d2.roll_id
     assert Decision.objects.get(pk=d1.pk).roll_marks.count(".") == 3
     # ... and every candidate reads back as placed, in order.
@@ -67,11 +73,9 @@ def _roll_queries(queries) -> int:
     return sum(Roll._meta.db_table in q["sql"] for q in queries)
 
 
-def test_a_pass_asks_for_its_roll_once_its_first_decision_is_committed(
-        django_capture_on_commit_callbacks):
+def test_a_pass_asks_for_its_roll_once_its_first_decision_is_committed(django_capture_on_commit_callbacks):
     stored: set[str] = set()
-    with CaptureQueriesContext(connection) as first, \
-            django_capture_on_commit_callbacks(execute=True):
+    with CaptureQueriesContext(connection) as first, django_capture_on_commit_callbacks(execute=True):
         d1 = do_record_decision(workspace_decided("card_1"), NOW, stored_rolls=stored)
     assert stored == {d1.roll_id} and _roll_queries(first.captured_queries) == 2  # asked, stored
     with CaptureQueriesContext(connection) as second:
@@ -107,10 +111,12 @@ def test_an_agent_off_the_set_has_its_story_in_the_api_and_its_tallies(api):
     agent = body[0]["agent"]
     assert (agent["verdict"], agent["reasons"]) == ("rejected", ["not-on-roster"])
     assert agent["record"] == {
-        "candidate": {"agentId": "agt_w03", "principalId": "prn_w03", "stationId": None,
-                      "source": "direct"},
+        "candidate": {"agentId": "agt_w03", "principalId": "prn_w03", "stationId": None, "source": "direct"},
         "filters": [{"filter": "roster", "passed": False, "reason": "not-on-roster"}],
-        "score": None, "capable": False, "stageHistory": None}
+        "score": None,
+        "capable": False,
+        "stageHistory": None,
+    }
     assert agent["record"] in body[0]["candidates"]
 
     day = RANGES["day"]
@@ -140,7 +146,8 @@ def test_the_dataset_reads_marked_candidates_as_the_api_does(api):
     assert chunk[0]["candidates"] == _record(placed)["candidates"]
     [training] = list(dataset.record_chunks(None, for_training=True))
     assert [c["candidate"]["agentId"] for c in training[0]["candidates"]] == [
-        c["candidate"]["agentId"] for c in _record(placed)["candidates"]]
+        c["candidate"]["agentId"] for c in _record(placed)["candidates"]
+    ]
 
 
 def test_retention_counts_the_marks_and_forgets_a_roll_no_decision_names(api):
@@ -148,8 +155,9 @@ def test_retention_counts_the_marks_and_forgets_a_roll_no_decision_names(api):
     gone = do_record_decision(workspace_decided("card_1"), old)
     do_settle(gone.id, "claimed", "agt_ada", old + timedelta(seconds=5))
     # A newer workspace: one more agent, so another roll, still named by a kept decision.
-    newer = with_rows(board(*ROSTER, card=card(card_id="card_2")),
-                      eligibility=[verdict(a) for a in OFF + ("agt_w99",)])
+    newer = with_rows(
+        board(*ROSTER, card=card(card_id="card_2")), eligibility=[verdict(a) for a in OFF + ("agt_w99",)]
+    )
     kept = do_record_decision(decided(newer), old)
 
     summary = retention.prune(NOW, 90)

@@ -1,5 +1,6 @@
 """A decision's kinds are its marks: `split` of placement's `Candidates` is what `split` of
 the same records one by one gives, so the store keeps exactly what it kept before."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -35,7 +36,14 @@ def test_a_rolls_digest_is_its_own_whatever_roll_came_before():
     def from_scratch(agents, of):
         return marks._digest.__wrapped__((tuple(agents), tuple(of)))
 
-    for agents, of in [(ids, principals), (ids, list(principals)), (ids, moved), (ids, principals),
-                       (ids, unnamed), (tuple(ids), unnamed), (ids[:-1] + ("agt_x",), unnamed)]:
+    for agents, of in [
+        (ids, principals),
+        (ids, list(principals)),
+        (ids, moved),
+        (ids, principals),
+        (ids, unnamed),
+        (tuple(ids), unnamed),
+        (ids[:-1] + ("agt_x",), unnamed),
+    ]:
         assert digest(agents, of) == from_scratch(agents, of)
     assert len({from_scratch(ids, of) for of in (principals, moved, unnamed)}) == 3

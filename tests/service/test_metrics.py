@@ -1,5 +1,6 @@
 """GET /metrics: the text format behind the operator token, every family with its labels, and
 counts that move with what the loop, the relay and the store did."""
+
 from __future__ import annotations
 
 import os
@@ -54,13 +55,16 @@ class Scrape:
         response = api.get("/metrics")
         assert response.status_code == 200
         assert response["Content-Type"].startswith("text/plain")
-        self.families = {f.name: f for f in text_string_to_metric_families(
-            response.content.decode())}
+        self.families = {f.name: f for f in text_string_to_metric_families(response.content.decode())}
 
     def value(self, sample: str, **labels) -> float:
         """The sum of a sample's values over every series carrying these labels."""
-        return sum(s.value for f in self.families.values() for s in f.samples
-                   if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items()))
+        return sum(
+            s.value
+            for f in self.families.values()
+            for s in f.samples
+            if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
+        )
 
 
 def test_metrics_need_the_operator_token_and_answer_a_bare_401_without(api):
@@ -114,8 +118,7 @@ def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_d
     def delta(sample, **labels):
         return after.value(sample, **labels) - before.value(sample, **labels)
 
-    assert delta("superdispatch_decisions_total", board="brd_a", tier="winner",
-                 reason="none") >= 2
+    assert delta("superdispatch_decisions_total", board="brd_a", tier="winner", reason="none") >= 2
     assert delta("superdispatch_holds_total", tier="winner") == 2
     assert delta("superdispatch_holds_total", tier="runner-up") == 1  # second card, next step
     assert delta("superdispatch_outcomes_total", tier="winner", outcome="claimed") == 1
@@ -123,8 +126,9 @@ def test_decisions_holds_outcomes_claim_times_and_no_shows_count_what_the_loop_d
     assert delta("superdispatch_no_shows_total", agent="agt_b") == 1
     assert delta("superdispatch_no_shows_total", agent="agt_a") == 0
     assert delta("superdispatch_hold_refusals_total") >= 1
-    assert delta("superdispatch_outcomes_total", outcome="not-reserved") == \
-        delta("superdispatch_hold_refusals_total")
+    assert delta("superdispatch_outcomes_total", outcome="not-reserved") == delta(
+        "superdispatch_hold_refusals_total"
+    )
     # The claim came 4 s after the hold: in the 5 s bucket, not the 2 s one.
     assert delta("superdispatch_hold_to_claim_seconds_bucket", tier="winner", le="5.0") == 1
     assert delta("superdispatch_hold_to_claim_seconds_bucket", tier="winner", le="2.0") == 0
@@ -168,11 +172,13 @@ def test_relay_deliveries_count_by_result_and_the_lag_to_the_hold(api, monkeypat
         tasks._loop = None
     after = Scrape(api)
     for result in ("accepted", "duplicate", "ignored", "refused"):
-        grew = (after.value("superdispatch_relay_deliveries_total", result=result)
-                - before.value("superdispatch_relay_deliveries_total", result=result))
+        grew = after.value("superdispatch_relay_deliveries_total", result=result) - before.value(
+            "superdispatch_relay_deliveries_total", result=result
+        )
         assert grew == 1, result
     lag = after.value("superdispatch_relay_lag_seconds_sum") - before.value(
-        "superdispatch_relay_lag_seconds_sum")
+        "superdispatch_relay_lag_seconds_sum"
+    )
     assert lag == pytest.approx(3.0, abs=0.01)
 
 
@@ -182,10 +188,19 @@ def test_store_gauges_read_suggestions_boards_and_backoff_at_scrape_time(api):
     do_opt_in("brd_c", T0)
     do_note_read("brd_a", T0)
     do_note_read("brd_b", T0, "http-503")
-    for kind, stage, dismissed in (("lane-single-point", "review", None),
-                                   ("add-station", "review", None), ("add-station", "ship", T0)):
-        Suggestion.objects.create(kind=kind, board_id="brd_a", stage_key=stage,
-                                  first_seen_at=T0, last_seen_at=T0, dismissed_at=dismissed)
+    for kind, stage, dismissed in (
+        ("lane-single-point", "review", None),
+        ("add-station", "review", None),
+        ("add-station", "ship", T0),
+    ):
+        Suggestion.objects.create(
+            kind=kind,
+            board_id="brd_a",
+            stage_key=stage,
+            first_seen_at=T0,
+            last_seen_at=T0,
+            dismissed_at=dismissed,
+        )
     LoopState.objects.update_or_create(pk="loop", defaults={"failed_sweeps": 2})
     scrape = Scrape(api)
     assert scrape.value("superdispatch_suggestions_open", kind="add-station") == 1
@@ -193,15 +208,18 @@ def test_store_gauges_read_suggestions_boards_and_backoff_at_scrape_time(api):
     assert scrape.value("superdispatch_suggestions_open", kind="raise-capacity") == 0
     assert scrape.value("superdispatch_board_unread", board="brd_b") == 1
     assert scrape.value("superdispatch_board_unread", board="brd_a") == 0
-    assert (scrape.value("superdispatch_boards", state="read"),
-            scrape.value("superdispatch_boards", state="unread"),
-            scrape.value("superdispatch_boards", state="never-read")) == (1, 1, 1)
+    assert (
+        scrape.value("superdispatch_boards", state="read"),
+        scrape.value("superdispatch_boards", state="unread"),
+        scrape.value("superdispatch_boards", state="never-read"),
+    ) == (1, 1, 1)
     assert scrape.value("superdispatch_sweep_backoff_factor") == 4
     Board.objects.filter(board_id="brd_b").update(enabled=False)
     LoopState.objects.filter(pk="loop").update(failed_sweeps=0)
     scrape = Scrape(api)
-    assert "brd_b" not in {s.labels.get("board") for s in
-                           scrape.families["superdispatch_board_unread"].samples}
+    assert "brd_b" not in {
+        s.labels.get("board") for s in scrape.families["superdispatch_board_unread"].samples
+    }
     assert scrape.value("superdispatch_sweep_backoff_factor") == 1
 
 
@@ -228,15 +246,18 @@ def test_failure_series_are_exported_at_zero_from_the_start(api):
     """Every product call, outbox result and outcome a failure can land on is a series before
     anything failed, so a rate over it reads 0, not nothing."""
     scrape = Scrape(api)
-    failures = {(s.labels["product"], s.labels["route"], s.labels["cause"])
-                for s in scrape.families["superdispatch_product_call_failures"].samples}
+    failures = {
+        (s.labels["product"], s.labels["route"], s.labels["cause"])
+        for s in scrape.families["superdispatch_product_call_failures"].samples
+    }
     for product, routes in clients.PRODUCT_ROUTES.items():
         for route in routes:
             assert {(product, route, cause) for cause in clients.CAUSES} <= failures
-    assert {p for p, _, _ in failures} == {"superpipeline", "agentpod", "accounts",
-                                           "superwitness"}
-    sends = {(s.labels["channel"], s.labels["result"])
-             for s in scrape.families["superdispatch_outbox_sends"].samples}
+    assert {p for p, _, _ in failures} == {"superpipeline", "agentpod", "accounts", "superwitness"}
+    sends = {
+        (s.labels["channel"], s.labels["result"])
+        for s in scrape.families["superdispatch_outbox_sends"].samples
+    }
     assert {("events", "failed"), ("events", "dead"), ("chat", "failed")} <= sends
     outcomes = {s.labels["outcome"] for s in scrape.families["superdispatch_outcomes"].samples}
     assert {"claimed", "claimed-by-other", "expired", "not-reserved"} <= outcomes
@@ -255,8 +276,9 @@ def test_a_failed_product_call_is_counted_by_its_route_template_and_cause(api):
     after = Scrape(api)
 
     def delta(**labels):
-        return (after.value("superdispatch_product_call_failures_total", **labels)
-                - before.value("superdispatch_product_call_failures_total", **labels))
+        return after.value("superdispatch_product_call_failures_total", **labels) - before.value(
+            "superdispatch_product_call_failures_total", **labels
+        )
 
     assert delta(product="superpipeline", route="GET /v1/boards/{boardId}", cause="refused") == 1
     assert delta(product="agentpod", route="GET /api/bridge/boards/{boardId}/roster") >= 1
@@ -270,8 +292,9 @@ def test_a_registry_that_is_not_there_is_no_failure(api):
     before = Scrape(api)
     world.loop.clients.agentpod.stations()
     after = Scrape(api)
-    assert after.value("superdispatch_product_call_failures_total", product="agentpod") == \
-        before.value("superdispatch_product_call_failures_total", product="agentpod")
+    assert after.value("superdispatch_product_call_failures_total", product="agentpod") == before.value(
+        "superdispatch_product_call_failures_total", product="agentpod"
+    )
 
 
 def test_requests_are_counted_and_timed_by_route_pattern_and_status_class(api):
@@ -286,8 +309,9 @@ def test_requests_are_counted_and_timed_by_route_pattern_and_status_class(api):
         return after.value(sample, **labels) - before.value(sample, **labels)
 
     assert delta("superdispatch_api_requests_total", route="v1/boards", status="2xx") == 2
-    assert delta("superdispatch_api_requests_total", route="v1/decisions/<str:decision_id>",
-                 status="4xx") == 1
+    assert (
+        delta("superdispatch_api_requests_total", route="v1/decisions/<str:decision_id>", status="4xx") == 1
+    )
     assert delta("superdispatch_api_requests_total", route="unrouted", status="4xx") == 1
     assert delta("superdispatch_api_request_duration_seconds_count", route="v1/boards") == 2
     routes = {s.labels["route"] for s in after.families["superdispatch_api_requests"].samples}
@@ -298,8 +322,10 @@ def test_each_queue_depth_is_read_from_the_embedded_broker_at_scrape_time(api, s
     if settings.CELERY_BROKER_URL.startswith("redis"):
         pytest.skip("reads the embedded broker's folder: REDIS_URL names a Redis broker")
     folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
-    names = [f"{folder}/1_t{i}.placement.msg" for i in range(2)] + [f"{folder}/1_t.celery.msg",
-                                                                     f"{folder}/2_t.placement.msg.part"]
+    names = [f"{folder}/1_t{i}.placement.msg" for i in range(2)] + [
+        f"{folder}/1_t.celery.msg",
+        f"{folder}/2_t.placement.msg.part",
+    ]
     for name in names:
         open(name, "w").close()
     try:
@@ -327,8 +353,7 @@ def test_each_queue_depth_is_read_from_redis_at_scrape_time():
     try:
         with override_settings(CELERY_BROKER_URL=url, CELERY_TASK_QUEUES=(Queue(queue),)):
             assert scrape.queue_depths() == {queue: 3}
-        with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0",
-                               CELERY_TASK_QUEUES=(Queue(queue),)):
+        with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0", CELERY_TASK_QUEUES=(Queue(queue),)):
             assert scrape.queue_depths() == {}  # unreadable: no sample, not a made-up 0
     finally:
         client.delete(queue, f"{queue}{scrape._PRIORITY_SEP}3")
@@ -341,31 +366,45 @@ def test_the_sweep_is_late_only_once_past_its_interval_or_its_backoff(settings):
     assert scrape.sweep_lateness(LoopState(last_sweep_at=now - timedelta(seconds=interval)), now) == 0
     late = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45))
     assert scrape.sweep_lateness(late, now) == 45
-    backing_off = LoopState(last_sweep_at=now - timedelta(seconds=interval + 45),
-                            next_sweep_at=now + timedelta(seconds=10))
+    backing_off = LoopState(
+        last_sweep_at=now - timedelta(seconds=interval + 45), next_sweep_at=now + timedelta(seconds=10)
+    )
     assert scrape.sweep_lateness(backing_off, now) == 0
 
 
 def test_the_sweep_lateness_is_read_from_the_store_at_scrape_time(api, settings):
     interval = settings.SUPERDISPATCH.sweep_seconds
-    LoopState.objects.update_or_create(pk="loop", defaults={
-        "last_sweep_at": timezone.now() - timedelta(seconds=interval + 600)})
+    LoopState.objects.update_or_create(
+        pk="loop", defaults={"last_sweep_at": timezone.now() - timedelta(seconds=interval + 600)}
+    )
     assert Scrape(api).value("superdispatch_sweep_lateness_seconds") >= 600
 
 
 def test_series_per_agent_and_per_board_are_bounded_per_process(monkeypatch, api):
     bounded = metrics.Bounded(2)
-    assert [bounded(v) for v in ("agt_a", "agt_b", "agt_c", "agt_a", "agt_d")] == \
-        ["agt_a", "agt_b", "other", "agt_a", "other"]
+    assert [bounded(v) for v in ("agt_a", "agt_b", "agt_c", "agt_a", "agt_d")] == [
+        "agt_a",
+        "agt_b",
+        "other",
+        "agt_a",
+        "other",
+    ]
     monkeypatch.setattr(metrics, "_boards", metrics.Bounded(0))
     monkeypatch.setattr(metrics, "_agents", metrics.Bounded(0))
     before = Scrape(api)
     metrics.decision_recorded("brd_unbounded", "winner", None)
     metrics.settled("winner", "expired", "agt_unbounded", None, no_show=True)
     after = Scrape(api)
-    assert after.value("superdispatch_decisions_total", board="other") - \
-        before.value("superdispatch_decisions_total", board="other") == 1
-    assert after.value("superdispatch_no_shows_total", agent="other") - \
-        before.value("superdispatch_no_shows_total", agent="other") == 1
-    assert "brd_unbounded" not in {s.labels.get("board") for s in
-                                   after.families["superdispatch_decisions"].samples}
+    assert (
+        after.value("superdispatch_decisions_total", board="other")
+        - before.value("superdispatch_decisions_total", board="other")
+        == 1
+    )
+    assert (
+        after.value("superdispatch_no_shows_total", agent="other")
+        - before.value("superdispatch_no_shows_total", agent="other")
+        == 1
+    )
+    assert "brd_unbounded" not in {
+        s.labels.get("board") for s in after.families["superdispatch_decisions"].samples
+    }

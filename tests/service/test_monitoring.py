@@ -9,6 +9,7 @@ and on healthy ones.
 promtool comes from Debian's `prometheus` package, which .ci/run installs. Without it the
 promtool checks are skipped, and say so, except under CI=true, where they fail.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,14 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "superdispatch.json"
 METRIC = re.compile(r"\bsuperdispatch_[a-z0-9_]+\b")
 # Grafana's own variables, as it fills them in before a query is sent.
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
-ALERTS_NAMED = ("SuperDispatchSweepLate", "SuperDispatchBoardsUnread", "SuperDispatchProductFailing",
-                "SuperDispatchRelayErroring", "SuperDispatchNoShowSpike",
-                "SuperDispatchOutboxBackingUp")
+ALERTS_NAMED = (
+    "SuperDispatchSweepLate",
+    "SuperDispatchBoardsUnread",
+    "SuperDispatchProductFailing",
+    "SuperDispatchRelayErroring",
+    "SuperDispatchNoShowSpike",
+    "SuperDispatchOutboxBackingUp",
+)
 
 
 def promtool() -> str:
@@ -43,8 +49,9 @@ def promtool() -> str:
 
 
 def check_rules(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([promtool(), "check", "rules", str(path)], capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [promtool(), "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+    )
 
 
 def dashboard_queries() -> list[str]:
@@ -55,8 +62,7 @@ def dashboard_queries() -> list[str]:
 
 
 def alert_rules() -> list[dict]:
-    return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"]
-            for rule in group["rules"]]
+    return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
 
 
 def filled(query: str) -> str:
@@ -70,8 +76,11 @@ def exported(api) -> set[str]:
     """Every sample name `/metrics` answers with (`…_total`, `…_bucket`), before anything ran."""
     response = api.get("/metrics")
     assert response.status_code == 200
-    return {sample.name for family in text_string_to_metric_families(response.content.decode())
-            for sample in family.samples}
+    return {
+        sample.name
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
 
 
 def test_the_alert_rules_pass_promtool():
@@ -92,29 +101,52 @@ def test_the_alert_rules_cover_what_the_person_on_call_is_promised():
 FIRING = {
     "SuperDispatchSweepLate": (
         {"superdispatch_sweep_lateness_seconds": "0 0 120x10"},
-        {"superdispatch_sweep_lateness_seconds": "0x12"}, "6m", {"severity": "page"}),
+        {"superdispatch_sweep_lateness_seconds": "0x12"},
+        "6m",
+        {"severity": "page"},
+    ),
     "SuperDispatchBoardsUnread": (
         {'superdispatch_boards{state="unread"}': "1x10"},
-        {'superdispatch_boards{state="unread"}': "0x10"}, "6m", {"severity": "warn"}),
+        {'superdispatch_boards{state="unread"}': "0x10"},
+        "6m",
+        {"severity": "warn"},
+    ),
     "SuperDispatchProductFailing": (
-        {'superdispatch_product_call_failures_total{product="agentpod",cause="timeout",'
-         'route="GET /api/bridge/boards/{boardId}/roster"}': "0+60x20"},
-        {'superdispatch_product_call_failures_total{product="agentpod",cause="timeout",'
-         'route="GET /api/bridge/boards/{boardId}/roster"}': "0+1x20"},
-        "15m", {"severity": "warn", "product": "agentpod"}),
+        {
+            'superdispatch_product_call_failures_total{product="agentpod",cause="timeout",'
+            'route="GET /api/bridge/boards/{boardId}/roster"}': "0+60x20"
+        },
+        {
+            'superdispatch_product_call_failures_total{product="agentpod",cause="timeout",'
+            'route="GET /api/bridge/boards/{boardId}/roster"}': "0+1x20"
+        },
+        "15m",
+        {"severity": "warn", "product": "agentpod"},
+    ),
     "SuperDispatchRelayErroring": (
         {'superdispatch_relay_deliveries_total{result="error"}': "0+5x20"},
-        {'superdispatch_relay_deliveries_total{result="error"}': "0x20"}, "15m",
-        {"severity": "warn"}),
+        {'superdispatch_relay_deliveries_total{result="error"}': "0x20"},
+        "15m",
+        {"severity": "warn"},
+    ),
     "SuperDispatchNoShowSpike": (
-        {'superdispatch_no_shows_total{agent="agt_a"}': "0+2x40",
-         'superdispatch_holds_total{tier="winner"}': "0+4x40"},
-        {'superdispatch_no_shows_total{agent="agt_a"}': "0x40",
-         'superdispatch_holds_total{tier="winner"}': "0+4x40"}, "30m", {"severity": "warn"}),
+        {
+            'superdispatch_no_shows_total{agent="agt_a"}': "0+2x40",
+            'superdispatch_holds_total{tier="winner"}': "0+4x40",
+        },
+        {
+            'superdispatch_no_shows_total{agent="agt_a"}': "0x40",
+            'superdispatch_holds_total{tier="winner"}': "0+4x40",
+        },
+        "30m",
+        {"severity": "warn"},
+    ),
     "SuperDispatchOutboxBackingUp": (
         {'superdispatch_outbox_events{channel="events",state="pending"}': "500x20"},
-        {'superdispatch_outbox_events{channel="events",state="pending"}': "3x20"}, "15m",
-        {"severity": "warn"}),
+        {'superdispatch_outbox_events{channel="events",state="pending"}': "3x20"},
+        "15m",
+        {"severity": "warn"},
+    ),
 }
 
 
@@ -130,33 +162,65 @@ def test_each_promised_alert_fires_on_its_trouble_and_stays_quiet_without(alert,
     trouble, healthy, at, labels = FIRING[alert]
 
     def case(series: dict[str, str], fires: bool) -> dict:
-        return {"interval": "1m",
-                "input_series": [{"series": name, "values": values}
-                                 for name, values in series.items()],
-                "alert_rule_test": [{"eval_time": at, "alertname": alert,
-                                     "exp_alerts": [{"exp_labels": labels}] if fires else []}]}
+        return {
+            "interval": "1m",
+            "input_series": [{"series": name, "values": values} for name, values in series.items()],
+            "alert_rule_test": [
+                {"eval_time": at, "alertname": alert, "exp_alerts": [{"exp_labels": labels}] if fires else []}
+            ],
+        }
 
     tests = tmp_path / "alerts_test.yml"
-    tests.write_text(yaml.safe_dump({"rule_files": ["alerts.yml"], "evaluation_interval": "1m",
-                                     "tests": [case(trouble, True), case(healthy, False)]}))
-    result = subprocess.run([promtool(), "test", "rules", str(tests)], capture_output=True,
-                            text=True, timeout=60)
+    tests.write_text(
+        yaml.safe_dump(
+            {
+                "rule_files": ["alerts.yml"],
+                "evaluation_interval": "1m",
+                "tests": [case(trouble, True), case(healthy, False)],
+            }
+        )
+    )
+    result = subprocess.run(
+        [promtool(), "test", "rules", str(tests)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_promtool_rejects_a_query_that_is_not_promql(tmp_path):
     """The check below would pass anything if promtool did not read the expressions."""
     broken = tmp_path / "broken.yml"
-    broken.write_text(yaml.safe_dump({"groups": [{"name": "x", "rules": [
-        {"record": "x:y", "expr": "sum(rate(superdispatch_holds_total[5m])"}]}]}))
+    broken.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "x",
+                        "rules": [{"record": "x:y", "expr": "sum(rate(superdispatch_holds_total[5m])"}],
+                    }
+                ]
+            }
+        )
+    )
     assert check_rules(broken).returncode != 0
 
 
 def test_every_dashboard_query_is_valid_promql(tmp_path):
     rules = tmp_path / "dashboard.yml"
-    rules.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": [
-        {"record": f"superdispatch:dashboard_query_{i}", "expr": filled(query)}
-        for i, query in enumerate(dashboard_queries())]}]}))
+    rules.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "dashboard",
+                        "rules": [
+                            {"record": f"superdispatch:dashboard_query_{i}", "expr": filled(query)}
+                            for i, query in enumerate(dashboard_queries())
+                        ],
+                    }
+                ]
+            }
+        )
+    )
     result = check_rules(rules)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -169,6 +233,10 @@ def test_every_metric_the_dashboard_and_the_alerts_name_is_exported_from_a_fresh
     assert named, "the queries name metrics"
     assert named - exported == set()
     # The dashboard shows each product's failures, the queues, the lateness and the API.
-    assert {"superdispatch_product_call_failures_total", "superdispatch_queue_depth",
-            "superdispatch_sweep_lateness_seconds", "superdispatch_api_requests_total",
-            "superdispatch_api_request_duration_seconds_bucket"} <= named
+    assert {
+        "superdispatch_product_call_failures_total",
+        "superdispatch_queue_depth",
+        "superdispatch_sweep_lateness_seconds",
+        "superdispatch_api_requests_total",
+        "superdispatch_api_request_duration_seconds_bucket",
+    } <= named

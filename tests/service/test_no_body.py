@@ -1,6 +1,7 @@
 """One rule for bodies: a route that takes none refuses any, `{}` included, with a 400
 (`unexpected-body`) before it reads its query or writes anything; only the routes that read one
 (`POST /v1/models/train`) take a body."""
+
 from __future__ import annotations
 
 import re
@@ -42,18 +43,28 @@ ROUTES = _routes_without_a_body()
 def ids():
     do_opt_in("brd_a", T0)
     decision = make_decision(board="brd_a", chosen="agt_ada", candidates=[{"agent": "agt_ada"}])
-    suggestion = Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                           stage_key="review", first_seen_at=T0, last_seen_at=T0)
+    suggestion = Suggestion.objects.create(
+        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+    )
     trainable(40)
     model = learning_actions.do_train(None, 1, now=T0)
-    return {"board_id": "brd_a", "decision_id": decision.id, "suggestion_id": suggestion.id,
-            "model_id": model.id, "experiment_id": finished_experiment().id}
+    return {
+        "board_id": "brd_a",
+        "decision_id": decision.id,
+        "suggestion_id": suggestion.id,
+        "model_id": model.id,
+        "experiment_id": finished_experiment().id,
+    }
 
 
 def test_the_rule_covers_the_writes_that_take_no_body():
-    assert {("v1/boards/<str:board_id>", "put"), ("v1/boards/<str:board_id>", "delete"),
-            ("v1/suggestions/<str:suggestion_id>/dismiss", "post"), ("v1/boards", "get"),
-            ("metrics", "get")} <= set(ROUTES)
+    assert {
+        ("v1/boards/<str:board_id>", "put"),
+        ("v1/boards/<str:board_id>", "delete"),
+        ("v1/suggestions/<str:suggestion_id>/dismiss", "post"),
+        ("v1/boards", "get"),
+        ("metrics", "get"),
+    } <= set(ROUTES)
     assert not any(route == "v1/models/train" for route, _ in ROUTES)
 
 
@@ -64,8 +75,9 @@ def test_a_route_that_takes_no_body_refuses_one(api, ids, route, method, body):
     entries = AuditEntry.objects.count()
     response = api.generic(method.upper(), path, body, content_type="application/json")
     assert response.status_code == 400, (path, response.content)
-    assert response.json() == {"error": {"code": "unexpected-body",
-                                         "message": f"{method.upper()} on this route takes no body"}}
+    assert response.json() == {
+        "error": {"code": "unexpected-body", "message": f"{method.upper()} on this route takes no body"}
+    }
     assert AuditEntry.objects.count() == entries
 
 

@@ -1,6 +1,7 @@
 """Adding a filter is one declaration, one function and its read: a filter only this test
 declares shows up, with no other module touched, in the decision record, the reason-code
 table, why nobody was chosen, learned routing's load, and the admin."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -25,8 +26,11 @@ def cool_down():
     down. It passes once time does, so it is tagged load."""
 
     def recently_busy(facts: Facts, pool, rules: Rules, now: datetime) -> frozenset[str]:
-        return frozenset(agent_id for agent_id, load in pool.loads.items()
-                         if load.last_seen_at is not None and now - load.last_seen_at < timedelta(minutes=2))
+        return frozenset(
+            agent_id
+            for agent_id, load in pool.loads.items()
+            if load.last_seen_at is not None and now - load.last_seen_at < timedelta(minutes=2)
+        )
 
     def cooled_down(pool, recent: frozenset[str]) -> filtering.Verdicts:
         return declared.rejecting(recent)

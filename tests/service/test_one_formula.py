@@ -1,6 +1,7 @@
 """Adding a formula is one declaration: a formula only this test declares shows up, with no other
 module touched, in the settings, the loop's reads and its backlog bound, the decision record
 and the API, the admin, and the lab's arms."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,8 +32,9 @@ def plain():
 @pytest.fixture
 def patient():
     """Another: the waiting formula's steps, so it may hold a card for a busy agent."""
-    declared = Formula("patient", 2, "patient", (BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING},
-                       may={May.HOLD_BUSY})
+    declared = Formula(
+        "patient", 2, "patient", (BY_RECORD, BY_LEAD), needs={Need.RUNS, Need.TIMING}, may={May.HOLD_BUSY}
+    )
     with formulas.declared(declared):
         yield declared
 
@@ -46,8 +48,9 @@ def test_the_setting_takes_it_and_its_rule_names_it(plain):
 def test_without_its_declaration_the_setting_refuses_it_by_name_and_rule():
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, "SUPERDISPATCH_FORMULA": PLAIN})
-    assert str(err.value) == ("SUPERDISPATCH_FORMULA must be idle-stage-success-lru@3, "
-                              "wait-for-better@3 or pull-aware@1")
+    assert str(err.value) == (
+        "SUPERDISPATCH_FORMULA must be idle-stage-success-lru@3, wait-for-better@3 or pull-aware@1"
+    )
 
 
 @pytest.mark.django_db
@@ -83,8 +86,11 @@ def test_the_admin_filters_decisions_by_it(plain, staff):
     assert "?formula=plain-record%401" in listed
     found = staff.get(f"/admin/records/decision/?formula={PLAIN}").context["cl"].result_list
     assert [d.card_id for d in found] == [card_id]
-    assert not staff.get(f"/admin/records/decision/?formula={formulas.DEFAULT.recorded}").context[
-        "cl"].result_list
+    assert (
+        not staff.get(f"/admin/records/decision/?formula={formulas.DEFAULT.recorded}")
+        .context["cl"]
+        .result_list
+    )
 
 
 def test_the_lab_runs_it_as_an_arm_by_its_label(plain, monkeypatch):

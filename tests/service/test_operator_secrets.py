@@ -1,4 +1,5 @@
 """The operator token's digest in either case, and the relay secret's stated minimum."""
+
 import dataclasses
 import hashlib
 import re
@@ -19,17 +20,20 @@ def _settings_row(name: str) -> str:
     return row
 
 
-@pytest.mark.parametrize("digest", [DIGEST.upper(), DIGEST[:32].upper() + DIGEST[32:], DIGEST],
-                         ids=["upper", "mixed", "lower"])
+@pytest.mark.parametrize(
+    "digest", [DIGEST.upper(), DIGEST[:32].upper() + DIGEST[32:], DIGEST], ids=["upper", "mixed", "lower"]
+)
 def test_the_operator_token_digest_is_read_in_either_case(digest):
     assert config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest}).operator_token_sha256 == (
         DIGEST,
     )
 
 
-@pytest.mark.parametrize("digest", [DIGEST[:63], DIGEST + "0", "g" * 64, DIGEST.upper()[:-1] + "G",
-                                    DIGEST + ",", DIGEST + "," + "g" * 64],
-                         ids=["63", "65", "not-hex", "upper-not-hex", "empty-entry", "one-bad-entry"])
+@pytest.mark.parametrize(
+    "digest",
+    [DIGEST[:63], DIGEST + "0", "g" * 64, DIGEST.upper()[:-1] + "G", DIGEST + ",", DIGEST + "," + "g" * 64],
+    ids=["63", "65", "not-hex", "upper-not-hex", "empty-entry", "one-bad-entry"],
+)
 def test_a_digest_that_is_not_64_hex_digits_is_still_refused(digest):
     with pytest.raises(config.ConfigError) as err:
         config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": digest})
@@ -39,8 +43,9 @@ def test_a_digest_that_is_not_64_hex_digits_is_still_refused(digest):
 @pytest.mark.django_db
 def test_an_uppercase_digest_lets_the_token_in_and_still_refuses_another(client, settings):
     read = config.load({**GOOD, "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": DIGEST.upper()})
-    settings.SUPERDISPATCH = dataclasses.replace(settings.SUPERDISPATCH,
-                                                 operator_token_sha256=read.operator_token_sha256)
+    settings.SUPERDISPATCH = dataclasses.replace(
+        settings.SUPERDISPATCH, operator_token_sha256=read.operator_token_sha256
+    )
     assert client.get("/v1/boards", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
     assert client.get("/v1/boards", HTTP_AUTHORIZATION="Bearer another-token").status_code == 401
 

@@ -1,5 +1,6 @@
 """The statements a pass runs once a card are prepared once a connection on PostgreSQL, and
 nothing else is (records/store/prepared.py)."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -25,8 +26,9 @@ def prepared_statements() -> list[str]:
 def test_the_per_card_looks_are_prepared_and_djangos_own_statements_are_not():
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's; elsewhere the cursor is the plain one")
-    make_decision(board="brd_1", card="c_1", chosen="agt_a", created_at=T0,
-                  reserved_until=T0 + timedelta(seconds=60))
+    make_decision(
+        board="brd_1", card="c_1", chosen="agt_a", created_at=T0, reserved_until=T0 + timedelta(seconds=60)
+    )
     for card in ("c_2", "c_3", "c_4"):  # the same statement, other values
         assert holds.held_elsewhere("agt_a", "brd_1", card, T0, "pld_x")
         assert holds.holding_now(["agt_a", "agt_b"], T0) == [("agt_a", "brd_1", "c_1")]

@@ -1,5 +1,6 @@
 """A refusal anyone can cause is one line without a traceback, at most one a minute of a kind,
 and every one is counted: a `Host` not allowed, an admin 403, a flood of either."""
+
 from __future__ import annotations
 
 import io
@@ -94,6 +95,7 @@ def test_other_lines_pass_as_they_were(log):
     try:
         raise ValueError("boom")
     except ValueError:
-        logging.getLogger("django.request").error("Internal Server Error: /v1/x", exc_info=True,
-                                                  extra={"status_code": 500})
+        logging.getLogger("django.request").error(
+            "Internal Server Error: /v1/x", exc_info=True, extra={"status_code": 500}
+        )
     assert "Traceback" in stream.getvalue() and "ERROR Internal Server Error" in stream.getvalue()

@@ -7,6 +7,7 @@ content type. The README's token (`$TOKEN`, `demo-operator-token`) becomes the t
 and its placeholder ids (`brd_…`, `pld_…`, …) the ids of a seeded store. None may answer an
 error.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,11 @@ FORM = "application/x-www-form-urlencoded"
 def readme_curl_lines() -> list[str]:
     """Each curl command of the pages (one with a URL): a line of a code block, or an inline
     code span; a mention such as `curl -d` in prose is not a command."""
-    return [line for page in PAGES
-            for line in re.findall(r"(?<![\w-])curl [^`\n]*?https?://[^`\n]*", page.read_text())]
+    return [
+        line
+        for page in PAGES
+        for line in re.findall(r"(?<![\w-])curl [^`\n]*?https?://[^`\n]*", page.read_text())
+    ]
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,13 @@ def store():
     """A board, a decision on it, a suggestion, a model and rows enough to train: the ids the
     README leaves as placeholders."""
     rows = rows_behind_every_route()
-    return {"brd_…": rows["board"], "card_…": rows["card"], "pld_…": rows["decision"],
-            "sug_…": rows["suggestion"], "mdl_…": rows["model"]}
+    return {
+        "brd_…": rows["board"],
+        "card_…": rows["card"],
+        "pld_…": rows["decision"],
+        "sug_…": rows["suggestion"],
+        "mdl_…": rows["model"],
+    }
 
 
 def _filled(text: str, ids: dict[str, str]) -> str:
@@ -101,9 +110,17 @@ def test_the_pages_have_the_operator_calls_including_training():
 def test_each_curl_line_of_the_pages_answers_without_an_error(client, store, line):
     call = as_curl_sends_it(_filled(line, store))
     url = urlsplit(call.url)
-    extra = {f"HTTP_{name.upper().replace('-', '_')}": value for name, value in call.headers.items()
-             if name != "content-type"}
-    response = client.generic(call.method, f"{url.path}?{url.query}" if url.query else url.path,
-                              data=call.body or "", content_type=call.content_type or "",
-                              HTTP_HOST=url.netloc, **extra)
+    extra = {
+        f"HTTP_{name.upper().replace('-', '_')}": value
+        for name, value in call.headers.items()
+        if name != "content-type"
+    }
+    response = client.generic(
+        call.method,
+        f"{url.path}?{url.query}" if url.query else url.path,
+        data=call.body or "",
+        content_type=call.content_type or "",
+        HTTP_HOST=url.netloc,
+        **extra,
+    )
     assert response.status_code < 400, (line, response.status_code, response.content[:300])

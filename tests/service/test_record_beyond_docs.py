@@ -1,5 +1,6 @@
 """Every key the API's record carries beyond the docs' shape is listed in docs/api.md, with what
 it means; and `unchecked`, the one a filter's verdict may carry, is where those docs say."""
+
 from __future__ import annotations
 
 import re
@@ -15,21 +16,37 @@ from tests.support.placement import board, card, decided, station, verdict, with
 API_DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 # The docs' shapes (records-decisions): a decision, a candidate, a filter's verdict.
 DOCS = {
-    "decision": {"id", "boardId", "cardId", "stageKey", "policy", "chosen", "reason", "tier",
-                 "requires", "candidates", "reservation", "reservationRefused", "outcome",
-                 "createdAt"},
+    "decision": {
+        "id",
+        "boardId",
+        "cardId",
+        "stageKey",
+        "policy",
+        "chosen",
+        "reason",
+        "tier",
+        "requires",
+        "candidates",
+        "reservation",
+        "reservationRefused",
+        "outcome",
+        "createdAt",
+    },
     "candidate": {"candidate", "filters", "score", "capable", "stageHistory", "policy"},
     "filter": {"filter", "passed", "reason", "missing"},
 }
-SERIALIZERS = {"decision": ExplainedDecisionSerializer, "candidate": CandidateSerializer,
-               "filter": FilterVerdictSerializer}
+SERIALIZERS = {
+    "decision": ExplainedDecisionSerializer,
+    "candidate": CandidateSerializer,
+    "filter": FilterVerdictSerializer,
+}
 
 
 def beyond_the_docs() -> str:
     """docs/api.md's section on the record beyond the docs, and its list."""
     text = API_DOCS.read_text()
     start = text.index("## The record beyond the docs")
-    return text[start:text.index("\n\n", text.index("\n- ", start))]
+    return text[start : text.index("\n\n", text.index("\n- ", start))]
 
 
 def test_every_key_the_record_adds_to_the_docs_shape_is_listed_in_the_api_docs():
@@ -51,11 +68,13 @@ def test_unchecked_marks_a_pass_without_judgement_and_only_where_the_readme_says
     unread = decided(board("agt_ada", "agt_bob", card=needs, registry=None))
     assert _unchecked(unread) == {(a, f) for a in ("agt_ada", "agt_bob") for f in stations}
     assert all(f.passed for c in unread.candidates for f in c.filters if f.unchecked)
-    assert {"filter": "tools", "passed": True, "unchecked": True} in \
-        unread.to_record()["candidates"][0]["filters"]
+    assert {"filter": "tools", "passed": True, "unchecked": True} in unread.to_record()["candidates"][0][
+        "filters"
+    ]
     # Read: judged, so nothing is unchecked.
-    read = decided(board("agt_ada", "agt_bob", card=needs,
-                         registry=(station("stn_ada"), station("stn_bob", tools=()))))
+    read = decided(
+        board("agt_ada", "agt_bob", card=needs, registry=(station("stn_ada"), station("stn_bob", tools=())))
+    )
     assert _unchecked(read) == set()
     # The policy on: an agent refused on the grant is never asked, so its policy is unchecked;
     # every other is judged.

@@ -1,4 +1,5 @@
 """The record has one owner: what placement decides is what the store keeps and the API answers."""
+
 import json
 
 import pytest
@@ -39,13 +40,15 @@ def test_a_decision_reads_back_from_the_api_as_placement_recorded_it(api):
     body = _answered(api, decision.id)
 
     record = json.loads(json.dumps(placed.to_record()))  # as JSON keeps it: lists, not tuples
-    assert {c["candidate"]["agentId"] for c in record["candidates"]} == {
-        "agt_ada", "agt_bob", "agt_eli"}
+    assert {c["candidate"]["agentId"] for c in record["candidates"]} == {"agt_ada", "agt_bob", "agt_eli"}
     assert body == {
-        "id": decision.id, **record,
-        "reservation": {"reservedUntil": iso(at(60))}, "reservationRefused": None,
+        "id": decision.id,
+        **record,
+        "reservation": {"reservedUntil": iso(at(60))},
+        "reservationRefused": None,
         "outcome": {"status": "claimed", "by": "agt_ada", "at": iso(at(19))},
-        "createdAt": iso(NOW), "learned": learned,
+        "createdAt": iso(NOW),
+        "learned": learned,
     }
 
 
@@ -56,9 +59,14 @@ def test_a_decision_nobody_was_held_for_reads_back_with_nothing_added(api):
 
     body = _answered(api, decision.id)
 
-    assert body == {"id": decision.id, **json.loads(json.dumps(placed.to_record())),
-                    "reservation": None, "reservationRefused": None, "outcome": None,
-                    "createdAt": iso(NOW)}
+    assert body == {
+        "id": decision.id,
+        **json.loads(json.dumps(placed.to_record())),
+        "reservation": None,
+        "reservationRefused": None,
+        "outcome": None,
+        "createdAt": iso(NOW),
+    }
     assert "learned" not in body and "capable" not in body["candidates"][0]
 
 
@@ -68,8 +76,11 @@ def test_capable_reads_back_for_the_agents_off_the_roster_alone(api):
 
     from tests.support.placement import load_row, roster_row, verdict, with_rows
 
-    facts = with_rows(board("agt_ada", "agt_bob"), roster=[roster_row("agt_bob", enabled=False)],
-                      eligibility=[verdict("agt_eli", "capability_mismatch")])
+    facts = with_rows(
+        board("agt_ada", "agt_bob"),
+        roster=[roster_row("agt_bob", enabled=False)],
+        eligibility=[verdict("agt_eli", "capability_mismatch")],
+    )
     placed = decided(replace(facts, load=(load_row("agt_eli"),)), candidates="all")
     decision = do_record_decision(placed, NOW)
 
@@ -87,11 +98,15 @@ def test_the_write_keeps_the_columns_the_store_queries_by():
     assert [c.position for c in sorted(rows.values(), key=lambda c: c.agent_id)] == [0, 1, 2]
     # The agent off the set is a mark against the roll, not a row.
     assert set(Candidate.objects.filter(decision=decision).values_list("agent_id", flat=True)) == {
-        "agt_ada", "agt_bob"}
-    assert (rows["agt_ada"].in_set, rows["agt_ada"].eligible, rows["agt_ada"].reasons) == (
-        True, True, "")
+        "agt_ada",
+        "agt_bob",
+    }
+    assert (rows["agt_ada"].in_set, rows["agt_ada"].eligible, rows["agt_ada"].reasons) == (True, True, "")
     assert (rows["agt_bob"].in_set, rows["agt_bob"].eligible, rows["agt_bob"].reasons) == (
-        True, False, ",tool-missing,")
+        True,
+        False,
+        ",tool-missing,",
+    )
     assert (rows["agt_eli"].in_set, rows["agt_eli"].reasons) == (False, ",not-on-roster,")
     assert Decision.objects.get().ladder_ready_at == placed.card.ready_at
 
@@ -102,9 +117,12 @@ def test_every_stored_column_is_a_field_of_the_record_or_worked_out_by_the_write
     assert not read & set(CANDIDATE_DERIVED)
     # A decision's ladder (the card's readyAt and attemptCount as its read showed them) is
     # what the API does not answer, besides how it keeps its candidates off the set.
-    assert {f.attname for f in Decision._meta.concrete_fields} - {
-        attr for attr, _ in DECISION_READS} == {"ladder_ready_at", "attempt_count", "roll_id",
-                                                "roll_marks"}
+    assert {f.attname for f in Decision._meta.concrete_fields} - {attr for attr, _ in DECISION_READS} == {
+        "ladder_ready_at",
+        "attempt_count",
+        "roll_id",
+        "roll_marks",
+    }
 
 
 def test_the_write_maps_a_candidate_to_columns_as_the_serializer_reads_it():

@@ -1,5 +1,6 @@
 """The relay's deliveries are deduplicated in our own table: a redelivery is known after any
 number of other deliveries, two racing copies start one task, and ids go after a day."""
+
 import threading
 from datetime import timedelta
 
@@ -33,8 +34,7 @@ def placed(monkeypatch):
 def test_a_thousand_deliveries_then_each_again_are_all_known_as_duplicates(client, placed):
     do_opt_in("brd_a", timezone.now())
     ids = [f"dlv_{i:04d}" for i in range(1000)]
-    first = [deliver(client, {**READY, "cardId": f"card_{d}"}, delivery=d).status_code
-             for d in ids]
+    first = [deliver(client, {**READY, "cardId": f"card_{d}"}, delivery=d).status_code for d in ids]
     assert first == [202] * 1000 and len(placed) == 1000
     again = [deliver(client, {**READY, "cardId": f"card_{d}"}, delivery=d) for d in ids]
     assert [(r.status_code, r.json()) for r in again] == [(200, {"ok": True, "duplicate": True})] * 1000
@@ -49,8 +49,7 @@ def test_an_ignored_event_is_remembered_too(client, placed):
 
 
 @pytest.mark.django_db
-def test_a_hand_off_that_fails_forgets_the_id_so_the_relays_retry_is_accepted(
-        client, placed, monkeypatch):
+def test_a_hand_off_that_fails_forgets_the_id_so_the_relays_retry_is_accepted(client, placed, monkeypatch):
     do_opt_in("brd_a", timezone.now())
     real = tasks.place_card_task.delay
 
@@ -92,7 +91,9 @@ def test_two_racing_copies_of_one_delivery_start_exactly_one_task(placed, monkey
     for thread in threads:
         thread.join(timeout=30)
     assert sorted((a.status_code, a.json()) for a in answers) == [
-        (200, {"ok": True, "duplicate": True}), (202, {"ok": True})]
+        (200, {"ok": True, "duplicate": True}),
+        (202, {"ok": True}),
+    ]
     assert placed == [("brd_a", "card_7")]
 
 

@@ -1,6 +1,7 @@
 """A web request's budget on PostgreSQL: each statement it runs is cancelled past
 SUPERDISPATCH_REQUEST_STATEMENT_SECONDS, the request answered 503 (`over-budget`) with nothing it
 began kept, and its thread free for the next; connections outside requests carry no such bound."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,9 @@ def _show() -> str:
 
 @pytest.fixture
 def budget(monkeypatch):
-    monkeypatch.setattr(settings, "SUPERDISPATCH", dataclasses.replace(
-        settings.SUPERDISPATCH, request_statement_seconds=1))
+    monkeypatch.setattr(
+        settings, "SUPERDISPATCH", dataclasses.replace(settings.SUPERDISPATCH, request_statement_seconds=1)
+    )
     yield
     connection.close()  # the test's own connection leaves the budget behind with it
 

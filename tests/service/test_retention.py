@@ -1,5 +1,6 @@
 """Retention: settled decisions past SUPERDISPATCH_RETAIN_DAYS go with their candidates, in
 batches; what the loop, the suggestions and the shadow report read stays."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -61,8 +62,14 @@ def test_it_works_in_batches_and_stops_on_its_budget_leaving_the_rest_for_later(
         decision(OLD - timedelta(minutes=i), card=f"card_{i}")
     batches = []
     ticks = iter(range(100))
-    summary = retention.prune(NOW, 90, batch=2, budget_s=2.5, clock=lambda: next(ticks),
-                              on_batch=lambda c, d: batches.append((c, d)))
+    summary = retention.prune(
+        NOW,
+        90,
+        batch=2,
+        budget_s=2.5,
+        clock=lambda: next(ticks),
+        on_batch=lambda c, d: batches.append((c, d)),
+    )
     # The clock moves one tick per look: two batches fit the budget, one decision is left.
     assert batches == [(4, 2), (4, 2)] and summary.more
     assert Decision.objects.count() == 1
@@ -76,13 +83,11 @@ def test_an_unsettled_decision_is_never_deleted_even_when_named():
     assert Decision.objects.filter(id=waiting).exists() and Candidate.objects.count() == 2
 
 
-def test_the_task_keeps_the_latest_model_and_goes_on_when_its_budget_ran_out(
-        monkeypatch, settings, caplog):
+def test_the_task_keeps_the_latest_model_and_goes_on_when_its_budget_ran_out(monkeypatch, settings, caplog):
     again = []
     monkeypatch.setattr(tasks, "utc_now", lambda: NOW)
     monkeypatch.setattr(tasks.prune_task, "apply_async", lambda **kw: again.append(kw))
-    monkeypatch.setattr(tasks.learning_store, "latest",
-                        lambda: type("Model", (), {"id": "mdl_latest"})())
+    monkeypatch.setattr(tasks.learning_store, "latest", lambda: type("Model", (), {"id": "mdl_latest"})())
     keep = decision(OLD, learned={"model": "mdl_latest"})
     decision(OLD, card="card_2")
     caplog.set_level("INFO", logger="superdispatch.loop")
@@ -100,10 +105,12 @@ def test_retention_and_the_outbox_are_scheduled_each_expiring_after_its_interval
     ensure_housekeeping_schedule()
     prune = PeriodicTask.objects.get(name=PRUNE_TASK_NAME)
     outbox = PeriodicTask.objects.get(name=OUTBOX_TASK_NAME)
-    assert (prune.task, prune.interval.every, prune.expire_seconds) == (
-        "superdispatch.prune", 3600, 3600)
+    assert (prune.task, prune.interval.every, prune.expire_seconds) == ("superdispatch.prune", 3600, 3600)
     assert (outbox.task, outbox.interval.every, outbox.expire_seconds) == (
-        "superdispatch.deliver_outbox", 15, 15)
+        "superdispatch.deliver_outbox",
+        15,
+        15,
+    )
 
 
 @pytest.mark.parametrize("value", ["30", "3651", "ninety", "-1"])

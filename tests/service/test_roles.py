@@ -5,6 +5,7 @@ admin has, a viewer reads only its own (decisions, boards, suggestions, models) 
 nothing (a POST is a 403), an operator also opts in and out, dismisses and redelivers, and
 the rest (tokens, the audit trail, users, schedules) is an admin's.
 """
+
 from __future__ import annotations
 
 import io
@@ -37,14 +38,30 @@ pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 READS = {Board, Decision, Suggestion, LoopState, LearnedModel, Experiment}
 OPERATES = {Board, Suggestion, OutboxEvent, Experiment}
 # The actions each role is offered, by model.
-ACTIONS = {Board: {"opt_in", "opt_out", "deployment_formula",
-                   *(formula_action_name(arm) for arm in (*formulas.recorded_names(), "pull"))},
-           Suggestion: {"dismiss"}, OutboxEvent: {"redeliver"}, Experiment: {"stop"}}
+ACTIONS = {
+    Board: {
+        "opt_in",
+        "opt_out",
+        "deployment_formula",
+        *(formula_action_name(arm) for arm in (*formulas.recorded_names(), "pull")),
+    },
+    Suggestion: {"dismiss"},
+    OutboxEvent: {"redeliver"},
+    Experiment: {"stop"},
+}
 
 
 def signed_in(role: str) -> Client:
-    call_command("create_operator", "--username", role, "--password", "pw-for-tests-1",
-                 "--role", role, stdout=io.StringIO())
+    call_command(
+        "create_operator",
+        "--username",
+        role,
+        "--password",
+        "pw-for-tests-1",
+        "--role",
+        role,
+        stdout=io.StringIO(),
+    )
     client = Client()
     client.force_login(get_user_model().objects.get(username=role))
     return client
@@ -58,31 +75,41 @@ def rows():
     made = {
         Board: board,
         Decision: make_decision(),
-        Suggestion: Suggestion.objects.create(kind="lane-single-point", board_id="brd_a",
-                                              stage_key="review", first_seen_at=T0,
-                                              last_seen_at=T0),
+        Suggestion: Suggestion.objects.create(
+            kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
+        ),
         LoopState: LoopState.objects.create(key="loop"),
-        OutboxEvent: OutboxEvent.objects.create(channel="events", type="decision.recorded",
-                                                body="{}", state="dead", next_attempt_at=T0,
-                                                created_at=T0),
+        OutboxEvent: OutboxEvent.objects.create(
+            channel="events",
+            type="decision.recorded",
+            body="{}",
+            state="dead",
+            next_attempt_at=T0,
+            created_at=T0,
+        ),
         LearnedModel: stored_model(),
         Experiment: finished_experiment(),
         ApiToken: token,
         AuditEntry: AuditEntry.objects.filter(action="token.create").get(),
     }
-    ours = {m for m in admin.site._registry if m._meta.app_label in ("records", "learning",
-                                                                    "access")}
+    ours = {m for m in admin.site._registry if m._meta.app_label in ("records", "learning", "access")}
     assert ours == set(made), "a model page of ours without a row in this table"
     return made
 
 
 def test_the_migration_made_the_three_groups_with_their_permissions():
-    groups = {g.name: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
-              for g in Group.objects.prefetch_related("permissions__content_type")}
+    groups = {
+        g.name: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
+        for g in Group.objects.prefetch_related("permissions__content_type")
+    }
     assert groups["viewer"] == set(roles.READS)
     assert groups["operator"] == set(roles.READS) | set(roles.OPERATES)
-    assert {"access.view_auditentry", "access.add_apitoken", "auth.change_user",
-            "records.change_board"} <= groups["admin"]
+    assert {
+        "access.view_auditentry",
+        "access.add_apitoken",
+        "auth.change_user",
+        "records.change_board",
+    } <= groups["admin"]
 
 
 @pytest.mark.parametrize("model", list(admin.site._registry), ids=lambda m: m._meta.label)
@@ -105,8 +132,7 @@ def test_every_model_page_answers_each_role_as_its_permissions_say(rows, model):
         for name in names:
             if name in offered:
                 continue
-            refused = client.post(listing, {"action": name, "index": "0",
-                                            "_selected_action": ["x"]})
+            refused = client.post(listing, {"action": name, "index": "0", "_selected_action": ["x"]})
             assert refused.status_code == 403, (role, model, name)
 
 
@@ -116,11 +142,12 @@ def _request(client: Client, role: str):
     return request
 
 
-@pytest.mark.parametrize("model", [Board, Decision, Suggestion, LoopState, OutboxEvent,
-                                   LearnedModel, ApiToken, AuditEntry],
-                         ids=lambda m: m._meta.label)
-def test_every_change_view_refuses_a_viewer_and_lets_an_operator_change_what_it_may(rows,
-                                                                                   model):
+@pytest.mark.parametrize(
+    "model",
+    [Board, Decision, Suggestion, LoopState, OutboxEvent, LearnedModel, ApiToken, AuditEntry],
+    ids=lambda m: m._meta.label,
+)
+def test_every_change_view_refuses_a_viewer_and_lets_an_operator_change_what_it_may(rows, model):
     row = rows[model]
     viewer, operator = signed_in("viewer"), signed_in("operator")
     url = change_url(row)
@@ -151,8 +178,7 @@ def test_every_role_reads_the_dashboard_and_agent_pages_and_no_role_none(rows):
         assert client.get("/admin/dashboard/").status_code == 200, role
         assert client.get("/admin/agents/agt_ada/").status_code == 200, role
         assert 'href="/admin/dashboard/"' in client.get("/admin/").content.decode(), role
-    nobody = get_user_model().objects.create_user("staff-only", password="pw-for-tests-1",
-                                                  is_staff=True)
+    nobody = get_user_model().objects.create_user("staff-only", password="pw-for-tests-1", is_staff=True)
     client = Client()
     client.force_login(nobody)
     assert client.get("/admin/dashboard/").status_code == 403
@@ -164,9 +190,10 @@ def test_tokens_are_made_in_the_admin_with_the_secret_shown_once_and_revoked(row
     boss = signed_in("admin")
     form = boss.get("/admin/access/apitoken/add/")
     assert form.status_code == 200 and 'name="scopes"' in form.content.decode()
-    made = boss.post("/admin/access/apitoken/add/", {"name": "ci-writer",
-                                                     "scopes": ["read", "boards"],
-                                                     "expires_days": "30"})
+    made = boss.post(
+        "/admin/access/apitoken/add/",
+        {"name": "ci-writer", "scopes": ["read", "boards"], "expires_days": "30"},
+    )
     assert made.status_code == 200 and "no-store" in made["Cache-Control"]
     secret = made.context["secret"]
     assert secret.startswith("sdt_") and secret in made.content.decode()
@@ -176,23 +203,32 @@ def test_tokens_are_made_in_the_admin_with_the_secret_shown_once_and_revoked(row
     assert Client().get("/v1/boards", HTTP_AUTHORIZATION=f"Bearer {secret}").status_code == 200
     again = boss.post("/admin/access/apitoken/add/", {"name": "ci-writer", "scopes": ["read"]})
     assert "in use; revoke it first" in again.content.decode()
-    boss.post("/admin/access/apitoken/", {"action": "revoke", "index": "0",
-                                          "_selected_action": [token.pk]})
+    boss.post("/admin/access/apitoken/", {"action": "revoke", "index": "0", "_selected_action": [token.pk]})
     assert Client().get("/v1/boards", HTTP_AUTHORIZATION=f"Bearer {secret}").status_code == 401
     listing = boss.get("/admin/access/apitoken/").content.decode()
     assert "revoked" in listing
     assert [(e.actor, e.via) for e in AuditEntry.objects.filter(target="ci-writer")] == [
-        ("admin", "admin"), ("admin", "admin")]
+        ("admin", "admin"),
+        ("admin", "admin"),
+    ]
     operator = signed_in("operator")
-    assert operator.post("/admin/access/apitoken/add/", {"name": "mine",
-                                                         "scopes": ["admin"]}).status_code == 403
+    assert (
+        operator.post("/admin/access/apitoken/add/", {"name": "mine", "scopes": ["admin"]}).status_code == 403
+    )
 
 
 def test_create_operator_takes_a_role_and_defaults_to_admin():
-    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1",
-                 stdout=io.StringIO())
-    call_command("create_operator", "--username", "vi", "--password", "pw-for-tests-1",
-                 "--role", "viewer", stdout=io.StringIO())
+    call_command("create_operator", "--username", "op", "--password", "pw-for-tests-1", stdout=io.StringIO())
+    call_command(
+        "create_operator",
+        "--username",
+        "vi",
+        "--password",
+        "pw-for-tests-1",
+        "--role",
+        "viewer",
+        stdout=io.StringIO(),
+    )
     op, vi = (get_user_model().objects.get(username=name) for name in ("op", "vi"))
     assert op.is_superuser and [g.name for g in op.groups.all()] == ["admin"]
     assert vi.is_staff and not vi.is_superuser and [g.name for g in vi.groups.all()] == ["viewer"]

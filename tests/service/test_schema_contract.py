@@ -1,6 +1,7 @@
 """The OpenAPI schema states every answer: errors with their body, the bare 401, the patterns
 of path ids, and the learning routes' answers. (tests/contract checks the live API against it.)
 """
+
 import re
 
 import pytest
@@ -32,8 +33,7 @@ def test_every_operator_route_documents_its_errors_and_the_bare_401(schema):
         seen += 1
         assert "content" not in answers["401"], (method, path)  # bare: no body
         for code in ("400", "403", "406") + (("404",) if "{" in path else ()):
-            assert answers[code]["content"]["application/json"]["schema"] == ERROR, (
-                method, path, code)
+            assert answers[code]["content"]["application/json"]["schema"] == ERROR, (method, path, code)
         assert "Needs the scope `" in operation["description"], (method, path)
     assert seen == 19
 
@@ -46,12 +46,15 @@ def test_the_error_body_is_the_one_shape(schema):
     assert detail["required"] == ["code", "message"]
 
 
-@pytest.mark.parametrize("path,name,pattern", [
-    ("/v1/boards/{board_id}", "board_id", "^brd_[A-Za-z0-9_-]{1,100}$"),
-    ("/v1/decisions/{decision_id}", "decision_id", "^pld_[0-9a-f]{24}$"),
-    ("/v1/suggestions/{suggestion_id}/dismiss", "suggestion_id", "^sug_[0-9a-f]{24}$"),
-    ("/v1/models/{model_id}/shadow-report", "model_id", "^mdl_[0-9a-f]{24}$"),
-])
+@pytest.mark.parametrize(
+    "path,name,pattern",
+    [
+        ("/v1/boards/{board_id}", "board_id", "^brd_[A-Za-z0-9_-]{1,100}$"),
+        ("/v1/decisions/{decision_id}", "decision_id", "^pld_[0-9a-f]{24}$"),
+        ("/v1/suggestions/{suggestion_id}/dismiss", "suggestion_id", "^sug_[0-9a-f]{24}$"),
+        ("/v1/models/{model_id}/shadow-report", "model_id", "^mdl_[0-9a-f]{24}$"),
+    ],
+)
 def test_path_ids_carry_their_patterns(schema, path, name, pattern):
     for operation in schema["paths"][path].values():
         (parameter,) = [p for p in operation["parameters"] if p["name"] == name]
@@ -70,7 +73,10 @@ def test_the_relay_documents_its_signed_refusal_and_the_training_its_refusal(sch
     assert set(relay["responses"]) == {"200", "202", "400", "401", "406", "413", "503"}
     assert relay["responses"]["401"]["content"]["application/json"]["schema"] == ERROR
     assert {p["name"] for p in relay["parameters"]} == {
-        "X-Treaty-Timestamp", "X-Treaty-Signature", "X-Treaty-Delivery"}
+        "X-Treaty-Timestamp",
+        "X-Treaty-Signature",
+        "X-Treaty-Delivery",
+    }
     train = schema["paths"]["/v1/models/train"]["post"]
     assert {"201", "422"} <= set(train["responses"]) and "200" not in train["responses"]
     body = schema["components"]["schemas"]["TrainBody"]
@@ -81,12 +87,12 @@ def test_the_relay_documents_its_signed_refusal_and_the_training_its_refusal(sch
 def test_the_learning_answers_have_their_serializers(schema):
     models = schema["components"]["schemas"]
     assert "ModelAnswer" in models and "ShadowReportAnswer" in models
-    assert {"id", "version", "weights", "metrics", "createdAt"} <= set(
-        models["Model"]["properties"])
+    assert {"id", "version", "weights", "metrics", "createdAt"} <= set(models["Model"]["properties"])
     assert models["ShadowReport"]["properties"]["marginPct"]["nullable"] is True
 
 
 # --- What generated clients and schema linters read (issue 48) ---------------------------
+
 
 def test_format_json_answers_the_schema_as_json_and_accept_still_chooses(api):
     as_json = api.get("/v1/schema?format=json")
@@ -116,8 +122,10 @@ def test_every_operation_has_a_readable_name_and_a_declared_resource_tag(schema)
         assert tag in declared, (method, path, tag)
     assert len(named) == sum(1 for _ in operations(schema))  # each name once
     assert schema["paths"]["/v1/audit"]["get"]["operationId"] == "listAuditEntries"
-    assert (schema["paths"]["/v1/suggestions/{suggestion_id}/dismiss"]["post"]["operationId"]
-            == "dismissSuggestion")
+    assert (
+        schema["paths"]["/v1/suggestions/{suggestion_id}/dismiss"]["post"]["operationId"]
+        == "dismissSuggestion"
+    )
 
 
 def test_no_answer_property_is_left_untyped(schema):
@@ -134,12 +142,19 @@ def test_no_answer_property_is_left_untyped(schema):
 def test_words_the_docs_list_are_enums(schema):
     components = schema["components"]["schemas"]
     assert components["OutcomeStatus"]["enum"] == [
-        "claimed", "claimed-by-other", "expired", "superseded", "not-reserved"]
+        "claimed",
+        "claimed-by-other",
+        "expired",
+        "superseded",
+        "not-reserved",
+    ]
     assert components["TierName"]["enum"] == ["winner", "runner-up", "any-match"]
     assert "add-station" in components["SuggestionKind"]["enum"]
     assert components["Outcome"]["properties"]["status"] == {
-        "$ref": "#/components/schemas/OutcomeStatus"} or components["Outcome"]["properties"][
-        "status"]["allOf"] == [{"$ref": "#/components/schemas/OutcomeStatus"}]
+        "$ref": "#/components/schemas/OutcomeStatus"
+    } or components["Outcome"]["properties"]["status"]["allOf"] == [
+        {"$ref": "#/components/schemas/OutcomeStatus"}
+    ]
 
 
 def test_the_agent_key_of_a_decision_read_by_agent_is_declared(schema):
@@ -171,7 +186,11 @@ def test_omitted_keys_are_optional_and_a_nullable_reference_is_one_of_it_or_null
     for key in ("tier", "outcome", "reservation", "requires", "reason"):
         assert decision[key]["oneOf"][-1] == null and "nullable" not in decision[key], key
     assert schema["components"]["schemas"]["Null"] == {
-        "type": "object", "nullable": True, "enum": [None], "description": "no value: null"}
+        "type": "object",
+        "nullable": True,
+        "enum": [None],
+        "description": "no value: null",
+    }
 
 
 def test_open_routes_say_they_need_no_credential_and_the_schema_names_its_server(schema):

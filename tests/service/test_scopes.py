@@ -5,6 +5,7 @@ against a token of each scope: the bare 401 without one, a 403 naming the scope 
 The scopes are the product's: `read` every GET but the audit trail, `boards` opting in and
 out, `suggestions` dismissing, `train` training, `admin` everything.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,17 +56,18 @@ def the_products_scope(route: str, method: str) -> str:
     """What the scopes say each route needs; a write not listed here has no rule yet."""
     if method == "GET":
         return ADMIN if route == "v1/audit" else READ
-    return {("v1/boards/<str:board_id>", "PUT"): BOARDS,
-            ("v1/boards/<str:board_id>", "DELETE"): BOARDS,
-            ("v1/suggestions/<str:suggestion_id>/dismiss", "POST"): SUGGESTIONS,
-            ("v1/models/train", "POST"): TRAIN,
-            ("v1/experiments", "POST"): BOARDS}[(route, method)]
+    return {
+        ("v1/boards/<str:board_id>", "PUT"): BOARDS,
+        ("v1/boards/<str:board_id>", "DELETE"): BOARDS,
+        ("v1/suggestions/<str:suggestion_id>/dismiss", "POST"): SUGGESTIONS,
+        ("v1/models/train", "POST"): TRAIN,
+        ("v1/experiments", "POST"): BOARDS,
+    }[(route, method)]
 
 
 def test_every_route_declares_the_scope_of_each_method_it_answers():
     assert len(ROUTES) >= 18  # the routes of docs/api.md's table, /metrics, the schema and docs
-    undeclared = [f"{method} {route}" for route, view, method in ROUTES
-                  if method not in view.scopes]
+    undeclared = [f"{method} {route}" for route, view, method in ROUTES if method not in view.scopes]
     assert undeclared == []
     for route, view, method in ROUTES:
         assert view.scopes[method] == the_products_scope(route, method), (method, route)
@@ -88,11 +90,16 @@ def test_a_method_answered_but_not_declared_is_closed_but_to_admin():
 def store():
     """A row behind every id a route takes, rows to train on, and a token of each scope."""
     rows = rows_behind_every_route()
-    ids = {"board_id": rows["board"], "decision_id": rows["decision"],
-           "suggestion_id": rows["suggestion"], "model_id": rows["model"],
-           "experiment_id": rows["experiment"]}
-    secrets = {scope: actions.do_create_token(f"only-{scope}", [scope], by=SERVICE,
-                                              now=T0)[1] for scope in SCOPES}
+    ids = {
+        "board_id": rows["board"],
+        "decision_id": rows["decision"],
+        "suggestion_id": rows["suggestion"],
+        "model_id": rows["model"],
+        "experiment_id": rows["experiment"],
+    }
+    secrets = {
+        scope: actions.do_create_token(f"only-{scope}", [scope], by=SERVICE, now=T0)[1] for scope in SCOPES
+    }
     return ids, secrets
 
 
@@ -136,23 +143,29 @@ def test_each_route_refuses_each_scope_but_its_own_and_admin(client, store, rout
             assert _let_in(answer, route, method), (scope, answer.content[:300])
         else:
             assert answer.status_code == 403, (scope, answer.status_code)
-            assert answer.json() == {"error": {
-                "code": "forbidden", "message": f"{method} {path} needs the scope {needed}",
-                "scope": needed}}
+            assert answer.json() == {
+                "error": {
+                    "code": "forbidden",
+                    "message": f"{method} {path} needs the scope {needed}",
+                    "scope": needed,
+                }
+            }
     # The configured digest's token keeps every scope, as it always had every route.
     assert _let_in(_call(client, method, path, TEST_OPERATOR_TOKEN), route, method)
 
 
 def test_a_read_token_reads_everything_but_the_audit_trail_and_changes_nothing(client, store):
     ids, secrets = store
-    before = (Board.objects.get().enabled, Suggestion.objects.get().dismissed_at,
-              AuditEntry.objects.count())
+    before = (Board.objects.get().enabled, Suggestion.objects.get().dismissed_at, AuditEntry.objects.count())
     for route, view, method in ROUTES:
         answer = _call(client, method, _path(route, ids), secrets[READ])
         allowed = method == "GET" and route != "v1/audit"
         assert (answer.status_code < 300) == allowed, (method, route, answer.status_code)
-    assert (Board.objects.get().enabled, Suggestion.objects.get().dismissed_at,
-            AuditEntry.objects.count()) == before
+    assert (
+        Board.objects.get().enabled,
+        Suggestion.objects.get().dismissed_at,
+        AuditEntry.objects.count(),
+    ) == before
 
 
 class Unreadable(io.RawIOBase):
@@ -167,14 +180,23 @@ class Unreadable(io.RawIOBase):
 def test_the_scope_is_checked_before_the_body_is_read(client, store, django_assert_num_queries):
     _, secrets = store
     for path, method in (("/v1/models/train", "POST"), ("/v1/boards/brd_a", "PUT")):
-        answer = client.generic(method, path, HTTP_AUTHORIZATION=f"Bearer {secrets[READ]}",
-                                CONTENT_TYPE="application/json", CONTENT_LENGTH="64",
-                                **{"wsgi.input": Unreadable()})
+        answer = client.generic(
+            method,
+            path,
+            HTTP_AUTHORIZATION=f"Bearer {secrets[READ]}",
+            CONTENT_TYPE="application/json",
+            CONTENT_LENGTH="64",
+            **{"wsgi.input": Unreadable()},
+        )
         assert answer.status_code == 403, answer.content
         assert answer.json()["error"]["scope"] in (TRAIN, BOARDS)
     # and a body that would not parse is not parsed: the scope answers, not bad-json
-    refused = client.post("/v1/models/train", data=b"{not json", content_type="application/json",
-                          HTTP_AUTHORIZATION=f"Bearer {secrets[BOARDS]}")
+    refused = client.post(
+        "/v1/models/train",
+        data=b"{not json",
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {secrets[BOARDS]}",
+    )
     assert refused.status_code == 403 and refused.json()["error"]["scope"] == TRAIN
 
 
@@ -196,8 +218,9 @@ def test_a_revoked_token_is_refused_on_the_next_request(client, store):
 
 
 def test_an_expired_token_is_refused_at_once(client, monkeypatch):
-    _, secret = actions.do_create_token("a-day", [READ], by=SERVICE, now=T0,
-                                        expires_at=T0 + timedelta(days=1))
+    _, secret = actions.do_create_token(
+        "a-day", [READ], by=SERVICE, now=T0, expires_at=T0 + timedelta(days=1)
+    )
     token = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
     monkeypatch.setattr(access_auth, "clock", lambda: T0 + timedelta(hours=23, minutes=59))
     assert client.get("/v1/boards", **token).status_code == 200
@@ -205,11 +228,9 @@ def test_an_expired_token_is_refused_at_once(client, monkeypatch):
     assert_bare_401(client.get("/v1/boards", **token))
 
 
-def test_a_token_keeps_only_the_digest_of_its_secret_and_its_use_to_the_minute(client,
-                                                                              monkeypatch):
+def test_a_token_keeps_only_the_digest_of_its_secret_and_its_use_to_the_minute(client, monkeypatch):
     out = io.StringIO()
-    call_command("tokens", "create", "ci-reader", "--scope", "read", "--scope", "boards",
-                 stdout=out)
+    call_command("tokens", "create", "ci-reader", "--scope", "read", "--scope", "boards", stdout=out)
     last = out.getvalue().strip().splitlines()[-1]
     assert last.startswith("token=sdt_") and len(last) == len("token=") + 36
     secret = last.removeprefix("token=")
@@ -232,8 +253,7 @@ def test_a_token_keeps_only_the_digest_of_its_secret_and_its_use_to_the_minute(c
 
 
 def test_tokens_list_and_the_names_and_scopes_it_refuses():
-    call_command("tokens", "create", "ci", "--scope", "read", "--expires-days", "30",
-                 stdout=io.StringIO())
+    call_command("tokens", "create", "ci", "--scope", "read", "--expires-days", "30", stdout=io.StringIO())
     listed = io.StringIO()
     call_command("tokens", "list", stdout=listed)
     assert "ci" in listed.getvalue() and "read" in listed.getvalue()
@@ -242,8 +262,7 @@ def test_tokens_list_and_the_names_and_scopes_it_refuses():
     with pytest.raises(Exception, match="a token's name is"):
         call_command("tokens", "create", "no spaces", "--scope", "read", stdout=io.StringIO())
     with pytest.raises(Exception, match="expires-days"):
-        call_command("tokens", "create", "x", "--scope", "read", "--expires-days", "0",
-                     stdout=io.StringIO())
+        call_command("tokens", "create", "x", "--scope", "read", "--expires-days", "0", stdout=io.StringIO())
     with pytest.raises(Exception, match="no live token named nobody"):
         call_command("tokens", "revoke", "nobody", stdout=io.StringIO())
     call_command("tokens", "revoke", "ci", stdout=io.StringIO())
@@ -251,12 +270,10 @@ def test_tokens_list_and_the_names_and_scopes_it_refuses():
 
 
 def test_a_token_made_for_a_user_does_no_more_than_their_role(client):
-    viewer = get_user_model().objects.create_user("vera", password="pw-for-tests-1",
-                                                  is_staff=True)
+    viewer = get_user_model().objects.create_user("vera", password="pw-for-tests-1", is_staff=True)
     viewer.groups.set([Group.objects.get(name="viewer")])
     Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
-    _, secret = actions.do_create_token("vera-script", [READ, BOARDS], by=SERVICE, now=T0,
-                                        user=viewer)
+    _, secret = actions.do_create_token("vera-script", [READ, BOARDS], by=SERVICE, now=T0, user=viewer)
     token = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
     assert client.get("/v1/boards", **token).status_code == 200
     assert client.delete("/v1/boards/brd_a", **token).status_code == 403  # not a viewer's
@@ -267,27 +284,37 @@ def test_a_token_made_for_a_user_does_no_more_than_their_role(client):
     script = get_user_model().objects.create_user("relabel-bot", is_staff=False)
     script.groups.set([Group.objects.get(name="operator")])
     _, secret = actions.do_create_token("relabel", [BOARDS], by=SERVICE, now=T0, user=script)
-    assert client.delete("/v1/boards/brd_a", HTTP_AUTHORIZATION=f"Bearer {secret}"
-                         ).status_code == 200
+    assert client.delete("/v1/boards/brd_a", HTTP_AUTHORIZATION=f"Bearer {secret}").status_code == 200
 
 
 def test_the_audit_trail_is_paged_like_decisions_and_filtered(client, store):
     _, secrets = store
     admin = {"HTTP_AUTHORIZATION": f"Bearer {secrets[ADMIN]}"}
     for i in range(5):
-        actions.do_record(SERVICE, "board.opt-in", f"brd_{i}", None, {"enabled": True},
-                          T0 + timedelta(seconds=i))
+        actions.do_record(
+            SERVICE, "board.opt-in", f"brd_{i}", None, {"enabled": True}, T0 + timedelta(seconds=i)
+        )
     newest = client.get("/v1/audit?action=board.opt-in&limit=2", **admin).json()["audit"]
     assert [e["target"] for e in newest] == ["brd_4", "brd_3"]
-    assert set(newest[0]) == {"id", "at", "actor", "actorKind", "user", "via", "action",
-                              "target", "before", "after"}
-    after_id = client.get(f"/v1/audit?action=board.opt-in&limit=2&before={newest[-1]['id']}",
-                          **admin).json()["audit"]
+    assert set(newest[0]) == {
+        "id",
+        "at",
+        "actor",
+        "actorKind",
+        "user",
+        "via",
+        "action",
+        "target",
+        "before",
+        "after",
+    }
+    after_id = client.get(f"/v1/audit?action=board.opt-in&limit=2&before={newest[-1]['id']}", **admin).json()[
+        "audit"
+    ]
     assert [e["target"] for e in after_id] == ["brd_2", "brd_1"]
     by_time = client.get(f"/v1/audit?action=board.opt-in&before={newest[-1]['at']}", **admin)
     assert [e["target"] for e in by_time.json()["audit"]] == ["brd_2", "brd_1", "brd_0"]
-    assert [e["target"] for e in client.get("/v1/audit?target=brd_0", **admin).json()["audit"]] \
-        == ["brd_0"]
+    assert [e["target"] for e in client.get("/v1/audit?target=brd_0", **admin).json()["audit"]] == ["brd_0"]
     mine = client.get("/v1/audit?actor=superdispatch&action=token.create", **admin).json()
     assert {e["target"] for e in mine["audit"]} == {f"only-{s}" for s in SCOPES}
     for bad in ("limit=0", "before=aud_x", "before=yesterday", "colour=red", "actor=a%20b"):
@@ -297,8 +324,9 @@ def test_the_audit_trail_is_paged_like_decisions_and_filtered(client, store):
 def test_paging_the_trail_by_id_misses_none_of_the_entries_written_at_one_time(client, store):
     _, secrets = store
     admin = {"HTTP_AUTHORIZATION": f"Bearer {secrets[ADMIN]}"}
-    actions.do_record_many(SERVICE, "event.redeliver",
-                           [(f"evt_{i}", None, None) for i in range(7)], T0)  # one moment
+    actions.do_record_many(
+        SERVICE, "event.redeliver", [(f"evt_{i}", None, None) for i in range(7)], T0
+    )  # one moment
     seen, before = [], ""
     while True:
         page = client.get(f"/v1/audit?action=event.redeliver&limit=3{before}", **admin).json()
@@ -341,6 +369,7 @@ def test_the_api_page_lists_each_routes_scope_as_the_views_declare_it():
 
 def test_the_docs_say_what_each_scope_opens_as_the_scopes_declare_it():
     table = ACCESS_DOC.read_text().split("| Scope | What it opens |", 1)[1].splitlines()[2:]
-    rows = [line.strip("|").split("|") for line in table[:len(SCOPES)]]
+    rows = [line.strip("|").split("|") for line in table[: len(SCOPES)]]
     assert {name.strip().strip("`"): grants.strip() for name, grants in rows} == {
-        s.name: s.grants for s in SCOPES.values()}
+        s.name: s.grants for s in SCOPES.values()
+    }

@@ -3,6 +3,7 @@ HTTP what no test client can send as a server receives it: a request line or a h
 gunicorn's limits, a malformed request, chunked bodies, a body over the limit, and each of the
 probes that once answered 500. Every answer is a 4xx in the API's error shape, or the bare 401.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,11 +32,18 @@ def served(tmp_path_factory):
     """host:port of SuperDispatch served as in production, on a store of its own."""
     data_dir = tmp_path_factory.mktemp("served")
     env = _env(data_dir)
-    migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    migrate = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert migrate.returncode == 0, migrate.stderr
-    server = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=ROOT, env=env,
-                              stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+    )
     log = ServerLog()
     threading.Thread(target=log.read, args=(server.stderr,), daemon=True).start()
     try:
@@ -69,8 +77,7 @@ def ask(served, method: str, path: str, body=None, headers=None, chunked: bool =
     address, _ = served
     connection = http.client.HTTPConnection(address, timeout=30)
     try:
-        connection.request(method, path, body=body, headers=headers or {},
-                           encode_chunked=chunked)
+        connection.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
         response = connection.getresponse()
         return response.status, response.headers, response.read()
     finally:
@@ -104,6 +111,7 @@ def assert_error(answer, status: int, code: str | None = None) -> dict:
 
 # --- gunicorn's own refusals --------------------------------------------------------------
 
+
 def test_a_request_line_over_the_servers_limit_is_a_414_in_the_error_shape(served):
     answer = ask(served, "GET", "/v1/decisions?board=brd_" + "a" * 5000, headers=TOKEN)
     assert "4094" in assert_error(answer, 414, "request-line-too-long")["message"]
@@ -114,12 +122,15 @@ def test_a_header_over_the_servers_limit_is_a_431_in_the_error_shape(served):
     assert_error(answer, 431, "headers-too-large")
 
 
-@pytest.mark.parametrize("request_bytes", [
-    b"GET /v1/boards HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n",
-    b"BREW\x00 /v1/boards HTTP/1.1\r\n\r\n",
-    b"GET /v1/boards HTTP/9.9\r\n\r\n",
-    b"POST /v1/models/train HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-])
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GET /v1/boards HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n",
+        b"BREW\x00 /v1/boards HTTP/1.1\r\n\r\n",
+        b"GET /v1/boards HTTP/9.9\r\n\r\n",
+        b"POST /v1/models/train HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+)
 def test_a_malformed_request_is_refused_in_the_error_shape(served, request_bytes):
     status, headers, body = raw(served, request_bytes)
     assert 400 <= status < 500 or status == 501, body
@@ -135,16 +146,18 @@ def test_the_admins_sign_in_page_is_served_with_its_cookie(served):
 
 # --- Bodies ---------------------------------------------------------------------------------
 
+
 def test_a_chunked_body_is_read_not_ignored(served):
-    answer = ask(served, "PUT", "/v1/boards/brd_chunky", body=iter([b'{"x":', b" 1}"]),
-                 headers=TOKEN, chunked=True)
+    answer = ask(
+        served, "PUT", "/v1/boards/brd_chunky", body=iter([b'{"x":', b" 1}"]), headers=TOKEN, chunked=True
+    )
     assert_error(answer, 400, "unexpected-body")
     assert ask(served, "GET", "/v1/boards/brd_chunky", headers=TOKEN)[0] == 404
-    answer = ask(served, "POST", "/v1/models/train", body=iter([b'{"seed": "1"}']),
-                 headers=TOKEN, chunked=True)
+    answer = ask(
+        served, "POST", "/v1/models/train", body=iter([b'{"seed": "1"}']), headers=TOKEN, chunked=True
+    )
     assert assert_error(answer, 400, "bad-field")["message"].startswith("seed must be")
-    assert ask(served, "PUT", "/v1/boards/brd_chunky", body=iter([]), headers=TOKEN,
-               chunked=True)[0] == 200
+    assert ask(served, "PUT", "/v1/boards/brd_chunky", body=iter([]), headers=TOKEN, chunked=True)[0] == 200
 
 
 def test_a_chunked_body_over_the_limit_is_a_413(served):
@@ -156,39 +169,65 @@ def test_a_chunked_body_over_the_limit_is_a_413(served):
 def test_a_body_over_the_limit_is_a_413_read_to_its_end(served):
     body = json.dumps({"pad": "x" * BODY_LIMIT}).encode()
     for _ in range(3):  # and the connection answers every time, none of them dropped
-        answer = ask(served, "POST", "/v1/models/train", body=body,
-                     headers={**TOKEN, "Content-Type": "application/json"})
+        answer = ask(
+            served,
+            "POST",
+            "/v1/models/train",
+            body=body,
+            headers={**TOKEN, "Content-Type": "application/json"},
+        )
         assert str(BODY_LIMIT) in assert_error(answer, 413, "too-large")["message"]
 
 
 # --- The probes that answered 500 -----------------------------------------------------------
 
+
 def _signed(body: bytes, ts: str | None = None) -> dict:
     ts = ts or str(int(time.time()))
-    mac = hmac.new(GOOD["TREATY_RELAY_DELIVERY_SECRET"].encode(), ts.encode() + b"." + body,
-                   hashlib.sha256).hexdigest()
-    return {"X-Treaty-Timestamp": ts, "X-Treaty-Signature": f"sha256={mac}",
-            "X-Treaty-Delivery": "dlv_probe", "Content-Type": "application/json"}
+    mac = hmac.new(
+        GOOD["TREATY_RELAY_DELIVERY_SECRET"].encode(), ts.encode() + b"." + body, hashlib.sha256
+    ).hexdigest()
+    return {
+        "X-Treaty-Timestamp": ts,
+        "X-Treaty-Signature": f"sha256={mac}",
+        "X-Treaty-Delivery": "dlv_probe",
+        "Content-Type": "application/json",
+    }
 
 
 DEEP = b"[" * 10_000 + b"]" * 10_000
 PROBES = {
-    "timestamp of 400 digits": ("POST", "/v1/relay/events", b"{}",
-                                {"X-Treaty-Timestamp": "9" * 400, "X-Treaty-Signature": "x"}, 401),
-    "timestamp ²": ("POST", "/v1/relay/events", b"{}",
-                    {"X-Treaty-Timestamp": "\xb2", "X-Treaty-Signature": "x"}, 401),
-    "before out of range": ("GET", "/v1/decisions?before=9999-12-31T23:59:59-14:00", None,
-                            TOKEN, 400),
-    "since out of range": ("GET", "/v1/dataset?since=0001-01-01T00:00:00%2B14:00", None, TOKEN,
-                           400),
-    "training since out of range": ("POST", "/v1/models/train",
-                                    b'{"since":"9999-12-31T23:59:59-14:00"}',
-                                    {**TOKEN, "Content-Type": "application/x-www-form-urlencoded"},
-                                    400),
-    "deep JSON, as a form": ("POST", "/v1/models/train", DEEP,
-                             {**TOKEN, "Content-Type": "application/x-www-form-urlencoded"}, 400),
-    "deep JSON": ("POST", "/v1/models/train", DEEP,
-                  {**TOKEN, "Content-Type": "application/json"}, 400),
+    "timestamp of 400 digits": (
+        "POST",
+        "/v1/relay/events",
+        b"{}",
+        {"X-Treaty-Timestamp": "9" * 400, "X-Treaty-Signature": "x"},
+        401,
+    ),
+    "timestamp ²": (
+        "POST",
+        "/v1/relay/events",
+        b"{}",
+        {"X-Treaty-Timestamp": "\xb2", "X-Treaty-Signature": "x"},
+        401,
+    ),
+    "before out of range": ("GET", "/v1/decisions?before=9999-12-31T23:59:59-14:00", None, TOKEN, 400),
+    "since out of range": ("GET", "/v1/dataset?since=0001-01-01T00:00:00%2B14:00", None, TOKEN, 400),
+    "training since out of range": (
+        "POST",
+        "/v1/models/train",
+        b'{"since":"9999-12-31T23:59:59-14:00"}',
+        {**TOKEN, "Content-Type": "application/x-www-form-urlencoded"},
+        400,
+    ),
+    "deep JSON, as a form": (
+        "POST",
+        "/v1/models/train",
+        DEEP,
+        {**TOKEN, "Content-Type": "application/x-www-form-urlencoded"},
+        400,
+    ),
+    "deep JSON": ("POST", "/v1/models/train", DEEP, {**TOKEN, "Content-Type": "application/json"}, 400),
     # Signed when it is sent, not when the tests are collected: a suite that runs for more than
     # the relay's five minutes of skew would otherwise send a stale timestamp.
     "deep JSON, signed": ("POST", "/v1/relay/events", DEEP, lambda: _signed(DEEP), 400),
@@ -220,8 +259,9 @@ def test_the_probes_left_no_error_in_the_servers_log(served):
 
 SLOW_STARTS = {
     "a header line never finished": b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
-    "a body short of its length": (b"POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                   b"Content-Length: 1000\r\n\r\n{\"type\": "),
+    "a body short of its length": (
+        b'POST /v1/relay/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{"type": '
+    ),
 }
 
 

@@ -1,4 +1,5 @@
 """docs/settings.md's table lists every setting the code reads, with its default."""
+
 import re
 from pathlib import Path
 

@@ -5,6 +5,7 @@ does not check: no import of a project package hides inside a function, and ever
 SuperDispatch's tables goes through a named action (`records/store/actions/`,
 `learning/actions.py`, `access/actions.py`).
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,8 +26,16 @@ FUNCTION_IMPORTS_ALLOWED = {
     ("superdispatch/refusals.py", "_count"),
 }
 
-WRITE_VERBS = {"save", "delete", "create", "get_or_create", "update_or_create", "bulk_create",
-               "bulk_update", "update"}
+WRITE_VERBS = {
+    "save",
+    "delete",
+    "create",
+    "get_or_create",
+    "update_or_create",
+    "bulk_create",
+    "bulk_update",
+    "update",
+}
 # Writes to tables that are not ours (django-celery-beat's schedule, Django's groups of the
 # roles), and the outbox's own: its
 # rows are written inside the actions' transactions (an event goes out with the decision that it
@@ -58,10 +67,12 @@ def _function_imports(tree: ast.AST):
 
 
 def test_no_import_of_a_project_package_hides_inside_a_function():
-    found = [f"{path}:{line} {function}() imports {name}"
-             for path, tree in _service_files()
-             for function, line, name in _function_imports(tree)
-             if (path, function) not in FUNCTION_IMPORTS_ALLOWED]
+    found = [
+        f"{path}:{line} {function}() imports {name}"
+        for path, tree in _service_files()
+        for function, line, name in _function_imports(tree)
+        if (path, function) not in FUNCTION_IMPORTS_ALLOWED
+    ]
     assert found == []
 
 
@@ -102,18 +113,22 @@ def _named_actions(path: str) -> bool:
 
 
 def test_every_write_to_our_tables_goes_through_a_named_action():
-    found = [f"{path}:{line} {chain}"
-             for path, tree in _service_files()
-             if not _named_actions(path) and path not in WRITES_ALLOWED
-             for line, chain in _writes(tree)]
+    found = [
+        f"{path}:{line} {chain}"
+        for path, tree in _service_files()
+        if not _named_actions(path) and path not in WRITES_ALLOWED
+        for line, chain in _writes(tree)
+    ]
     assert found == []
 
 
 def test_the_shape_checks_see_what_they_look_for():
     """The checks above would find a write and a hidden import if there were one."""
-    tree = ast.parse("def f():\n    from records.models import Board\n"
-                     "    Board.objects.filter(pk=1).update(enabled=False)\n    row.save()\n"
-                     "    seen.update({1})\n")
+    tree = ast.parse(
+        "def f():\n    from records.models import Board\n"
+        "    Board.objects.filter(pk=1).update(enabled=False)\n    row.save()\n"
+        "    seen.update({1})\n"
+    )
     assert [name for _, _, name in _function_imports(tree)] == ["records.models"]
     assert [chain for _, chain in _writes(tree)] == ["Board.objects.filter.update", "row.save"]
 
@@ -131,10 +146,13 @@ def _imports_of_the_actions_package(tree: ast.AST):
 
 def test_each_action_is_imported_from_its_domains_module():
     """As Zulip's zerver/actions/: the package lists nothing, so there is no list to keep."""
-    found = [f"{path.relative_to(ROOT)}:{line}"
-             for package in (*SERVICE, "tests", "bench")
-             for path in sorted((ROOT / package).rglob("*.py")) if "migrations" not in path.parts
-             for line in _imports_of_the_actions_package(ast.parse(path.read_text()))]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in (*SERVICE, "tests", "bench")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "migrations" not in path.parts
+        for line in _imports_of_the_actions_package(ast.parse(path.read_text()))
+    ]
     assert found == []
     package = ast.parse((ROOT / "records" / "store" / "actions" / "__init__.py").read_text())
     assert [type(node).__name__ for node in package.body] == ["Expr"]  # its docstring alone

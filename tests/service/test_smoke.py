@@ -1,5 +1,6 @@
 """`manage.py smoke`: the release's checks against the sandbox suite on real ports and the
 service on Django's live server, one line each, exit 0 only when all pass."""
+
 import io
 import os
 import socket
@@ -26,8 +27,11 @@ CHECKS = ["healthz", "accounts-token", "hub", "first-sweep"]
 
 @pytest.fixture
 def suite():
-    suite = Suite(parse_scenario(scenario()), clock=VirtualClock(system_clock()),
-                  relay_secret=settings.SUPERDISPATCH.relay_secret)
+    suite = Suite(
+        parse_scenario(scenario()),
+        clock=VirtualClock(system_clock()),
+        relay_secret=settings.SUPERDISPATCH.relay_secret,
+    )
     with SandboxServers(suite):
         yield suite
 
@@ -40,15 +44,18 @@ def closed_port_url() -> str:
 
 def swept(seconds_ago: float = 0) -> None:
     LoopState.objects.update_or_create(
-        pk="loop", defaults={"last_sweep_at": timezone.now() - timedelta(seconds=seconds_ago)})
+        pk="loop", defaults={"last_sweep_at": timezone.now() - timedelta(seconds=seconds_ago)}
+    )
 
 
 def smoke(suite, url: str, **env_changes) -> tuple[int, list[str], str]:
     """Run the command with settings pointing at the suite: (exit status, its lines, stderr)."""
-    env = {**suite.dispatch_config().as_env(),
-           "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": ",".join(
-               settings.SUPERDISPATCH.operator_token_sha256),
-           "SUPERDISPATCH_DATA_DIR": settings.SUPERDISPATCH.data_dir, **env_changes}
+    env = {
+        **suite.dispatch_config().as_env(),
+        "SUPERDISPATCH_OPERATOR_TOKEN_SHA256": ",".join(settings.SUPERDISPATCH.operator_token_sha256),
+        "SUPERDISPATCH_DATA_DIR": settings.SUPERDISPATCH.data_dir,
+        **env_changes,
+    }
     out, err = io.StringIO(), io.StringIO()
     with override_settings(SUPERDISPATCH=config.load(env)):
         try:
@@ -85,8 +92,12 @@ def test_it_changes_nothing_here_or_in_the_suite(live_server, suite):
 def test_no_sweep_yet_fails_the_last_check_and_names_it(live_server, suite):
     status, lines, err = smoke(suite, live_server.url)
     assert status == 1
-    assert verdicts(lines) == [("healthz", "ok"), ("accounts-token", "ok"), ("hub", "ok"),
-                               ("first-sweep", "failed")]
+    assert verdicts(lines) == [
+        ("healthz", "ok"),
+        ("accounts-token", "ok"),
+        ("hub", "ok"),
+        ("first-sweep", "failed"),
+    ]
     assert err == "smoke: failed: first-sweep"
     assert not LoopState.objects.exists()  # it looked; it wrote no state row
 
@@ -100,11 +111,16 @@ def test_a_loop_that_stopped_sweeping_fails(live_server, suite):
 
 def test_a_service_that_is_down_and_a_refused_credential_name_the_first_failure(suite):
     swept()
-    status, lines, err = smoke(suite, closed_port_url(),
-                               ORG_PLANE_SERVICE_CREDENTIAL="svc_99999999999999999999:not-it")
+    status, lines, err = smoke(
+        suite, closed_port_url(), ORG_PLANE_SERVICE_CREDENTIAL="svc_99999999999999999999:not-it"
+    )
     assert status == 1
-    assert verdicts(lines) == [("healthz", "failed"), ("accounts-token", "failed"),
-                               ("hub", "failed"), ("first-sweep", "ok")]
+    assert verdicts(lines) == [
+        ("healthz", "failed"),
+        ("accounts-token", "failed"),
+        ("hub", "failed"),
+        ("first-sweep", "ok"),
+    ]
     assert "unreachable (ConnectionError)" in lines[0]
     assert err == "smoke: failed: healthz (first of 3 failed checks)"
     assert "not-it" not in "\n".join(lines) + err  # the credential is never printed
@@ -119,10 +135,22 @@ def test_an_unreachable_hub_is_named(live_server, suite):
 
 def test_from_the_command_line_every_failure_is_a_line_and_the_status_is_1(tmp_path):
     down = closed_port_url()
-    env = {**_clean_env(), **GOOD, "SUPERDISPATCH_DATA_DIR": str(tmp_path),
-           "SUPERPIPELINE_URL": down, "ORG_PLANE_URL": down, "AGENTPOD_URL": down}
-    result = subprocess.run([sys.executable, "manage.py", "smoke", "--url", down], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        **_clean_env(),
+        **GOOD,
+        "SUPERDISPATCH_DATA_DIR": str(tmp_path),
+        "SUPERPIPELINE_URL": down,
+        "ORG_PLANE_URL": down,
+        "AGENTPOD_URL": down,
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "smoke", "--url", down],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1
     assert verdicts(result.stdout.splitlines()) == [(name, "failed") for name in CHECKS]
     assert "cannot be read" in result.stdout  # a store never migrated
@@ -131,6 +159,8 @@ def test_from_the_command_line_every_failure_is_a_line_and_the_status_is_1(tmp_p
 
 
 def _clean_env() -> dict:
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("SUPER", "ORG_", "AGENTPOD", "TREATY", "DJANGO", "DATABASE",
-                                 "REDIS"))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SUPER", "ORG_", "AGENTPOD", "TREATY", "DJANGO", "DATABASE", "REDIS"))
+    }

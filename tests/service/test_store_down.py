@@ -2,6 +2,7 @@
 Retry-After (the relay delivers again; a probe says "not now"), never 500; and a kept
 connection is checked before a request uses it, so a database restart costs no request.
 Likewise the webhook while the task queue (Redis, broker and cache) cannot be reached."""
+
 from __future__ import annotations
 
 from unittest import mock
@@ -34,8 +35,7 @@ def test_healthz_answers_503_with_retry_after_while_the_store_is_down(client):
     assert client.get("/healthz").status_code == 200  # back as soon as the store is
 
 
-def test_a_relay_delivery_answers_503_while_the_store_is_down_and_is_taken_on_redelivery(
-        client, enqueued):  # noqa: F811
+def test_a_relay_delivery_answers_503_while_the_store_is_down_and_is_taken_on_redelivery(client, enqueued):  # noqa: F811
     do_opt_in("brd_a", T0)
     with store_down():
         response = deliver(client, READY, delivery="dlv_down")
@@ -88,8 +88,8 @@ def test_a_task_starts_and_ends_as_a_request_does(monkeypatch, eager):
 
 # --- The queue (Redis: the broker and the cache) down ----------------------------------------
 
-def test_a_relay_delivery_answers_503_while_the_queue_is_down_and_is_taken_on_redelivery(
-        client, monkeypatch):
+
+def test_a_relay_delivery_answers_503_while_the_queue_is_down_and_is_taken_on_redelivery(client, monkeypatch):
     """Redis restarting: the card's task cannot be sent. The delivery is answered 503 with
     Retry-After, its id forgotten with the transaction, so the relay's next try is taken."""
     from kombu.exceptions import OperationalError as BrokerDown

@@ -1,4 +1,5 @@
 """`manage.py tune-holds`: the windows the settled holds pick, and a plain answer when they are too few."""
+
 from datetime import datetime, timedelta, timezone
 from io import StringIO
 
@@ -15,11 +16,19 @@ T0 = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
 def _hold(n: int, latency: float | None, tier: str = "winner", board: str = "brd_a") -> None:
     made = T0 + timedelta(minutes=n)
     Decision.objects.create(
-        id=f"pld_{n:024x}", board_id=board, card_id=f"card_{n}", stage_key="review",
-        policy="idle-stage-success-lru@3", chosen="agt_a", tier_name=tier, tier_step=1,
-        reserved_until=made + timedelta(seconds=60), created_at=made,
+        id=f"pld_{n:024x}",
+        board_id=board,
+        card_id=f"card_{n}",
+        stage_key="review",
+        policy="idle-stage-success-lru@3",
+        chosen="agt_a",
+        tier_name=tier,
+        tier_step=1,
+        reserved_until=made + timedelta(seconds=60),
+        created_at=made,
         outcome_status="claimed" if latency is not None else "expired",
-        outcome_at=made + timedelta(seconds=latency if latency is not None else 60))
+        outcome_at=made + timedelta(seconds=latency if latency is not None else 60),
+    )
 
 
 def _run(*args) -> str:
@@ -63,11 +72,19 @@ def test_board_and_since_narrow_the_holds():
 def _held(n: int, agent: str, latency: float | None, hold_s: int = 20) -> None:
     made = T0 + timedelta(minutes=n)
     Decision.objects.create(
-        id=f"pld_{n:024x}", board_id="brd_a", card_id=f"card_{n}", stage_key="review",
-        policy="idle-stage-success-lru@3", chosen=agent, tier_name="winner", tier_step=1,
-        reserved_until=made + timedelta(seconds=hold_s), created_at=made,
+        id=f"pld_{n:024x}",
+        board_id="brd_a",
+        card_id=f"card_{n}",
+        stage_key="review",
+        policy="idle-stage-success-lru@3",
+        chosen=agent,
+        tier_name="winner",
+        tier_step=1,
+        reserved_until=made + timedelta(seconds=hold_s),
+        created_at=made,
         outcome_status="claimed" if latency is not None else "expired",
-        outcome_at=made + timedelta(seconds=latency if latency is not None else hold_s))
+        outcome_at=made + timedelta(seconds=latency if latency is not None else hold_s),
+    )
 
 
 def test_a_late_claim_by_an_agent_that_claims_on_time_is_a_no_show_not_a_slow_poll():

@@ -1,4 +1,5 @@
 """`manage.py what-if` and `GET /v1/what-if`: the store's decisions replayed under another formula."""
+
 from datetime import timedelta
 from io import StringIO
 
@@ -17,10 +18,20 @@ pytestmark = pytest.mark.django_db
 
 def _candidate(agent: str, rate: float, claims: float) -> dict:
     record = (rate + 0.5) / 2
-    return {"agent": agent, "terms": {"stageRecord": record, "successRate": claims,
-                                      "sinceLastDispatchS": 100.0},
-            "history": {"runs": 10, "succeeded": round(10 * rate), "verdicts": 0, "passes": 0,
-                        "weight": 10.0, "outcomeRate": rate, "verdictRate": 0.5, "stageRecord": record}}
+    return {
+        "agent": agent,
+        "terms": {"stageRecord": record, "successRate": claims, "sinceLastDispatchS": 100.0},
+        "history": {
+            "runs": 10,
+            "succeeded": round(10 * rate),
+            "verdicts": 0,
+            "passes": 0,
+            "weight": 10.0,
+            "outcomeRate": rate,
+            "verdictRate": 0.5,
+            "stageRecord": record,
+        },
+    }
 
 
 def _decisions(count: int, board: str = "brd_a") -> None:
@@ -28,12 +39,19 @@ def _decisions(count: int, board: str = "brd_a") -> None:
     later; every third run failed."""
     for n in range(count):
         made = T0 + timedelta(minutes=n)
-        make_decision(board=board, card=f"card_{n}", chosen="agt_a", created_at=made,
-                      candidates=[_candidate("agt_a", 0.8, 0.7), _candidate("agt_b", 0.6, 0.6)],
-                      reserved_until=made + timedelta(seconds=60), outcome_status="claimed",
-                      outcome_by="agt_a", outcome_at=made + timedelta(seconds=3),
-                      run_status="failed" if n % 3 == 0 else "succeeded",
-                      run_ended_at=made + timedelta(seconds=63))
+        make_decision(
+            board=board,
+            card=f"card_{n}",
+            chosen="agt_a",
+            created_at=made,
+            candidates=[_candidate("agt_a", 0.8, 0.7), _candidate("agt_b", 0.6, 0.6)],
+            reserved_until=made + timedelta(seconds=60),
+            outcome_status="claimed",
+            outcome_by="agt_a",
+            outcome_at=made + timedelta(seconds=3),
+            run_status="failed" if n % 3 == 0 else "succeeded",
+            run_ended_at=made + timedelta(seconds=63),
+        )
 
 
 def _run(*args) -> str:
@@ -63,8 +81,9 @@ def test_the_command_replays_and_estimates_each_formula():
 def test_the_command_says_plainly_when_there_are_too_few():
     _decisions(5)
     text = _run("--formula", "idle-stage-success-lru@3")
-    assert ("too few decisions to judge (3 replayed; at least 30 are needed). Keep the current formula."
-            in text)
+    assert (
+        "too few decisions to judge (3 replayed; at least 30 are needed). Keep the current formula." in text
+    )
     assert "SUPERDISPATCH_FORMULA" not in text
 
 
@@ -96,8 +115,10 @@ def test_the_command_names_a_bad_argument(args, message):
 def test_the_route_answers_with_each_estimate(api):
     _decisions(35)
     _decisions(3, board="brd_b")
-    answer = api.get("/v1/what-if?formula=wait-for-better@3&board=brd_a"
-                     "&since=2026-11-13T10:05:00Z&until=2026-11-13T10:30:00Z").json()["whatIf"]
+    answer = api.get(
+        "/v1/what-if?formula=wait-for-better@3&board=brd_a"
+        "&since=2026-11-13T10:05:00Z&until=2026-11-13T10:30:00Z"
+    ).json()["whatIf"]
     # Minutes 5 to 29: 25 decisions, each with the claims of the look-back before it to go on.
     assert answer["decisions"] == 25 and answer["replayed"] == 25 and answer["notReplayed"] == []
     assert answer["enough"] is False and answer["verdict"].startswith("too few decisions to judge (25")
@@ -115,24 +136,49 @@ def test_the_route_answers_with_each_estimate(api):
 ROUTE = "/v1/what-if"
 
 
-@pytest.mark.parametrize("query, code, message", [
-    ("formula=fastest", "bad-parameter", "formula must be a declared formula, by name or name@version: "
-                                         f"one of {', '.join(formulas.recorded_names())} (by default "
-                                         "the first that is not SUPERDISPATCH_FORMULA)"),
-    ("formula=wait-for-better&since=soon", "bad-parameter",
-     "since must be a time (RFC 3339, or a date like 2026-11-01)"),
-    ("formula=wait-for-better&until=2026-13-01", "bad-parameter",
-     "until must be a time (RFC 3339, or a date like 2026-11-01)"),
-    ("formula=wait-for-better&since=2026-11-14&until=2026-11-13", "bad-parameter",
-     "since must be before until"),
-    ("formula=wait-for-better&board=nowhere", "bad-parameter", "board must be a board id (brd_…)"),
-    ("since=0001-01-01", "bad-parameter",
-     "since must be 0001-01-02T00:00:00Z or later: the replay reads the 24 hours before it"),
-    ("since=0001-01-01T23:59:59.999999Z", "bad-parameter",
-     "since must be 0001-01-02T00:00:00Z or later: the replay reads the 24 hours before it"),
-    ("formula=wait-for-better&colour=red", "unknown-parameter",
-     "unknown parameter 'colour'; this route takes: board, formula, since, until"),
-])
+@pytest.mark.parametrize(
+    "query, code, message",
+    [
+        (
+            "formula=fastest",
+            "bad-parameter",
+            "formula must be a declared formula, by name or name@version: "
+            f"one of {', '.join(formulas.recorded_names())} (by default "
+            "the first that is not SUPERDISPATCH_FORMULA)",
+        ),
+        (
+            "formula=wait-for-better&since=soon",
+            "bad-parameter",
+            "since must be a time (RFC 3339, or a date like 2026-11-01)",
+        ),
+        (
+            "formula=wait-for-better&until=2026-13-01",
+            "bad-parameter",
+            "until must be a time (RFC 3339, or a date like 2026-11-01)",
+        ),
+        (
+            "formula=wait-for-better&since=2026-11-14&until=2026-11-13",
+            "bad-parameter",
+            "since must be before until",
+        ),
+        ("formula=wait-for-better&board=nowhere", "bad-parameter", "board must be a board id (brd_…)"),
+        (
+            "since=0001-01-01",
+            "bad-parameter",
+            "since must be 0001-01-02T00:00:00Z or later: the replay reads the 24 hours before it",
+        ),
+        (
+            "since=0001-01-01T23:59:59.999999Z",
+            "bad-parameter",
+            "since must be 0001-01-02T00:00:00Z or later: the replay reads the 24 hours before it",
+        ),
+        (
+            "formula=wait-for-better&colour=red",
+            "unknown-parameter",
+            "unknown parameter 'colour'; this route takes: board, formula, since, until",
+        ),
+    ],
+)
 def test_the_route_names_a_bad_query(api, query, code, message):
     response = api.get(f"{ROUTE}?{query}")
     assert response.status_code == 400
@@ -156,9 +202,15 @@ def test_a_window_over_the_cap_is_refused_with_the_cap_named_before_any_replay(a
     monkeypatch.setattr(what_if, "estimate", lambda *a, **k: pytest.fail("replayed past the cap"))
     response = api.get(ROUTE)
     assert response.status_code == 400
-    assert response.json() == {"error": {"code": "too-many-decisions", "message": (
-        "the window holds more than 5 decisions, the most one what-if replays; narrow it with "
-        "board, since or until")}}
+    assert response.json() == {
+        "error": {
+            "code": "too-many-decisions",
+            "message": (
+                "the window holds more than 5 decisions, the most one what-if replays; narrow it with "
+                "board, since or until"
+            ),
+        }
+    }
     # A window of the cap itself is answered.
     monkeypatch.undo()
     monkeypatch.setattr(what_if, "MOST_REPLAYED", 5)

@@ -1,4 +1,5 @@
 """Opted-in boards, settings a test can change, and a way to read what a sync left open."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,13 +21,14 @@ def boards(db):
 @pytest.fixture
 def configure(settings):
     """Change SuperDispatch's settings for one test: configure(stall_minutes=10)."""
+
     def change(**values):
         settings.SUPERDISPATCH = dataclasses.replace(settings.SUPERDISPATCH, **values)
+
     return change
 
 
 def synced(now: datetime) -> dict[str, Suggestion]:
     """Sync at `now`, then every open suggestion by kind (one board and stage in these tests)."""
     sync(now)
-    return {s.kind: s for s in Suggestion.objects.filter(resolved_at__isnull=True,
-                                                         dismissed_at__isnull=True)}
+    return {s.kind: s for s in Suggestion.objects.filter(resolved_at__isnull=True, dismissed_at__isnull=True)}

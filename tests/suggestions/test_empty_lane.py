@@ -5,6 +5,7 @@ The decisions of such a lane record agents off the roster that have the capabili
 lane's own rule `empty-lane`. With nobody in the workspace either, the supply proposal
 (`add-station`) speaks instead.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -49,25 +50,29 @@ def test_decisions_recorded_as_one_candidate_before_the_lane_had_its_own_reason_
 
 def test_the_evidence_is_every_decision_of_the_window_that_found_the_lane_empty():
     first = make_decision(card="card_1", reason="empty-lane", created_at=at(0), candidates=[ELI_OFF])
-    make_decision(card="card_2", chosen="agt_ada", created_at=at(MIN),
-                  candidates=[ADA, {"agent": "agt_bob"}, ELI_OFF])
-    last = make_decision(card="card_3", reason="empty-lane", created_at=at(2 * MIN),
-                         candidates=[ADA_INCAPABLE, ELI_OFF])
+    make_decision(
+        card="card_2", chosen="agt_ada", created_at=at(MIN), candidates=[ADA, {"agent": "agt_bob"}, ELI_OFF]
+    )
+    last = make_decision(
+        card="card_3", reason="empty-lane", created_at=at(2 * MIN), candidates=[ADA_INCAPABLE, ELI_OFF]
+    )
     s = synced(at(3 * MIN))["add-agent-to-board"]
     assert s.evidence == [last.id, first.id] and s.evidence_count == 2
 
 
 def test_only_the_newest_decision_says_whether_the_lane_is_empty_now():
     make_decision(card="card_1", reason="empty-lane", created_at=at(0), candidates=[ELI_OFF])
-    make_decision(card="card_2", chosen="agt_ada", created_at=at(MIN),
-                  candidates=[ADA, {"agent": "agt_bob"}, ELI_OFF])
+    make_decision(
+        card="card_2", chosen="agt_ada", created_at=at(MIN), candidates=[ADA, {"agent": "agt_bob"}, ELI_OFF]
+    )
     assert synced(at(2 * MIN)) == {}
 
 
 def test_with_nobody_in_the_workspace_either_the_supply_proposal_speaks_alone():
     for i in range(2):
-        make_decision(card=f"card_{i}", reason="empty-lane", created_at=at(i * MIN),
-                      candidates=[ADA_INCAPABLE, FAY_OFF])
+        make_decision(
+            card=f"card_{i}", reason="empty-lane", created_at=at(i * MIN), candidates=[ADA_INCAPABLE, FAY_OFF]
+        )
     found = synced(at(5 * MIN))
     assert set(found) == {"add-station"}
     assert found["add-station"].target["capability"] == {"all": ["code-review"], "any": []}
@@ -75,18 +80,29 @@ def test_with_nobody_in_the_workspace_either_the_supply_proposal_speaks_alone():
 
 def test_an_empty_lane_with_capable_agents_off_the_roster_proposes_no_station():
     for i in range(2):
-        make_decision(card=f"card_{i}", reason="empty-lane", created_at=at(i * MIN),
-                      candidates=[ADA_INCAPABLE, ELI_OFF])
+        make_decision(
+            card=f"card_{i}", reason="empty-lane", created_at=at(i * MIN), candidates=[ADA_INCAPABLE, ELI_OFF]
+        )
     assert set(synced(at(5 * MIN))) == {"add-agent-to-board"}
 
 
 EMPTY_LANE_SCENARIO = {
-    "name": "empty-lane", "seed": 5, "tenantId": "tnt_empty",
+    "name": "empty-lane",
+    "seed": 5,
+    "tenantId": "tnt_empty",
     "boards": [
-        {"id": "brd_docs", "name": "Docs", "initialCards": 2,
-         "stages": [{"key": "write", "name": "Write", "owner": "writing"}]},
-        {"id": "brd_web", "name": "Web", "initialCards": 0,
-         "stages": [{"key": "write", "name": "Write", "owner": "writing"}]},
+        {
+            "id": "brd_docs",
+            "name": "Docs",
+            "initialCards": 2,
+            "stages": [{"key": "write", "name": "Write", "owner": "writing"}],
+        },
+        {
+            "id": "brd_web",
+            "name": "Web",
+            "initialCards": 0,
+            "stages": [{"key": "write", "name": "Write", "owner": "writing"}],
+        },
     ],
     "agents": [
         # On the docs board's roster, but neither can write.
@@ -111,7 +127,9 @@ def test_a_sandbox_lane_nobody_on_the_roster_can_work_is_recorded_and_flagged(ap
     listed = api.get("/v1/decisions?board=brd_docs&limit=1").json()["decisions"][0]
     assert listed["reason"] == "empty-lane"
     assert {c["candidate"]["agentId"] for c in listed["candidates"] if c.get("capable")} == {
-        "agt_pen1", "agt_pen2"}
+        "agt_pen1",
+        "agt_pen2",
+    }
     [s] = api.get("/v1/suggestions?board=brd_docs").json()["suggestions"]
     assert (s["kind"], s["stageKey"], s["reasons"]) == ("add-agent-to-board", "write", ["empty-lane"])
     assert s["rostered"] == []

@@ -1,4 +1,5 @@
 """A suggestion's life: opened, found again, resolved, dismissed, and opened anew."""
+
 from __future__ import annotations
 
 from records.models import Board, LoopState, Suggestion
@@ -77,8 +78,9 @@ def test_opting_a_board_out_resolves_its_suggestions():
 
 def test_roster_suggestions_and_supply_proposals_are_synced_together_without_resolving_each_other():
     for i in range(2):
-        make_decision(card=f"card_{i}", reason="one-candidate", created_at=at(i * 60),
-                      candidates=[SHORT_OF_MODEL])
+        make_decision(
+            card=f"card_{i}", reason="one-candidate", created_at=at(i * 60), candidates=[SHORT_OF_MODEL]
+        )
     sync(at(180))
     kinds = set(Suggestion.objects.values_list("kind", flat=True))
     assert {"lane-single-point", "change-model", "add-station"} == kinds
@@ -88,8 +90,12 @@ def test_roster_suggestions_and_supply_proposals_are_synced_together_without_res
 def test_a_lane_whose_kind_changes_resolves_the_old_kind_and_opens_the_new():
     one_agent_lane(0)
     sync(at(60))
-    make_decision(card="card_2", reason="one-candidate", created_at=at(120),
-                  candidates=[ADA, {"agent": "agt_eli", "off_roster": True}])
+    make_decision(
+        card="card_2",
+        reason="one-candidate",
+        created_at=at(120),
+        candidates=[ADA, {"agent": "agt_eli", "off_roster": True}],
+    )
     assert sync(at(180)) == SyncSummary(opened=1, updated=0, resolved=1)
     assert Suggestion.objects.get(resolved_at__isnull=True).kind == "add-agent-to-board"
 

@@ -1,4 +1,5 @@
 """The registry as last read: what the loop remembers is what supply proposals read."""
+
 from __future__ import annotations
 
 from placement.facts import RegistryFact, Station
@@ -6,11 +7,16 @@ from records.store.actions.sweeps import do_remember_registry as remember_regist
 from records.store.registry import last_registry
 from tests.conftest import at
 
-STATION = Station(station_id="stn_1", runtime="rt_1", harness="codex", occupant="agt_ada",
-                  isolation=RegistryFact("container", "probed"),
-                  models=(RegistryFact("m-large", "declared"),),
-                  tools=(RegistryFact("git", "installed"), RegistryFact("jq", "declared")),
-                  credentials=(RegistryFact("GITHUB_TOKEN", "declared"),))
+STATION = Station(
+    station_id="stn_1",
+    runtime="rt_1",
+    harness="codex",
+    occupant="agt_ada",
+    isolation=RegistryFact("container", "probed"),
+    models=(RegistryFact("m-large", "declared"),),
+    tools=(RegistryFact("git", "installed"), RegistryFact("jq", "declared")),
+    credentials=(RegistryFact("GITHUB_TOKEN", "declared"),),
+)
 
 
 def test_nothing_remembered_reads_as_unread():

@@ -1,4 +1,5 @@
 """Roster suggestions: each rule and each kind, from hand-built decision histories."""
+
 from __future__ import annotations
 
 from records.models import Suggestion
@@ -42,8 +43,9 @@ def test_an_agent_in_the_candidate_set_off_the_roster_is_a_candidate_by_its_capa
 
 
 def test_a_rostered_agent_without_the_capability_leaves_the_lane_on_one_candidate():
-    make_decision(reason="none-eligible",
-                  candidates=[ADA, {**BOB, "failing": {"capability": "capability-missing"}}])
+    make_decision(
+        reason="none-eligible", candidates=[ADA, {**BOB, "failing": {"capability": "capability-missing"}}]
+    )
     assert synced(at(60))["lane-single-point"].rostered == ["agt_ada"]
 
 
@@ -62,14 +64,20 @@ def test_one_candidate_reads_only_the_newest_decision_of_the_lane():
 
 def test_unreliable_needs_three_decisions_in_which_every_capable_rostered_agent_was_out():
     for i in range(2):
-        make_decision(card=f"card_{i}", reason="none-eligible", created_at=at(i * MIN),
-                      candidates=[SICK_ADA, SICK_BOB])
+        make_decision(
+            card=f"card_{i}", reason="none-eligible", created_at=at(i * MIN), candidates=[SICK_ADA, SICK_BOB]
+        )
     # One agent out, the other turned away for something else: not unreliable.
-    make_decision(card="card_x", reason="none-eligible", created_at=at(3 * MIN),
-                  candidates=[SICK_ADA, {**BOB, "failing": {"idle": "not-idle"}}])
+    make_decision(
+        card="card_x",
+        reason="none-eligible",
+        created_at=at(3 * MIN),
+        candidates=[SICK_ADA, {**BOB, "failing": {"idle": "not-idle"}}],
+    )
     assert synced(at(5 * MIN)) == {}
-    third = make_decision(card="card_2", reason="none-eligible", created_at=at(4 * MIN),
-                          candidates=[SICK_ADA, SICK_BOB])
+    third = make_decision(
+        card="card_2", reason="none-eligible", created_at=at(4 * MIN), candidates=[SICK_ADA, SICK_BOB]
+    )
     s = synced(at(5 * MIN))["lane-single-point"]
     assert s.reasons == ["unreliable"] and s.evidence_count == 3 and s.evidence[0] == third.id
     assert "in 3 decisions every agent on the roster with code-review was unhealthy" in s.reason
@@ -78,15 +86,27 @@ def test_unreliable_needs_three_decisions_in_which_every_capable_rostered_agent_
 def test_an_agent_without_the_capability_does_not_spare_a_lane_from_unreliable():
     lacking = {"agent": "agt_cyd", "failing": {"capability": "capability-missing"}}
     for i in range(3):
-        make_decision(card=f"card_{i}", reason="none-eligible", created_at=at(i * MIN),
-                      candidates=[SICK_ADA, SICK_BOB, lacking])
+        make_decision(
+            card=f"card_{i}",
+            reason="none-eligible",
+            created_at=at(i * MIN),
+            candidates=[SICK_ADA, SICK_BOB, lacking],
+        )
     assert synced(at(5 * MIN))["lane-single-point"].reasons == ["unreliable"]
 
 
 def _stall(card: str, minutes: list[float], ready_minute: float = 0, **fields):
-    return [make_decision(card=card, reason="none-eligible", created_at=at(m * MIN),
-                          ready_at=at(ready_minute * MIN), candidates=[SICK_ADA, BOB], **fields)
-            for m in minutes]
+    return [
+        make_decision(
+            card=card,
+            reason="none-eligible",
+            created_at=at(m * MIN),
+            ready_at=at(ready_minute * MIN),
+            candidates=[SICK_ADA, BOB],
+            **fields,
+        )
+        for m in minutes
+    ]
 
 
 def test_a_card_nobody_was_eligible_for_over_the_stall_minutes_stalls_its_lane():
@@ -116,15 +136,17 @@ def test_none_eligible_on_two_attempts_of_a_card_is_not_one_stall():
 
 def test_a_card_placed_after_its_wait_is_no_longer_stalled():
     _stall("card_9", [0, 30])
-    make_decision(card="card_9", chosen="agt_bob", created_at=at(35 * MIN), ready_at=T0,
-                  candidates=[SICK_ADA, BOB])
+    make_decision(
+        card="card_9", chosen="agt_bob", created_at=at(35 * MIN), ready_at=T0, candidates=[SICK_ADA, BOB]
+    )
     assert synced(at(36 * MIN)) == {}
 
 
 def test_only_the_unbroken_run_that_ends_the_attempt_is_measured():
     _stall("card_9", [0])
-    make_decision(card="card_9", reason="one-candidate", created_at=at(5 * MIN), ready_at=T0,
-                  candidates=[SICK_ADA, BOB])
+    make_decision(
+        card="card_9", reason="one-candidate", created_at=at(5 * MIN), ready_at=T0, candidates=[SICK_ADA, BOB]
+    )
     _stall("card_9", [10, 35])
     assert synced(at(36 * MIN)) == {}
     _stall("card_9", [40])
@@ -134,8 +156,13 @@ def test_only_the_unbroken_run_that_ends_the_attempt_is_measured():
 
 def test_rules_that_agree_make_one_suggestion_with_every_reason_and_each_decision_once():
     for i in range(3):
-        make_decision(card="card_9", reason="none-eligible", created_at=at(i * 15 * MIN),
-                      ready_at=T0, candidates=[SICK_ADA])
+        make_decision(
+            card="card_9",
+            reason="none-eligible",
+            created_at=at(i * 15 * MIN),
+            ready_at=T0,
+            candidates=[SICK_ADA],
+        )
     s = synced(at(31 * MIN))["lane-single-point"]
     assert s.reasons == ["one-candidate", "unreliable", "stalled"]
     assert s.evidence_count == 3 and len(s.evidence) == 3
@@ -147,12 +174,16 @@ def test_each_board_and_stage_is_its_own_lane():
     make_decision(board="brd_b", stage="review", reason="one-candidate", candidates=[ADA])
     synced(at(60))
     assert sorted(Suggestion.objects.values_list("board_id", "stage_key")) == [
-        ("brd_a", "review"), ("brd_b", "review")]
+        ("brd_a", "review"),
+        ("brd_b", "review"),
+    ]
 
 
 def test_evidence_keeps_the_newest_twenty_and_counts_them_all():
-    made = [make_decision(card=f"card_{i}", reason="one-candidate", created_at=at(i),
-                          candidates=[ADA]) for i in range(25)]
+    made = [
+        make_decision(card=f"card_{i}", reason="one-candidate", created_at=at(i), candidates=[ADA])
+        for i in range(25)
+    ]
     s = synced(at(60))["lane-single-point"]
     assert s.evidence_count == 25
     assert s.evidence == [d.id for d in reversed(made)][:20]

@@ -1,4 +1,5 @@
 """The sandbox's advice scenarios, end to end: the loop places, the sweep's sync advises."""
+
 import pytest
 
 from records.models import Suggestion

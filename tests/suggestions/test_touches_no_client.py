@@ -1,4 +1,5 @@
 """The computation reads our own store and nothing else: any client call at all fails it."""
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,9 @@ def client_classes() -> list[type]:
     found = []
     for info in pkgutil.iter_modules(superdispatch.clients.__path__):
         module = importlib.import_module(f"superdispatch.clients.{info.name}")
-        found += [cls for _, cls in inspect.getmembers(module, inspect.isclass)
-                  if cls.__module__ == module.__name__]
+        found += [
+            cls for _, cls in inspect.getmembers(module, inspect.isclass) if cls.__module__ == module.__name__
+        ]
     return found
 
 
@@ -49,23 +51,33 @@ def clients_forbidden(monkeypatch):
 
 
 def test_a_sync_that_finds_every_kind_calls_no_client_method(clients_forbidden):
-    remember_registry((Station("stn_8", isolation=RegistryFact("container", "probed"),
-                               tools=(RegistryFact("git", "probed"),),
-                               models=(RegistryFact("m-large", "probed"),)),), at(0))
+    remember_registry(
+        (
+            Station(
+                "stn_8",
+                isolation=RegistryFact("container", "probed"),
+                tools=(RegistryFact("git", "probed"),),
+                models=(RegistryFact("m-large", "probed"),),
+            ),
+        ),
+        at(0),
+    )
     short = {"agent": "agt_ada", "station": "stn_1", "lacking": {"model": ["m-large"]}}
-    far = {"agent": "agt_bob", "station": "stn_2",
-           "lacking": {"isolation": ["container"], "tools": ["git"]}}
+    far = {"agent": "agt_bob", "station": "stn_2", "lacking": {"isolation": ["container"], "tools": ["git"]}}
     full = {"agent": "agt_cyd", "failing": {"capacity": "at-capacity"}}
     for i in range(2):
-        make_decision(card=f"card_{i}", reason="none-eligible", created_at=at(i * 60),
-                      candidates=[short, far])
-        make_decision(stage="build", card=f"card_{i}", reason="one-candidate",
-                      created_at=at(i * 60), candidates=[full])
+        make_decision(
+            card=f"card_{i}", reason="none-eligible", created_at=at(i * 60), candidates=[short, far]
+        )
+        make_decision(
+            stage="build", card=f"card_{i}", reason="one-candidate", created_at=at(i * 60), candidates=[full]
+        )
     sync(at(600))
     sync_if_due(at(700))
     assert clients_forbidden == []
     assert {"change-model", "move-to-host", "raise-capacity", "lane-single-point"} <= set(
-        Suggestion.objects.values_list("kind", flat=True))
+        Suggestion.objects.values_list("kind", flat=True)
+    )
 
 
 def test_the_guard_fails_on_any_client_call(clients_forbidden):

@@ -1,4 +1,5 @@
 """Which decisions a sync reads: the window's edges and the opted-in boards."""
+
 from __future__ import annotations
 
 from records.models import Board, Suggestion
@@ -28,18 +29,18 @@ def test_a_decision_made_at_now_is_read_and_one_after_now_is_not():
 
 def test_the_newest_decision_is_the_newest_inside_the_window():
     make_decision(card="card_1", reason="one-candidate", created_at=at(0), candidates=[ADA])
-    make_decision(card="card_2", chosen="agt_ada", created_at=at(200),
-                  candidates=[ADA, {"agent": "agt_bob"}])
+    make_decision(card="card_2", chosen="agt_ada", created_at=at(200), candidates=[ADA, {"agent": "agt_bob"}])
     assert kinds_at(100) == ["lane-single-point"]
     assert kinds_at(200) == []
 
 
 def test_unreliable_counts_only_the_decisions_inside_the_window():
-    sick = [{"agent": "agt_ada", "failing": {"health": "unhealthy"}},
-            {"agent": "agt_bob", "failing": {"noShow": "recently-no-show"}}]
+    sick = [
+        {"agent": "agt_ada", "failing": {"health": "unhealthy"}},
+        {"agent": "agt_bob", "failing": {"noShow": "recently-no-show"}},
+    ]
     for i, seconds in enumerate((0, 10, 20)):
-        make_decision(card=f"card_{i}", reason="none-eligible", created_at=at(seconds),
-                      candidates=sick)
+        make_decision(card=f"card_{i}", reason="none-eligible", created_at=at(seconds), candidates=sick)
     assert kinds_at(DAY - 1) == ["lane-single-point"]
     assert kinds_at(DAY + 5) == []  # the first has aged out: two are left
 

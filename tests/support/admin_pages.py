@@ -1,5 +1,6 @@
 """Admin addresses as the admin itself writes them: it escapes "_" and a few other characters
 in a key, so an id like pld_23… must not be pasted into a path by hand."""
+
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 

@@ -1,4 +1,5 @@
 """Hand-built records for tests: a decision with its candidates, written as the loop would."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -12,8 +13,11 @@ from tests.conftest import T0
 REQUIRES = {"all": ["code-review"], "any": []}
 
 
-def filters(failing: dict[str, str] | None = None, only_roster: bool = False,
-            lacking: dict[str, list[str]] | None = None) -> list[dict]:
+def filters(
+    failing: dict[str, str] | None = None,
+    only_roster: bool = False,
+    lacking: dict[str, list[str]] | None = None,
+) -> list[dict]:
     """Filter verdicts, every declared filter in order: each passes except those named
     {filter: reason}. The station filters run only with `lacking`, each failing with what
     its station lacks; `only_roster` is an agent outside the set (the identity filter alone).
@@ -25,8 +29,9 @@ def filters(failing: dict[str, str] | None = None, only_roster: bool = False,
         if Tag.STATION in f.tags and lacking is None:
             continue
         if lacking and lacking.get(f.name):
-            out.append({"filter": f.name, "passed": False, "reason": f.reason,
-                        "missing": list(lacking[f.name])})
+            out.append(
+                {"filter": f.name, "passed": False, "reason": f.reason, "missing": list(lacking[f.name])}
+            )
         elif f.name in failing:
             out.append({"filter": f.name, "passed": False, "reason": failing[f.name]})
         else:
@@ -34,20 +39,40 @@ def filters(failing: dict[str, str] | None = None, only_roster: bool = False,
     return out
 
 
-def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, reason=None,
-                  tier=("winner", 1), created_at: datetime = T0, candidates=(),
-                  ready_at: datetime | None = None, requires=REQUIRES, marked: bool = True,
-                  **fields):
+def make_decision(
+    *,
+    board="brd_a",
+    card="card_1",
+    stage="review",
+    chosen=None,
+    reason=None,
+    tier=("winner", 1),
+    created_at: datetime = T0,
+    candidates=(),
+    ready_at: datetime | None = None,
+    requires=REQUIRES,
+    marked: bool = True,
+    **fields,
+):
     """A decision with candidates given as dicts {agent, failing?, lacking?, off_roster?,
     in_set?, total?, ...}; `ready_at` (the card's readyAt) defaults to `created_at`. An agent
     off the roster with no station is a mark against the roll, as the loop writes it, unless
     `marked` is False (a row, as every candidate was kept before marks). A settled hold is
     counted in its agent's tally on the board, as `do_settle` counts it."""
     decision = Decision(
-        board_id=board, card_id=card, stage_key=stage, policy="idle-stage-success-lru@3",
-        chosen=chosen, reason=reason, tier_name=tier[0] if tier else None,
-        tier_step=tier[1] if tier else None, requires=requires,
-        ladder_ready_at=ready_at or created_at, created_at=created_at, **fields)
+        board_id=board,
+        card_id=card,
+        stage_key=stage,
+        policy="idle-stage-success-lru@3",
+        chosen=chosen,
+        reason=reason,
+        tier_name=tier[0] if tier else None,
+        tier_step=tier[1] if tier else None,
+        requires=requires,
+        ladder_ready_at=ready_at or created_at,
+        created_at=created_at,
+        **fields,
+    )
     rows, roll, signs = [], [], []
     for position, c in enumerate(candidates):
         off = c.get("off_roster", False) or c.get("in_set") is False  # outside the candidate set
@@ -58,22 +83,36 @@ def make_decision(*, board="brd_a", card="card_1", stage="review", chosen=None, 
             signs.append(marks.CAPABLE if c.get("capable", True) else marks.INCAPABLE)
             continue
         signs.append(marks.ROW)
-        verdicts = filters({"roster": "not-on-roster"} if off else c.get("failing"), only_roster=off,
-                           lacking=c.get("lacking"))
+        verdicts = filters(
+            {"roster": "not-on-roster"} if off else c.get("failing"),
+            only_roster=off,
+            lacking=c.get("lacking"),
+        )
         eligible = all(f["passed"] for f in verdicts)
         reasons = [f["reason"] for f in verdicts if not f["passed"]]
-        rows.append(Candidate(
-            decision=decision, position=position, agent_id=c["agent"], principal_id=principal,
-            station_id=c.get("station"), source=source, filters=verdicts,
-            score={"total": c.get("total", 1.0), "terms": c.get("terms", {})} if eligible else None,
-            capable=c.get("capable", True) if off else None,
-            stage_history=c.get("history"), policy=c.get("policy"),
-            in_set=not off, eligible=eligible and not off,
-            reasons="," + ",".join(reasons) + "," if reasons else ""))
+        rows.append(
+            Candidate(
+                decision=decision,
+                position=position,
+                agent_id=c["agent"],
+                principal_id=principal,
+                station_id=c.get("station"),
+                source=source,
+                filters=verdicts,
+                score={"total": c.get("total", 1.0), "terms": c.get("terms", {})} if eligible else None,
+                capable=c.get("capable", True) if off else None,
+                stage_history=c.get("history"),
+                policy=c.get("policy"),
+                in_set=not off,
+                eligible=eligible and not off,
+                reasons="," + ",".join(reasons) + "," if reasons else "",
+            )
+        )
     if marks.ROW * len(signs) != "".join(signs):
         kept = marks.Split([], tuple(a for a, _ in roll), [p for _, p in roll], "".join(signs))
         decision.roll, _ = Roll.objects.get_or_create(
-            digest=kept.digest, defaults={"agents": kept.roll, "created_at": created_at})
+            digest=kept.digest, defaults={"agents": kept.roll, "created_at": created_at}
+        )
         decision.roll_marks = kept.marks
     decision.save(force_insert=True)
     Candidate.objects.bulk_create(rows)

@@ -25,6 +25,7 @@ The short fault check (tests/loop/test_faults.py, on a real worker) and the faul
   timeout that is `200`, or `503` with `Retry-After` while the store is really down (the
   caller says when); anything else (another 5xx, another status, no answer) is a failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,6 +57,7 @@ def _parse(ts: str | None) -> datetime | None:
 
 # --- The webhook's answers ----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Answer:
     """One POST of a delivery to the webhook, as it was answered."""
@@ -74,15 +76,19 @@ class RelayLedger:
         self._answers: list[Answer] = []
         self._lock = threading.Lock()
 
-    def note(self, delivery_id: str, body: bytes, status: int | None, answer: bytes | None,
-             at: datetime) -> None:
+    def note(
+        self, delivery_id: str, body: bytes, status: int | None, answer: bytes | None, at: datetime
+    ) -> None:
         try:
             parsed = json.loads(answer) if answer else None
         except ValueError:
             parsed = None
         with self._lock:
-            self._answers.append(Answer(delivery_id, json.loads(body), status,
-                                        parsed if isinstance(parsed, dict) else None, at))
+            self._answers.append(
+                Answer(
+                    delivery_id, json.loads(body), status, parsed if isinstance(parsed, dict) else None, at
+                )
+            )
 
     @property
     def answers(self) -> list[Answer]:
@@ -100,22 +106,21 @@ class RelayLedger:
         return taken
 
     def ignored(self) -> int:
-        return len({a.delivery_id for a in self.answers
-                    if a.status == 200 and (a.body or {}).get("ignored")})
+        return len({a.delivery_id for a in self.answers if a.status == 200 and (a.body or {}).get("ignored")})
 
     def duplicates(self) -> int:
         return sum(1 for a in self.answers if a.status == 200 and (a.body or {}).get("duplicate"))
 
     def failures(self) -> list[Answer]:
         """Answers a relay must not get: a 5xx other than 503, or none at all."""
-        return [a for a in self.answers
-                if a.status is None or (a.status >= 500 and a.status != 503)]
+        return [a for a in self.answers if a.status is None or (a.status >= 500 and a.status != 503)]
 
     def unavailable(self) -> int:
         return sum(1 for a in self.answers if a.status == 503)
 
 
 # --- The checks -----------------------------------------------------------------------------
+
 
 @dataclass
 class Findings:
@@ -131,30 +136,38 @@ class Findings:
 
     @property
     def ok(self) -> bool:
-        return not (self.orphan_decisions or self.double_holds or self.ungranted_holds
-                    or self.lost_events)
+        return not (self.orphan_decisions or self.double_holds or self.ungranted_holds or self.lost_events)
 
     def line(self) -> str:
         said = "".join(f", {n} {why}" for why, n in sorted(self.explicit.items()))
-        return (f"{self.decisions} decisions, {self.holds} holds; relayed: {self.placed} placed"
-                f"{said}, {self.looked} looked at, {len(self.lost_events)} lost; "
-                f"orphan decisions {len(self.orphan_decisions)}, double holds "
-                f"{len(self.double_holds)}, holds not granted {len(self.ungranted_holds)}")
+        return (
+            f"{self.decisions} decisions, {self.holds} holds; relayed: {self.placed} placed"
+            f"{said}, {self.looked} looked at, {len(self.lost_events)} lost; "
+            f"orphan decisions {len(self.orphan_decisions)}, double holds "
+            f"{len(self.double_holds)}, holds not granted {len(self.ungranted_holds)}"
+        )
 
 
-def check(pipeline, lock=None, ledger: RelayLedger | None = None,
-          taken_by: datetime | None = None) -> Findings:
+def check(
+    pipeline, lock=None, ledger: RelayLedger | None = None, taken_by: datetime | None = None
+) -> Findings:
     """Judge the store against the stand-in SuperPipeline (`pipeline`, read under `lock`, the
     suite's) and the webhook's answers (`ledger`): the deliveries taken by `taken_by` (all,
     without it), which a pass since should have acted on."""
     found = Findings()
     found.decisions = Decision.objects.count()
     found.orphan_decisions = list(
-        Decision.objects.exclude(reason="no-candidates").filter(roll_marks="")
-        .annotate(n=Count("candidate_rows")).filter(n=0).values_list("id", flat=True))
-    held = list(Decision.objects.exclude(reserved_until=None).filter(
-        reservation_unknown=None).values_list(
-        "id", "card_id", "chosen", "reserved_until", "outcome_at", "created_at"))
+        Decision.objects.exclude(reason="no-candidates")
+        .filter(roll_marks="")
+        .annotate(n=Count("candidate_rows"))
+        .filter(n=0)
+        .values_list("id", flat=True)
+    )
+    held = list(
+        Decision.objects.exclude(reserved_until=None)
+        .filter(reservation_unknown=None)
+        .values_list("id", "card_id", "chosen", "reserved_until", "outcome_at", "created_at")
+    )
     # The grants are taken after our holds: a hold is recorded only once granted, so every
     # hold read above has its grant in the ledger by now.
     with lock or threading.RLock():
@@ -189,11 +202,11 @@ def _relayed(found: Findings, ledger: RelayLedger, taken_by: datetime | None) ->
     ladders: dict[str, list[datetime]] = defaultdict(list)
     cards = {a.event.get("cardId") for a in ready.values()}
     for card_id, ready_at in Decision.objects.filter(card_id__in=cards).values_list(
-            "card_id", "ladder_ready_at"):
+        "card_id", "ladder_ready_at"
+    ):
         if ready_at is not None:
             ladders[card_id].append(ready_at)
-    outcomes = dict(RelayDelivery.objects.filter(pk__in=list(ready)).values_list(
-        "delivery_id", "outcome"))
+    outcomes = dict(RelayDelivery.objects.filter(pk__in=list(ready)).values_list("delivery_id", "outcome"))
     for delivery_id, answer in ready.items():
         card_id, ts = answer.event.get("cardId"), _parse(answer.event.get("ts"))
         if ts is None:  # no readyAt announced: any decision for the card places it
@@ -220,6 +233,7 @@ def _relayed(found: Findings, ledger: RelayLedger, taken_by: datetime | None) ->
 
 # --- /healthz throughout -------------------------------------------------------------------
 
+
 @dataclass
 class HealthTally:
     asked: int = 0
@@ -239,8 +253,9 @@ class HealthWatch:
     `store_down()` says whether the store is really down at that moment (a 503 with
     Retry-After is then the right answer)."""
 
-    def __init__(self, get: Callable[[], tuple[int, dict]], store_down: Callable[[], bool],
-                 every_s: float = 0.1) -> None:
+    def __init__(
+        self, get: Callable[[], tuple[int, dict]], store_down: Callable[[], bool], every_s: float = 0.1
+    ) -> None:
         self.get, self.store_down, self.every_s = get, store_down, every_s
         self.tally = HealthTally()
         self._stop = threading.Event()
@@ -288,8 +303,13 @@ def ready_undecided(pipeline, board_ids: Iterable[str], lock=None) -> list[str]:
     """Cards waiting in a lane of these boards, with no live hold, that no decision of ours
     covers in their current ladder: what a pass should have placed."""
     with lock or threading.RLock():
-        waiting = [(c.id, _ms(c.ready_at)) for b in board_ids
-                   for c in pipeline.boards[b].cards.values() if pipeline.is_ready(c)]
-    decided = set(Decision.objects.filter(card_id__in=[c for c, _ in waiting])
-                  .values_list("card_id", "ladder_ready_at"))
+        waiting = [
+            (c.id, _ms(c.ready_at))
+            for b in board_ids
+            for c in pipeline.boards[b].cards.values()
+            if pipeline.is_ready(c)
+        ]
+    decided = set(
+        Decision.objects.filter(card_id__in=[c for c, _ in waiting]).values_list("card_id", "ladder_ready_at")
+    )
     return [c for c, ready_at in waiting if (c, ready_at) not in decided]

@@ -1,4 +1,5 @@
 """Decision records in the operator API's shape, for the learning tests."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,11 +24,16 @@ def candidate(
     ]
     eligible = not fails
     return {
-        "candidate": {"agentId": agent_id, "principalId": f"prn_{agent_id}", "stationId": None,
-                      "source": source},
+        "candidate": {
+            "agentId": agent_id,
+            "principalId": f"prn_{agent_id}",
+            "stationId": None,
+            "source": source,
+        },
         "filters": filters,
         "score": {"total": 1, "terms": terms or {"successRate": 0.5, "sinceLastDispatchS": None}}
-        if eligible else None,
+        if eligible
+        else None,
         "stageHistory": history,
     }
 
@@ -55,7 +61,6 @@ def decision(
         "candidates": candidates,
         "reservation": None,
         "reservationRefused": None,
-        "outcome": None if status is None else {"status": status, "by": by,
-                                                  "at": "2026-11-13T10:03:31.000Z"},
+        "outcome": None if status is None else {"status": status, "by": by, "at": "2026-11-13T10:03:31.000Z"},
         "createdAt": created_at,
     }

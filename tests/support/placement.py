@@ -1,4 +1,5 @@
 """Small builders of placement facts: a rostered, eligible, idle agent unless told otherwise."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -35,8 +36,12 @@ def _name(agent_id: str) -> str:
 
 def card(needs: StationNeeds | None = None, **fields) -> Card:
     defaults = dict(
-        board_id="brd_review", card_id="card_1042", stage_key="review",
-        requires=Requires(all=("code-review",)), needs=needs, ready_at=ago(minutes=1),
+        board_id="brd_review",
+        card_id="card_1042",
+        stage_key="review",
+        requires=Requires(all=("code-review",)),
+        needs=needs,
+        ready_at=ago(minutes=1),
     )
     return Card(**{**defaults, **fields})
 
@@ -44,21 +49,33 @@ def card(needs: StationNeeds | None = None, **fields) -> Card:
 def roster_row(agent_id: str, **fields) -> RosterRow:
     name = _name(agent_id)
     defaults = dict(
-        agent_id=agent_id, principal_id=f"prn_{name}", station_id=f"stn_{name}", enabled=True,
-        ready=True, busy=False, last_took_work_at=ago(minutes=10), key=f"key-{name}",
+        agent_id=agent_id,
+        principal_id=f"prn_{name}",
+        station_id=f"stn_{name}",
+        enabled=True,
+        ready=True,
+        busy=False,
+        last_took_work_at=ago(minutes=10),
+        key=f"key-{name}",
     )
     return RosterRow(**{**defaults, **fields})
 
 
 def verdict(agent_id: str, *reasons: str, eligible: bool | None = None, **fields) -> AgentVerdict:
     defaults = dict(agent_id=agent_id, principal_id=f"prn_{_name(agent_id)}")
-    return AgentVerdict(**{**defaults, **fields}, eligible=not reasons if eligible is None else eligible,
-                        reasons=tuple(reasons))
+    return AgentVerdict(
+        **{**defaults, **fields},
+        eligible=not reasons if eligible is None else eligible,
+        reasons=tuple(reasons),
+    )
 
 
 def load_row(agent_id: str, **fields) -> AgentLoad:
     defaults = dict(
-        agent_id=agent_id, principal_id=f"prn_{_name(agent_id)}", in_flight=0, capacity=1,
+        agent_id=agent_id,
+        principal_id=f"prn_{_name(agent_id)}",
+        in_flight=0,
+        capacity=1,
         last_heartbeat_at=ago(minutes=5),
     )
     return AgentLoad(**{**defaults, **fields})
@@ -68,9 +85,15 @@ def fact(value: str, proof: str = "probed") -> RegistryFact:
     return RegistryFact(value, proof)
 
 
-def station(station_id: str, *, isolation: str | None = "sandbox", models: Iterable[str] = ("m-large",),
-            tools: Iterable[str] = ("git",), credentials: Iterable[str] = ("GITHUB_TOKEN",),
-            proof: str = "probed") -> Station:
+def station(
+    station_id: str,
+    *,
+    isolation: str | None = "sandbox",
+    models: Iterable[str] = ("m-large",),
+    tools: Iterable[str] = ("git",),
+    credentials: Iterable[str] = ("GITHUB_TOKEN",),
+    proof: str = "probed",
+) -> Station:
     return Station(
         station_id=station_id,
         isolation=fact(isolation, proof) if isolation else None,
@@ -119,12 +142,20 @@ def every_kind_decided():
     """A decision with every kind of candidate: agt_ada chosen, with its stage history and the
     policy's verdict; agt_bob turned away by a station filter; agt_eli off the roster."""
     facts = with_rows(
-        board("agt_ada", "agt_bob", card=card(needs=StationNeeds(tools=("git",))),
-              registry=(station("stn_ada"), station("stn_bob", tools=())),
-              runs={"prn_ada": (run("prn_ada", mark=1.0),)},
-              policy=PolicyFacts(verdicts={"agt_ada": PolicyVerdict(True, ("no-policy",)),
-                                           "agt_bob": PolicyVerdict(True, ("no-policy",))}),
-              holds=HoldLog(settled={"agt_ada": (2, 3)})),
+        board(
+            "agt_ada",
+            "agt_bob",
+            card=card(needs=StationNeeds(tools=("git",))),
+            registry=(station("stn_ada"), station("stn_bob", tools=())),
+            runs={"prn_ada": (run("prn_ada", mark=1.0),)},
+            policy=PolicyFacts(
+                verdicts={
+                    "agt_ada": PolicyVerdict(True, ("no-policy",)),
+                    "agt_bob": PolicyVerdict(True, ("no-policy",)),
+                }
+            ),
+            holds=HoldLog(settled={"agt_ada": (2, 3)}),
+        ),
         eligibility=[verdict("agt_eli", "grant_denied", principal_id="prn_eli")],
     )
     return decided(facts)

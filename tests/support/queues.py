@@ -1,5 +1,6 @@
 """What waits in the broker's queues (the configured one: the embedded broker, or Redis), read
 in the order a worker takes it and taken off; and what fills them: board writes, beat's sweep."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

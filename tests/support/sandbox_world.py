@@ -1,4 +1,5 @@
 """A small suite and short ways to call it, for the sandbox's tests."""
+
 from __future__ import annotations
 
 import json
@@ -91,8 +92,15 @@ class World:
         assert status == 200, body
         return json.loads(body)["access_token"]
 
-    def call(self, method: str, product: str, path: str, body: Any = None, token: str | None = None,
-             query: dict | None = None) -> tuple[int, Any]:
+    def call(
+        self,
+        method: str,
+        product: str,
+        path: str,
+        body: Any = None,
+        token: str | None = None,
+        query: dict | None = None,
+    ) -> tuple[int, Any]:
         """The product's status and decoded JSON answer (raw bytes when it is not JSON)."""
         headers = {"Authorization": f"Bearer {token or self.token(product)}"}
         data = json.dumps(body).encode() if body is not None else b""

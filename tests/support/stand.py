@@ -4,6 +4,7 @@ webhook and API on Django's live server, and a real Celery worker running the lo
 The suite keeps a virtual clock (started at the wall time) that the test advances, so holds
 lapse without waiting; the relay signs with the wall clock, as a real relay does.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,12 +33,27 @@ TIMEOUT = 10
 def scenario(agents=("agt_a", "agt_b", "agt_c"), **extra) -> dict:
     """One board whose review stage needs git; three equal agents whose stations have it."""
     return {
-        "name": "e2e", "seed": 5,
-        "boards": [{"id": BOARD, "stages": [
-            {"key": "review", "owner": "code-review", "placement": {"tools": ["git"]}},
-            {"key": "ship", "owner": "shipping"}]}],
-        "agents": [{"id": a, "capabilities": ["code-review"], "station": f"station_{a}", "pollSeconds": 2,
-                    "boards": [BOARD]} for a in agents],
+        "name": "e2e",
+        "seed": 5,
+        "boards": [
+            {
+                "id": BOARD,
+                "stages": [
+                    {"key": "review", "owner": "code-review", "placement": {"tools": ["git"]}},
+                    {"key": "ship", "owner": "shipping"},
+                ],
+            }
+        ],
+        "agents": [
+            {
+                "id": a,
+                "capabilities": ["code-review"],
+                "station": f"station_{a}",
+                "pollSeconds": 2,
+                "boards": [BOARD],
+            }
+            for a in agents
+        ],
         "stations": [{"stationId": f"station_{a}", "tools": ["git"]} for a in agents],
         "policy": {"version": "pol_e2e", "rules": []},
         **extra,
@@ -68,8 +84,12 @@ class Stand:
         self.suite.clock.advance(seconds)
 
     def api(self, method: str, path: str) -> requests.Response:
-        return requests.request(method, self.base + path, timeout=TIMEOUT,
-                                headers={"Authorization": f"Bearer {TEST_OPERATOR_TOKEN}"})
+        return requests.request(
+            method,
+            self.base + path,
+            timeout=TIMEOUT,
+            headers={"Authorization": f"Bearer {TEST_OPERATOR_TOKEN}"},
+        )
 
     def ready_card(self, stage_key: str | None = None) -> str:
         """A new ready card on the board, its card.ready delivered to the webhook."""
@@ -92,17 +112,21 @@ class Stand:
 
         A decision is written before its hold is asked for, so a test that moved the clock on
         as soon as the row appeared would have the hold asked for at the later time."""
+
         def done():
             decisions = self.decisions(card_id)
             return len(decisions) >= count and all(_hold_answered(d) for d in decisions)
+
         wait_for(done)
         return self.decisions(card_id)
 
     def outcome(self, decision: Decision) -> str:
         """Wait for a decision to settle; returns its outcome."""
+
         def settled():
             decision.refresh_from_db()
             return decision.outcome_status
+
         return wait_for(settled)
 
 
@@ -168,5 +192,12 @@ def seed_history(suite: Suite, runs_each: int = 4) -> None:
     """Finished review runs for every agent's principal, so a read history would weigh."""
     for agent in suite.scenario.agents:
         for i in range(runs_each):
-            suite.witness.record(agent.principal_id, "succeeded", BOARD, "review",
-                                 suite.clock() - timedelta(hours=i + 1), None, agent.id)
+            suite.witness.record(
+                agent.principal_id,
+                "succeeded",
+                BOARD,
+                "review",
+                suite.clock() - timedelta(hours=i + 1),
+                None,
+                agent.id,
+            )

@@ -1,5 +1,6 @@
 """A WSGI application for the worker's budget test: `/stuck` never answers in time, any other
 path answers the worker's pid."""
+
 import os
 import time
 

@@ -1,4 +1,5 @@
 """A SuperDispatch loop wired to an in-process sandbox suite on a virtual clock."""
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,7 @@ def make_world(scenario: str | dict | Scenario = "demo", arrivals: bool = False,
         **{f"SUPERDISPATCH_{k.upper()}": str(v) for k, v in settings.items()},
     }
     cfg = config.load(env)
-    clients = build_clients(cfg, session=sandbox_session(suite),
-                            now=lambda: suite.clock().timestamp())
+    clients = build_clients(cfg, session=sandbox_session(suite), now=lambda: suite.clock().timestamp())
     loop = Loop(clients, cfg, clock=suite.clock)
     return World(suite=suite, loop=loop, sim=Simulation(suite, arrivals=arrivals))
 
@@ -107,13 +107,20 @@ def ts(world: World):
 
 # --- Scenarios the loop's tests share -------------------------------------------------
 
+
 def lane(agents=("agt_a", "agt_b", "agt_c"), boards=("brd_a",), **extra):
     return {
-        "name": "lane", "seed": 1, "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "stages": [{"key": "review", "owner": "code-review"},
-                                         {"key": "ship", "owner": "shipping"}]} for b in boards],
-        "agents": [{"id": a, "capabilities": ["code-review"], "boards": list(boards)}
-                   for a in agents],
+        "name": "lane",
+        "seed": 1,
+        "start": "2026-11-13T10:00:00.000Z",
+        "boards": [
+            {
+                "id": b,
+                "stages": [{"key": "review", "owner": "code-review"}, {"key": "ship", "owner": "shipping"}],
+            }
+            for b in boards
+        ],
+        "agents": [{"id": a, "capabilities": ["code-review"], "boards": list(boards)} for a in agents],
         **extra,
     }
 
@@ -132,12 +139,17 @@ def stations_lane():
     for agent in scenario["agents"]:
         agent["station"] = "station_" + agent["id"][4:]
     scenario["stations"] = [
-        {"stationId": "station_a", "isolation": {"value": "host", "proof": "probed"},
-         "tools": [{"id": "git", "proof": "probed"}]},
-        {"stationId": "station_b", "isolation": {"value": "container", "proof": "probed"},
-         "tools": [{"id": "git", "proof": "declared"}]},
-        {"stationId": "station_c", "isolation": {"value": "sandbox", "proof": "probed"},
-         "tools": []},
+        {
+            "stationId": "station_a",
+            "isolation": {"value": "host", "proof": "probed"},
+            "tools": [{"id": "git", "proof": "probed"}],
+        },
+        {
+            "stationId": "station_b",
+            "isolation": {"value": "container", "proof": "probed"},
+            "tools": [{"id": "git", "proof": "declared"}],
+        },
+        {"stationId": "station_c", "isolation": {"value": "sandbox", "proof": "probed"}, "tools": []},
     ]
     return scenario
 

@@ -3,6 +3,7 @@
 It exists to prove the switchback's guardrail (a harmful arm is dropped) and is declared only
 for the length of a test or a lab run (`worst_first_declared`), never by SuperDispatch itself.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,5 +1,6 @@
 """`manage.py experiment start|status|stop`: a switchback experiment from the command line, as
 `POST /v1/experiments` starts one (docs/api.md#experiments)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -37,10 +38,12 @@ def _ratio(value: dict | None) -> str:
 def status_lines(experiment: Experiment, now: datetime) -> list[str]:
     """An experiment as `status` prints it: its plan, the block in force, each arm against pull
     with its 95% interval, what the guardrail dropped, and the winner."""
-    lines = [f"{experiment.id}  {experiment.state}  boards {', '.join(experiment.boards)}",
-             f"  arms {', '.join(experiment.arms)}; objective {experiment.objective}; "
-             f"{len(experiment.schedule)} blocks of {experiment.block_seconds // 60} min from "
-             f"{iso(experiment.starts_at)} to {iso(experiment.ends_at)}; seed {experiment.seed}"]
+    lines = [
+        f"{experiment.id}  {experiment.state}  boards {', '.join(experiment.boards)}",
+        f"  arms {', '.join(experiment.arms)}; objective {experiment.objective}; "
+        f"{len(experiment.schedule)} blocks of {experiment.block_seconds // 60} min from "
+        f"{iso(experiment.starts_at)} to {iso(experiment.ends_at)}; seed {experiment.seed}",
+    ]
     block = experiments.in_force(experiment, now)
     if block is not None:
         lines.append(f"  now: block {block.block.index}, {block.arm}, until {iso(block.block.ends)}")
@@ -48,13 +51,17 @@ def status_lines(experiment: Experiment, now: datetime) -> list[str]:
         lines.append(f"  dropped {dropped['arm']} at {dropped['at']}: {dropped['why']}")
     analysis = experiment.analysis
     if analysis:
-        lines.append(f"  {analysis['blocksEnded']} of {analysis['blocksTotal']} blocks read; "
-                     f"{'arm':32}{'cards':>7}  {'success - pull (95%)':30}lead / pull (95%)")
+        lines.append(
+            f"  {analysis['blocksEnded']} of {analysis['blocksTotal']} blocks read; "
+            f"{'arm':32}{'cards':>7}  {'success - pull (95%)':30}lead / pull (95%)"
+        )
         versus = {c["arm"]: c for c in analysis.get("againstPull", ())}
         for arm in analysis.get("arms", ()):
             against = versus.get(arm["arm"], {})
-            lines.append(f"    {arm['arm'][:31]:32}{arm['cards']:>7}  "
-                         f"{_interval(against.get('success')):30}{_ratio(against.get('lead_ratio'))}")
+            lines.append(
+                f"    {arm['arm'][:31]:32}{arm['cards']:>7}  "
+                f"{_interval(against.get('success')):30}{_ratio(against.get('lead_ratio'))}"
+            )
         more = analysis.get("blocksToDecision")
         lines.append(
             f"  {analysis.get('why', '')}" + (f"; about {more} more blocks to decide" if more else "")
@@ -78,8 +85,9 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         start = sub.add_parser("start", help="start one; its schedule is drawn now and stored")
         start.add_argument("--boards", required=True, help="comma-separated board ids: whole clusters")
-        start.add_argument("--arms", required=True,
-                           help="comma-separated: declared formulas (name@version) and pull")
+        start.add_argument(
+            "--arms", required=True, help="comma-separated: declared formulas (name@version) and pull"
+        )
         start.add_argument("--objective", required=True, choices=switchback.OBJECTIVES)
         start.add_argument("--block-minutes", type=int, default=BLOCK_SECONDS // 60)
         start.add_argument("--blocks", type=int, help="the number of blocks (or --ends-at)")
@@ -87,8 +95,9 @@ class Command(BaseCommand):
         start.add_argument("--seed", type=int, help="the schedule's seed (drawn at random if not given)")
         start.add_argument("--success-drop", type=float, default=switchback.Guardrail().success_drop)
         start.add_argument("--lead-ratio", type=float, default=switchback.Guardrail().lead_ratio)
-        start.add_argument("--holdback-every", type=int,
-                           help="after the decision, one block in this many keeps running pull")
+        start.add_argument(
+            "--holdback-every", type=int, help="after the decision, one block in this many keeps running pull"
+        )
         start.add_argument("--burn-in-seconds", type=int, default=BURN_IN_SECONDS)
         status = sub.add_parser("status", help="every live experiment, or one")
         status.add_argument("id", nargs="?")
@@ -116,13 +125,19 @@ class Command(BaseCommand):
             ends_at = parse_time(options["ends_at"]) if options.get("ends_at") else None
         except ValueError:
             raise CommandError(f"--ends-at must be {parse_time.rule}") from None
-        plan = Plan(boards=tuple(b.strip() for b in options["boards"].split(",") if b.strip()),
-                    arms=tuple(a.strip() for a in options["arms"].split(",") if a.strip()),
-                    objective=options["objective"], block_seconds=options["block_minutes"] * 60,
-                    blocks=options.get("blocks"), ends_at=ends_at, seed=options.get("seed"),
-                    success_drop=options["success_drop"], lead_ratio=options["lead_ratio"],
-                    holdback_every=options.get("holdback_every"),
-                    burn_in_seconds=options["burn_in_seconds"])
+        plan = Plan(
+            boards=tuple(b.strip() for b in options["boards"].split(",") if b.strip()),
+            arms=tuple(a.strip() for a in options["arms"].split(",") if a.strip()),
+            objective=options["objective"],
+            block_seconds=options["block_minutes"] * 60,
+            blocks=options.get("blocks"),
+            ends_at=ends_at,
+            seed=options.get("seed"),
+            success_drop=options["success_drop"],
+            lead_ratio=options["lead_ratio"],
+            holdback_every=options.get("holdback_every"),
+            burn_in_seconds=options["burn_in_seconds"],
+        )
         try:
             return do_start_experiment(plan, now, by=by)
         except ExperimentError as err:

@@ -4,6 +4,7 @@ guardrail drops, its decision, and a board's own formula (set by a person or by 
 Each is one transaction with its audit entry naming who did it; the loop's own steps (the
 guardrail, the decision, autopilot) are the service's, and name the experiment.
 """
+
 from __future__ import annotations
 
 import math
@@ -92,9 +93,11 @@ def _check(plan: Plan, now: datetime) -> int:
         blocks = plan.blocks
     least = 2 * len(plan.arms)
     if not isinstance(blocks, int) or not least <= blocks <= MAX_BLOCKS:
-        raise ExperimentError("blocks" if plan.ends_at is None else "endsAt",
-                              f"an experiment of {len(plan.arms)} arms runs from {least} to "
-                              f"{MAX_BLOCKS} blocks (two runs of its arms at least)")
+        raise ExperimentError(
+            "blocks" if plan.ends_at is None else "endsAt",
+            f"an experiment of {len(plan.arms)} arms runs from {least} to "
+            f"{MAX_BLOCKS} blocks (two runs of its arms at least)",
+        )
     if not 0 <= plan.burn_in_seconds < plan.block_seconds:
         raise ExperimentError("burnInSeconds", "the burn-in is from 0 to less than a block")
     if not 0 < plan.success_drop < 1:
@@ -103,7 +106,7 @@ def _check(plan: Plan, now: datetime) -> int:
         raise ExperimentError("guardrail", "leadRatio is above 1, at most 10")
     if plan.holdback_every is not None and not 2 <= plan.holdback_every <= 100:
         raise ExperimentError("holdbackEvery", "a holdback is 1 block in 2 to 1 in 100")
-    if plan.seed is not None and not 0 <= plan.seed < 2 ** 63:
+    if plan.seed is not None and not 0 <= plan.seed < 2**63:
         raise ExperimentError("seed", "the seed is a whole number from 0 to 2^63 - 1")
     return blocks
 
@@ -118,8 +121,11 @@ def _check_boards(boards: tuple[str, ...], rosters_read: Mapping[str, Iterable[s
     read = dict(rosters_read) if rosters_read is not None else rosters.cached_agents(opted)
     unread = [b for b in boards if b not in read]
     if unread:
-        raise ExperimentError("boards", f"board {unread[0]}'s roster has not been read yet: let a "
-                                        "sweep read it, then start the experiment")
+        raise ExperimentError(
+            "boards",
+            f"board {unread[0]}'s roster has not been read yet: let a "
+            "sweep read it, then start the experiment",
+        )
     named = set(boards)
     if settings.SUPERDISPATCH.candidates == "all":
         # Any agent may be held for any card: every opted-in board shares supply with every other.
@@ -129,34 +135,48 @@ def _check_boards(boards: tuple[str, ...], rosters_read: Mapping[str, Iterable[s
     for cluster in clusters:
         if cluster & named and not cluster <= named:
             left = sorted(cluster - named)
-            raise ExperimentError("boards", f"boards {', '.join(sorted(cluster))} share agents and "
-                                            f"switch together: name {', '.join(left)} too")
+            raise ExperimentError(
+                "boards",
+                f"boards {', '.join(sorted(cluster))} share agents and "
+                f"switch together: name {', '.join(left)} too",
+            )
     for other in Experiment.objects.filter(state__in=LIVE_STATES):
         shared = named.intersection(other.boards)
         if shared:
-            raise ExperimentError("boards", f"board {sorted(shared)[0]} is in live experiment "
-                                            f"{other.id}: stop it first")
+            raise ExperimentError(
+                "boards", f"board {sorted(shared)[0]} is in live experiment {other.id}: stop it first"
+            )
 
 
 @transaction.atomic
-def do_start_experiment(plan: Plan, now: datetime, *, by: Actor = SERVICE,
-                        rosters_read: Mapping[str, Iterable[str]] | None = None) -> Experiment:
+def do_start_experiment(
+    plan: Plan, now: datetime, *, by: Actor = SERVICE, rosters_read: Mapping[str, Iterable[str]] | None = None
+) -> Experiment:
     """Check the plan, draw its schedule from the seed and store both; the first block is in
     force at once. `rosters_read`: who is on each board (the loop's cache when not given)."""
     blocks = _check(plan, now)
     # Two starts naming a board at once: the second waits for the first, then finds it live.
     list(Board.objects.select_for_update().filter(board_id__in=list(plan.boards)).values_list("pk"))
     _check_boards(plan.boards, rosters_read)
-    seed = plan.seed if plan.seed is not None else secrets.randbelow(2 ** 63)
-    schedule = switchback.draw_schedule(plan.arms, starts=now, block_seconds=plan.block_seconds,
-                                        blocks=blocks, seed=seed)
+    seed = plan.seed if plan.seed is not None else secrets.randbelow(2**63)
+    schedule = switchback.draw_schedule(
+        plan.arms, starts=now, block_seconds=plan.block_seconds, blocks=blocks, seed=seed
+    )
     experiment = Experiment.objects.create(
-        boards=sorted(plan.boards), arms=list(plan.arms), block_seconds=plan.block_seconds,
-        seed=seed, objective=plan.objective, burn_in_seconds=plan.burn_in_seconds,
+        boards=sorted(plan.boards),
+        arms=list(plan.arms),
+        block_seconds=plan.block_seconds,
+        seed=seed,
+        objective=plan.objective,
+        burn_in_seconds=plan.burn_in_seconds,
         guardrail={"successDrop": plan.success_drop, "leadRatio": plan.lead_ratio},
-        holdback_every=plan.holdback_every, schedule=experiments.stored_schedule(schedule),
-        starts_at=schedule[0].starts, ends_at=schedule[-1].ends, created_by=by.name,
-        created_at=now)
+        holdback_every=plan.holdback_every,
+        schedule=experiments.stored_schedule(schedule),
+        starts_at=schedule[0].starts,
+        ends_at=schedule[-1].ends,
+        created_by=by.name,
+        created_at=now,
+    )
     do_record(by, "experiment.start", experiment.id, None, experiments.summary(experiment), now)
     return experiment
 
@@ -172,8 +192,7 @@ def do_stop_experiment(experiment_id: str, now: datetime, *, by: Actor = SERVICE
         before = experiment.state
         experiment.state, experiment.stopped_at = ExperimentState.STOPPED, now
         experiment.save(update_fields=["state", "stopped_at"])
-        do_record(by, "experiment.stop", experiment.id, {"state": before},
-                  {"state": experiment.state}, now)
+        do_record(by, "experiment.stop", experiment.id, {"state": before}, {"state": experiment.state}, now)
     return experiment
 
 
@@ -189,8 +208,9 @@ def do_drop_arm(experiment: Experiment, arm: str, why: str, now: datetime) -> No
 
 
 @transaction.atomic
-def do_note_review(experiment: Experiment, reviewed_blocks: int, analysis: dict,
-                   holdback: dict | None = None) -> None:
+def do_note_review(
+    experiment: Experiment, reviewed_blocks: int, analysis: dict, holdback: dict | None = None
+) -> None:
     """The newest analysis after a block, and how many blocks it covers (no audit entry: it
     changes what is shown, not what runs)."""
     fields = {"reviewed_blocks": reviewed_blocks, "analysis": analysis}
@@ -200,8 +220,9 @@ def do_note_review(experiment: Experiment, reviewed_blocks: int, analysis: dict,
 
 
 @transaction.atomic
-def do_decide_experiment(experiment: Experiment, winner: str | None, analysis: dict, now: datetime,
-                         *, autopilot: bool = False) -> Experiment:
+def do_decide_experiment(
+    experiment: Experiment, winner: str | None, analysis: dict, now: datetime, *, autopilot: bool = False
+) -> Experiment:
     """The experiment reached its decision: record the winner (None: no arm won); with a holdback
     it keeps measuring. With autopilot on, each of its boards runs the winner from now, each
     change an audit entry naming the experiment; with no winner nothing changes."""
@@ -211,8 +232,14 @@ def do_decide_experiment(experiment: Experiment, winner: str | None, analysis: d
     experiment.state = ExperimentState.HOLDBACK if experiment.holdback_every else ExperimentState.DONE
     experiment.winner, experiment.decided_at, experiment.analysis = winner, now, analysis
     experiment.save(update_fields=["state", "winner", "decided_at", "analysis"])
-    do_record(SERVICE, "experiment.decide", experiment.id, None,
-              {"winner": winner, "objective": experiment.objective, "state": experiment.state}, now)
+    do_record(
+        SERVICE,
+        "experiment.decide",
+        experiment.id,
+        None,
+        {"winner": winner, "objective": experiment.objective, "state": experiment.state},
+        now,
+    )
     if autopilot and winner is not None:
         for board_id in experiment.boards:
             do_set_board_formula(board_id, winner, now, experiment=experiment.id)
@@ -220,8 +247,9 @@ def do_decide_experiment(experiment: Experiment, winner: str | None, analysis: d
 
 
 @transaction.atomic
-def do_set_board_formula(board_id: str, formula: str | None, now: datetime, *,
-                         by: Actor = SERVICE, experiment: str | None = None) -> Board:
+def do_set_board_formula(
+    board_id: str, formula: str | None, now: datetime, *, by: Actor = SERVICE, experiment: str | None = None
+) -> Board:
     """Give a board its own formula (a declared formula's recorded name, or pull), or take it
     away (None: the deployment's again). A change is an audit entry, naming the experiment
     whose result it acts on, if any; no change writes nothing."""
@@ -242,6 +270,7 @@ def do_set_board_formula(board_id: str, formula: str | None, now: datetime, *,
 
 
 # --- After each block: the guardrail, the decision, the holdback's figure ------------------
+
 
 def do_review_experiments(now: datetime, *, autopilot: bool = False) -> int:
     """Review every live experiment with a block ended since its last review: drop the arms the
@@ -265,9 +294,14 @@ def do_review_experiments(now: datetime, *, autopilot: bool = False) -> int:
 def _review_running(experiment: Experiment, ended: int, now: datetime, autopilot: bool) -> None:
     schedule = experiments.schedule_of(experiment)
     analysis = switchback.analyse(
-        schedule, experiments.cards_of(experiment.id), burn_in_s=experiment.burn_in_seconds,
-        objective=experiment.objective, dropped=experiments.dropped_at(experiment), now=now,
-        guardrail=experiments.guardrail_of(experiment))
+        schedule,
+        experiments.cards_of(experiment.id),
+        burn_in_s=experiment.burn_in_seconds,
+        objective=experiment.objective,
+        dropped=experiments.dropped_at(experiment),
+        now=now,
+        guardrail=experiments.guardrail_of(experiment),
+    )
     for arm, why in experiments.drops_of(analysis).items():
         do_drop_arm(experiment, arm, why, now)
     reading = analysis.to_dict()
@@ -285,8 +319,11 @@ def _review_holdback(experiment: Experiment, ended: int, now: datetime) -> None:
     blocks = experiments.holdback_schedule(experiment, ended)
     first = len(experiment.schedule)
     analysis = switchback.analyse(
-        blocks, experiments.cards_of(experiment.id, first_block=first),
-        burn_in_s=experiment.burn_in_seconds, objective=experiment.objective, now=now,
-        guardrail=experiments.guardrail_of(experiment))
-    Experiment.objects.filter(id=experiment.id).update(reviewed_blocks=ended,
-                                                       holdback=analysis.to_dict())
+        blocks,
+        experiments.cards_of(experiment.id, first_block=first),
+        burn_in_s=experiment.burn_in_seconds,
+        objective=experiment.objective,
+        now=now,
+        guardrail=experiments.guardrail_of(experiment),
+    )
+    Experiment.objects.filter(id=experiment.id).update(reviewed_blocks=ended, holdback=analysis.to_dict())

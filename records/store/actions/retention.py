@@ -1,5 +1,6 @@
 """Retention's writes: settled decisions deleted with their candidates and taken off their
 agents' tallies, and the rolls no decision names any more (records.store.retention runs them)."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -24,12 +25,16 @@ def do_prune_decisions(decision_ids: list[str]) -> tuple[int, int]:
     quote = connection.ops.quote_name
     settled = Decision.objects.filter(id__in=decision_ids, outcome_status__isnull=False)
     marked = settled.aggregate(n=Sum(marks.marked_count()))["n"] or 0
-    decisions_of = (f"FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
-                    f"AND {quote('outcome_status')} IS NOT NULL")  # these, settled
+    decisions_of = (
+        f"FROM {quote(Decision._meta.db_table)} WHERE {quote('id')} IN ({params}) "
+        f"AND {quote('outcome_status')} IS NOT NULL"
+    )  # these, settled
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"DELETE FROM {quote(Candidate._meta.db_table)} WHERE {quote('decision_id')} IN "
-            f"(SELECT {quote('id')} {decisions_of})", decision_ids)
+            f"(SELECT {quote('id')} {decisions_of})",
+            decision_ids,
+        )
         candidates = cursor.rowcount
     held = f"{quote('board_id')}, {quote('chosen')}, {quote('outcome_status')}"
     with transaction.atomic(), connection.cursor() as cursor:
@@ -63,7 +68,8 @@ def _uncount_settled_holds(deleted: list[tuple[str, str | None, str]]) -> None:
         cursor.executemany(
             f"UPDATE {tally} SET settled = CASE WHEN settled > %s THEN settled - %s ELSE 0 END, "
             f"claimed = CASE WHEN claimed > %s THEN claimed - %s ELSE 0 END WHERE {pair}",
-            [(settled, settled, claimed, claimed, *key) for key, (settled, claimed) in off.items()])
+            [(settled, settled, claimed, claimed, *key) for key, (settled, claimed) in off.items()],
+        )
         # An agent with no hold left on the board has no tally there: of the pairs just
         # changed, not a walk of the whole table each batch.
         cursor.executemany(f"DELETE FROM {tally} WHERE {pair} AND settled = 0", list(off))
@@ -74,7 +80,9 @@ def do_prune_rolls(before: datetime) -> int:
 
     A pass that takes up such a roll again in the moment it goes fails its decision's write
     on the foreign key, whole, and the next pass stores the roll again."""
-    deleted, _ = (Roll.objects.filter(created_at__lt=before)
-                  .exclude(digest__in=Decision.objects.filter(roll__isnull=False).values("roll_id"))
-                  .delete())
+    deleted, _ = (
+        Roll.objects.filter(created_at__lt=before)
+        .exclude(digest__in=Decision.objects.filter(roll__isnull=False).values("roll_id"))
+        .delete()
+    )
     return deleted

@@ -1,5 +1,6 @@
 """The rollups' writes: a board's stale hours worked out afresh from its decisions
 (records.store.rollups counts them; records.models.rollups says what a row holds)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -21,13 +22,14 @@ def do_roll_up(now: datetime) -> int:
         return 0
     stale: dict[datetime, set[str]] = {}
     for board_id, hour in StaleHour.objects.filter(hour__lt=rollups.hour_of(now)).values_list(
-            "board_id", "hour"):
+        "board_id", "hour"
+    ):
         stale.setdefault(hour, set()).add(board_id)
     done = 0
     for hour, boards in sorted(stale.items()):
         ordered = sorted(boards)
         for i in range(0, len(ordered), CHUNK):
-            done += do_roll_up_hour(hour, ordered[i:i + CHUNK])
+            done += do_roll_up_hour(hour, ordered[i : i + CHUNK])
     return done
 
 
@@ -49,12 +51,15 @@ def do_roll_up_hour(hour: datetime, boards: list[str]) -> int:
     marks.delete()
     BoardHour.objects.filter(hour=hour, board_id__in=taken).delete()
     AgentHour.objects.filter(hour=hour, board_id__in=taken).delete()
-    decisions = Decision.objects.filter(created_at__gte=hour, created_at__lt=hour + rollups.HOUR,
-                                        board_id__in=taken)
-    BoardHour.objects.bulk_create([BoardHour(hour=row.pop("t"), **row)
-                                   for row in rollups.board_rows(decisions)], batch_size=1000)
-    AgentHour.objects.bulk_create([AgentHour(hour=row.pop("t"), **row)
-                                   for row in rollups.agent_rows(decisions)], batch_size=1000)
+    decisions = Decision.objects.filter(
+        created_at__gte=hour, created_at__lt=hour + rollups.HOUR, board_id__in=taken
+    )
+    BoardHour.objects.bulk_create(
+        [BoardHour(hour=row.pop("t"), **row) for row in rollups.board_rows(decisions)], batch_size=1000
+    )
+    AgentHour.objects.bulk_create(
+        [AgentHour(hour=row.pop("t"), **row) for row in rollups.agent_rows(decisions)], batch_size=1000
+    )
     return len(taken)
 
 

@@ -1,5 +1,6 @@
 """The advice's writes: a suggestion dismissed, and the sync that opens, refreshes and
 resolves them all."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,7 @@ from records.store import outbox
 from records.suggestions.found import BLANK, Found
 
 
-def do_dismiss_suggestion(suggestion: Suggestion, now: Moment, *,
-                          by: Actor = SERVICE) -> Suggestion:
+def do_dismiss_suggestion(suggestion: Suggestion, now: Moment, *, by: Actor = SERVICE) -> Suggestion:
     """Dismiss a suggestion; dismissing again changes nothing (and records nothing). Of
     dismissals at once, the first to lock the open row is the one; a clock for `now` is read
     then, so its time is where it commits."""
@@ -27,8 +27,9 @@ def do_dismiss_suggestion(suggestion: Suggestion, now: Moment, *,
             at = moment(now)
             updated = still_open.update(dismissed_at=at)
         if updated:
-            do_record(by, "suggestion.dismiss", suggestion.pk, {"dismissedAt": None},
-                      {"dismissedAt": iso(at)}, at)
+            do_record(
+                by, "suggestion.dismiss", suggestion.pk, {"dismissedAt": None}, {"dismissedAt": iso(at)}, at
+            )
     if updated:
         suggestion.dismissed_at = at
     else:
@@ -54,15 +55,24 @@ class SyncSummary:
 def do_sync_suggestions(found: list[Found], now: datetime) -> SyncSummary:
     """Open what is new, refresh what is found again (a dismissal stays), resolve the rest."""
     state, _ = LoopState.objects.select_for_update().get_or_create(key="loop")
-    live = {(s.kind, s.board_id, s.stage_key): s for s in
-            Suggestion.objects.select_for_update().filter(resolved_at__isnull=True)}
+    live = {
+        (s.kind, s.board_id, s.stage_key): s
+        for s in Suggestion.objects.select_for_update().filter(resolved_at__isnull=True)
+    }
     opened, again = [], []
     for each in found:
         row = live.pop(each.key, None)
         if row is None:
-            opened.append(Suggestion(kind=each.kind, board_id=each.board_id,
-                                     stage_key=each.stage_key, first_seen_at=now,
-                                     last_seen_at=now, **each.values()))
+            opened.append(
+                Suggestion(
+                    kind=each.kind,
+                    board_id=each.board_id,
+                    stage_key=each.stage_key,
+                    first_seen_at=now,
+                    last_seen_at=now,
+                    **each.values(),
+                )
+            )
             continue
         for name, value in each.values().items():
             setattr(row, name, value)

@@ -5,6 +5,7 @@ an hour old, is replayed afresh, so that the dashboard reads rows and never repl
 
 A board's replay costs about 2 ms of CPU a decision (bench/what_if_ahead.py), so each is
 bounded: the newest `MOST_DECISIONS` of the week, one board a run."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -28,10 +29,17 @@ LOCK = 0x5D_0039  # PostgreSQL's advisory lock a board's write holds
 def due(now: datetime) -> list[str]:
     """The boards with a decision in the window's ended hours (the rollups') whose what-if is
     missing or at least `EVERY` old, never worked out first, then the longest waiting."""
-    boards = set(BoardHour.objects.filter(hour__gte=now - WINDOW, hour__lt=now)
-                 .values_list("board_id", flat=True).distinct())
-    computed = dict(BoardWhatIf.objects.filter(board_id__in=boards).values("board_id")
-                    .annotate(at=Max("computed_at")).values_list("board_id", "at"))
+    boards = set(
+        BoardHour.objects.filter(hour__gte=now - WINDOW, hour__lt=now)
+        .values_list("board_id", flat=True)
+        .distinct()
+    )
+    computed = dict(
+        BoardWhatIf.objects.filter(board_id__in=boards)
+        .values("board_id")
+        .annotate(at=Max("computed_at"))
+        .values_list("board_id", "at")
+    )
     waiting = [b for b in boards if b not in computed or now - computed[b] >= EVERY]
     return sorted(waiting, key=lambda b: (b in computed, computed.get(b) or now, b))
 
@@ -49,8 +57,9 @@ def wanted(now: datetime) -> bool:
 
 def _gone(now: datetime):
     """The rows of boards with no decision left in the window."""
-    return BoardWhatIf.objects.exclude(board_id__in=BoardHour.objects.filter(
-        hour__gte=now - WINDOW, hour__lt=now).values("board_id"))
+    return BoardWhatIf.objects.exclude(
+        board_id__in=BoardHour.objects.filter(hour__gte=now - WINDOW, hour__lt=now).values("board_id")
+    )
 
 
 class Ahead(NamedTuple):
@@ -95,8 +104,10 @@ def _write(board_id: str, rows: list[dict], since: datetime, now: datetime) -> b
     if old.filter(computed_at__gt=now - EVERY).exists():
         return False
     old.delete()
-    BoardWhatIf.objects.bulk_create([
-        BoardWhatIf(board_id=board_id, position=position, since=since, until=now,
-                    computed_at=now, **row) for position, row in enumerate(rows)])
+    BoardWhatIf.objects.bulk_create(
+        [
+            BoardWhatIf(board_id=board_id, position=position, since=since, until=now, computed_at=now, **row)
+            for position, row in enumerate(rows)
+        ]
+    )
     return True
-

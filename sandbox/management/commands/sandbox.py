@@ -4,6 +4,7 @@ By default it serves where SuperDispatch's own settings point (SUPERPIPELINE_URL
 ORG_PLANE_URL, AGENTPOD_URL, SUPERWITNESS_URL), accepts the configured service credential and
 signs relay deliveries with the configured secret, so `make demo` can start both side by side.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,16 +33,24 @@ from sandbox.suite import PRODUCTS, ProductUrls
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 # Which setting names each product's address, for the ports and the error messages.
-SETTING_OF = {"superpipeline": "SUPERPIPELINE_URL", "accounts": "ORG_PLANE_URL",
-              "agentpod": "AGENTPOD_URL", "superwitness": "SUPERWITNESS_URL"}
+SETTING_OF = {
+    "superpipeline": "SUPERPIPELINE_URL",
+    "accounts": "ORG_PLANE_URL",
+    "agentpod": "AGENTPOD_URL",
+    "superwitness": "SUPERWITNESS_URL",
+}
 TOKEN_ENV = "DEMO_OPERATOR_TOKEN"
 TIMEOUT = (2.0, 10.0)
 
 
 def configured_ports(cfg) -> dict[str, int]:
     """Each product's port from the settings' URLs (0, any free port, when SUPERWITNESS_URL is unset)."""
-    urls = {"superpipeline": cfg.superpipeline_url, "accounts": cfg.org_plane_url,
-            "agentpod": cfg.agentpod_url, "superwitness": cfg.superwitness_url}
+    urls = {
+        "superpipeline": cfg.superpipeline_url,
+        "accounts": cfg.org_plane_url,
+        "agentpod": cfg.agentpod_url,
+        "superwitness": cfg.superwitness_url,
+    }
     ports = {}
     for product, url in urls.items():
         if not url:
@@ -49,8 +58,10 @@ def configured_ports(cfg) -> dict[str, int]:
             continue
         split = urlsplit(url)
         if split.hostname not in LOCAL_HOSTS or split.port is None or split.scheme != "http":
-            raise CommandError(f"{SETTING_OF[product]} is not an http://127.0.0.1:<port> address, so the "
-                               "sandbox cannot serve it; give --port-base to serve on other ports")
+            raise CommandError(
+                f"{SETTING_OF[product]} is not an http://127.0.0.1:<port> address, so the "
+                "sandbox cannot serve it; give --port-base to serve on other ports"
+            )
         ports[product] = split.port
     return ports
 
@@ -61,23 +72,32 @@ def receiver_address(cfg, port_base: int | None) -> tuple[int, str, str]:
     if port_base is not None:
         return (port_base + len(PRODUCTS) if port_base else 0), "/events", "/chat"
     found = {}
-    for name, url in (("SUPERDISPATCH_EVENTS_URL", cfg.events_url),
-                      ("SUPERDISPATCH_CHAT_WEBHOOK_URL", cfg.chat_webhook_url)):
+    for name, url in (
+        ("SUPERDISPATCH_EVENTS_URL", cfg.events_url),
+        ("SUPERDISPATCH_CHAT_WEBHOOK_URL", cfg.chat_webhook_url),
+    ):
         if not url:
             continue
         split = urlsplit(url)
         if split.hostname not in LOCAL_HOSTS or split.port is None or split.scheme != "http":
-            raise CommandError(f"{name} is not an http://127.0.0.1:<port> address, so the sandbox cannot "
-                               "receive there; give --port-base to serve on other ports")
+            raise CommandError(
+                f"{name} is not an http://127.0.0.1:<port> address, so the sandbox cannot "
+                "receive there; give --port-base to serve on other ports"
+            )
         found[name] = (split.port, split.path or "/")
     if not found:
         raise CommandError("--receiver needs SUPERDISPATCH_EVENTS_URL or SUPERDISPATCH_CHAT_WEBHOOK_URL set")
     if len({port for port, _ in found.values()}) > 1:
-        raise CommandError("SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL must share one port "
-                           "for the sandbox's receiver")
+        raise CommandError(
+            "SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL must share one port "
+            "for the sandbox's receiver"
+        )
     port = next(iter(found.values()))[0]
-    return (port, found.get("SUPERDISPATCH_EVENTS_URL", (0, "/events"))[1],
-            found.get("SUPERDISPATCH_CHAT_WEBHOOK_URL", (0, "/chat"))[1])
+    return (
+        port,
+        found.get("SUPERDISPATCH_EVENTS_URL", (0, "/events"))[1],
+        found.get("SUPERDISPATCH_CHAT_WEBHOOK_URL", (0, "/chat"))[1],
+    )
 
 
 def env_lines(suite: Suite, receiver: ReceiverServer | None = None) -> str:
@@ -96,23 +116,35 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--scenario", default="demo", help="a shipped scenario's name or a file's path")
         parser.add_argument("--seed", type=int, help="the simulation's seed (default: the scenario's)")
-        parser.add_argument("--port-base", type=int,
-                            help="serve SuperPipeline, Accounts, AgentPod and SuperWitness on this port and "
-                                 "the next three (0: any free ports) rather than where the settings point")
-        parser.add_argument("--superdispatch", metavar="URL",
-                            help="where SuperDispatch answers (default: http://127.0.0.1:$PORT)")
+        parser.add_argument(
+            "--port-base",
+            type=int,
+            help="serve SuperPipeline, Accounts, AgentPod and SuperWitness on this port and "
+            "the next three (0: any free ports) rather than where the settings point",
+        )
+        parser.add_argument(
+            "--superdispatch",
+            metavar="URL",
+            help="where SuperDispatch answers (default: http://127.0.0.1:$PORT)",
+        )
         parser.add_argument(
             "--relay-target",
             help="where the relay delivers (default: SuperDispatch's webhook; 'none': nowhere)",
         )
         parser.add_argument("--write-env", metavar="FILE", help="write the settings that point at this suite")
-        parser.add_argument("--opt-in", action="store_true",
-                            help=f"once SuperDispatch answers, opt the scenario's boards in through its API "
-                                 f"(operator token from {TOKEN_ENV}) before the agents start")
-        parser.add_argument("--receiver", action="store_true",
-                            help="also receive SuperDispatch's events and chat posts where "
-                                 "SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL point, "
-                                 "print each chat post, and count the events")
+        parser.add_argument(
+            "--opt-in",
+            action="store_true",
+            help=f"once SuperDispatch answers, opt the scenario's boards in through its API "
+            f"(operator token from {TOKEN_ENV}) before the agents start",
+        )
+        parser.add_argument(
+            "--receiver",
+            action="store_true",
+            help="also receive SuperDispatch's events and chat posts where "
+            "SUPERDISPATCH_EVENTS_URL and SUPERDISPATCH_CHAT_WEBHOOK_URL point, "
+            "print each chat post, and count the events",
+        )
         parser.add_argument("--tick", type=float, default=1.0, help="seconds between two simulation steps")
         parser.add_argument(
             "--report-every", type=float, default=30.0, help="seconds between two status lines"
@@ -122,9 +154,21 @@ class Command(BaseCommand):
         self.stdout.write(line)
         self.stdout.flush()  # under a process manager stdout is a pipe; show each line as it happens
 
-    def handle(self, *args, scenario: str, seed: int | None, port_base: int | None, superdispatch: str | None,
-               relay_target: str | None, write_env: str | None, opt_in: bool, receiver: bool, tick: float,
-               report_every: float, **options):
+    def handle(
+        self,
+        *args,
+        scenario: str,
+        seed: int | None,
+        port_base: int | None,
+        superdispatch: str | None,
+        relay_target: str | None,
+        write_env: str | None,
+        opt_in: bool,
+        receiver: bool,
+        tick: float,
+        report_every: float,
+        **options,
+    ):
         cfg = settings.SUPERDISPATCH
         try:
             spec = load_scenario(scenario)
@@ -138,19 +182,33 @@ class Command(BaseCommand):
             ports = {p: port_base + i if port_base else 0 for i, p in enumerate(PRODUCTS)}
         superdispatch = (superdispatch or f"http://127.0.0.1:{cfg.port}").rstrip("/")
         target = None if relay_target == "none" else (relay_target or superdispatch + "/v1/relay/events")
-        urls = ProductUrls(agentpod_audience=cfg.agentpod_audience or None,
-                           superwitness_audience=cfg.superwitness_audience or None)
-        suite = Suite(spec, clock=system_clock, urls=urls, relay_target=target,
-                      credential=cfg.org_plane_service_credential, relay_secret=cfg.relay_secret)
+        urls = ProductUrls(
+            agentpod_audience=cfg.agentpod_audience or None,
+            superwitness_audience=cfg.superwitness_audience or None,
+        )
+        suite = Suite(
+            spec,
+            clock=system_clock,
+            urls=urls,
+            relay_target=target,
+            credential=cfg.org_plane_service_credential,
+            relay_secret=cfg.relay_secret,
+        )
         servers = SandboxServers(suite, ports=ports)
         inbox = None
         if receiver:
             port, events_path, chat_path = receiver_address(cfg, port_base)
             secret = cfg.events_secret or os.urandom(16).hex()
             try:
-                inbox = ReceiverServer(Receiver(secret, events_path, chat_path,
-                                                on_chat=lambda text: self.say(f"sandbox: chat: {text}")),
-                                       port=port)
+                inbox = ReceiverServer(
+                    Receiver(
+                        secret,
+                        events_path,
+                        chat_path,
+                        on_chat=lambda text: self.say(f"sandbox: chat: {text}"),
+                    ),
+                    port=port,
+                )
             except OSError as err:
                 raise CommandError(f"cannot receive on port {port}: {err.strerror}")
         try:
@@ -167,10 +225,12 @@ class Command(BaseCommand):
             signal.signal(signum, lambda *_: stop.set())
         driver = None
         try:
-            self.say(f"sandbox: scenario {spec.name} (seed {spec.seed}), "
-                     + ", ".join(f"{p} {getattr(suite.urls, p)}" for p in PRODUCTS)
-                     + f"; relay to {target or 'nowhere'}"
-                     + (f"; receiving events and chat at {inbox.url}" if inbox else ""))
+            self.say(
+                f"sandbox: scenario {spec.name} (seed {spec.seed}), "
+                + ", ".join(f"{p} {getattr(suite.urls, p)}" for p in PRODUCTS)
+                + f"; relay to {target or 'nowhere'}"
+                + (f"; receiving events and chat at {inbox.url}" if inbox else "")
+            )
             if write_env:
                 self._write_env(write_env, suite, inbox)
             if opt_in and not self._opt_in(suite, superdispatch, stop):
@@ -179,8 +239,11 @@ class Command(BaseCommand):
             driver.start()
             self.say(f"sandbox: {len(spec.agents)} agents working on {len(spec.boards)} boards")
             while not stop.wait(report_every):
-                self.say("sandbox: " + status_line(driver.simulation)
-                         + (f"; received {inbox.receiver.summary()}" if inbox else ""))
+                self.say(
+                    "sandbox: "
+                    + status_line(driver.simulation)
+                    + (f"; received {inbox.receiver.summary()}" if inbox else "")
+                )
         finally:
             if driver is not None:
                 driver.stop()

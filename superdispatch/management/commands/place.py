@@ -1,4 +1,5 @@
 """Place one card now, as a card.ready delivery would."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from common.errors import ApiError
@@ -25,10 +26,11 @@ class Command(BaseCommand):
         summary = place_one(Loop.from_settings(), board_id, card_id)
         if summary.skipped:
             raise CommandError(f"{board_id} is being passed over by another worker; try again")
-        latest = Decision.objects.filter(board_id=board_id, card_id=card_id).order_by(
-            "-created_at").first()
+        latest = Decision.objects.filter(board_id=board_id, card_id=card_id).order_by("-created_at").first()
         self.stdout.write(f"place: {summary.line()}")
         if latest is not None:
-            self.stdout.write(f"latest decision {latest.id}: chosen {latest.chosen or '-'}, "
-                              f"reason {latest.reason or '-'}, tier {latest.tier_name} "
-                              f"step {latest.tier_step}")
+            self.stdout.write(
+                f"latest decision {latest.id}: chosen {latest.chosen or '-'}, "
+                f"reason {latest.reason or '-'}, tier {latest.tier_name} "
+                f"step {latest.tier_step}"
+            )

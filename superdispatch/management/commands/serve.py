@@ -4,6 +4,7 @@ Each of gunicorn's workers reads requests on an asyncio loop and runs the applic
 `threads` threads (superdispatch.gunicorn_worker, superdispatch.front): a slow client costs a
 socket, not a thread, and a request whose answer has not begun within `timeout` is answered
 503 and its worker replaced."""
+
 from __future__ import annotations
 
 import sys
@@ -38,17 +39,26 @@ class Command(BaseCommand):
     help = "Serve SuperDispatch's operator API and admin console on PORT."
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default="127.0.0.1",
-                            help="address to bind (0.0.0.0 in a container)")
+        parser.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0 in a container)")
         parser.add_argument("--workers", type=int, default=2)
 
     def handle(self, *args, host: str, workers: int, **options):
         cfg = settings.SUPERDISPATCH
         refuse_a_newer_database()  # here, before gunicorn forks its workers
-        _Gunicorn({"bind": f"{host}:{cfg.port}", "workers": workers, "threads": 4,
-                   "worker_class": WORKER, "accesslog": None, "errorlog": "-",
-                   "loglevel": "warning", "timeout": 60,
-                   # An idle kept-alive connection costs a socket, not a thread: kept 5 s (not
-                   # gunicorn's 2), a client pausing between calls reuses it rather than racing
-                   # its close and reading a reset.
-                   "keepalive": 5}, cfg.start_line).run()
+        _Gunicorn(
+            {
+                "bind": f"{host}:{cfg.port}",
+                "workers": workers,
+                "threads": 4,
+                "worker_class": WORKER,
+                "accesslog": None,
+                "errorlog": "-",
+                "loglevel": "warning",
+                "timeout": 60,
+                # An idle kept-alive connection costs a socket, not a thread: kept 5 s (not
+                # gunicorn's 2), a client pausing between calls reuses it rather than racing
+                # its close and reading a reset.
+                "keepalive": 5,
+            },
+            cfg.start_line,
+        ).run()

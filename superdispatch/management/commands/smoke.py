@@ -1,5 +1,6 @@
 """The release's smoke test: the checks a release makes before it keeps a new build, changing
 nothing, one line each, and an exit status a deploy script can act on."""
+
 from __future__ import annotations
 
 import sys
@@ -76,8 +77,9 @@ def check_first_sweep(cfg: Config, now: datetime) -> str:
     due = state.next_sweep_at or state.last_sweep_at + interval  # later while backing off
     age = int((now - state.last_sweep_at).total_seconds())
     if now > due + STALE_INTERVALS * interval:
-        raise Failed(f"the last sweep was {age} s ago, long past the next one's time "
-                     "(is beat running, and a worker?)")
+        raise Failed(
+            f"the last sweep was {age} s ago, long past the next one's time (is beat running, and a worker?)"
+        )
     return f"last sweep {state.last_sweep_at.isoformat()} ({age} s ago)"
 
 
@@ -100,15 +102,21 @@ def run_checks(cfg: Config, url: str, now: datetime) -> list[tuple[str, bool, st
 
 
 class Command(BaseCommand):
-    help = ("The release's smoke test: /healthz, a token from Accounts, the hub, and the "
-            "loop's sweeps. Changes nothing; exits 0 only when every check passes.")
+    help = (
+        "The release's smoke test: /healthz, a token from Accounts, the hub, and the "
+        "loop's sweeps. Changes nothing; exits 0 only when every check passes."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--url", help="where the service answers "
-                                          "(default: http://127.0.0.1:$PORT)")
-        parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
-                            help="check again every 2 s for up to this long until all pass "
-                                 "(a service just started has not swept yet)")
+        parser.add_argument("--url", help="where the service answers (default: http://127.0.0.1:$PORT)")
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
+            help="check again every 2 s for up to this long until all pass "
+            "(a service just started has not swept yet)",
+        )
 
     def handle(self, *args, url: str | None, wait: float, **options):
         cfg = settings.SUPERDISPATCH
@@ -125,6 +133,8 @@ class Command(BaseCommand):
         if not failed:
             self.stdout.write(f"smoke: ok, {len(results)} of {len(results)} checks passed")
             return
-        self.stderr.write(f"smoke: failed: {failed[0]}"
-                          + (f" (first of {len(failed)} failed checks)" if len(failed) > 1 else ""))
+        self.stderr.write(
+            f"smoke: failed: {failed[0]}"
+            + (f" (first of {len(failed)} failed checks)" if len(failed) > 1 else "")
+        )
         sys.exit(1)

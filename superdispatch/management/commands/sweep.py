@@ -1,4 +1,5 @@
 """Run sweeps in the foreground: one with --once, else one every SUPERDISPATCH_SWEEP_SECONDS."""
+
 import time
 
 from django.conf import settings
