@@ -403,13 +403,16 @@ def analyse(
 
     Each block counts for the arm it carries. `dropped` names the arms dropped before this look:
     given as arm -> when it was dropped, the blocks run after are read as the stand-in ran them
-    (`as_run`); given as names alone, `schedule` is taken as already as run."""
+    (`as_run`), and an arm dropped after `now` is still running at this look; given as names
+    alone, `schedule` is taken as already as run."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     if burn_in_s < 0:
         raise ValueError(f"burn_in_s must be 0 or more, not {burn_in_s!r}")
     per_run = len(set(b.arm for b in schedule))  # the drawn arms: a run of blocks holds each once
     if isinstance(dropped, Mapping):
+        if now is not None:  # a look reads only the drops made by its time, never a later one
+            dropped = {arm: when for arm, when in dropped.items() if when <= now}
         schedule = as_run(schedule, dropped)
     before = tuple(dict.fromkeys(dropped))
     blocks = count(schedule, cards, burn_in_s=burn_in_s, now=now)

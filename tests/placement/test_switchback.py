@@ -375,6 +375,16 @@ def test_an_arm_dropped_before_stays_dropped_and_never_wins():
     assert read.dropped == ("new",) and read.drops == () and read.winner == "pull"
 
 
+def test_a_look_reads_only_the_drops_made_by_its_time():
+    schedule = draw_schedule(["pull", "new"], starts=START, block_seconds=HALF_HOUR, blocks=12, seed=4)
+    cards = steady(schedule, {"pull": (0.5, 100.0), "new": (0.5, 100.0)})
+    later = {"new": schedule[8].ends}
+    early = analyse(schedule, cards, burn_in_s=0, objective="success", dropped=later, now=schedule[1].ends)
+    assert early.dropped == () and early.winner is None  # "new" is not dropped yet, so pull has not won
+    late = analyse(schedule, cards, burn_in_s=0, objective="success", dropped=later, now=schedule[9].ends)
+    assert late.dropped == ("new",) and late.winner == "pull"
+
+
 outcome = st.tuples(st.booleans(), st.floats(1, 1000))
 
 
