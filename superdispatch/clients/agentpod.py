@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import time
-from typing import Callable, Literal
+from typing import Literal
 
 import msgspec
-import requests
 
 from placement.facts import ISOLATION_ORDER, PROOF_ORDER, RegistryFact, RosterRow, Station
 
 from . import shape
-from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, Refused, TokenSource, segment
+from .http import Product, Refused, segment
 from .shape import Answer, Text, Time
 
 ROSTER_ROUTE = "/api/bridge/boards/{boardId}/roster"
@@ -20,32 +18,10 @@ STATIONS_ROUTE = "/api/catalog/stations"
 ROUTES = (f"GET {ROSTER_ROUTE}", f"GET {STATIONS_ROUTE}")
 
 
-class AgentPod:
+class AgentPod(Product):
     """AgentPod's roster and registry reads, with tokens for the hub's audience."""
 
-    def __init__(
-        self,
-        base_url: str,
-        audience: str,
-        accounts: TokenSource,
-        *,
-        session: requests.Session | None = None,
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        retries: int = READ_RETRIES,
-        backoff: tuple[float, ...] = BACKOFF,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
-        self._http = Http(
-            "agentpod",
-            base_url,
-            session=session,
-            tokens=accounts,
-            audience=audience,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            sleep=sleep,
-        )
+    name = "agentpod"
 
     def roster(self, board_id: str) -> tuple[RosterRow, ...]:
         """The board's bridge rows. Slow in production (the hub probes every station)."""

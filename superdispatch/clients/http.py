@@ -280,6 +280,39 @@ class Http:
 
 # A header as RFC 9110 allows it: a token for a name, and a value with no line break in it.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+class Product:
+    """One product's API, each call carrying a token from Accounts for `audience`: the
+    constructor every client of a tokened product shares."""
+
+    name: str  # the product, as errors and logs name it
+
+    def __init__(
+        self,
+        base_url: str,
+        audience: str,
+        accounts: TokenSource,
+        *,
+        session: requests.Session | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        retries: int = READ_RETRIES,
+        backoff: tuple[float, ...] = BACKOFF,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self._http = Http(
+            self.name,
+            base_url,
+            session=session,
+            tokens=accounts,
+            audience=audience,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            sleep=sleep,
+        )
+
+
 _HEADER_VALUE = re.compile(r"[^\r\n\x00]*")
 
 

@@ -6,25 +6,13 @@ What its reads return is in `superpipeline_board.py` (the board) and `superpipel
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Callable
-
-import requests
+from typing import Any
 
 from placement.facts import AgentLoad
 
 from . import superpipeline_wire as wire
-from .http import (
-    BACKOFF,
-    DEFAULT_TIMEOUT,
-    READ_RETRIES,
-    ClientError,
-    Http,
-    Refused,
-    TokenSource,
-    segment,
-)
+from .http import ClientError, Product, Refused, TokenSource, segment
 from .superpipeline_board import BoardRead, Reservation
 from .superpipeline_wire import EligibilityVerdict
 
@@ -65,31 +53,13 @@ ROUTES = (
 )
 
 
-class SuperPipeline:
+class SuperPipeline(Product):
     """SuperPipeline's API, with tokens for its own URL as audience."""
 
-    def __init__(
-        self,
-        base_url: str,
-        accounts: TokenSource,
-        *,
-        session: requests.Session | None = None,
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        retries: int = READ_RETRIES,
-        backoff: tuple[float, ...] = BACKOFF,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
-        self._http = Http(
-            "superpipeline",
-            base_url,
-            session=session,
-            tokens=accounts,
-            audience=base_url,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            sleep=sleep,
-        )
+    name = "superpipeline"
+
+    def __init__(self, base_url: str, accounts: TokenSource, **options: Any):
+        super().__init__(base_url, base_url, accounts, **options)  # its own URL is the audience
         self._alike = wire.AlikeReads()
 
     def board(self, board_id: str) -> BoardRead:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
-import requests
 
 from placement.facts import Run
 from placement.stage_runs import verdict_mark
 
 from . import shape
-from .http import BACKOFF, DEFAULT_TIMEOUT, READ_RETRIES, Http, TokenSource
+from .http import Product
 from .shape import Answer, Text, Time
 
 RUNS_PATH = "/v1/runs"
@@ -23,32 +21,10 @@ MAX_RUNS = 1000
 _OUTCOMES = {"succeeded": True, "failed": False}
 
 
-class SuperWitness:
+class SuperWitness(Product):
     """SuperWitness's finished runs, with tokens for its public URL as audience."""
 
-    def __init__(
-        self,
-        base_url: str,
-        audience: str,
-        accounts: TokenSource,
-        *,
-        session: requests.Session | None = None,
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        retries: int = READ_RETRIES,
-        backoff: tuple[float, ...] = BACKOFF,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
-        self._http = Http(
-            "superwitness",
-            base_url,
-            session=session,
-            tokens=accounts,
-            audience=audience,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            sleep=sleep,
-        )
+    name = "superwitness"
 
     def runs(
         self, board_id: str, stage_key: str, since: datetime, limit_total: int = MAX_RUNS
