@@ -2,8 +2,10 @@
 
 SuperWitness names a run by its executor (a principal), its board (scope) and stage, and when
 it ended; it names no card. An agent works one card at a time on a board, so the run of a
-claim is the first run by the claimer's principal at that board stage to end at or after the
-claim, and before the next claim our store knows it made there. A claim whose run has not
+claim is the first run by the claimer's principal at that board stage to end after the claim,
+and no later than the next claim our store knows it made there. A run that ended at the very
+moment of a claim is the one before it: an agent that pulls its next card as soon as its run
+ends claims it in the second that run ended, and a run takes time. A claim whose run has not
 ended stays unknown and is looked for again each sweep, for `RUN_LOOK_BACK`; SuperWitness
 down or slow leaves it unknown too, and nothing else in the pass waits on it.
 """
@@ -60,9 +62,9 @@ def match_runs(
         later = times[bisect.bisect_right(times, claim.at) :]
         bound = later[0] if later else None
         for run in ended[principal]:
-            if run.ended_at < claim.at:
+            if run.ended_at <= claim.at:
                 continue
-            if bound is None or run.ended_at < bound:
+            if bound is None or run.ended_at <= bound:
                 found[claim.key] = run
             break
     return found

@@ -34,6 +34,19 @@ def test_a_run_that_ended_after_the_next_claim_is_not_the_earlier_claims():
     assert found == {}
 
 
+def test_a_run_that_ended_as_the_claim_was_made_is_the_claim_before_it():
+    # The agent ended its run of one card at 100 and claimed the next in that same second, as an
+    # agent that pulls as soon as it is free does: that run is the first claim's, never the next.
+    pending = [Claim("pld_1", "agt_a", "review", at(0)), Claim("pld_2", "agt_a", "review", at(100))]
+    runs = {"prn_a": (Run("prn_a", False, at(100)), Run("prn_a", True, at(170)))}
+    found = match_runs(pending, pending, {"agt_a": "prn_a"}, runs)
+    assert found["pld_1"].ended_at == at(100) and not found["pld_1"].succeeded
+    assert found["pld_2"].ended_at == at(170) and found["pld_2"].succeeded
+    # Its own run not ended yet, the next claim has none; the one before it is not taken for it.
+    found = match_runs(pending[1:], pending, {"agt_a": "prn_a"}, {"prn_a": runs["prn_a"][:1]})
+    assert found == {}
+
+
 def test_no_principal_or_no_run_yet_leaves_it_unknown():
     pending = [Claim("pld_1", "agt_a", "review", at(0))]
     assert match_runs(pending, pending, {}, {"prn_a": (Run("prn_a", True, at(9)),)}) == {}
