@@ -142,6 +142,13 @@ class Experiment:
     drop_why: dict[str, str]
     decided_at: dict[str, tuple[datetime, str]]  # kept empty: the decisions are read again (`decision_of`)
     seconds: int
+    # The service's own reading, off its store: the cards as its record tells them, and, where its
+    # review decided before the schedule's end, when and for which arm (the rest of the run is then
+    # no longer under the schedule, so the cards above stop there).
+    record_cards: list[Card] = dataclasses.field(default_factory=list)
+    service_winner: str | None = None
+    service_decided_at: datetime | None = None
+    service_dropped: dict[str, datetime] = dataclasses.field(default_factory=dict)
 
 
 def start(world, labels: list[str], seconds: int, block_s: int, burn_in_s: int, seed: int):
@@ -186,6 +193,7 @@ def run_experiment(
     releasing the cards left to pull), and the guardrail looked at after each block, its drops
     made by the service's action. The looks read the sandbox's truth rather than the store, so
     what is measured is the design, not the store's adapter."""
+    from records.store import experiments
     from records.store.actions.experiments import do_drop_arm
 
     names = arm_names()
@@ -215,8 +223,50 @@ def run_experiment(
         look[0] = next(ends, None)
 
     world.sim.run(seconds + TAIL_S, on_tick=tick)
+    stored = type(experiment).objects.get(pk=experiment.pk)
+    label_of = {name: label for label, name in names.items()}
+    stopped = stored.decided_at
+    if stopped is not None and stopped >= schedule[-1].ends:
+        stopped = None  # decided at the schedule's end, as every experiment is
+    if stopped is not None:  # the service's review ended it early: only what ran under the schedule counts
+        schedule = tuple(b for b in schedule if b.ends <= stopped) or schedule[:1]
     cards = cards_of(world.suite, world.sim.metrics, until=schedule[-1].ends)
-    return Experiment(schedule, cards, dropped_at, drop_why, {}, seconds)
+    return Experiment(
+        schedule,
+        cards,
+        dropped_at,
+        drop_why,
+        {},
+        seconds,
+        record_cards=[c for c in experiments.cards_of(experiment.id) if c.ready_at < schedule[-1].ends],
+        service_winner=None if stored.winner is None else label_of.get(stored.winner, stored.winner),
+        service_decided_at=stopped,
+        service_dropped={label_of.get(arm, arm): at for arm, at in experiments.dropped_at(stored).items()},
+    )
+
+
+def record_gaps(kept: Kept, burn_in_s: int, arms: list[str]) -> tuple[float, float, int]:
+    """How far the service's own record reads each arm against pull from the sandbox's truth,
+    over the same blocks: the largest gap in success and in the lead ratio (points of pull's),
+    and the cards the record could not tell a success of (a run not joined). Each seed's figures
+    are read over its schedule as the service read it."""
+    success_gap = lead_gap = 0.0
+    unknown = 0
+    for e in kept.experiments.values():
+        if not getattr(e, "record_cards", None):
+            continue
+        truth_read = read_experiment(e, "success", burn_in_s)
+        record_read = read_experiment(dataclasses.replace(e, cards=e.record_cards), "success", burn_in_s)
+        unknown += sum(c.succeeded is None for c in e.record_cards)
+        for label in arms:
+            t, r = truth_read.vs_pull(label), record_read.vs_pull(label)
+            if t is None or r is None:
+                continue
+            if t.success is not None and r.success is not None:
+                success_gap = max(success_gap, abs(t.success.estimate - r.success.estimate))
+            if t.lead_ratio is not None and r.lead_ratio is not None:
+                lead_gap = max(lead_gap, abs(t.lead_ratio.estimate - r.lead_ratio.estimate) * 100)
+    return success_gap, lead_gap, unknown
 
 
 def read_experiment(e: Experiment, objective: str, burn_in_s: int) -> Analysis:
@@ -715,6 +765,29 @@ def report(kept: Kept, burn_in_s: int, last_line) -> None:
         f"at the block's end "
         f"({left / pulled if pulled else 0:.1%}): those a switch releases to the next arm"
     )
+    gap_s, gap_l, unknown = record_gaps(kept, burn_in_s, main_arms)
+    print(
+        f"the service's own record against the truth, over the same blocks: success {gap_s:.3f} apart "
+        f"at most, lead {gap_l:.1f} points; {unknown} cards with no run joined"
+    )
+    for s, e in sorted(kept.experiments.items()):
+        decided = getattr(e, "service_decided_at", None)
+        dropped = getattr(e, "service_dropped", {})
+        if decided is not None or dropped:
+            start = e.schedule[0].starts
+            print(
+                f"the service's review, seed {s}: "
+                + (
+                    f"decided at {(decided - start).total_seconds() / 3600:.1f} h for "
+                    f"{e.service_winner or 'no arm'} (the run is read up to then)"
+                    if decided is not None
+                    else "ran its schedule"
+                )
+                + "".join(
+                    f"; dropped {arm} at {(at - start).total_seconds() / 3600:.1f} h"
+                    for arm, at in dropped.items()
+                )
+            )
     decisions, right, total = decision_lines(kept, burn_in_s)
     for line in decisions:
         print("decision: " + line)

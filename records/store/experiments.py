@@ -188,45 +188,59 @@ def summary(experiment: Experiment) -> dict:
 
 
 def cards_of(experiment_id: str, *, first_block: int = 0) -> list[switchback.Card]:
-    """Each card the experiment's blocks weighed (from block `first_block` on), once: its first
-    decision in its stage's ladder, with what became of it.
+    """Each card the experiment's blocks weighed (from block `first_block` on), once at each stage:
+    at its first readiness there, so it counts for the block it first became ready in.
 
-    Success is SuperWitness's verdict on the claim's run where it is joined, else unknown (None:
-    the record alone cannot tell a run's result). The lead to a success runs from the card's
-    readyAt to its run's end where known, else to the claim; the wait, to the claim, whoever
-    made it (an unheld card's claim is recorded as `claimed-by-other`).
+    A failed run sends a card back to be ready again at the same stage: a new ladder, and the same
+    card, whose success is still its first run's and whose lead runs on. So success is the first
+    ladder's run's, SuperWitness's verdict where it is joined, else unknown (None: the record alone
+    cannot tell a run's result). The lead to a success runs from the first readiness to the end of
+    the first run that succeeded at the stage, in whichever ladder (its run's end where known, else
+    its claim); the wait, to the first ladder's claim, whoever made it (an unheld card's claim is
+    recorded as `claimed-by-other`).
     """
+    decided = Decision.objects.filter(experiment_id=experiment_id)
     rows = (
-        Decision.objects.filter(experiment_id=experiment_id, experiment_block__gte=first_block)
+        decided.filter(experiment_block__gte=first_block)
         .order_by("created_at", "id")
-        .values_list(
-            "card_id",
-            "stage_key",
-            "ladder_ready_at",
-            "outcome_status",
-            "outcome_at",
-            "run_status",
-            "run_ended_at",
-            "created_at",
-        )
+        .values_list(*_CARD_FIELDS)
     )
-    first: dict[tuple, tuple] = {}
-    for row in rows:
-        first.setdefault(row[:3], row)  # a later step of the same ladder counts nothing new
-    return [_card(row) for row in first.values()]
+    ladders: dict[tuple, dict] = {}
+    for row in rows:  # each ladder's first decision: a later step of it counts nothing new
+        ladders.setdefault(row[:2], {}).setdefault(row[2], row)
+    if first_block and ladders:  # a card first ready in an earlier block counts there, not here
+        earlier = decided.filter(
+            experiment_block__lt=first_block, card_id__in={card for card, _ in ladders}
+        ).values_list("card_id", "stage_key")
+        for key in set(earlier):
+            ladders.pop(key, None)
+    return [_card(list(rows_of.values())) for rows_of in ladders.values()]
 
 
+_CARD_FIELDS = (
+    "card_id",
+    "stage_key",
+    "ladder_ready_at",
+    "outcome_status",
+    "outcome_at",
+    "run_status",
+    "run_ended_at",
+    "created_at",
+)
 CLAIMS = ("claimed", "claimed-by-other")
 
 
-def _card(row: tuple) -> switchback.Card:
-    _, _, ready_at, outcome, outcome_at, run_status, run_ended_at, created_at = row
+def _card(ladders: list[tuple]) -> switchback.Card:
+    """One card at one stage from its ladders' first decisions, oldest first."""
+    _, _, ready_at, outcome, outcome_at, run_status, _, created_at = ladders[0]
     ready = ready_at or created_at
     claimed = outcome in CLAIMS and outcome_at is not None
     wait_s = max(0.0, (outcome_at - ready).total_seconds()) if claimed else None
     succeeded = None if run_status is None else run_status == "succeeded"
     lead_s = None
-    if succeeded:
-        ended = run_ended_at or outcome_at
-        lead_s = max(0.0, (ended - ready).total_seconds()) if ended is not None else None
+    for *_, later_outcome_at, later_status, later_ended_at, _ in ladders:
+        if later_status == "succeeded":
+            ended = later_ended_at or later_outcome_at
+            lead_s = max(0.0, (ended - ready).total_seconds()) if ended is not None else None
+            break
     return switchback.Card(ready_at=ready, succeeded=succeeded, lead_s=lead_s, wait_s=wait_s)

@@ -309,6 +309,46 @@ def test_each_card_counts_once_with_its_run_its_lead_to_a_success_and_its_wait()
     assert first.experiment_id == "exp_x"
 
 
+def test_a_card_sent_back_by_a_failed_run_counts_once_its_first_run_and_its_lead_to_the_retry():
+    # card_1 failed its first run at the stage and became ready again: the second ladder is the
+    # same card, not a second one; its success is the first run's, its lead runs to the retry's
+    # success. card_2 was first ready in block 0, its retry in block 1: it counts in block 0 only.
+    ready, again = T0, T0 + timedelta(seconds=300)
+    common = {"experiment_id": "exp_x", "experiment_arm": "pull", "reason": "pull-arm"}
+    make_decision(
+        card="card_1",
+        created_at=ready,
+        ready_at=ready,
+        outcome_status="claimed-by-other",
+        outcome_by="agt_b",
+        outcome_at=ready + timedelta(seconds=4),
+        run_status="failed",
+        run_ended_at=ready + timedelta(seconds=100),
+        experiment_block=0,
+        **common,
+    )
+    make_decision(
+        card="card_1",
+        created_at=again,
+        ready_at=again,
+        outcome_status="claimed-by-other",
+        outcome_by="agt_a",
+        outcome_at=again + timedelta(seconds=6),
+        run_status="succeeded",
+        run_ended_at=again + timedelta(seconds=90),
+        experiment_block=0,
+        **common,
+    )
+    make_decision(card="card_2", created_at=ready, ready_at=ready, experiment_block=0, **common)
+    make_decision(card="card_2", created_at=again, ready_at=again, experiment_block=1, **common)
+    cards = sorted(experiments.cards_of("exp_x"), key=lambda c: c.wait_s or 0.0)
+    assert cards == [
+        switchback.Card(ready_at=ready, succeeded=None, lead_s=None, wait_s=None),
+        switchback.Card(ready_at=ready, succeeded=False, lead_s=390.0, wait_s=4.0),
+    ]
+    assert experiments.cards_of("exp_x", first_block=1) == []
+
+
 # --- manage.py experiment -----------------------------------------------------------------
 
 
