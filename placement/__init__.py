@@ -14,6 +14,7 @@ from .rules import Rules
 from .scoring import Score, ScoreTerms
 from .stage_runs import StageHistory, stage_history, verdict_mark
 from .why_nobody import (
+    CLAIMED_FIRST,
     EMPTY_LANE,
     NO_CANDIDATES,
     NONE_ELIGIBLE,
@@ -39,6 +40,7 @@ __all__ = [
     "ONE_CANDIDATE",
     "PULL_AS_GOOD",
     "PULL_ARM",
+    "CLAIMED_FIRST",
     "PolicyRecord",
     "REASON_CODES",
     "ROUND_ROBIN",

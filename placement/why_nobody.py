@@ -18,6 +18,11 @@ PULL_AS_GOOD = "pull-as-good"
 # weighed and recorded, and nobody held, so that pull's outcome is measured on the same record
 # as a formula's. Not a failure, not a roster or supply signal, not a blocked lane.
 PULL_ARM = "pull-arm"
+# An experiment's card claimed before SuperDispatch could weigh it (pull claimed it within the
+# moment it became ready, or between two reads): recorded from the board read with its claimant
+# and no candidates, so each arm counts every card that became ready in its blocks. Not a
+# failure, not a roster or supply signal.
+CLAIMED_FIRST = "claimed-first"
 # ANY_MATCH: the tiers are spent, or a runner-up step has nobody left: pull decides
 WAITING_ON_HOLDS = "waiting-on-holds"  # not recorded
 WAITING_ON_LOAD = "waiting-on-load"  # not recorded
@@ -30,6 +35,7 @@ WHY_NOBODY = (
     ANY_MATCH,
     PULL_AS_GOOD,
     PULL_ARM,
+    CLAIMED_FIRST,
     WAITING_ON_HOLDS,
     WAITING_ON_LOAD,
 )

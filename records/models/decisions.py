@@ -50,6 +50,7 @@ class DecisionReason(models.TextChoices):
     ANY_MATCH = ladder.ANY_MATCH, ladder.ANY_MATCH
     PULL_AS_GOOD = why_nobody.PULL_AS_GOOD, why_nobody.PULL_AS_GOOD
     PULL_ARM = why_nobody.PULL_ARM, why_nobody.PULL_ARM
+    CLAIMED_FIRST = why_nobody.CLAIMED_FIRST, why_nobody.CLAIMED_FIRST
 
 
 OUTCOMES = tuple(OutcomeStatus.values)

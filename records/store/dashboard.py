@@ -56,7 +56,7 @@ RANGES = {
 DEFAULT_RANGE = "day"
 
 TIER_SERIES = ("winner", "runner-up", "any-match", "nobody chosen")
-LEFT_TO_PULL = ("one-candidate", "any-match", "pull-as-good", "pull-arm")
+LEFT_TO_PULL = ("one-candidate", "any-match", "pull-as-good", "pull-arm", "claimed-first")
 
 
 def in_range(rng: Range, now: datetime):

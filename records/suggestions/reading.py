@@ -170,7 +170,7 @@ LEFT JOIN (
     ) per_candidate
     GROUP BY decision_id
 ) t ON t.decision_id = d.id
-WHERE b.enabled AND {IN_WINDOW}
+WHERE b.enabled AND {IN_WINDOW} AND (d.reason IS NULL OR d.reason <> '{DecisionReason.CLAIMED_FIRST.value}')
 ORDER BY {_bytewise("d.board_id")}, {_bytewise("d.stage_key")}, {_bytewise("d.card_id")},
          d.ladder_ready_at, d.created_at, d.id
 """

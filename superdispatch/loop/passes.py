@@ -24,6 +24,7 @@ from superdispatch.loop import arms
 from superdispatch.loop.arms import Running
 from superdispatch.loop.backlog import Backlog
 from superdispatch.loop.claimants import Claimants
+from superdispatch.loop.claimed_first import record_claimed_first
 from superdispatch.loop.context import Loop
 from superdispatch.loop.placing import BoardWork, place_card
 from superdispatch.loop.reads import PassReads, cached_roster, read_roster
@@ -70,6 +71,7 @@ def _open_board(
     with transaction.atomic():  # one commit for the read and every settlement it brings
         do_note_read(board_id, now)
         summary.settled += settle_board(read, now, claimants)
+        record_claimed_first(read, now, running, loop.rules.formula)
     try:
         if from_cache:
             roster, read_at = cached_roster(loop, board_id, now)

@@ -228,6 +228,51 @@ def test_outside_an_experiment_an_unheld_cards_run_is_not_joined_as_before():
     assert decision.run_status is None
 
 
+def test_an_experiments_card_claimed_before_it_was_weighed_is_recorded_for_its_block():
+    # Under pull an agent may claim a card in the second it became ready, before SuperDispatch
+    # reads it: the next read of the board records it for the block it became ready in, with its
+    # claimant, so the arm is judged on every card of its blocks and not only those it weighed.
+    world = one_board_world()
+    experiment = _experiment(world, ["pull", FORMULA, "pull", FORMULA])
+    world.sweep()  # the pull block's window, 0
+    card = _card(world)
+    world.suite.pipeline.claim("agt_b", card.id)
+    world.sweep()
+    [decision] = world.decisions(card_id=card.id)
+    assert decision.reason == "claimed-first" and decision.chosen is None
+    assert (decision.outcome_status, decision.outcome_by) == ("claimed-by-other", "agt_b")
+    assert (decision.experiment_id, decision.experiment_block, decision.experiment_arm) == (
+        experiment.id,
+        0,
+        "pull",
+    )
+    assert decision.ladder_ready_at == world.suite.pipeline.card(card.id).ready_at
+    assert not decision.candidates  # nobody was weighed
+    world.sweep()
+    assert len(world.decisions(card_id=card.id)) == 1  # recorded once
+    [counted] = [c for c in experiments.cards_of(experiment.id) if c.ready_at == decision.ladder_ready_at]
+    assert counted.wait_s == 0.0
+
+
+def test_a_card_weighed_before_its_claim_gets_no_second_record():
+    world = one_board_world()
+    _experiment(world, ["pull", FORMULA, "pull", FORMULA])
+    weighed = _card(world)
+    world.sweep()
+    world.suite.pipeline.claim("agt_b", weighed.id)
+    world.sweep()
+    assert [d.reason for d in world.decisions(card_id=weighed.id)] == ["pull-arm"]
+
+
+def test_outside_an_experiment_a_card_claimed_before_it_was_weighed_is_not_recorded_as_before():
+    world = one_board_world()
+    world.suite.pipeline.set_placement_window("brd_a", 0)
+    card = _card(world)
+    world.suite.pipeline.claim("agt_b", card.id)
+    world.sweep()
+    assert world.decisions(card_id=card.id) == []
+
+
 @pytest.mark.usefixtures("fresh_learned_reading")
 def test_under_an_experiments_block_the_arm_alone_places_and_no_model_is_consulted():
     from tests.loop.test_learned import store_model, world_with_history

@@ -21,7 +21,15 @@ from access.audit import SERVICE, Actor
 from common.times import iso, parse_time
 from placement import formulas, switchback
 from placement.switchback import PULL
-from records.models import LIVE_STATES, Board, Experiment, ExperimentState
+from records.models import (
+    LIVE_STATES,
+    Board,
+    Decision,
+    DecisionReason,
+    Experiment,
+    ExperimentState,
+    OutcomeStatus,
+)
 from records.store import experiments, rosters
 
 BLOCK_SECONDS = 1800  # the documented block: 30 minutes
@@ -327,3 +335,57 @@ def _review_holdback(experiment: Experiment, ended: int, now: datetime) -> None:
         guardrail=experiments.guardrail_of(experiment),
     )
     Experiment.objects.filter(id=experiment.id).update(reviewed_blocks=ended, holdback=analysis.to_dict())
+
+
+@dataclass(frozen=True)
+class ClaimedFirst:
+    """An experiment's card that was claimed before SuperDispatch could weigh it, as the board read
+    shows it: its ladder, who claimed it and when, and the block it became ready in."""
+
+    card_id: str
+    stage_key: str
+    ready_at: datetime
+    claimed_by: str
+    claimed_at: datetime
+    attempt_count: int
+    experiment_id: str
+    block: int
+    arm: str
+    policy: str  # the formula the arm weighs by: the arm's own, or under pull the board's
+
+
+def do_record_claimed_first(board_id: str, cards: Iterable[ClaimedFirst], now: datetime) -> int:
+    """Record each card an experiment's block never weighed: a decision of its ladder that held
+    nobody (`claimed-first`), with no candidates, settled `claimed-by-other` by its claimant at
+    once, so its run is joined and it counts in the analysis as every card of its block does.
+    A ladder already recorded is left as it is; returns how many were recorded."""
+    cards = list(cards)
+    if not cards:
+        return 0
+    known = set(
+        Decision.objects.filter(board_id=board_id, card_id__in={c.card_id for c in cards}).values_list(
+            "card_id", "stage_key", "ladder_ready_at"
+        )
+    )
+    made = [
+        Decision(
+            board_id=board_id,
+            card_id=c.card_id,
+            stage_key=c.stage_key,
+            ladder_ready_at=c.ready_at,
+            policy=c.policy,
+            reason=DecisionReason.CLAIMED_FIRST,
+            attempt_count=c.attempt_count,
+            outcome_status=OutcomeStatus.CLAIMED_BY_OTHER,
+            outcome_by=c.claimed_by,
+            outcome_at=c.claimed_at,
+            experiment_id=c.experiment_id,
+            experiment_block=c.block,
+            experiment_arm=c.arm,
+            created_at=now,
+        )
+        for c in cards
+        if (c.card_id, c.stage_key, c.ready_at) not in known
+    ]
+    Decision.objects.bulk_create(made)
+    return len(made)
