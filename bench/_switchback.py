@@ -307,7 +307,8 @@ def read_alone(alone: dict[str, Alone], block_s: int) -> Analysis:
     offset = timedelta(0)
     for label, run in alone.items():
         own = alone_schedule(run, label, block_s)
-        schedule += [Block(len(schedule), label, b.starts + offset, b.ends + offset) for b in own]
+        first = len(schedule)  # each block its own index: the analysis keeps a block's cards by it
+        schedule += [Block(first + i, label, b.starts + offset, b.ends + offset) for i, b in enumerate(own)]
         cards += [
             dataclasses.replace(c, ready_at=c.ready_at + offset)
             for c in run.cards

@@ -120,3 +120,33 @@ def test_the_last_line_gives_each_formulas_figures_again_under_its_label_of_befo
         " success_new=0.872 lead_mean_new_s=80.5 wait_p95_new_s=31.0"
     )
     assert with_former_keys("success_pull=0.813") == "success_pull=0.813"  # pull's keys are its own
+
+
+def test_each_arm_alone_is_read_block_by_block_so_its_difference_has_an_interval():
+    # Each arm alone is cut into blocks laid one after another; each block must keep its own
+    # cards (its own index), or every block of an arm reads all of them, the blocks do not
+    # spread, and the measured difference's interval is a point.
+    from bench._switchback import Alone, read_alone
+    from placement.switchback import Card
+
+    start = datetime(2026, 11, 13, 10, 0, tzinfo=timezone.utc)
+
+    def run(successes_by_block):
+        cards = [
+            Card(start + timedelta(seconds=600 * b + i), ok, 60.0 + 10 * b, 1.0)
+            for b, oks in enumerate(successes_by_block)
+            for i, ok in enumerate(oks)
+        ]
+        return Alone(cards, start, 600 * len(successes_by_block))
+
+    read = read_alone(
+        {
+            "pull": run([[True, False], [False, False], [True, True], [True, False]]),
+            "documented": run([[True, True], [True, False], [True, True], [False, True]]),
+        },
+        600,
+    )
+    [documented] = [c for c in read.against_pull if c.arm == "documented"]
+    assert [a.cards for a in read.arms] == [8, 8]
+    assert documented.success.estimate == 0.25
+    assert documented.success.low < 0.25 < documented.success.high

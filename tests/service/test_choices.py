@@ -30,6 +30,7 @@ def test_the_choices_are_the_documented_words():
         "any-match",
         "pull-as-good",
         "pull-arm",
+        "claimed-first",
     ]
     assert SuggestionKind.values == [
         "add-agent-to-board",
@@ -52,6 +53,7 @@ def test_tiers_and_reasons_are_placements_own_spelling():
         ladder.ANY_MATCH,
         why_nobody.PULL_AS_GOOD,
         why_nobody.PULL_ARM,
+        why_nobody.CLAIMED_FIRST,
     ]
 
 
