@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from placement.filtering import Tag, tables
 from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
@@ -119,3 +119,16 @@ def make_decision(
     if decision.outcome_status in SETTLED_HOLDS:
         _count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
     return decision
+
+
+def lapsed_hold(agent: str, card: str, until: datetime, **fields):
+    """A 60 s hold of `agent` on `card` that lapsed unclaimed at `until`, its card's no-show."""
+    return make_decision(
+        card=card,
+        chosen=agent,
+        created_at=until - timedelta(seconds=60),
+        reserved_until=until,
+        outcome_status=OutcomeStatus.EXPIRED,
+        outcome_at=until,
+        **fields,
+    )
