@@ -10,6 +10,7 @@ records' actions, the tokens) says so with `audit_writes = False`.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
@@ -95,6 +96,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    def get_readonly_fields(self, request, obj=None):
+        # A page laid out in fieldsets shows every field it names read only: named there, once.
+        if not self.readonly_fields and self.fieldsets:
+            return flatten_fieldsets(self.fieldsets)
+        return super().get_readonly_fields(request, obj)
 
     def has_delete_permission(self, request, obj=None):
         return False

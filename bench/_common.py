@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime, timedelta
 
 import requests
 
@@ -19,6 +20,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
 POSTGRES_ADMIN = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_DB_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
+
+# The benches' two-stage lane: a review any code-review agent may take, then a person ships it.
+REVIEW_AND_SHIP = [
+    {"key": "review", "owner": "code-review"},
+    {"key": "ship", "ownerKind": "human", "owner": "release"},
+]
 
 
 def workspace(name: str, boards: int, agents: int, cards_per_board: int = 0) -> dict:
@@ -316,6 +323,19 @@ def wait_until(ready, timeout: float, what: str, every: float = 0.05, bench: str
     return time.monotonic() - started
 
 
+def opt_in(http, base: str, headers: dict[str, str], board_ids, suite, timeout: float, **waiting) -> None:
+    """Opt every board in through the service's API, then wait until SuperPipeline shows each
+    board's placement window set (10 s) by it; `waiting` goes to `wait_until`."""
+    for board_id in board_ids:
+        http.put(f"{base}/v1/boards/{board_id}", headers=headers, timeout=30).raise_for_status()
+    wait_until(
+        lambda: all(suite.pipeline.board(b).placement_window_seconds == 10 for b in board_ids),
+        timeout,
+        "the opt-ins' windows being set",
+        **waiting,
+    )
+
+
 def signed_headers(suite, delivery) -> dict[str, str]:
     """The headers the relay sends a delivery with, signed now with the suite's secret."""
     from sandbox.relay import signature
@@ -384,6 +404,74 @@ class Batched:
         Decision.objects.bulk_create(self.decisions)
         Candidate.objects.bulk_create(self.candidates)
         self.decisions, self.candidates = [], []
+
+
+def held_decision(id: str, board_id: str, card_id: str, chosen: str, policy: str, made: datetime, **fields):
+    """A decision on a review card that held `chosen` for 60 s from `made`, as the loop records
+    one (unsaved; `fields` adds its outcome and the rest). Django must be set up."""
+    from records.models import Decision
+
+    return Decision(
+        id=id,
+        board_id=board_id,
+        card_id=card_id,
+        stage_key="review",
+        policy=policy,
+        chosen=chosen,
+        tier_name="winner",
+        tier_step=1,
+        requires={"all": ["code-review"], "any": []},
+        ladder_ready_at=made,
+        created_at=made,
+        reserved_until=made + timedelta(seconds=60),
+        **fields,
+    )
+
+
+def settled_outcome(
+    rng,
+    made: datetime,
+    chosen: str,
+    runner_up: str,
+    skill: float,
+    luck: float,
+    claimed_after: float,
+    run_s: float,
+) -> dict:
+    """A generated decision's outcome fields, as the what-if benches draw them: at `luck` under
+    0.75 the chosen claims after `claimed_after` s and its run (`run_s` long) succeeds at its
+    `skill`; under 0.85 the runner-up claims it once the hold lapsed; else the hold lapses."""
+    if luck < 0.75:
+        return {
+            "outcome_status": "claimed",
+            "outcome_by": chosen,
+            "outcome_at": made + timedelta(seconds=claimed_after),
+            "run_status": "succeeded" if rng.random() < skill else "failed",
+            "run_ended_at": made + timedelta(seconds=claimed_after + run_s),
+        }
+    if luck < 0.85:
+        return {
+            "outcome_status": "claimed-by-other",
+            "outcome_by": runner_up,
+            "outcome_at": made + timedelta(seconds=claimed_after + 60),
+        }
+    return {"outcome_status": "expired", "outcome_at": made + timedelta(seconds=60)}
+
+
+def analyze() -> None:
+    """ANALYZE the store once it is seeded, so that the planner reads its tables at their size.
+    Django must be set up."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+def configured_formula() -> str:
+    """The formula the settings place by. Django must be set up."""
+    from django.conf import settings
+
+    return settings.SUPERDISPATCH.formula
 
 
 def candidate_rows(decision, board: int, agents, skill, verdicts) -> list:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from bench._common import REVIEW_AND_SHIP
+
 RELAY_BOARD, RELAY_AGENTS = "brd_relay", 20
 
 
@@ -14,16 +16,12 @@ def scenario(boards: int, agents: int, roster: int, cards: int) -> dict:
     for b, board in enumerate(board_ids):
         for k in range(roster):
             on[(b * roster + k) % agents].append(board)
-    stages = [
-        {"key": "review", "owner": "code-review"},
-        {"key": "ship", "ownerKind": "human", "owner": "release"},
-    ]
     return {
         "name": "scale",
         "seed": 1,
         "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "initialCards": cards, "stages": stages} for b in board_ids]
-        + [{"id": RELAY_BOARD, "initialCards": 0, "stages": stages}],
+        "boards": [{"id": b, "initialCards": cards, "stages": REVIEW_AND_SHIP} for b in board_ids]
+        + [{"id": RELAY_BOARD, "initialCards": 0, "stages": REVIEW_AND_SHIP}],
         "agents": [
             {"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": on[a]}
             for a in range(agents)

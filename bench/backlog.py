@@ -29,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._common import REVIEW_AND_SHIP  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
 
@@ -38,17 +39,13 @@ BOARD, SIDE = "brd_deep", "brd_side"
 
 def scenario(cards: int, agents: int, roster: int) -> dict:
     """The deep board and a side board where the busy agents are at work."""
-    stages = [
-        {"key": "review", "owner": "code-review"},
-        {"key": "ship", "ownerKind": "human", "owner": "release"},
-    ]
     return {
         "name": "backlog",
         "seed": 1,
         "start": "2026-11-13T10:00:00.000Z",
         "boards": [
-            {"id": BOARD, "initialCards": cards, "stages": stages},
-            {"id": SIDE, "initialCards": 0, "stages": stages},
+            {"id": BOARD, "initialCards": cards, "stages": REVIEW_AND_SHIP},
+            {"id": SIDE, "initialCards": 0, "stages": REVIEW_AND_SHIP},
         ],
         "agents": [
             {"id": f"agt_{a:05d}", "capabilities": ["code-review"], "boards": [BOARD] if a < roster else []}

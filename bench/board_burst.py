@@ -104,13 +104,7 @@ def main() -> None:
             return LoopState.objects.filter(pk="loop").values_list("last_sweep_at", flat=True).first()
 
         wait_until(lambda: answers("/healthz"), 60, "the web app starting")
-        for board_id in board_ids:
-            http.put(f"{base}/v1/boards/{board_id}", headers=auth, timeout=5).raise_for_status()
-        wait_until(
-            lambda: all(suite.pipeline.board(b).placement_window_seconds == 10 for b in board_ids),
-            60,
-            "the opt-ins' windows being set",
-        )
+        _common.opt_in(http, base, auth, board_ids, suite, 60, every=0.1, bench="board burst")
         wait_until(lambda: last_sweep() is not None, 3 * SWEEP_S, "a first sweep")
 
         def call(i: int) -> int:

@@ -41,6 +41,7 @@ from _common import (  # noqa: E402
     PYTHON,
     ROOT,
     CpuShares,
+    analyze,
     count_arg,
     drop_database,
     median_ms,
@@ -135,8 +136,7 @@ def one_store(decisions: int) -> None:
         candidates = seed(decisions)
         remember_a_registry()
         held = settle_the_holds()
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+        analyze()
         agent = (
             Candidate.objects.values("agent_id")
             .annotate(n=Count("id"))
@@ -150,8 +150,7 @@ def one_store(decisions: int) -> None:
         started = time.perf_counter()
         hours = do_roll_up(now)
         rollup_s = time.perf_counter() - started
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+        analyze()
         print(
             f"rolled_up_board_hours={hours} board_hour_rows={BoardHour.objects.count()} "
             f"rollup_s={rollup_s:.1f}",

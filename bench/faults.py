@@ -85,6 +85,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import _common  # noqa: E402
 from bench._common import (  # noqa: E402
     PYTHON,
+    REVIEW_AND_SHIP,
     ROOT,
     base_env,
     free_port,
@@ -146,10 +147,6 @@ def now() -> datetime:
 
 
 def fault_scenario() -> dict:
-    stages = [
-        {"key": "review", "owner": "code-review"},
-        {"key": "ship", "ownerKind": "human", "owner": "release"},
-    ]
     agents = [
         {
             "id": f"agt_{a:02d}",
@@ -171,8 +168,10 @@ def fault_scenario() -> dict:
         "name": "faults",
         "seed": 14,
         "start": "2026-11-13T10:00:00.000Z",
-        "boards": [{"id": b, "arrivalPerMinute": 4, "initialCards": 2, "stages": stages} for b in BOARDS]
-        + [{"id": b, "stages": stages} for b in STORM_BOARDS],
+        "boards": [
+            {"id": b, "arrivalPerMinute": 4, "initialCards": 2, "stages": REVIEW_AND_SHIP} for b in BOARDS
+        ]
+        + [{"id": b, "stages": REVIEW_AND_SHIP} for b in STORM_BOARDS],
         "agents": agents + storm,
     }
 

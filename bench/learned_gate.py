@@ -30,7 +30,18 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, Batched, candidate_rows, count_arg, drop_database, offline_store  # noqa: E402
+from _common import (  # noqa: E402
+    ROOT,
+    Batched,
+    analyze,
+    candidate_rows,
+    configured_formula,
+    count_arg,
+    drop_database,
+    held_decision,
+    offline_store,
+    settled_outcome,
+)
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -57,8 +68,6 @@ class Seeder:
 
     def write(self, count: int, start: datetime, *, shadow: bool, now: datetime) -> datetime:
         """`count` decisions from `start`, settled as far as `now` shows; the next one's time."""
-        from records.models import Decision
-
         rng = self.rng
         batched = Batched()
         made = start
@@ -69,21 +78,8 @@ class Seeder:
             agents.sort(key=lambda a: -self.skill[b, a])
             chosen = f"agt_{b:03d}_{agents[0]}"
             claimed_after, run_s, luck = rng.uniform(2, 40), rng.uniform(60, 300), rng.random()
-            row = {"outcome_status": "expired", "outcome_at": made + timedelta(seconds=60)}
-            if luck < 0.75:
-                row = {
-                    "outcome_status": "claimed",
-                    "outcome_by": chosen,
-                    "outcome_at": made + timedelta(seconds=claimed_after),
-                    "run_status": "succeeded" if rng.random() < self.skill[b, agents[0]] else "failed",
-                    "run_ended_at": made + timedelta(seconds=claimed_after + run_s),
-                }
-            elif luck < 0.85:
-                row = {
-                    "outcome_status": "claimed-by-other",
-                    "outcome_by": f"agt_{b:03d}_{agents[1]}",
-                    "outcome_at": made + timedelta(seconds=claimed_after + 60),
-                }
+            runner_up, skill = f"agt_{b:03d}_{agents[1]}", self.skill[b, agents[0]]
+            row = settled_outcome(rng, made, chosen, runner_up, skill, luck, claimed_after, run_s)
             if row["outcome_at"] > now:
                 row = {}
             elif row.get("run_ended_at", now) > now:
@@ -99,19 +95,13 @@ class Seeder:
                     "placed": False,
                     "probabilities": {},
                 }
-            decision = Decision(
-                id=f"pld_{n:08x}",
-                board_id=f"brd_{b:03d}",
-                card_id=f"card_{n}",
-                stage_key="review",
-                policy=_configured(),
-                chosen=chosen,
-                tier_name="winner",
-                tier_step=1,
-                requires={"all": ["code-review"], "any": []},
-                ladder_ready_at=made,
-                created_at=made,
-                reserved_until=made + timedelta(seconds=60),
+            decision = held_decision(
+                f"pld_{n:08x}",
+                f"brd_{b:03d}",
+                f"card_{n}",
+                chosen,
+                configured_formula(),
+                made,
                 learned=learned,
                 **row,
             )
@@ -119,12 +109,6 @@ class Seeder:
             made += EVERY
         batched.flush()
         return made
-
-
-def _configured() -> str:
-    from django.conf import settings
-
-    return settings.SUPERDISPATCH.formula
 
 
 def cpu_ms(work) -> tuple[float, object]:
@@ -182,8 +166,7 @@ def main() -> None:
         now = START + EVERY * decisions
         seeder.write(look_back, begin, shadow=False, now=now)
         made = seeder.write(decisions, START, shadow=True, now=now)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+        analyze()
         print(
             f"database={kind} shadow_decisions={decisions} look_back_decisions={look_back} "
             f"seed_s={time.perf_counter() - started:.1f}",

@@ -286,13 +286,7 @@ def main() -> None:
         setup = requests.Session()
         wait_until(lambda: _common.answers(setup, base, "/healthz"), 120, "the web app starting")
         bot = {"Authorization": f"Bearer {tokens['board-bot']}"}
-        for board_id in swept:
-            setup.put(f"{base}/v1/boards/{board_id}", headers=bot, timeout=30).raise_for_status()
-        wait_until(
-            lambda: all(suite.pipeline.board(b).placement_window_seconds == 10 for b in swept),
-            180,
-            "the opt-ins' windows being set",
-        )
+        _common.opt_in(setup, base, bot, swept, suite, 180, every=0.1, bench="load")
         wait_until(lambda: last_sweep() is not None, 4 * SWEEP_S, "a first sweep")
         print(
             f"set up: {BOARDS} boards swept, {WRITE_BOARDS} written, {AGENTS} agents, "

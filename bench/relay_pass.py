@@ -29,7 +29,7 @@ from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench._common import count_arg  # noqa: E402
+from bench._common import count_arg, held_decision  # noqa: E402
 from bench._fleet import RELAY_BOARD, WARMUP, scenario, time_relayed_passes  # noqa: E402
 from bench._in_process import run_fresh, stand_up  # noqa: E402
 from bench._results import last_line  # noqa: E402
@@ -55,19 +55,13 @@ def run(holds: int, settled: int, passes: int) -> dict:
     # Live holds of the workspace's agents on other boards' cards, as a sweep makes them.
     Decision.objects.bulk_create(
         [
-            Decision(
-                id=f"pld_{i:024x}",
-                board_id=f"brd_{i % BOARDS:04d}",
-                card_id=f"card_held_{i}",
-                stage_key="review",
-                policy=loop.rules.formula,
-                chosen=f"agt_{i % AGENTS:05d}",
-                tier_name="winner",
-                tier_step=1,
-                requires={"all": ["code-review"], "any": []},
-                ladder_ready_at=now,
-                created_at=now,
-                reserved_until=now + timedelta(seconds=60),
+            held_decision(
+                f"pld_{i:024x}",
+                f"brd_{i % BOARDS:04d}",
+                f"card_held_{i}",
+                f"agt_{i % AGENTS:05d}",
+                loop.rules.formula,
+                now,
                 roll_marks="",
             )
             for i in range(holds)
@@ -84,19 +78,13 @@ def run(holds: int, settled: int, passes: int) -> dict:
         tallies[agent][1] += 1
         at = now - timedelta(days=90) + timedelta(seconds=i * 77)
         history.append(
-            Decision(
-                id=f"pld_{holds + i:024x}",
-                board_id=RELAY_BOARD,
-                card_id=f"card_past_{i}",
-                stage_key="review",
-                policy=loop.rules.formula,
-                chosen=agent,
-                tier_name="winner",
-                tier_step=1,
-                requires={"all": ["code-review"], "any": []},
-                ladder_ready_at=at,
-                created_at=at,
-                reserved_until=at + timedelta(seconds=60),
+            held_decision(
+                f"pld_{holds + i:024x}",
+                RELAY_BOARD,
+                f"card_past_{i}",
+                agent,
+                loop.rules.formula,
+                at,
                 roll_marks="",
                 outcome_status=OutcomeStatus.CLAIMED if claimed else OutcomeStatus.EXPIRED,
                 outcome_by=agent if claimed else None,

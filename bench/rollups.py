@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+from _common import ROOT, analyze, count_arg, drop_database, offline_store  # noqa: E402
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -109,8 +109,7 @@ def main() -> None:
         # are left as worked out.
         StaleHour.objects.all().delete()
         last = START + timedelta(hours=2 * ROUNDS - 1)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+        analyze()
         Decision.objects.filter(created_at__gte=last).update(policy="q")  # marks that hour
         stale = StaleHour.objects.count()
         started = time.perf_counter()

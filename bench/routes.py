@@ -36,6 +36,7 @@ from _common import (  # noqa: E402
     OFFLINE_ENV,
     PYTHON,
     ROOT,
+    analyze,
     base_env,
     count_arg,
     drop_database,
@@ -81,8 +82,7 @@ def build(decisions: int) -> dict[str, str]:
     seed(decisions)
     remember_a_registry()
     held = settle_the_holds()
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    analyze()
     do_roll_up(NOW)
     for b in range(5):
         do_opt_out(f"brd_{b:03d}", NOW)

@@ -21,7 +21,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, count_arg, drop_database, offline_store  # noqa: E402
+from _common import ROOT, analyze, count_arg, drop_database, offline_store  # noqa: E402
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -176,8 +176,7 @@ def seed(decisions: int) -> int:
             written += _write(connection, batch_d, batch_c)
             batch_d, batch_c = [], []
     written += _write(connection, batch_d, batch_c)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    analyze()
     return written
 
 

@@ -35,7 +35,19 @@ from datetime import datetime, timedelta, timezone
 from math import nan
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import ROOT, Batched, candidate_rows, count_arg, drop_database, median_ms, offline_store  # noqa: E402
+from _common import (  # noqa: E402
+    ROOT,
+    Batched,
+    analyze,
+    candidate_rows,
+    configured_formula,
+    count_arg,
+    drop_database,
+    held_decision,
+    median_ms,
+    offline_store,
+    settled_outcome,
+)
 from _results import last_line  # noqa: E402
 
 sys.path.insert(0, ROOT)
@@ -51,7 +63,7 @@ def seed(decisions: int, boards: int, start: datetime, end: datetime, first: int
     """The decisions made from `start` to `end`, oldest first on each board, written in batches;
     their ids are numbered from `first`. The boards are made with the first ones."""
     from placement.filtering import Tag, tables
-    from records.models import Board, Decision
+    from records.models import Board
 
     rng = random.Random(SEED + first)
     span = (end - start - timedelta(minutes=1)).total_seconds()
@@ -77,44 +89,14 @@ def seed(decisions: int, boards: int, start: datetime, end: datetime, first: int
         luck = rng.random()
         claimed_after = rng.uniform(2, 40)
         run_s = rng.uniform(60, 300)
-        row = {"outcome_status": "expired", "outcome_at": made + timedelta(seconds=60)}
-        if luck < 0.75:
-            row = {
-                "outcome_status": "claimed",
-                "outcome_by": chosen,
-                "outcome_at": made + timedelta(seconds=claimed_after),
-                "run_status": "succeeded" if rng.random() < skill[b, agents[0]] else "failed",
-                "run_ended_at": made + timedelta(seconds=claimed_after + run_s),
-            }
-        elif luck < 0.85:
-            row = {
-                "outcome_status": "claimed-by-other",
-                "outcome_by": f"agt_{b:03d}_{agents[1]}",
-                "outcome_at": made + timedelta(seconds=claimed_after + 60),
-            }
-        decision = Decision(
-            id=f"pld_{n:08x}",
-            board_id=f"brd_{b:03d}",
-            card_id=f"card_{n}",
-            stage_key="review",
-            policy=_configured(),
-            chosen=chosen,
-            tier_name="winner",
-            tier_step=1,
-            requires={"all": ["code-review"], "any": []},
-            ladder_ready_at=made,
-            created_at=made,
-            reserved_until=made + timedelta(seconds=60),
-            **row,
+        row = settled_outcome(
+            rng, made, chosen, f"agt_{b:03d}_{agents[1]}", skill[b, agents[0]], luck, claimed_after, run_s
+        )
+        decision = held_decision(
+            f"pld_{n:08x}", f"brd_{b:03d}", f"card_{n}", chosen, configured_formula(), made, **row
         )
         batched.add(decision, candidate_rows(decision, b, agents, skill, verdicts))
     batched.flush()
-
-
-def _configured() -> str:
-    from django.conf import settings
-
-    return settings.SUPERDISPATCH.formula
 
 
 def main() -> None:
@@ -142,8 +124,7 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         started = time.perf_counter()
         seed(decisions, boards, NOW - timedelta(days=8), NOW)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+        analyze()
         print(
             f"database={kind} decisions={decisions} boards={boards} "
             f"seed_s={time.perf_counter() - started:.1f}",

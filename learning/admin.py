@@ -99,22 +99,6 @@ class LearnedModelAdmin(ReadOnlyAdmin):
         ("Shadow report", {"fields": ("shadow_report",)}),
         ("Parameters", {"fields": ("parameters",), "classes": ("collapse",)}),
     )
-    readonly_fields = (
-        "id",
-        "version",
-        "created_at",
-        "target",
-        "verdict",
-        "since",
-        "seed",
-        "decisions",
-        "first_decision_at",
-        "last_decision_at",
-        "metrics_table",
-        "calibration",
-        "shadow_report",
-        "parameters",
-    )
 
     @admin.display(description="rows")
     def rows(self, m: LearnedModel) -> int:

@@ -179,17 +179,7 @@ class ShadowEvidence:
                 continue
             _, status, by, _, run, _ = self.state[decision_id]
             self.totals = add(self.totals, self.tallies.get(decision_id, NOTHING), -1)
-            self.tallies[decision_id] = tally(
-                ShadowDecision(
-                    formula_choice=view.get("formulaChoice"),
-                    model_choice=view.get("choice"),
-                    status=status,
-                    by=by,
-                    model_placed=bool(view.get("placed")),
-                    run_status=run,
-                ),
-                self.target,
-            )
+            self.tallies[decision_id] = tally(ShadowDecision.of(view, status, by, run), self.target)
             self.totals = add(self.totals, self.tallies[decision_id])
             if (
                 status in CHANCE_STATUSES

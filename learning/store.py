@@ -96,14 +96,7 @@ def shadow_decisions(model_id: str) -> Iterator[ShadowDecision]:
         .iterator(chunk_size=2000)
     )
     for choices, status, by, run in found:
-        yield ShadowDecision(
-            formula_choice=choices.get("formulaChoice"),
-            model_choice=choices.get("choice"),
-            status=status,
-            by=by,
-            model_placed=bool(choices.get("placed")),
-            run_status=run,
-        )
+        yield ShadowDecision.of(choices, status, by, run)
 
 
 def shadow_counts(model: LearnedModel, config: Config) -> dict[str, Any]:

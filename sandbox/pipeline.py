@@ -292,11 +292,7 @@ class Pipeline:
         board = self.board(board_id)
         if not isinstance(agent_id, str) or not agent_id:
             raise Refused(400, "invalid_request", "agentId is required")
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int)
-            or not 1 <= seconds <= MAX_RESERVATION_SECONDS
-        ):
+        if not _whole_from(1, seconds, MAX_RESERVATION_SECONDS):
             raise Refused(
                 400, "invalid_request", f"seconds must be a whole number from 1 to {MAX_RESERVATION_SECONDS}"
             )
@@ -320,11 +316,7 @@ class Pipeline:
 
     def set_placement_window(self, board_id: str, seconds: Any) -> int:
         board = self.board(board_id)
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, int)
-            or not 0 <= seconds <= MAX_PLACEMENT_WINDOW_SECONDS
-        ):
+        if not _whole_from(0, seconds, MAX_PLACEMENT_WINDOW_SECONDS):
             raise Refused(
                 400, "invalid_request", f"placementWindowSeconds must be 0 to {MAX_PLACEMENT_WINDOW_SECONDS}"
             )
@@ -535,3 +527,8 @@ def _card_json(card: Card) -> dict:
         "updatedAt": rfc3339(card.updated_at),
         "attemptCount": card.attempt_count,
     }
+
+
+def _whole_from(low: int, value: Any, high: int) -> bool:
+    """Whether a body's value is a JSON whole number (not a boolean) from `low` to `high`."""
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high

@@ -25,36 +25,42 @@ PRUNE_EVERY_S = 3600
 OUTBOX_EVERY_S = 15  # a safety net: events are sent after each pass; retries come due here
 
 
+def _register(
+    name: str, task: str, description: str, every: int, period: str, expire_seconds: int | None = None
+) -> None:
+    """Register (or update) a periodic task, enabled, run every `every` `period`; with
+    `expire_seconds`, one still queued that long after it was sent is dropped by the worker."""
+    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=period)
+    defaults = {"task": task, "interval": interval, "enabled": True, "description": description}
+    if expire_seconds is not None:
+        defaults["expire_seconds"] = expire_seconds
+    PeriodicTask.objects.update_or_create(name=name, defaults=defaults)
+
+
 def ensure_sweep_schedule() -> None:
     """Register (or update) the periodic sweep from SUPERDISPATCH_SWEEP_SECONDS; beat and the
     admin read it from django-celery-beat's tables."""
     every = settings.SUPERDISPATCH.sweep_seconds
-    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=IntervalSchedule.SECONDS)
     # A sweep still queued when the next is due is dropped by the worker (`expires`), so a
     # slow sweep never leaves a queue of sweeps behind it.
-    PeriodicTask.objects.update_or_create(
-        name=SWEEP_TASK_NAME,
-        defaults={
-            "task": "superdispatch.sweep",
-            "interval": interval,
-            "enabled": True,
-            "expire_seconds": every,
-            "description": "Settle, queue and place every opted-in board's ready cards.",
-        },
+    _register(
+        SWEEP_TASK_NAME,
+        "superdispatch.sweep",
+        "Settle, queue and place every opted-in board's ready cards.",
+        every,
+        IntervalSchedule.SECONDS,
+        expire_seconds=every,
     )
 
 
 def ensure_prune_deliveries_schedule() -> None:
     """Register (or update) the hourly prune of relay delivery ids older than a day."""
-    interval, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.HOURS)
-    PeriodicTask.objects.update_or_create(
-        name=PRUNE_DELIVERIES_TASK_NAME,
-        defaults={
-            "task": "superdispatch.prune_deliveries",
-            "interval": interval,
-            "enabled": True,
-            "description": "Forget relay delivery ids older than a day.",
-        },
+    _register(
+        PRUNE_DELIVERIES_TASK_NAME,
+        "superdispatch.prune_deliveries",
+        "Forget relay delivery ids older than a day.",
+        1,
+        IntervalSchedule.HOURS,
     )
 
 
@@ -75,17 +81,7 @@ def ensure_housekeeping_schedule() -> None:
             "Send the events and chat posts due in the outbox.",
         ),
     ):
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=IntervalSchedule.SECONDS)
-        PeriodicTask.objects.update_or_create(
-            name=name,
-            defaults={
-                "task": task,
-                "interval": interval,
-                "enabled": True,
-                "expire_seconds": every,
-                "description": description,
-            },
-        )
+        _register(name, task, description, every, IntervalSchedule.SECONDS, expire_seconds=every)
 
 
 def on_migrate(**kwargs) -> None:

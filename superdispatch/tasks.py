@@ -114,32 +114,33 @@ def place_card_task(
     except SoftTimeLimitExceeded:
         # Its reads took longer than the task may run (a product answering too slowly): the
         # pass has released its lease; the next sweep places the card.
-        log.warning(
-            "loop: %s %s not placed: its pass ran out of time; left to the next sweep",
-            board_id,
-            card_id,
-            extra={"board": board_id, "card": card_id},
-        )
-        _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
+        _left_to_the_next_sweep(board_id, card_id, delivery_id, "its pass ran out of time")
         return
     if summary.skipped:
         if self.request.retries < self.max_retries:
             raise self.retry(countdown=LEASED_RETRY_S)
         # Another pass holds the board past the placement window (one whose worker died
         # holds it until its lease lapses): the next sweep after it places the card.
-        log.warning(
-            "loop: %s %s not placed: its board stayed leased by another pass; left to the next sweep",
-            board_id,
-            card_id,
-            extra={"board": board_id, "card": card_id},
-        )
-        _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
+        _left_to_the_next_sweep(board_id, card_id, delivery_id, "its board stayed leased by another pass")
         return
     if summary.holds and event_ts:
         lag = _seconds_since(event_ts, the_loop)
         if lag is not None:
             metrics.relayed_hold(lag)
     _note_outcome(delivery_id, relay_outcome(summary), card_id)
+
+
+def _left_to_the_next_sweep(board_id: str, card_id: str, delivery_id: str | None, why: str) -> None:
+    """A relayed card this task did not place, `why`, is left to the next sweep, and its
+    delivery's row says so."""
+    log.warning(
+        "loop: %s %s not placed: %s; left to the next sweep",
+        board_id,
+        card_id,
+        why,
+        extra={"board": board_id, "card": card_id},
+    )
+    _note_outcome(delivery_id, RelayOutcome.LEFT, card_id)
 
 
 def _again_once_the_store_is_back(task, err: Exception, what: str) -> Exception:

@@ -40,6 +40,20 @@ class ShadowDecision:
     model_placed: bool = False  # held for the model's choice: never its own evidence
     run_status: str | None = None  # the claim's run: succeeded, failed, None while unknown
 
+    @classmethod
+    def of(
+        cls, learned: dict[str, Any], status: str | None, by: str | None, run_status: str | None
+    ) -> ShadowDecision:
+        """A decision as its `learned` record (the model's view) and its outcome give it."""
+        return cls(
+            formula_choice=learned.get("formulaChoice"),
+            model_choice=learned.get("choice"),
+            status=status,
+            by=by,
+            model_placed=bool(learned.get("placed")),
+            run_status=run_status,
+        )
+
 
 def _claimed_by(decision: ShadowDecision, agent_id: str) -> bool:
     return decision.status != "expired" and decision.by == agent_id

@@ -64,8 +64,8 @@ class OneOf(serializers.ChoiceField):
         super().__init__(choices, help_text="one of " + ", ".join(choices), **kwargs)
 
 
-class Integer(serializers.IntegerField):
-    """An integer in a range, written in digits alone (DRF's own takes "5.0" and " 5" too)."""
+class _Ranged(serializers.IntegerField):
+    """An integer from `min_value` to `max_value`, its help text the rule a 400 states."""
 
     def __init__(self, *, min_value: int, max_value: int, **kwargs):
         super().__init__(
@@ -74,6 +74,10 @@ class Integer(serializers.IntegerField):
             help_text=f"an integer from {min_value} to {max_value}",
             **kwargs,
         )
+
+
+class Integer(_Ranged):
+    """An integer in a range, written in digits alone (DRF's own takes "5.0" and " 5" too)."""
 
     def to_internal_value(self, data) -> int:
         if not isinstance(data, str) or not DIGITS.fullmatch(data):
@@ -81,16 +85,8 @@ class Integer(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-class JsonInteger(serializers.IntegerField):
+class JsonInteger(_Ranged):
     """A JSON integer in a range: never a string, a boolean or a float such as 2.0."""
-
-    def __init__(self, *, min_value: int, max_value: int, **kwargs):
-        super().__init__(
-            min_value=min_value,
-            max_value=max_value,
-            help_text=f"an integer from {min_value} to {max_value}",
-            **kwargs,
-        )
 
     def to_internal_value(self, data) -> int:
         if isinstance(data, bool) or not isinstance(data, int):

@@ -48,7 +48,7 @@ class ActionsOnlyAdmin(ReadOnlyAdmin):
         return admin.ModelAdmin.has_change_permission(self, request, obj)
 
     def get_readonly_fields(self, request, obj=None):
-        return self.readonly_fields or [f.name for f in self.model._meta.fields]
+        return super().get_readonly_fields(request, obj) or [f.name for f in self.model._meta.fields]
 
 
 def formula_action_name(arm: str) -> str:
@@ -169,23 +169,6 @@ class ExperimentAdmin(ActionsOnlyAdmin):
         ),
         ("What it shows", {"fields": ("report",)}),
     )
-    readonly_fields = (
-        "id",
-        "state",
-        "boards_label",
-        "arms_label",
-        "objective",
-        "block_seconds",
-        "seed",
-        "burn_in_seconds",
-        "holdback_every",
-        "starts_at",
-        "ends_at",
-        "decided_at",
-        "stopped_at",
-        "created_by",
-        "report",
-    )
 
     @admin.display(description="boards")
     def boards_label(self, e: Experiment) -> str:
@@ -299,34 +282,6 @@ class DecisionAdmin(ReadOnlyAdmin):
         ),
         ("Candidates", {"fields": ("candidates_table",)}),
         ("Learned routing", {"fields": ("learned",), "classes": ("collapse",)}),
-    )
-    readonly_fields = (
-        "in_words",
-        "id",
-        "board_id",
-        "card_id",
-        "stage_key",
-        "created_at",
-        "policy",
-        "chosen",
-        "reason",
-        "tier_label",
-        "requires_label",
-        "attempt_count",
-        "reserved_until",
-        "reservation_refused",
-        "reservation_unknown",
-        "outcome_status",
-        "outcome_by",
-        "outcome_at",
-        "run_status",
-        "run_mark",
-        "run_ended_at",
-        "waiting",
-        "outlook",
-        "ladder_link",
-        "candidates_table",
-        "learned",
     )
 
     @admin.display(description="why")

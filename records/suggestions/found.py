@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from records.suggestions.reading import LaneTally
 
 # Every field a kind may leave unset, blank; so a row always reads one shape or the other.
 BLANK = {
@@ -30,6 +33,11 @@ class Found:
     evidence: tuple[str, ...]
     evidence_count: int
     body: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def on(cls, kind: str, lane: LaneTally, bits: int, body: dict[str, Any]) -> Found:
+        """A kind found on a lane by the decisions bearing out `bits`: the newest its evidence."""
+        return cls(kind, lane.board_id, lane.stage_key, tuple(lane.evidence(bits)), lane.count(bits), body)
 
     @property
     def key(self) -> tuple[str, str, str]:

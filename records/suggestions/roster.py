@@ -44,12 +44,10 @@ def roster_suggestion(
         if c.capable_off_roster
     ]
     kind = SuggestionKind.ADD_AGENT_TO_BOARD if candidates else SuggestionKind.LANE_SINGLE_POINT
-    return Found(
+    return Found.on(
         kind,
-        lane.board_id,
-        lane.stage_key,
-        tuple(lane.evidence(bits)),
-        lane.count(bits),
+        lane,
+        bits,
         {
             "capability": requires,
             "rostered": rostered,

@@ -147,12 +147,10 @@ def _proposal(
     summary: str,
     how: str,
 ) -> Found:
-    return Found(
+    return Found.on(
         kind,
-        lane.board_id,
-        lane.stage_key,
-        tuple(lane.evidence(bits)),
-        lane.count(bits),
+        lane,
+        bits,
         {
             "rationale": rationale,
             "target": target,

@@ -26,10 +26,9 @@ from access.audit import SERVICE
 from common.scopes import SCOPES
 from learning import actions as learning_actions
 from placement.formulas import DEFAULT
-from records.models import Suggestion
 from records.store.actions.boards import do_opt_in
 from records.store.actions.experiments import Plan, do_review_experiments, do_start_experiment
-from tests.support.factories import T0, make_decision
+from tests.support.factories import T0, make_decision, make_suggestion
 from tests.support.learning_factories import trainable
 
 HERE = Path(__file__).resolve().parent
@@ -50,9 +49,7 @@ def stocked():
             {"agent": "agt_cyd", "failing": {"idle": "not-idle"}},
         ],
     )
-    Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
+    make_suggestion()
     trainable(40)
     learning_actions.do_train(None, 1, now=T0)
     # An experiment one block in, reviewed, so its analysis is an answer checked too.

@@ -6,10 +6,9 @@ from datetime import timedelta
 import pytest
 
 from placement import Rules
-from records.models import OutcomeStatus
 from records.store import holds
 from tests.conftest import at
-from tests.support.factories import make_decision
+from tests.support.factories import lapsed_hold, make_decision
 from tests.support.world import lane, make_world
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -28,16 +27,7 @@ def live(agent: str, card: str, board: str = "brd_x") -> None:
 
 
 def lapsed(agent: str, card: str, minutes_ago: float = 5, board: str = "brd_x") -> None:
-    until = NOW - timedelta(minutes=minutes_ago)
-    make_decision(
-        board=board,
-        card=card,
-        chosen=agent,
-        created_at=until - timedelta(seconds=60),
-        reserved_until=until,
-        outcome_status=OutcomeStatus.EXPIRED,
-        outcome_at=until,
-    )
+    lapsed_hold(agent, card, NOW - timedelta(minutes=minutes_ago), board=board)
 
 
 @pytest.fixture
@@ -100,16 +90,7 @@ def test_a_relayed_card_still_sees_its_roster_agents_holds_and_lapses_on_other_b
         reserved_until=w.now + timedelta(seconds=55),
     )
     for ago in (10, 20):
-        until = w.now - timedelta(minutes=ago)
-        make_decision(
-            board="brd_elsewhere",
-            card=f"card_{ago}",
-            chosen="agt_b",
-            created_at=until - timedelta(seconds=60),
-            reserved_until=until,
-            outcome_status=OutcomeStatus.EXPIRED,
-            outcome_at=until,
-        )
+        lapsed_hold("agt_b", f"card_{ago}", w.now - timedelta(minutes=ago), board="brd_elsewhere")
     card = w.suite.pipeline.add_card("brd_a")
     w.place("brd_a", card.id)
     [d] = w.decisions(card_id=card.id)

@@ -6,11 +6,10 @@ from types import SimpleNamespace
 import pytest
 
 from placement import Rules
-from records.models import OutcomeStatus
 from records.store import holds
 from superdispatch.loop.reads import PassReads
 from tests.conftest import at
-from tests.support.factories import make_decision
+from tests.support.factories import lapsed_hold
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -18,15 +17,7 @@ NOW = at(3600)
 
 
 def lapsed(minutes_ago: float, card: str) -> None:
-    until = NOW - timedelta(minutes=minutes_ago)
-    make_decision(
-        card=card,
-        chosen="agt_bob",
-        created_at=until - timedelta(seconds=60),
-        reserved_until=until,
-        outcome_status=OutcomeStatus.EXPIRED,
-        outcome_at=until,
-    )
+    lapsed_hold("agt_bob", card, NOW - timedelta(minutes=minutes_ago))
 
 
 @pytest.fixture

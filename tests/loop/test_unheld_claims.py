@@ -143,15 +143,23 @@ def test_a_one_candidate_card_a_person_moved_is_superseded_though_the_agent_ran_
     assert outcome_of(two) == ("superseded", None)
 
 
-def test_an_any_match_card_claimed_between_reads_is_claimed_by_other_by_its_relay_event():
-    world = world_of(agents=("agt_a", "agt_b"), witness=False)
+def any_match_card(world):
+    """A new ready card whose winner and runner-up let their holds lapse; returns it and the
+    decision after them, which held nobody (any match)."""
     card = world.suite.pipeline.add_card("brd_a")
     world.sweep()
-    for lapse in (61, 31):  # the winner and the runner-up let their holds lapse
+    for lapse in (61, 31):
         world.advance(lapse)
         world.sweep()
     decision = world.decisions(card_id=card.id)[-1]
-    assert (decision.reason, decision.reserved_until) == ("any-match", None)
+    assert decision.reason == "any-match"
+    return card, decision
+
+
+def test_an_any_match_card_claimed_between_reads_is_claimed_by_other_by_its_relay_event():
+    world = world_of(agents=("agt_a", "agt_b"), witness=False)
+    card, decision = any_match_card(world)
+    assert decision.reserved_until is None
     world.advance(5)
     relay_claim(world, "agt_b", card.id)
     run(world, "agt_b", card.id, succeeded=True, witness=False)
@@ -162,13 +170,7 @@ def test_an_any_match_card_claimed_between_reads_is_claimed_by_other_by_its_rela
 
 def test_an_any_match_card_passed_on_is_superseded_without_the_relay_whatever_superwitness_says():
     world = world_of(agents=("agt_a", "agt_b"))
-    card = world.suite.pipeline.add_card("brd_a")
-    world.sweep()
-    for lapse in (61, 31):
-        world.advance(lapse)
-        world.sweep()
-    decision = world.decisions(card_id=card.id)[-1]
-    assert decision.reason == "any-match"
+    card, decision = any_match_card(world)
     world.advance(5)
     run(world, "agt_b", card.id, succeeded=True)
     world.advance(5)

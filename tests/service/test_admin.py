@@ -6,7 +6,7 @@ from placement.why_nobody import UNRECORDED, WHY_NOBODY
 from records.models import REASONS, Board, Suggestion
 from tests.conftest import T0, at
 from tests.support.admin_pages import change_url
-from tests.support.factories import make_decision
+from tests.support.factories import make_decision, make_suggestion
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -73,9 +73,7 @@ def test_board_actions_opt_in_and_out(staff):
 
 
 def test_suggestions_are_dismissed_from_the_admin(staff):
-    s = Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
+    s = make_suggestion()
     staff.post("/admin/records/suggestion/", {"action": "dismiss", "_selected_action": [s.id]})
     s.refresh_from_db()
     assert s.dismissed_at is not None
@@ -91,15 +89,7 @@ def test_ids_the_admin_would_read_as_escapes_still_open_and_link(staff):
     d = make_decision(id="pld_2300000000000000000000aa", chosen="agt_ada", candidates=[{"agent": "agt_ada"}])
     page = staff.get(change_url(d))
     assert page.status_code == 200 and "agt_ada" in page.content.decode()
-    s = Suggestion.objects.create(
-        id="sug_2600000000000000000000bb",
-        kind="lane-single-point",
-        board_id="brd_a",
-        stage_key="review",
-        first_seen_at=T0,
-        last_seen_at=T0,
-        evidence=[d.id],
-    )
+    s = make_suggestion(id="sug_2600000000000000000000bb", evidence=[d.id])
     page = staff.get(change_url(s)).content.decode()
     assert f'href="{change_url(d)}"' in page and "_5F23" in change_url(d)
 

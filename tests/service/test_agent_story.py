@@ -6,10 +6,9 @@ import pytest
 
 from records.console import pages
 from records.console.pages import agent_url
-from records.models import Suggestion
-from tests.conftest import T0, at
+from tests.conftest import at
 from tests.support.admin_pages import change_url
-from tests.support.factories import make_decision
+from tests.support.factories import make_decision, make_suggestion
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -108,23 +107,8 @@ def test_the_agent_page_tells_its_story(staff, at_t0):
             }
         ],
     )
-    Suggestion.objects.create(
-        id="sug_2600000000000000000000bb",
-        kind="lane-single-point",
-        board_id="brd_a",
-        stage_key="review",
-        rostered=["agt_ada"],
-        first_seen_at=T0,
-        last_seen_at=T0,
-    )
-    Suggestion.objects.create(
-        kind="lane-single-point",
-        board_id="brd_z",
-        stage_key="qa",
-        rostered=["agt_adam"],
-        first_seen_at=T0,
-        last_seen_at=T0,
-    )
+    make_suggestion(id="sug_2600000000000000000000bb", rostered=["agt_ada"])
+    make_suggestion(board_id="brd_z", stage_key="qa", rostered=["agt_adam"])
     response = staff.get(agent_url("agt_ada"), {"range": "week"})
     assert response.status_code == 200
     page = response.content.decode()

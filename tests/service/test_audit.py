@@ -20,7 +20,7 @@ from access.audit import SERVICE, Actor, os_user
 from access.models import AuditEntry
 from common.scopes import BOARDS, SUGGESTIONS, TRAIN
 from placement import Rules
-from records.models import Board, OutboxEvent, Suggestion
+from records.models import Board
 from records.store import retention
 from records.store.actions.boards import do_opt_in, do_opt_out
 from superdispatch.loop import windows
@@ -28,7 +28,7 @@ from superdispatch.settings_test import TEST_OPERATOR_TOKEN
 from superdispatch.tasks import board_changed_task
 from tests.conftest import T0
 from tests.support.admin_pages import change_url
-from tests.support.factories import make_decision
+from tests.support.factories import dead_event, make_decision, make_suggestion
 from tests.support.learning_factories import trainable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -44,16 +44,10 @@ def only(action: str) -> AuditEntry:
     return found[0]
 
 
-def _suggestion() -> Suggestion:
-    return Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
-
-
 def test_api_writes_name_the_token_that_made_them(client):
     _, secret = access_actions.do_create_token("ops-script", [BOARDS, SUGGESTIONS, TRAIN], by=SERVICE, now=T0)
     token = {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
-    suggestion = _suggestion()
+    suggestion = make_suggestion()
     trainable(40)
     assert client.put("/v1/boards/brd_a", **token).status_code == 200
     assert client.delete("/v1/boards/brd_a", **token).status_code == 200
@@ -82,7 +76,7 @@ def test_api_writes_name_the_token_that_made_them(client):
 
 def test_a_write_that_changes_nothing_is_not_an_entry(client):
     token = {"HTTP_AUTHORIZATION": f"Bearer {TEST_OPERATOR_TOKEN}"}
-    suggestion = _suggestion()
+    suggestion = make_suggestion()
     client.put("/v1/boards/brd_a", **token)
     client.put("/v1/boards/brd_a", **token)  # already in
     client.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", **token)
@@ -104,18 +98,8 @@ def test_the_browsable_api_names_the_person_signed_in(client):
 
 def test_admin_actions_name_the_user(staff):
     Board.objects.create(board_id="brd_a", enabled=False, created_at=T0, updated_at=T0)
-    suggestion = _suggestion()
-    OutboxEvent.objects.create(
-        id="evt_" + "a" * 24,
-        channel="events",
-        type="decision.recorded",
-        body="{}",
-        state="dead",
-        attempts=12,
-        last_error="http-500",
-        next_attempt_at=T0,
-        created_at=T0,
-    )
+    suggestion = make_suggestion()
+    dead_event(id="evt_" + "a" * 24, attempts=12, last_error="http-500")
     staff.post("/admin/records/board/", {"action": "opt_in", "_selected_action": ["brd_a"]})
     staff.post("/admin/records/board/", {"action": "opt_out", "_selected_action": ["brd_a"]})
     staff.post("/admin/records/suggestion/", {"action": "dismiss", "_selected_action": [suggestion.id]})
@@ -134,16 +118,7 @@ def test_admin_actions_name_the_user(staff):
 
 
 def test_commands_name_the_os_user_and_the_command():
-    OutboxEvent.objects.create(
-        id="evt_" + "b" * 24,
-        channel="events",
-        type="decision.recorded",
-        body="{}",
-        state="dead",
-        attempts=3,
-        next_attempt_at=T0,
-        created_at=T0,
-    )
+    dead_event(id="evt_" + "b" * 24, attempts=3)
     call_command("events", "--redeliver", stdout=io.StringIO())
     call_command("tokens", "create", "ci", "--scope", "read", stdout=io.StringIO())
     call_command("tokens", "revoke", "ci", stdout=io.StringIO())
@@ -321,7 +296,7 @@ def test_a_session_without_the_scope_sees_no_write_form_and_may_not_post():
     user.groups.set([Group.objects.get(name="viewer")])
     viewer = Client()
     viewer.force_login(user)
-    suggestion = _suggestion()
+    suggestion = make_suggestion()
     page = viewer.get(f"/v1/suggestions/{suggestion.id}/dismiss", HTTP_ACCEPT="text/html")
     assert "post-generic-content-form" not in page.content.decode()
     refused = viewer.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss")

@@ -25,7 +25,7 @@ from records.api import views
 from records.models import Board, Suggestion
 from records.store.actions.boards import do_opt_in
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
-from tests.support.factories import T0
+from tests.support.factories import T0, make_suggestion
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
@@ -210,9 +210,7 @@ def test_forty_opt_ins_and_outs_at_once_chain_and_agree_with_the_store():
 
 
 def test_dismissals_of_an_open_suggestion_at_once_dismiss_it_once(clock):
-    suggestion = Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
+    suggestion = make_suggestion()
     held = HeldLock(Suggestion._meta.db_table, "id", suggestion.id)
     answers: list = []
     path = f"/v1/suggestions/{suggestion.id}/dismiss"

@@ -21,9 +21,9 @@ from common.auth import OperatorTokenAuthentication, StaffSessionAuthentication,
 from common.renderers import BrowsableAPI, JSONRenderer
 from common.scopes import ScopeRequired
 from common.views import CredentialFirst
-from records.models import Board, LoopState, Suggestion
+from records.models import Board, LoopState
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
-from tests.conftest import T0
+from tests.support.factories import make_suggestion
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
 
@@ -164,14 +164,8 @@ def test_a_session_without_staff_opens_nothing(path):
     assert_bare_401(signed_in.get(path, HTTP_ACCEPT="text/html"))
 
 
-def _dismissable() -> Suggestion:
-    return Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
-
-
 def test_a_staff_session_writes_only_with_its_csrf_token():
-    suggestion = _dismissable()
+    suggestion = make_suggestion()
     user = get_user_model().objects.create_user("someone", password="pw-for-tests-1", is_staff=True)
     user.groups.set([Group.objects.get(name="operator")])  # one that may dismiss
     staff = Client(enforce_csrf_checks=True)  # as a browser is checked
@@ -190,7 +184,7 @@ def test_a_staff_session_writes_only_with_its_csrf_token():
 
 
 def test_scripts_write_with_the_token_and_no_csrf_token(client):
-    suggestion = _dismissable()
+    suggestion = make_suggestion()
     strict = Client(enforce_csrf_checks=True)
     done = strict.generic("POST", f"/v1/suggestions/{suggestion.id}/dismiss", HTTP_AUTHORIZATION=TOKEN)
     assert done.status_code == 200 and done["Content-Type"] == "application/json"

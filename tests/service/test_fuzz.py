@@ -28,7 +28,6 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, note, settings as hypothesis_settings, strategies as st
 
 from learning import actions as learning_actions
-from records.models import Suggestion
 from records.store.actions.boards import do_opt_in
 from superdispatch import tasks
 from superdispatch.settings_test import TEST_OPERATOR_TOKEN
@@ -37,7 +36,7 @@ from tests.service.test_edge import (
     logged,  # noqa: F401  (a fixture)
 )
 from tests.service.test_metrics import Scrape
-from tests.support.factories import T0, make_decision
+from tests.support.factories import T0, make_decision, make_suggestion
 from tests.support.learning_factories import trainable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.storage]
@@ -304,9 +303,7 @@ def stocked(monkeypatch):
     decision = make_decision(
         board="brd_a", card="card_1", chosen="agt_ada", candidates=[{"agent": "agt_ada", "total": 2.0}]
     )
-    suggestion = Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
+    suggestion = make_suggestion()
     trainable(40)
     model = learning_actions.do_train(None, 1, now=T0)
     IDS.extend([decision.id, suggestion.id, model.id])

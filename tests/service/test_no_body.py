@@ -14,7 +14,7 @@ from common.views import CredentialFirst
 from learning import actions as learning_actions
 from records.models import Board, Suggestion
 from records.store.actions.boards import do_opt_in
-from tests.support.factories import T0, make_decision
+from tests.support.factories import T0, make_decision, make_suggestion
 from tests.support.learning_factories import trainable
 from tests.support.routes import finished_experiment
 
@@ -43,9 +43,7 @@ ROUTES = _routes_without_a_body()
 def ids():
     do_opt_in("brd_a", T0)
     decision = make_decision(board="brd_a", chosen="agt_ada", candidates=[{"agent": "agt_ada"}])
-    suggestion = Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
+    suggestion = make_suggestion()
     trainable(40)
     model = learning_actions.do_train(None, 1, now=T0)
     return {

@@ -28,7 +28,7 @@ from records.console.admin import formula_action_name
 from records.models import Board, Decision, Experiment, LoopState, OutboxEvent, Suggestion
 from tests.conftest import T0
 from tests.support.admin_pages import change_url
-from tests.support.factories import make_decision
+from tests.support.factories import dead_event, make_decision, make_suggestion
 from tests.support.learning_factories import stored_model
 from tests.support.routes import finished_experiment
 
@@ -75,18 +75,9 @@ def rows():
     made = {
         Board: board,
         Decision: make_decision(),
-        Suggestion: Suggestion.objects.create(
-            kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-        ),
+        Suggestion: make_suggestion(),
         LoopState: LoopState.objects.create(key="loop"),
-        OutboxEvent: OutboxEvent.objects.create(
-            channel="events",
-            type="decision.recorded",
-            body="{}",
-            state="dead",
-            next_attempt_at=T0,
-            created_at=T0,
-        ),
+        OutboxEvent: dead_event(),
         LearnedModel: stored_model(),
         Experiment: finished_experiment(),
         ApiToken: token,

@@ -252,6 +252,27 @@ def _decision(i: int, d: dict, now: datetime) -> Decision:
     )
 
 
+def _one_decision(hours_back: int, second: int = 0, held_for: str | None = None) -> Decision:
+    """A decision on brd_a, `second` seconds into the hour `hours_back` ago: held for
+    `held_for` as the winner, or, with nobody, its one candidate left to pull."""
+    return _decision(
+        1,
+        {
+            "board": "brd_a",
+            "hours_back": hours_back,
+            "second": second,
+            "chosen": held_for,
+            "tier": "winner" if held_for else None,
+            "reason": None if held_for else "one-candidate",
+            "outcome": None,
+            "after": 0,
+            "held": held_for is not None,
+            "ready_before": None,
+        },
+        NOW,
+    )
+
+
 def _fresh() -> None:
     for model in (Decision, BoardHour, AgentHour, StaleHour):
         model.objects.all().delete()
@@ -288,26 +309,7 @@ def test_a_trigger_marks_the_hour_of_a_decision_written_by_hand():
     """A raw INSERT, UPDATE and DELETE, beside the ORM: each marks its board's hour stale."""
     table = connection.ops.quote_name(Decision._meta.db_table)
     created = NOW - timedelta(hours=3, minutes=-17)
-    Decision.objects.bulk_create(
-        [
-            _decision(
-                1,
-                {
-                    "board": "brd_a",
-                    "hours_back": 3,
-                    "second": 17 * 60,
-                    "chosen": "agt_ada",
-                    "tier": "winner",
-                    "reason": None,
-                    "outcome": None,
-                    "after": 0,
-                    "held": True,
-                    "ready_before": None,
-                },
-                NOW,
-            )
-        ]
-    )
+    Decision.objects.bulk_create([_one_decision(hours_back=3, second=17 * 60, held_for="agt_ada")])
     assert list(StaleHour.objects.values_list("board_id", "hour")) == [("brd_a", NOW - timedelta(hours=3))]
     assert created.minute == 17
     do_roll_up(NOW)
@@ -326,26 +328,7 @@ def test_a_trigger_marks_the_hour_of_a_decision_written_by_hand():
 
 
 def test_an_update_that_moves_a_decision_marks_both_hours():
-    Decision.objects.bulk_create(
-        [
-            _decision(
-                1,
-                {
-                    "board": "brd_a",
-                    "hours_back": 5,
-                    "second": 0,
-                    "chosen": None,
-                    "tier": None,
-                    "reason": "one-candidate",
-                    "outcome": None,
-                    "after": 0,
-                    "held": False,
-                    "ready_before": None,
-                },
-                NOW,
-            )
-        ]
-    )
+    Decision.objects.bulk_create([_one_decision(hours_back=5)])
     do_roll_up(NOW)
     Decision.objects.filter(id="pld_000001").update(board_id="brd_b", created_at=NOW - timedelta(hours=2))
     assert set(StaleHour.objects.values_list("board_id", "hour")) == {
@@ -359,26 +342,7 @@ def test_an_update_that_moves_a_decision_marks_both_hours():
 
 
 def test_the_hour_still_running_is_left_stale_and_read_from_the_decisions():
-    Decision.objects.bulk_create(
-        [
-            _decision(
-                1,
-                {
-                    "board": "brd_a",
-                    "hours_back": 0,
-                    "second": 60,
-                    "chosen": "agt_ada",
-                    "tier": "winner",
-                    "reason": None,
-                    "outcome": None,
-                    "after": 0,
-                    "held": True,
-                    "ready_before": None,
-                },
-                NOW,
-            )
-        ]
-    )
+    Decision.objects.bulk_create([_one_decision(hours_back=0, second=60, held_for="agt_ada")])
     now = NOW + timedelta(minutes=30)
     assert do_roll_up(now) == 0
     assert StaleHour.objects.count() == 1 and not BoardHour.objects.exists()
@@ -389,26 +353,7 @@ def test_the_hour_still_running_is_left_stale_and_read_from_the_decisions():
 
 
 def test_nothing_stale_costs_one_read():
-    Decision.objects.bulk_create(
-        [
-            _decision(
-                1,
-                {
-                    "board": "brd_a",
-                    "hours_back": 4,
-                    "second": 0,
-                    "chosen": None,
-                    "tier": None,
-                    "reason": "one-candidate",
-                    "outcome": None,
-                    "after": 0,
-                    "held": False,
-                    "ready_before": None,
-                },
-                NOW,
-            )
-        ]
-    )
+    Decision.objects.bulk_create([_one_decision(hours_back=4)])
     assert do_roll_up(NOW) == 1
     with CaptureQueriesContext(connection) as queries:
         assert do_roll_up(NOW) == 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from placement.filtering import Tag, tables
-from records.models import SETTLED_HOLDS, Candidate, Decision, OutcomeStatus, Roll
+from records.models import SETTLED_HOLDS, Candidate, Decision, OutboxEvent, OutcomeStatus, Roll, Suggestion
 from records.store import marks
 from records.store.actions.decisions import _count_settled_hold
 from tests.conftest import T0
@@ -119,3 +119,44 @@ def make_decision(
     if decision.outcome_status in SETTLED_HOLDS:
         _count_settled_hold(decision.id, decision.outcome_status == OutcomeStatus.CLAIMED)
     return decision
+
+
+def lapsed_hold(agent: str, card: str, until: datetime, **fields):
+    """A 60 s hold of `agent` on `card` that lapsed unclaimed at `until`, its card's no-show."""
+    return make_decision(
+        card=card,
+        chosen=agent,
+        created_at=until - timedelta(seconds=60),
+        reserved_until=until,
+        outcome_status=OutcomeStatus.EXPIRED,
+        outcome_at=until,
+        **fields,
+    )
+
+
+def dead_event(**fields) -> OutboxEvent:
+    """A decision.recorded event the outbox gave up on, as an operator finds it to redeliver."""
+    return OutboxEvent.objects.create(
+        channel="events",
+        type="decision.recorded",
+        body="{}",
+        state="dead",
+        next_attempt_at=T0,
+        created_at=T0,
+        **fields,
+    )
+
+
+def make_suggestion(**fields) -> Suggestion:
+    """An open suggestion, first and last seen at T0: by default that review on brd_a rests on
+    one agent (lane-single-point)."""
+    return Suggestion.objects.create(
+        **{
+            "kind": "lane-single-point",
+            "board_id": "brd_a",
+            "stage_key": "review",
+            "first_seen_at": T0,
+            "last_seen_at": T0,
+            **fields,
+        }
+    )

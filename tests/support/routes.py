@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from records.models import Board, Experiment, Suggestion
+from records.models import Board, Experiment
 from tests.conftest import T0
-from tests.support.factories import make_decision
+from tests.support.factories import make_decision, make_suggestion
 from tests.support.learning_factories import stored_model, trainable
 
 
@@ -12,9 +12,7 @@ def rows_behind_every_route() -> dict[str, str]:
     """A board, a decision on it, a suggestion, a model and rows enough to train; their ids."""
     Board.objects.create(board_id="brd_a", enabled=True, created_at=T0, updated_at=T0)
     decision = make_decision(board="brd_a", card="card_1")
-    suggestion = Suggestion.objects.create(
-        kind="lane-single-point", board_id="brd_a", stage_key="review", first_seen_at=T0, last_seen_at=T0
-    )
+    suggestion = make_suggestion()
     model = stored_model()
     trainable(40)
     experiment = finished_experiment()

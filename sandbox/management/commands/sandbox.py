@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 import time
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import requests
 from django.conf import settings
@@ -43,6 +43,18 @@ TOKEN_ENV = "DEMO_OPERATOR_TOKEN"
 TIMEOUT = (2.0, 10.0)
 
 
+def _local(url: str, setting: str, to: str) -> SplitResult:
+    """The setting's URL, split, where it is a local http address with a port the sandbox can
+    `to` (serve it, receive there); else the command's error, naming the setting."""
+    split = urlsplit(url)
+    if split.hostname not in LOCAL_HOSTS or split.port is None or split.scheme != "http":
+        raise CommandError(
+            f"{setting} is not an http://127.0.0.1:<port> address, so the sandbox cannot {to}; "
+            "give --port-base to serve on other ports"
+        )
+    return split
+
+
 def configured_ports(cfg) -> dict[str, int]:
     """Each product's port from the settings' URLs (0, any free port, when SUPERWITNESS_URL is unset)."""
     urls = {
@@ -56,13 +68,7 @@ def configured_ports(cfg) -> dict[str, int]:
         if not url:
             ports[product] = 0
             continue
-        split = urlsplit(url)
-        if split.hostname not in LOCAL_HOSTS or split.port is None or split.scheme != "http":
-            raise CommandError(
-                f"{SETTING_OF[product]} is not an http://127.0.0.1:<port> address, so the "
-                "sandbox cannot serve it; give --port-base to serve on other ports"
-            )
-        ports[product] = split.port
+        ports[product] = _local(url, SETTING_OF[product], "serve it").port
     return ports
 
 
@@ -78,12 +84,7 @@ def receiver_address(cfg, port_base: int | None) -> tuple[int, str, str]:
     ):
         if not url:
             continue
-        split = urlsplit(url)
-        if split.hostname not in LOCAL_HOSTS or split.port is None or split.scheme != "http":
-            raise CommandError(
-                f"{name} is not an http://127.0.0.1:<port> address, so the sandbox cannot "
-                "receive there; give --port-base to serve on other ports"
-            )
+        split = _local(url, name, "receive there")
         found[name] = (split.port, split.path or "/")
     if not found:
         raise CommandError("--receiver needs SUPERDISPATCH_EVENTS_URL or SUPERDISPATCH_CHAT_WEBHOOK_URL set")
