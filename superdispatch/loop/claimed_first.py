@@ -32,15 +32,20 @@ def record_claimed_first(read: BoardRead, now: datetime, running: Running, deplo
     experiment = Experiment.objects.filter(pk=running.block.experiment_id).first()
     if experiment is None:
         return 0
+    claimed_cards = [
+        card
+        for card in read.cards
+        # claimed in this ladder (not one before), which began within the experiment
+        if card.delegate_agent_id is not None
+        and card.claimed_at is not None
+        and card.claimed_at >= card.ready_at >= experiment.starts_at
+    ]
+    if not claimed_cards:
+        return 0
     own = experiments.own_formulas([read.board_id]).get(read.board_id)
     board_formula = own if own is not None and own != PULL else deployment
     found = []
-    for card in read.cards:
-        claimed = card.claimed_at
-        if card.delegate_agent_id is None or claimed is None or claimed < card.ready_at:
-            continue  # not claimed, or claimed in a ladder before this one
-        if card.ready_at < experiment.starts_at:
-            continue
+    for card in claimed_cards:
         block = experiments.in_force(experiment, card.ready_at)
         if block is None:
             continue
@@ -51,7 +56,7 @@ def record_claimed_first(read: BoardRead, now: datetime, running: Running, deplo
                 stage_key=card.stage_key,
                 ready_at=card.ready_at,
                 claimed_by=card.delegate_agent_id,
-                claimed_at=claimed,
+                claimed_at=card.claimed_at,
                 attempt_count=card.attempt_count,
                 experiment_id=experiment.id,
                 block=block.block.index,
