@@ -2,8 +2,12 @@
 `SUPERDISPATCH_LEARNED_CREDIT=estimate` costs what changed since the last read rather than the
 whole shadow period.
 
-Each read still looks at every decision the evidence may need, but only at the fields that
-change once a decision is written (its hold's end, outcome and run): one narrow query. A
+Each read looks only where a decision may have changed since the last one: the decisions
+still unsettled and the newest ones, their changing fields alone (the hold's end, outcome and
+run), and two counts over an index each (how many decisions since the start, and how many with
+a run joined) that say whether anything else changed: a claim's run joined (then the claims
+still without one are asked which), or a decision come or gone unseen (then every decision's
+changing fields are read). A
 decision new to the process is read whole once, with its candidates and what the model chose;
 a changed one has its outcome and run replaced; the replay is kept up to date by
 `placement.what_if_kept`, which replays only the decisions a change can reach. What comes out
@@ -67,6 +71,7 @@ class ShadowEvidence:
         self.state: dict[str, tuple] = {}  # each decision's STORE_MUTABLE as last read
         self.unsettled: set[str] = set()  # decisions that may still settle
         self.unrun: set[str] = set()  # claims whose run may still be joined
+        self.joined = 0  # decisions in `state` with a run joined
         self.views: dict[str, dict[str, Any]] = {}  # the model's own decisions: what it chose
         self.tallies: dict[str, Tally] = {}  # the same, as each adds to the report
         self.totals: Tally = NOTHING  # theirs added up
@@ -92,24 +97,38 @@ class ShadowEvidence:
         return self.answer
 
     def _refresh(self) -> tuple[list[str], list[str]]:
-        """Read what may have changed since the last read: the decisions that may still settle,
-        the claims whose run may still be joined, and the newest decisions. A decision settles
-        once, its run is joined once, and its hold's end changes only while it is unsettled
-        (`records.store.actions`), so nothing else can have. Where the count of decisions since
-        `start` says one came or went unseen, every decision's changing fields are read."""
+        """Read what may have changed since the last read: the decisions that may still settle
+        and any new one, found among the newest. A decision settles once, its run is joined
+        once, and its hold's end changes only while it is unsettled (`records.store.actions`),
+        so the only other change is a run joined to a claim settled earlier. Two counts since
+        `start`, asked after those reads, say whether one was: of the decisions with a run
+        joined, in which every run read joined is, so that a larger number says a run was
+        joined unread (the claims still without one are then asked which); and of the
+        decisions, which says one came or went unseen. Where either count is still not what
+        the decisions as read add up to, every decision's changing fields are read."""
         changed: list[str] = []
-        rows = _by_ids(sorted(self.unsettled))
-        rows += _by_ids(_now_run(sorted(self.unrun)))
-        newest = self.start if self.newest is None else max(self.start, self.newest - LATE)
-        rows += Decision.objects.filter(created_at__gte=newest).values_list("id", *STORE_MUTABLE)
-        for row in rows:
-            if self._take(row[0], row[1:]):
-                changed.append(row[0])
+        if self.newest is None:  # the first read: every decision since the start
+            rows = list(Decision.objects.filter(created_at__gte=self.start).values_list("id", *STORE_MUTABLE))
+        else:
+            newest = Decision.objects.filter(created_at__gte=max(self.start, self.newest - LATE))
+            new = {k for k in newest.values_list("id", flat=True) if k not in self.state}
+            rows = _by_ids(sorted(self.unsettled | new))
+        self._take_all(rows, changed)
+        decisions, joined = _counts(self.start)
+        if decisions == len(self.state) and joined != self.joined:
+            # The claims read without a run, and any decision read unsettled that has since
+            # settled and been joined to its run at once.
+            self._take_all(_by_ids(_now_run(sorted(self.unrun | self.unsettled))), changed)
         gone: list[str] = []
-        if Decision.objects.filter(created_at__gte=self.start).count() != len(self.state):
+        if decisions != len(self.state) or joined != self.joined:
             gone = self._read_whole(changed)
         self._read_new([k for k in changed if k not in self.recorded])
         return changed, gone
+
+    def _take_all(self, rows: list[tuple], changed: list[str]) -> None:
+        for row in rows:
+            if self._take(row[0], row[1:]):
+                changed.append(row[0])
 
     def _take(self, decision_id: str, fields: tuple) -> bool:
         """One decision's changing fields as read now; True where they changed."""
@@ -118,6 +137,7 @@ class ShadowEvidence:
             return False
         self.state[decision_id] = fields
         _, status, _, _, run, _ = fields
+        self.joined += (run is not None) - (was is not None and was[4] is not None)
         self.unsettled.discard(decision_id)
         self.unrun.discard(decision_id)
         if status is None:
@@ -145,7 +165,7 @@ class ShadowEvidence:
                 changed.append(row[0])
         gone = [k for k in self.state if k not in seen]
         for decision_id in gone:
-            del self.state[decision_id]
+            self.joined -= self.state.pop(decision_id)[4] is not None
             self.unsettled.discard(decision_id)
             self.unrun.discard(decision_id)
         return gone
@@ -219,6 +239,22 @@ def _by_ids(ids: list[str]) -> list[tuple]:
     for start in range(0, len(ids), 500):
         found += Decision.objects.filter(id__in=ids[start : start + 500]).values_list("id", *STORE_MUTABLE)
     return found
+
+
+def _counts(start: datetime) -> tuple[int, int]:
+    """How many decisions there are since `start`, and how many of them have a run joined: one
+    statement, each count over an index alone (`decision_time`, `decision_joined_run`)."""
+    table = connection.ops.quote_name(Decision._meta.db_table)
+    created, run = connection.ops.quote_name("created_at"), connection.ops.quote_name("run_status")
+    since = connection.ops.adapt_datetimefield_value(start)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT COUNT(*) FROM {table} WHERE {created} >= %s), "
+            f"(SELECT COUNT(*) FROM {table} WHERE {created} >= %s AND {run} IS NOT NULL)",
+            [since, since],
+        )
+        decisions, joined = cursor.fetchone()
+    return decisions, joined
 
 
 def _now_run(ids: list[str]) -> list[str]:

@@ -142,6 +142,15 @@ class Decision(models.Model):
                 name="decision_learned_model",
                 condition=Q(learned__isnull=False),
             ),
+            # The learned gate's kept read: how many decisions since its start have a run
+            # joined, to learn without asking of each claim whether one was joined since
+            # (`learning.shadow_kept`). Partial, so a decision enters it only as its run is
+            # joined, never as it is written.
+            models.Index(
+                fields=["created_at"],
+                name="decision_joined_run",
+                condition=Q(run_status__isnull=False),
+            ),
             # An experiment's analysis: its decisions, by block.
             models.Index(
                 fields=["experiment_id", "experiment_block"],

@@ -8,6 +8,8 @@ import dataclasses
 import random
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from learning import shadow_kept, store
 from records.models import Decision
@@ -33,6 +35,7 @@ class Period:
         self.model, self.rng, self.n = model, random.Random(seed), 0
         self.skill = {a: self.rng.uniform(0.3, 0.9) for a in AGENTS}
         self.open: list[str] = []
+        self.unrun: list[str] = []  # claims settled without their run
 
     def decide(self, count: int) -> None:
         for _ in range(count):
@@ -71,9 +74,9 @@ class Period:
             self.open.append(d.id)
             self.n += 1
 
-    def settle(self, count: int, *, oldest: bool = False) -> None:
+    def settle(self, count: int, *, oldest: bool = False, run: bool = True) -> None:
         """Settle `count` open decisions, the newest (or the oldest) first; most are claimed
-        and run."""
+        and, with `run`, run (else each claim waits in `unrun` for `run`)."""
         picked = self.open[:count] if oldest else self.open[-count:]
         for decision_id in picked:
             self.open.remove(decision_id)
@@ -81,11 +84,21 @@ class Period:
             made = (d.created_at - at(0)).total_seconds()
             if self.rng.random() < 0.7:
                 do_settle(decision_id, "claimed", d.chosen, at(made + self.rng.uniform(2, 40)))
-                d.refresh_from_db()
-                ran = "succeeded" if self.rng.random() < self.skill[d.chosen] else "failed"
-                do_record_run(decision_id, ran, None, d.outcome_at + (at(200) - at(0)))
+                if run:
+                    self.run([decision_id])
+                else:
+                    self.unrun.append(decision_id)
             else:
                 do_settle(decision_id, "expired", None, at(made + 60))
+
+    def run(self, decision_ids: list[str]) -> None:
+        """Join each claim named to its run, ended 200 s after the claim."""
+        for decision_id in decision_ids:
+            d = Decision.objects.get(pk=decision_id)
+            ran = "succeeded" if self.rng.random() < self.skill[d.chosen] else "failed"
+            do_record_run(decision_id, ran, None, d.outcome_at + (at(200) - at(0)))
+            if decision_id in self.unrun:
+                self.unrun.remove(decision_id)
 
 
 def same_as_whole(model, cfg) -> dict:
@@ -129,3 +142,46 @@ def test_a_decision_gone_from_the_store_is_gone_from_the_kept_read():
 def test_with_no_shadow_decision_the_kept_read_is_the_empty_report():
     model, cfg = stored_model(rows=600), config()
     assert same_as_whole(model, cfg)["decisions"] == 0
+
+
+def asked_of_claims(model, cfg) -> bool:
+    """Whether the kept read asks the store of each claim still without a run."""
+    with CaptureQueriesContext(connection) as queries:
+        store.shadow_counts(model, cfg)
+    return any('"run_status" IS NOT NULL AND "id" IN' in q["sql"] for q in queries.captured_queries)
+
+
+def test_a_run_joined_to_a_claim_read_before_is_read_and_only_then_are_the_claims_asked():
+    model, cfg = stored_model(rows=600), config()
+    period = Period(model, 5)
+    period.decide(40)
+    period.settle(35, oldest=True, run=False)
+    assert len(period.unrun) > 10
+    same_as_whole(model, cfg)
+    # No run joined since: the claims without one are not asked of, one by one.
+    assert not asked_of_claims(model, cfg)
+    period.decide(3)
+    assert not asked_of_claims(model, cfg)
+    same_as_whole(model, cfg)
+    # Runs joined to claims settled reads ago: asked of, and read as a whole replay reads them.
+    period.run(period.unrun[:4])
+    assert asked_of_claims(model, cfg)
+    assert not shadow_kept._kept.kept.full
+    same_as_whole(model, cfg)
+    assert not asked_of_claims(model, cfg)
+    period.run(list(period.unrun))
+    same_as_whole(model, cfg)
+
+
+def test_a_run_joined_to_a_decision_the_read_does_not_watch_is_read_all_the_same():
+    model, cfg = stored_model(rows=600), config()
+    period = Period(model, 6)
+    period.decide(30)
+    period.settle(30, oldest=True)
+    same_as_whole(model, cfg)
+    expired = Decision.objects.filter(outcome_status="expired").order_by("created_at").first()
+    assert expired is not None and expired.id not in shadow_kept._kept.unrun
+    do_record_run(expired.id, "succeeded", None, expired.outcome_at)
+    store.shadow_counts(model, cfg)
+    assert shadow_kept._kept.state[expired.id][4] == "succeeded"
+    same_as_whole(model, cfg)
