@@ -102,10 +102,11 @@ class ShadowEvidence:
         once, and its hold's end changes only while it is unsettled (`records.store.actions`),
         so the only other change is a run joined to a claim settled earlier. Two counts since
         `start`, asked after those reads, say whether one was: of the decisions with a run
-        joined, in which every run read joined is, so that a larger number says a run was
-        joined unread (the claims still without one are then asked which); and of the
-        decisions, which says one came or went unseen. Where either count is still not what
-        the decisions as read add up to, every decision's changing fields are read."""
+        joined, which counts every run those reads found (a run once joined stays), so that a
+        larger number than the read knows of says a run was joined unread (the claims still
+        without one are then asked which); and of the decisions, which says one came or went
+        unseen. Where either count is still not what the decisions as read add up to, every
+        decision's changing fields are read."""
         changed: list[str] = []
         if self.newest is None:  # the first read: every decision since the start
             rows = list(Decision.objects.filter(created_at__gte=self.start).values_list("id", *STORE_MUTABLE))
