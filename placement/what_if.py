@@ -159,36 +159,64 @@ def what_if(
     With `chosen` (by decision id), the other arm's choice is given rather than replayed, as a
     learned model's recorded choice is, and only the decisions it names are judged (the rest
     only inform what is known); pull is not estimated then, as nobody asked."""
+    if chosen is None:
+        return what_if_each(decisions, (formula,), rules, since, other_rules=other_rules)[0]
     decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
     known = Known(decisions)
     rules_other = replace(other_rules or rules, formula=formula.recorded)
     judged: list[Replay | str] = []
-    # By board: each outlook's fleet_differs.
-    windows: dict[str, deque[bool]] = defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
     for d in decisions:
-        if since is not None and d.at < since:
+        if (since is not None and d.at < since) or d.decision_id not in chosen:
             continue
-        if chosen is not None and d.decision_id not in chosen:
-            continue
-        if chosen is None:
-            judged.append(
-                judge(
-                    d,
-                    known,
-                    rules,
-                    rules_other,
-                    lambda agents: _choose(formula, d, rules_other, known, agents, windows),
-                )
-            )
-        else:
-            given = chosen[d.decision_id]
-            judged.append(judge(d, known, rules, rules_other, lambda agents: given, pull=False))
+        given = chosen[d.decision_id]
+        judged.append(judge(d, known, rules, rules_other, lambda agents: given, pull=False))
     return answer(
         formula,
         [r for r in judged if not isinstance(r, str)],
         [r for r in judged if isinstance(r, str)],
-        pull=chosen is None,
+        pull=False,
     )
+
+
+def what_if_each(
+    decisions: Iterable[Recorded],
+    each: Sequence[Formula],
+    rules: Rules,
+    since: datetime | None = None,
+    *,
+    other_rules: Rules | None = None,
+) -> list[WhatIf]:
+    """`what_if` under each formula of `each`, in that order, in one pass over the decisions:
+    what was known before a decision, its agents, and what the recorded formula and pull are
+    expected to give of it are worked out once for every formula (`judge_each`), so that each
+    formula's answer is the one `what_if` gives it alone, at the cost of its own choices."""
+    decisions = sorted(decisions, key=lambda d: (d.at, d.decision_id))
+    known = Known(decisions)
+    arms = [(f, replace(other_rules or rules, formula=f.recorded), _windows()) for f in each]
+    judged: list[list[Replay | str]] = [[] for _ in arms]
+    for d in decisions:
+        if since is not None and d.at < since:
+            continue
+        others = [
+            (rules_other, _chooser(f, d, rules_other, known, windows)) for f, rules_other, windows in arms
+        ]
+        for out, one in zip(judged, judge_each(d, known, rules, others)):
+            out.append(one)
+    return [
+        answer(f, [r for r in j if not isinstance(r, str)], [r for r in j if isinstance(r, str)])
+        for (f, _, _), j in zip(arms, judged)
+    ]
+
+
+def _windows() -> dict[str, deque[bool]]:
+    """By board: each outlook's fleet_differs, for a formula that sets each board's window."""
+    return defaultdict(lambda: deque(maxlen=BOARD_NEWEST))
+
+
+def _chooser(
+    formula: Formula, d: Recorded, rules_other: Rules, known: Known, windows: dict[str, deque[bool]]
+) -> Callable[[Agents], Choice]:
+    return lambda agents: _choose(formula, d, rules_other, known, agents, windows)
 
 
 def judge(
@@ -204,18 +232,72 @@ def judge(
     it here), or why it is not replayed. `other_of` gives the other arm's choice; `pull`, whether
     pull is estimated too. What comes out depends on the decision and on the record's events
     before it alone, which is what lets `what_if_kept` keep it between reads."""
+    return judge_each(d, known, rules, ((rules_other, other_of),), pull=pull)[0]
+
+
+def judge_each(
+    d: Recorded,
+    known: Known,
+    rules: Rules,
+    others: Sequence[tuple[Rules, Callable[[Agents], Choice]]],
+    *,
+    pull: bool = True,
+) -> list[Replay | str]:
+    """`judge` for each other arm (its rules, its choice), in that order: what does not depend on
+    the other arm (the decision's agents as known then, the recorded formula's and pull's
+    expectations) worked out once, and only where some arm replays the decision."""
     why = replayable(d)
     if why is not None:
-        return why
+        return [why] * len(others)
     known.until(d.at)
     try:
         agents = Agents(d, known, rules)
-        other = other_of(agents)
     except Unreplayable as err:
-        return str(err)
+        return [str(err)] * len(others)
     mine = recorded_choice(d)
+    mine_of: tuple[Expectation, Expectation, Expectation | None] | None = None
+    judged: list[Replay | str] = []
+    for rules_other, other_of in others:
+        try:
+            other = other_of(agents)
+        except Unreplayable as err:
+            judged.append(str(err))
+            continue
+        if mine_of is None:
+            mine_of = _mine(d, agents, rules, mine, pull)
+        judged.append(_replay(d, agents, rules, rules_other, mine, other, *mine_of))
+    return judged
+
+
+def _mine(
+    d: Recorded, agents: Agents, rules: Rules, mine: Choice, pull: bool
+) -> tuple[Expectation, Expectation, Expectation | None]:
+    """The recorded choice's expectation as measured and as modelled, and pull's (when asked)."""
     measured = expectation(mine, d, agents, rules, correct=True)
     expected = expectation(mine, d, agents, rules, correct=False)
+    pulled = None
+    if pull:
+        pulled = corrected(
+            expectation(Choice(None), d, agents, rules, correct=False),
+            expected,
+            measured,
+            agree=mine.agent_id is None,
+        )
+    return measured, expected, pulled
+
+
+def _replay(
+    d: Recorded,
+    agents: Agents,
+    rules: Rules,
+    rules_other: Rules,
+    mine: Choice,
+    other: Choice,
+    measured: Expectation,
+    expected: Expectation,
+    pulled: Expectation | None,
+) -> Replay:
+    """One decision replayed, the other arm holding for `other`."""
     other_hold_s = other.hold_s if other.hold_s is not None else float(rules_other.reservation_seconds)
     if (
         other.agent_id == mine.agent_id
@@ -237,13 +319,8 @@ def judge(
             agree=same and mine.agent_id is not None,
         )
     expectations = {"recorded": measured, "other": estimate}
-    if pull:
-        expectations[PULL] = corrected(
-            expectation(Choice(None), d, agents, rules, correct=False),
-            expected,
-            measured,
-            agree=mine.agent_id is None,
-        )
+    if pulled is not None:
+        expectations[PULL] = pulled
     return Replay(d.decision_id, mine, other, expectations, d.formula, _how(mine, other))
 
 

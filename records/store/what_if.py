@@ -17,7 +17,7 @@ from placement import FilterResult, Rules, ScoreTerms, StageHistory, formulas
 from placement.formulas import Formula
 from placement.intervals import Interval
 from placement.replay import Considered, Recorded
-from placement.what_if import PULL, Estimate, WhatIf, what_if
+from placement.what_if import PULL, Estimate, WhatIf, what_if, what_if_each
 from records.models import Board, Candidate, Decision
 
 LOOK_BACK = timedelta(hours=24)  # read before the window, for what was known at its start
@@ -188,7 +188,7 @@ def each_formula(board_id: str, rules: Rules, since: datetime, until: datetime) 
     decisions as that formula's row."""
     decisions = recorded(board_id, since, until)
     others = [f for f in formulas.every() if f is not rules.declared_formula]
-    answers = [what_if(decisions, f, rules, since) for f in others]
+    answers = what_if_each(decisions, others, rules, since)  # one pass for them all
     base = max(answers, key=lambda a: a.replayed, default=None)
     if base is None or not base.replayed:
         base = what_if(decisions, rules.declared_formula, rules, since)

@@ -26,15 +26,21 @@ SWEPT = T0 + timedelta(hours=2)  # 40 decisions from T0, one a minute, an hour b
 
 @pytest.fixture
 def replays(monkeypatch):
-    """Every replay the store asks of `placement.what_if`, by formula."""
+    """Every replay the store asks of `placement.what_if`, by formula: each formula of one pass
+    over the decisions (`what_if_each`), and each replay alone."""
     asked: list[str] = []
-    replay = what_if.what_if
+    replay, replay_each = what_if.what_if, what_if.what_if_each
 
     def counted(decisions, formula, rules, since=None):
         asked.append(formula.recorded)
         return replay(decisions, formula, rules, since)
 
+    def counted_each(decisions, each, rules, since=None):
+        asked.extend(f.recorded for f in each)
+        return replay_each(decisions, each, rules, since)
+
     monkeypatch.setattr(what_if, "what_if", counted)
+    monkeypatch.setattr(what_if, "what_if_each", counted_each)
     return asked
 
 
