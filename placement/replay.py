@@ -13,6 +13,7 @@ formula would have made of its choice is `what_if.py`'s.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -137,7 +138,8 @@ class Known:
         self.runs: dict[tuple[str, str, str], list[Run]] = defaultdict(list)  # by board, stage, agent
         self.working_since: dict[str, datetime] = {}
         self.stage: dict[tuple[str, str, str | None], StageHistory] = {}
-        self.arrivals: dict[tuple[str, str], list[datetime]] = defaultdict(list)  # a lane's first steps
+        # A lane's first steps (of ladders), oldest first.
+        self.arrivals: dict[tuple[str, str], list[datetime]] = defaultdict(list)
         self.lane_runs: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # [succeeded, ran]
         self.latest: dict[tuple[str, str], Recorded] = {}  # each lane's newest decision with candidates
         # Where each lane's cards came from: the lane of the card's ladder before (its own for a
@@ -271,11 +273,12 @@ class Known:
     def lane_arrival_rate(self, lane: tuple[str, str], at: datetime) -> float | None:
         """`arrival_rate` of a lane (board, stage) at a moment."""
         times: Sequence[datetime] = self.arrivals.get(lane, ())
-        recent = [t for t in times if t >= at - RATE_WINDOW]
-        if len(recent) < MIN_ARRIVALS:
+        # Oldest first, as the events come: the hour's are the list's tail.
+        recent = len(times) - bisect_left(times, at - RATE_WINDOW)
+        if recent < MIN_ARRIVALS:
             return None
         span = min(RATE_WINDOW, at - times[0]).total_seconds()
-        return len(recent) / span if span > 0 else None
+        return recent / span if span > 0 else None
 
     def stage_of(self, d: Recorded, c: Considered, rules: Rules) -> StageHistory | None:
         """An agent's record at the decision's stage when the decision did not record one (a busy
