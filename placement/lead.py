@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Protocol, Sequence
 
 from .facts import Timing
@@ -209,11 +210,22 @@ def race(agents: Sequence[str], ev: Evidence) -> Race:
     the first poll, and each agent's share is its chance to poll first."""
     if not agents:
         return Race(math.inf, math.inf, {})
-    spans = [2 * ev.claim(a) for a in agents]
+    claim, wins = _race_of(tuple([2 * ev.claim(a) for a in agents]))
+    total = sum(wins) or 1.0
+    shares = {a: w / total for a, w in zip(agents, wins)}
+    after = sum(shares[a] * (ev.run(a) + (1 - ev.rate(a)) * ev.retry) for a in agents)
+    return Race(claim, claim + after, shares)
+
+
+@lru_cache(maxsize=64)
+def _race_of(spans: tuple[float, ...]) -> tuple[float, tuple[float, ...]]:
+    """The race's integral over each agent's span to poll in, in that order: pull's expected
+    claim, and each agent's weight to poll first. Kept for the spans seen last: one decision
+    weighs the same agents' race several times (its ranking, its fleet, its outlook)."""
     end = min(spans)
     step = end / RACE_STEPS
     claim = 0.0
-    wins = [0.0] * len(agents)
+    wins = [0.0] * len(spans)
     for k in range(RACE_STEPS):
         t = (k + 0.5) * step
         survive = 1.0
@@ -222,10 +234,7 @@ def race(agents: Sequence[str], ev: Evidence) -> Race:
         claim += survive * step
         for i, span in enumerate(spans):
             wins[i] += survive / (span - t) * step
-    total = sum(wins) or 1.0
-    shares = {a: w / total for a, w in zip(agents, wins)}
-    after = sum(shares[a] * (ev.run(a) + (1 - ev.rate(a)) * ev.retry) for a in agents)
-    return Race(claim, claim + after, shares)
+    return claim, tuple(wins)
 
 
 class Outlook(NamedTuple):
