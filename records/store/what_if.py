@@ -8,10 +8,14 @@ of a look-back before the window too, so the window's first decisions are not ju
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from placement import FilterResult, Rules, ScoreTerms, StageHistory, formulas
 from placement.formulas import Formula
@@ -100,15 +104,25 @@ def with_candidates(rows: list[tuple]) -> list[Recorded]:
     """Decision rows (`_FIELDS`) as the replay reads them, with their candidate sets."""
     in_set: dict[str, list[Considered]] = defaultdict(list)
     ids = [row[0] for row in rows]
+    # A filters column's text, read once a read: most candidates' are alike (every filter passed).
+    verdicts: dict[str | None, tuple[FilterResult, ...]] = {}
     for start in range(0, len(ids), 500):
         for decision_id, agent, principal, filters, score, stage in (
             Candidate.objects.filter(decision_id__in=ids[start : start + 500], in_set=True)
             .order_by("decision_id", "position")
-            .values_list("decision_id", "agent_id", "principal_id", "filters", "score", "stage_history")
-        ):
-            in_set[decision_id].append(
-                Considered(agent, principal, _filters(filters), _terms(score), _stage(stage))
+            .values_list(
+                "decision_id",
+                "agent_id",
+                "principal_id",
+                Cast("filters", TextField()),
+                "score",
+                "stage_history",
             )
+        ):
+            found = verdicts.get(filters)
+            if found is None:
+                found = verdicts[filters] = _filters(_decoded(filters))
+            in_set[decision_id].append(Considered(agent, principal, found, _terms(score), _stage(stage)))
     return [
         Recorded(
             decision_id=did,
@@ -222,6 +236,16 @@ def _figures(name: str, interval: Interval, unit: str) -> dict[str, float | None
         f"{name}{part}{unit}": value if math.isfinite(value) else None
         for part, value in (("", interval.value), ("_low", interval.low), ("_high", interval.high))
     }
+
+
+def _decoded(text: str | None) -> Any:
+    """A JSON column's text decoded as its field decodes it (`JSONText`, a JSONField)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def _filters(value: Any) -> tuple[FilterResult, ...]:
