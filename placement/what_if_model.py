@@ -26,7 +26,7 @@ import math
 import statistics
 from typing import NamedTuple
 
-from .filtering import Tag, tables
+from .filtering import Tag, fails_only, tables
 from .pull_steady import MIN_LATENCY_S, pull_steady_remembered
 from .replay import PRIOR, Choice, Known, Recorded, Unreplayable, _seconds
 from .rules import Rules
@@ -193,9 +193,7 @@ def _able(d: Recorded) -> list[str]:
     """The candidates free to pull the card: failing no filter but those that bar a hold alone
     (busy, holding, a no-show or passed over on our ladder: `Tag.PULL_MAY_CLAIM`)."""
     pull_may_claim = tables().names(Tag.PULL_MAY_CLAIM)
-    return [
-        c.agent_id for c in d.candidates if all(f.passed or f.filter in pull_may_claim for f in c.filters)
-    ]
+    return [c.agent_id for c in d.candidates if fails_only(c.filters, pull_may_claim)]
 
 
 def _fig(value: float) -> float:
