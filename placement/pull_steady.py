@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 from functools import lru_cache
+from itertools import repeat
+from operator import mul, sub, truediv
 from typing import Any, Mapping, Sequence
 
 MIN_LATENCY_S = 1.0  # a claim latency below this is read as this, so pull's claim rates stay finite
@@ -98,6 +100,8 @@ class _LaneRace:
         times = [scale * x / (1 - x) for x in points]
         self.weights = [scale / (STEPS_T * (1 - x) ** 2) for x in points]
         self.decay = [[math.exp(-r * t) for t in times] for r in self.rates]
+        # Each point's weight times each agent's decay there, as the race's sum reads it.
+        self.weighed = [list(map(mul, self.weights, row)) for row in self.decay]
         self.frees = [2.0 / max(run, MIN_LATENCY_S) for run in self.runs]  # how soon each busy agent frees
         self.shares = [1.0 / len(self.ids)] * len(self.ids)
         self.claim = self.success = 0.0
@@ -120,23 +124,23 @@ class _LaneRace:
         and who lets them go."""
         busy = [busy_of[a] for a in self.ids]
         n, rates, weights = len(busy), self.rates, self.weights
-        factors = [[b + (1 - b) * e for e in row] for b, row in zip(busy, self.decay)]
-        product = [math.prod(column) for column in zip(*factors)]
+        # The what-if solves this for every decision it replays, so a row of points at a time,
+        # each point's weight times decay worked out once (`weighed`), the products and ratios
+        # by map. Each term is the one the docstring's sums name, and math.fsum sums exactly.
+        factors = [_factors(b, 1 - b, row) for b, row in zip(busy, self.decay)]
+        product = factors[0] if factors else []  # each point's product over the agents, in their order
+        for row in factors[1:]:
+            product = list(map(mul, product, row))
         nobody = math.prod(busy)
         race = [
-            (1 - busy[i])
-            * rates[i]
-            * math.fsum(
-                w * self.decay[i][k] * (product[k] / factors[i][k] if factors[i][k] > 0 else 0.0)
-                for k, w in enumerate(weights)
-            )
+            (1 - busy[i]) * rates[i] * math.fsum(map(mul, self.weighed[i], _ratios(product, factors[i])))
             for i in range(n)
         ]
         found = math.fsum(race) or 1.0
         race = [p * (1 - nobody) / found for p in race]  # the quadrature's error kept off the total
         freeing = math.fsum(self.frees)
         raced = [race[i] + nobody * self.frees[i] / freeing for i in range(n)]
-        claim = math.fsum(w * (p - nobody) for w, p in zip(weights, product)) + nobody * (
+        claim = math.fsum(map(mul, weights, map(sub, product, repeat(nobody)))) + nobody * (
             1.0 / freeing + math.fsum(f * (1 / r) for f, r in zip(self.frees, rates)) / freeing
         )
         # A card let go by an agent that may take it here is its at once; the rest race.
@@ -158,3 +162,16 @@ class _LaneRace:
 
     def result(self) -> tuple[float, float, float]:
         return self.success, self.claim, math.fsum(s * run for s, run in zip(self.shares, self.runs))
+
+
+def _factors(b: float, free: float, decay: list[float]) -> list[float]:
+    """An agent's chance, at each point, not to have claimed yet: busy, or free and slower."""
+    return [b + free * e for e in decay]
+
+
+def _ratios(product: list[float], factors: list[float]) -> list[float]:
+    """Each point's product over the agent's own factor there: the others' chance to be slower;
+    none where its factor is nothing."""
+    if min(factors) > 0 and not any(map(math.isnan, factors)):
+        return list(map(truediv, product, factors))
+    return [p / f if f > 0 else 0.0 for p, f in zip(product, factors)]
