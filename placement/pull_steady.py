@@ -96,12 +96,10 @@ class _LaneRace:
         self.runs = [run for _, _, run, _ in agents]
         self.successes = [p for _, _, _, p in agents]
         scale = 1.0 / statistics.median(self.rates)
-        points = [(k + 0.5) / STEPS_T for k in range(STEPS_T)]
-        times = [scale * x / (1 - x) for x in points]
-        self.weights = [scale / (STEPS_T * (1 - x) ** 2) for x in points]
-        self.decay = [[math.exp(-r * t) for t in times] for r in self.rates]
-        # Each point's weight times each agent's decay there, as the race's sum reads it.
-        self.weighed = [list(map(mul, self.weights, row)) for row in self.decay]
+        self.weights = _points(scale)[1]
+        rows = [_decay(scale, r) for r in self.rates]
+        self.decay = [decay for decay, _ in rows]
+        self.weighed = [weighed for _, weighed in rows]
         self.frees = [2.0 / max(run, MIN_LATENCY_S) for run in self.runs]  # how soon each busy agent frees
         self.shares = [1.0 / len(self.ids)] * len(self.ids)
         self.claim = self.success = 0.0
@@ -164,7 +162,27 @@ class _LaneRace:
         return self.success, self.claim, math.fsum(s * run for s, run in zip(self.shares, self.runs))
 
 
-def _factors(b: float, free: float, decay: list[float]) -> list[float]:
+@lru_cache(maxsize=64)
+def _points(scale: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The race integrals' points, as times for a lane whose median claim rate is 1 / `scale`,
+    and each one's weight."""
+    points = [(k + 0.5) / STEPS_T for k in range(STEPS_T)]
+    return tuple([scale * x / (1 - x) for x in points]), tuple(
+        [scale / (STEPS_T * (1 - x) ** 2) for x in points]
+    )
+
+
+@lru_cache(maxsize=512)
+def _decay(scale: float, rate: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """An agent's chance at each point not to have claimed yet, were it free, and that times the
+    point's weight, as the race's sum reads it. Kept for the agents seen last: the decisions of
+    a stretch meet the same agents' rates (each to three figures)."""
+    times, weights = _points(scale)
+    decay = tuple([math.exp(-rate * t) for t in times])
+    return decay, tuple(map(mul, weights, decay))
+
+
+def _factors(b: float, free: float, decay: Sequence[float]) -> list[float]:
     """An agent's chance, at each point, not to have claimed yet: busy, or free and slower."""
     return [b + free * e for e in decay]
 
