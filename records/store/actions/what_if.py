@@ -4,7 +4,10 @@ an hour old, is replayed afresh, so that the dashboard reads rows and never repl
 (records.models.BoardWhatIf says what a row holds).
 
 A board's replay costs about 2 ms of CPU a decision (bench/what_if_ahead.py), so each is
-bounded: the newest `MOST_DECISIONS` of the week, one board a run."""
+bounded: the newest `MOST_DECISIONS` of the week, one board a run. Each run replays the whole
+window: what the replay knows before a decision counts from the window's start, which moves
+with every new decision, so no decision's replay can be kept from the run before
+(docs/performance.md, The dashboard's what-if)."""
 
 from __future__ import annotations
 
