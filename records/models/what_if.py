@@ -35,6 +35,9 @@ class BoardWhatIf(models.Model):
     since = models.DateTimeField()  # the window the estimate covers, [since, until)
     until = models.DateTimeField()
     computed_at = models.DateTimeField()
+    # What the rows were worked out from, as a digest (`records.store.what_if.window_record`):
+    # a run that finds the same does not replay the window again.
+    record = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         verbose_name = "board what-if"

@@ -8,6 +8,7 @@ of a look-back before the window too, so the window's first decisions are not ju
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import defaultdict
@@ -52,6 +53,7 @@ _FIELDS = (
     "run_status",
     "run_ended_at",
 )
+_AT = _FIELDS.index("created_at")
 
 
 def _window(board_id: str | None, since: datetime | None, until: datetime | None):
@@ -190,6 +192,30 @@ def newest_since(board_id: str, since: datetime, until: datetime, most: int) -> 
         .values_list("created_at", flat=True)[most - 1 : most]
     )
     return max([since, *cut])
+
+
+# Raised when the replay's figures change for the same record without any formula's version
+# changing, so that the rows of a board with nothing new are worked out again all the same.
+REPLAY_VERSION = 1
+
+
+def window_record(board_id: str, rules: Rules, since: datetime, until: datetime) -> str:
+    """What `each_formula(board_id, rules, since, until)` is worked out from, as a digest: every
+    decision it reads (each field it reads of one, and whether it is judged or only informs what
+    is known), how many candidates they have, the settings and the formulas. The same digest,
+    the same rows: a decision's candidates never change once written, only its fields here."""
+    rows = _window(board_id, since - LOOK_BACK, until).order_by("created_at", "id").values_list(*_FIELDS)
+    candidates = Candidate.objects.filter(
+        decision__board_id=board_id,
+        decision__created_at__gte=since - LOOK_BACK,
+        decision__created_at__lt=until,
+        in_set=True,
+    ).count()
+    digest = hashlib.sha256()
+    digest.update(repr((REPLAY_VERSION, rules, formulas.recorded_names(), candidates)).encode())
+    for row in rows:
+        digest.update(repr((row, row[_AT] >= since)).encode())
+    return digest.hexdigest()
 
 
 def each_formula(board_id: str, rules: Rules, since: datetime, until: datetime) -> list[dict[str, Any]]:

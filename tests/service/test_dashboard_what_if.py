@@ -3,15 +3,18 @@ sweep (at most once an hour a board) and read from its rows, never replayed on t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
+from common.config import rules_from
 from records.console import pages
-from records.models import BoardWhatIf, Decision
+from records.models import BoardWhatIf, Candidate, Decision
 from records.store import what_if
 from records.store.actions import what_if as ahead
 from records.store.signals import sweep_finished
@@ -73,9 +76,70 @@ def test_a_sweep_works_it_out_and_again_only_after_the_hour(replays, sent, setti
     assert sent == [(("2026-11-13T12:00:00.000Z",), settings.SUPERDISPATCH.sweep_seconds)]
     _sweep(SWEPT + timedelta(minutes=59))
     assert len(replays) == 2 and len(sent) == 1  # within the hour: the rows stand, no task sent
+    _decisions(1, first=40)  # something new: replayed again an hour on
     _sweep(SWEPT + timedelta(hours=1))
     assert len(replays) == 4
     assert set(BoardWhatIf.objects.values_list("computed_at", flat=True)) == {SWEPT + timedelta(hours=1)}
+
+
+def _figures() -> list[tuple]:
+    """The board's rows as the dashboard shows them, but when they were worked out."""
+    return list(
+        BoardWhatIf.objects.order_by("board_id", "position").values_list(
+            "board_id", "arm", "formula", "decisions", "replayed", "success", "success_low", "lead_s", "since"
+        )
+    )
+
+
+def _afresh(now) -> list[tuple]:
+    """The rows a replay of every board from nothing writes at `now`."""
+    kept = list(BoardWhatIf.objects.all())
+    BoardWhatIf.objects.all().delete()
+    while ahead.do_what_if_ahead(now, rules_from(settings.SUPERDISPATCH)).done:
+        pass
+    fresh = _figures()
+    BoardWhatIf.objects.all().delete()
+    BoardWhatIf.objects.bulk_create(kept)
+    return fresh
+
+
+def test_a_board_with_nothing_new_is_not_replayed_again_and_its_rows_stand(replays):
+    _decisions(40)
+    _sweep(SWEPT)
+    later = SWEPT + timedelta(hours=1)
+    _sweep(later)
+    assert len(replays) == 2  # nothing it was worked out from changed
+    assert set(BoardWhatIf.objects.values_list("computed_at", "until")) == {(later, later)}
+    assert _figures() == _afresh(later)  # the window a week back from now: the rows a replay writes
+    assert {r.since for r in BoardWhatIf.objects.all()} == {later - ahead.WINDOW}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda: Decision.objects.filter(card_id="card_7").update(run_status="failed"),  # settled otherwise
+        lambda: Decision.objects.filter(card_id="card_39").delete(),  # gone
+        lambda: Candidate.objects.filter(decision__card_id="card_8", agent_id="agt_b").delete(),
+        lambda: setattr(what_if, "REPLAY_VERSION", what_if.REPLAY_VERSION + 1),  # the replay changed
+    ],
+)
+def test_a_board_whose_record_changed_is_replayed_again(replays, change, monkeypatch):
+    monkeypatch.setattr(what_if, "REPLAY_VERSION", what_if.REPLAY_VERSION)  # restored after
+    _decisions(40)
+    _sweep(SWEPT)
+    change()
+    later = SWEPT + timedelta(hours=1)
+    _sweep(later)
+    assert len(replays) == 4
+    assert _figures() == _afresh(later)
+
+
+def test_other_settings_replay_it_again(replays):
+    _decisions(40)
+    _sweep(SWEPT)
+    rules = replace(rules_from(settings.SUPERDISPATCH), wait_margin=0.3)
+    assert ahead.do_what_if_ahead(SWEPT + ahead.EVERY, rules).done == ["brd_a"]
+    assert len(replays) == 4
 
 
 def test_the_rows_say_what_each_formula_would_have_made_of_the_window():
@@ -292,3 +356,15 @@ def test_a_viewer_without_permission_is_refused(client, django_user_model):
     user = django_user_model.objects.create_user("nobody", password="pw-for-tests-1", is_staff=True)
     client.force_login(user)
     assert client.get("/admin/dashboard/").status_code == 403
+
+
+def test_a_window_whose_start_passed_a_decision_is_replayed_again(replays):
+    _decisions(40)
+    _decisions(5, first=100)  # in the hour after
+    _sweep(SWEPT)
+    # A week on, the window starts after the first 20: the same decisions read, 20 fewer judged.
+    later = T0 + ahead.WINDOW + timedelta(minutes=20)
+    assert ahead.do_what_if_ahead(later, rules_from(settings.SUPERDISPATCH)).done == ["brd_a"]
+    assert len(replays) == 4
+    assert _figures() == _afresh(later)
+    assert BoardWhatIf.objects.get(arm="recorded").decisions == 25

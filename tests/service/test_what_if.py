@@ -34,10 +34,10 @@ def _candidate(agent: str, rate: float, claims: float) -> dict:
     }
 
 
-def _decisions(count: int, board: str = "brd_a") -> None:
-    """`count` cards, each held for A (the better record), claimed in 3 s, its run over 60 s
-    later; every third run failed."""
-    for n in range(count):
+def _decisions(count: int, board: str = "brd_a", first: int = 0) -> None:
+    """`count` cards (numbered from `first`, a minute apart), each held for A (the better
+    record), claimed in 3 s, its run over 60 s later; every third run failed."""
+    for n in range(first, first + count):
         made = T0 + timedelta(minutes=n)
         make_decision(
             board=board,

@@ -4,10 +4,11 @@ an hour old, is replayed afresh, so that the dashboard reads rows and never repl
 (records.models.BoardWhatIf says what a row holds).
 
 A board's replay costs about 2 ms of CPU a decision (bench/what_if_ahead.py), so each is
-bounded: the newest `MOST_DECISIONS` of the week, one board a run. Each run replays the whole
-window: what the replay knows before a decision counts from the window's start, which moves
-with every new decision, so no decision's replay can be kept from the run before
-(docs/performance.md, The dashboard's what-if)."""
+bounded: the newest `MOST_DECISIONS` of the week, one board a run. A run replays the whole
+window, or nothing where nothing its rows were worked out from changed (`what_if.window_record`):
+what the replay knows before a decision counts from the window's start, which moves with every
+new decision, so no decision's replay can be kept from the run before (docs/performance.md,
+The dashboard's what-if)."""
 
 from __future__ import annotations
 
@@ -87,29 +88,50 @@ def do_what_if_ahead(now: datetime, rules: Rules, most: int = BOARDS_PER_RUN) ->
             break
         try:
             since = what_if.newest_since(board_id, now - WINDOW, now, MOST_DECISIONS)
-            rows = what_if.each_formula(board_id, rules, since, now)
+            record = what_if.window_record(board_id, rules, since, now)
+            # Nothing it is worked out from changed since the rows were: they stand, as a
+            # replay would write them again.
+            rows = (
+                None if record == _record_of(board_id) else what_if.each_formula(board_id, rules, since, now)
+            )
         except Exception as err:  # one board's record must not stop the others'
             failed[board_id] = type(err).__name__
             continue
-        if _write(board_id, rows, since, now):
+        if _write(board_id, rows, since, now, record):
             done.append(board_id)
     return Ahead(done, failed)
 
 
+def _record_of(board_id: str) -> str | None:
+    """What the board's rows were worked out from (`what_if.window_record`), if it has rows."""
+    return BoardWhatIf.objects.filter(board_id=board_id).values_list("record", flat=True).first()
+
+
 @transaction.atomic
-def _write(board_id: str, rows: list[dict], since: datetime, now: datetime) -> bool:
-    """A board's rows replaced in one transaction, unless another process wrote newer ones
-    meanwhile. One writer at a time: SQLite's one writer, PostgreSQL's advisory lock."""
+def _write(board_id: str, rows: list[dict] | None, since: datetime, now: datetime, record: str) -> bool:
+    """A board's rows replaced in one transaction (`rows` None: kept, over the window given),
+    unless another process wrote newer ones meanwhile. One writer at a time: SQLite's one
+    writer, PostgreSQL's advisory lock."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK])
     old = BoardWhatIf.objects.filter(board_id=board_id)
     if old.filter(computed_at__gt=now - EVERY).exists():
         return False
+    if rows is None:
+        return old.filter(record=record).update(since=since, until=now, computed_at=now) > 0
     old.delete()
     BoardWhatIf.objects.bulk_create(
         [
-            BoardWhatIf(board_id=board_id, position=position, since=since, until=now, computed_at=now, **row)
+            BoardWhatIf(
+                board_id=board_id,
+                position=position,
+                since=since,
+                until=now,
+                computed_at=now,
+                record=record,
+                **row,
+            )
             for position, row in enumerate(rows)
         ]
     )
