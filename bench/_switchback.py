@@ -41,6 +41,7 @@ from placement.switchback import (
 
 TAIL_S = 15 * 60  # simulated after the last block, so its cards can finish
 GUARDRAIL = Guardrail()
+IN_PLACE = (formulas.DEFAULT.label,)  # what the boards run outside the experiment: the deployment's
 
 
 # --- Cards, off the sandbox's truth ---------------------------------------------------------
@@ -278,6 +279,7 @@ def read_experiment(e: Experiment, objective: str, burn_in_s: int) -> Analysis:
         objective=objective,
         dropped=e.dropped_at,
         now=e.schedule[-1].ends,
+        in_place=IN_PLACE,
     )
 
 
@@ -293,6 +295,7 @@ def decision_of(e: Experiment, objective: str, burn_in_s: int) -> tuple[str | No
             objective=objective,
             dropped=e.dropped_at,
             now=block.ends,
+            in_place=IN_PLACE,
         )
         if read.winner is not None:
             return read.winner, block.ends

@@ -213,10 +213,22 @@ def _beaten(objective: str, c: Comparison) -> bool:
 
 
 def winner(
-    objective: str, against_pull: Mapping[str, Comparison], running: Sequence[str]
+    objective: str,
+    against_pull: Mapping[str, Comparison],
+    running: Sequence[str],
+    *,
+    in_place: Collection[str] = (),
+    over: bool = False,
 ) -> tuple[str | None, str]:
     """The arm that wins for the objective, and why; or None and why not yet. `against_pull`
-    holds each arm still running (not pull) against pull."""
+    holds each arm still running (not pull) against pull.
+
+    `in_place` names what the boards run outside the experiment (each board's own formula, else
+    the deployment's), and `over` says the schedule has ended. An experiment over with no arm
+    clear of pull, whose formulas in place are all arms of it and each clearly worse than pull
+    for the objective (or dropped), decides for pull: leaving the boards as they are would keep
+    what the experiment showed hurts, and pull is the one arm every other is measured against.
+    Before the end it decides nothing on that ground, so the schedule still compares the rest."""
     better = [arm for arm in running if _wins(objective, against_pull[arm])]
     if better:
         if objective == "success":
@@ -232,7 +244,23 @@ def winner(
         )
     if all(_beaten(objective, against_pull[arm]) for arm in running):
         return PULL, "pull: every other arm is clearly worse for the objective, or dropped"
+    if over and _in_place_beaten(objective, against_pull, running, in_place):
+        return PULL, (
+            f"pull: no arm is clear of pull, and the formula in place ({', '.join(sorted(in_place))}) "
+            "is clearly worse than pull for the objective, or dropped"
+        )
     return None, "no arm is clear of pull for the objective yet"
+
+
+def _in_place_beaten(
+    objective: str, against_pull: Mapping[str, Comparison], running: Sequence[str], in_place: Collection[str]
+) -> bool:
+    """Whether every formula in place is an arm other than pull, clearly worse than pull for the
+    objective or dropped (an arm compared but no longer running)."""
+    return bool(in_place) and all(
+        arm != PULL and arm in against_pull and (arm not in running or _beaten(objective, against_pull[arm]))
+        for arm in in_place
+    )
 
 
 def _success_gain(c: Comparison) -> float:
@@ -294,9 +322,11 @@ def blocks_to_decision(
     figures_of: Mapping[str, ArmFigures],
     against_pull: Mapping[str, Comparison],
     running: Sequence[str],
+    in_place: Collection[str] = (),
 ) -> int | None:
     """The fewest more blocks after which, at the spread and differences seen, some arm would
-    win or every arm would be clearly worse than pull; None where neither comes at any length."""
+    win, every arm would be clearly worse than pull, or (in a schedule that long) every formula
+    in place would; None where none comes at any length."""
     if not running:
         return 0
     sides = {
@@ -304,6 +334,8 @@ def blocks_to_decision(
         for arm in running
     }
     soonest = min(min(win for win, _ in sides.values()), max(beaten for _, beaten in sides.values()))
+    if in_place and all(arm != PULL and arm in against_pull for arm in in_place):
+        soonest = min(soonest, max(sides[arm][1] if arm in sides else 0.0 for arm in in_place))
     return None if math.isinf(soonest) else max(1, int(soonest))  # undecided now: one more at least
 
 
@@ -397,6 +429,7 @@ def analyse(
     dropped: Collection[str] | Mapping[str, datetime] = (),
     now: datetime | None = None,
     guardrail: Guardrail = GUARDRAIL,
+    in_place: Collection[str] = (),
 ) -> Analysis:
     """Per-arm figures over the blocks ended by `now` (all of them without it), each arm against
     pull and each other, the winner for `objective`, and what the guardrail drops at this look.
@@ -404,7 +437,8 @@ def analyse(
     Each block counts for the arm it carries. `dropped` names the arms dropped before this look:
     given as arm -> when it was dropped, the blocks run after are read as the stand-in ran them
     (`as_run`), and an arm dropped after `now` is still running at this look; given as names
-    alone, `schedule` is taken as already as run."""
+    alone, `schedule` is taken as already as run. `in_place`: what the boards run outside the
+    experiment, read by the decision at the schedule's end (`winner`)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     if burn_in_s < 0:
@@ -459,10 +493,10 @@ def analyse(
         if confidence == CONFIDENCE
         else {a.arm: compare(a, by_name[PULL], confidence) for a in others}
     )
-    won, why = winner(objective, deciding, running)
+    won, why = winner(objective, deciding, running, in_place=in_place, over=len(blocks) >= len(schedule))
     if won is not None and confidence != CONFIDENCE:
         why += f" (at {confidence:.2%}, as this look is one of the schedule's {len(schedule)})"
-    more = 0 if won is not None else blocks_to_decision(objective, by_name, against_pull, running)
+    more = 0 if won is not None else blocks_to_decision(objective, by_name, against_pull, running, in_place)
     return Analysis(
         objective,
         burn_in_s,

@@ -112,7 +112,7 @@ def on_sweep_reviews_experiments(sender, now: datetime, **kwargs) -> None:
     """After a sweep: each live experiment with a block ended since is reviewed (the guardrail,
     the decision, autopilot, the holdback's figure). With none live it is one query."""
     cfg = kwargs.get("cfg") or settings.SUPERDISPATCH
-    do_review_experiments(now, autopilot=cfg.autopilot)
+    do_review_experiments(now, autopilot=cfg.autopilot, formula=cfg.formula)
 
 
 def on_board_changed(sender, board_id: str, enabled: bool, **kwargs) -> None:

@@ -122,6 +122,13 @@ def own_formulas(board_ids: Iterable[str] | None) -> dict[str, str]:
     return {board_id: own[board_id] for board_id in board_ids if board_id in own}
 
 
+def in_place(experiment: Experiment, deployment_formula: str) -> set[str]:
+    """What the experiment's boards run outside it: each board's own formula, else the
+    deployment's."""
+    own = own_formulas(experiment.boards)
+    return {own.get(board_id, deployment_formula) for board_id in experiment.boards}
+
+
 def holdback_blocks_ended(experiment: Experiment, now: datetime) -> int:
     """How many of the holdback's blocks have ended by `now`."""
     if not experiment.holdback_every or now <= experiment.ends_at:

@@ -333,6 +333,29 @@ def test_more_success_at_too_long_a_lead_does_not_win():
     assert read.winner == "pull"  # new's lead is clearly over 1.03x pull's, so pull is the best in bound
 
 
+def test_at_the_end_pull_wins_where_the_formula_in_place_is_clearly_worse_and_no_arm_is_clear():
+    schedule = draw_schedule(
+        ["pull", "new", "formula"], starts=START, block_seconds=HALF_HOUR, blocks=12, seed=2
+    )
+    # formula's lead is clearly over 1.03x pull's; new is pull's equal, so nothing is clear of pull
+    cards = steady(schedule, {"pull": (0.5, 100.0), "new": (0.5, 100.0), "formula": (0.5, 115.0)})
+    read = analyse(schedule, cards, burn_in_s=0, objective="success", in_place={"formula"})
+    assert read.vs_pull("formula").lead_ratio.low > 1.03 and read.vs_pull("new").success.low < 0
+    assert read.winner == "pull" and "in place (formula)" in read.why and read.blocks_to_decision == 0
+    # Not without it, nor where what is in place is pull, an arm not clearly worse, or no arm at all
+    for in_place in ((), {"pull"}, {"new"}, {"formula", "new"}, {"other"}):
+        assert analyse(schedule, cards, burn_in_s=0, objective="success", in_place=in_place).winner is None
+    # Nor before the end, so the schedule still compares the rest
+    early = analyse(
+        schedule, cards, burn_in_s=0, objective="success", in_place={"formula"}, now=schedule[-2].ends
+    )
+    assert early.winner is None and early.blocks_to_decision is not None
+    # An arm clear of pull still wins over it
+    better = steady(schedule, {"pull": (0.5, 100.0), "new": (0.7, 100.0), "formula": (0.5, 115.0)})
+    read = analyse(schedule, better, burn_in_s=0, objective="success", in_place={"formula"})
+    assert read.winner == "new"
+
+
 def test_a_look_before_the_schedule_is_over_needs_a_wider_interval_to_decide():
     schedule = draw_schedule(["pull", "new"], starts=START, block_seconds=HALF_HOUR, blocks=12, seed=4)
     cards = []

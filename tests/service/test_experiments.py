@@ -217,6 +217,24 @@ def test_without_autopilot_the_decision_is_recorded_and_no_board_changes(reads):
     assert not AuditEntry.objects.filter(action="board.formula").exists()
 
 
+def test_the_review_tells_the_analysis_what_each_board_runs_outside_the_experiment(monkeypatch):
+    """Each board's own formula, else the deployment's: the decision at the schedule's end reads
+    it (pull wins where what is in place is clearly worse than pull, `winner`)."""
+    seen = {}
+
+    def analyse(*args, **kwargs):
+        seen.update(kwargs)
+        return _analysis()
+
+    monkeypatch.setattr(experiment_actions.switchback, "analyse", analyse)
+    _started(boards=("brd_a", "brd_b"))
+    do_review_experiments(T0 + timedelta(seconds=601))
+    assert seen["in_place"] == {FORMULA}
+    Board.objects.filter(board_id="brd_b").update(formula="pull")
+    do_review_experiments(T0 + timedelta(seconds=1201))
+    assert seen["in_place"] == {FORMULA, "pull"}
+
+
 def test_no_winner_at_the_schedules_end_changes_nothing_even_under_autopilot(reads):
     experiment = _started()
     do_review_experiments(T0 + timedelta(seconds=4 * 600 + 1), autopilot=True)

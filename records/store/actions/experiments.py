@@ -280,16 +280,19 @@ def do_set_board_formula(
 # --- After each block: the guardrail, the decision, the holdback's figure ------------------
 
 
-def do_review_experiments(now: datetime, *, autopilot: bool = False) -> int:
+def do_review_experiments(now: datetime, *, autopilot: bool = False, formula: str | None = None) -> int:
     """Review every live experiment with a block ended since its last review: drop the arms the
     guardrail says hurt, and decide once the schedule is over or the analysis needs no more
-    blocks. Returns how many were reviewed; with none live it costs one query."""
+    blocks. `formula`: the deployment's (SUPERDISPATCH_FORMULA's when None), which a board with
+    none of its own runs outside an experiment. Returns how many were reviewed; with none live it
+    costs one query."""
+    formula = formula or settings.SUPERDISPATCH.formula
     reviewed = 0
     for experiment in experiments.live():
         if experiment.state == ExperimentState.RUNNING:
             ended = sum(1 for b in experiment.schedule if parse_time(b["ends"]) <= now)
             if ended > experiment.reviewed_blocks:
-                _review_running(experiment, ended, now, autopilot)
+                _review_running(experiment, ended, now, autopilot, formula)
                 reviewed += 1
         elif experiment.state == ExperimentState.HOLDBACK:
             ended = experiments.holdback_blocks_ended(experiment, now)
@@ -299,7 +302,7 @@ def do_review_experiments(now: datetime, *, autopilot: bool = False) -> int:
     return reviewed
 
 
-def _review_running(experiment: Experiment, ended: int, now: datetime, autopilot: bool) -> None:
+def _review_running(experiment: Experiment, ended: int, now: datetime, autopilot: bool, formula: str) -> None:
     schedule = experiments.schedule_of(experiment)
     analysis = switchback.analyse(
         schedule,
@@ -309,6 +312,7 @@ def _review_running(experiment: Experiment, ended: int, now: datetime, autopilot
         dropped=experiments.dropped_at(experiment),
         now=now,
         guardrail=experiments.guardrail_of(experiment),
+        in_place=experiments.in_place(experiment, formula),
     )
     for arm, why in experiments.drops_of(analysis).items():
         do_drop_arm(experiment, arm, why, now)
