@@ -22,8 +22,10 @@ The analysis (`analyse`) reads the blocks, the unit of randomisation, never the 
   1.03x pull's; `lead`: the shortest lead whose success stays within 0.01 of pull's) names a
   winner only where the intervals say so: an arm whose interval is clear of pull's on the
   objective, its other figure within the bound. `pull` itself wins once every other arm is
-  clearly worse for the objective, or dropped. Otherwise there is no winner yet, and the
-  analysis says how many more blocks, at the spread seen, a decision would need. A look
+  clearly worse for the objective, or dropped; and at the schedule's end, where no arm is clear
+  of pull and the formula the boards run outside the experiment is an arm clearly worse than
+  pull (staying would keep what the experiment showed hurts). Otherwise there is no winner
+  yet, and the analysis says how many more blocks, at the spread seen, a decision would need. A look
   before the schedule is over decides only at the confidence that spends 5% over every look
   the schedule plans, so that peeking after each block cannot stop the experiment on a fluke;
 - the guardrail drops an arm clearly worse than pull, by a deliberately conservative sequential
