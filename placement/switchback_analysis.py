@@ -323,10 +323,12 @@ def blocks_to_decision(
     against_pull: Mapping[str, Comparison],
     running: Sequence[str],
     in_place: Collection[str] = (),
+    remaining: int = 0,
 ) -> int | None:
     """The fewest more blocks after which, at the spread and differences seen, some arm would
-    win, every arm would be clearly worse than pull, or (in a schedule that long) every formula
-    in place would; None where none comes at any length."""
+    win, every arm would be clearly worse than pull, or every formula in place would be and the
+    schedule's `remaining` blocks be over (that decision is read at its end alone); None where
+    none comes at any length."""
     if not running:
         return 0
     sides = {
@@ -335,7 +337,8 @@ def blocks_to_decision(
     }
     soonest = min(min(win for win, _ in sides.values()), max(beaten for _, beaten in sides.values()))
     if in_place and all(arm != PULL and arm in against_pull for arm in in_place):
-        soonest = min(soonest, max(sides[arm][1] if arm in sides else 0.0 for arm in in_place))
+        beaten = max(sides[arm][1] if arm in sides else 0.0 for arm in in_place)
+        soonest = min(soonest, max(beaten, float(remaining)))
     return None if math.isinf(soonest) else max(1, int(soonest))  # undecided now: one more at least
 
 
@@ -496,7 +499,13 @@ def analyse(
     won, why = winner(objective, deciding, running, in_place=in_place, over=len(blocks) >= len(schedule))
     if won is not None and confidence != CONFIDENCE:
         why += f" (at {confidence:.2%}, as this look is one of the schedule's {len(schedule)})"
-    more = 0 if won is not None else blocks_to_decision(objective, by_name, against_pull, running, in_place)
+    more = (
+        0
+        if won is not None
+        else blocks_to_decision(
+            objective, by_name, against_pull, running, in_place, remaining=len(schedule) - len(blocks)
+        )
+    )
     return Analysis(
         objective,
         burn_in_s,

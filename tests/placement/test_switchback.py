@@ -350,6 +350,13 @@ def test_at_the_end_pull_wins_where_the_formula_in_place_is_clearly_worse_and_no
         schedule, cards, burn_in_s=0, objective="success", in_place={"formula"}, now=schedule[-2].ends
     )
     assert early.winner is None and early.blocks_to_decision is not None
+    # and the blocks it still needs count to the schedule's end, when that decision is read
+    read = analyse(schedule, cards, burn_in_s=0, objective="lead", in_place={"formula"})
+    assert read.winner == "pull"
+    sooner = analyse(
+        schedule, cards, burn_in_s=0, objective="lead", in_place={"formula"}, now=schedule[5].ends
+    )
+    assert sooner.winner is None and sooner.blocks_to_decision == 6
     # An arm clear of pull still wins over it
     better = steady(schedule, {"pull": (0.5, 100.0), "new": (0.7, 100.0), "formula": (0.5, 115.0)})
     read = analyse(schedule, better, burn_in_s=0, objective="success", in_place={"formula"})
