@@ -587,8 +587,8 @@ def guardrail_lines(kept: Kept) -> tuple[list[str], int, int, list[str]]:
     pull = means[PULL]
     lines, early, seeds, wrong = [], 0, 0, []
     for s, e in sorted(kept.experiments.items()):
-        span = e.schedule[-1].ends - e.schedule[0].starts
-        third = e.schedule[0].starts + span / 3
+        # The schedule as planned: one the service's review ended early is kept only up to then.
+        third = e.schedule[0].starts + timedelta(seconds=e.seconds) / 3
         cells = []
         for arm, at in sorted(e.dropped_at.items(), key=lambda kv: kv[1]):
             hours = (at - e.schedule[0].starts).total_seconds() / 3600

@@ -150,3 +150,23 @@ def test_each_arm_alone_is_read_block_by_block_so_its_difference_has_an_interval
     assert [a.cards for a in read.arms] == [8, 8]
     assert documented.success.estimate == 0.25
     assert documented.success.low < 0.25 < documented.success.high
+
+
+def test_the_guardrails_first_third_is_of_the_schedule_as_planned_not_as_the_review_ended_it():
+    # The service's review decides for pull once the guardrail drops the worst-first arm, and the
+    # lab then keeps the run only up to that look: a drop at 2 h of a 12-hour schedule is within
+    # its first third, whatever the kept schedule's own length.
+    from bench._switchback import GUARD_ARM, Alone, Experiment, Kept, guardrail_lines
+    from placement.switchback import Block, Card
+
+    hour = timedelta(hours=1)
+    kept_blocks = tuple(
+        Block(i, ("pull", GUARD_ARM)[i % 2], T0 + i * hour, T0 + (i + 1) * hour) for i in range(2)
+    )
+    experiment = Experiment(kept_blocks, [], {GUARD_ARM: T0 + 2 * hour}, {GUARD_ARM: "why"}, {}, 12 * 3600)
+    cards = [Card(T0, True, 60.0, 1.0)]
+    kept = Kept("worst-hurts", ["pull", GUARD_ARM], 12 * 3600, 3600, 3600)
+    kept.experiments[1] = experiment
+    kept.alone[1] = {"pull": Alone(cards, T0, 3600), GUARD_ARM: Alone([Card(T0, False, None, 1.0)], T0, 3600)}
+    _, early, seeds, wrong = guardrail_lines(kept)
+    assert (early, seeds, wrong) == (1, 1, [])
